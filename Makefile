@@ -1,0 +1,49 @@
+# Piper's front door. `make demo` and `make check` work on a fresh Debian machine: they install
+# what is missing (apt-get), configure, build, and run.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+# Debian packages the build, the tests and the demo need (see README "Toolchain").
+PACKAGES := cmake make gcc g++ llvm-22-dev libmlir-22-dev llvm-22-tools \
+            libopenblas-dev libopenmpi-dev openmpi-bin python3 python3-torch python3-numpy
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps configure build check demo bench clean
+
+all: build
+
+# Installs only the packages that are not installed yet.
+deps:
+	@missing=""; for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "piper: installing:$$missing"; \
+	  $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+$(BUILD)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+
+configure: deps $(BUILD)/Makefile
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Every lit suite (dialects, passes, lowering, runtime, tools, end-to-end against PyTorch).
+check: build
+	/usr/lib/llvm-22/bin/lit -sv $(BUILD)/test
+
+# Trains the default GPT (L4 C256 H4 T128 B8) for 20 steps on the built-in corpus.
+demo: build
+	@mkdir -p $(BUILD)/demo
+	$(BUILD)/bin/piper-gen gpt > $(BUILD)/demo/gpt.mlir
+	$(BUILD)/bin/piper-compile $(BUILD)/demo/gpt.mlir -o $(BUILD)/demo/train
+	$(BUILD)/demo/train --steps 20 --metrics $(BUILD)/demo/metrics.jsonl
+
+# Tables: our compiled step against PyTorch, pinned to one core.
+bench: build
+	bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,87 @@
+/* Context set-up shared by every tool: upstream dialects plus piper's IRDL-defined dialects,
+ * and a diagnostic printer in the `file:line:col: error: msg` form lit tests match. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/Dialect/IRDL.h"
+#include "mlir-c/RegisterEverything.h"
+#include "mlir-c/Diagnostics.h"
+#include "piper/piper.h"
+
+extern const char piper_irdl_source[]; /* generated from the dialects/ IRDL files */
+
+MlirContext piperContextCreate(void) {
+  MlirDialectRegistry registry = mlirDialectRegistryCreate();
+  mlirRegisterAllDialects(registry);
+  MlirContext ctx = mlirContextCreate();
+  mlirContextAppendDialectRegistry(ctx, registry);
+  mlirDialectRegistryDestroy(registry);
+  mlirContextLoadAllAvailableDialects(ctx);
+  mlirRegisterAllLLVMTranslations(ctx);
+  MlirModule defs = mlirModuleCreateParse(ctx, piperStr(piper_irdl_source));
+  bool ok = !mlirModuleIsNull(defs) &&
+            mlirLogicalResultIsSuccess(mlirLoadIRDLDialects(defs));
+  if (!mlirModuleIsNull(defs)) mlirModuleDestroy(defs);
+  if (!ok) {
+    fprintf(stderr, "piper: error: the built-in IRDL dialect definitions did not load; "
+                    "this is a build defect, rebuild from a clean tree\n");
+    mlirContextDestroy(ctx);
+    return (MlirContext){NULL};
+  }
+  return ctx;
+}
+
+typedef struct {
+  FILE *out;        /* where diagnostics go (borrowed) */
+  int *errorCount;  /* incremented per error; may be NULL */
+} DiagPrinter;
+
+static void printToFile(MlirStringRef s, void *userData) {
+  fwrite(s.data, 1, s.length, (FILE *)userData);
+}
+
+/* Prints `file:line:col: ` when the location (or the first inside a fused/named one) has a
+ * file position, otherwise the location as MLIR prints it. */
+static void printLocation(MlirLocation loc, FILE *out) {
+  if (mlirLocationIsAFileLineColRange(loc)) {
+    MlirIdentifier file = mlirLocationFileLineColRangeGetFilename(loc);
+    MlirStringRef name = mlirIdentifierStr(file);
+    fprintf(out, "%.*s:%d:%d: ", (int)name.length, name.data,
+            mlirLocationFileLineColRangeGetStartLine(loc),
+            mlirLocationFileLineColRangeGetStartColumn(loc));
+    return;
+  }
+  mlirLocationPrint(loc, printToFile, out);
+  fputs(": ", out);
+}
+
+static MlirLogicalResult handleDiagnostic(MlirDiagnostic diag, void *userData) {
+  DiagPrinter *p = userData;
+  const char *severity = "error";
+  switch (mlirDiagnosticGetSeverity(diag)) {
+  case MlirDiagnosticError: severity = "error"; if (p->errorCount) ++*p->errorCount; break;
+  case MlirDiagnosticWarning: severity = "warning"; break;
+  case MlirDiagnosticNote: severity = "note"; break;
+  case MlirDiagnosticRemark: severity = "remark"; break;
+  }
+  printLocation(mlirDiagnosticGetLocation(diag), p->out);
+  fprintf(p->out, "%s: ", severity);
+  mlirDiagnosticPrint(diag, printToFile, p->out);
+  fputc('\n', p->out);
+  for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(diag); ++i) {
+    MlirDiagnostic note = mlirDiagnosticGetNote(diag, i);
+    printLocation(mlirDiagnosticGetLocation(note), p->out);
+    fputs("note: ", p->out);
+    mlirDiagnosticPrint(note, printToFile, p->out);
+    fputc('\n', p->out);
+  }
+  return mlirLogicalResultSuccess();
+}
+
+MlirDiagnosticHandlerID piperAttachDiagnosticPrinter(MlirContext ctx, FILE *out,
+                                                      int *errorCount) {
+  DiagPrinter *p = malloc(sizeof *p);
+  p->out = out;
+  p->errorCount = errorCount;
+  return mlirContextAttachDiagnosticHandler(ctx, handleDiagnostic, p, free);
+}

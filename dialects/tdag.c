@@ -1,0 +1,330 @@
+/* Building and querying tdag ops from C, and the shape verifier: IRDL checks op names, operand
+ * counts and required attributes; this file checks what it cannot express (element types and
+ * how shapes relate), so a malformed model fails at the op that is wrong, not in a kernel. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "piper/piper.h"
+
+bool piperOpIs(MlirOperation op, const char *name) {
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  return n.length == strlen(name) && memcmp(n.data, name, n.length) == 0;
+}
+
+bool piperOpInDialect(MlirOperation op, const char *dialect) {
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  size_t d = strlen(dialect);
+  return n.length > d && memcmp(n.data, dialect, d) == 0 && n.data[d] == '.';
+}
+
+MlirOperation piperOpCreate(const char *name, MlirLocation loc, intptr_t nOperands,
+                            const MlirValue *operands, intptr_t nResults,
+                            const MlirType *results, intptr_t nAttrs,
+                            const MlirNamedAttribute *attrs) {
+  MlirOperationState st = mlirOperationStateGet(piperStr(name), loc);
+  if (nOperands) mlirOperationStateAddOperands(&st, nOperands, operands);
+  if (nResults) mlirOperationStateAddResults(&st, nResults, results);
+  if (nAttrs) mlirOperationStateAddAttributes(&st, nAttrs, attrs);
+  return mlirOperationCreate(&st);
+}
+
+MlirNamedAttribute piperNamedAttr(MlirContext ctx, const char *name, MlirAttribute attr) {
+  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, piperStr(name)), attr);
+}
+
+bool piperGetStringAttr(MlirOperation op, const char *name, char *buf, size_t size) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a) || size == 0) return false;
+  MlirStringRef s = mlirStringAttrGetValue(a);
+  size_t n = s.length < size - 1 ? s.length : size - 1;
+  memcpy(buf, s.data, n);
+  buf[n] = 0;
+  return true;
+}
+
+int64_t piperGetIntAttr(MlirOperation op, const char *name, int64_t fallback) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAInteger(a)) return fallback;
+  return mlirIntegerAttrGetValueInt(a);
+}
+
+double piperGetFloatAttr(MlirOperation op, const char *name, double fallback) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAFloat(a)) return fallback;
+  return mlirFloatAttrGetValueDouble(a);
+}
+
+int64_t piperTensorRank(MlirType t) {
+  return mlirTypeIsARankedTensor(t) ? mlirShapedTypeGetRank(t) : -1;
+}
+
+int64_t piperTensorDim(MlirType t, int64_t i) {
+  int64_t r = piperTensorRank(t);
+  if (i < 0) i += r;
+  return (i >= 0 && i < r) ? mlirShapedTypeGetDimSize(t, i) : -1;
+}
+
+int64_t piperTensorNumel(MlirType t) {
+  int64_t n = 1;
+  for (int64_t i = 0; i < piperTensorRank(t); ++i) n *= mlirShapedTypeGetDimSize(t, i);
+  return n;
+}
+
+bool piperTensorIsF32(MlirType t) {
+  return mlirTypeIsARankedTensor(t) && mlirTypeIsAF32(mlirShapedTypeGetElementType(t));
+}
+
+bool piperTensorIsI32(MlirType t) {
+  if (!mlirTypeIsARankedTensor(t)) return false;
+  MlirType e = mlirShapedTypeGetElementType(t);
+  return mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 32;
+}
+
+MlirType piperTensorType(MlirContext ctx, int64_t rank, const int64_t *shape, MlirType elem) {
+  (void)ctx;
+  return mlirRankedTensorTypeGet(rank, shape, elem, mlirAttributeGetNull());
+}
+
+/* ---- the verifier ---- */
+
+typedef struct {
+  int errors;  /* number of diagnostics emitted */
+} Verifier;
+
+static void appendToBuf(MlirStringRef s, void *userData) {
+  char *buf = userData;
+  size_t used = strlen(buf), room = 95 - used;
+  size_t n = s.length < room ? s.length : room;
+  memcpy(buf + used, s.data, n);
+  buf[used + n] = 0;
+}
+
+/* `t` as MLIR prints it, for messages; one of 4 rotating buffers so a message can show two. */
+static const char *typeStr(MlirType t) {
+  static char bufs[4][96];
+  static int next;
+  char *b = bufs[next++ & 3];
+  b[0] = 0;
+  mlirTypePrint(t, appendToBuf, b);
+  return b;
+}
+
+static void fail(Verifier *v, MlirOperation op, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  mlirEmitError(mlirOperationGetLocation(op), msg);
+  v->errors++;
+}
+
+static MlirType operandType(MlirOperation op, intptr_t i) {
+  return mlirValueGetType(mlirOperationGetOperand(op, i));
+}
+static MlirType resultType(MlirOperation op, intptr_t i) {
+  return mlirValueGetType(mlirOperationGetResult(op, i));
+}
+
+static bool sameShape(MlirType a, MlirType b) {
+  if (piperTensorRank(a) != piperTensorRank(b)) return false;
+  for (int64_t i = 0; i < piperTensorRank(a); ++i)
+    if (piperTensorDim(a, i) != piperTensorDim(b, i)) return false;
+  return true;
+}
+
+/* Same shape as `like` with the last dim replaced by `last` (-1: dropped). */
+static bool shapeWithLast(MlirType t, MlirType like, int64_t last) {
+  int64_t r = piperTensorRank(like);
+  int64_t want = last < 0 ? r - 1 : r;
+  if (piperTensorRank(t) != want) return false;
+  for (int64_t i = 0; i < r - 1; ++i)
+    if (piperTensorDim(t, i) != piperTensorDim(like, i)) return false;
+  return last < 0 || piperTensorDim(t, r - 1) == last;
+}
+
+static bool isVector(MlirType t, int64_t n) {
+  return piperTensorRank(t) == 1 && piperTensorDim(t, 0) == n;
+}
+static bool isMatrix(MlirType t, int64_t rows, int64_t cols) {
+  return piperTensorRank(t) == 2 && piperTensorDim(t, 0) == rows && piperTensorDim(t, 1) == cols;
+}
+
+/* Every operand and result must be a statically shaped f32 tensor, except those in `i32Mask`
+ * (bit k = operand k) which must be i32 tensors. */
+static bool checkElementTypes(Verifier *v, MlirOperation op, unsigned i32Mask) {
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+    MlirType t = operandType(op, i);
+    bool wantI32 = (i32Mask >> i) & 1;
+    if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
+        (wantI32 ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
+      fail(v, op, "operand #%d must be a statically shaped tensor of %s, got %s", (int)i,
+           wantI32 ? "i32" : "f32", typeStr(t));
+      return false;
+    }
+  }
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+    MlirType t = resultType(op, i);
+    bool input = piperOpIs(op, "tdag.input");
+    if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
+        (input ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
+      fail(v, op, "result #%d must be a statically shaped tensor of %s, got %s", (int)i,
+           input ? "i32" : "f32", typeStr(t));
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Shape rule of one tdag op; see the op's comment in tdag.irdl.mlir. */
+static void verifyOp(Verifier *v, MlirOperation op) {
+  MlirType a, b, r;
+  if (piperOpIs(op, "tdag.param")) {
+    char init[16];
+    if (!checkElementTypes(v, op, 0)) return;
+    piperGetStringAttr(op, "init", init, sizeof init);
+    if (strcmp(init, "normal") && strcmp(init, "zeros") && strcmp(init, "ones"))
+      fail(v, op, "init must be \"normal\", \"zeros\" or \"ones\", got \"%s\"", init);
+    if (piperTensorRank(resultType(op, 0)) > 4)
+      fail(v, op, "parameters have at most 4 dims, got %s", typeStr(resultType(op, 0)));
+  } else if (piperOpIs(op, "tdag.adam_state")) {
+    checkElementTypes(v, op, 0);
+  } else if (piperOpIs(op, "tdag.input")) {
+    char name[16];
+    if (!checkElementTypes(v, op, 0)) return;
+    piperGetStringAttr(op, "name", name, sizeof name);
+    if (strcmp(name, "tokens") && strcmp(name, "targets"))
+      fail(v, op, "input name must be \"tokens\" or \"targets\", got \"%s\"", name);
+    if (piperTensorRank(resultType(op, 0)) != 2)
+      fail(v, op, "input must be tensor<BxTxi32>, got %s", typeStr(resultType(op, 0)));
+  } else if (piperOpIs(op, "tdag.output")) {
+    if (checkElementTypes(v, op, 0) && piperTensorNumel(operandType(op, 0)) != 1)
+      fail(v, op, "output must be a scalar tensor<f32>, got %s", typeStr(operandType(op, 0)));
+  } else if (piperOpIs(op, "tdag.embedding")) {
+    if (!checkElementTypes(v, op, 1)) return;
+    MlirType tok = operandType(op, 0), wte = operandType(op, 1), wpe = operandType(op, 2);
+    r = resultType(op, 0);
+    int64_t C = piperTensorDim(wte, 1), T = piperTensorDim(tok, 1);
+    if (piperTensorRank(tok) != 2 || piperTensorRank(wte) != 2 || piperTensorRank(wpe) != 2 ||
+        piperTensorDim(wpe, 1) != C || piperTensorDim(wpe, 0) < T)
+      fail(v, op, "expects tokens(B,T), wte(V,C), wpe(>=T,C); got %s, %s, %s", typeStr(tok),
+           typeStr(wte), typeStr(wpe));
+    else if (piperTensorRank(r) != 3 || piperTensorDim(r, 0) != piperTensorDim(tok, 0) ||
+             piperTensorDim(r, 1) != T || piperTensorDim(r, 2) != C)
+      fail(v, op, "result must be (B,T,C) = (%lld,%lld,%lld), got %s",
+           (long long)piperTensorDim(tok, 0), (long long)T, (long long)C, typeStr(r));
+  } else if (piperOpIs(op, "tdag.layernorm") || piperOpIs(op, "tdag.layernorm_grad")) {
+    bool grad = piperOpIs(op, "tdag.layernorm_grad");
+    if (!checkElementTypes(v, op, 0)) return;
+    MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
+    int64_t C = piperTensorDim(x, -1);
+    if (!isVector(w, C) || (!grad && !isVector(operandType(op, 2), C)))
+      fail(v, op, "weight and bias must be (%lld) to match x %s", (long long)C, typeStr(x));
+    else if (grad ? (!sameShape(operandType(op, 0), x) || !sameShape(resultType(op, 0), x) ||
+                     !isVector(resultType(op, 1), C) || !isVector(resultType(op, 2), C))
+                  : (!sameShape(resultType(op, 0), x) || !shapeWithLast(resultType(op, 1), x, -1) ||
+                     !shapeWithLast(resultType(op, 2), x, -1)))
+      fail(v, op, "result shapes do not match x %s", typeStr(x));
+  } else if (piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) {
+    if (!checkElementTypes(v, op, 0)) return;
+    a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
+    int64_t K = piperTensorDim(a, -1), N = piperTensorDim(b, 0);
+    if (!isMatrix(b, N, K))
+      fail(v, op, "weight must be (N,K) with K = %lld from x %s, got %s", (long long)K,
+           typeStr(a), typeStr(b));
+    else if (mlirOperationGetNumOperands(op) == 3 && !isVector(operandType(op, 2), N))
+      fail(v, op, "bias must be (%lld), got %s", (long long)N, typeStr(operandType(op, 2)));
+    else if (!shapeWithLast(r, a, N))
+      fail(v, op, "result must be x's shape with last dim %lld, got %s", (long long)N, typeStr(r));
+  } else if (piperOpIs(op, "tdag.linear_grad_input")) {
+    if (!checkElementTypes(v, op, 0)) return;
+    a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
+    if (piperTensorRank(b) != 2 || piperTensorDim(a, -1) != piperTensorDim(b, 0) ||
+        !shapeWithLast(r, a, piperTensorDim(b, 1)))
+      fail(v, op, "expects dout(...,N), weight(N,K) -> dx(...,K); got %s, %s -> %s", typeStr(a),
+           typeStr(b), typeStr(r));
+  } else if (piperOpIs(op, "tdag.linear_grad_weight")) {
+    if (!checkElementTypes(v, op, 0)) return;
+    a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
+    if (!shapeWithLast(b, a, piperTensorDim(b, -1)) ||
+        !isMatrix(r, piperTensorDim(a, -1), piperTensorDim(b, -1)))
+      fail(v, op, "expects dout(...,N), x(...,K) -> dweight(N,K); got %s, %s -> %s",
+           typeStr(a), typeStr(b), typeStr(r));
+  } else if (piperOpIs(op, "tdag.bias_grad")) {
+    if (!checkElementTypes(v, op, 0)) return;
+    if (!isVector(resultType(op, 0), piperTensorDim(operandType(op, 0), -1)))
+      fail(v, op, "expects dout(...,N) -> dbias(N); got %s -> %s", typeStr(operandType(op, 0)),
+           typeStr(resultType(op, 0)));
+  } else if (piperOpIs(op, "tdag.attention") || piperOpIs(op, "tdag.attention_grad")) {
+    bool grad = piperOpIs(op, "tdag.attention_grad");
+    if (!checkElementTypes(v, op, 0)) return;
+    MlirType qkv = operandType(op, grad ? 1 : 0);
+    int64_t H = piperGetIntAttr(op, "heads", 0);
+    int64_t B = piperTensorDim(qkv, 0), T = piperTensorDim(qkv, 1), C3 = piperTensorDim(qkv, 2);
+    MlirType probs = grad ? operandType(op, 2) : resultType(op, 1);
+    MlirType out = grad ? operandType(op, 0) : resultType(op, 0);
+    if (piperTensorRank(qkv) != 3 || C3 % 3 != 0)
+      fail(v, op, "qkv must be (B,T,3C), got %s", typeStr(qkv));
+    else if (H <= 0 || (C3 / 3) % H != 0)
+      fail(v, op, "heads = %lld must be positive and divide C = %lld", (long long)H,
+           (long long)(C3 / 3));
+    else if (!shapeWithLast(out, qkv, C3 / 3) || piperTensorRank(probs) != 4 ||
+             piperTensorDim(probs, 0) != B || piperTensorDim(probs, 1) != H ||
+             piperTensorDim(probs, 2) != T || piperTensorDim(probs, 3) != T)
+      fail(v, op, "expects out (B,T,C) and probs (B,H,T,T) for qkv %s, got %s and %s",
+           typeStr(qkv), typeStr(out), typeStr(probs));
+    else if (grad && !sameShape(resultType(op, 0), qkv))
+      fail(v, op, "dqkv must have qkv's shape %s", typeStr(qkv));
+  } else if (piperOpIs(op, "tdag.gelu") || piperOpIs(op, "tdag.add") ||
+             piperOpIs(op, "tdag.gelu_grad")) {
+    if (!checkElementTypes(v, op, 0)) return;
+    r = resultType(op, 0);
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
+      if (!sameShape(operandType(op, i), r)) {
+        fail(v, op, "operand #%d %s and result %s must have the same shape", (int)i,
+             typeStr(operandType(op, i)), typeStr(r));
+        return;
+      }
+  } else if (piperOpIs(op, "tdag.cross_entropy") || piperOpIs(op, "tdag.cross_entropy_grad")) {
+    bool grad = piperOpIs(op, "tdag.cross_entropy_grad");
+    if (!checkElementTypes(v, op, 2)) return;
+    a = operandType(op, 0);
+    if (!shapeWithLast(operandType(op, 1), a, -1))
+      fail(v, op, "targets %s must be logits %s without the last dim",
+           typeStr(operandType(op, 1)), typeStr(a));
+    else if (grad ? !sameShape(resultType(op, 0), a)
+                  : (piperTensorNumel(resultType(op, 0)) != 1 || !sameShape(resultType(op, 1), a)))
+      fail(v, op, "result shapes do not match logits %s", typeStr(a));
+  } else if (piperOpIs(op, "tdag.embedding_grad")) {
+    if (!checkElementTypes(v, op, 2)) return;
+    a = operandType(op, 0);
+    if (piperTensorRank(a) != 3 || !shapeWithLast(operandType(op, 1), a, -1) ||
+        piperTensorDim(resultType(op, 0), 1) != piperTensorDim(a, 2) ||
+        piperTensorDim(resultType(op, 1), 1) != piperTensorDim(a, 2))
+      fail(v, op, "expects dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C)");
+  } else if (piperOpIs(op, "tdag.adamw")) {
+    if (!checkElementTypes(v, op, 0)) return;
+    for (intptr_t i = 1; i < 4; ++i)
+      if (!sameShape(operandType(op, i), operandType(op, 0))) {
+        fail(v, op, "operand #%d %s must have the parameter's shape %s", (int)i,
+             typeStr(operandType(op, i)), typeStr(operandType(op, 0)));
+        return;
+      }
+    MlirValue param = mlirOperationGetOperand(op, 0);
+    if (!mlirValueIsAOpResult(param) || !piperOpIs(mlirOpResultGetOwner(param), "tdag.param"))
+      fail(v, op, "the updated operand must be a tdag.param");
+  }
+}
+
+static MlirWalkResult verifyWalk(MlirOperation op, void *userData) {
+  if (piperOpInDialect(op, "tdag")) verifyOp(userData, op);
+  return MlirWalkResultAdvance;
+}
+
+MlirLogicalResult piperVerifyTdag(MlirOperation root) {
+  Verifier v = {0};
+  mlirOperationWalk(root, verifyWalk, &v, MlirWalkPreOrder);
+  return v.errors ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
+}

@@ -1,0 +1,102 @@
+/* Piper's compiler API: the context with piper's dialects loaded, helpers to build and query
+ * tdag ops, the pass registry, and code emission. Used by the tools (piper-opt, piper-compile)
+ * and by every pass. Naming follows the MLIR C API: ...Create owns, ...Get borrows. */
+#ifndef PIPER_PIPER_H
+#define PIPER_PIPER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Diagnostics.h"
+#include "mlir-c/Pass.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- dialects/dialects.c ---- */
+
+/* A context with the upstream dialects (builtin, func, llvm, ...) registered and piper's IRDL
+ * dialects (tdag, comm, sched) loaded. Returns a null context if the embedded IRDL failed to
+ * load, which is a build defect. Destroy with mlirContextDestroy. */
+MlirContext piperContextCreate(void);
+
+/* Prints every diagnostic of `ctx` to `out` as `file:line:col: error: message`, the form lit
+ * tests match; returns the handler id. `errorCount` (may be NULL) counts errors. */
+MlirDiagnosticHandlerID piperAttachDiagnosticPrinter(MlirContext ctx, FILE *out,
+                                                      int *errorCount);
+
+/* ---- dialects/tdag.c: building and querying ops ---- */
+
+static inline MlirStringRef piperStr(const char *s) { return mlirStringRefCreateFromCString(s); }
+
+/* True if `op` is named `name` (e.g. "tdag.linear"). */
+bool piperOpIs(MlirOperation op, const char *name);
+/* True if `op` belongs to dialect `dialect` ("tdag"). */
+bool piperOpInDialect(MlirOperation op, const char *dialect);
+/* Creates (unowned, not inserted) an op from its parts: the generic builder. */
+MlirOperation piperOpCreate(const char *name, MlirLocation loc, intptr_t nOperands,
+                            const MlirValue *operands, intptr_t nResults,
+                            const MlirType *results, intptr_t nAttrs,
+                            const MlirNamedAttribute *attrs);
+MlirNamedAttribute piperNamedAttr(MlirContext ctx, const char *name, MlirAttribute attr);
+/* A string attribute of `op` copied into `buf` (NUL-terminated); false if absent. */
+bool piperGetStringAttr(MlirOperation op, const char *name, char *buf, size_t size);
+/* An integer attribute of `op`, or `fallback` if absent. */
+int64_t piperGetIntAttr(MlirOperation op, const char *name, int64_t fallback);
+/* A float attribute of `op`, or `fallback` if absent. */
+double piperGetFloatAttr(MlirOperation op, const char *name, double fallback);
+
+/* Ranked tensor helpers. numel of a 0-d tensor is 1. */
+int64_t piperTensorRank(MlirType t);
+int64_t piperTensorDim(MlirType t, int64_t i);
+int64_t piperTensorNumel(MlirType t);
+bool piperTensorIsF32(MlirType t);
+bool piperTensorIsI32(MlirType t);
+MlirType piperTensorType(MlirContext ctx, int64_t rank, const int64_t *shape, MlirType elem);
+
+/* Checks what IRDL cannot: tensor element types and that shapes agree for every tdag op, e.g.
+ * linear's x(...,K) against weight(N,K). Emits an error at the op's location per problem. */
+MlirLogicalResult piperVerifyTdag(MlirOperation root);
+
+/* ---- passes/registry.c ---- */
+
+/* One pass piper-opt can run by name. `create` gets the text after `=` (or NULL). */
+typedef struct {
+  const char *name;        /* command-line name, without the leading dashes */
+  const char *summary;     /* one line for --help */
+  const char *argHelp;     /* "=FILE" style hint for passes taking a value, or NULL */
+  MlirPass (*create)(const char *arg);
+} PiperPassInfo;
+
+/* The registry, in pipeline order; terminated by an entry with name == NULL. */
+const PiperPassInfo *piperPassRegistry(void);
+const PiperPassInfo *piperLookupPass(const char *name);
+
+/* Wraps `run` as an MLIR external pass anchored on builtin.module. `run` returns failure
+ * after emitting diagnostics; the pass manager then stops. `typeId` is any 8-byte aligned
+ * static unique to the pass; `arg` (copied, may be NULL) is handed to every run. */
+typedef MlirLogicalResult (*PiperModuleRunFn)(MlirOperation module, const char *arg);
+MlirPass piperCreateModulePass(void *typeId, const char *name, const char *summary,
+                               PiperModuleRunFn run, const char *arg);
+
+/* ---- passes ---- */
+/* Forward graph -> training graph: appends backward ops and AdamW updates. */
+MlirLogicalResult piperAutodiff(MlirOperation module);
+MlirPass piperCreateAutodiffPass(const char *arg);
+MlirPass piperCreateVerifyPass(const char *arg);
+
+/* ---- lowering ---- */
+/* Training graph (tdag) -> llvm dialect: piper_setup and piper_step calling libpiper_rt. */
+MlirLogicalResult piperLowerToLLVM(MlirOperation module);
+MlirPass piperCreateLowerToLLVMPass(const char *arg);
+/* llvm-dialect module -> LLVM IR -> file. `kind` is "obj", "asm" or "ll". Returns 0 on
+ * success; otherwise prints `piper: error: ...` and returns non-zero. */
+int piperEmitModule(MlirOperation module, const char *path, const char *kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

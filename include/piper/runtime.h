@@ -1,0 +1,113 @@
+/* libpiper_rt: the strategy-agnostic runtime that compiled Piper plans call.
+ *
+ * A compiled training binary is one object file emitted by piper-compile, linked with this
+ * library. The object exports exactly two functions, both generated from IR:
+ *
+ *   void piper_setup(prt_ctx *ctx);  declares every named tensor (parameters, optimizer state,
+ *                                    inputs, outputs) and the size of the activation arena.
+ *   void piper_step(prt_ctx *ctx);   one training step: the fused schedule of kernel calls.
+ *
+ * The runtime owns all memory, the data loader, parameter init, checkpoints and metrics; it
+ * knows nothing about models or strategies. Letters: B batch, T sequence, C channels,
+ * H heads, V vocab, N rows (B*T), M/N/K matmul dims. Every float is fp32, every index int32
+ * and every size int64, so the generated LLVM calls have one fixed signature per kernel.
+ */
+#ifndef PIPER_RUNTIME_H
+#define PIPER_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct prt_ctx prt_ctx;
+
+/* What a declared tensor is; keep in sync with PIPER_TENSOR_* in lowering/lower_to_llvm.c. */
+typedef enum {
+  PRT_PARAM = 0,      /* trained parameter: initialised, checkpointed by name */
+  PRT_OPTIM = 1,      /* optimizer state (AdamW moments): zero-initialised, persistent */
+  PRT_INPUT = 2,      /* int32 tokens or targets, filled by the data loader before each step */
+  PRT_OUTPUT = 3,     /* a scalar the step reports (the loss), read after each step */
+} prt_tensor_kind;
+
+/* How a parameter is initialised when no --init-checkpoint is given. */
+typedef enum {
+  PRT_INIT_NORMAL = 0, /* normal(0, 0.02) from a generator seeded by (seed, name) */
+  PRT_INIT_ZEROS = 1,  /* biases */
+  PRT_INIT_ONES = 2,   /* LayerNorm weights */
+} prt_init_kind;
+
+/* ---- called by piper_setup ---- */
+
+/* Declares tensor `id` (ids are dense, 0..count-1, in declaration order). `name` is a NUL-
+ * terminated string the runtime copies; dims beyond `ndim` are ignored. For PRT_INPUT the
+ * name is "tokens" or "targets" with dims (B, T); `first_sample` is the global index of
+ * this device's first batch row (0 on one device; data parallel ranks get their slice). */
+void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind,
+                        int32_t init, int64_t ndim, int64_t d0, int64_t d1, int64_t d2,
+                        int64_t d3, int64_t first_sample);
+/* Bytes of scratch the step needs for activations and gradients (planned by the compiler). */
+void prt_declare_arena(prt_ctx *ctx, int64_t bytes);
+
+/* ---- called by piper_step ---- */
+void *prt_tensor(prt_ctx *ctx, int64_t id);  /* storage of a declared tensor */
+void *prt_arena(prt_ctx *ctx);               /* base of the arena, 64-byte aligned */
+/* Hands the runtime the gradient of parameter `param_id` (for --dump-grads); cheap no-op
+ * unless a dump was requested for this step. */
+void prt_observe_grad(prt_ctx *ctx, int64_t param_id, const float *grad);
+
+/* ---- kernels (CPU: OpenBLAS sgemm + C loops). Outputs are written, never accumulated,
+ * unless the name says so. ---- */
+/* out(B,T,C) = wte[tok] + wpe[t] */
+void prt_embedding_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
+                       int64_t B, int64_t T, int64_t C);
+/* dwte(V,C), dwpe(T,C) = scatter-sums of dout(B,T,C); both are overwritten */
+void prt_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+                       int64_t B, int64_t T, int64_t C, int64_t V);
+/* out(N,C) = (x - mean) * rstd * w + b; mean(N), rstd(N) saved for backward */
+void prt_layernorm_fwd(float *out, float *mean, float *rstd, const float *x, const float *w,
+                       const float *b, int64_t N, int64_t C, float eps);
+void prt_layernorm_bwd(float *dx, float *dw, float *db, const float *dout, const float *x,
+                       const float *w, const float *mean, const float *rstd, int64_t N,
+                       int64_t C);
+/* out(M,N) = x(M,K) w(N,K)^T + b(N); b may be NULL */
+void prt_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M,
+                    int64_t N, int64_t K);
+/* dx(M,K) = dout(M,N) w(N,K) */
+void prt_linear_bwd_input(float *dx, const float *dout, const float *w, int64_t M, int64_t N,
+                          int64_t K);
+/* dw(N,K) = dout(M,N)^T x(M,K) */
+void prt_linear_bwd_weight(float *dw, const float *dout, const float *x, int64_t M, int64_t N,
+                           int64_t K);
+/* db(N) = sum over rows of dout(M,N) */
+void prt_bias_bwd(float *db, const float *dout, int64_t M, int64_t N);
+/* qkv(B,T,3C) -> out(B,T,C), probs(B,H,T,T): causal softmax(q k^T / sqrt(C/H)) v */
+void prt_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
+                       int64_t C, int64_t H);
+void prt_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *probs,
+                       int64_t B, int64_t T, int64_t C, int64_t H);
+/* GELU, tanh approximation (PyTorch approximate="tanh") */
+void prt_gelu_fwd(float *out, const float *x, int64_t n);
+void prt_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n);
+void prt_add(float *out, const float *a, const float *b, int64_t n);
+void prt_copy(float *dst, const float *src, int64_t n);
+/* loss(1) = mean over N rows of -log softmax(logits)[target]; probs(N,V) saved */
+void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
+                           const int32_t *targets, int64_t N, int64_t V);
+/* dlogits(N,V) = (probs - onehot(target)) / N  (gradient of the mean loss) */
+void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
+                           int64_t N, int64_t V);
+/* torch.optim.AdamW for one tensor: lr and weight decay come from the run's flags, the step
+ * count from the runtime; `decay` != 0 applies decoupled weight decay (2-D weights only). */
+void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+               float beta1, float beta2, float eps, int32_t decay);
+
+/* ---- the training binary's entry: flags, data, init, the step loop, metrics, checkpoints.
+ * Called by main() in libpiper_rt with the generated piper_setup / piper_step. ---- */
+int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_ctx *));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,159 @@
+/* LlvmBuilder: llvm-dialect ops from C. The attribute spellings mirror what
+ * `mlir-opt --mlir-print-op-generic` prints for LLVM 22. */
+#include <string.h>
+
+#include "lowering/llvm_builder.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/LLVM.h"
+
+static MlirAttribute parseAttr(LlvmBuilder *b, const char *text) {
+  return mlirAttributeParseGet(b->ctx, piperStr(text));
+}
+
+static MlirNamedAttribute named(LlvmBuilder *b, const char *name, MlirAttribute a) {
+  return piperNamedAttr(b->ctx, name, a);
+}
+
+void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc) {
+  memset(b, 0, sizeof *b);
+  b->ctx = mlirModuleGetContext(module);
+  b->loc = loc;
+  b->moduleBody = mlirModuleGetBody(module);
+  b->ptr = mlirLLVMPointerTypeGet(b->ctx, 0);
+  b->i64 = mlirIntegerTypeGet(b->ctx, 64);
+  b->i32 = mlirIntegerTypeGet(b->ctx, 32);
+  b->f32 = mlirF32TypeGet(b->ctx);
+  b->voidType = mlirLLVMVoidTypeGet(b->ctx);
+  piperPtrMapInit(&b->declared, 64);
+}
+
+void lbFree(LlvmBuilder *b) { piperPtrMapFree(&b->declared); }
+
+static MlirOperation append(LlvmBuilder *b, MlirOperation op) {
+  mlirBlockAppendOwnedOperation(b->block, op);
+  return op;
+}
+
+/* llvm.func `name` of type `fnType`; with a body (one block, args from the type) if `define`. */
+static MlirOperation makeFunction(LlvmBuilder *b, const char *name, MlirType fnType,
+                                  bool define, MlirBlock *body) {
+  MlirNamedAttribute attrs[4] = {
+      named(b, "sym_name", mlirStringAttrGet(b->ctx, piperStr(name))),
+      named(b, "function_type", mlirTypeAttrGet(fnType)),
+      named(b, "linkage", parseAttr(b, "#llvm.linkage<external>")),
+      named(b, "CConv", parseAttr(b, "#llvm.cconv<ccc>"))};
+  MlirOperationState st = mlirOperationStateGet(piperStr("llvm.func"), b->loc);
+  mlirOperationStateAddAttributes(&st, 4, attrs);
+  MlirRegion region = mlirRegionCreate();
+  if (define) {
+    intptr_t n = mlirLLVMFunctionTypeGetNumInputs(fnType);
+    MlirType args[8];
+    MlirLocation locs[8];
+    for (intptr_t i = 0; i < n; ++i) {
+      args[i] = mlirLLVMFunctionTypeGetInput(fnType, i);
+      locs[i] = b->loc;
+    }
+    *body = mlirBlockCreate(n, args, locs);
+    mlirRegionAppendOwnedBlock(region, *body);
+  }
+  mlirOperationStateAddOwnedRegions(&st, 1, &region);
+  MlirOperation fn = mlirOperationCreate(&st);
+  mlirBlockAppendOwnedOperation(b->moduleBody, fn);
+  return fn;
+}
+
+MlirValue lbBeginFunction(LlvmBuilder *b, const char *name) {
+  MlirType fnType = mlirLLVMFunctionTypeGet(b->voidType, 1, &b->ptr, false);
+  makeFunction(b, name, fnType, true, &b->block);
+  return mlirBlockGetArgument(b->block, 0);
+}
+
+void lbReturn(LlvmBuilder *b) {
+  append(b, piperOpCreate("llvm.return", b->loc, 0, NULL, 0, NULL, 0, NULL));
+}
+
+static MlirValue constant(LlvmBuilder *b, MlirAttribute value, MlirType t) {
+  MlirNamedAttribute a = named(b, "value", value);
+  return mlirOperationGetResult(
+      append(b, piperOpCreate("llvm.mlir.constant", b->loc, 0, NULL, 1, &t, 1, &a)), 0);
+}
+
+MlirValue lbConstI64(LlvmBuilder *b, int64_t v) {
+  return constant(b, mlirIntegerAttrGet(b->i64, v), b->i64);
+}
+MlirValue lbConstI32(LlvmBuilder *b, int32_t v) {
+  return constant(b, mlirIntegerAttrGet(b->i32, v), b->i32);
+}
+MlirValue lbConstF32(LlvmBuilder *b, float v) {
+  return constant(b, mlirFloatAttrDoubleGet(b->ctx, b->f32, v), b->f32);
+}
+
+MlirValue lbNullPtr(LlvmBuilder *b) {
+  return mlirOperationGetResult(
+      append(b, piperOpCreate("llvm.mlir.zero", b->loc, 0, NULL, 1, &b->ptr, 0, NULL)), 0);
+}
+
+MlirValue lbOffset(LlvmBuilder *b, MlirValue base, int64_t byteOffset) {
+  if (byteOffset == 0) return base;
+  MlirValue ops[2] = {base, lbConstI64(b, byteOffset)};
+  int32_t dynamic = INT32_MIN; /* GEP's marker for "index is an operand" */
+  MlirNamedAttribute attrs[3] = {
+      named(b, "elem_type", mlirTypeAttrGet(mlirIntegerTypeGet(b->ctx, 8))),
+      named(b, "rawConstantIndices", mlirDenseI32ArrayGet(b->ctx, 1, &dynamic)),
+      named(b, "noWrapFlags", mlirIntegerAttrGet(b->i32, 0))};
+  return mlirOperationGetResult(
+      append(b, piperOpCreate("llvm.getelementptr", b->loc, 2, ops, 1, &b->ptr, 3, attrs)), 0);
+}
+
+MlirValue lbString(LlvmBuilder *b, const char *s) {
+  char sym[32];
+  snprintf(sym, sizeof sym, "piper_str%d", b->nStrings++);
+  size_t n = strlen(s) + 1;
+  MlirType arr = mlirLLVMArrayTypeGet(mlirIntegerTypeGet(b->ctx, 8), (unsigned)n);
+  MlirNamedAttribute attrs[6] = {
+      named(b, "sym_name", mlirStringAttrGet(b->ctx, piperStr(sym))),
+      named(b, "global_type", mlirTypeAttrGet(arr)),
+      named(b, "linkage", parseAttr(b, "#llvm.linkage<private>")),
+      named(b, "constant", mlirUnitAttrGet(b->ctx)),
+      named(b, "value", mlirStringAttrGet(b->ctx, (MlirStringRef){s, n})),
+      named(b, "addr_space", mlirIntegerAttrGet(b->i32, 0))};
+  MlirOperationState st = mlirOperationStateGet(piperStr("llvm.mlir.global"), b->loc);
+  mlirOperationStateAddAttributes(&st, 6, attrs);
+  MlirRegion empty = mlirRegionCreate();
+  mlirOperationStateAddOwnedRegions(&st, 1, &empty);
+  /* Globals sit at the top of the module, in the order they were made. */
+  MlirOperation global = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationAfter(b->moduleBody, b->lastString, global);
+  b->lastString = global;
+  MlirNamedAttribute ref =
+      named(b, "global_name", mlirFlatSymbolRefAttrGet(b->ctx, piperStr(sym)));
+  return mlirOperationGetResult(
+      append(b, piperOpCreate("llvm.mlir.addressof", b->loc, 0, NULL, 1, &b->ptr, 1, &ref)), 0);
+}
+
+MlirValue lbCall(LlvmBuilder *b, const char *callee, MlirType ret, intptr_t n,
+                 const MlirValue *args) {
+  MlirIdentifier id = mlirIdentifierGet(b->ctx, piperStr(callee)); /* interned: stable key */
+  if (!piperPtrMapGet(&b->declared, mlirIdentifierStr(id).data, NULL)) {
+    MlirType types[16];
+    for (intptr_t i = 0; i < n; ++i) types[i] = mlirValueGetType(args[i]);
+    MlirType fnType = mlirLLVMFunctionTypeGet(mlirTypeIsNull(ret) ? b->voidType : ret, n,
+                                              types, false);
+    MlirBlock unused;
+    makeFunction(b, callee, fnType, false, &unused);
+    piperPtrMapPut(&b->declared, mlirIdentifierStr(id).data, 1);
+  }
+  int32_t segments[2] = {(int32_t)n, 0};
+  MlirNamedAttribute attrs[6] = {
+      named(b, "callee", mlirFlatSymbolRefAttrGet(b->ctx, piperStr(callee))),
+      named(b, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 2, segments)),
+      named(b, "op_bundle_sizes", mlirDenseI32ArrayGet(b->ctx, 0, NULL)),
+      named(b, "CConv", parseAttr(b, "#llvm.cconv<ccc>")),
+      named(b, "TailCallKind", parseAttr(b, "#llvm.tailcallkind<none>")),
+      named(b, "fastmathFlags", parseAttr(b, "#llvm.fastmath<none>"))};
+  bool hasResult = !mlirTypeIsNull(ret);
+  MlirOperation call =
+      append(b, piperOpCreate("llvm.call", b->loc, n, args, hasResult ? 1 : 0, &ret, 6, attrs));
+  return hasResult ? mlirOperationGetResult(call, 0) : (MlirValue){NULL};
+}

@@ -1,0 +1,39 @@
+/* A small builder for llvm-dialect ops through the MLIR C API's generic op creation: function
+ * declarations and definitions, calls, constants, GEPs and string globals. Lowering passes
+ * build with it instead of spelling property attributes at every call site. */
+#ifndef PIPER_LOWERING_LLVM_BUILDER_H
+#define PIPER_LOWERING_LLVM_BUILDER_H
+
+#include "piper/piper.h"
+#include "piper/ptrmap.h"
+
+typedef struct {
+  MlirContext ctx;
+  MlirLocation loc;      /* location given to every op built */
+  MlirBlock moduleBody;  /* where declarations and globals go */
+  MlirBlock block;       /* where instructions are appended */
+  MlirType ptr, i64, i32, f32, voidType;
+  PiperPtrMap declared;  /* interned callee name -> 1, for functions declared already */
+  int nStrings;          /* string globals made so far, for unique names */
+  MlirOperation lastString; /* the newest string global: the next goes after it */
+} LlvmBuilder;
+
+void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc);
+void lbFree(LlvmBuilder *b);
+/* Defines `name(ptr)` returning void, makes its entry block current; returns the argument. */
+MlirValue lbBeginFunction(LlvmBuilder *b, const char *name);
+void lbReturn(LlvmBuilder *b);
+MlirValue lbConstI64(LlvmBuilder *b, int64_t v);
+MlirValue lbConstI32(LlvmBuilder *b, int32_t v);
+MlirValue lbConstF32(LlvmBuilder *b, float v);
+MlirValue lbNullPtr(LlvmBuilder *b);
+/* base + byteOffset as a pointer */
+MlirValue lbOffset(LlvmBuilder *b, MlirValue base, int64_t byteOffset);
+/* A pointer to a private NUL-terminated copy of `s`. */
+MlirValue lbString(LlvmBuilder *b, const char *s);
+/* Calls external function `callee` (declared on first use from the argument types);
+ * `ret` null for void. Returns the result or a null value. */
+MlirValue lbCall(LlvmBuilder *b, const char *callee, MlirType ret, intptr_t n,
+                 const MlirValue *args);
+
+#endif

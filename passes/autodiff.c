@@ -1,0 +1,243 @@
+/* --piper-autodiff: forward graph -> training graph, as IR.
+ *
+ * For every function that reports a loss (tdag.output {name = "loss"}), appends before its
+ * return the reverse-mode backward ops and one tdag.adamw per parameter that receives a
+ * gradient. Gradients that fan in (the residual stream, the tied wte) are summed with tdag.add.
+ * Generated ops carry the tags of the forward op they differentiate and `pass = "B"` (backward)
+ * or `pass = "UPD"` (update), which the directive passes group by. A function without a loss, or
+ * one that already holds backward ops, is left untouched: the pass is idempotent.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "piper/piper.h"
+#include "piper/ptrmap.h"
+
+/* Gradients live in a PiperPtrMap: forward value ptr -> gradient value ptr. */
+static MlirValue mapGet(const PiperPtrMap *m, MlirValue v) {
+  intptr_t g = 0;
+  return piperPtrMapGet(m, v.ptr, &g) ? (MlirValue){(const void *)g} : (MlirValue){NULL};
+}
+
+static void mapPut(PiperPtrMap *m, MlirValue v, MlirValue g) {
+  piperPtrMapPut(m, v.ptr, (intptr_t)g.ptr);
+}
+
+/* ---- emitting ops before the function's terminator ---- */
+typedef struct {
+  MlirContext ctx;
+  MlirBlock block;        /* the function body */
+  MlirOperation before;   /* its terminator: new ops go right before it */
+  PiperPtrMap grads;      /* forward value -> its gradient so far */
+} Builder;
+
+/* Creates op `name`, inserts it, and gives it `from`'s tags plus pass = `pass`. */
+static MlirOperation emit(Builder *b, const char *name, MlirOperation from, const char *pass,
+                          intptr_t nOperands, const MlirValue *operands, intptr_t nResults,
+                          const MlirType *results, intptr_t nAttrs,
+                          const MlirNamedAttribute *attrs) {
+  MlirOperation op = piperOpCreate(name, mlirOperationGetLocation(from), nOperands, operands,
+                                   nResults, results, nAttrs, attrs);
+  mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
+  MlirAttribute tags = mlirOperationGetAttributeByName(from, piperStr("tags"));
+  if (!mlirAttributeIsNull(tags)) mlirOperationSetAttributeByName(op, piperStr("tags"), tags);
+  mlirOperationSetAttributeByName(op, piperStr("pass"),
+                                  mlirStringAttrGet(b->ctx, piperStr(pass)));
+  return op;
+}
+
+static MlirType typeOf(MlirValue v) { return mlirValueGetType(v); }
+
+/* Adds `g` to the gradient of `v`; integer values (tokens, targets) have none. */
+static void accumulate(Builder *b, MlirOperation from, MlirValue v, MlirValue g) {
+  if (!piperTensorIsF32(typeOf(v))) return;
+  MlirValue old = mapGet(&b->grads, v);
+  if (!old.ptr) {
+    mapPut(&b->grads, v, g);
+    return;
+  }
+  MlirValue sum[2] = {old, g};
+  MlirType t = typeOf(v);
+  MlirOperation add = emit(b, "tdag.add", from, "B", 2, sum, 1, &t, 0, NULL);
+  mapPut(&b->grads, v, mlirOperationGetResult(add, 0));
+}
+
+/* One result, operands `ops`, result type like `like`. */
+static MlirValue emit1(Builder *b, const char *name, MlirOperation from, intptr_t n,
+                       const MlirValue *ops, MlirValue like) {
+  MlirType t = typeOf(like);
+  return mlirOperationGetResult(emit(b, name, from, "B", n, ops, 1, &t, 0, NULL), 0);
+}
+
+static MlirValue operand(MlirOperation op, intptr_t i) { return mlirOperationGetOperand(op, i); }
+static MlirValue result(MlirOperation op, intptr_t i) { return mlirOperationGetResult(op, i); }
+
+/* x @ w^T (+ b): dx = dy w, dw = dy^T x, db = sum(dy). */
+static void gradLinear(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0), w = operand(op, 1);
+  MlirValue inOps[2] = {dy, w}, wOps[2] = {dy, x};
+  accumulate(b, op, x, emit1(b, "tdag.linear_grad_input", op, 2, inOps, x));
+  accumulate(b, op, w, emit1(b, "tdag.linear_grad_weight", op, 2, wOps, w));
+  if (mlirOperationGetNumOperands(op) == 3)
+    accumulate(b, op, operand(op, 2), emit1(b, "tdag.bias_grad", op, 1, &dy, operand(op, 2)));
+}
+
+/* The vector-Jacobian product of one forward op, given its output gradient `dy`. */
+static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
+  if (piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) {
+    gradLinear(b, op, dy);
+  } else if (piperOpIs(op, "tdag.add")) {
+    accumulate(b, op, operand(op, 0), dy);
+    accumulate(b, op, operand(op, 1), dy);
+  } else if (piperOpIs(op, "tdag.gelu")) {
+    MlirValue ops[2] = {dy, operand(op, 0)};
+    accumulate(b, op, operand(op, 0), emit1(b, "tdag.gelu_grad", op, 2, ops, operand(op, 0)));
+  } else if (piperOpIs(op, "tdag.layernorm")) {
+    MlirValue x = operand(op, 0), w = operand(op, 1), bias = operand(op, 2);
+    MlirValue ops[5] = {dy, x, w, result(op, 1), result(op, 2)};
+    MlirType types[3] = {typeOf(x), typeOf(w), typeOf(bias)};
+    MlirOperation g = emit(b, "tdag.layernorm_grad", op, "B", 5, ops, 3, types, 0, NULL);
+    accumulate(b, op, x, result(g, 0));
+    accumulate(b, op, w, result(g, 1));
+    accumulate(b, op, bias, result(g, 2));
+  } else if (piperOpIs(op, "tdag.attention")) {
+    MlirValue qkv = operand(op, 0);
+    MlirValue ops[3] = {dy, qkv, result(op, 1)};
+    MlirType t = typeOf(qkv);
+    MlirNamedAttribute heads = piperNamedAttr(
+        b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads")));
+    MlirOperation g = emit(b, "tdag.attention_grad", op, "B", 3, ops, 1, &t, 1, &heads);
+    accumulate(b, op, qkv, result(g, 0));
+  } else if (piperOpIs(op, "tdag.embedding")) {
+    MlirValue wte = operand(op, 1), wpe = operand(op, 2);
+    MlirValue ops[2] = {dy, operand(op, 0)};
+    MlirType types[2] = {typeOf(wte), typeOf(wpe)};
+    MlirOperation g = emit(b, "tdag.embedding_grad", op, "B", 2, ops, 2, types, 0, NULL);
+    accumulate(b, op, wte, result(g, 0));
+    accumulate(b, op, wpe, result(g, 1));
+  } else {
+    char msg[160];
+    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+    snprintf(msg, sizeof msg, "piper-autodiff: no gradient rule for '%.*s'", (int)n.length,
+             n.data);
+    mlirEmitError(mlirOperationGetLocation(op), msg);
+    return mlirLogicalResultFailure();
+  }
+  return mlirLogicalResultSuccess();
+}
+
+static bool isTrainingOp(MlirOperation op) {
+  if (piperOpIs(op, "tdag.adamw")) return true;
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  return n.length > 5 && !memcmp(n.data + n.length - 5, "_grad", 5);
+}
+
+/* AdamW for parameter `param` with gradient `g`: two state tensors and the in-place update. */
+static void emitUpdate(Builder *b, MlirOperation param, MlirValue g) {
+  MlirValue p = result(param, 0);
+  MlirType t = typeOf(p);
+  char name[256];
+  piperGetStringAttr(param, "name", name, sizeof name);
+  MlirValue state[2];
+  const char *slots[2] = {"exp_avg", "exp_avg_sq"};
+  for (int i = 0; i < 2; ++i) {
+    MlirNamedAttribute attrs[2] = {
+        piperNamedAttr(b->ctx, "param", mlirStringAttrGet(b->ctx, piperStr(name))),
+        piperNamedAttr(b->ctx, "slot", mlirStringAttrGet(b->ctx, piperStr(slots[i])))};
+    state[i] = result(emit(b, "tdag.adam_state", param, "UPD", 0, NULL, 1, &t, 2, attrs), 0);
+  }
+  MlirType f64 = mlirF64TypeGet(b->ctx), i64 = mlirIntegerTypeGet(b->ctx, 64);
+  /* Weight decay applies to matrices only (embeddings and linear weights), as in nanoGPT. */
+  MlirNamedAttribute attrs[4] = {
+      piperNamedAttr(b->ctx, "beta1", mlirFloatAttrDoubleGet(b->ctx, f64, 0.9)),
+      piperNamedAttr(b->ctx, "beta2", mlirFloatAttrDoubleGet(b->ctx, f64, 0.95)),
+      piperNamedAttr(b->ctx, "eps", mlirFloatAttrDoubleGet(b->ctx, f64, 1e-8)),
+      piperNamedAttr(b->ctx, "decay",
+                     mlirIntegerAttrGet(i64, piperTensorRank(t) == 2 ? 1 : 0))};
+  MlirValue ops[4] = {p, g, state[0], state[1]};
+  emit(b, "tdag.adamw", param, "UPD", 4, ops, 0, NULL, 4, attrs);
+}
+
+static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
+  MlirOperation lossOut = {NULL};
+  size_t nOps = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    char name[16];
+    if (isTrainingOp(op)) return mlirLogicalResultSuccess(); /* already a training graph */
+    if (piperOpIs(op, "tdag.output") && piperGetStringAttr(op, "name", name, sizeof name) &&
+        !strcmp(name, "loss"))
+      lossOut = op;
+    nOps++;
+  }
+  if (mlirOperationIsNull(lossOut)) return mlirLogicalResultSuccess(); /* nothing to train */
+
+  MlirValue loss = operand(lossOut, 0);
+  MlirOperation lossOp = mlirValueIsAOpResult(loss) ? mlirOpResultGetOwner(loss)
+                                                    : (MlirOperation){NULL};
+  if (mlirOperationIsNull(lossOp) || !piperOpIs(lossOp, "tdag.cross_entropy") ||
+      mlirOpResultGetResultNumber(loss) != 0) {
+    mlirEmitError(mlirOperationGetLocation(lossOut),
+                  "piper-autodiff: the loss must be result #0 of a tdag.cross_entropy");
+    return mlirLogicalResultFailure();
+  }
+
+  MlirOperation *ops = malloc(nOps * sizeof *ops);
+  size_t n = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    ops[n++] = op;
+
+  Builder b = {ctx, body, mlirBlockGetTerminator(body), {0}};
+  piperPtrMapInit(&b.grads, nOps);
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+
+  /* The seed: d(loss)/d(logits) of the mean cross-entropy. */
+  MlirValue ceOps[2] = {result(lossOp, 1), operand(lossOp, 1)};
+  accumulate(&b, lossOp, operand(lossOp, 0),
+             emit1(&b, "tdag.cross_entropy_grad", lossOp, 2, ceOps, operand(lossOp, 0)));
+
+  for (size_t i = n; i-- > 0 && mlirLogicalResultIsSuccess(status);) {
+    MlirOperation op = ops[i];
+    if (!piperOpInDialect(op, "tdag") || op.ptr == lossOp.ptr ||
+        mlirOperationGetNumResults(op) == 0 || piperOpIs(op, "tdag.param") ||
+        piperOpIs(op, "tdag.input"))
+      continue;
+    MlirValue dy = mapGet(&b.grads, result(op, 0));
+    if (!dy.ptr) continue; /* does not reach the loss */
+    status = gradOp(&b, op, dy);
+  }
+  for (size_t i = 0; i < n && mlirLogicalResultIsSuccess(status); ++i) {
+    if (!piperOpIs(ops[i], "tdag.param")) continue;
+    MlirValue g = mapGet(&b.grads, result(ops[i], 0));
+    if (g.ptr) emitUpdate(&b, ops[i], g);
+  }
+  piperPtrMapFree(&b.grads);
+  free(ops);
+  return status;
+}
+
+MlirLogicalResult piperAutodiff(MlirOperation module) {
+  MlirContext ctx = mlirOperationGetContext(module);
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (!piperOpIs(op, "func.func")) continue;
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    if (mlirBlockIsNull(body)) continue; /* a declaration */
+    if (mlirLogicalResultIsFailure(differentiate(ctx, body))) return mlirLogicalResultFailure();
+  }
+  return mlirLogicalResultSuccess();
+}
+
+static MlirLogicalResult runAutodiff(MlirOperation module, const char *arg) {
+  return piperAutodiff(module);
+}
+
+MlirPass piperCreateAutodiffPass(const char *arg) {
+  static int64_t typeId;
+  return piperCreateModulePass(&typeId, "piper-autodiff", "build the training graph",
+                               runAutodiff, arg);
+}

@@ -1,0 +1,68 @@
+/* The pass registry piper-opt and piper-compile share. LLVM 22 cannot register external passes
+ * with upstream's pipeline parser, so piper keeps its own table, in pipeline order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "piper/piper.h"
+
+typedef struct {
+  PiperModuleRunFn run; /* the pass body */
+  char *arg;            /* option text after `=`, owned; NULL when none */
+} ModulePass;
+
+static MlirLogicalResult initialize(MlirContext ctx, void *userData) {
+  return mlirLogicalResultSuccess();
+}
+
+static void destruct(void *userData) {
+  ModulePass *p = userData;
+  free(p->arg);
+  free(p);
+}
+
+static void *clone(void *userData) {
+  ModulePass *p = userData, *c = malloc(sizeof *c);
+  c->run = p->run;
+  c->arg = p->arg ? strdup(p->arg) : NULL;
+  return c;
+}
+
+static void run(MlirOperation op, MlirExternalPass pass, void *userData) {
+  ModulePass *p = userData;
+  if (mlirLogicalResultIsFailure(p->run(op, p->arg))) mlirExternalPassSignalFailure(pass);
+}
+
+MlirPass piperCreateModulePass(void *typeId, const char *name, const char *summary,
+                               PiperModuleRunFn fn, const char *arg) {
+  ModulePass *p = malloc(sizeof *p);
+  p->run = fn;
+  p->arg = arg ? strdup(arg) : NULL;
+  MlirExternalPassCallbacks cb = {0};
+  cb.initialize = initialize;
+  cb.destruct = destruct;
+  cb.clone = clone;
+  cb.run = run;
+  return mlirCreateExternalPass(mlirTypeIDCreate(typeId), piperStr(name), piperStr(name),
+                                piperStr(summary), piperStr("builtin.module"), 0, NULL, cb, p);
+}
+
+static const PiperPassInfo registry[] = {
+    {"piper-verify", "check tdag shapes and element types (also run after every parse)", NULL,
+     piperCreateVerifyPass},
+    {"piper-autodiff",
+     "forward graph -> training graph: append backward ops and AdamW updates (idempotent)",
+     NULL, piperCreateAutodiffPass},
+    {"piper-lower-to-llvm",
+     "training graph -> llvm dialect: plan memory, emit piper_setup/piper_step calling "
+     "libpiper_rt",
+     NULL, piperCreateLowerToLLVMPass},
+    {NULL, NULL, NULL, NULL},
+};
+
+const PiperPassInfo *piperPassRegistry(void) { return registry; }
+
+const PiperPassInfo *piperLookupPass(const char *name) {
+  for (const PiperPassInfo *p = registry; p->name; ++p)
+    if (!strcmp(p->name, name)) return p;
+  return NULL;
+}

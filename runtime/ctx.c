@@ -1,0 +1,271 @@
+/* The context: what piper_setup declares (prt_declare_tensor, prt_declare_arena), the
+ * storage behind it (prt_ctx_allocate), and the accessors piper_step calls (prt_tensor,
+ * prt_arena, prt_observe_grad). Also the status / fatal / allocation helpers. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prt_internal.h"
+
+#define PRT_MAX_TENSORS (1 << 24) /* ids beyond this are surely a corrupt plan */
+#define PRT_MAX_NUMEL (INT64_C(1) << 40) /* elements in one tensor (4 TiB of fp32) */
+
+static const char *const PLAN_BUG =
+    "this is a bug in the compiled plan (piper_setup); recompile it or report the bug";
+
+/* ---- status and allocation helpers ---- */
+
+int prt_fail(prt_status *st, int code, const char *fmt, ...) {
+  if (st->code != 0) return st->code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(st->msg, sizeof st->msg, fmt, ap);
+  va_end(ap);
+  st->code = code;
+  return code;
+}
+
+void prt_fatal(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("piper: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+void *prt_xmalloc(size_t bytes, const char *what) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p)
+    prt_fatal("out of memory: %zu bytes for %s; free memory or shrink the model or batch",
+              bytes, what);
+  return p;
+}
+
+void *prt_xalloc_aligned(size_t bytes, const char *what) {
+  size_t rounded = (bytes + PRT_ALIGN - 1) / PRT_ALIGN * PRT_ALIGN;
+  if (rounded == 0) rounded = PRT_ALIGN;
+  void *p = aligned_alloc(PRT_ALIGN, rounded);
+  if (!p)
+    prt_fatal("out of memory: %zu bytes for %s; free memory or shrink the model or batch",
+              rounded, what);
+  memset(p, 0, rounded);
+  return p;
+}
+
+/* ---- context lifecycle ---- */
+
+prt_ctx *prt_ctx_create(void) {
+  prt_ctx *ctx = prt_xmalloc(sizeof *ctx, "the runtime context");
+  memset(ctx, 0, sizeof *ctx);
+  ctx->tokens_id = ctx->targets_id = ctx->loss_id = -1;
+  ctx->lr = 1e-3;
+  ctx->weight_decay = 0.0;
+  ctx->adam_t = 1;
+  ctx->dump_step = -1;
+  return ctx;
+}
+
+void prt_ctx_destroy(prt_ctx *ctx) {
+  if (!ctx) return;
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    free(ctx->tensors[i].name);
+    free(ctx->tensors[i].data);
+    free(ctx->tensors[i].grad_copy);
+  }
+  free(ctx->tensors);
+  free(ctx->arena);
+  free(ctx);
+}
+
+int64_t prt_ctx_find(const prt_ctx *ctx, const char *name) {
+  for (int64_t i = 0; i < ctx->ntensors; i++)
+    if (ctx->tensors[i].name && strcmp(ctx->tensors[i].name, name) == 0) return i;
+  return -1;
+}
+
+int64_t prt_ctx_param_count(const prt_ctx *ctx) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < ctx->ntensors; i++)
+    if (ctx->tensors[i].kind == PRT_PARAM) n += ctx->tensors[i].numel;
+  return n;
+}
+
+/* ---- called by piper_setup ---- */
+
+void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind,
+                        int32_t init, int64_t ndim, int64_t d0, int64_t d1, int64_t d2,
+                        int64_t d3, int64_t first_sample) {
+  prt_status *st = &ctx->decl_status;
+  const char *shown = name ? name : "(null)";
+  if (ctx->allocated) {
+    prt_fail(st, 1, "tensor '%s' (id %lld) declared after setup finished: "
+             "prt_declare_tensor; %s", shown, (long long)id, PLAN_BUG);
+    return;
+  }
+  if (!name || !name[0]) {
+    prt_fail(st, 1, "tensor id %lld declared without a name: prt_declare_tensor; %s",
+             (long long)id, PLAN_BUG);
+    return;
+  }
+  if (id < 0 || id >= PRT_MAX_TENSORS) {
+    prt_fail(st, 1, "tensor '%s' has id %lld, outside 0..%d: prt_declare_tensor; %s", name,
+             (long long)id, PRT_MAX_TENSORS - 1, PLAN_BUG);
+    return;
+  }
+  if (kind < PRT_PARAM || kind > PRT_OUTPUT) {
+    prt_fail(st, 1, "tensor '%s' (id %lld) has kind %d, expected 0..3 (prt_tensor_kind): "
+             "prt_declare_tensor; %s", name, (long long)id, kind, PLAN_BUG);
+    return;
+  }
+  if (kind == PRT_PARAM && (init < PRT_INIT_NORMAL || init > PRT_INIT_ONES)) {
+    prt_fail(st, 1, "parameter '%s' (id %lld) has init %d, expected 0..2 (prt_init_kind): "
+             "prt_declare_tensor; %s", name, (long long)id, init, PLAN_BUG);
+    return;
+  }
+  if (ndim < 0 || ndim > PRT_MAX_DIMS) {
+    prt_fail(st, 1, "tensor '%s' (id %lld) has ndim %lld, expected 0..%d: "
+             "prt_declare_tensor; %s", name, (long long)id, (long long)ndim, PRT_MAX_DIMS,
+             PLAN_BUG);
+    return;
+  }
+  int64_t d[PRT_MAX_DIMS] = {d0, d1, d2, d3};
+  int64_t numel = 1;
+  for (int64_t k = 0; k < ndim; k++) {
+    if (d[k] <= 0 || d[k] > PRT_MAX_NUMEL / numel) {
+      prt_fail(st, 1, "tensor '%s' (id %lld) has dim %lld = %lld, expected a positive size "
+               "with at most 2^40 elements in all: prt_declare_tensor; %s", name,
+               (long long)id, (long long)k, (long long)d[k], PLAN_BUG);
+      return;
+    }
+    numel *= d[k];
+  }
+  if (id >= ctx->cap) { /* grow the table to hold id, zeroing the new slots */
+    int64_t cap = ctx->cap ? ctx->cap : 64;
+    while (cap <= id) cap *= 2;
+    prt_tensor_info *t = realloc(ctx->tensors, (size_t)cap * sizeof *t);
+    if (!t) prt_fatal("out of memory growing the tensor table to %lld entries; free memory",
+                      (long long)cap);
+    memset(t + ctx->cap, 0, (size_t)(cap - ctx->cap) * sizeof *t);
+    ctx->tensors = t;
+    ctx->cap = cap;
+  }
+  prt_tensor_info *t = &ctx->tensors[id];
+  if (t->name) {
+    prt_fail(st, 1, "tensor id %lld declared twice, as '%s' and as '%s': "
+             "prt_declare_tensor; %s", (long long)id, t->name, name, PLAN_BUG);
+    return;
+  }
+  size_t len = strlen(name);
+  t->name = prt_xmalloc(len + 1, "a tensor name");
+  memcpy(t->name, name, len + 1);
+  t->kind = kind;
+  t->init = init;
+  t->ndim = ndim;
+  for (int k = 0; k < PRT_MAX_DIMS; k++) t->dims[k] = k < ndim ? d[k] : 1;
+  t->numel = numel;
+  t->first_sample = first_sample;
+  if (id >= ctx->ntensors) ctx->ntensors = id + 1;
+}
+
+void prt_declare_arena(prt_ctx *ctx, int64_t bytes) {
+  if (ctx->allocated) {
+    prt_fail(&ctx->decl_status, 1, "arena declared after setup finished: "
+             "prt_declare_arena; %s", PLAN_BUG);
+    return;
+  }
+  if (bytes < 0) {
+    prt_fail(&ctx->decl_status, 1, "arena size %lld is negative: prt_declare_arena; %s",
+             (long long)bytes, PLAN_BUG);
+    return;
+  }
+  /* A second call keeps the larger size: the arena serves both. */
+  if (bytes > ctx->arena_bytes) ctx->arena_bytes = bytes;
+}
+
+int prt_ctx_allocate(prt_ctx *ctx, prt_status *st) {
+  if (ctx->decl_status.code) {
+    *st = ctx->decl_status;
+    return st->code;
+  }
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    prt_tensor_info *t = &ctx->tensors[i];
+    if (!t->name)
+      return prt_fail(st, 1, "tensor id %lld was never declared (ids must be dense, "
+                      "0..%lld): piper_setup; %s", (long long)i, (long long)ctx->ntensors - 1,
+                      PLAN_BUG);
+    int64_t other = prt_ctx_find(ctx, t->name);
+    if (other != i)
+      return prt_fail(st, 1, "tensor name '%s' declared twice, ids %lld and %lld: "
+                      "piper_setup; %s", t->name, (long long)other, (long long)i, PLAN_BUG);
+    if (t->kind == PRT_INPUT) {
+      int is_tokens = strcmp(t->name, "tokens") == 0;
+      if (!is_tokens && strcmp(t->name, "targets") != 0)
+        return prt_fail(st, 1, "input '%s' (id %lld) is neither \"tokens\" nor \"targets\": "
+                        "piper_setup; %s", t->name, (long long)i, PLAN_BUG);
+      if (t->ndim != 2)
+        return prt_fail(st, 1, "input '%s' (id %lld) has %lld dims, expected 2 (B, T): "
+                        "piper_setup; %s", t->name, (long long)i, (long long)t->ndim,
+                        PLAN_BUG);
+      if (t->first_sample < 0)
+        return prt_fail(st, 1, "input '%s' (id %lld) has first_sample %lld, expected >= 0: "
+                        "piper_setup; %s", t->name, (long long)i, (long long)t->first_sample,
+                        PLAN_BUG);
+      if (is_tokens) ctx->tokens_id = i;
+      else ctx->targets_id = i;
+    }
+    if (t->kind == PRT_OUTPUT && strcmp(t->name, "loss") == 0) ctx->loss_id = i;
+  }
+  if (ctx->tokens_id >= 0 && ctx->targets_id >= 0) {
+    const prt_tensor_info *a = &ctx->tensors[ctx->tokens_id];
+    const prt_tensor_info *b = &ctx->tensors[ctx->targets_id];
+    if (a->dims[0] != b->dims[0] || a->dims[1] != b->dims[1] ||
+        a->first_sample != b->first_sample)
+      return prt_fail(st, 1, "inputs disagree: tokens (%lld, %lld) from sample %lld, "
+                      "targets (%lld, %lld) from sample %lld: piper_setup; %s",
+                      (long long)a->dims[0], (long long)a->dims[1], (long long)a->first_sample,
+                      (long long)b->dims[0], (long long)b->dims[1], (long long)b->first_sample,
+                      PLAN_BUG);
+  }
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    prt_tensor_info *t = &ctx->tensors[i];
+    t->data = prt_xalloc_aligned((size_t)t->numel * 4, t->name); /* fp32 and int32: 4 B */
+  }
+  ctx->arena = prt_xalloc_aligned((size_t)ctx->arena_bytes, "the activation arena");
+  ctx->allocated = 1;
+  return 0;
+}
+
+/* ---- called by piper_step ---- */
+
+void *prt_tensor(prt_ctx *ctx, int64_t id) {
+  if (!ctx->allocated)
+    prt_fatal("prt_tensor(%lld) called before the runtime allocated storage (during "
+              "piper_setup?): prt_tensor; %s", (long long)id, PLAN_BUG);
+  if (id < 0 || id >= ctx->ntensors)
+    prt_fatal("tensor id %lld is not declared (ids are 0..%lld): prt_tensor; %s",
+              (long long)id, (long long)ctx->ntensors - 1, PLAN_BUG);
+  return ctx->tensors[id].data;
+}
+
+void *prt_arena(prt_ctx *ctx) {
+  if (!ctx->allocated)
+    prt_fatal("prt_arena called before the runtime allocated storage (during "
+              "piper_setup?): prt_arena; %s", PLAN_BUG);
+  return ctx->arena;
+}
+
+void prt_observe_grad(prt_ctx *ctx, int64_t param_id, const float *grad) {
+  if (ctx->dump_step < 0 || ctx->step != ctx->dump_step) return;
+  if (param_id < 0 || param_id >= ctx->ntensors || ctx->tensors[param_id].kind != PRT_PARAM)
+    prt_fatal("prt_observe_grad got id %lld, which is not a declared parameter: "
+              "prt_observe_grad; %s", (long long)param_id, PLAN_BUG);
+  if (!grad)
+    prt_fatal("prt_observe_grad got a NULL gradient for '%s': prt_observe_grad; %s",
+              ctx->tensors[param_id].name, PLAN_BUG);
+  prt_tensor_info *t = &ctx->tensors[param_id];
+  if (!t->grad_copy) t->grad_copy = prt_xmalloc((size_t)t->numel * 4, "a gradient dump");
+  memcpy(t->grad_copy, grad, (size_t)t->numel * 4);
+}

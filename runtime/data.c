@@ -1,0 +1,88 @@
+/* The data loader: the bytes of a file are the tokens (V = 256). Deterministic and
+ * stateless: step s, batch row b of a device whose first global row is first_sample reads
+ * global sample g = first_sample + b at offset
+ *
+ *   o = ((s * B_global + g) * T) mod (N - T - 1)
+ *   tokens[b]  = data[o     .. o + T)
+ *   targets[b] = data[o + 1 .. o + T + 1)
+ *
+ * so every rank of a data-parallel run sees the same global batch, sliced by first_sample.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prt_internal.h"
+
+int prt_data_open(prt_data *d, const char *path, int64_t T, prt_status *st) {
+  memset(d, 0, sizeof *d);
+  if (!path) {
+    d->bytes = (const uint8_t *)prt_default_corpus;
+    d->n = prt_default_corpus_len;
+    d->name = "<built-in corpus>";
+  } else {
+    d->name = path;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+      return prt_fail(st, 1, "cannot open data file: %s: %s; pass an existing readable "
+                      "file to --data", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+      close(fd);
+      return prt_fail(st, 1, "data file is not a regular file: %s; pass a file of bytes "
+                      "to --data", path);
+    }
+    d->n = (int64_t)sb.st_size;
+    if (d->n >= T + 2) {
+      void *m = mmap(NULL, (size_t)d->n, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (m == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return prt_fail(st, 1, "cannot read data file: %s: %s; check the file", path,
+                        strerror(e));
+      }
+      d->bytes = m;
+      d->mapped = 1;
+    }
+    close(fd);
+  }
+  if (d->n < T + 2) {
+    int64_t n = d->n;
+    prt_data_close(d);
+    return prt_fail(st, 1, "data too short: %s has %lld bytes, the model's T = %lld needs "
+                    "at least T + 2 = %lld; use a longer --data file", path ? path : "<built-in "
+                    "corpus>", (long long)n, (long long)T, (long long)(T + 2));
+  }
+  return 0;
+}
+
+void prt_data_close(prt_data *d) {
+  if (d->mapped) munmap((void *)d->bytes, (size_t)d->n);
+  memset(d, 0, sizeof *d);
+}
+
+void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step) {
+  if (ctx->tokens_id < 0) return;
+  const prt_tensor_info *tok = &ctx->tensors[ctx->tokens_id];
+  int32_t *tokens = tok->data;
+  int32_t *targets = ctx->targets_id >= 0 ? ctx->tensors[ctx->targets_id].data : NULL;
+  int64_t B = tok->dims[0], T = tok->dims[1];
+  /* B_global = B for now: data-parallel ranks will pass the global batch size (and their
+   * first_sample) once the compiler emits it. */
+  int64_t B_global = B;
+  /* o = (s * (B_global * T) + g * T) mod span, reduced as we go so nothing overflows. */
+  typedef unsigned __int128 u128;
+  u128 span = (u128)(uint64_t)(d->n - T - 1);
+  u128 step_part = ((u128)(uint64_t)step % span) * (((u128)(uint64_t)B_global * T) % span);
+  for (int64_t b = 0; b < B; b++) {
+    u128 g = (u128)(uint64_t)(tok->first_sample + b);
+    int64_t o = (int64_t)((step_part % span + (g * (uint64_t)T) % span) % span);
+    for (int64_t t = 0; t < T; t++) {
+      tokens[b * T + t] = d->bytes[o + t];
+      if (targets) targets[b * T + t] = d->bytes[o + t + 1];
+    }
+  }
+}

@@ -1,0 +1,87 @@
+/* Parameter init without a checkpoint: PRT_INIT_NORMAL draws normal(0, 0.02), ZEROS and
+ * ONES fill constants. Optimizer state, inputs and outputs stay as allocated (zero).
+ *
+ * The normal generator, exactly (so another implementation can reproduce it bit for bit
+ * up to the final libm log/sqrt/cos/sin, which are correctly rounded in practice):
+ *
+ *   h = fnv1a64(name):  h = 0xcbf29ce484222325; for each byte c of name (no NUL):
+ *                         h = (h ^ c) * 0x100000001b3              (mod 2^64)
+ *   state = seed ^ h                                                (uint64)
+ *   next(): splitmix64 -- state += 0x9e3779b97f4a7c15;
+ *                         z = state;
+ *                         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+ *                         z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+ *                         return z ^ (z >> 31)
+ *   uniform(): u = ((next() >> 11) + 1) * 2^-53                     (double in (0, 1])
+ *   for i = 0, 2, 4, ... < n:            (Box-Muller, in double)
+ *       u1 = uniform(); u2 = uniform();
+ *       r = sqrt(-2 * log(u1)); a = 2 * pi * u2;
+ *       out[i] = (float)(std * r * cos(a)); out[i+1] = (float)(std * r * sin(a)) if i+1 < n
+ *
+ * In Python (numpy-free):
+ *   M = 2**64 - 1
+ *   h = 0xcbf29ce484222325
+ *   for c in name.encode(): h = ((h ^ c) * 0x100000001b3) & M
+ *   state = seed ^ h
+ *   def nxt():
+ *       global state
+ *       state = (state + 0x9e3779b97f4a7c15) & M
+ *       z = state
+ *       z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M
+ *       z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M
+ *       return z ^ (z >> 31)
+ *   u = ((nxt() >> 11) + 1) * 2.0**-53
+ */
+#include <math.h>
+#include <string.h>
+
+#include "prt_internal.h"
+
+static uint64_t prt_fnv1a64(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    h ^= *p;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static uint64_t prt_splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* A double in (0, 1]: never 0, so log() below is finite. */
+static double prt_uniform(uint64_t *state) {
+  return (double)((prt_splitmix64(state) >> 11) + 1) * 0x1.0p-53;
+}
+
+void prt_init_normal(float *out, int64_t n, uint64_t seed, const char *name, double std) {
+  uint64_t state = seed ^ prt_fnv1a64(name);
+  const double two_pi = 6.283185307179586476925286766559;
+  for (int64_t i = 0; i < n; i += 2) {
+    double u1 = prt_uniform(&state);
+    double u2 = prt_uniform(&state);
+    double r = sqrt(-2.0 * log(u1));
+    double a = two_pi * u2;
+    out[i] = (float)(std * r * cos(a));
+    if (i + 1 < n) out[i + 1] = (float)(std * r * sin(a));
+  }
+}
+
+void prt_init_params(prt_ctx *ctx, uint64_t seed) {
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    prt_tensor_info *t = &ctx->tensors[i];
+    if (t->kind != PRT_PARAM) continue;
+    float *p = t->data;
+    switch (t->init) {
+    case PRT_INIT_NORMAL: prt_init_normal(p, t->numel, seed, t->name, 0.02); break;
+    case PRT_INIT_ZEROS: memset(p, 0, (size_t)t->numel * sizeof(float)); break;
+    case PRT_INIT_ONES:
+      for (int64_t k = 0; k < t->numel; k++) p[k] = 1.0f;
+      break;
+    }
+  }
+}

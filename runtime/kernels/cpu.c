@@ -1,0 +1,331 @@
+/* CPU kernels of libpiper_rt: GPT-2 forward and backward in fp32, llm.c style. Matmuls are
+ * OpenBLAS sgemm on row-major matrices; everything else is plain loops. Each kernel writes
+ * its outputs (never accumulates) and does exactly the math its comment in
+ * <piper/runtime.h> states. Reductions over rows (bias, LayerNorm weight gradients, the
+ * loss) accumulate in double so results do not drift with the batch size.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prt_internal.h"
+
+#define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
+
+/* ---- embedding ---- */
+
+/* Tokens come from the loader (bytes, < 256) or a caller; an out-of-range one would index
+ * past wte, so it is a fatal error rather than a crash. */
+static void prt_check_token(int32_t v, int64_t i, int64_t V, const char *kernel) {
+  if (v < 0 || (V > 0 && v >= V))
+    prt_fatal("token %d at position %lld is outside the vocabulary [0, %lld): %s; the "
+              "data must hold token ids below V", v, (long long)i, (long long)V, kernel);
+}
+
+void prt_embedding_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
+                       int64_t B, int64_t T, int64_t C) {
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t t = 0; t < T; t++) {
+      int32_t ix = tok[b * T + t];
+      prt_check_token(ix, b * T + t, 0, "prt_embedding_fwd");
+      float *o = out + (b * T + t) * C;
+      const float *e = wte + (int64_t)ix * C, *p = wpe + t * C;
+      for (int64_t c = 0; c < C; c++) o[c] = e[c] + p[c];
+    }
+}
+
+void prt_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+                       int64_t B, int64_t T, int64_t C, int64_t V) {
+  memset(dwte, 0, (size_t)(V * C) * sizeof(float));
+  memset(dwpe, 0, (size_t)(T * C) * sizeof(float));
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t t = 0; t < T; t++) {
+      int32_t ix = tok[b * T + t];
+      prt_check_token(ix, b * T + t, V, "prt_embedding_bwd");
+      const float *d = dout + (b * T + t) * C;
+      float *e = dwte + (int64_t)ix * C, *p = dwpe + t * C;
+      for (int64_t c = 0; c < C; c++) {
+        e[c] += d[c];
+        p[c] += d[c];
+      }
+    }
+}
+
+/* ---- layernorm ---- */
+
+void prt_layernorm_fwd(float *out, float *mean, float *rstd, const float *x, const float *w,
+                       const float *b, int64_t N, int64_t C, float eps) {
+  for (int64_t i = 0; i < N; i++) {
+    const float *xi = x + i * C;
+    double s = 0.0;
+    for (int64_t c = 0; c < C; c++) s += xi[c];
+    float m = (float)(s / (double)C);
+    double v = 0.0;
+    for (int64_t c = 0; c < C; c++) {
+      double d = (double)(xi[c] - m);
+      v += d * d;
+    }
+    float r = 1.0f / sqrtf((float)(v / (double)C) + eps); /* biased variance */
+    float *oi = out + i * C;
+    for (int64_t c = 0; c < C; c++) oi[c] = (xi[c] - m) * r * w[c] + b[c];
+    mean[i] = m;
+    rstd[i] = r;
+  }
+}
+
+void prt_layernorm_bwd(float *dx, float *dw, float *db, const float *dout, const float *x,
+                       const float *w, const float *mean, const float *rstd, int64_t N,
+                       int64_t C) {
+  double *acc = prt_xmalloc((size_t)(2 * C) * sizeof(double), "prt_layernorm_bwd scratch");
+  double *dw_acc = acc, *db_acc = acc + C;
+  memset(acc, 0, (size_t)(2 * C) * sizeof(double));
+  for (int64_t i = 0; i < N; i++) {
+    const float *xi = x + i * C, *di = dout + i * C;
+    float m = mean[i], r = rstd[i];
+    /* dx = rstd * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)), dnorm = w * dout */
+    double s1 = 0.0, s2 = 0.0;
+    for (int64_t c = 0; c < C; c++) {
+      float norm = (xi[c] - m) * r;
+      float dnorm = w[c] * di[c];
+      s1 += dnorm;
+      s2 += (double)dnorm * norm;
+      db_acc[c] += di[c];
+      dw_acc[c] += (double)norm * di[c];
+    }
+    float mean_d = (float)(s1 / (double)C), mean_dn = (float)(s2 / (double)C);
+    float *dxi = dx + i * C;
+    for (int64_t c = 0; c < C; c++) {
+      float norm = (xi[c] - m) * r;
+      dxi[c] = (w[c] * di[c] - mean_d - norm * mean_dn) * r;
+    }
+  }
+  for (int64_t c = 0; c < C; c++) {
+    dw[c] = (float)dw_acc[c];
+    db[c] = (float)db_acc[c];
+  }
+  free(acc);
+}
+
+/* ---- linear: one sgemm on the flattened (M, K) matrices each ---- */
+
+void prt_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M,
+                    int64_t N, int64_t K) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K,
+              1.0f, x, (blasint)K, w, (blasint)K, 0.0f, out, (blasint)N);
+  if (!b) return;
+  for (int64_t i = 0; i < M; i++) {
+    float *o = out + i * N;
+    for (int64_t j = 0; j < N; j++) o[j] += b[j];
+  }
+}
+
+void prt_linear_bwd_input(float *dx, const float *dout, const float *w, int64_t M, int64_t N,
+                          int64_t K) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)K, (blasint)N,
+              1.0f, dout, (blasint)N, w, (blasint)K, 0.0f, dx, (blasint)K);
+}
+
+void prt_linear_bwd_weight(float *dw, const float *dout, const float *x, int64_t M, int64_t N,
+                           int64_t K) {
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)N, (blasint)K, (blasint)M,
+              1.0f, dout, (blasint)N, x, (blasint)K, 0.0f, dw, (blasint)K);
+}
+
+void prt_bias_bwd(float *db, const float *dout, int64_t M, int64_t N) {
+  enum { CHUNK = 512 }; /* columns summed at once, in double, on the stack */
+  double acc[CHUNK];
+  for (int64_t j0 = 0; j0 < N; j0 += CHUNK) {
+    int64_t nj = N - j0 < CHUNK ? N - j0 : CHUNK;
+    memset(acc, 0, sizeof acc);
+    for (int64_t i = 0; i < M; i++) {
+      const float *d = dout + i * N + j0;
+      for (int64_t j = 0; j < nj; j++) acc[j] += d[j];
+    }
+    for (int64_t j = 0; j < nj; j++) db[j0 + j] = (float)acc[j];
+  }
+}
+
+/* ---- attention ----
+ * For each (b, h): Q, K, V are (T, hs) views into qkv with row stride 3C (q at channel
+ * h*hs, k at C + h*hs, v at 2C + h*hs); P = probs[b, h] is (T, T) with stride T. The full
+ * T x T product is computed by sgemm and the part above the diagonal is zeroed, which is
+ * cheaper in practice than T small triangular calls. */
+
+void prt_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
+                       int64_t C, int64_t H) {
+  int64_t hs = C / H, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H; h++) {
+      const float *q = qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+      float *P = probs + (b * H + h) * T * T;
+      /* P = scale * Q K^T */
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T,
+                  (blasint)hs, scale, q, (blasint)C3, k, (blasint)C3, 0.0f, P, (blasint)T);
+      for (int64_t t = 0; t < T; t++) { /* causal softmax of row t over 0..t */
+        float *row = P + t * T;
+        float mx = row[0];
+        for (int64_t j = 1; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
+        float sum = 0.0f;
+        for (int64_t j = 0; j <= t; j++) {
+          row[j] = expf(row[j] - mx);
+          sum += row[j];
+        }
+        float inv = 1.0f / sum;
+        for (int64_t j = 0; j <= t; j++) row[j] *= inv;
+        for (int64_t j = t + 1; j < T; j++) row[j] = 0.0f;
+      }
+      /* out[b, :, h*hs:(h+1)*hs] = P V */
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)hs,
+                  (blasint)T, 1.0f, P, (blasint)T, v, (blasint)C3, 0.0f,
+                  out + b * T * C + h * hs, (blasint)C);
+    }
+}
+
+void prt_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *probs,
+                       int64_t B, int64_t T, int64_t C, int64_t H) {
+  int64_t hs = C / H, C3 = 3 * C;
+  float scale = 1.0f / sqrtf((float)hs);
+  float *dS = prt_xmalloc((size_t)(T * T) * sizeof(float), "prt_attention_bwd scratch");
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H; h++) {
+      const float *q = qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
+      const float *P = probs + (b * H + h) * T * T;
+      const float *dO = dout + b * T * C + h * hs;
+      float *dq = dqkv + b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
+      /* dV = P^T dO */
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)T, (blasint)hs,
+                  (blasint)T, 1.0f, P, (blasint)T, dO, (blasint)C, 0.0f, dv, (blasint)C3);
+      /* dP = dO V^T, then softmax backward in place: dS = P * (dP - sum_j P dP) */
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T,
+                  (blasint)hs, 1.0f, dO, (blasint)C, v, (blasint)C3, 0.0f, dS, (blasint)T);
+      for (int64_t t = 0; t < T; t++) {
+        float *row = dS + t * T;
+        const float *prow = P + t * T;
+        float dot = 0.0f;
+        for (int64_t j = 0; j <= t; j++) dot += prow[j] * row[j];
+        for (int64_t j = 0; j <= t; j++) row[j] = prow[j] * (row[j] - dot);
+        for (int64_t j = t + 1; j < T; j++) row[j] = 0.0f;
+      }
+      /* S = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q */
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)hs,
+                  (blasint)T, scale, dS, (blasint)T, k, (blasint)C3, 0.0f, dq, (blasint)C3);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)T, (blasint)hs,
+                  (blasint)T, scale, dS, (blasint)T, q, (blasint)C3, 0.0f, dk, (blasint)C3);
+    }
+  free(dS);
+}
+
+/* ---- elementwise ---- */
+
+void prt_gelu_fwd(float *out, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    float xi = x[i], cube = 0.044715f * xi * xi * xi;
+    out[i] = 0.5f * xi * (1.0f + tanhf(GELU_SCALE * (xi + cube)));
+  }
+}
+
+void prt_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    float xi = x[i], cube = 0.044715f * xi * xi * xi;
+    float th = tanhf(GELU_SCALE * (xi + cube));
+    float sech2 = 1.0f - th * th; /* 1 / cosh^2, without cosh's overflow */
+    float local = 0.5f * (1.0f + th) +
+                  xi * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * xi * xi);
+    dx[i] = local * dout[i];
+  }
+}
+
+void prt_add(float *out, const float *a, const float *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void prt_copy(float *dst, const float *src, int64_t n) {
+  if (dst != src) memmove(dst, src, (size_t)n * sizeof(float));
+}
+
+/* ---- loss ---- */
+
+void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
+                           const int32_t *targets, int64_t N, int64_t V) {
+  double total = 0.0;
+  for (int64_t i = 0; i < N; i++) {
+    const float *l = logits + i * V;
+    float *p = probs + i * V;
+    int32_t y = targets[i];
+    prt_check_token(y, i, V, "prt_cross_entropy_fwd");
+    float mx = l[0];
+    for (int64_t j = 1; j < V; j++) mx = l[j] > mx ? l[j] : mx;
+    double sum = 0.0;
+    for (int64_t j = 0; j < V; j++) {
+      p[j] = expf(l[j] - mx);
+      sum += p[j];
+    }
+    float inv = (float)(1.0 / sum);
+    for (int64_t j = 0; j < V; j++) p[j] *= inv;
+    /* -log softmax[y] = log(sum) - (l[y] - max): finite even when p[y] underflows */
+    total += log(sum) - (double)(l[y] - mx);
+  }
+  loss[0] = (float)(total / (double)N);
+}
+
+void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
+                           int64_t N, int64_t V) {
+  float inv_n = 1.0f / (float)N;
+  for (int64_t i = 0; i < N; i++) {
+    const float *p = probs + i * V;
+    float *d = dlogits + i * V;
+    int32_t y = targets[i];
+    prt_check_token(y, i, V, "prt_cross_entropy_bwd");
+    for (int64_t j = 0; j < V; j++) d[j] = p[j] * inv_n;
+    d[y] = (p[y] - 1.0f) * inv_n;
+  }
+}
+
+/* ---- optimizer ---- */
+
+/* The shortest decimal that rounds to x, as a double: 0.9f -> 0.9, 0.999f -> 0.999. The
+ * ABI passes betas as float but torch computes 1 - beta and beta^t in double from the
+ * Python literal; at beta2 = 0.999 using the float directly would shift the t = 1 bias
+ * correction by 1.3e-5 relative. */
+static double prt_decimal_of(float x) {
+  char s[32];
+  for (int digits = 1; digits <= 9; digits++) {
+    snprintf(s, sizeof s, "%.*g", digits, (double)x);
+    double d = strtod(s, NULL);
+    if ((float)d == x) return d;
+  }
+  return (double)x;
+}
+
+/* torch.optim.AdamW (single-tensor path, torch 1.13), element for element:
+ *   p.mul_(1 - lr*wd)                                   if decay
+ *   m.mul_(b1).add_(g, alpha=1-b1)
+ *   v.mul_(b2).addcmul_(g, g, value=1-b2)
+ *   denom = (v.sqrt() / sqrt(1 - b2^t)).add_(eps)
+ *   p.addcdiv_(m, denom, value=-lr / (1 - b1^t))
+ * Scalars are computed in double as Python does and rounded to float where torch's kernels
+ * see them; tensor arithmetic is float in the same order (torch's vectorised paths may
+ * fuse a multiply-add, so the last bit can differ). */
+void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+               float beta1, float beta2, float eps, int32_t decay) {
+  double b1 = prt_decimal_of(beta1), b2 = prt_decimal_of(beta2);
+  double t = (double)ctx->adam_t;
+  double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
+  float keep = (float)(1.0 - ctx->lr * ctx->weight_decay);
+  float one_minus_b1 = (float)(1.0 - b1), one_minus_b2 = (float)(1.0 - b2);
+  float bc2_sqrt = (float)sqrt(bc2);
+  float neg_step = (float)(-(ctx->lr / bc1));
+  for (int64_t i = 0; i < n; i++) {
+    float pi = p[i], gi = g[i];
+    if (decay) pi = pi * keep;
+    float mi = m[i] * beta1 + one_minus_b1 * gi;
+    float vi = v[i] * beta2 + one_minus_b2 * gi * gi;
+    float denom = sqrtf(vi) / bc2_sqrt + eps;
+    p[i] = pi + neg_step * mi / denom;
+    m[i] = mi;
+    v[i] = vi;
+  }
+}

@@ -1,0 +1,650 @@
+/* Checkpoints and gradient dumps in the safetensors format:
+ *
+ *   u64 little-endian header length n | n bytes of JSON header | raw little-endian data
+ *   header: {"__metadata__": {"format": "pt"},
+ *            "<name>": {"dtype": "F32", "shape": [d0, ...], "data_offsets": [begin, end]}, ...}
+ *
+ * with offsets relative to the start of the data section. We write tensors contiguously in
+ * declaration order and pad the header with spaces to a multiple of 8 bytes, as the
+ * reference implementation does. The reader is a small JSON parser that understands what
+ * safetensors headers hold (objects, arrays, strings, non-negative integers) and skips any
+ * other value it meets (__metadata__, unknown fields).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prt_internal.h"
+
+#define PRT_MAX_HEADER (100u << 20) /* bytes; safetensors' own limit */
+#define PRT_ST_MAX_DIMS 8           /* dims we accept in a file's shape */
+#define PRT_JSON_DEPTH 64           /* nesting we accept in skipped values */
+
+/* ---- a growable byte buffer for building the header ---- */
+
+typedef struct prt_buf {
+  char *p;    /* owned, NUL-terminated while len < cap */
+  size_t len; /* bytes used */
+  size_t cap; /* bytes allocated */
+} prt_buf;
+
+static void prt_buf_put(prt_buf *b, const char *s, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (b->len + n + 1 > cap) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) prt_fatal("out of memory building a safetensors header of %zu bytes", cap);
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = 0;
+}
+
+static void prt_buf_str(prt_buf *b, const char *s) { prt_buf_put(b, s, strlen(s)); }
+
+static void prt_buf_printf(prt_buf *b, const char *fmt, ...) {
+  char tmp[128];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  prt_buf_put(b, tmp, (size_t)n);
+}
+
+/* A JSON string literal for s, escaping quotes, backslashes and control bytes. */
+static void prt_buf_json_string(prt_buf *b, const char *s) {
+  prt_buf_put(b, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') {
+      char e[2] = {'\\', (char)*p};
+      prt_buf_put(b, e, 2);
+    } else if (*p < 0x20) {
+      prt_buf_printf(b, "\\u%04x", *p);
+    } else {
+      prt_buf_put(b, (const char *)p, 1);
+    }
+  }
+  prt_buf_put(b, "\"", 1);
+}
+
+/* "[768, 3072]" for error messages. */
+static void prt_shape_str(char *out, size_t cap, int64_t ndim, const int64_t *dims) {
+  size_t k = (size_t)snprintf(out, cap, "[");
+  for (int64_t i = 0; i < ndim && k < cap; i++)
+    k += (size_t)snprintf(out + k, cap - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
+  if (k < cap) snprintf(out + k, cap - k, "]");
+}
+
+/* ---- writing ---- */
+
+/* fsync the directory holding `path`, so the rename itself is durable. Best effort. */
+static void prt_sync_dir(const char *path) {
+  char *copy = strdup(path);
+  if (!copy) return;
+  int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  free(copy);
+}
+
+int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
+                          prt_status *st) {
+  prt_buf h = {0};
+  prt_buf_str(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
+  uint64_t offset = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const prt_st_entry *e = &entries[i];
+    uint64_t numel = 1;
+    prt_buf_put(&h, ",", 1);
+    prt_buf_json_string(&h, e->name);
+    prt_buf_str(&h, ":{\"dtype\":\"F32\",\"shape\":[");
+    for (int64_t k = 0; k < e->ndim; k++) {
+      prt_buf_printf(&h, "%s%lld", k ? "," : "", (long long)e->dims[k]);
+      numel *= (uint64_t)e->dims[k];
+    }
+    prt_buf_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
+                   (unsigned long long)(offset + 4 * numel));
+    offset += 4 * numel;
+  }
+  prt_buf_put(&h, "}", 1);
+  while ((8 + h.len) % 8) prt_buf_put(&h, " ", 1);
+
+  size_t plen = strlen(path);
+  char *tmp = prt_xmalloc(plen + 5, "a file name");
+  memcpy(tmp, path, plen);
+  memcpy(tmp + plen, ".tmp", 5);
+  const char *step = "open";
+  FILE *f = fopen(tmp, "wb");
+  int ok = f != NULL;
+  if (ok) {
+    step = "write";
+    uint64_t hlen = h.len; /* little-endian host, checked in prt_internal.h */
+    ok = fwrite(&hlen, 8, 1, f) == 1 && fwrite(h.p, 1, h.len, f) == h.len;
+    for (int64_t i = 0; ok && i < n; i++) {
+      size_t numel = 1;
+      for (int64_t k = 0; k < entries[i].ndim; k++) numel *= (size_t)entries[i].dims[k];
+      ok = fwrite(entries[i].data, 4, numel, f) == numel;
+    }
+    if (ok) step = "flush";
+    ok = ok && fflush(f) == 0;
+    if (ok) step = "fsync";
+    ok = ok && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0 && ok) {
+      step = "close";
+      ok = 0;
+    }
+  }
+  int e = errno;
+  if (ok && rename(tmp, path) != 0) {
+    e = errno;
+    step = "rename";
+    ok = 0;
+  }
+  free(h.p);
+  if (!ok) {
+    if (f) unlink(tmp);
+    prt_fail(st, 1, "cannot %s %s: %s (writing %s); check the directory exists, is "
+             "writable and has space", step, strcmp(step, "rename") ? tmp : path, strerror(e),
+             path);
+    free(tmp);
+    return st->code;
+  }
+  free(tmp);
+  prt_sync_dir(path);
+  return 0;
+}
+
+int prt_checkpoint_save(const prt_ctx *ctx, const char *path, prt_status *st) {
+  prt_st_entry *es = prt_xmalloc((size_t)ctx->ntensors * sizeof *es, "checkpoint entries");
+  int64_t n = 0;
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    const prt_tensor_info *t = &ctx->tensors[i];
+    if (t->kind != PRT_PARAM) continue;
+    es[n++] = (prt_st_entry){t->name, t->ndim, t->dims, t->data};
+  }
+  int rc = prt_safetensors_write(path, es, n, st);
+  free(es);
+  return rc;
+}
+
+int prt_grads_save(const prt_ctx *ctx, const char *path, prt_status *st) {
+  prt_st_entry *es = prt_xmalloc((size_t)ctx->ntensors * sizeof *es, "gradient entries");
+  int64_t n = 0;
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    const prt_tensor_info *t = &ctx->tensors[i];
+    if (t->kind != PRT_PARAM) continue;
+    if (!t->grad_copy) {
+      free(es);
+      return prt_fail(st, 1, "the gradient of parameter '%s' was not observed at step %lld: "
+                      "--dump-grads %s; the compiled plan must call prt_observe_grad for "
+                      "every parameter", t->name, (long long)ctx->dump_step, path);
+    }
+    es[n++] = (prt_st_entry){t->name, t->ndim, t->dims, t->grad_copy};
+  }
+  int rc = prt_safetensors_write(path, es, n, st);
+  free(es);
+  return rc;
+}
+
+/* ---- reading: a JSON reader for safetensors headers ---- */
+
+typedef struct prt_jr {
+  const char *s; /* borrowed header text, not NUL-terminated */
+  size_t n;      /* bytes in s */
+  size_t i;      /* cursor */
+  char err[240]; /* what went wrong when a function returned -1 */
+} prt_jr;
+
+static int prt_jr_fail(prt_jr *r, const char *what) {
+  snprintf(r->err, sizeof r->err, "%.200s at header byte %zu", what, r->i);
+  return -1;
+}
+
+static void prt_jr_ws(prt_jr *r) {
+  while (r->i < r->n && (r->s[r->i] == ' ' || r->s[r->i] == '\t' || r->s[r->i] == '\n' ||
+                         r->s[r->i] == '\r'))
+    r->i++;
+}
+
+/* Skips whitespace; returns the next byte without consuming it, or 0 at the end. */
+static char prt_jr_peek(prt_jr *r) {
+  prt_jr_ws(r);
+  return r->i < r->n ? r->s[r->i] : 0;
+}
+
+static int prt_jr_expect(prt_jr *r, char c) {
+  if (prt_jr_peek(r) != c) {
+    char what[32];
+    snprintf(what, sizeof what, "expected '%c'", c);
+    return prt_jr_fail(r, what);
+  }
+  r->i++;
+  return 0;
+}
+
+static int prt_jr_hex4(prt_jr *r, unsigned *out) {
+  if (r->n - r->i < 4) return prt_jr_fail(r, "truncated \\u escape");
+  unsigned v = 0;
+  for (int k = 0; k < 4; k++) {
+    char c = r->s[r->i++];
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+    else return prt_jr_fail(r, "bad hex digit in \\u escape");
+  }
+  *out = v;
+  return 0;
+}
+
+/* string -> '"' { char | escape } '"'; *out (if out) gets an owned, decoded UTF-8 copy. */
+static int prt_jr_string(prt_jr *r, char **out) {
+  if (prt_jr_expect(r, '"')) return -1;
+  /* Decoded text is never longer than the escaped text. */
+  size_t start = r->i;
+  char *o = out ? prt_xmalloc(r->n - start + 1, "a header string") : NULL;
+  size_t k = 0;
+  for (;;) {
+    if (r->i >= r->n) {
+      free(o);
+      return prt_jr_fail(r, "unterminated string");
+    }
+    unsigned char c = (unsigned char)r->s[r->i++];
+    if (c == '"') break;
+    if (c < 0x20) {
+      free(o);
+      return prt_jr_fail(r, "control byte in string");
+    }
+    if (c != '\\') {
+      if (o) o[k++] = (char)c;
+      continue;
+    }
+    if (r->i >= r->n) {
+      free(o);
+      return prt_jr_fail(r, "unterminated string");
+    }
+    char e = r->s[r->i++];
+    unsigned cp = 0;
+    switch (e) {
+    case '"': cp = '"'; break;
+    case '\\': cp = '\\'; break;
+    case '/': cp = '/'; break;
+    case 'b': cp = '\b'; break;
+    case 'f': cp = '\f'; break;
+    case 'n': cp = '\n'; break;
+    case 'r': cp = '\r'; break;
+    case 't': cp = '\t'; break;
+    case 'u':
+      if (prt_jr_hex4(r, &cp)) {
+        free(o);
+        return -1;
+      }
+      if (cp >= 0xD800 && cp < 0xDC00) { /* high surrogate: a low one must follow */
+        unsigned lo;
+        if (r->n - r->i < 2 || r->s[r->i] != '\\' || r->s[r->i + 1] != 'u') {
+          free(o);
+          return prt_jr_fail(r, "unpaired surrogate in \\u escape");
+        }
+        r->i += 2;
+        if (prt_jr_hex4(r, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
+          free(o);
+          return prt_jr_fail(r, "unpaired surrogate in \\u escape");
+        }
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      } else if (cp >= 0xDC00 && cp < 0xE000) {
+        free(o);
+        return prt_jr_fail(r, "unpaired surrogate in \\u escape");
+      }
+      if (cp == 0) {
+        free(o);
+        return prt_jr_fail(r, "\\u0000 in string");
+      }
+      break;
+    default:
+      free(o);
+      return prt_jr_fail(r, "bad escape in string");
+    }
+    if (!o) continue;
+    if (cp < 0x80) {
+      o[k++] = (char)cp;
+    } else if (cp < 0x800) {
+      o[k++] = (char)(0xC0 | (cp >> 6));
+      o[k++] = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      o[k++] = (char)(0xE0 | (cp >> 12));
+      o[k++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+      o[k++] = (char)(0x80 | (cp & 0x3F));
+    } else {
+      o[k++] = (char)(0xF0 | (cp >> 18));
+      o[k++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+      o[k++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+      o[k++] = (char)(0x80 | (cp & 0x3F));
+    }
+  }
+  if (o) {
+    o[k] = 0;
+    *out = o;
+  }
+  return 0;
+}
+
+/* uint -> digit { digit }, fitting in 63 bits (no sign, fraction or exponent). */
+static int prt_jr_uint(prt_jr *r, uint64_t *out) {
+  char c = prt_jr_peek(r);
+  if (c < '0' || c > '9') return prt_jr_fail(r, "expected a non-negative integer");
+  uint64_t v = 0;
+  while (r->i < r->n && r->s[r->i] >= '0' && r->s[r->i] <= '9') {
+    v = v * 10 + (uint64_t)(r->s[r->i++] - '0');
+    if (v > (uint64_t)INT64_MAX / 10) return prt_jr_fail(r, "integer too large");
+  }
+  if (r->i < r->n && (r->s[r->i] == '.' || r->s[r->i] == 'e' || r->s[r->i] == 'E'))
+    return prt_jr_fail(r, "expected an integer, found a fraction");
+  *out = v;
+  return 0;
+}
+
+/* value -> string | number | object | array | true | false | null, skipped. */
+static int prt_jr_skip(prt_jr *r, int depth) {
+  if (depth > PRT_JSON_DEPTH) return prt_jr_fail(r, "nesting too deep");
+  char c = prt_jr_peek(r);
+  if (c == '"') return prt_jr_string(r, NULL);
+  if (c == '{' || c == '[') {
+    char close = c == '{' ? '}' : ']';
+    r->i++;
+    if (prt_jr_peek(r) == close) {
+      r->i++;
+      return 0;
+    }
+    for (;;) {
+      if (c == '{' && (prt_jr_string(r, NULL) || prt_jr_expect(r, ':'))) return -1;
+      if (prt_jr_skip(r, depth + 1)) return -1;
+      char d = prt_jr_peek(r);
+      r->i++;
+      if (d == close) return 0;
+      if (d != ',') {
+        r->i--;
+        return prt_jr_fail(r, c == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+      }
+    }
+  }
+  static const char *const words[] = {"true", "false", "null"};
+  for (int k = 0; k < 3; k++) {
+    size_t len = strlen(words[k]);
+    if (r->n - r->i >= len && memcmp(r->s + r->i, words[k], len) == 0) {
+      r->i += len;
+      return 0;
+    }
+  }
+  if (c == '-' || (c >= '0' && c <= '9')) {
+    size_t start = r->i;
+    while (r->i < r->n && strchr("+-.eE0123456789", r->s[r->i])) r->i++;
+    char *end;
+    char tmp[64];
+    size_t len = r->i - start < sizeof tmp - 1 ? r->i - start : sizeof tmp - 1;
+    memcpy(tmp, r->s + start, len);
+    tmp[len] = 0;
+    strtod(tmp, &end);
+    if (*end) return prt_jr_fail(r, "malformed number");
+    return 0;
+  }
+  return prt_jr_fail(r, "expected a JSON value");
+}
+
+/* One tensor of a file's header. */
+typedef struct prt_st_in {
+  char *name;                     /* owned, decoded */
+  char dtype[16];                 /* e.g. "F32"; longer names are cut (and never match) */
+  int64_t ndim;                   /* 0..PRT_ST_MAX_DIMS */
+  int64_t dims[PRT_ST_MAX_DIMS];  /* shape */
+  uint64_t begin, end;            /* data_offsets, bytes into the data section */
+} prt_st_in;
+
+/* uints -> '[' [ uint { ',' uint } ] ']' into out[0..*n), at most cap of them. */
+static int prt_jr_uints(prt_jr *r, uint64_t *out, int64_t cap, int64_t *n) {
+  if (prt_jr_expect(r, '[')) return -1;
+  *n = 0;
+  if (prt_jr_peek(r) == ']') {
+    r->i++;
+    return 0;
+  }
+  for (;;) {
+    if (*n == cap) return prt_jr_fail(r, "too many entries in an array");
+    if (prt_jr_uint(r, &out[(*n)++])) return -1;
+    char d = prt_jr_peek(r);
+    if (d == ']') {
+      r->i++;
+      return 0;
+    }
+    if (d != ',') return prt_jr_fail(r, "expected ',' or ']'");
+    r->i++;
+  }
+}
+
+/* tensor -> '{' field { ',' field } '}' with fields "dtype", "shape", "data_offsets". */
+static int prt_jr_tensor(prt_jr *r, prt_st_in *t) {
+  int have_dtype = 0, have_shape = 0, have_offsets = 0;
+  if (prt_jr_expect(r, '{')) return -1;
+  if (prt_jr_peek(r) != '}') {
+    for (;;) {
+      char *key;
+      if (prt_jr_string(r, &key)) return -1;
+      int rc = prt_jr_expect(r, ':');
+      if (!rc && strcmp(key, "dtype") == 0) {
+        char *dt = NULL;
+        rc = prt_jr_string(r, &dt);
+        if (!rc) snprintf(t->dtype, sizeof t->dtype, "%s", dt);
+        free(dt);
+        have_dtype = 1;
+      } else if (!rc && strcmp(key, "shape") == 0) {
+        uint64_t d[PRT_ST_MAX_DIMS];
+        rc = prt_jr_uints(r, d, PRT_ST_MAX_DIMS, &t->ndim);
+        for (int64_t k = 0; !rc && k < t->ndim; k++) t->dims[k] = (int64_t)d[k];
+        have_shape = 1;
+      } else if (!rc && strcmp(key, "data_offsets") == 0) {
+        uint64_t o[2];
+        int64_t n = 0;
+        rc = prt_jr_uints(r, o, 2, &n);
+        if (!rc && n != 2) rc = prt_jr_fail(r, "data_offsets needs 2 integers");
+        if (!rc) {
+          t->begin = o[0];
+          t->end = o[1];
+        }
+        have_offsets = 1;
+      } else if (!rc) {
+        rc = prt_jr_skip(r, 1);
+      }
+      free(key);
+      if (rc) return -1;
+      char d = prt_jr_peek(r);
+      r->i++;
+      if (d == '}') break;
+      if (d != ',') {
+        r->i--;
+        return prt_jr_fail(r, "expected ',' or '}'");
+      }
+    }
+  } else {
+    r->i++;
+  }
+  if (!have_dtype || !have_shape || !have_offsets) {
+    char what[200];
+    snprintf(what, sizeof what, "tensor '%s' lacks \"%s\"", t->name,
+             !have_dtype ? "dtype" : !have_shape ? "shape" : "data_offsets");
+    return prt_jr_fail(r, what);
+  }
+  if (t->begin > t->end) return prt_jr_fail(r, "data_offsets [begin, end] with begin > end");
+  return 0;
+}
+
+/* header -> '{' [ entry { ',' entry } ] '}' where entry is "__metadata__": value or
+ * name: tensor. Appends to *ts (owned array of *n). */
+static int prt_jr_header(prt_jr *r, prt_st_in **ts, int64_t *n) {
+  int64_t cap = 0;
+  if (prt_jr_expect(r, '{')) return -1;
+  if (prt_jr_peek(r) == '}') {
+    r->i++;
+  } else {
+    for (;;) {
+      char *key;
+      if (prt_jr_string(r, &key)) return -1;
+      if (prt_jr_expect(r, ':')) {
+        free(key);
+        return -1;
+      }
+      if (strcmp(key, "__metadata__") == 0) {
+        free(key);
+        if (prt_jr_skip(r, 1)) return -1;
+      } else {
+        if (*n == cap) {
+          cap = cap ? 2 * cap : 64;
+          prt_st_in *g = realloc(*ts, (size_t)cap * sizeof *g);
+          if (!g) prt_fatal("out of memory reading a safetensors header");
+          *ts = g;
+        }
+        prt_st_in *t = &(*ts)[(*n)++];
+        memset(t, 0, sizeof *t);
+        t->name = key;
+        if (prt_jr_tensor(r, t)) return -1;
+      }
+      char d = prt_jr_peek(r);
+      r->i++;
+      if (d == '}') break;
+      if (d != ',') {
+        r->i--;
+        return prt_jr_fail(r, "expected ',' or '}'");
+      }
+    }
+  }
+  if (prt_jr_peek(r) != 0) return prt_jr_fail(r, "text after the header object");
+  return 0;
+}
+
+static int prt_has_prefix(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Checks the header's tensors against the declared parameters; fills idx[param id] with
+ * the index into ts of its tensor. */
+static int prt_check_tensors(const prt_ctx *ctx, const char *path, const prt_st_in *ts,
+                             int64_t n, uint64_t data_bytes, int64_t *idx, prt_status *st) {
+  const char *fix = "pass a checkpoint saved by a binary of the same model "
+                    "(--save-checkpoint)";
+  char want[128], got[128];
+  for (int64_t j = 0; j < n; j++) {
+    for (int64_t k = 0; k < j; k++)
+      if (strcmp(ts[k].name, ts[j].name) == 0)
+        return prt_fail(st, 1, "checkpoint names tensor '%s' twice: %s; the file is corrupt; "
+                        "%s", ts[j].name, path, fix);
+    if (ts[j].end > data_bytes)
+      return prt_fail(st, 1, "truncated checkpoint: tensor '%s' needs bytes [%llu, %llu) of "
+                      "the data section but the file holds %llu: %s; the file is incomplete "
+                      "(an interrupted copy?): re-create it", ts[j].name,
+                      (unsigned long long)ts[j].begin, (unsigned long long)ts[j].end,
+                      (unsigned long long)data_bytes, path);
+    if (prt_has_prefix(ts[j].name, "optim.")) continue;
+    int64_t id = prt_ctx_find(ctx, ts[j].name);
+    if (id < 0 || ctx->tensors[id].kind != PRT_PARAM)
+      return prt_fail(st, 1, "checkpoint has tensor '%s', which is not a parameter of this "
+                      "model: %s; %s (optimizer tensors must be named \"optim.*\")",
+                      ts[j].name, path, fix);
+  }
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    const prt_tensor_info *t = &ctx->tensors[i];
+    idx[i] = -1;
+    if (t->kind != PRT_PARAM) continue;
+    prt_shape_str(want, sizeof want, t->ndim, t->dims);
+    int64_t j = 0;
+    while (j < n && strcmp(ts[j].name, t->name) != 0) j++;
+    if (j == n)
+      return prt_fail(st, 1, "checkpoint lacks parameter '%s' (F32 %s): %s; %s", t->name,
+                      want, path, fix);
+    const prt_st_in *e = &ts[j];
+    prt_shape_str(got, sizeof got, e->ndim, e->dims);
+    if (strcmp(e->dtype, "F32") != 0)
+      return prt_fail(st, 1, "parameter '%s' has dtype %s in the checkpoint, expected F32: "
+                      "%s; %s", t->name, e->dtype, path, fix);
+    int same = e->ndim == t->ndim;
+    for (int64_t k = 0; same && k < t->ndim; k++) same = e->dims[k] == t->dims[k];
+    if (!same)
+      return prt_fail(st, 1, "parameter '%s' has shape %s in the checkpoint, expected %s: "
+                      "%s; %s", t->name, got, want, path, fix);
+    if (e->end - e->begin != (uint64_t)t->numel * 4)
+      return prt_fail(st, 1, "parameter '%s' spans %llu bytes in the checkpoint, but F32 %s "
+                      "needs %llu: %s; the file is corrupt: re-create it", t->name,
+                      (unsigned long long)(e->end - e->begin), want,
+                      (unsigned long long)t->numel * 4, path);
+    idx[i] = j;
+  }
+  return 0;
+}
+
+int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_status *st) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return prt_fail(st, 1, "cannot open checkpoint: %s: %s; pass an existing safetensors "
+                    "file to --init-checkpoint", path, strerror(errno));
+  struct stat sb;
+  char *header = NULL;
+  prt_st_in *ts = NULL;
+  int64_t n = 0;
+  int64_t *idx = NULL;
+  uint64_t hlen = 0;
+  uint64_t size = 0;
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    prt_fail(st, 1, "checkpoint is not a regular file: %s; pass a safetensors file", path);
+    goto done;
+  }
+  size = (uint64_t)sb.st_size;
+  if (size < 8 || fread(&hlen, 8, 1, f) != 1) {
+    prt_fail(st, 1, "truncated checkpoint: %s has %llu bytes, fewer than the 8-byte header "
+             "length; re-create the file", path, (unsigned long long)size);
+    goto done;
+  }
+  if (hlen > PRT_MAX_HEADER || hlen > size - 8) {
+    prt_fail(st, 1, "bad checkpoint header: %s says its header has %llu bytes but the file "
+             "has %llu in all%s; the file is truncated or not safetensors", path,
+             (unsigned long long)hlen, (unsigned long long)size,
+             hlen > PRT_MAX_HEADER ? " (the limit is 100 MB)" : "");
+    goto done;
+  }
+  header = prt_xmalloc(hlen + 1, "a checkpoint header");
+  if (fread(header, 1, hlen, f) != hlen) {
+    prt_fail(st, 1, "cannot read checkpoint header: %s; check the file", path);
+    goto done;
+  }
+  prt_jr r = {header, hlen, 0, {0}};
+  if (prt_jr_header(&r, &ts, &n)) {
+    prt_fail(st, 1, "bad checkpoint header (%s): %s; the file is corrupt or not safetensors",
+             r.err, path);
+    goto done;
+  }
+  idx = prt_xmalloc((size_t)(ctx->ntensors ? ctx->ntensors : 1) * sizeof *idx, "an index");
+  if (prt_check_tensors(ctx, path, ts, n, size - 8 - hlen, idx, st)) goto done;
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    if (idx[i] < 0) continue;
+    prt_tensor_info *t = &ctx->tensors[i];
+    if (fseeko(f, (off_t)(8 + hlen + ts[idx[i]].begin), SEEK_SET) != 0 ||
+        fread(t->data, 4, (size_t)t->numel, f) != (size_t)t->numel) {
+      prt_fail(st, 1, "cannot read parameter '%s' from checkpoint: %s; the file changed or "
+               "is unreadable", t->name, path);
+      goto done;
+    }
+  }
+done:
+  for (int64_t j = 0; j < n; j++) free(ts[j].name);
+  free(ts);
+  free(idx);
+  free(header);
+  fclose(f);
+  return st->code;
+}

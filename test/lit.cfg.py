@@ -1,0 +1,19 @@
+# lit configuration for every piper suite: dialects, passes, lowering, runtime, tools, e2e.
+import os
+import lit.formats
+
+config.name = "Piper"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test", ".c"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "oracle"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.piper_obj_root, "test")
+
+# Tools: piper's own, then LLVM's FileCheck/not/count; Debian's python3 has torch.
+path = [config.piper_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
+config.environment["PATH"] = os.pathsep.join(path)
+config.environment["OMP_NUM_THREADS"] = "1"
+config.environment["OPENBLAS_NUM_THREADS"] = "1"
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%piper_src", config.piper_src_root))
+config.substitutions.append(("%oracle", os.path.join(config.piper_src_root, "test", "oracle")))

@@ -1,0 +1,455 @@
+#!/usr/bin/python3
+"""PyTorch oracle (ground truth) for Piper's GPT training.
+
+Model: GPT-2 style, fp32, no dropout, byte tokens, tied embedding/head.
+  x = wte[tok] + wpe[pos]
+  per block: x += attn(ln_1(x)); x += mlp(ln_2(x))          (LayerNorm eps 1e-5)
+  attn: q,k,v = split(c_attn(h)) (in that order, head j = channels j*C/H..(j+1)*C/H),
+        causal softmax(q k^T / sqrt(C/H)) v, then c_proj
+  mlp:  c_proj(gelu_tanh(c_fc(h))), hidden 4C
+  logits = ln_f(x) @ wte^T; loss = mean cross-entropy over all B*T targets.
+Optimizer: torch.optim.AdamW(lr, betas=(0.9, 0.95), eps=1e-8, foreach=False),
+  weight decay only on 2-D tensors (wte, wpe, all Linear weights).
+Data: step s, sample b starts at o = ((s*B + b) * T) mod (N - T - 1) of the data file
+  (N bytes); inputs data[o:o+T], targets data[o+1:o+T+1]. The loss of step s is
+  computed before step s's update.
+
+Subcommands: init, train, compare (see --help of each).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io as st  # noqa: E402
+
+LN_EPS = 1e-5
+BETAS = (0.9, 0.95)
+ADAM_EPS = 1e-8
+
+
+# ----------------------------------------------------------------------------- model
+
+def param_specs(L, C, V, T):
+    """Canonical (name, shape, init_kind) list; init_kind in {'normal', 'zeros', 'ones'}."""
+    specs = [("wte.weight", (V, C), "normal"), ("wpe.weight", (T, C), "normal")]
+    for i in range(L):
+        p = f"h.{i}."
+        specs += [
+            (p + "ln_1.weight", (C,), "ones"),
+            (p + "ln_1.bias", (C,), "zeros"),
+            (p + "attn.c_attn.weight", (3 * C, C), "normal"),
+            (p + "attn.c_attn.bias", (3 * C,), "zeros"),
+            (p + "attn.c_proj.weight", (C, C), "normal"),
+            (p + "attn.c_proj.bias", (C,), "zeros"),
+            (p + "ln_2.weight", (C,), "ones"),
+            (p + "ln_2.bias", (C,), "zeros"),
+            (p + "mlp.c_fc.weight", (4 * C, C), "normal"),
+            (p + "mlp.c_fc.bias", (4 * C,), "zeros"),
+            (p + "mlp.c_proj.weight", (C, 4 * C), "normal"),
+            (p + "mlp.c_proj.bias", (C,), "zeros"),
+        ]
+    specs += [("ln_f.weight", (C,), "ones"), ("ln_f.bias", (C,), "zeros")]
+    return specs
+
+
+def init_params(L, C, V, T, seed):
+    g = torch.Generator()
+    g.manual_seed(seed)
+    out = {}
+    for name, shape, kind in param_specs(L, C, V, T):
+        if kind == "normal":
+            t = torch.empty(shape, dtype=torch.float32).normal_(0.0, 0.02, generator=g)
+        elif kind == "zeros":
+            t = torch.zeros(shape, dtype=torch.float32)
+        else:
+            t = torch.ones(shape, dtype=torch.float32)
+        out[name] = t
+    return out
+
+
+def attention(h, P, p, H):
+    B, T, C = h.shape
+    hd = C // H
+    qkv = F.linear(h, P[p + "attn.c_attn.weight"], P[p + "attn.c_attn.bias"])
+    q, k, v = qkv.split(C, dim=2)
+    q = q.view(B, T, H, hd).transpose(1, 2)  # (B, H, T, hd)
+    k = k.view(B, T, H, hd).transpose(1, 2)
+    v = v.view(B, T, H, hd).transpose(1, 2)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+    mask = torch.ones(T, T, dtype=torch.bool, device=h.device).triu(1)  # True above diagonal
+    att = att.masked_fill(mask, float("-inf"))
+    att = torch.softmax(att, dim=-1)
+    y = att @ v  # (B, H, T, hd)
+    y = y.transpose(1, 2).contiguous().view(B, T, C)
+    return F.linear(y, P[p + "attn.c_proj.weight"], P[p + "attn.c_proj.bias"])
+
+
+def forward(P, idx, targets, L, H):
+    """idx, targets: (B, T) int64. Returns (mean loss, logits)."""
+    B, T = idx.shape
+    C = P["wte.weight"].shape[1]
+    x = F.embedding(idx, P["wte.weight"]) + P["wpe.weight"][:T].unsqueeze(0)
+    for i in range(L):
+        p = f"h.{i}."
+        h = F.layer_norm(x, (C,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], LN_EPS)
+        x = x + attention(h, P, p, H)
+        h = F.layer_norm(x, (C,), P[p + "ln_2.weight"], P[p + "ln_2.bias"], LN_EPS)
+        h = F.linear(h, P[p + "mlp.c_fc.weight"], P[p + "mlp.c_fc.bias"])
+        h = F.gelu(h, approximate="tanh")
+        x = x + F.linear(h, P[p + "mlp.c_proj.weight"], P[p + "mlp.c_proj.bias"])
+    x = F.layer_norm(x, (C,), P["ln_f.weight"], P["ln_f.bias"], LN_EPS)
+    logits = F.linear(x, P["wte.weight"])
+    loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+    return loss, logits
+
+
+def make_optimizer(P, lr, wd):
+    names = list(P)
+    decay = [P[n] for n in names if P[n].dim() == 2]
+    no_decay = [P[n] for n in names if P[n].dim() != 2]
+    groups = [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=BETAS, eps=ADAM_EPS, foreach=False)
+
+
+def load_data(path, V):
+    data = open(path, "rb").read()
+    t = torch.tensor(list(data), dtype=torch.int64) if data else torch.zeros(0, dtype=torch.int64)
+    if t.numel() and int(t.max()) >= V:
+        raise SystemExit(f"data file {path} contains byte {int(t.max())} >= vocab {V}")
+    return t
+
+
+def get_batch(data, s, B, T):
+    N = data.numel()
+    if N < T + 2:
+        raise SystemExit(f"data file has {N} bytes; need at least T+2 = {T + 2}")
+    m = N - T - 1
+    xs, ys = [], []
+    for b in range(B):
+        o = ((s * B + b) * T) % m
+        xs.append(data[o:o + T])
+        ys.append(data[o + 1:o + T + 1])
+    return torch.stack(xs), torch.stack(ys)
+
+
+def check_config(L, C, H, T, V):
+    if C % H:
+        raise SystemExit(f"--dim {C} not divisible by --heads {H}")
+    if min(L, C, H, T, V) <= 0:
+        raise SystemExit("all model sizes must be positive")
+
+
+# ----------------------------------------------------------------------------- init / train
+
+def add_model_args(ap, batch=False):
+    ap.add_argument("--layers", type=int, required=True, help="L")
+    ap.add_argument("--dim", type=int, required=True, help="C (channels)")
+    ap.add_argument("--heads", type=int, required=True, help="H")
+    ap.add_argument("--seq", type=int, required=True, help="T (sequence length = wpe rows)")
+    ap.add_argument("--vocab", type=int, default=256, help="V (default 256, byte tokens)")
+    if batch:
+        ap.add_argument("--batch", type=int, required=True, help="B")
+
+
+def cmd_init(a):
+    check_config(a.layers, a.dim, a.heads, a.seq, a.vocab)
+    P = init_params(a.layers, a.dim, a.vocab, a.seq, a.seed)
+    meta = {"layers": a.layers, "dim": a.dim, "heads": a.heads, "seq": a.seq, "vocab": a.vocab,
+            "seed": a.seed, "generator": "torch.Generator normal_(0,0.02) in canonical order"}
+    st.write(a.output, P, meta)
+    n = sum(t.numel() for t in P.values())
+    print(f"wrote {a.output}: {len(P)} tensors, {n} parameters")
+
+
+def cmd_train(a):
+    L, C, H, T, V, B = a.layers, a.dim, a.heads, a.seq, a.vocab, a.batch
+    check_config(L, C, H, T, V)
+    torch.set_num_threads(a.threads)
+    dtype = {"float32": torch.float32, "float64": torch.float64}[a.dtype]
+
+    init = st.read(a.init)
+    specs = param_specs(L, C, V, T)
+    want = {n: s for n, s, _ in specs}
+    missing = sorted(set(want) - set(init))
+    extra = sorted(set(init) - set(want))
+    bad = [n for n in want if n in init and tuple(init[n].shape) != want[n]]
+    if missing or extra or bad:
+        raise SystemExit(f"init checkpoint mismatch: missing={missing} extra={extra} "
+                         f"misshaped={[(n, tuple(init[n].shape), want[n]) for n in bad]}")
+    P = {n: init[n].to(dtype).clone().requires_grad_(True) for n, _, _ in specs}
+    opt = make_optimizer(P, a.lr, a.weight_decay)
+    data = load_data(a.data, V)
+
+    losses = []
+    for s in range(a.steps):
+        x, y = get_batch(data, s, B, T)
+        opt.zero_grad(set_to_none=True)
+        loss, _ = forward(P, x, y, L, H)
+        loss.backward()
+        losses.append(float(loss.item()))
+        if s == 0 and a.grads:
+            st.write(a.grads, {n: P[n].grad for n in P}, {"step": "0"})
+        opt.step()
+        if a.verbose:
+            print(f"step {s} loss {losses[-1]:.6f}", flush=True)
+
+    if a.losses:
+        with open(a.losses, "w") as f:
+            json.dump(losses, f)
+            f.write("\n")
+    if a.final:
+        st.write(a.final, {n: P[n].detach() for n in P}, {"steps": str(a.steps)})
+    if losses:
+        print(f"trained {a.steps} steps: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+
+
+# ----------------------------------------------------------------------------- compare
+#
+# Metrics (a check passes iff every bound holds; NaN/inf fail):
+#   loss[step s]  err = |cand - ref| / |ref|                                 <= --loss-rtol
+#   grad[name]    err = max_i |cand_i - ref_i| / max_i |ref_i|               <= --grad-tol
+#   param[name]   r_i = |cand_i - ref_i| / max_j |ref_j|  (same relative-to-max scale):
+#                 at most --param-outliers (a fraction of the elements, >= 1 element) may have
+#                 r_i > --param-tol, and every r_i <= --param-cap.
+#                 For h.*.attn.c_attn.bias the k third [C, 2C) is checked on its own line
+#                 ("param[...c_attn.bias:k]", max r_i <= --kbias-tol) and left out of the above.
+#
+# Why these defaults (measured with test/oracle/calibrate.py: fp32 oracle vs fp64 oracle, which
+# stands in for "another correct fp32 implementation with different summation order"):
+#   * fp32 rounding unit is 6e-8; dot products of length K carry ~sqrt(K)*6e-8 relative error.
+#     Measured, L4 C128 H4 T64 B8: losses differ <= 8e-7 relative over 20 steps, step-0 grads
+#     <= 1.3e-6 relative-to-max (L2 C32: 5e-7). --loss-rtol 1e-4 and --grad-tol 1e-4 leave ~100x
+#     headroom, while real bugs (wrong attention scale, missing tied-head gradient, data window off
+#     by one, LayerNorm eps 1e-6) give 1e-2..1 on grads (see calibrate.py). Resolution limit:
+#     erf-GELU instead of tanh-GELU differs by only ~3e-5 (grads) on the tiny L2 C32 model and is
+#     not caught there; at L4 C128 it is (1.3e-4 grads, 8e-4 loss).
+#   * Parameters after AdamW: at the first step the update is lr * g/(|g| + 1e-8), i.e. ~lr*sign(g).
+#     An element whose step-0 gradient happens to be ~1e-8 (a zero crossing; in a 65k-element matrix
+#     with median |g| ~3e-3 there is ~one) gets an update decided by rounding noise: measured
+#     |diff| up to 3.6e-5 = 4e-4 of max|W| for single elements, while the rest of the tensor agrees
+#     to ~1e-5. A plain max-abs tolerance would therefore have to be ~1e-2 (one full sign flip,
+#     2*lr/max|W|) and would be blind to real optimizer bugs. Instead: all but a few isolated
+#     elements must agree to 1e-4 relative-to-max (measured: <= 1 element above 1e-4 per tensor),
+#     up to 0.1% of a tensor's elements may be outliers, and outliers are still bounded by a cap
+#     of 5e-2 (> one full flip of an lr=1e-3 step on a std-0.02 matrix, catches NaN/blow-ups).
+#     Optimizer bugs (decay on 1-D params, wrong betas/eps, missing bias correction, a skipped
+#     step) move whole tensors by ~lr per step and fail by orders of magnitude.
+#   * The k third of c_attn.bias has a *mathematically zero* gradient (softmax is invariant to the
+#     per-row constant q.b_k), so in fp32 it is pure noise (~1e-10) and AdamW moves it by
+#     ~lr*noise/1e-8 per step in a noise-chosen direction; its true value stays 0. Measured
+#     fp32-vs-fp64 and 1-vs-2 threads: up to 8.7e-3 of the tensor's max (L4 C128, 20 steps). It gets its own loose bound
+#     (--kbias-tol 0.25) that still catches a k-bias receiving real gradient or blowing up.
+DEFAULT_LOSS_RTOL = 1e-4
+DEFAULT_GRAD_TOL = 1e-4
+DEFAULT_PARAM_TOL = 1e-4
+DEFAULT_PARAM_OUTLIERS = 1e-3
+DEFAULT_PARAM_CAP = 5e-2
+DEFAULT_KBIAS_TOL = 0.25
+
+
+class Checker:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def result(self, label, ok, text):
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+        print(f"{'PASS' if ok else 'FAIL'} {label} {text}")
+
+    def check(self, label, err, tol, extra=""):
+        ok = err == err and err <= tol  # NaN fails
+        self.result(label, ok, f"err={err:.3e} tol={tol:.1e}{extra}")
+
+    def fail(self, label, why):
+        self.result(label, False, why)
+
+
+def read_metrics(path):
+    """Piper metrics: JSON lines {"step": s, "loss": L, ...}; lines without both keys are ignored."""
+    out = {}
+    dup = []
+    with open(path) as f:
+        for ln, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise SystemExit(f"{path}:{ln}: bad JSON: {e}")
+            if not isinstance(rec, dict) or "step" not in rec or "loss" not in rec:
+                continue
+            s = int(rec["step"])
+            if s in out:
+                dup.append(s)
+            out[s] = float(rec["loss"])
+    return out, dup
+
+
+def _rel(r, c):
+    """Elementwise |c - r| / max|r| (float64, flattened); non-finite candidates give inf."""
+    r, c = r.double().reshape(-1), c.double().reshape(-1)
+    scale = max(float(r.abs().max()) if r.numel() else 0.0, 1e-30)
+    d = (c - r).abs() / scale
+    d[~torch.isfinite(c)] = float("inf")
+    return d, scale
+
+
+def _load_pair(ck, kind, ref_path, cand_path):
+    ref = st.read(ref_path)
+    cand = st.read(cand_path)
+    for n in sorted(set(ref) - set(cand)):
+        ck.fail(f"{kind}[{n}]", f"missing from {cand_path}")
+    for n in sorted(set(cand) - set(ref)):
+        ck.fail(f"{kind}[{n}]", f"extra in {cand_path} (not in reference)")
+    pairs = []
+    for n in sorted(set(ref) & set(cand)):
+        if tuple(ref[n].shape) != tuple(cand[n].shape):
+            ck.fail(f"{kind}[{n}]", f"shape {tuple(cand[n].shape)} != reference {tuple(ref[n].shape)}")
+        else:
+            pairs.append((n, ref[n], cand[n]))
+    return pairs
+
+
+def compare_grads(ck, ref_path, cand_path, tol):
+    for n, r, c in _load_pair(ck, "grad", ref_path, cand_path):
+        d, scale = _rel(r, c)
+        err = float(d.max()) if d.numel() else 0.0
+        ck.check(f"grad[{n}]", err, tol, f" (max|d|/max|ref|, ref maxabs {scale:.3e})")
+
+
+def compare_params(ck, ref_path, cand_path, tol, outlier_frac, cap, kbias_tol):
+    for n, r, c in _load_pair(ck, "param", ref_path, cand_path):
+        d, scale = _rel(r, c)
+        if n.endswith("attn.c_attn.bias") and d.numel() % 3 == 0:
+            C = d.numel() // 3
+            dk = d[C:2 * C]
+            d = torch.cat([d[:C], d[2 * C:]])
+            ek = float(dk.max()) if dk.numel() else 0.0
+            ck.check(f"param[{n}:k]", ek, kbias_tol,
+                     " (k third, zero true gradient: max|d|/max|ref of whole tensor|)")
+        if not d.numel():
+            ck.result(f"param[{n}]", True, "empty")
+            continue
+        err = float(d.max())
+        n_out = int((~(d <= tol)).sum())
+        allowed = max(1, int(outlier_frac * d.numel()))
+        ok = err == err and err <= cap and n_out <= allowed
+        ck.result(f"param[{n}]", ok,
+                  f"err={err:.3e} (max|d|/max|ref|, cap {cap:.1e}); {n_out}/{d.numel()} elements "
+                  f"> tol={tol:.1e} (allowed {allowed}); ref maxabs {scale:.3e}")
+
+
+def cmd_compare(a):
+    ck = Checker()
+    pairs = [("losses", a.losses_ref, a.metrics), ("grads", a.grads_ref, a.grads),
+             ("final", a.final_ref, a.final)]
+    for what, r, c in pairs:
+        if (r is None) != (c is None):
+            raise SystemExit(f"compare: give both the reference and candidate for {what}, or neither")
+    if all(r is None for _, r, _ in pairs):
+        raise SystemExit("compare: nothing to compare")
+    print("metrics: loss = |cand-ref|/|ref| per step; grad = max|cand-ref|/max|ref| per tensor; "
+          "param = elementwise |cand-ref|/max|ref| per tensor: all <= cap, at most the allowed "
+          "outlier count above tol (AdamW sign-flip allowance); c_attn.bias k third separately")
+
+    if a.losses_ref is not None:
+        ref = json.load(open(a.losses_ref))
+        cand, dup = read_metrics(a.metrics)
+        for s in sorted(set(dup)):
+            ck.fail(f"loss[step {s}]", "duplicate step in metrics")
+        for s, lr in enumerate(ref):
+            if s not in cand:
+                ck.fail(f"loss[step {s}]", f"missing from {a.metrics}")
+                continue
+            lc = cand[s]
+            err = abs(lc - lr) / max(abs(lr), 1e-30)
+            ck.check(f"loss[step {s}]", err, a.loss_rtol, f" (ref {lr:.7f} cand {lc:.7f})")
+        for s in sorted(set(cand) - set(range(len(ref)))):
+            ck.fail(f"loss[step {s}]", "extra step (not in reference)")
+    if a.grads_ref is not None:
+        compare_grads(ck, a.grads_ref, a.grads, a.grad_tol)
+    if a.final_ref is not None:
+        compare_params(ck, a.final_ref, a.final, a.param_tol, a.param_outliers, a.param_cap,
+                       a.kbias_tol)
+
+    print(f"{ck.passed} passed, {ck.failed} failed")
+    return 1 if ck.failed else 0
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("init", help="write a random initial checkpoint")
+    add_model_args(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(fn=cmd_init)
+
+    p = sub.add_parser("train", help="train N steps, write losses, step-0 grads and final params")
+    add_model_args(p, batch=True)
+    p.add_argument("--init", required=True, help="initial checkpoint (safetensors)")
+    p.add_argument("--data", required=True, help="training data file (bytes are tokens)")
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--lr", type=float, required=True)
+    p.add_argument("--weight-decay", type=float, default=0.0, help="applied to 2-D tensors only")
+    p.add_argument("--losses", help="output JSON list of per-step losses")
+    p.add_argument("--grads", help="output safetensors of all gradients at step 0")
+    p.add_argument("--final", help="output safetensors of parameters after --steps steps")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32",
+                   help="compute dtype (float64 only for calibrating tolerances; outputs are F32)")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(fn=cmd_train)
+
+    p = sub.add_parser(
+        "compare",
+        help="compare a Piper run against the oracle",
+        description="Metrics: loss[step s] = |cand-ref|/|ref|; grad[name], param[name] = "
+                    "max_i|cand_i-ref_i| / max_i|ref_i| (max abs diff relative to the reference "
+                    "tensor's max abs); for params up to --param-outliers of the elements may exceed "
+                    "--param-tol (but not --param-cap), and the k third of c_attn.bias is bounded by "
+                    "--kbias-tol. Each check passes iff its bounds hold (NaN fails). Missing, "
+                    "extra, duplicate or misshaped entries fail. Prints one line per check and "
+                    "'N passed, M failed'; exit 1 if anything failed.")
+    p.add_argument("--losses-ref", help="oracle losses JSON list")
+    p.add_argument("--metrics", help="Piper metrics JSON lines {\"step\": s, \"loss\": L, ...}")
+    p.add_argument("--grads-ref", help="oracle step-0 gradients")
+    p.add_argument("--grads", help="Piper step-0 gradients")
+    p.add_argument("--final-ref", help="oracle final parameters")
+    p.add_argument("--final", help="Piper final parameters")
+    p.add_argument("--loss-rtol", type=float, default=DEFAULT_LOSS_RTOL,
+                   help=f"per-step relative loss tolerance (default {DEFAULT_LOSS_RTOL:g})")
+    p.add_argument("--grad-tol", type=float, default=DEFAULT_GRAD_TOL,
+                   help=f"gradient max-abs-diff / ref max-abs tolerance (default {DEFAULT_GRAD_TOL:g})")
+    p.add_argument("--param-tol", type=float, default=DEFAULT_PARAM_TOL,
+                   help=f"parameter elementwise |d|/max|ref| tolerance (default {DEFAULT_PARAM_TOL:g})")
+    p.add_argument("--param-outliers", type=float, default=DEFAULT_PARAM_OUTLIERS,
+                   help="fraction of a tensor's elements (at least 1 element) allowed above --param-tol: "
+                        "AdamW turns rounding noise in ~zero gradients into isolated update flips "
+                        f"(default {DEFAULT_PARAM_OUTLIERS:g})")
+    p.add_argument("--param-cap", type=float, default=DEFAULT_PARAM_CAP,
+                   help=f"hard bound on every element's |d|/max|ref| (default {DEFAULT_PARAM_CAP:g})")
+    p.add_argument("--kbias-tol", type=float, default=DEFAULT_KBIAS_TOL,
+                   help="bound on max|d|/max|ref| for the k third of c_attn.bias, whose true gradient is "
+                        f"zero so it only carries noise (default {DEFAULT_KBIAS_TOL:g})")
+    p.set_defaults(fn=cmd_compare)
+
+    a = ap.parse_args(argv)
+    return a.fn(a) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

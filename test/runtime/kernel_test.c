@@ -1,0 +1,936 @@
+/* prt-kernel-test: checks libpiper_rt without a compiled plan.
+ *
+ * Kernels: every backward against central finite differences of its forward, forwards
+ * against naive double-precision references, AdamW against a double-precision AdamW,
+ * init against values from the Python reimplementation documented in runtime/init.c.
+ * Runtime: data offsets, declaration errors, safetensors round trip and every load error,
+ * gradient dumps, and prt_main end to end on a tiny bigram model defined here.
+ *
+ * Each check prints "@name" then "ok" or "FAIL: <detail>"; the exit code is the number of
+ * failures (capped at 100). Finite differences perturb by h = 1e-2 and measure the change
+ * of L = sum(out * R) for a fixed random R, accumulated in double: the truncation error is
+ * O(h^2) ~ 1e-4 for these smooth functions and fp32 rounding of the forward adds about
+ * 1e-7 * |L| / h ~ 1e-5, so they pass at |analytic - numeric| <= 2e-3 + 2e-2 * |numeric|.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prt_internal.h"
+
+static int failures;
+static char tmpdir[64];
+
+/* ---- reporting ---- */
+
+static int check_failed; /* set by fail() during the current check */
+
+static void begin(const char *name) {
+  printf("@%s\n", name);
+  check_failed = 0;
+}
+
+static void fail(const char *fmt, ...) {
+  if (!check_failed) { /* one FAIL line per check: the first cause */
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+  }
+  check_failed = 1;
+}
+
+static void end(void) {
+  if (check_failed) failures++;
+  else printf("ok\n");
+  fflush(stdout);
+}
+
+/* ---- random data ---- */
+
+static uint64_t rng_state = 42;
+
+static float frand(void) { /* uniform in [-1, 1) */
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((double)(rng_state >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+static float *rand_vec(int64_t n, float scale) {
+  float *v = malloc((size_t)n * sizeof(float));
+  for (int64_t i = 0; i < n; i++) v[i] = scale * frand();
+  return v;
+}
+
+/* ---- finite differences ---- */
+
+/* The scalar L(inputs) a check differentiates; state holds inputs and buffers. */
+typedef double (*loss_fn)(void *state);
+
+static double dot_out(const float *out, const float *R, int64_t n) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; i++) s += (double)out[i] * R[i];
+  return s;
+}
+
+/* Compares analytic[i] with the central difference of f in x[i], for every i. */
+static void fd_check(const char *what, float *x, int64_t n, const float *analytic, loss_fn f,
+                     void *state) {
+  const float h = 1e-2f;
+  for (int64_t i = 0; i < n; i++) {
+    float save = x[i];
+    float xp = save + h, xm = save - h;
+    x[i] = xp;
+    double lp = f(state);
+    x[i] = xm;
+    double lm = f(state);
+    x[i] = save;
+    double num = (lp - lm) / ((double)xp - (double)xm);
+    double err = fabs((double)analytic[i] - num);
+    if (!(err <= 2e-3 + 2e-2 * fabs(num))) {
+      fail("%s[%lld]: analytic %.7g, finite difference %.7g", what, (long long)i,
+           analytic[i], num);
+      return;
+    }
+  }
+}
+
+static void close_check(const char *what, const float *got, const double *want, int64_t n,
+                        double atol, double rtol) {
+  for (int64_t i = 0; i < n; i++)
+    if (!(fabs((double)got[i] - want[i]) <= atol + rtol * fabs(want[i]))) {
+      fail("%s[%lld]: got %.9g, want %.9g (atol %g, rtol %g)", what, (long long)i, got[i],
+           want[i], atol, rtol);
+      return;
+    }
+}
+
+/* ---- embedding ---- */
+
+typedef struct emb_state {
+  int64_t B, T, C, V; /* sizes */
+  int32_t *tok;       /* (B, T) */
+  float *wte, *wpe;   /* (V, C), (T, C) */
+  float *out, *R;     /* (B, T, C) */
+} emb_state;
+
+static double emb_loss(void *p) {
+  emb_state *s = p;
+  prt_embedding_fwd(s->out, s->tok, s->wte, s->wpe, s->B, s->T, s->C);
+  return dot_out(s->out, s->R, s->B * s->T * s->C);
+}
+
+static void test_embedding(void) {
+  begin("embedding_bwd");
+  emb_state s = {.B = 2, .T = 3, .C = 4, .V = 7};
+  int32_t tok[6] = {1, 5, 1, 0, 6, 5};
+  s.tok = tok;
+  s.wte = rand_vec(s.V * s.C, 1);
+  s.wpe = rand_vec(s.T * s.C, 1);
+  s.out = rand_vec(s.B * s.T * s.C, 1);
+  s.R = rand_vec(s.B * s.T * s.C, 1);
+  float *dwte = rand_vec(s.V * s.C, 9), *dwpe = rand_vec(s.T * s.C, 9); /* overwritten */
+  prt_embedding_bwd(dwte, dwpe, s.R, s.tok, s.B, s.T, s.C, s.V);
+  fd_check("dwte", s.wte, s.V * s.C, dwte, emb_loss, &s);
+  fd_check("dwpe", s.wpe, s.T * s.C, dwpe, emb_loss, &s);
+  /* forward: out = wte[tok] + wpe[t] exactly */
+  prt_embedding_fwd(s.out, s.tok, s.wte, s.wpe, s.B, s.T, s.C);
+  for (int64_t i = 0; i < s.B * s.T * s.C; i++) {
+    int64_t c = i % s.C, t = (i / s.C) % s.T;
+    if (s.out[i] != s.wte[tok[i / s.C] * s.C + c] + s.wpe[t * s.C + c]) {
+      fail("embedding_fwd out[%lld] differs", (long long)i);
+      break;
+    }
+  }
+  free(s.wte), free(s.wpe), free(s.out), free(s.R), free(dwte), free(dwpe);
+  end();
+}
+
+/* ---- layernorm ---- */
+
+typedef struct ln_state {
+  int64_t N, C;              /* sizes */
+  float *x, *w, *b;          /* (N, C), (C), (C) */
+  float *out, *mean, *rstd;  /* (N, C), (N), (N) */
+  float *R;                  /* (N, C) */
+} ln_state;
+
+static double ln_loss(void *p) {
+  ln_state *s = p;
+  prt_layernorm_fwd(s->out, s->mean, s->rstd, s->x, s->w, s->b, s->N, s->C, 1e-5f);
+  return dot_out(s->out, s->R, s->N * s->C);
+}
+
+static void test_layernorm(void) {
+  begin("layernorm_fwd");
+  ln_state s = {.N = 5, .C = 8};
+  s.x = rand_vec(s.N * s.C, 2);
+  s.w = rand_vec(s.C, 1);
+  s.b = rand_vec(s.C, 1);
+  s.out = rand_vec(s.N * s.C, 1);
+  s.mean = rand_vec(s.N, 1);
+  s.rstd = rand_vec(s.N, 1);
+  s.R = rand_vec(s.N * s.C, 1);
+  ln_loss(&s);
+  double *want = malloc((size_t)(s.N * s.C) * sizeof(double));
+  for (int64_t i = 0; i < s.N; i++) {
+    double m = 0, v = 0;
+    for (int64_t c = 0; c < s.C; c++) m += s.x[i * s.C + c];
+    m /= (double)s.C;
+    for (int64_t c = 0; c < s.C; c++) v += (s.x[i * s.C + c] - m) * (s.x[i * s.C + c] - m);
+    v /= (double)s.C; /* biased */
+    for (int64_t c = 0; c < s.C; c++)
+      want[i * s.C + c] = (s.x[i * s.C + c] - m) / sqrt(v + 1e-5) * s.w[c] + s.b[c];
+  }
+  close_check("out", s.out, want, s.N * s.C, 1e-5, 1e-5); /* fp32 rounding of O(1) values */
+  free(want);
+  end();
+
+  begin("layernorm_bwd");
+  float *dx = rand_vec(s.N * s.C, 1), *dw = rand_vec(s.C, 1), *db = rand_vec(s.C, 1);
+  ln_loss(&s);
+  prt_layernorm_bwd(dx, dw, db, s.R, s.x, s.w, s.mean, s.rstd, s.N, s.C);
+  fd_check("dx", s.x, s.N * s.C, dx, ln_loss, &s);
+  fd_check("dw", s.w, s.C, dw, ln_loss, &s);
+  fd_check("db", s.b, s.C, db, ln_loss, &s);
+  free(s.x), free(s.w), free(s.b), free(s.out), free(s.mean), free(s.rstd), free(s.R);
+  free(dx), free(dw), free(db);
+  end();
+}
+
+/* ---- linear ---- */
+
+typedef struct lin_state {
+  int64_t M, N, K; /* sizes */
+  float *x, *w, *b; /* (M, K), (N, K), (N) */
+  float *out, *R;   /* (M, N) */
+} lin_state;
+
+static double lin_loss(void *p) {
+  lin_state *s = p;
+  prt_linear_fwd(s->out, s->x, s->w, s->b, s->M, s->N, s->K);
+  return dot_out(s->out, s->R, s->M * s->N);
+}
+
+static void test_linear(void) {
+  begin("linear_fwd");
+  /* odd sizes, so no sgemm blocking hides a transposition mistake */
+  lin_state s = {.M = 7, .N = 5, .K = 6};
+  s.x = rand_vec(s.M * s.K, 1);
+  s.w = rand_vec(s.N * s.K, 1);
+  s.b = rand_vec(s.N, 1);
+  s.out = rand_vec(s.M * s.N, 1);
+  s.R = rand_vec(s.M * s.N, 1);
+  double *want = malloc((size_t)(s.M * s.N) * sizeof(double));
+  for (int pass = 0; pass < 2; pass++) { /* with bias, then b = NULL */
+    const float *b = pass == 0 ? s.b : NULL;
+    prt_linear_fwd(s.out, s.x, s.w, b, s.M, s.N, s.K);
+    for (int64_t i = 0; i < s.M; i++)
+      for (int64_t j = 0; j < s.N; j++) {
+        double acc = b ? b[j] : 0.0;
+        for (int64_t k = 0; k < s.K; k++) acc += (double)s.x[i * s.K + k] * s.w[j * s.K + k];
+        want[i * s.N + j] = acc;
+      }
+    close_check(pass == 0 ? "out" : "out (no bias)", s.out, want, s.M * s.N, 1e-5, 1e-5);
+  }
+  free(want);
+  end();
+
+  float *dx = rand_vec(s.M * s.K, 9), *dw = rand_vec(s.N * s.K, 9), *db = rand_vec(s.N, 9);
+  begin("linear_bwd_input");
+  prt_linear_bwd_input(dx, s.R, s.w, s.M, s.N, s.K);
+  fd_check("dx", s.x, s.M * s.K, dx, lin_loss, &s);
+  end();
+  begin("linear_bwd_weight");
+  prt_linear_bwd_weight(dw, s.R, s.x, s.M, s.N, s.K);
+  fd_check("dw", s.w, s.N * s.K, dw, lin_loss, &s);
+  end();
+  begin("bias_bwd");
+  prt_bias_bwd(db, s.R, s.M, s.N);
+  fd_check("db", s.b, s.N, db, lin_loss, &s);
+  end();
+  free(s.x), free(s.w), free(s.b), free(s.out), free(s.R), free(dx), free(dw), free(db);
+}
+
+/* ---- attention ---- */
+
+typedef struct attn_state {
+  int64_t B, T, C, H; /* sizes */
+  float *qkv;         /* (B, T, 3C) */
+  float *out, *probs; /* (B, T, C), (B, H, T, T) */
+  float *R;           /* (B, T, C) */
+} attn_state;
+
+static double attn_loss(void *p) {
+  attn_state *s = p;
+  prt_attention_fwd(s->out, s->probs, s->qkv, s->B, s->T, s->C, s->H);
+  return dot_out(s->out, s->R, s->B * s->T * s->C);
+}
+
+static void test_attention(void) {
+  begin("attention_fwd");
+  attn_state s = {.B = 2, .T = 5, .C = 8, .H = 2};
+  int64_t B = s.B, T = s.T, C = s.C, H = s.H, hs = C / H;
+  s.qkv = rand_vec(B * T * 3 * C, 1.5f);
+  s.out = rand_vec(B * T * C, 1);
+  s.probs = rand_vec(B * H * T * T, 1); /* garbage above the diagonal must be zeroed */
+  s.R = rand_vec(B * T * C, 1);
+  attn_loss(&s);
+  double *want = calloc((size_t)(B * T * C), sizeof(double));
+  double *wantp = calloc((size_t)(B * H * T * T), sizeof(double));
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H; h++)
+      for (int64_t t = 0; t < T; t++) {
+        const float *q = s.qkv + (b * T + t) * 3 * C + h * hs;
+        double *p = wantp + ((b * H + h) * T + t) * T, mx = -1e300, sum = 0;
+        for (int64_t u = 0; u <= t; u++) {
+          const float *k = s.qkv + (b * T + u) * 3 * C + C + h * hs;
+          double d = 0;
+          for (int64_t e = 0; e < hs; e++) d += (double)q[e] * k[e];
+          p[u] = d / sqrt((double)hs);
+          mx = p[u] > mx ? p[u] : mx;
+        }
+        for (int64_t u = 0; u <= t; u++) sum += (p[u] = exp(p[u] - mx));
+        for (int64_t u = 0; u <= t; u++) p[u] /= sum;
+        for (int64_t e = 0; e < hs; e++)
+          for (int64_t u = 0; u <= t; u++)
+            want[(b * T + t) * C + h * hs + e] +=
+                p[u] * s.qkv[(b * T + u) * 3 * C + 2 * C + h * hs + e];
+      }
+  close_check("out", s.out, want, B * T * C, 1e-5, 1e-5);
+  close_check("probs", s.probs, wantp, B * H * T * T, 1e-6, 1e-5); /* exact 0 above diag */
+  free(want), free(wantp);
+  end();
+
+  begin("attention_bwd");
+  float *dqkv = rand_vec(B * T * 3 * C, 9);
+  attn_loss(&s);
+  prt_attention_bwd(dqkv, s.R, s.qkv, s.probs, B, T, C, H);
+  fd_check("dqkv", s.qkv, B * T * 3 * C, dqkv, attn_loss, &s);
+  free(s.qkv), free(s.out), free(s.probs), free(s.R), free(dqkv);
+  end();
+}
+
+/* ---- gelu, add, copy ---- */
+
+typedef struct gelu_state {
+  int64_t n;            /* elements */
+  float *x, *out, *R;   /* (n) each */
+} gelu_state;
+
+static double gelu_loss(void *p) {
+  gelu_state *s = p;
+  prt_gelu_fwd(s->out, s->x, s->n);
+  return dot_out(s->out, s->R, s->n);
+}
+
+static void test_gelu(void) {
+  begin("gelu_fwd");
+  gelu_state s = {.n = 40};
+  s.x = rand_vec(s.n, 4);
+  s.out = rand_vec(s.n, 1);
+  s.R = rand_vec(s.n, 1);
+  s.x[0] = 12.0f, s.x[1] = -12.0f, s.x[2] = 0.0f; /* saturated tails and zero */
+  double want[40];
+  for (int64_t i = 0; i < s.n; i++) {
+    double x = s.x[i];
+    want[i] = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  }
+  gelu_loss(&s);
+  close_check("out", s.out, want, s.n, 1e-6, 1e-5);
+  end();
+
+  begin("gelu_bwd");
+  float *dx = rand_vec(s.n, 9);
+  prt_gelu_bwd(dx, s.R, s.x, s.n);
+  fd_check("dx", s.x, s.n, dx, gelu_loss, &s);
+  free(s.x), free(s.out), free(s.R), free(dx);
+  end();
+
+  begin("add_copy");
+  float a[5] = {1, 2, 3, 4, 5}, b[5] = {0.5f, -2, 7, 0, 1}, o[5], c[5];
+  prt_add(o, a, b, 5);
+  prt_copy(c, o, 5);
+  for (int i = 0; i < 5; i++)
+    if (c[i] != a[i] + b[i]) fail("add/copy element %d: got %g, want %g", i, c[i], a[i] + b[i]);
+  end();
+}
+
+/* ---- cross entropy ---- */
+
+typedef struct ce_state {
+  int64_t N, V;      /* sizes */
+  float *logits;     /* (N, V) */
+  float *probs;      /* (N, V) */
+  int32_t *targets;  /* (N) */
+  float loss;        /* mean loss */
+} ce_state;
+
+static double ce_loss(void *p) {
+  ce_state *s = p;
+  prt_cross_entropy_fwd(&s->loss, s->probs, s->logits, s->targets, s->N, s->V);
+  return s->loss;
+}
+
+static void test_cross_entropy(void) {
+  begin("cross_entropy_fwd");
+  int32_t targets[4] = {0, 6, 3, 3};
+  ce_state s = {.N = 4, .V = 7, .targets = targets};
+  s.logits = rand_vec(s.N * s.V, 3);
+  s.probs = rand_vec(s.N * s.V, 1);
+  s.logits[2 * 7 + 1] = 1000.0f; /* a huge logit: the softmax must subtract the max */
+  ce_loss(&s);
+  double want = 0;
+  for (int64_t i = 0; i < s.N; i++) {
+    const float *l = s.logits + i * s.V;
+    double mx = l[0], sum = 0;
+    for (int64_t j = 1; j < s.V; j++) mx = l[j] > mx ? l[j] : mx;
+    for (int64_t j = 0; j < s.V; j++) sum += exp(l[j] - mx);
+    want += (log(sum) - (l[targets[i]] - mx)) / (double)s.N;
+  }
+  close_check("loss", &s.loss, &want, 1, 1e-5, 1e-6);
+  end();
+
+  begin("cross_entropy_bwd");
+  s.logits[2 * 7 + 1] = 2.0f; /* back to the smooth regime for finite differences */
+  ce_loss(&s);
+  float *dlogits = rand_vec(s.N * s.V, 9);
+  prt_cross_entropy_bwd(dlogits, s.probs, s.targets, s.N, s.V);
+  fd_check("dlogits", s.logits, s.N * s.V, dlogits, ce_loss, &s);
+  free(s.logits), free(s.probs), free(dlogits);
+  end();
+}
+
+/* ---- adamw ---- */
+
+static void test_adamw(void) {
+  begin("adamw");
+  enum { n = 16 };
+  prt_ctx *ctx = prt_ctx_create();
+  ctx->lr = 1e-2;
+  ctx->weight_decay = 0.1;
+  for (int decay = 0; decay < 2; decay++) {
+    float p[n], m[n] = {0}, v[n] = {0};
+    double pr[n], mr[n] = {0}, vr[n] = {0};
+    for (int i = 0; i < n; i++) pr[i] = p[i] = frand();
+    for (int t = 1; t <= 3; t++) {
+      float g[n];
+      for (int i = 0; i < n; i++) g[i] = frand() * (i % 4 == 0 ? 1e-4f : 1.0f);
+      ctx->adam_t = t;
+      prt_adamw(ctx, p, g, m, v, n, 0.9f, 0.999f, 1e-8f, decay);
+      /* The reference: AdamW as written in the torch docs, in double. */
+      double b1 = 0.9, b2 = 0.999, lr = 1e-2, wd = 0.1, eps = 1e-8;
+      for (int i = 0; i < n; i++) {
+        if (decay) pr[i] -= lr * wd * pr[i];
+        mr[i] = b1 * mr[i] + (1 - b1) * g[i];
+        vr[i] = b2 * vr[i] + (1 - b2) * (double)g[i] * g[i];
+        double mhat = mr[i] / (1 - pow(b1, t)), vhat = vr[i] / (1 - pow(b2, t));
+        pr[i] -= lr * mhat / (sqrt(vhat) + eps);
+      }
+    }
+    /* fp32 state after 3 updates: a few float ulps of the summed terms, which are O(1)
+     * for p, O(0.3) for m (ulp 3e-8; m itself may cancel to much less) and O(3e-3) for v */
+    close_check(decay ? "p (decay)" : "p", p, pr, n, 1e-6, 1e-6);
+    close_check(decay ? "m (decay)" : "m", m, mr, n, 1e-7, 1e-6);
+    close_check(decay ? "v (decay)" : "v", v, vr, n, 1e-9, 1e-6);
+  }
+  prt_ctx_destroy(ctx);
+  end();
+}
+
+/* ---- init ---- */
+
+static void test_init(void) {
+  begin("init_normal");
+  /* From the Python reimplementation in the comment of runtime/init.c. */
+  static const struct {
+    uint64_t seed;
+    const char *name;
+    float want[5];
+  } golden[] = {
+      {1337, "h.0.attn.c_attn.weight",
+       {-0.0255384892f, -0.00343847275f, -0.0671721771f, 0.00306565454f, 0.0267280377f}},
+      {0, "wte", {0.0263168588f, 0.0328948647f, -0.00734785711f, -0.00249925768f,
+                  0.033605177f}},
+  };
+  for (int g = 0; g < 2; g++) {
+    float out[5];
+    prt_init_normal(out, 5, golden[g].seed, golden[g].name, 0.02);
+    for (int i = 0; i < 5; i++)
+      if (out[i] != golden[g].want[i])
+        fail("%s seed %llu [%d]: got %.9g, want %.9g", golden[g].name,
+             (unsigned long long)golden[g].seed, i, out[i], golden[g].want[i]);
+  }
+  enum { n = 200001 }; /* odd: the last Box-Muller pair is cut */
+  float *x = malloc(n * sizeof(float));
+  prt_init_normal(x, n, 7, "big", 0.02);
+  double s = 0, s2 = 0;
+  for (int i = 0; i < n; i++) s += x[i], s2 += (double)x[i] * x[i];
+  double mean = s / n, sd = sqrt(s2 / n - mean * mean);
+  /* standard errors: mean 0.02/sqrt(n) = 4.5e-5, std 0.02/sqrt(2n) = 3.2e-5; allow 5x */
+  if (fabs(mean) > 2.3e-4 || fabs(sd - 0.02) > 1.6e-4)
+    fail("normal(0, 0.02) sample has mean %g, std %g", mean, sd);
+  free(x);
+  end();
+}
+
+/* ---- contexts for runtime checks ---- */
+
+/* A context with three parameters (one per init kind), an optimizer tensor and inputs. */
+static prt_ctx *small_ctx(void) {
+  prt_ctx *ctx = prt_ctx_create();
+  prt_declare_tensor(ctx, 0, "w", PRT_PARAM, PRT_INIT_NORMAL, 2, 3, 4, 0, 0, 0);
+  prt_declare_tensor(ctx, 1, "b", PRT_PARAM, PRT_INIT_ZEROS, 1, 4, 0, 0, 0, 0);
+  prt_declare_tensor(ctx, 2, "ln", PRT_PARAM, PRT_INIT_ONES, 1, 4, 0, 0, 0, 0);
+  prt_declare_tensor(ctx, 3, "w.m", PRT_OPTIM, 0, 2, 3, 4, 0, 0, 0);
+  prt_declare_tensor(ctx, 4, "tokens", PRT_INPUT, 0, 2, 2, 4, 0, 0, 1);
+  prt_declare_tensor(ctx, 5, "targets", PRT_INPUT, 0, 2, 2, 4, 0, 0, 1);
+  prt_declare_tensor(ctx, 6, "loss", PRT_OUTPUT, 0, 0, 0, 0, 0, 0, 0);
+  prt_declare_arena(ctx, 100);
+  prt_status st = {0};
+  if (prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
+  return ctx;
+}
+
+static void path_in_tmp(char *out, size_t cap, const char *name) {
+  snprintf(out, cap, "%s/%s", tmpdir, name);
+}
+
+static void test_runtime_basics(void) {
+  begin("ctx_init_kinds");
+  prt_ctx *ctx = small_ctx();
+  prt_init_params(ctx, 1337);
+  const float *w = prt_tensor(ctx, 0), *b = prt_tensor(ctx, 1), *ln = prt_tensor(ctx, 2);
+  float want_w[12];
+  prt_init_normal(want_w, 12, 1337, "w", 0.02);
+  if (memcmp(w, want_w, sizeof want_w)) fail("w is not normal(0, 0.02) from (1337, \"w\")");
+  for (int i = 0; i < 4; i++)
+    if (b[i] != 0.0f || ln[i] != 1.0f) fail("b[%d] = %g, ln[%d] = %g", i, b[i], i, ln[i]);
+  if ((uintptr_t)prt_arena(ctx) % 64 || (uintptr_t)prt_tensor(ctx, 3) % 64)
+    fail("arena or tensor storage is not 64-byte aligned");
+  if (prt_ctx_param_count(ctx) != 20) fail("param count %lld, want 20",
+                                           (long long)prt_ctx_param_count(ctx));
+  prt_ctx_destroy(ctx);
+  end();
+
+  begin("declare_errors");
+  static const char *const cases[] = {"gap", "duplicate name", "duplicate id", "bad input",
+                                      "bad kind", "zero dim"};
+  for (int k = 0; k < 6; k++) {
+    ctx = prt_ctx_create();
+    switch (k) {
+    case 0: prt_declare_tensor(ctx, 1, "a", PRT_PARAM, 0, 1, 4, 0, 0, 0, 0); break;
+    case 1:
+      prt_declare_tensor(ctx, 0, "a", PRT_PARAM, 0, 1, 4, 0, 0, 0, 0);
+      prt_declare_tensor(ctx, 1, "a", PRT_OPTIM, 0, 1, 4, 0, 0, 0, 0);
+      break;
+    case 2:
+      prt_declare_tensor(ctx, 0, "a", PRT_PARAM, 0, 1, 4, 0, 0, 0, 0);
+      prt_declare_tensor(ctx, 0, "b", PRT_PARAM, 0, 1, 4, 0, 0, 0, 0);
+      break;
+    case 3: prt_declare_tensor(ctx, 0, "images", PRT_INPUT, 0, 2, 4, 4, 0, 0, 0); break;
+    case 4: prt_declare_tensor(ctx, 0, "a", 9, 0, 1, 4, 0, 0, 0, 0); break;
+    case 5: prt_declare_tensor(ctx, 0, "a", PRT_PARAM, 0, 2, 4, 0, 0, 0, 0); break;
+    }
+    prt_status st = {0};
+    if (prt_ctx_allocate(ctx, &st) == 0) fail("%s: accepted", cases[k]);
+    else if (!strstr(st.msg, "piper_setup") && !strstr(st.msg, "prt_declare_tensor"))
+      fail("%s: message does not say where: %s", cases[k], st.msg);
+    prt_ctx_destroy(ctx);
+  }
+  end();
+
+  begin("data_batches");
+  ctx = small_ctx(); /* tokens (B=2, T=4), first_sample 1 */
+  char path[256];
+  path_in_tmp(path, sizeof path, "data.bin");
+  FILE *f = fopen(path, "wb");
+  for (int i = 0; i < 20; i++) fputc(100 + i, f);
+  fclose(f);
+  prt_data d;
+  prt_status st = {0};
+  if (prt_data_open(&d, path, 4, &st)) fail("open: %s", st.msg);
+  else {
+    for (int64_t s = 0; s < 4; s++) {
+      prt_data_fill(&d, ctx, s);
+      const int32_t *tok = prt_tensor(ctx, 4), *tgt = prt_tensor(ctx, 5);
+      for (int64_t b = 0; b < 2; b++) {
+        int64_t o = ((s * 2 + 1 + b) * 4) % (20 - 4 - 1);
+        for (int64_t t = 0; t < 4; t++)
+          if (tok[b * 4 + t] != 100 + o + t || tgt[b * 4 + t] != 101 + o + t)
+            fail("step %lld row %lld pos %lld: tokens %d targets %d, want offset %lld",
+                 (long long)s, (long long)b, (long long)t, tok[b * 4 + t], tgt[b * 4 + t],
+                 (long long)o);
+      }
+    }
+    prt_data_close(&d);
+  }
+  st = (prt_status){0};
+  if (prt_data_open(&d, path, 19, &st) == 0 || !strstr(st.msg, "20 bytes") ||
+      !strstr(st.msg, "at least T + 2 = 21"))
+    fail("short data not reported with its length and the minimum: %s", st.msg);
+  st = (prt_status){0};
+  path_in_tmp(path, sizeof path, "no-such-file");
+  if (prt_data_open(&d, path, 4, &st) == 0 || !strstr(st.msg, path))
+    fail("missing data file not reported by name: %s", st.msg);
+  st = (prt_status){0};
+  if (prt_data_open(&d, NULL, 128, &st) || d.n < 8 * 1024) fail("built-in corpus: %s", st.msg);
+  else prt_data_close(&d);
+  prt_ctx_destroy(ctx);
+  end();
+}
+
+/* ---- checkpoints ---- */
+
+/* Loads `path` into a fresh small context; 0 on success, else the status message in msg.
+ * Also checks a failed load leaves the parameters as they were. */
+static int try_load(const char *path, char *msg, size_t cap) {
+  prt_ctx *ctx = small_ctx();
+  prt_init_params(ctx, 99);
+  float before[12];
+  memcpy(before, prt_tensor(ctx, 0), sizeof before);
+  prt_status st = {0};
+  int rc = prt_checkpoint_load(ctx, path, &st);
+  snprintf(msg, cap, "%s", st.msg);
+  if (rc && memcmp(before, prt_tensor(ctx, 0), sizeof before))
+    fail("a failed load changed the parameters");
+  prt_ctx_destroy(ctx);
+  return rc;
+}
+
+/* Expects loading `path` to fail with a message containing each of the strings. */
+static void expect_load_error(const char *path, const char *a, const char *b) {
+  char msg[1024];
+  if (try_load(path, msg, sizeof msg) == 0) {
+    fail("loading %s succeeded", path);
+    return;
+  }
+  if (!strstr(msg, path) || (a && !strstr(msg, a)) || (b && !strstr(msg, b)))
+    fail("message lacks the file, '%s' or '%s': %s", a ? a : "", b ? b : "", msg);
+}
+
+static void write_raw(const char *path, const char *header, size_t data_bytes) {
+  FILE *f = fopen(path, "wb");
+  uint64_t n = strlen(header);
+  fwrite(&n, 8, 1, f);
+  fwrite(header, 1, n, f);
+  for (size_t i = 0; i < data_bytes; i++) fputc(0, f);
+  fclose(f);
+}
+
+static void test_checkpoints(void) {
+  char path[256], tmp[300], msg[1024];
+  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+
+  begin("checkpoint_roundtrip");
+  prt_ctx *a = small_ctx(), *b = small_ctx();
+  prt_init_params(a, 5);
+  ((float *)prt_tensor(a, 1))[2] = 0.25f; /* make every tensor non-trivial */
+  prt_status st = {0};
+  if (prt_checkpoint_save(a, path, &st)) fail("save: %s", st.msg);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  if (access(tmp, F_OK) == 0) fail("%s left behind", tmp);
+  FILE *f = fopen(path, "rb");
+  uint64_t hlen = 0;
+  if (!f || fread(&hlen, 8, 1, f) != 1 || hlen % 8) fail("header length %llu not a multiple "
+                                                         "of 8", (unsigned long long)hlen);
+  if (f) fclose(f);
+  struct stat sb;
+  if (stat(path, &sb) || (uint64_t)sb.st_size != 8 + hlen + 20 * 4)
+    fail("file holds more than the 20 parameters (optimizer state is not saved)");
+  if (prt_checkpoint_load(b, path, &st)) fail("load: %s", st.msg);
+  for (int64_t id = 0; id < 3; id++)
+    if (memcmp(prt_tensor(a, id), prt_tensor(b, id), (size_t)a->tensors[id].numel * 4))
+      fail("tensor %s differs after the round trip", a->tensors[id].name);
+  prt_ctx_destroy(a);
+  prt_ctx_destroy(b);
+  end();
+
+  /* Entries for hand-made files: w (3, 4), b (4), ln (4) plus variations. */
+  float zeros[16] = {0};
+  int64_t d34[2] = {3, 4}, d4[1] = {4}, d5[1] = {5};
+  prt_st_entry w = {"w", 2, d34, zeros}, bb = {"b", 1, d4, zeros}, ln = {"ln", 1, d4, zeros};
+
+  begin("checkpoint_missing_tensor");
+  prt_st_entry e1[] = {w, ln};
+  st = (prt_status){0};
+  prt_safetensors_write(path, e1, 2, &st);
+  expect_load_error(path, "lacks parameter 'b'", "[4]");
+  end();
+
+  begin("checkpoint_wrong_shape");
+  prt_st_entry e2[] = {w, {"b", 1, d5, zeros}, ln};
+  prt_safetensors_write(path, e2, 3, &st);
+  expect_load_error(path, "shape [5]", "expected [4]");
+  end();
+
+  begin("checkpoint_wrong_dtype");
+  write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]},"
+                  "\"b\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[48,56]},"
+                  "\"ln\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[56,72]}}", 72);
+  expect_load_error(path, "'b'", "dtype F16");
+  end();
+
+  begin("checkpoint_extra_tensor");
+  prt_st_entry e3[] = {w, bb, ln, {"head", 1, d4, zeros}};
+  prt_safetensors_write(path, e3, 4, &st);
+  expect_load_error(path, "'head'", "optim.");
+  prt_st_entry e4[] = {{"optim.w.m", 2, d34, zeros}, w, bb, ln};
+  prt_safetensors_write(path, e4, 4, &st);
+  if (try_load(path, msg, sizeof msg)) fail("optim.* tensor not ignored: %s", msg);
+  if (st.code) fail("writing test files: %s", st.msg);
+  end();
+
+  begin("checkpoint_truncated");
+  prt_st_entry e5[] = {w, bb, ln};
+  prt_safetensors_write(path, e5, 3, &st);
+  stat(path, &sb);
+  if (truncate(path, sb.st_size - 4)) fail("truncate failed"); /* cuts the last tensor */
+  expect_load_error(path, "truncated", "'ln'");
+  if (truncate(path, 40)) fail("truncate failed"); /* inside the header */
+  expect_load_error(path, "header", NULL);
+  if (truncate(path, 5)) fail("truncate failed"); /* not even the header length */
+  expect_load_error(path, "truncated", NULL);
+  end();
+
+  begin("checkpoint_bad_header");
+  static const char *const bad[] = {
+      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}",      /* no } */
+      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,-4],\"data_offsets\":[0,48]}}",    /* -4 */
+      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4]}}",                        /* no offsets */
+      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[48,0]}}",     /* backwards */
+      "[1, 2, 3]",
+      "{\"w\" {}}",
+      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}} junk",
+  };
+  for (int k = 0; k < 7; k++) {
+    write_raw(path, bad[k], 72);
+    expect_load_error(path, "bad checkpoint header", NULL);
+  }
+  /* escapes and unknown fields are fine: "\u0077" is "w" */
+  write_raw(path, "{\"__metadata__\":{\"a\":[1,{\"b\":null}]},"
+                  "\"\\u0077\":{\"dtype\":\"F32\",\"x\":-1.5e3,\"shape\":[3,4],"
+                  "\"data_offsets\":[0,48]},"
+                  "\"b\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[48,64]},"
+                  "\"ln\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[64,80]}}   ", 80);
+  if (try_load(path, msg, sizeof msg)) fail("valid header with escapes rejected: %s", msg);
+  end();
+
+  begin("checkpoint_missing_file");
+  path_in_tmp(tmp, sizeof tmp, "absent.safetensors");
+  expect_load_error(tmp, "cannot open", NULL);
+  st = (prt_status){0};
+  prt_ctx *c = small_ctx();
+  path_in_tmp(tmp, sizeof tmp, "no-dir/x.safetensors");
+  if (prt_checkpoint_save(c, tmp, &st) == 0 || !strstr(st.msg, "no-dir"))
+    fail("save into a missing directory not reported: %s", st.msg);
+  prt_ctx_destroy(c);
+  end();
+  unlink(path);
+
+  begin("grads_dump");
+  c = small_ctx();
+  c->dump_step = 0;
+  c->step = 0;
+  float gw[12], gb[4] = {1, 2, 3, 4}, gl[4] = {-1, -2, -3, -4};
+  for (int i = 0; i < 12; i++) gw[i] = (float)i / 7;
+  prt_observe_grad(c, 0, gw);
+  prt_observe_grad(c, 1, gb);
+  path_in_tmp(path, sizeof path, "grads.safetensors");
+  st = (prt_status){0};
+  if (prt_grads_save(c, path, &st) == 0 || !strstr(st.msg, "'ln'"))
+    fail("a parameter whose gradient was never observed not reported: %s", st.msg);
+  prt_observe_grad(c, 2, gl);
+  st = (prt_status){0};
+  if (prt_grads_save(c, path, &st)) fail("dump: %s", st.msg);
+  prt_ctx *r = small_ctx(); /* the dump is keyed by parameter name: load it as parameters */
+  if (prt_checkpoint_load(r, path, &st)) fail("reading the dump: %s", st.msg);
+  if (memcmp(prt_tensor(r, 0), gw, sizeof gw) || memcmp(prt_tensor(r, 1), gb, sizeof gb) ||
+      memcmp(prt_tensor(r, 2), gl, sizeof gl))
+    fail("dumped gradients differ from the observed ones");
+  c->step = 1; /* other steps are not captured */
+  gw[0] = 99;
+  prt_observe_grad(c, 0, gw);
+  if (c->tensors[0].grad_copy[0] == 99) fail("step 1 overwrote the step-0 gradient");
+  prt_ctx_destroy(c);
+  prt_ctx_destroy(r);
+  unlink(path);
+  end();
+}
+
+/* ---- prt_main on a bigram model: logits = wte[tok] @ head^T, mean cross entropy ---- */
+
+enum { BG_B = 4, BG_T = 16, BG_C = 8, BG_V = 256 };
+
+static void bigram_setup(prt_ctx *ctx) {
+  prt_declare_tensor(ctx, 0, "wte", PRT_PARAM, PRT_INIT_NORMAL, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 1, "head", PRT_PARAM, PRT_INIT_NORMAL, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 2, "optim.wte.m", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 3, "optim.wte.v", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 4, "optim.head.m", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 5, "optim.head.v", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 6, "tokens", PRT_INPUT, 0, 2, BG_B, BG_T, 0, 0, 0);
+  prt_declare_tensor(ctx, 7, "targets", PRT_INPUT, 0, 2, BG_B, BG_T, 0, 0, 0);
+  prt_declare_tensor(ctx, 8, "loss", PRT_OUTPUT, 0, 0, 0, 0, 0, 0, 0);
+  /* x, wpe (zero), logits, probs, dlogits, dx, dwte, dwpe, dhead */
+  int64_t N = BG_B * BG_T;
+  prt_declare_arena(ctx, 4 * (2 * N * BG_C + BG_T * BG_C + 3 * N * BG_V + BG_V * BG_C +
+                              BG_T * BG_C + BG_V * BG_C));
+}
+
+static void bigram_step(prt_ctx *ctx) {
+  int64_t N = BG_B * BG_T;
+  float *wte = prt_tensor(ctx, 0), *head = prt_tensor(ctx, 1);
+  const int32_t *tok = prt_tensor(ctx, 6), *tgt = prt_tensor(ctx, 7);
+  float *x = prt_arena(ctx), *dx = x + N * BG_C, *wpe = dx + N * BG_C;
+  float *logits = wpe + BG_T * BG_C, *probs = logits + N * BG_V, *dlogits = probs + N * BG_V;
+  float *dwte = dlogits + N * BG_V, *dwpe = dwte + BG_V * BG_C, *dhead = dwpe + BG_T * BG_C;
+  memset(wpe, 0, BG_T * BG_C * sizeof(float));
+  prt_embedding_fwd(x, tok, wte, wpe, BG_B, BG_T, BG_C);
+  prt_linear_fwd(logits, x, head, NULL, N, BG_V, BG_C);
+  prt_cross_entropy_fwd(prt_tensor(ctx, 8), probs, logits, tgt, N, BG_V);
+  prt_cross_entropy_bwd(dlogits, probs, tgt, N, BG_V);
+  prt_linear_bwd_weight(dhead, dlogits, x, N, BG_V, BG_C);
+  prt_linear_bwd_input(dx, dlogits, head, N, BG_V, BG_C);
+  prt_embedding_bwd(dwte, dwpe, dx, tok, BG_B, BG_T, BG_C, BG_V);
+  prt_observe_grad(ctx, 0, dwte);
+  prt_observe_grad(ctx, 1, dhead);
+  prt_adamw(ctx, wte, dwte, prt_tensor(ctx, 2), prt_tensor(ctx, 3), BG_V * BG_C, 0.9f,
+            0.999f, 1e-8f, 1);
+  prt_adamw(ctx, head, dhead, prt_tensor(ctx, 4), prt_tensor(ctx, 5), BG_V * BG_C, 0.9f,
+            0.999f, 1e-8f, 1);
+}
+
+/* prt_main(argv = {"prt-kernel-test", args..., up to a NULL}) on the bigram model. */
+static int run_main(const char *arg, ...) {
+  char *argv[32] = {"prt-kernel-test"};
+  int argc = 1;
+  va_list ap;
+  va_start(ap, arg);
+  for (; arg && argc < 31; arg = va_arg(ap, const char *)) argv[argc++] = (char *)arg;
+  va_end(ap);
+  fflush(stdout);
+  return prt_main(argc, argv, bigram_setup, bigram_step);
+}
+
+/* Reads the "loss" of each line of a metrics file into loss[]; returns the line count. */
+static int read_losses(const char *path, double *loss, int cap) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[512];
+  int n = 0;
+  while (n < cap && fgets(line, sizeof line, f)) {
+    char *p = strstr(line, "\"loss\": ");
+    if (!p || !strstr(line, "\"step_ms\"") || !strstr(line, "\"tokens_per_s\"")) break;
+    loss[n++] = strtod(p + 8, NULL);
+  }
+  fclose(f);
+  return n;
+}
+
+static void test_main(void) {
+  char metrics[256], ckpt[256], grads[256], data[256];
+  path_in_tmp(metrics, sizeof metrics, "metrics.jsonl");
+  path_in_tmp(ckpt, sizeof ckpt, "bigram.safetensors");
+  path_in_tmp(grads, sizeof grads, "bigram-grads.safetensors");
+  path_in_tmp(data, sizeof data, "tiny.bin");
+  double loss[64], loss2[64];
+
+  begin("main_bad_flags");
+  if (run_main("--steps", "ten", NULL) != 2) fail("--steps ten not exit 2");
+  if (run_main("--steps", NULL) != 2) fail("--steps without value not exit 2");
+  if (run_main("--frobnicate", NULL) != 2) fail("unknown flag not exit 2");
+  if (run_main("--lr", "-1", NULL) != 2) fail("--lr -1 not exit 2");
+  if (run_main("--seed", "1x", NULL) != 2) fail("--seed 1x not exit 2");
+  if (run_main("--steps", "0", "--dump-grads", grads, NULL) != 2)
+    fail("--dump-grads with 0 steps not exit 2");
+  end();
+
+  begin("main_errors");
+  FILE *f = fopen(data, "wb");
+  fputs("too short", f);
+  fclose(f);
+  if (run_main("--quiet", "--data", data, NULL) != 1) fail("short --data not exit 1");
+  if (run_main("--quiet", "--init-checkpoint", data, NULL) != 1)
+    fail("bad --init-checkpoint not exit 1");
+  end();
+
+  begin("main_train");
+  char mflag[300];
+  snprintf(mflag, sizeof mflag, "--metrics=%s", metrics);
+  if (run_main("--quiet", "--steps", "40", "--lr", "1e-2", mflag, "--save-checkpoint",
+               ckpt, NULL) != 0)
+    fail("training run failed");
+  int n = read_losses(metrics, loss, 64);
+  if (n != 40) fail("metrics file has %d well-formed lines, want 40", n);
+  else if (!(fabs(loss[0] - log(256.0)) < 0.05)) fail("step 0 loss %g, want ~ln 256", loss[0]);
+  else if (!(loss[39] < loss[0] - 1.0)) fail("loss did not fall: %g -> %g", loss[0], loss[39]);
+  end();
+
+  begin("main_deterministic");
+  if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", mflag, NULL) != 0 ||
+      read_losses(metrics, loss2, 64) != 5)
+    fail("second run failed");
+  for (int i = 0; i < 5; i++)
+    if (loss2[i] != loss[i]) fail("step %d loss %.9g vs %.9g in the first run", i, loss2[i],
+                                  loss[i]);
+  if (run_main("--quiet", "--steps", "1", "--seed", "7", mflag, "--lr", "1e-2", NULL) != 0 ||
+      read_losses(metrics, loss2, 64) != 1 || loss2[0] == loss[0])
+    fail("--seed 7 gave the same step-0 loss as seed 1337");
+  end();
+
+  begin("main_resume");
+  /* Step 0 from the checkpoint evaluates the model trained for 40 steps. */
+  char iflag[300];
+  snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", ckpt);
+  if (run_main("--quiet", "--steps", "1", iflag, mflag, "--lr=1e-2", NULL) != 0 ||
+      read_losses(metrics, loss2, 64) != 1)
+    fail("resumed run failed");
+  else if (!(loss2[0] < loss[0] - 1.0)) fail("resumed step-0 loss %g is not the trained one "
+                                             "(fresh %g)", loss2[0], loss[0]);
+  end();
+
+  begin("main_dump_grads");
+  if (run_main("--quiet", "--steps", "2", "--dump-grads", grads, NULL) != 0) fail("run failed");
+  else {
+    prt_ctx *ctx = prt_ctx_create();
+    bigram_setup(ctx);
+    prt_status st = {0};
+    if (prt_ctx_allocate(ctx, &st) || prt_checkpoint_load(ctx, grads, &st))
+      fail("reading the dump: %s", st.msg);
+    const float *g = prt_tensor(ctx, 1);
+    double s = 0;
+    for (int i = 0; i < BG_V * BG_C; i++) s += fabs(g[i]);
+    if (!(s > 0)) fail("dumped head gradient is all zero");
+    prt_ctx_destroy(ctx);
+  }
+  end();
+  unlink(metrics), unlink(ckpt), unlink(grads), unlink(data);
+}
+
+int main(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/prt-kernel-test-XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    fprintf(stderr, "prt-kernel-test: cannot create a directory under /tmp\n");
+    return 100;
+  }
+  test_embedding();
+  test_layernorm();
+  test_linear();
+  test_attention();
+  test_gelu();
+  test_cross_entropy();
+  test_adamw();
+  test_init();
+  test_runtime_basics();
+  test_checkpoints();
+  test_main();
+  rmdir(tmpdir);
+  printf(failures ? "%d check(s) FAILED\n" : "all checks passed\n", failures);
+  return failures > 100 ? 100 : failures;
+}

@@ -1,0 +1,138 @@
+/* piper-compile: model.mlir -> an ahead-of-time compiled training binary.
+ *   parse + verify -> --piper-autodiff -> --piper-lower-to-llvm -> LLVM IR -> x86-64 object
+ *   -> linked with libpiper_rt (and its main) by the system C compiler driver.
+ * Exit codes: 0 success, 1 bad input or a failed step, 2 bad command line. */
+#include <libgen.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tool_common.h"
+
+extern char **environ;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: piper-compile MODEL.mlir -o OUTPUT [--emit=exe|obj|asm|ll|mlir]\n"
+          "Compiles a tdag model (forward graph, or a training graph already built by\n"
+          "--piper-autodiff) into a training binary linked with libpiper_rt.\n\n"
+          "  -o OUTPUT      the file to write (required)\n"
+          "  --emit=KIND    exe (default): linked binary; obj: object file; asm: assembly;\n"
+          "                 ll: LLVM IR; mlir: the lowered llvm-dialect module\n"
+          "  --cc=DRIVER    C compiler driver used to link (default: $CC or cc)\n"
+          "Run the binary with --help for its flags.\n");
+}
+
+static void printToFile(MlirStringRef s, void *userData) {
+  fwrite(s.data, 1, s.length, (FILE *)userData);
+}
+
+/* Directory of the runtime libraries: <prefix>/lib next to <prefix>/bin/piper-compile. */
+static void runtimeLibDir(char *out, size_t size) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  snprintf(out, size, "%s/../lib", dirname(exe));
+}
+
+static int run(char *const argv[]) {
+  pid_t pid;
+  if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ)) {
+    fprintf(stderr, "piper-compile: error: cannot run '%s'; install a C compiler (gcc) or pass "
+                    "--cc=DRIVER\n", argv[0]);
+    return 1;
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int main(int argc, char **argv) {
+  const char *input = NULL, *output = NULL, *emit = "exe";
+  const char *cc = getenv("CC") ? getenv("CC") : "cc";
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+      output = argv[++i];
+    } else if (!strncmp(argv[i], "--emit=", 7)) {
+      emit = argv[i] + 7;
+      if (strcmp(emit, "exe") && strcmp(emit, "obj") && strcmp(emit, "asm") &&
+          strcmp(emit, "ll") && strcmp(emit, "mlir")) {
+        fprintf(stderr, "piper-compile: error: --emit=%s: expected exe, obj, asm, ll or mlir\n",
+                emit);
+        return 2;
+      }
+    } else if (!strncmp(argv[i], "--cc=", 5)) {
+      cc = argv[i] + 5;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "piper-compile: error: unknown option '%s'; see piper-compile --help\n",
+              argv[i]);
+      return 2;
+    } else if (input) {
+      fprintf(stderr, "piper-compile: error: more than one input ('%s', '%s')\n", input, argv[i]);
+      return 2;
+    } else {
+      input = argv[i];
+    }
+  }
+  if (!input || !output) {
+    fprintf(stderr, "piper-compile: error: %s; see piper-compile --help\n",
+            !input ? "no input model given" : "no output given (-o OUTPUT)");
+    return 2;
+  }
+
+  char *text = piperReadInput(input, NULL);
+  if (!text) return 1;
+  MlirContext ctx = piperContextCreate();
+  if (mlirContextIsNull(ctx)) return 1;
+  piperAttachDiagnosticPrinter(ctx, stderr, NULL);
+  MlirModule module = piperParseAndVerify(ctx, text, strcmp(input, "-") ? input : "<stdin>");
+  free(text);
+  if (mlirModuleIsNull(module)) return 1;
+
+  MlirPassManager pm = mlirPassManagerCreate(ctx);
+  mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
+  mlirPassManagerAddOwnedPass(pm, piperCreateLowerToLLVMPass(NULL));
+  MlirOperation op = mlirModuleGetOperation(module);
+  int rc = mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op));
+  mlirPassManagerDestroy(pm);
+
+  if (!rc && !strcmp(emit, "mlir")) {
+    FILE *f = fopen(output, "w");
+    if (!f) {
+      fprintf(stderr, "piper-compile: error: cannot write '%s'\n", output);
+      rc = 1;
+    } else {
+      mlirOperationPrint(op, printToFile, f);
+      fputc('\n', f);
+      fclose(f);
+    }
+  } else if (!rc && strcmp(emit, "exe")) {
+    rc = piperEmitModule(op, output, emit);
+  } else if (!rc) {
+    char obj[PATH_MAX], tmpExe[PATH_MAX], libDir[PATH_MAX], libFlag[PATH_MAX + 2];
+    snprintf(obj, sizeof obj, "%s.o.tmp", output);
+    snprintf(tmpExe, sizeof tmpExe, "%s.tmp", output);
+    runtimeLibDir(libDir, sizeof libDir);
+    snprintf(libFlag, sizeof libFlag, "-L%s", libDir);
+    rc = piperEmitModule(op, obj, "obj");
+    if (!rc) {
+      char *link[] = {(char *)cc, "-o", tmpExe, obj, libFlag, "-lpiper_rt_main", "-lpiper_rt",
+                      "-lopenblas", "-lm", NULL};
+      rc = run(link);
+      if (rc) fprintf(stderr, "piper-compile: error: linking '%s' failed (runtime libraries "
+                              "looked up in %s)\n", output, libDir);
+      else if (rename(tmpExe, output)) rc = 1;
+    }
+    remove(obj);
+    if (rc) remove(tmpExe);
+  }
+  mlirModuleDestroy(module);
+  mlirContextDestroy(ctx);
+  return rc;
+}

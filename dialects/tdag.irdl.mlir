@@ -192,22 +192,18 @@ irdl.dialect @tdag {
   }
 
   // ---- graph level (global training DAG) ----
-  // One node of the global DAG: the ops of one tag group, pass and microbatch. `kind` is
-  // "F" | "B" | "BI" | "BW" | "UPD"; `devices`, `stream` and temporal edges are set by the
-  // directive passes. Values crossing node boundaries are operands/results, so data edges are SSA.
+  // One node of the global DAG: the ops of one tag group, pass and microbatch, outlined into
+  // the function `callee` (the way gpu.launch_func names its kernel: IRDL ops cannot declare a
+  // terminator for a region of their own). `kind` is "F" | "B" | "BI" | "BW" | "UPD";
+  // `devices`, `stream` and temporal edges are set by the directive passes. Values crossing
+  // node boundaries are operands and results, so data edges are SSA.
   irdl.operation @node {
-    %s1 = irdl.base "#builtin.string"
-    %a2 = irdl.any
-    %a3 = irdl.any
-    %r4 = irdl.region
-    irdl.attributes { "kind" = %s1 }
-    irdl.operands(ins: variadic %a2)
-    irdl.results(outs: variadic %a3)
-    irdl.regions(body: %r4)
-  }
-  // Terminates a node's region, naming the values the node exports.
-  irdl.operation @yield {
-    %a1 = irdl.any
-    irdl.operands(values: variadic %a1)
+    %a = irdl.any
+    %b = irdl.any
+    %s = irdl.base "#builtin.string"
+    %c = irdl.base "#builtin.symbol_ref"
+    irdl.attributes { "kind" = %s, "callee" = %c }
+    irdl.operands(ins: variadic %a)
+    irdl.results(outs: variadic %b)
   }
 }

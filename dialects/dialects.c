@@ -11,6 +11,7 @@
 extern const char piper_irdl_source[]; /* generated from the dialects/ IRDL files */
 
 MlirContext piperContextCreate(void) {
+  mlirRegisterAllPasses(); /* upstream passes, for --upstream= pipelines; idempotent */
   MlirDialectRegistry registry = mlirDialectRegistryCreate();
   mlirRegisterAllDialects(registry);
   MlirContext ctx = mlirContextCreate();

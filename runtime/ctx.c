@@ -186,6 +186,7 @@ void prt_declare_arena(prt_ctx *ctx, int64_t bytes) {
 }
 
 int prt_ctx_allocate(prt_ctx *ctx, prt_status *st) {
+  if (ctx->allocated) return 0;
   if (ctx->decl_status.code) {
     *st = ctx->decl_status;
     return st->code;

@@ -53,8 +53,9 @@ int prt_data_open(prt_data *d, const char *path, int64_t T, prt_status *st) {
     int64_t n = d->n;
     prt_data_close(d);
     return prt_fail(st, 1, "data too short: %s has %lld bytes, the model's T = %lld needs "
-                    "at least T + 2 = %lld; use a longer --data file", path ? path : "<built-in "
-                    "corpus>", (long long)n, (long long)T, (long long)(T + 2));
+                    "at least T + 2 = %lld; use a longer --data file",
+                    path ? path : "<built-in corpus>", (long long)n, (long long)T,
+                    (long long)(T + 2));
   }
   return 0;
 }

@@ -218,8 +218,8 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
       fflush(stdout);
     }
     if (!isfinite(L)) {
-      prt_fail(st, 1, "loss is %f at step %lld: training diverged; lower --lr, or check the "
-               "data and the compiled plan", L, (long long)s);
+      prt_fail(st, 1, "loss is %s at step %lld: training diverged; lower --lr, or check the "
+               "data and the compiled plan", isnan(L) ? "NaN" : "infinite", (long long)s);
       goto done;
     }
     if (s == ctx->dump_step && prt_grads_save(ctx, o->dump_grads, st)) goto done;

@@ -2,7 +2,8 @@
  *
  *   u64 little-endian header length n | n bytes of JSON header | raw little-endian data
  *   header: {"__metadata__": {"format": "pt"},
- *            "<name>": {"dtype": "F32", "shape": [d0, ...], "data_offsets": [begin, end]}, ...}
+ *            "<name>": {"dtype": "F32", "shape": [d0, ...], "data_offsets": [begin, end]},
+ *            ...}
  *
  * with offsets relative to the start of the data section. We write tensors contiguously in
  * declaration order and pad the header with spaces to a multiple of 8 bytes, as the

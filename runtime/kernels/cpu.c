@@ -289,12 +289,16 @@ void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *ta
 /* The shortest decimal that rounds to x, as a double: 0.9f -> 0.9, 0.999f -> 0.999. The
  * ABI passes betas as float but torch computes 1 - beta and beta^t in double from the
  * Python literal; at beta2 = 0.999 using the float directly would shift the t = 1 bias
- * correction by 1.3e-5 relative. */
+ * correction by 1.3e-5 relative. Rounding to k decimals as n / 10^k (or n * 10^-k) with
+ * exact powers of ten gives the double nearest the decimal. */
 static double prt_decimal_of(float x) {
-  char s[32];
+  if (x == 0.0f || !isfinite(x)) return (double)x;
+  int e10 = (int)floor(log10(fabs((double)x)));
   for (int digits = 1; digits <= 9; digits++) {
-    snprintf(s, sizeof s, "%.*g", digits, (double)x);
-    double d = strtod(s, NULL);
+    int k = digits - 1 - e10; /* decimals after the point */
+    if (k > 22 || k < -22) break; /* 10^|k| no longer exact */
+    double p = pow(10.0, abs(k));
+    double d = k >= 0 ? nearbyint((double)x * p) / p : nearbyint((double)x / p) * p;
     if ((float)d == x) return d;
   }
   return (double)x;

@@ -357,7 +357,8 @@ static void test_gelu(void) {
   prt_add(o, a, b, 5);
   prt_copy(c, o, 5);
   for (int i = 0; i < 5; i++)
-    if (c[i] != a[i] + b[i]) fail("add/copy element %d: got %g, want %g", i, c[i], a[i] + b[i]);
+    if (c[i] != a[i] + b[i])
+      fail("add/copy element %d: got %g, want %g", i, c[i], a[i] + b[i]);
   end();
 }
 
@@ -700,10 +701,15 @@ static void test_checkpoints(void) {
 
   begin("checkpoint_bad_header");
   static const char *const bad[] = {
-      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}",      /* no } */
-      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,-4],\"data_offsets\":[0,48]}}",    /* -4 */
-      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4]}}",                        /* no offsets */
-      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[48,0]}}",     /* backwards */
+      /* no closing brace */
+      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}",
+      /* negative dim */
+      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,-4],\"data_offsets\":[0,48]}}",
+      /* no data_offsets */
+      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4]}}",
+      /* begin > end */
+      "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[48,0]}}",
+      /* not an object, missing ':', trailing text */
       "[1, 2, 3]",
       "{\"w\" {}}",
       "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}} junk",
@@ -896,7 +902,8 @@ static void test_main(void) {
   end();
 
   begin("main_dump_grads");
-  if (run_main("--quiet", "--steps", "2", "--dump-grads", grads, NULL) != 0) fail("run failed");
+  if (run_main("--quiet", "--steps", "2", "--dump-grads", grads, NULL) != 0)
+    fail("run failed");
   else {
     prt_ctx *ctx = prt_ctx_create();
     bigram_setup(ctx);

@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# make bench: every benchmark table. Usage: bench/run.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build}
+/usr/bin/python3 "$(dirname "$0")/bench_gpt.py" "$build"

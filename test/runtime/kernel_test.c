@@ -575,6 +575,7 @@ static void test_runtime_basics(void) {
   if (prt_data_open(&d, path, 19, &st) == 0 || !strstr(st.msg, "20 bytes") ||
       !strstr(st.msg, "at least T + 2 = 21"))
     fail("short data not reported with its length and the minimum: %s", st.msg);
+  unlink(path);
   st = (prt_status){0};
   path_in_tmp(path, sizeof path, "no-such-file");
   if (prt_data_open(&d, path, 4, &st) == 0 || !strstr(st.msg, path))

@@ -115,6 +115,9 @@ void prt_data_close(prt_data *d);
 /* Fills the "tokens" and "targets" inputs for step s (see data.c for the offsets). */
 void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step);
 
+/* The vectorizable tanh GELU uses (kernels/cpu.c), exposed for its accuracy test. */
+float prt_tanh_approx(float u);
+
 extern const char prt_default_corpus[];  /* public-domain English prose, NUL-terminated */
 extern const int64_t prt_default_corpus_len; /* strlen(prt_default_corpus) */
 

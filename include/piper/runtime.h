@@ -42,8 +42,11 @@ typedef enum {
 
 /* Declares tensor `id` (ids are dense, 0..count-1, in declaration order). `name` is a NUL-
  * terminated string the runtime copies; dims beyond `ndim` are ignored. For PRT_INPUT the
- * name is "tokens" or "targets" with dims (B, T); `first_sample` is the global index of
- * this device's first batch row (0 on one device; data parallel ranks get their slice). */
+ * name is "tokens" or "targets" with dims (B, T) and `first_sample` is the global index of
+ * this tensor's first batch row (0 on one device; microbatches and data-parallel ranks get
+ * their slice). For PRT_OUTPUT "loss", `first_sample` is the number of batch rows the value
+ * averages over (0 = all of them): a plan may report several partial losses, on several
+ * ranks, and the step's loss is their row-weighted mean over the whole world. */
 void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind,
                         int32_t init, int64_t ndim, int64_t d0, int64_t d1, int64_t d2,
                         int64_t d3, int64_t first_sample);
@@ -102,6 +105,53 @@ void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *ta
  * count from the runtime; `decay` != 0 applies decoupled weight decay (2-D weights only). */
 void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                float beta1, float beta2, float eps, int32_t decay);
+
+/* ---- distributed plans: one binary, one plan per device (MPI rank) ----
+ * A multi-device plan calls these in piper_setup before declaring tensors. A single-device
+ * plan calls none of them and runs with world size 1. Comm backends (runtime/comm/): "serial"
+ * (world 1, no MPI) and "mpi"; piper-compile links the one the plan needs. */
+
+/* The plan's device count; prt_main stops with an error naming both numbers when the MPI
+ * world size differs (never a hang). */
+void prt_declare_world(prt_ctx *ctx, int64_t devices);
+/* This process's device id: its MPI rank, 0 under the serial backend. */
+int64_t prt_rank(prt_ctx *ctx);
+/* Communicator `group` (dense ids from 0) over `n` devices `members` (ascending). Every rank
+ * declares every group of the plan in the same order, so creation is collective and
+ * deterministic; ranks outside a group just skip it. */
+void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *members);
+/* Global batch rows of one step, over all devices and microbatches. The data loader places
+ * row g of step s at ((s * global_batch + g) * T) mod (N - T - 1); without this call the
+ * global batch is the B of the "tokens" input. */
+void prt_declare_batch(prt_ctx *ctx, int64_t global_batch);
+/* Declared parameter `id` holds elements [offset, offset + numel) of the full tensor of its
+ * name, flattened (a ZeRO-3 shard); `full_numel` is the full size. Init and --init-checkpoint
+ * fill the slice; --save-checkpoint reassembles full tensors on rank 0. */
+void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t full_numel);
+/* Names trace lane `stream` (dense ids from 0; 0 is the compute stream "compute"). */
+void prt_declare_stream(prt_ctx *ctx, int64_t stream, const char *name);
+
+/* Nonblocking communication. Each returns a handle completed by prt_wait; a handle is waited
+ * exactly once. `stream` is the trace lane the transfer is drawn on. Sizes are in floats. */
+int64_t prt_isend(prt_ctx *ctx, const float *buf, int64_t n, int64_t peer, int64_t tag,
+                  int64_t stream);
+int64_t prt_irecv(prt_ctx *ctx, float *buf, int64_t n, int64_t peer, int64_t tag,
+                  int64_t stream);
+/* buf = sum over the group's members, in place. */
+int64_t prt_iall_reduce(prt_ctx *ctx, float *buf, int64_t n, int64_t group, int64_t stream);
+/* out(n_out) = member k's block k of the sum of every member's in(n_out * |group|). */
+int64_t prt_ireduce_scatter(prt_ctx *ctx, const float *in, float *out, int64_t n_out,
+                            int64_t group, int64_t stream);
+/* out(n_in * |group|) = concatenation of every member's in(n_in), in member order. */
+int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
+                        int64_t group, int64_t stream);
+void prt_wait(prt_ctx *ctx, int64_t handle);
+
+/* Trace spans for --trace (Chrome trace / Perfetto JSON, one file per rank, one lane per
+ * stream): every compute node is wrapped in begin/end on stream 0. `name` is a NUL-terminated
+ * string that outlives the run (a constant in the compiled module). Cheap no-ops otherwise. */
+void prt_span_begin(prt_ctx *ctx, const char *name, int64_t stream);
+void prt_span_end(prt_ctx *ctx, int64_t stream);
 
 /* ---- the training binary's entry: flags, data, init, the step loop, metrics, checkpoints.
  * Called by main() in libpiper_rt with the generated piper_setup / piper_step. ---- */

@@ -1,6 +1,6 @@
 /* llvm-dialect module -> LLVM IR (mlirTranslateModuleToLLVMIR) -> x86-64 object, assembly or
- * textual IR through the LLVM C API. Writes to `path.tmp` and renames, so a failed emission
- * never leaves a half-written file behind. */
+ * textual IR through the LLVM C API. Writes through PiperOutput, so a failed emission never
+ * leaves a half-written file behind. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +32,9 @@ int piperEmitModule(MlirOperation module, const char *path, const char *kind) {
   LLVMDisposeMessage(err);
   err = NULL;
 
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  PiperOutput out;
+  piperOutputPrepare(&out, path);
+  char *tmp = out.tmp;
   int rc = 0;
   if (!strcmp(kind, "ll")) {
     rc = LLVMPrintModuleToFile(llmod, tmp, &err) != 0;
@@ -61,14 +62,8 @@ int piperEmitModule(MlirOperation module, const char *path, const char *kind) {
     }
     LLVMDisposeMessage(triple);
   }
-  if (rc) {
-    fprintf(stderr, "piper: error: cannot write '%s': %s\n", path, err ? err : "unknown");
-    remove(tmp);
-  } else if (rename(tmp, path)) {
-    perror("piper: error: rename");
-    remove(tmp);
-    rc = 1;
-  }
+  if (rc) fprintf(stderr, "piper: error: cannot write '%s': %s\n", path, err ? err : "unknown");
+  rc = piperOutputCommit(&out, rc == 0);
   if (err) LLVMDisposeMessage(err);
   LLVMDisposeModule(llmod);
   LLVMContextDispose(llctx);

@@ -52,6 +52,9 @@ static const PiperPassInfo registry[] = {
     {"piper-autodiff",
      "forward graph -> training graph: append backward ops and AdamW updates (idempotent)",
      NULL, piperCreateAutodiffPass},
+    {"piper-import-strategy",
+     "append the directives of a Piper JSON (or sched .mlir) strategy file as sched ops",
+     "piper-import-strategy=FILE", piperCreateImportStrategyPass},
     {"piper-lower-to-llvm",
      "training graph -> llvm dialect: plan memory, emit piper_setup/piper_step calling "
      "libpiper_rt",

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tool_common.h"
+#include "piper/piper.h"
 
 extern char **environ;
 
@@ -103,21 +103,21 @@ int main(int argc, char **argv) {
   mlirPassManagerDestroy(pm);
 
   if (!rc && !strcmp(emit, "mlir")) {
-    FILE *f = fopen(output, "w");
-    if (!f) {
-      fprintf(stderr, "piper-compile: error: cannot write '%s'\n", output);
-      rc = 1;
-    } else {
-      mlirOperationPrint(op, printToFile, f);
-      fputc('\n', f);
-      fclose(f);
+    PiperOutput out;
+    rc = 1;
+    if (piperOutputOpen(&out, output)) {
+      mlirOperationPrint(op, printToFile, out.file);
+      fputc('\n', out.file);
+      rc = piperOutputCommit(&out, true);
     }
   } else if (!rc && strcmp(emit, "exe")) {
     rc = piperEmitModule(op, output, emit);
   } else if (!rc) {
-    char obj[PATH_MAX], tmpExe[PATH_MAX], libDir[PATH_MAX], libFlag[PATH_MAX + 2];
+    char obj[PATH_MAX], libDir[PATH_MAX], libFlag[PATH_MAX + 2];
+    PiperOutput exe;
+    piperOutputPrepare(&exe, output);
+    char *tmpExe = exe.tmp;
     snprintf(obj, sizeof obj, "%s.o.tmp", output);
-    snprintf(tmpExe, sizeof tmpExe, "%s.tmp", output);
     runtimeLibDir(libDir, sizeof libDir);
     snprintf(libFlag, sizeof libFlag, "-L%s", libDir);
     rc = piperEmitModule(op, obj, "obj");
@@ -127,10 +127,9 @@ int main(int argc, char **argv) {
       rc = run(link);
       if (rc) fprintf(stderr, "piper-compile: error: linking '%s' failed (runtime libraries "
                               "looked up in %s)\n", output, libDir);
-      else if (rename(tmpExe, output)) rc = 1;
     }
     remove(obj);
-    if (rc) remove(tmpExe);
+    rc = piperOutputCommit(&exe, rc == 0) || rc;
   }
   mlirModuleDestroy(module);
   mlirContextDestroy(ctx);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tool_common.h"
+#include "piper/piper.h"
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -15,6 +15,7 @@ static void usage(FILE *out) {
           "  --split-input-file         treat `// -----` lines as separators of independent\n"
           "                             inputs; each is processed and printed on its own\n"
           "  --mlir-print-op-generic    print every op in generic form\n"
+          "  --mlir-print-debuginfo     print locations (file:line:col of each op)\n"
           "  --upstream=PIPELINE        run upstream MLIR passes, e.g.\n"
           "                             --upstream='canonicalize,cse' or\n"
           "                             --upstream='convert-to-llvm,reconcile-unrealized-casts'\n"
@@ -32,7 +33,7 @@ typedef struct {
 
 typedef struct {
   const char *input, *output;
-  bool split, generic;
+  bool split, generic, debugInfo;
   Step *steps;
   int nSteps;
 } Options;
@@ -63,6 +64,7 @@ static int processChunk(MlirContext ctx, const Options *o, const char *text, FIL
   if (!rc) {
     MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
     if (o->generic) mlirOpPrintingFlagsPrintGenericOpForm(flags);
+    if (o->debugInfo) mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
     mlirOperationPrintWithFlags(op, flags, printToFile, out);
     fputc('\n', out);
     mlirOpPrintingFlagsDestroy(flags);
@@ -91,6 +93,8 @@ static int parseArgs(int argc, char **argv, Options *o) {
       o->split = true;
     } else if (!strcmp(a, "--mlir-print-op-generic")) {
       o->generic = true;
+    } else if (!strcmp(a, "--mlir-print-debuginfo")) {
+      o->debugInfo = true;
     } else if (!strncmp(a, "--upstream=", 11)) {
       o->steps[o->nSteps++] = (Step){NULL, a + 11};
     } else if (a[0] == '-' && a[1] == '-') {
@@ -130,15 +134,12 @@ int main(int argc, char **argv) {
   if (mlirContextIsNull(ctx)) return 1;
   piperAttachDiagnosticPrinter(ctx, stderr, NULL);
 
-  /* Write to FILE.tmp and rename on success, so a failed run leaves no partial output. */
-  char tmp[4096];
+  /* A failed run leaves no partial output file (see PiperOutput). */
+  PiperOutput output;
   FILE *out = stdout;
   if (o.output) {
-    snprintf(tmp, sizeof tmp, "%s.tmp", o.output);
-    if (!(out = fopen(tmp, "w"))) {
-      fprintf(stderr, "piper-opt: error: cannot write '%s'\n", o.output);
-      return 1;
-    }
+    if (!piperOutputOpen(&output, o.output)) return 1;
+    out = output.file;
   }
   if (!o.split) {
     rc = processChunk(ctx, &o, text, out);
@@ -166,10 +167,7 @@ int main(int argc, char **argv) {
       line++;
     }
   }
-  if (o.output) {
-    fclose(out);
-    if (rc || rename(tmp, o.output)) remove(tmp);
-  }
+  if (o.output && piperOutputCommit(&output, rc == 0)) rc = 1;
   mlirContextDestroy(ctx);
   free(text);
   free(o.steps);

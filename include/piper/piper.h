@@ -28,6 +28,38 @@ MlirContext piperContextCreate(void);
 MlirDiagnosticHandlerID piperAttachDiagnosticPrinter(MlirContext ctx, FILE *out,
                                                       int *errorCount);
 
+/* ---- dialects/parse.c ---- */
+/* The whole of `path` ("-" = stdin) as a NUL-terminated string, or NULL after printing an
+ * error that names the file. *len (may be NULL) gets the length. Free with free(). */
+char *piperReadInput(const char *path, size_t *len);
+/* Parses `text` as a module whose locations name `sourceName` (a file of several top-level ops
+ * is wrapped in a module, keeping line numbers); null module on failure, with the diagnostics
+ * already out. Then verifies IRDL constraints and tdag shapes. */
+MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *sourceName);
+
+/* Where output goes. A regular or new file is written as `path.tmp` and renamed only on
+ * success, so a failure never leaves a partial file; anything else (/dev/null, a pipe) is
+ * written in place. */
+typedef struct {
+  FILE *file;      /* open for writing */
+  char path[4096]; /* the destination */
+  char tmp[4096];  /* what is written: path.tmp, or path itself */
+} PiperOutput;
+/* Opens `o` for `path`; prints an error naming it and returns false on failure. */
+bool piperOutputOpen(PiperOutput *o, const char *path);
+/* The file name to write for `path` (path.tmp or path) without opening it, for writers that
+ * take a name (LLVM's emitters); then piperOutputCommit. */
+void piperOutputPrepare(PiperOutput *o, const char *path);
+/* Closes the file if open; on `ok` moves it into place, otherwise removes it. Returns 0 on
+ * success, 1 (after printing an error) if the output could not be completed. */
+int piperOutputCommit(PiperOutput *o, bool ok);
+
+/* ---- dialects/sched_import.c ---- */
+/* Appends one sched op per directive of the JSON strategy `text` (read from `path`, which
+ * names the locations) to `module`. Emits a diagnostic at the directive's line:col for each
+ * malformed directive and returns failure if there was any. */
+MlirLogicalResult piperImportStrategyJSON(MlirModule module, const char *path, const char *text);
+
 /* ---- dialects/tdag.c: building and querying ops ---- */
 
 static inline MlirStringRef piperStr(const char *s) { return mlirStringRefCreateFromCString(s); }
@@ -87,6 +119,8 @@ MlirPass piperCreateModulePass(void *typeId, const char *name, const char *summa
 MlirLogicalResult piperAutodiff(MlirOperation module);
 MlirPass piperCreateAutodiffPass(const char *arg);
 MlirPass piperCreateVerifyPass(const char *arg);
+/* Appends the directives of a JSON or .mlir strategy file (the pass argument) as sched ops. */
+MlirPass piperCreateImportStrategyPass(const char *arg);
 
 /* ---- lowering ---- */
 /* Training graph (tdag) -> llvm dialect: piper_setup and piper_step calling libpiper_rt. */

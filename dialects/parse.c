@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#include "tool_common.h"
+/* Reading and parsing input, shared by every tool and by passes that read files. */
+#include "piper/piper.h"
 
 char *piperReadInput(const char *path, size_t *len) {
   FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
@@ -65,4 +67,32 @@ MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *so
     return (MlirModule){NULL};
   }
   return module;
+}
+
+void piperOutputPrepare(PiperOutput *o, const char *path) {
+  struct stat st;
+  bool inPlace = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+  o->file = NULL;
+  snprintf(o->path, sizeof o->path, "%s", path);
+  snprintf(o->tmp, sizeof o->tmp, inPlace ? "%s" : "%s.tmp", path);
+}
+
+bool piperOutputOpen(PiperOutput *o, const char *path) {
+  piperOutputPrepare(o, path);
+  if (!(o->file = fopen(o->tmp, "w"))) {
+    fprintf(stderr, "piper: error: cannot write '%s': %s\n", path, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+int piperOutputCommit(PiperOutput *o, bool ok) {
+  bool inPlace = !strcmp(o->tmp, o->path);
+  if (o->file && fclose(o->file)) ok = false;
+  o->file = NULL;
+  if (inPlace) return ok ? 0 : 1;
+  if (ok && rename(o->tmp, o->path) == 0) return 0;
+  if (ok) fprintf(stderr, "piper: error: cannot write '%s': %s\n", o->path, strerror(errno));
+  remove(o->tmp);
+  return 1;
 }

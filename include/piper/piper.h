@@ -121,6 +121,11 @@ MlirPass piperCreateAutodiffPass(const char *arg);
 MlirPass piperCreateVerifyPass(const char *arg);
 /* Appends the directives of a JSON or .mlir strategy file (the pass argument) as sched ops. */
 MlirPass piperCreateImportStrategyPass(const char *arg);
+/* Directive passes, in Piper's order (passes/strategy.h describes the IR they share). */
+MlirPass piperCreateSplitPass(const char *arg);
+MlirPass piperCreatePlacePass(const char *arg);
+MlirPass piperCreateInsertCommPass(const char *arg);
+MlirPass piperCreateReplicatePass(const char *arg);
 
 /* ---- lowering ---- */
 /* Training graph (tdag) -> llvm dialect: piper_setup and piper_step calling libpiper_rt. */

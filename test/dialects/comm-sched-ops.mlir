@@ -3,10 +3,12 @@
 
 // CHECK-LABEL: func.func @comm
 func.func @comm(%x: tensor<4xf32>) {
-  // CHECK: "comm.send"(%{{.*}}) {peer = 1 : i64, stream = "pp", tag = 7 : i64} : (tensor<4xf32>) -> !comm.token
-  %t0 = "comm.send"(%x) {peer = 1 : i64, tag = 7 : i64, stream = "pp"} : (tensor<4xf32>) -> !comm.token
-  // CHECK: "comm.recv"() {peer = 1 : i64, tag = 8 : i64} : () -> (tensor<4xf32>, !comm.token)
-  %y, %t1 = "comm.recv"() {peer = 1 : i64, tag = 8 : i64} : () -> (tensor<4xf32>, !comm.token)
+  // CHECK: "comm.send"(%{{.*}}) {devices = [0, 2], peers = [1, 3], stream = "pp", tag = 7 : i64} : (tensor<4xf32>) -> !comm.token
+  %t0 = "comm.send"(%x) {devices = [0, 2], peers = [1, 3], tag = 7 : i64, stream = "pp"} : (tensor<4xf32>) -> !comm.token
+  // CHECK: "comm.recv"() {peers = [1], tag = 8 : i64} : () -> (tensor<4xf32>, !comm.token)
+  %y, %t1 = "comm.recv"() {peers = [1], tag = 8 : i64} : () -> (tensor<4xf32>, !comm.token)
+  // CHECK: "comm.recv_into"(%{{.*}}) {peers = [0], tag = 9 : i64} : (tensor<4xf32>) -> !comm.token
+  %t6 = "comm.recv_into"(%x) {peers = [0], tag = 9 : i64} : (tensor<4xf32>) -> !comm.token
   // CHECK: "comm.all_reduce"(%{{.*}}) {group = [0, 1]}
   %s, %t2 = "comm.all_reduce"(%y) {group = [0, 1]} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
   // CHECK: "comm.reduce_scatter"

@@ -1,0 +1,197 @@
+/* --piper-insert-comm: send/recv for every value that crosses devices.
+ *
+ * After placement, an SSA edge whose producer and consumer run on different devices becomes
+ * comm.send (with the producer's tags and pass, right after it) and comm.recv (with the
+ * consumer's, right before it); consumers on the same devices share one recv. Replicated ops
+ * pair up one to one: replica k of the producer sends to replica k of the consumer, so both
+ * sides need the same number of replicas.
+ *
+ * A parameter used on other devices than its own (the tied LM head reading the embedding's
+ * wte) gets a copy there. Its gradient contributions reach the owner through ordinary
+ * send/recv edges (autodiff already sums them at the owner); after the owner's update the new
+ * value is sent back into each copy at the end of the step (comm.recv_into), so every copy
+ * starts the next step equal to the owner's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/IRDL.h"
+#include "passes/strategy.h"
+#include "piper/ptrmap.h"
+
+typedef struct {
+  MlirContext ctx;
+  MlirBlock body;
+  int64_t nextTag;         /* transfer ids, pairing sends with recvs */
+  /* (value, consumer devices) -> recv already made; linear list, a value has few */
+  const void **keyValue, **keyDevices;
+  MlirValue *recvd;
+  size_t n, cap;
+} Inserter;
+
+static MlirAttribute devicesOf(MlirOperation op) {
+  return mlirOperationGetAttributeByName(op, piperStr("devices"));
+}
+
+static void copyAttr(MlirOperation to, MlirOperation from, const char *name) {
+  MlirAttribute a = mlirOperationGetAttributeByName(from, piperStr(name));
+  if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(to, piperStr(name), a);
+}
+
+static MlirType tokenType(MlirContext ctx) {
+  return mlirTypeParseGet(ctx, piperStr("!comm.token"));
+}
+
+static MlirValue lookup(Inserter *in, MlirValue v, MlirAttribute devices) {
+  for (size_t i = 0; i < in->n; ++i)
+    if (in->keyValue[i] == v.ptr && in->keyDevices[i] == devices.ptr) return in->recvd[i];
+  return (MlirValue){NULL};
+}
+
+static void remember(Inserter *in, MlirValue v, MlirAttribute devices, MlirValue r) {
+  if (in->n == in->cap) {
+    in->cap = in->cap ? in->cap * 2 : 64;
+    in->keyValue = realloc(in->keyValue, in->cap * sizeof *in->keyValue);
+    in->keyDevices = realloc(in->keyDevices, in->cap * sizeof *in->keyDevices);
+    in->recvd = realloc(in->recvd, in->cap * sizeof *in->recvd);
+  }
+  in->keyValue[in->n] = v.ptr;
+  in->keyDevices[in->n] = devices.ptr;
+  in->recvd[in->n++] = r;
+}
+
+/* comm.send of `v` from `from`'s devices to `to`, placed after `after`, tagged like `like`. */
+static void emitSend(Inserter *in, MlirValue v, MlirOperation after, MlirOperation like,
+                     MlirAttribute from, MlirAttribute to, int64_t tag) {
+  MlirType tok = tokenType(in->ctx);
+  MlirNamedAttribute attrs[3] = {
+      piperNamedAttr(in->ctx, "peers", to),
+      piperNamedAttr(in->ctx, "tag", mlirIntegerAttrGet(mlirIntegerTypeGet(in->ctx, 64), tag)),
+      piperNamedAttr(in->ctx, "devices", from)};
+  MlirOperation send = piperOpCreate("comm.send", mlirOperationGetLocation(like), 1, &v, 1,
+                                     &tok, 3, attrs);
+  mlirBlockInsertOwnedOperationAfter(in->body, after, send);
+  copyAttr(send, like, "tags");
+  copyAttr(send, like, "pass");
+}
+
+static bool sameSize(MlirAttribute a, MlirAttribute b) {
+  return mlirArrayAttrGetNumElements(a) == mlirArrayAttrGetNumElements(b);
+}
+
+static bool overlap(MlirAttribute a, MlirAttribute b) {
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(a); ++i)
+    for (intptr_t j = 0; j < mlirArrayAttrGetNumElements(b); ++j)
+      if (mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(a, i)) ==
+          mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(b, j)))
+        return true;
+  return false;
+}
+
+static MlirOperation updateOf(MlirBlock body, MlirValue param) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (piperOpIs(op, "tdag.adamw") && mlirOperationGetOperand(op, 0).ptr == param.ptr) return op;
+  return (MlirOperation){NULL};
+}
+
+/* The copy of parameter `param` on devices `to` (made on first use). */
+static MlirValue paramCopy(Inserter *in, MlirOperation param, MlirAttribute to) {
+  MlirValue v = mlirOperationGetResult(param, 0);
+  MlirValue have = lookup(in, v, to);
+  if (have.ptr) return have;
+  MlirOperation copy = mlirOperationClone(param);
+  mlirBlockInsertOwnedOperationAfter(in->body, param, copy);
+  mlirOperationSetAttributeByName(copy, piperStr("devices"), to);
+  MlirValue c = mlirOperationGetResult(copy, 0);
+  remember(in, v, to, c);
+  /* Refresh the copy after the owner's update: send after adamw, receive at the step's end. */
+  MlirOperation upd = updateOf(in->body, v);
+  if (!mlirOperationIsNull(upd)) {
+    int64_t tag = in->nextTag++;
+    emitSend(in, v, upd, upd, devicesOf(param), to, tag);
+    MlirType tok = tokenType(in->ctx);
+    MlirNamedAttribute attrs[3] = {
+        piperNamedAttr(in->ctx, "peers", devicesOf(param)),
+        piperNamedAttr(in->ctx, "tag", mlirIntegerAttrGet(mlirIntegerTypeGet(in->ctx, 64), tag)),
+        piperNamedAttr(in->ctx, "devices", to)};
+    MlirOperation recv = piperOpCreate("comm.recv_into", mlirOperationGetLocation(upd), 1, &c,
+                                       1, &tok, 3, attrs);
+    mlirBlockInsertOwnedOperationBefore(in->body, mlirBlockGetTerminator(in->body), recv);
+    copyAttr(recv, upd, "tags");
+    copyAttr(recv, upd, "pass");
+  }
+  return c;
+}
+
+static MlirLogicalResult runInsertComm(MlirOperation module, const char *arg) {
+  MlirOperation func = piperTrainingFunction(module, "piper-insert-comm");
+  if (mlirOperationIsNull(func)) return mlirLogicalResultFailure();
+  Inserter in = {.ctx = mlirOperationGetContext(module),
+                 .body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0))};
+  /* Snapshot the ops: the pass inserts as it goes. */
+  size_t n = 0, cap = 256;
+  MlirOperation *ops = malloc(cap * sizeof *ops);
+  for (MlirOperation op = mlirBlockGetFirstOperation(in.body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (n == cap) ops = realloc(ops, (cap *= 2) * sizeof *ops);
+    ops[n++] = op;
+  }
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  for (size_t k = 0; k < n && mlirLogicalResultIsSuccess(status); ++k) {
+    MlirOperation op = ops[k];
+    MlirAttribute to = devicesOf(op);
+    if (mlirAttributeIsNull(to)) continue;
+    for (intptr_t a = 0; a < mlirOperationGetNumOperands(op); ++a) {
+      MlirValue v = mlirOperationGetOperand(op, a);
+      if (!mlirValueIsAOpResult(v)) continue;
+      MlirOperation producer = mlirOpResultGetOwner(v);
+      MlirAttribute from = devicesOf(producer);
+      if (mlirAttributeIsNull(from) || mlirAttributeEqual(from, to)) continue;
+      if (!sameSize(from, to) || overlap(from, to)) {
+        mlirEmitError(mlirOperationGetLocation(op),
+                      "insert-comm: this op's input comes from a different set of devices with "
+                      "a different number of replicas (or sharing some devices); place both "
+                      "sides on the same number of disjoint devices");
+        status = mlirLogicalResultFailure();
+        break;
+      }
+      if (piperOpIs(producer, "tdag.param")) {
+        mlirOperationSetOperand(op, a, paramCopy(&in, producer, to));
+        continue;
+      }
+      MlirValue r = lookup(&in, v, to);
+      if (!r.ptr) {
+        int64_t tag = in.nextTag++;
+        emitSend(&in, v, producer, producer, from, to, tag);
+        MlirType types[2] = {mlirValueGetType(v), tokenType(in.ctx)};
+        MlirNamedAttribute attrs[3] = {
+            piperNamedAttr(in.ctx, "peers", from),
+            piperNamedAttr(in.ctx, "tag", mlirIntegerAttrGet(mlirIntegerTypeGet(in.ctx, 64), tag)),
+            piperNamedAttr(in.ctx, "devices", to)};
+        MlirOperation recv = piperOpCreate("comm.recv", mlirOperationGetLocation(op), 0, NULL,
+                                           2, types, 3, attrs);
+        mlirBlockInsertOwnedOperationBefore(in.body, op, recv);
+        copyAttr(recv, op, "tags");
+        copyAttr(recv, op, "pass");
+        if (piperResultIsBatched(producer, mlirOpResultGetResultNumber(v)))
+          mlirOperationSetAttributeByName(recv, piperStr("batched"), mlirUnitAttrGet(in.ctx));
+        r = mlirOperationGetResult(recv, 0);
+        remember(&in, v, to, r);
+      }
+      mlirOperationSetOperand(op, a, r);
+    }
+  }
+  free(ops);
+  free(in.keyValue);
+  free(in.keyDevices);
+  free(in.recvd);
+  return status;
+}
+
+MlirPass piperCreateInsertCommPass(const char *arg) {
+  static int64_t typeId;
+  return piperCreateModulePass(&typeId, "piper-insert-comm", "send/recv insertion",
+                               runInsertComm, arg);
+}

@@ -1,0 +1,141 @@
+/* --piper-place: the `place` directive. Sets `devices` on every op its filter selects (a
+ * later directive overrides an earlier one, as in Piper). Afterwards every op of the training
+ * graph must be placed; a strategy without any place directive puts everything on device 0.
+ * Device ids must be dense from 0: the plan's world size is the number of devices used, and
+ * is recorded on the module as `piper.devices`. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "passes/strategy.h"
+
+enum { MAX_DEVICES = 1 << 16 };
+
+static int64_t deviceAt(MlirAttribute devices, intptr_t i) {
+  return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
+}
+
+/* Appends the tag names the model has, with their index ranges, for "matches nothing". */
+static void describeTags(MlirBlock body, char *out, size_t size) {
+  char names[16][32];
+  int64_t lo[16], hi[16];
+  int n = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
+    if (mlirAttributeIsNull(tags)) continue;
+    for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(tags); ++i) {
+      MlirNamedAttribute e = mlirDictionaryAttrGetElement(tags, i);
+      MlirStringRef key = mlirIdentifierStr(e.name);
+      int64_t v = mlirAttributeIsAInteger(e.attribute) ? mlirIntegerAttrGetValueInt(e.attribute) : 0;
+      int k = 0;
+      while (k < n && (strlen(names[k]) != key.length || memcmp(names[k], key.data, key.length))) ++k;
+      if (k == n) {
+        if (n == 16) continue;
+        snprintf(names[n], sizeof names[n], "%.*s", (int)key.length, key.data);
+        lo[n] = hi[n] = v;
+        n++;
+      }
+      lo[k] = v < lo[k] ? v : lo[k];
+      hi[k] = v > hi[k] ? v : hi[k];
+    }
+  }
+  size_t used = 0;
+  out[0] = 0;
+  for (int k = 0; k < n && used < size; ++k)
+    used += snprintf(out + used, size - used, "%s%s %lld..%lld", k ? ", " : "", names[k],
+                     (long long)lo[k], (long long)hi[k]);
+}
+
+static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  MlirOperation func = piperTrainingFunction(module, "piper-place");
+  if (mlirOperationIsNull(func)) return mlirLogicalResultFailure();
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  MlirContext ctx = mlirOperationGetContext(module);
+  bool *used = calloc(MAX_DEVICES, sizeof *used);
+  int64_t maxDevice = -1;
+  MlirOperation firstPlace = {NULL};
+
+  for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
+       d = mlirOperationGetNextInBlock(d)) {
+    if (!piperOpIs(d, "sched.place")) continue;
+    if (mlirOperationIsNull(firstPlace)) firstPlace = d;
+    MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
+    MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
+    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices); ++i) {
+      int64_t dev = deviceAt(devices, i);
+      if (dev >= MAX_DEVICES) {
+        piperDirectiveError(d, "place: device %lld is beyond the supported %d devices",
+                            (long long)dev, MAX_DEVICES);
+        free(used);
+        return mlirLogicalResultFailure();
+      }
+      for (intptr_t j = 0; j < i; ++j)
+        if (deviceAt(devices, j) == dev) {
+          piperDirectiveError(d, "place: device %lld is listed twice", (long long)dev);
+          free(used);
+          return mlirLogicalResultFailure();
+        }
+      used[dev] = true;
+      maxDevice = dev > maxDevice ? dev : maxDevice;
+    }
+    int matched = 0;
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op))
+      if (piperOpInDialect(op, "tdag") && piperFilterMatches(op, filter)) {
+        mlirOperationSetAttributeByName(op, piperStr("devices"), devices);
+        matched++;
+      }
+    if (!matched) {
+      char tags[512];
+      describeTags(body, tags, sizeof tags);
+      piperDirectiveError(d, "place: the filter matches no op of the model (its tags are: %s)",
+                          tags);
+      free(used);
+      return mlirLogicalResultFailure();
+    }
+  }
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  if (mlirOperationIsNull(firstPlace)) {
+    /* no placement at all: a single-device plan */
+    int64_t zero = 0;
+    MlirAttribute dev0 = mlirArrayAttrGet(ctx, 1, (MlirAttribute[]){mlirIntegerAttrGet(
+                                                      mlirIntegerTypeGet(ctx, 64), zero)});
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op))
+      if (piperOpInDialect(op, "tdag")) mlirOperationSetAttributeByName(op, piperStr("devices"), dev0);
+    maxDevice = 0;
+  } else {
+    for (int64_t dev = 0; dev <= maxDevice; ++dev)
+      if (!used[dev]) {
+        piperDirectiveError(firstPlace, "place: device ids must be dense from 0, but device "
+                                        "%lld is never used while device %lld is; renumber "
+                                        "the devices", (long long)dev, (long long)maxDevice);
+        status = mlirLogicalResultFailure();
+        break;
+      }
+    for (MlirOperation op = mlirBlockGetFirstOperation(body);
+         !mlirOperationIsNull(op) && mlirLogicalResultIsSuccess(status);
+         op = mlirOperationGetNextInBlock(op))
+      if (piperOpInDialect(op, "tdag") &&
+          mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("devices")))) {
+        mlirEmitError(mlirOperationGetLocation(op),
+                      "place: no place directive selects this op; add one whose filter matches "
+                      "its tags");
+        status = mlirLogicalResultFailure();
+      }
+  }
+  free(used);
+  if (mlirLogicalResultIsSuccess(status))
+    mlirOperationSetAttributeByName(
+        module, piperStr("piper.devices"),
+        mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), maxDevice + 1));
+  return status;
+}
+
+MlirPass piperCreatePlacePass(const char *arg) {
+  static int64_t typeId;
+  return piperCreateModulePass(&typeId, "piper-place", "place directive", runPlace, arg);
+}

@@ -1,0 +1,104 @@
+/* Helpers shared by the directive passes; see strategy.h for the IR conventions. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "passes/strategy.h"
+
+const char *piperOpPass(MlirOperation op, char *buf, size_t size) {
+  if (!piperGetStringAttr(op, "pass", buf, size)) snprintf(buf, size, "F");
+  return buf;
+}
+
+bool piperFilterMatches(MlirOperation op, MlirAttribute filter) {
+  MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
+  for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(filter); ++i) {
+    MlirNamedAttribute e = mlirDictionaryAttrGetElement(filter, i);
+    MlirStringRef key = mlirIdentifierStr(e.name);
+    if (key.length == 4 && !memcmp(key.data, "PASS", 4)) {
+      char pass[8];
+      MlirStringRef want = mlirStringAttrGetValue(e.attribute);
+      piperOpPass(op, pass, sizeof pass);
+      if (strlen(pass) != want.length || memcmp(pass, want.data, want.length)) return false;
+      continue;
+    }
+    if (mlirAttributeIsNull(tags)) return false;
+    MlirAttribute have = mlirDictionaryAttrGetElementByName(tags, key);
+    if (mlirAttributeIsNull(have)) return false;
+    if (mlirAttributeIsAString(e.attribute)) continue; /* "*": any index */
+    if (!mlirAttributeIsAInteger(have) ||
+        mlirIntegerAttrGetValueInt(have) != mlirIntegerAttrGetValueInt(e.attribute))
+      return false;
+  }
+  return true;
+}
+
+MlirOperation piperTrainingFunction(MlirOperation module, const char *passName) {
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (!piperOpIs(op, "func.func")) continue;
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+    if (mlirBlockIsNull(body)) continue;
+    for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o);
+         o = mlirOperationGetNextInBlock(o))
+      if (piperOpIs(o, "tdag.adamw")) return op;
+  }
+  char msg[160];
+  snprintf(msg, sizeof msg, "%s: no training graph in the module (run --piper-autodiff first)",
+           passName);
+  mlirEmitError(mlirOperationGetLocation(module), msg);
+  return (MlirOperation){NULL};
+}
+
+bool piperResultIsBatched(MlirOperation op, intptr_t i) {
+  if (piperOpIs(op, "tdag.input")) return true;
+  if (piperOpIs(op, "tdag.param") || piperOpIs(op, "tdag.adam_state") ||
+      piperOpIs(op, "tdag.linear_grad_weight") || piperOpIs(op, "tdag.bias_grad") ||
+      piperOpIs(op, "tdag.embedding_grad"))
+    return false;
+  if (piperOpIs(op, "tdag.cross_entropy")) return i == 1;       /* probs; not the loss */
+  if (piperOpIs(op, "tdag.layernorm_grad")) return i == 0;      /* dx; not dweight, dbias */
+  if (piperOpIs(op, "tdag.add")) {                              /* follows its operands */
+    MlirValue a = mlirOperationGetOperand(op, 0);
+    return mlirValueIsAOpResult(a) &&
+           piperResultIsBatched(mlirOpResultGetOwner(a), mlirOpResultGetResultNumber(a));
+  }
+  if (piperOpIs(op, "comm.recv")) /* marked by insert-comm after the value it carries */
+    return i == 0 && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("batched")));
+  return piperOpInDialect(op, "tdag");
+}
+
+MlirType piperSplitBatch(MlirType t, int64_t parts) {
+  int64_t rank = piperTensorRank(t), shape[8];
+  for (int64_t d = 0; d < rank; ++d) shape[d] = piperTensorDim(t, d);
+  shape[0] /= parts;
+  return mlirRankedTensorTypeGet(rank, shape, mlirShapedTypeGetElementType(t),
+                                 mlirAttributeGetNull());
+}
+
+void piperSetTag(MlirOperation op, const char *key, int64_t value) {
+  MlirContext ctx = mlirOperationGetContext(op);
+  MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
+  intptr_t n = mlirAttributeIsNull(tags) ? 0 : mlirDictionaryAttrGetNumElements(tags);
+  MlirNamedAttribute entries[32];
+  intptr_t k = 0;
+  for (intptr_t i = 0; i < n && k < 31; ++i) {
+    MlirNamedAttribute e = mlirDictionaryAttrGetElement(tags, i);
+    MlirStringRef name = mlirIdentifierStr(e.name);
+    if (name.length == strlen(key) && !memcmp(name.data, key, name.length)) continue;
+    entries[k++] = e;
+  }
+  entries[k++] = piperNamedAttr(ctx, key, mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), value));
+  mlirOperationSetAttributeByName(op, piperStr("tags"), mlirDictionaryAttrGet(ctx, k, entries));
+}
+
+void piperDirectiveError(MlirOperation directive, const char *fmt, ...) {
+  char msg[640];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  mlirEmitError(mlirOperationGetLocation(directive), msg);
+}

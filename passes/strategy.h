@@ -1,0 +1,36 @@
+/* What the directive passes share: matching Piper filters against ops, reading the strategy's
+ * sched ops, and which values carry the batch dimension.
+ *
+ * The global training DAG is the training function itself. Every op carries
+ *   tags    {PP = 1, layer = 3, mb = 2}: annotation tags, plus the microbatch index after split
+ *   pass    "F" (the default when absent), "B", "BI", "BW" or "UPD"
+ *   devices [0, 2]: set by place; more than one device = data-parallel replicas of one op,
+ *           instantiated per device (with its slice of the batch) by extraction
+ * A global-DAG node is the set of ops sharing (tags, pass); the DAG's edges are the SSA values
+ * between nodes (data) and the order directives (temporal). Keeping replicas as one op with a
+ * device list keeps the IR the size of the model, not of the cluster. */
+#ifndef PIPER_PASSES_STRATEGY_H
+#define PIPER_PASSES_STRATEGY_H
+
+#include "piper/piper.h"
+
+/* "F" when the op has no pass attribute. */
+const char *piperOpPass(MlirOperation op, char *buf, size_t size);
+/* True if every entry of `filter` holds for `op`: tag entries compare the op's tags (an
+ * integer index, or "*" for any index of that tag), PASS compares the op's pass. */
+bool piperFilterMatches(MlirOperation op, MlirAttribute filter);
+/* The function holding the training graph, or null after an error at the module. */
+MlirOperation piperTrainingFunction(MlirOperation module, const char *passName);
+/* True if result `i` of `op` has the batch as its leading dimension (activations and their
+ * gradients), false for parameters, optimizer state, weight gradients and the loss. */
+bool piperResultIsBatched(MlirOperation op, intptr_t i);
+/* `t` with its leading dimension divided by `parts`. */
+MlirType piperSplitBatch(MlirType t, int64_t parts);
+/* Sets or replaces entry `key` of op's `tags` dictionary. */
+void piperSetTag(MlirOperation op, const char *key, int64_t value);
+/* A printf-formatted error at `directive`, i.e. at the directive's line:col in the strategy
+ * file the user wrote. */
+void piperDirectiveError(MlirOperation directive, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,6 +1,7 @@
 /* The context: what piper_setup declares (prt_declare_tensor, prt_declare_arena), the
  * storage behind it (prt_ctx_allocate), and the accessors piper_step calls (prt_tensor,
- * prt_arena, prt_observe_grad). Also the status / fatal / allocation helpers. */
+ * prt_arena, prt_observe_grad). Also the status / fatal / allocation helpers. The distributed
+ * declarations (world, groups, shards, streams) live in dist.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,8 @@ void prt_fatal(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
-  exit(1);
+  fflush(stderr);
+  prt_comm_abort(1); /* every rank stops: the others would wait for this one forever */
 }
 
 void *prt_xmalloc(size_t bytes, const char *what) {
@@ -60,7 +62,8 @@ void *prt_xalloc_aligned(size_t bytes, const char *what) {
 prt_ctx *prt_ctx_create(void) {
   prt_ctx *ctx = prt_xmalloc(sizeof *ctx, "the runtime context");
   memset(ctx, 0, sizeof *ctx);
-  ctx->tokens_id = ctx->targets_id = ctx->loss_id = -1;
+  ctx->rank = prt_comm_rank();
+  ctx->world = prt_comm_size();
   ctx->lr = 1e-3;
   ctx->weight_decay = 0.0;
   ctx->adam_t = 1;
@@ -77,6 +80,17 @@ void prt_ctx_destroy(prt_ctx *ctx) {
   }
   free(ctx->tensors);
   free(ctx->arena);
+  for (int64_t g = 0; g < ctx->ngroups; g++) {
+    if (ctx->groups_created) prt_comm_group_free(&ctx->groups[g]);
+    free(ctx->groups[g].members);
+  }
+  free(ctx->groups);
+  for (int64_t k = 0; k < ctx->nstreams; k++) free(ctx->stream_names[k]);
+  free(ctx->stream_names);
+  free(ctx->ops);
+  free(ctx->ops_free);
+  prt_trace_free(ctx->trace);
+  prt_catalog_free(ctx->catalog);
   free(ctx);
 }
 
@@ -89,7 +103,14 @@ int64_t prt_ctx_find(const prt_ctx *ctx, const char *name) {
 int64_t prt_ctx_param_count(const prt_ctx *ctx) {
   int64_t n = 0;
   for (int64_t i = 0; i < ctx->ntensors; i++)
-    if (ctx->tensors[i].kind == PRT_PARAM) n += ctx->tensors[i].numel;
+    if (ctx->tensors[i].name && ctx->tensors[i].kind == PRT_PARAM) n += ctx->tensors[i].numel;
+  return n;
+}
+
+int64_t prt_ctx_bytes(const prt_ctx *ctx, int32_t kind) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < ctx->ntensors; i++)
+    if (ctx->tensors[i].name && ctx->tensors[i].kind == kind) n += 4 * ctx->tensors[i].numel;
   return n;
 }
 
@@ -166,6 +187,7 @@ void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind
   t->ndim = ndim;
   for (int k = 0; k < PRT_MAX_DIMS; k++) t->dims[k] = k < ndim ? d[k] : 1;
   t->numel = numel;
+  t->full_numel = numel;
   t->first_sample = first_sample;
   if (id >= ctx->ntensors) ctx->ntensors = id + 1;
 }
@@ -185,12 +207,68 @@ void prt_declare_arena(prt_ctx *ctx, int64_t bytes) {
   if (bytes > ctx->arena_bytes) ctx->arena_bytes = bytes;
 }
 
+/* Names that may be declared more than once: a plan's microbatches each get their own. */
+static int prt_may_repeat(const prt_tensor_info *t) {
+  if (t->kind == PRT_INPUT) return strcmp(t->name, "tokens") == 0 ||
+                                   strcmp(t->name, "targets") == 0;
+  return t->kind == PRT_OUTPUT && strcmp(t->name, "loss") == 0;
+}
+
+/* Checks input `i` (tokens/targets, (B, T), rows inside the declared batch) and sets the
+ * rank's T and default global batch from it. */
+static int prt_check_input(prt_ctx *ctx, int64_t i, prt_status *st) {
+  const prt_tensor_info *t = &ctx->tensors[i];
+  int is_tokens = strcmp(t->name, "tokens") == 0;
+  if (!is_tokens && strcmp(t->name, "targets") != 0)
+    return prt_fail(st, 1, "input '%s' (id %lld) is neither \"tokens\" nor \"targets\": "
+                    "piper_setup; %s", t->name, (long long)i, PLAN_BUG);
+  if (t->ndim != 2)
+    return prt_fail(st, 1, "input '%s' (id %lld) has %lld dims, expected 2 (B, T): "
+                    "piper_setup; %s", t->name, (long long)i, (long long)t->ndim, PLAN_BUG);
+  if (t->first_sample < 0)
+    return prt_fail(st, 1, "input '%s' (id %lld) has first_sample %lld, expected >= 0: "
+                    "piper_setup; %s", t->name, (long long)i, (long long)t->first_sample,
+                    PLAN_BUG);
+  if (ctx->seq_len && t->dims[1] != ctx->seq_len)
+    return prt_fail(st, 1, "inputs disagree: '%s' (id %lld) has T = %lld, an earlier input "
+                    "T = %lld: piper_setup; %s", t->name, (long long)i, (long long)t->dims[1],
+                    (long long)ctx->seq_len, PLAN_BUG);
+  ctx->seq_len = t->dims[1];
+  if (ctx->declared_batch && t->first_sample + t->dims[0] > ctx->declared_batch)
+    return prt_fail(st, 1, "input '%s' (id %lld) holds batch rows [%lld, %lld), outside the "
+                    "global batch of %lld: piper_setup; %s", t->name, (long long)i,
+                    (long long)t->first_sample, (long long)(t->first_sample + t->dims[0]),
+                    (long long)ctx->declared_batch, PLAN_BUG);
+  if (is_tokens && !ctx->global_batch) ctx->global_batch = t->dims[0];
+  return 0;
+}
+
+/* Checks the groups: dense ids, members inside the plan's world. */
+static int prt_check_groups(const prt_ctx *ctx, prt_status *st) {
+  int64_t world = ctx->declared_world ? ctx->declared_world : 1;
+  for (int64_t g = 0; g < ctx->ngroups; g++) {
+    const prt_group *gr = &ctx->groups[g];
+    if (!gr->n)
+      return prt_fail(st, 1, "group %lld was never declared (group ids must be dense, "
+                      "0..%lld): piper_setup; %s", (long long)g, (long long)ctx->ngroups - 1,
+                      PLAN_BUG);
+    for (int64_t k = 0; k < gr->n; k++)
+      if (gr->members[k] >= world)
+        return prt_fail(st, 1, "group %lld has member %lld, but the plan is for %lld "
+                        "device%s: piper_setup; %s", (long long)g, (long long)gr->members[k],
+                        (long long)world, world == 1 ? "" : "s", PLAN_BUG);
+  }
+  return 0;
+}
+
 int prt_ctx_allocate(prt_ctx *ctx, prt_status *st) {
   if (ctx->allocated) return 0;
   if (ctx->decl_status.code) {
     *st = ctx->decl_status;
     return st->code;
   }
+  ctx->seq_len = 0;
+  ctx->global_batch = ctx->declared_batch;
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     prt_tensor_info *t = &ctx->tensors[i];
     if (!t->name)
@@ -198,38 +276,16 @@ int prt_ctx_allocate(prt_ctx *ctx, prt_status *st) {
                       "0..%lld): piper_setup; %s", (long long)i, (long long)ctx->ntensors - 1,
                       PLAN_BUG);
     int64_t other = prt_ctx_find(ctx, t->name);
-    if (other != i)
+    if (other != i && !(prt_may_repeat(t) && prt_may_repeat(&ctx->tensors[other])))
       return prt_fail(st, 1, "tensor name '%s' declared twice, ids %lld and %lld: "
                       "piper_setup; %s", t->name, (long long)other, (long long)i, PLAN_BUG);
-    if (t->kind == PRT_INPUT) {
-      int is_tokens = strcmp(t->name, "tokens") == 0;
-      if (!is_tokens && strcmp(t->name, "targets") != 0)
-        return prt_fail(st, 1, "input '%s' (id %lld) is neither \"tokens\" nor \"targets\": "
-                        "piper_setup; %s", t->name, (long long)i, PLAN_BUG);
-      if (t->ndim != 2)
-        return prt_fail(st, 1, "input '%s' (id %lld) has %lld dims, expected 2 (B, T): "
-                        "piper_setup; %s", t->name, (long long)i, (long long)t->ndim,
-                        PLAN_BUG);
-      if (t->first_sample < 0)
-        return prt_fail(st, 1, "input '%s' (id %lld) has first_sample %lld, expected >= 0: "
-                        "piper_setup; %s", t->name, (long long)i, (long long)t->first_sample,
-                        PLAN_BUG);
-      if (is_tokens) ctx->tokens_id = i;
-      else ctx->targets_id = i;
-    }
-    if (t->kind == PRT_OUTPUT && strcmp(t->name, "loss") == 0) ctx->loss_id = i;
+    if (t->kind == PRT_INPUT && prt_check_input(ctx, i, st)) return st->code;
+    if (t->kind == PRT_OUTPUT && strcmp(t->name, "loss") == 0 && t->first_sample < 0)
+      return prt_fail(st, 1, "output 'loss' (id %lld) averages over %lld rows, expected >= 0 "
+                      "(0 = the global batch): piper_setup; %s", (long long)i,
+                      (long long)t->first_sample, PLAN_BUG);
   }
-  if (ctx->tokens_id >= 0 && ctx->targets_id >= 0) {
-    const prt_tensor_info *a = &ctx->tensors[ctx->tokens_id];
-    const prt_tensor_info *b = &ctx->tensors[ctx->targets_id];
-    if (a->dims[0] != b->dims[0] || a->dims[1] != b->dims[1] ||
-        a->first_sample != b->first_sample)
-      return prt_fail(st, 1, "inputs disagree: tokens (%lld, %lld) from sample %lld, "
-                      "targets (%lld, %lld) from sample %lld: piper_setup; %s",
-                      (long long)a->dims[0], (long long)a->dims[1], (long long)a->first_sample,
-                      (long long)b->dims[0], (long long)b->dims[1], (long long)b->first_sample,
-                      PLAN_BUG);
-  }
+  if (prt_check_groups(ctx, st)) return st->code;
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     prt_tensor_info *t = &ctx->tensors[i];
     t->data = prt_xalloc_aligned((size_t)t->numel * 4, t->name); /* fp32 and int32: 4 B */

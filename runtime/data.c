@@ -1,12 +1,14 @@
 /* The data loader: the bytes of a file are the tokens (V = 256). Deterministic and
- * stateless: step s, batch row b of a device whose first global row is first_sample reads
+ * stateless: at step s, row b of an input whose first global row is first_sample reads
  * global sample g = first_sample + b at offset
  *
  *   o = ((s * B_global + g) * T) mod (N - T - 1)
  *   tokens[b]  = data[o     .. o + T)
  *   targets[b] = data[o + 1 .. o + T + 1)
  *
- * so every rank of a data-parallel run sees the same global batch, sliced by first_sample.
+ * B_global is the global batch (prt_declare_batch; one device: the "tokens" B). Every input
+ * is filled on its own, so microbatches, data-parallel ranks and pipeline stages holding
+ * only targets all see slices of the same global batch.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,25 +67,26 @@ void prt_data_close(prt_data *d) {
   memset(d, 0, sizeof *d);
 }
 
-void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step) {
-  if (ctx->tokens_id < 0) return;
-  const prt_tensor_info *tok = &ctx->tensors[ctx->tokens_id];
-  int32_t *tokens = tok->data;
-  int32_t *targets = ctx->targets_id >= 0 ? ctx->tensors[ctx->targets_id].data : NULL;
-  int64_t B = tok->dims[0], T = tok->dims[1];
-  /* B_global = B for now: data-parallel ranks will pass the global batch size (and their
-   * first_sample) once the compiler emits it. */
-  int64_t B_global = B;
+/* Fills input t (tokens, or targets when `shift` is 1) for step s. */
+static void prt_fill_input(const prt_data *d, const prt_tensor_info *t, int64_t B_global,
+                           int64_t step, int shift) {
+  int32_t *rows = t->data;
+  int64_t B = t->dims[0], T = t->dims[1];
   /* o = (s * (B_global * T) + g * T) mod span, reduced as we go so nothing overflows. */
   typedef unsigned __int128 u128;
   u128 span = (u128)(uint64_t)(d->n - T - 1);
   u128 step_part = ((u128)(uint64_t)step % span) * (((u128)(uint64_t)B_global * T) % span);
   for (int64_t b = 0; b < B; b++) {
-    u128 g = (u128)(uint64_t)(tok->first_sample + b);
-    int64_t o = (int64_t)((step_part % span + (g * (uint64_t)T) % span) % span);
-    for (int64_t t = 0; t < T; t++) {
-      tokens[b * T + t] = d->bytes[o + t];
-      if (targets) targets[b * T + t] = d->bytes[o + t + 1];
-    }
+    u128 g = (u128)(uint64_t)(t->first_sample + b);
+    int64_t o = (int64_t)((step_part % span + (g * (uint64_t)T) % span) % span) + shift;
+    for (int64_t k = 0; k < T; k++) rows[b * T + k] = d->bytes[o + k];
+  }
+}
+
+void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step) {
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    const prt_tensor_info *t = &ctx->tensors[i];
+    if (t->kind != PRT_INPUT) continue;
+    prt_fill_input(d, t, ctx->global_batch, step, strcmp(t->name, "targets") == 0);
   }
 }

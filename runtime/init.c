@@ -31,6 +31,10 @@
  *       z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M
  *       return z ^ (z >> 31)
  *   u = ((nxt() >> 11) + 1) * 2.0**-53
+ *
+ * The state after d draws is (seed ^ h) + d * 0x9e3779b97f4a7c15, so a shard (elements
+ * [offset, offset + n) of the full tensor) jumps straight to its first pair and draws
+ * exactly the values the full tensor has there.
  */
 #include <math.h>
 #include <string.h>
@@ -58,17 +62,25 @@ static double prt_uniform(uint64_t *state) {
   return (double)((prt_splitmix64(state) >> 11) + 1) * 0x1.0p-53;
 }
 
-void prt_init_normal(float *out, int64_t n, uint64_t seed, const char *name, double std) {
-  uint64_t state = seed ^ prt_fnv1a64(name);
+void prt_init_normal_range(float *out, int64_t begin, int64_t n, uint64_t seed,
+                           const char *name, double std) {
+  /* Element i comes from draws 2*(i/2) and 2*(i/2)+1 (cos for even i, sin for odd), and the
+   * generator's state after d draws is (seed ^ h) + d * increment: jump to the first pair. */
+  int64_t pair = begin / 2;
+  uint64_t state = (seed ^ prt_fnv1a64(name)) + (uint64_t)(2 * pair) * 0x9e3779b97f4a7c15ull;
   const double two_pi = 6.283185307179586476925286766559;
-  for (int64_t i = 0; i < n; i += 2) {
+  for (int64_t i = 2 * pair; i < begin + n; i += 2) {
     double u1 = prt_uniform(&state);
     double u2 = prt_uniform(&state);
     double r = sqrt(-2.0 * log(u1));
     double a = two_pi * u2;
-    out[i] = (float)(std * r * cos(a));
-    if (i + 1 < n) out[i + 1] = (float)(std * r * sin(a));
+    if (i >= begin) out[i - begin] = (float)(std * r * cos(a));
+    if (i + 1 < begin + n) out[i + 1 - begin] = (float)(std * r * sin(a));
   }
+}
+
+void prt_init_normal(float *out, int64_t n, uint64_t seed, const char *name, double std) {
+  prt_init_normal_range(out, 0, n, seed, name, std);
 }
 
 void prt_init_params(prt_ctx *ctx, uint64_t seed) {
@@ -77,7 +89,9 @@ void prt_init_params(prt_ctx *ctx, uint64_t seed) {
     if (t->kind != PRT_PARAM) continue;
     float *p = t->data;
     switch (t->init) {
-    case PRT_INIT_NORMAL: prt_init_normal(p, t->numel, seed, t->name, 0.02); break;
+    case PRT_INIT_NORMAL:
+      prt_init_normal_range(p, t->shard_offset, t->numel, seed, t->name, 0.02);
+      break;
     case PRT_INIT_ZEROS: memset(p, 0, (size_t)t->numel * sizeof(float)); break;
     case PRT_INIT_ONES:
       for (int64_t k = 0; k < t->numel; k++) p[k] = 1.0f;

@@ -1,7 +1,15 @@
-/* prt_main: the training binary around a compiled plan. Parses flags, runs piper_setup,
- * allocates, opens the data, initialises or loads parameters, runs the step loop with
- * metrics, and saves what was asked for. Every failure prints
- * "piper: error: <what>: <where>; <what to do>" and returns 1 (2 for a bad command line).
+/* prt_main: the training binary around a compiled plan. Starts the comm backend, parses
+ * flags, runs piper_setup, checks the plan against the world, allocates, opens the data,
+ * initialises or loads parameters, runs the step loop with metrics, and saves what was asked
+ * for. Every failure prints "piper: error: <what>: <where>; <what to do>" once (from the
+ * lowest rank that saw it, " (rank k)" appended on several devices) and every rank returns 1
+ * (2 for a bad command line).
+ *
+ * Several devices: every rank runs this same function. A rank-local failure (a file, a
+ * declaration) never makes a rank leave early: it is carried to the next agreement point
+ * (prt_agree), where every rank learns of it and they stop together; in the step loop it
+ * rides on the loss allreduce, so the run stops after the next step. Rank 0 alone prints,
+ * writes metrics and writes the checkpoint.
  */
 #include <errno.h>
 #include <math.h>
@@ -23,6 +31,7 @@ typedef struct prt_opts {
   const char *init_ckpt;  /* --init-checkpoint: borrowed; NULL = fresh init */
   const char *save_ckpt;  /* --save-checkpoint: borrowed; NULL = none */
   const char *dump_grads; /* --dump-grads: borrowed; NULL = none */
+  const char *trace;      /* --trace: borrowed; NULL = none */
   int quiet;              /* --quiet: no per-step lines on stdout */
   int help;               /* --help: print usage and exit 0 */
 } prt_opts;
@@ -37,13 +46,18 @@ static const char *const USAGE =
     "  --lr X                  AdamW learning rate (default 1e-3)\n"
     "  --weight-decay X        AdamW decoupled weight decay for 2-D weights (default 0)\n"
     "  --metrics FILE          write one JSON line per step: step, loss, step_ms,\n"
-    "                          tokens_per_s\n"
+    "                          tokens_per_s, mem (rank 0's bytes); then one line with\n"
+    "                          every rank's memory and peak RSS\n"
     "  --init-checkpoint FILE  load parameters from a safetensors file instead of\n"
     "                          initialising them\n"
     "  --save-checkpoint FILE  save parameters (safetensors) after the last step\n"
     "  --dump-grads FILE       save every parameter's gradient at step 0 (safetensors)\n"
+    "  --trace FILE            Chrome trace JSON per rank: FILE with .rank<k> before its\n"
+    "                          extension (open in Perfetto / chrome://tracing)\n"
     "  --quiet                 no per-step lines on stdout\n"
-    "  --help                  this text\n";
+    "  --help                  this text\n"
+    "A plan for D devices runs as D MPI ranks: mpirun -np D %s [options]\n"
+    "(as root, Open MPI also wants --allow-run-as-root; more ranks than cores, --oversubscribe).\n";
 
 /* ---- flags ---- */
 
@@ -108,6 +122,7 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--init-checkpoint", PRT_FLAG_FILE, &o->init_ckpt},
       {"--save-checkpoint", PRT_FLAG_FILE, &o->save_ckpt},
       {"--dump-grads", PRT_FLAG_FILE, &o->dump_grads},
+      {"--trace", PRT_FLAG_FILE, &o->trace},
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -150,14 +165,98 @@ static double prt_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Checks what prt_main itself needs from the plan: tokens to fill and a loss to report. */
-static int prt_check_plan(const prt_ctx *ctx, prt_status *st) {
-  const char *fix = "the compiled plan must declare it in piper_setup; recompile it";
-  if (ctx->tokens_id < 0)
-    return prt_fail(st, 1, "the plan declares no PRT_INPUT \"tokens\": piper_setup; %s", fix);
-  if (ctx->loss_id < 0)
-    return prt_fail(st, 1, "the plan declares no PRT_OUTPUT \"loss\": piper_setup; %s", fix);
-  return 0;
+/* Peak resident set (VmHWM) of this process in bytes; 0 if /proc does not say. */
+static int64_t prt_peak_rss(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
+  fclose(f);
+  return (int64_t)kb * 1024;
+}
+
+/* Collective: gathers every rank's memory; rank 0 writes {"ranks": [...]} to the metrics
+ * file and prints a table unless quiet. */
+static void prt_report_memory(prt_ctx *ctx, const prt_opts *o, FILE *metrics,
+                              prt_status *st) {
+  int64_t mine[4] = {prt_ctx_bytes(ctx, PRT_PARAM), prt_ctx_bytes(ctx, PRT_OPTIM),
+                     ctx->arena_bytes, prt_peak_rss()};
+  int64_t *counts = prt_xmalloc((size_t)ctx->world * sizeof *counts, "gather counts");
+  int64_t *all = prt_comm_allgatherv(mine, sizeof mine, counts);
+  free(counts);
+  if (ctx->rank == 0 && metrics) {
+    fprintf(metrics, "{\"ranks\": [");
+    for (int64_t r = 0; r < ctx->world; r++)
+      fprintf(metrics, "%s{\"rank\": %lld, \"params\": %lld, \"optim\": %lld, \"arena\": %lld, "
+              "\"peak_rss\": %lld}", r ? ", " : "", (long long)r, (long long)all[4 * r],
+              (long long)all[4 * r + 1], (long long)all[4 * r + 2], (long long)all[4 * r + 3]);
+    fprintf(metrics, "]}\n");
+    if (fflush(metrics) != 0)
+      prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
+               o->metrics, strerror(errno));
+  }
+  if (ctx->rank == 0 && !o->quiet) {
+    printf("memory (MB)    params     optim     arena  peak rss\n");
+    for (int64_t r = 0; r < ctx->world; r++)
+      printf("  rank %-4lld %9.2f %9.2f %9.2f %9.1f\n", (long long)r, all[4 * r] / 1e6,
+             all[4 * r + 1] / 1e6, all[4 * r + 2] / 1e6, all[4 * r + 3] / 1e6);
+    fflush(stdout);
+  }
+  free(all);
+}
+
+/* The world check: the plan's device count against the world the backend runs. Local. */
+static int prt_check_world(const prt_ctx *ctx, prt_status *st) {
+  int64_t planned = ctx->declared_world ? ctx->declared_world : 1;
+  if (planned == ctx->world) return 0;
+  if (ctx->rank == 0) { /* printed here: it is no rank's fault, so no " (rank k)" */
+    if (strcmp(prt_comm_backend, "serial") == 0)
+      fprintf(stderr, "piper: error: this plan is for %lld devices but this binary runs on "
+              "one (it is linked with the serial comm backend); link it with piper_rt_mpi "
+              "and run it with mpirun -np %lld\n", (long long)planned, (long long)planned);
+    else
+      fprintf(stderr, "piper: error: this plan is for %lld device%s but mpirun started %lld "
+              "rank%s; run it with mpirun -np %lld\n", (long long)planned,
+              planned == 1 ? "" : "s", (long long)ctx->world, ctx->world == 1 ? "" : "s",
+              (long long)planned);
+    fflush(stderr);
+  }
+  st->code = 1; /* quiet everywhere: the line above is the message */
+  st->msg[0] = 0;
+  return 1;
+}
+
+static void prt_banner(const prt_ctx *ctx, const prt_opts *o, const prt_data *data,
+                       int64_t T) {
+  int64_t np = prt_ctx_param_count(ctx);
+  if (ctx->world == 1) {
+    printf("piper: %lld params (%.2f M, %.1f MB), arena %.1f MB, batch %lld x %lld, "
+           "data %s (%lld bytes), %lld steps\n", (long long)np, np / 1e6, np * 4 / 1e6,
+           ctx->arena_bytes / 1e6, (long long)ctx->global_batch, (long long)T, data->name,
+           (long long)data->n, (long long)o->steps);
+  } else {
+    int64_t all = prt_catalog_numel(ctx);
+    printf("piper: %lld devices (%s), %lld params (%.2f M); rank 0 holds %.1f MB, arena "
+           "%.1f MB; global batch %lld x %lld, data %s (%lld bytes), %lld steps\n",
+           (long long)ctx->world, prt_comm_backend, (long long)all, all / 1e6, np * 4 / 1e6,
+           ctx->arena_bytes / 1e6, (long long)ctx->global_batch, (long long)T, data->name,
+           (long long)data->n, (long long)o->steps);
+  }
+  fflush(stdout);
+}
+
+/* One metrics line (rank 0). */
+static int prt_write_metrics(FILE *f, const prt_ctx *ctx, int64_t s, float L, double ms,
+                             double tps) {
+  if (isfinite(L)) fprintf(f, "{\"step\": %lld, \"loss\": %.9g, ", (long long)s, L);
+  else fprintf(f, "{\"step\": %lld, \"loss\": null, ", (long long)s);
+  fprintf(f, "\"step_ms\": %.6g, \"tokens_per_s\": %.6g, \"mem\": {\"params\": %lld, "
+          "\"optim\": %lld, \"arena\": %lld}}\n", ms, tps,
+          (long long)prt_ctx_bytes(ctx, PRT_PARAM), (long long)prt_ctx_bytes(ctx, PRT_OPTIM),
+          (long long)ctx->arena_bytes);
+  return fflush(f);
 }
 
 static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt_ctx *),
@@ -165,94 +264,108 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   prt_ctx *ctx = prt_ctx_create();
   prt_data data = {0};
   FILE *metrics = NULL;
+  int64_t T = 0;
   ctx->lr = o->lr;
   ctx->weight_decay = o->weight_decay;
   ctx->dump_step = o->dump_grads ? 0 : -1;
 
   setup(ctx);
-  if (prt_ctx_allocate(ctx, st) || prt_check_plan(ctx, st)) goto done;
-  const prt_tensor_info *tok = &ctx->tensors[ctx->tokens_id];
-  int64_t B = tok->dims[0], T = tok->dims[1];
-  if (prt_data_open(&data, o->data, T, st)) goto done;
-  if (o->init_ckpt) {
-    if (prt_checkpoint_load(ctx, o->init_ckpt, st)) goto done;
-  } else {
-    prt_init_params(ctx, o->seed);
+  if (!prt_check_world(ctx, st)) prt_ctx_allocate(ctx, st);
+  if (prt_agree(ctx, st)) goto done;
+  if (!prt_dist_setup(ctx, &T, st)) prt_catalog_build(ctx, st); /* alike on every rank */
+  if (prt_agree(ctx, st)) goto done;
+
+  if (prt_data_open(&data, o->data, T, st) == 0) {
+    if (o->init_ckpt) prt_checkpoint_load(ctx, o->init_ckpt, st);
+    else prt_init_params(ctx, o->seed);
   }
-  if (o->metrics && !(metrics = fopen(o->metrics, "w"))) {
+  if (!st->code && ctx->rank == 0 && o->metrics && !(metrics = fopen(o->metrics, "w")))
     prt_fail(st, 1, "cannot open metrics file: %s: %s; check the directory exists and is "
              "writable", o->metrics, strerror(errno));
-    goto done;
-  }
+  if (prt_agree(ctx, st)) goto done;
+  if (o->trace) prt_trace_start(ctx);
 
-  if (!o->quiet) {
-    int64_t np = prt_ctx_param_count(ctx);
-    printf("piper: %lld params (%.2f M, %.1f MB), arena %.1f MB, batch %lld x %lld, "
-           "data %s (%lld bytes), %lld steps\n", (long long)np, np / 1e6, np * 4 / 1e6,
-           ctx->arena_bytes / 1e6, (long long)B, (long long)T, data.name, (long long)data.n,
-           (long long)o->steps);
-    fflush(stdout);
-  }
-  const float *loss = ctx->tensors[ctx->loss_id].data;
+  if (ctx->rank == 0 && !o->quiet) prt_banner(ctx, o, &data, T);
+  int pending = 0; /* this rank failed (a metrics write): every rank stops after this step */
   for (int64_t s = 0; s < o->steps; s++) {
     ctx->step = s;
     ctx->adam_t = s + 1;
     double t0 = prt_now_ms();
+    prt_span_begin(ctx, "step", 0);
     prt_data_fill(&data, ctx, s);
     step(ctx);
+    if (ctx->ops_busy)
+      prt_fatal("step %lld ended with %lld transfer%s never waited: piper_step (rank %lld); "
+                "every prt_isend/prt_irecv/collective needs its prt_wait: this is a bug in "
+                "the compiled plan", (long long)s, (long long)ctx->ops_busy,
+                ctx->ops_busy == 1 ? "" : "s", (long long)ctx->rank);
+    prt_span_end(ctx, 0);
+    int stop = 0;
+    float L = (float)prt_dist_loss(ctx, pending, &stop);
     double ms = prt_now_ms() - t0;
-    double tps = ms > 0 ? (double)(B * T) / (ms * 1e-3) : 0.0; /* this device's tokens */
-    float L = loss[0];
-    if (metrics) {
-      if (isfinite(L)) fprintf(metrics, "{\"step\": %lld, \"loss\": %.9g, ", (long long)s, L);
-      else fprintf(metrics, "{\"step\": %lld, \"loss\": null, ", (long long)s);
-      fprintf(metrics, "\"step_ms\": %.6g, \"tokens_per_s\": %.6g}\n", ms, tps);
-      if (fflush(metrics) != 0) {
-        prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
-                 o->metrics, strerror(errno));
-        goto done;
-      }
+    if (stop) goto done; /* the failing rank's status says why */
+    double tps = ms > 0 ? (double)(ctx->global_batch * T) / (ms * 1e-3) : 0.0;
+    if (metrics && prt_write_metrics(metrics, ctx, s, L, ms, tps) != 0) {
+      prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
+               o->metrics, strerror(errno));
+      pending = 1;
     }
-    if (!o->quiet) {
+    if (ctx->rank == 0 && !o->quiet) {
       printf("step %4lld | loss %.6f | %.1f ms | %.0f tok/s\n", (long long)s, L, ms, tps);
       fflush(stdout);
     }
-    if (!isfinite(L)) {
+    if (!isfinite(L)) { /* every rank sees the same loss: they all stop here */
       prt_fail(st, 1, "loss is %s at step %lld: training diverged; lower --lr, or check the "
                "data and the compiled plan", isnan(L) ? "NaN" : "infinite", (long long)s);
       goto done;
     }
-    if (s == ctx->dump_step && prt_grads_save(ctx, o->dump_grads, st)) goto done;
+    if (s == ctx->dump_step) {
+      prt_grads_save(ctx, o->dump_grads, st);
+      if (prt_agree(ctx, st)) goto done;
+    }
   }
   if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, st);
+  if (prt_agree(ctx, st)) goto done;
+  prt_report_memory(ctx, o, metrics, st);
 
 done:
+  if (ctx->trace) prt_trace_write(ctx, o->trace, st);
   if (metrics && fclose(metrics) != 0 && !st->code)
     prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space", o->metrics,
              strerror(errno));
+  prt_agree(ctx, st);
   prt_data_close(&data);
   prt_ctx_destroy(ctx);
   return st->code;
 }
 
 int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_ctx *)) {
+  int owner = prt_comm_init(&argc, &argv); /* MPI_Init before anything else */
+  int64_t rank = prt_comm_rank(), world = prt_comm_size();
   const char *prog = argc > 0 && argv[0] ? argv[0] : "piper-train";
   prt_opts o;
   prt_status st = {0};
-  if (prt_parse_args(argc, argv, &o, &st)) {
-    fprintf(stderr, "piper: error: %s\n", st.msg);
-    fprintf(stderr, "usage: %s [--steps N] [--data FILE] [--seed S] [--lr X] "
-            "[--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] "
-            "[--save-checkpoint FILE] [--dump-grads FILE] [--quiet] [--help]\n", prog);
-    return st.code;
+  int rc = 0;
+  if (prt_parse_args(argc, argv, &o, &st)) { /* alike on every rank: rank 0 says it */
+    if (rank == 0) {
+      fprintf(stderr, "piper: error: %s\n", st.msg);
+      fprintf(stderr, "usage: %s [--steps N] [--data FILE] [--seed S] [--lr X] "
+              "[--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] "
+              "[--save-checkpoint FILE] [--dump-grads FILE] [--trace FILE] [--quiet] "
+              "[--help]\n", prog);
+    }
+    rc = st.code;
+  } else if (o.help) {
+    if (rank == 0) printf(USAGE, prog, prog);
+  } else if (prt_run(&o, setup, step, &st)) {
+    if (st.msg[0] && world > 1)
+      fprintf(stderr, "piper: error: %s (rank %lld)\n", st.msg, (long long)rank);
+    else if (st.msg[0])
+      fprintf(stderr, "piper: error: %s\n", st.msg);
+    rc = st.code;
   }
-  if (o.help) {
-    printf(USAGE, prog);
-    return 0;
-  }
-  if (prt_run(&o, setup, step, &st)) {
-    fprintf(stderr, "piper: error: %s\n", st.msg);
-    return st.code;
-  }
-  return 0;
+  fflush(stdout);
+  fflush(stderr);
+  if (owner) prt_comm_finalize();
+  return rc;
 }

@@ -1,12 +1,18 @@
 /* libpiper_rt internals: the prt_ctx behind the opaque handle in <piper/runtime.h>, and the
- * pieces prt_main wires together (declarations, init, data, checkpoints). Not part of the ABI
- * that generated code sees; tests include it to drive the runtime without a compiled plan.
+ * pieces prt_main wires together (declarations, init, data, checkpoints, the comm backend).
+ * Not part of the ABI that generated code sees; tests include it to drive the runtime without
+ * a compiled plan.
  *
  * Errors: a function that can fail for reasons outside the program (a file, a flag, a plan
  * that declares something inconsistent) returns an int status (0 ok) and fills a prt_status
  * with one line "<what>: <where>; <what to do>"; prt_main prints it as
  * "piper: error: <line>" and exits with the status's code. Misuse of the ABI from inside
- * piper_step (a bad tensor id) cannot be reported that way and goes through prt_fatal.
+ * piper_step (a bad tensor id) cannot be reported that way and goes through prt_fatal, which
+ * also stops every other rank (MPI_Abort) so a multi-device run never hangs on one failure.
+ *
+ * Several processes: every function marked "collective" must be called by every rank, in the
+ * same order, whatever happened locally; the others touch only this rank. A failure seen by
+ * one rank reaches the others through prt_agree, at fixed points of prt_main.
  */
 #ifndef PIPER_PRT_INTERNAL_H
 #define PIPER_PRT_INTERNAL_H
@@ -49,14 +55,70 @@ typedef struct prt_tensor_info {
   int32_t kind;                /* prt_tensor_kind */
   int32_t init;                /* prt_init_kind (used for PRT_PARAM only) */
   int64_t ndim;                /* 0..PRT_MAX_DIMS; 0 is a scalar */
-  int64_t dims[PRT_MAX_DIMS];  /* dims[0..ndim) in elements; the rest are 1 */
-  int64_t numel;               /* product of dims (1 for a scalar) */
-  int64_t first_sample;        /* PRT_INPUT: global index of this device's first batch row */
+  int64_t dims[PRT_MAX_DIMS];  /* dims[0..ndim) in elements; the rest are 1. For a shard:
+                                  the FULL tensor's shape */
+  int64_t numel;               /* elements of local storage: product of dims, or the shard
+                                  length after prt_declare_shard */
+  int64_t full_numel;          /* product of dims (numel unless the tensor is a shard) */
+  int64_t shard_offset;        /* first element of the full flattened tensor held here (0) */
+  int is_shard;                /* 1 after prt_declare_shard */
+  int64_t first_sample;        /* PRT_INPUT: global index of this tensor's first batch row;
+                                  PRT_OUTPUT "loss": batch rows it averages over (0 = all) */
   void *data;                  /* owned, PRT_ALIGN-aligned: numel fp32 (int32 for inputs),
                                   NULL until prt_ctx_allocate */
   float *grad_copy;            /* owned (numel) copy of the gradient handed to
                                   prt_observe_grad during the dump step; NULL otherwise */
 } prt_tensor_info;
+
+/* A backend object (MPI_Request, MPI_Comm) stored by value; each backend checks it fits. */
+typedef union prt_opaque {
+  void *p;   /* pointer-like handles (Open MPI) */
+  int64_t i; /* integer handles (MPICH) */
+} prt_opaque;
+
+/* A communicator declared by prt_declare_group. */
+typedef struct prt_group {
+  int64_t n;          /* members; 0 = id not declared */
+  int64_t *members;   /* owned (n) device ids, strictly ascending */
+  int64_t index;      /* this rank's position in members, or -1 if it is not a member */
+  prt_opaque comm;    /* the backend's communicator (members only), after
+                         prt_comm_groups_create */
+} prt_group;
+
+/* What a nonblocking call asked for; keep in sync with the name tables indexed by it
+ * (PRT_OP_ABI in dist.c, op_name in trace.c, where in comm/mpi.c). */
+typedef enum {
+  PRT_OP_SEND = 0,
+  PRT_OP_RECV = 1,
+  PRT_OP_ALL_REDUCE = 2,
+  PRT_OP_REDUCE_SCATTER = 3,
+  PRT_OP_ALL_GATHER = 4,
+} prt_op_kind;
+
+/* One nonblocking transfer, as the backend sees it. */
+typedef struct prt_comm_op {
+  int32_t kind;     /* prt_op_kind */
+  int32_t stream;   /* trace lane */
+  const float *in;  /* SEND: source (n); REDUCE_SCATTER: in (n * |group|); ALL_GATHER: in (n) */
+  float *out;       /* RECV: destination (n); ALL_REDUCE: buffer (n); REDUCE_SCATTER: out (n);
+                       ALL_GATHER: out (n * |group|) */
+  int64_t n;        /* floats, as passed to the ABI call (n, n_out or n_in) */
+  int64_t peer;     /* SEND/RECV: the other device; -1 otherwise */
+  int64_t tag;      /* SEND/RECV: message tag */
+  int64_t group;    /* collectives: group id; -1 otherwise */
+} prt_comm_op;
+
+/* A slot of the handle table: handle = gen << 32 | slot index. */
+typedef struct prt_op_slot {
+  prt_comm_op op;   /* what was issued */
+  prt_opaque req;   /* the backend's request */
+  uint32_t gen;     /* bumped each time the slot is reused, so stale handles are caught */
+  int busy;         /* 1 from issue until prt_wait */
+  double t_issue;   /* microseconds on the trace clock when issued (if tracing) */
+} prt_op_slot;
+
+typedef struct prt_trace prt_trace;     /* trace.c */
+typedef struct prt_catalog prt_catalog; /* catalog.c */
 
 struct prt_ctx {
   prt_tensor_info *tensors; /* owned array (ntensors), indexed by tensor id */
@@ -67,9 +129,29 @@ struct prt_ctx {
   int allocated;            /* 1 once prt_ctx_allocate succeeded: storage exists */
   prt_status decl_status;   /* first error made during piper_setup, reported by allocate */
 
-  int64_t tokens_id;        /* id of the PRT_INPUT "tokens" (B, T); -1 if none */
-  int64_t targets_id;       /* id of the PRT_INPUT "targets" (B, T); -1 if none */
-  int64_t loss_id;          /* id of the PRT_OUTPUT "loss"; -1 if none */
+  int64_t rank;             /* this process's device id (the backend's rank at create) */
+  int64_t world;            /* devices the backend runs (1 under serial) */
+  int64_t declared_world;   /* prt_declare_world's count; 0 = never called (one device) */
+  int64_t declared_batch;   /* prt_declare_batch's rows; 0 = never called */
+  int64_t global_batch;     /* rows of one step over the world: declared, else the B of this
+                               rank's first "tokens" (prt_main agrees on it over ranks) */
+  int64_t seq_len;          /* T shared by every input of this rank; 0 if it has none */
+
+  prt_group *groups;        /* owned array (ngroups), indexed by group id */
+  int64_t ngroups;          /* 1 + the largest group id declared */
+  int groups_created;       /* 1 once prt_comm_groups_create ran */
+  char **stream_names;      /* owned array (nstreams) of owned names; NULL entries unnamed */
+  int64_t nstreams;         /* 1 + the largest stream id named */
+
+  prt_op_slot *ops;         /* owned handle table (ops_cap slots) */
+  int64_t ops_cap;          /* slots allocated */
+  int64_t ops_busy;         /* slots issued and not yet waited */
+  int64_t *ops_free;        /* owned (ops_cap): a stack of the free slots' indices */
+  int64_t ops_nfree;        /* entries on ops_free (ops_cap - ops_busy) */
+
+  prt_trace *trace;         /* owned; NULL unless tracing (prt_trace_start) */
+  prt_catalog *catalog;     /* owned; which rank holds which parameter range, built by the
+                               first collective that needs it */
 
   double lr;                /* AdamW learning rate (--lr) */
   double weight_decay;      /* AdamW decoupled weight decay (--weight-decay) */
@@ -79,25 +161,115 @@ struct prt_ctx {
   int64_t step;             /* the step now running (0-based) */
 };
 
-/* An empty context with defaults (lr 1e-3, no weight decay, t = 1, no dump). */
+/* An empty context with defaults (lr 1e-3, no weight decay, t = 1, no dump); rank and world
+ * come from the comm backend (0 and 1 before prt_comm_init). */
 prt_ctx *prt_ctx_create(void);
-void prt_ctx_destroy(prt_ctx *ctx); /* frees everything; NULL is fine */
-/* After piper_setup: checks the declarations (every id 0..n-1 declared once, unique names,
- * inputs "tokens"/"targets" of the same (B, T), one output "loss") and allocates zeroed
- * storage for every tensor and the arena. */
+void prt_ctx_destroy(prt_ctx *ctx); /* frees everything, group communicators too; NULL ok */
+/* After piper_setup: checks the declarations (every id 0..n-1 declared once; names unique
+ * except the inputs "tokens"/"targets" and the outputs "loss", which may repeat; every input
+ * (B, T) with one T; groups dense and within the declared world; with a declared batch,
+ * every input's rows inside it) and allocates zeroed storage for every tensor and the arena.
+ * Sets global_batch and seq_len. Local: other ranks are not consulted. */
 int prt_ctx_allocate(prt_ctx *ctx, prt_status *st);
-/* Sum of numel over PRT_PARAM tensors. */
+/* Sum of numel over PRT_PARAM tensors (local storage: a shard counts its slice). */
 int64_t prt_ctx_param_count(const prt_ctx *ctx);
-/* Id of the tensor named `name`, or -1. */
+/* Bytes of local storage of every tensor of kind `kind`. */
+int64_t prt_ctx_bytes(const prt_ctx *ctx, int32_t kind);
+/* Id of the first tensor named `name`, or -1. */
 int64_t prt_ctx_find(const prt_ctx *ctx, const char *name);
+
+/* ---- the comm backend (comm/serial.c or comm/mpi.c: exactly one is linked) ----
+ * World-level calls are for the runtime itself and run on a communicator of their own, so
+ * they never match the plan's messages. Any failure inside the backend (an MPI error) prints
+ * "piper: error: ..." and stops every rank; these functions therefore return nothing. */
+
+typedef enum { PRT_REDUCE_SUM = 0, PRT_REDUCE_MAX = 1 } prt_reduce_op;
+
+extern const char prt_comm_backend[]; /* "serial" or "mpi" */
+/* Starts the backend (MPI_Init) unless it runs already; returns 1 if this call started it,
+ * and then the caller owns the matching prt_comm_finalize. Called first thing by prt_main. */
+int prt_comm_init(int *argc, char ***argv);
+void prt_comm_finalize(void);
+/* World size and this process's rank: 1 and 0 while the backend is not running. */
+int64_t prt_comm_size(void);
+int64_t prt_comm_rank(void);
+/* Ends every rank with exit status `code` (MPI_Abort), or just this process when alone. */
+void prt_comm_abort(int code) __attribute__((noreturn));
+/* Collective, blocking, over the whole world. */
+void prt_comm_barrier(void);
+void prt_comm_allreduce_i64(int64_t *buf, int64_t n, prt_reduce_op op);
+void prt_comm_allreduce_f64(double *buf, int64_t n); /* sum */
+/* Concatenation of every rank's `bytes` bytes at `in`, in rank order: an owned buffer; each
+ * rank's length goes to counts[rank] (counts has world entries). */
+void *prt_comm_allgatherv(const void *in, int64_t bytes, int64_t *counts);
+/* Point-to-point between ranks of the world, blocking, in program order. */
+void prt_comm_send_bytes(const void *buf, int64_t bytes, int64_t peer);
+void prt_comm_recv_bytes(void *buf, int64_t bytes, int64_t peer);
+/* Collective: creates the communicator of every declared group, in id order. */
+void prt_comm_groups_create(prt_ctx *ctx);
+void prt_comm_group_free(prt_group *g); /* frees g->comm if this rank is a member */
+/* Starts a checked transfer (dist.c validated it) into *req; prt_comm_finish waits for it. */
+void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+
+/* ---- distributed plans (dist.c) ---- */
+
+/* Collective: makes one status of every rank's. If any rank failed, every rank returns the
+ * largest code; the lowest rank that has a message keeps it, every other rank's status gets
+ * that code and an empty message (nothing to print). No-op for one device. */
+int prt_agree(const prt_ctx *ctx, prt_status *st);
+/* The checks and agreements prt_main needs after piper_setup; collective. Agrees on the
+ * global batch and T, checks tokens and losses exist over the world and that the losses'
+ * rows add up to the global batch, that every rank declared the same groups, and creates
+ * their communicators. *T_out gets the world's T. */
+int prt_dist_setup(prt_ctx *ctx, int64_t *T_out, prt_status *st);
+/* Collective: the step's loss, sum over ranks and "loss" outputs of value * rows, divided by
+ * the global batch; `pending` (0 or 1, this rank's wish to stop) comes back as the world's
+ * maximum in *stop. One allreduce. */
+double prt_dist_loss(prt_ctx *ctx, int pending, int *stop);
+
+/* ---- trace (trace.c) ---- */
+
+#define PRT_TRACE_MAX_EVENTS (1 << 20) /* per rank; later events are counted, not kept */
+
+/* Collective: barrier, then starts recording spans (the barrier lines up the ranks' clocks). */
+void prt_trace_start(prt_ctx *ctx);
+/* Microseconds since the trace started. */
+double prt_trace_now(const prt_ctx *ctx);
+/* Records a complete event on lane `stream`: a span name, or a transfer `op` when name is
+ * NULL (named from the op when written). */
+void prt_trace_event(prt_ctx *ctx, const char *name, const prt_comm_op *op, int64_t stream,
+                     double t0, double t1);
+/* Writes path with ".rank<k>" before its extension; local. */
+int prt_trace_write(const prt_ctx *ctx, const char *path, prt_status *st);
+/* "trace.json" -> "trace.rank3.json" into out (cap bytes). */
+void prt_trace_path(char *out, size_t cap, const char *path, int64_t rank);
+void prt_trace_free(prt_trace *t);
+
+/* ---- the parameter catalog (catalog.c) ---- */
+
+/* Builds ctx->catalog if it is not built yet: every parameter name declared on any rank with
+ * its full shape and the element ranges each rank holds. Collective. Fails (identically on
+ * every rank) if ranks disagree on a parameter's shape or some elements are held by no rank. */
+int prt_catalog_build(prt_ctx *ctx, prt_status *st);
+/* 1 if some rank declares a parameter called `name` (after prt_catalog_build). */
+int prt_catalog_has(const prt_ctx *ctx, const char *name);
+/* Sum of the full sizes of every parameter in the world. */
+int64_t prt_catalog_numel(const prt_ctx *ctx);
+void prt_catalog_free(prt_catalog *c);
 
 /* ---- init (init.c) ---- */
 
-/* Fills every PRT_PARAM by its init kind; PRT_INIT_NORMAL uses prt_init_normal. */
+/* Fills every PRT_PARAM by its init kind; PRT_INIT_NORMAL uses prt_init_normal. A shard gets
+ * its slice of the full tensor, so every rank agrees without communication. */
 void prt_init_params(prt_ctx *ctx, uint64_t seed);
 /* out[0..n) = std * normal(0, 1) from the generator seeded by (seed, name); see init.c for
  * the exact algorithm. */
 void prt_init_normal(float *out, int64_t n, uint64_t seed, const char *name, double std);
+/* out[0..n) = elements [begin, begin + n) of what prt_init_normal draws for a longer n, without
+ * drawing the first `begin` (the generator is a counter: it jumps). */
+void prt_init_normal_range(float *out, int64_t begin, int64_t n, uint64_t seed,
+                           const char *name, double std);
 
 /* ---- data (data.c) ---- */
 
@@ -112,7 +284,7 @@ typedef struct prt_data {
 /* Opens `path` (NULL: the built-in corpus) and checks it holds at least T + 2 tokens. */
 int prt_data_open(prt_data *d, const char *path, int64_t T, prt_status *st);
 void prt_data_close(prt_data *d);
-/* Fills the "tokens" and "targets" inputs for step s (see data.c for the offsets). */
+/* Fills every "tokens" and "targets" input for step s (see data.c for the offsets). */
 void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step);
 
 /* The vectorizable tanh GELU uses (kernels/cpu.c), exposed for its accuracy test. */
@@ -135,14 +307,33 @@ typedef struct prt_st_entry {
  * left at `path` that was not there before and path.tmp is removed. */
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
                           prt_status *st);
-/* Writes every PRT_PARAM, by name, in declaration order. */
-int prt_checkpoint_save(const prt_ctx *ctx, const char *path, prt_status *st);
-/* Reads every PRT_PARAM from `path`. The file must hold each one as F32 with the declared
- * shape and nothing else except tensors named "optim.*" (ignored). Parameters are only
- * written after the whole header checked out. */
+/* Collective. Rank 0 writes every parameter declared on any rank, full and by name, in the
+ * catalog's order (for one device: declaration order), assembled from the ranks that hold
+ * its pieces (the lowest rank where pieces overlap). Returns rank 0's status on rank 0; other
+ * ranks fail only where every rank does (see prt_catalog_build): callers prt_agree after. */
+int prt_checkpoint_save(prt_ctx *ctx, const char *path, prt_status *st);
+/* Collective (it builds the catalog). Reads every local PRT_PARAM (a shard: its slice) from
+ * `path`. The file must hold each as F32 with the declared full shape, and nothing but
+ * parameters of some rank and tensors named "optim.*" (ignored). Parameters are only written
+ * after the whole header checked out. */
 int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_status *st);
-/* Writes the gradients captured by prt_observe_grad (all of them, or an error naming the
- * first parameter whose gradient was not observed). */
-int prt_grads_save(const prt_ctx *ctx, const char *path, prt_status *st);
+/* Collective, like prt_checkpoint_save, for the gradients captured by prt_observe_grad; an
+ * error names the first parameter whose gradient no rank observed. */
+int prt_grads_save(prt_ctx *ctx, const char *path, prt_status *st);
+
+/* Full tensors assembled on rank 0 from the ranks holding their pieces (catalog.c). */
+typedef struct prt_assembly {
+  prt_st_entry *entries; /* rank 0: owned (n) in catalog order; names and dims borrow the
+                            catalog, data borrows local storage or bufs */
+  int64_t n;             /* entries (0 on other ranks) */
+  float **bufs;          /* owned (n): tensors assembled here; NULL where an entry borrows */
+} prt_assembly;
+/* Collective. Rank 0 gets every catalog entry in full, each element taken from the lowest
+ * rank holding it (`grads`: the lowest rank that observed its gradient); other ranks send
+ * their pieces. Fails on every rank alike when some elements have no source; `path` is the
+ * file being written, for messages. */
+int prt_catalog_assemble(prt_ctx *ctx, int grads, const char *path, prt_assembly *out,
+                         prt_status *st);
+void prt_assembly_free(prt_assembly *a);
 
 #endif

@@ -165,36 +165,21 @@ int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t
   return 0;
 }
 
-int prt_checkpoint_save(const prt_ctx *ctx, const char *path, prt_status *st) {
-  prt_st_entry *es = prt_xmalloc((size_t)ctx->ntensors * sizeof *es, "checkpoint entries");
-  int64_t n = 0;
-  for (int64_t i = 0; i < ctx->ntensors; i++) {
-    const prt_tensor_info *t = &ctx->tensors[i];
-    if (t->kind != PRT_PARAM) continue;
-    es[n++] = (prt_st_entry){t->name, t->ndim, t->dims, t->data};
-  }
-  int rc = prt_safetensors_write(path, es, n, st);
-  free(es);
-  return rc;
+/* Assembles full tensors on rank 0 (values or gradients) and writes them there. */
+static int prt_save_assembled(prt_ctx *ctx, int grads, const char *path, prt_status *st) {
+  prt_assembly as;
+  if (prt_catalog_assemble(ctx, grads, path, &as, st)) return st->code;
+  if (ctx->rank == 0) prt_safetensors_write(path, as.entries, as.n, st);
+  prt_assembly_free(&as);
+  return st->code;
 }
 
-int prt_grads_save(const prt_ctx *ctx, const char *path, prt_status *st) {
-  prt_st_entry *es = prt_xmalloc((size_t)ctx->ntensors * sizeof *es, "gradient entries");
-  int64_t n = 0;
-  for (int64_t i = 0; i < ctx->ntensors; i++) {
-    const prt_tensor_info *t = &ctx->tensors[i];
-    if (t->kind != PRT_PARAM) continue;
-    if (!t->grad_copy) {
-      free(es);
-      return prt_fail(st, 1, "the gradient of parameter '%s' was not observed at step %lld: "
-                      "--dump-grads %s; the compiled plan must call prt_observe_grad for "
-                      "every parameter", t->name, (long long)ctx->dump_step, path);
-    }
-    es[n++] = (prt_st_entry){t->name, t->ndim, t->dims, t->grad_copy};
-  }
-  int rc = prt_safetensors_write(path, es, n, st);
-  free(es);
-  return rc;
+int prt_checkpoint_save(prt_ctx *ctx, const char *path, prt_status *st) {
+  return prt_save_assembled(ctx, 0, path, st);
+}
+
+int prt_grads_save(prt_ctx *ctx, const char *path, prt_status *st) {
+  return prt_save_assembled(ctx, 1, path, st);
 }
 
 /* ---- reading: a JSON reader for safetensors headers ---- */
@@ -534,7 +519,8 @@ static int prt_has_prefix(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* Checks the header's tensors against the declared parameters; fills idx[param id] with
+/* Checks the header's tensors: each names a parameter of some rank (the catalog) or
+ * "optim.*", and each local parameter is there with its full shape; fills idx[param id] with
  * the index into ts of its tensor. */
 static int prt_check_tensors(const prt_ctx *ctx, const char *path, const prt_st_in *ts,
                              int64_t n, uint64_t data_bytes, int64_t *idx, prt_status *st) {
@@ -553,8 +539,7 @@ static int prt_check_tensors(const prt_ctx *ctx, const char *path, const prt_st_
                       (unsigned long long)ts[j].begin, (unsigned long long)ts[j].end,
                       (unsigned long long)data_bytes, path);
     if (prt_has_prefix(ts[j].name, "optim.")) continue;
-    int64_t id = prt_ctx_find(ctx, ts[j].name);
-    if (id < 0 || ctx->tensors[id].kind != PRT_PARAM)
+    if (!prt_catalog_has(ctx, ts[j].name)) /* a parameter of no rank */
       return prt_fail(st, 1, "checkpoint has tensor '%s', which is not a parameter of this "
                       "model: %s; %s (optimizer tensors must be named \"optim.*\")",
                       ts[j].name, path, fix);
@@ -579,17 +564,18 @@ static int prt_check_tensors(const prt_ctx *ctx, const char *path, const prt_st_
     if (!same)
       return prt_fail(st, 1, "parameter '%s' has shape %s in the checkpoint, expected %s: "
                       "%s; %s", t->name, got, want, path, fix);
-    if (e->end - e->begin != (uint64_t)t->numel * 4)
+    if (e->end - e->begin != (uint64_t)t->full_numel * 4)
       return prt_fail(st, 1, "parameter '%s' spans %llu bytes in the checkpoint, but F32 %s "
                       "needs %llu: %s; the file is corrupt: re-create it", t->name,
                       (unsigned long long)(e->end - e->begin), want,
-                      (unsigned long long)t->numel * 4, path);
+                      (unsigned long long)t->full_numel * 4, path);
     idx[i] = j;
   }
   return 0;
 }
 
 int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_status *st) {
+  if (prt_catalog_build(ctx, st)) return st->code; /* collective: before any local exit */
   FILE *f = fopen(path, "rb");
   if (!f)
     return prt_fail(st, 1, "cannot open checkpoint: %s: %s; pass an existing safetensors "
@@ -634,7 +620,8 @@ int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_status *st) {
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     if (idx[i] < 0) continue;
     prt_tensor_info *t = &ctx->tensors[i];
-    if (fseeko(f, (off_t)(8 + hlen + ts[idx[i]].begin), SEEK_SET) != 0 ||
+    off_t at = (off_t)(8 + hlen + ts[idx[i]].begin + 4 * (uint64_t)t->shard_offset);
+    if (fseeko(f, at, SEEK_SET) != 0 ||
         fread(t->data, 4, (size_t)t->numel, f) != (size_t)t->numel) {
       prt_fail(st, 1, "cannot read parameter '%s' from checkpoint: %s; the file changed or "
                "is unreadable", t->name, path);

@@ -98,9 +98,11 @@ void prt_copy(float *dst, const float *src, int64_t n);
 /* loss(1) = mean over N rows of -log softmax(logits)[target]; probs(N,V) saved */
 void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
                            const int32_t *targets, int64_t N, int64_t V);
-/* dlogits(N,V) = (probs - onehot(target)) / N  (gradient of the mean loss) */
+/* dlogits(N,V) = (probs - onehot(target)) / total_rows: the gradient of the mean loss over
+ * all total_rows rows of the step's batch (N of them here; more when the batch is split into
+ * microbatches or data-parallel slices, whose gradients then sum to the full-batch one). */
 void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
-                           int64_t N, int64_t V);
+                           int64_t N, int64_t V, int64_t total_rows);
 /* torch.optim.AdamW for one tensor: lr and weight decay come from the run's flags, the step
  * count from the runtime; `decay` != 0 applies decoupled weight decay (2-D weights only). */
 void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
@@ -125,9 +127,13 @@ void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *me
  * global batch is the B of the "tokens" input. */
 void prt_declare_batch(prt_ctx *ctx, int64_t global_batch);
 /* Declared parameter `id` holds elements [offset, offset + numel) of the full tensor of its
- * name, flattened (a ZeRO-3 shard); `full_numel` is the full size. Init and --init-checkpoint
- * fill the slice; --save-checkpoint reassembles full tensors on rank 0. */
-void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t full_numel);
+ * name, flattened (a ZeRO-3 shard). Call it after prt_declare_tensor(id, ...), which keeps the
+ * FULL tensor's dims (they name the checkpoint's shape); this call narrows the storage that
+ * prt_tensor(id) returns to numel floats. `full_numel` is the product of those dims (checked).
+ * Init and --init-checkpoint fill the slice; --save-checkpoint reassembles full tensors on
+ * rank 0; prt_observe_grad(id, g) takes the gradient of the slice (numel floats). */
+void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
+                       int64_t full_numel);
 /* Names trace lane `stream` (dense ids from 0; 0 is the compute stream "compute"). */
 void prt_declare_stream(prt_ctx *ctx, int64_t stream, const char *name);
 

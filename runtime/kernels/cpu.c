@@ -307,8 +307,8 @@ void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
 }
 
 void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
-                           int64_t N, int64_t V) {
-  float inv_n = 1.0f / (float)N;
+                           int64_t N, int64_t V, int64_t total_rows) {
+  float inv_n = 1.0f / (float)total_rows;
   for (int64_t i = 0; i < N; i++) {
     const float *p = probs + i * V;
     float *d = dlogits + i * V;

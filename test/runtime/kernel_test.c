@@ -4,7 +4,9 @@
  * against naive double-precision references, AdamW against a double-precision AdamW,
  * init against values from the Python reimplementation documented in runtime/init.c.
  * Runtime: data offsets, declaration errors, safetensors round trip and every load error,
- * gradient dumps, and prt_main end to end on a tiny bigram model defined here.
+ * gradient dumps, and prt_main end to end on a tiny bigram model defined here. Distributed
+ * plans on one device (the serial comm backend): groups of one, the world check, global
+ * batches and microbatches, shard init, traces, and the errors that stop a bad plan.
  *
  * Each check prints "@name" then "ok" or "FAIL: <detail>"; the exit code is the number of
  * failures (capped at 100). Finite differences perturb by h = 1e-2 and measure the change
@@ -17,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "prt_internal.h"
@@ -413,7 +417,7 @@ static void test_cross_entropy(void) {
   s.logits[2 * 7 + 1] = 2.0f; /* back to the smooth regime for finite differences */
   ce_loss(&s);
   float *dlogits = rand_vec(s.N * s.V, 9);
-  prt_cross_entropy_bwd(dlogits, s.probs, s.targets, s.N, s.V);
+  prt_cross_entropy_bwd(dlogits, s.probs, s.targets, s.N, s.V, s.N);
   fd_check("dlogits", s.logits, s.N * s.V, dlogits, ce_loss, &s);
   free(s.logits), free(s.probs), free(dlogits);
   end();
@@ -813,7 +817,7 @@ static void bigram_step(prt_ctx *ctx) {
   prt_embedding_fwd(x, tok, wte, wpe, BG_B, BG_T, BG_C);
   prt_linear_fwd(logits, x, head, NULL, N, BG_V, BG_C);
   prt_cross_entropy_fwd(prt_tensor(ctx, 8), probs, logits, tgt, N, BG_V);
-  prt_cross_entropy_bwd(dlogits, probs, tgt, N, BG_V);
+  prt_cross_entropy_bwd(dlogits, probs, tgt, N, BG_V, N);
   prt_linear_bwd_weight(dhead, dlogits, x, N, BG_V, BG_C);
   prt_linear_bwd_input(dx, dlogits, head, N, BG_V, BG_C);
   prt_embedding_bwd(dwte, dwpe, dx, tok, BG_B, BG_T, BG_C, BG_V);
@@ -825,6 +829,10 @@ static void bigram_step(prt_ctx *ctx) {
             0.999f, 1e-8f, 1);
 }
 
+/* The plan run_main runs: the bigram unless a check swaps it. */
+static void (*main_setup)(prt_ctx *) = bigram_setup;
+static void (*main_step)(prt_ctx *) = bigram_step;
+
 /* prt_main(argv = {"prt-kernel-test", args..., up to a NULL}) on the bigram model. */
 static int run_main(const char *arg, ...) {
   char *argv[32] = {"prt-kernel-test"};
@@ -834,7 +842,7 @@ static int run_main(const char *arg, ...) {
   for (; arg && argc < 31; arg = va_arg(ap, const char *)) argv[argc++] = (char *)arg;
   va_end(ap);
   fflush(stdout);
-  return prt_main(argc, argv, bigram_setup, bigram_step);
+  return prt_main(argc, argv, main_setup, main_step);
 }
 
 /* Reads the "loss" of each line of a metrics file into loss[]; returns the line count. */
@@ -850,6 +858,260 @@ static int read_losses(const char *path, double *loss, int cap) {
   }
   fclose(f);
   return n;
+}
+
+/* ---- distributed plans on one device (the serial backend) ---- */
+
+/* Runs fn in a child process with stderr in a file; returns its exit status (-1 if it did
+ * not exit) and what it printed in err. For paths that end the process (prt_fatal). */
+static int run_child(void (*fn)(void), char *err, size_t cap) {
+  char path[256];
+  path_in_tmp(path, sizeof path, "child.err");
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    fn();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(err, 1, cap - 1, f) : 0;
+  err[n] = 0;
+  if (f) fclose(f);
+  unlink(path);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A context with the world of one, group 0 = {0}, and communication set up. */
+static prt_ctx *serial_ctx(void) {
+  prt_ctx *ctx = prt_ctx_create();
+  int64_t zero = 0;
+  prt_declare_world(ctx, 1);
+  prt_declare_group(ctx, 0, 1, &zero);
+  prt_status st = {0};
+  if (prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
+  prt_comm_groups_create(ctx);
+  ctx->groups_created = 1;
+  return ctx;
+}
+
+static void send_to_self(void) { prt_isend(serial_ctx(), NULL, 0, 0, 0, 0); }
+static void wait_twice(void) {
+  prt_ctx *ctx = serial_ctx();
+  float x = 1;
+  int64_t h = prt_iall_reduce(ctx, &x, 1, 0, 0);
+  prt_wait(ctx, h);
+  prt_wait(ctx, h);
+}
+static void not_a_member(void) {
+  prt_ctx *ctx = serial_ctx();
+  float x = 1;
+  prt_iall_reduce(ctx, &x, 1, 1, 0);
+}
+
+static void world2_setup(prt_ctx *ctx) {
+  prt_declare_world(ctx, 2);
+  bigram_setup(ctx);
+}
+static void world2_main(void) {
+  char *argv[] = {"prt-kernel-test", "--quiet", NULL};
+  exit(prt_main(2, argv, world2_setup, bigram_step));
+}
+
+static int64_t micro_batch = BG_B; /* the global batch micro_setup declares */
+
+/* The bigram split into two microbatches of B/2 rows: two tokens/targets/loss each, the
+ * global batch declared; gradients are the full batch's (prt_cross_entropy_bwd's total). */
+static void micro_setup(prt_ctx *ctx) {
+  prt_declare_tensor(ctx, 0, "wte", PRT_PARAM, PRT_INIT_NORMAL, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 1, "head", PRT_PARAM, PRT_INIT_NORMAL, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 2, "optim.wte.m", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 3, "optim.wte.v", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 4, "optim.head.m", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_tensor(ctx, 5, "optim.head.v", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+  prt_declare_batch(ctx, micro_batch);
+  for (int m = 0; m < 2; m++) {
+    prt_declare_tensor(ctx, 6 + 3 * m, "tokens", PRT_INPUT, 0, 2, BG_B / 2, BG_T, 0, 0,
+                       m * BG_B / 2);
+    prt_declare_tensor(ctx, 7 + 3 * m, "targets", PRT_INPUT, 0, 2, BG_B / 2, BG_T, 0, 0,
+                       m * BG_B / 2);
+    prt_declare_tensor(ctx, 8 + 3 * m, "loss", PRT_OUTPUT, 0, 0, 0, 0, 0, 0, BG_B / 2);
+  }
+  int64_t N = BG_B / 2 * BG_T;
+  prt_declare_arena(ctx, 4 * (2 * N * BG_C + 2 * BG_T * BG_C + 3 * N * BG_V + 4 * BG_V * BG_C));
+}
+
+static void micro_step(prt_ctx *ctx) {
+  int64_t Bm = BG_B / 2, N = Bm * BG_T;
+  float *wte = prt_tensor(ctx, 0), *head = prt_tensor(ctx, 1);
+  float *x = prt_arena(ctx), *dx = x + N * BG_C, *wpe = dx + N * BG_C;
+  float *logits = wpe + BG_T * BG_C, *probs = logits + N * BG_V, *dlogits = probs + N * BG_V;
+  float *dwte = dlogits + N * BG_V, *dwpe = dwte + BG_V * BG_C, *dhead = dwpe + BG_T * BG_C;
+  float *gw = dhead + BG_V * BG_C, *gh = gw + BG_V * BG_C;
+  memset(wpe, 0, BG_T * BG_C * sizeof(float));
+  memset(gw, 0, 2 * BG_V * BG_C * sizeof(float));
+  for (int m = 0; m < 2; m++) {
+    const int32_t *tok = prt_tensor(ctx, 6 + 3 * m), *tgt = prt_tensor(ctx, 7 + 3 * m);
+    prt_span_begin(ctx, "microbatch", 0);
+    prt_embedding_fwd(x, tok, wte, wpe, Bm, BG_T, BG_C);
+    prt_linear_fwd(logits, x, head, NULL, N, BG_V, BG_C);
+    prt_cross_entropy_fwd(prt_tensor(ctx, 8 + 3 * m), probs, logits, tgt, N, BG_V);
+    prt_cross_entropy_bwd(dlogits, probs, tgt, N, BG_V, BG_B * BG_T);
+    prt_linear_bwd_weight(dhead, dlogits, x, N, BG_V, BG_C);
+    prt_linear_bwd_input(dx, dlogits, head, N, BG_V, BG_C);
+    prt_embedding_bwd(dwte, dwpe, dx, tok, Bm, BG_T, BG_C, BG_V);
+    prt_add(gw, gw, dwte, BG_V * BG_C);
+    prt_add(gh, gh, dhead, BG_V * BG_C);
+    prt_span_end(ctx, 0);
+  }
+  prt_observe_grad(ctx, 0, gw);
+  prt_observe_grad(ctx, 1, gh);
+  prt_adamw(ctx, wte, gw, prt_tensor(ctx, 2), prt_tensor(ctx, 3), BG_V * BG_C, 0.9f, 0.999f,
+            1e-8f, 1);
+  prt_adamw(ctx, head, gh, prt_tensor(ctx, 4), prt_tensor(ctx, 5), BG_V * BG_C, 0.9f, 0.999f,
+            1e-8f, 1);
+}
+
+static void test_dist(void) {
+  begin("serial_groups_of_one");
+  prt_ctx *ctx = serial_ctx();
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {0};
+  prt_wait(ctx, prt_iall_reduce(ctx, a, 6, 0, 0));
+  prt_wait(ctx, prt_ireduce_scatter(ctx, a, b, 3, 0, 0));
+  if (a[5] != 6 || b[0] != 1 || b[2] != 3 || b[3] != 0)
+    fail("all_reduce or reduce_scatter over one member changed values");
+  memset(b, 0, sizeof b);
+  prt_wait(ctx, prt_iall_gather(ctx, a + 1, b, 4, 0, 0));
+  if (b[0] != 2 || b[3] != 5 || b[4] != 0) fail("all_gather over one member is not a copy");
+  prt_wait(ctx, prt_iall_gather(ctx, a, a, 6, 0, 0)); /* in place */
+  if (prt_rank(ctx) != 0 || ctx->world != 1 || ctx->ops_busy) fail("rank, world or handles");
+  prt_ctx_destroy(ctx);
+  end();
+
+  begin("serial_plan_errors");
+  char err[2048];
+  int rc = run_child(send_to_self, err, sizeof err);
+  if (rc != 1 || !strstr(err, "piper: error: prt_isend between rank 0 and rank 0"))
+    fail("send to self: exit %d, '%s'", rc, err);
+  rc = run_child(wait_twice, err, sizeof err);
+  if (rc != 1 || !strstr(err, "not a transfer in flight (waited twice"))
+    fail("wait twice: exit %d, '%s'", rc, err);
+  rc = run_child(not_a_member, err, sizeof err);
+  if (rc != 1 || !strstr(err, "group 1, which is not declared"))
+    fail("undeclared group: exit %d, '%s'", rc, err);
+  rc = run_child(world2_main, err, sizeof err);
+  if (rc != 1 || !strstr(err, "piper: error: this plan is for 2 devices but this binary runs "
+                              "on one (it is linked with the serial comm backend)"))
+    fail("world 2 on the serial backend: exit %d, '%s'", rc, err);
+  end();
+
+  begin("dist_declare_errors");
+  static const char *const cases[] = {"member outside the world", "shard past the end",
+                                      "shard of an input", "shard size", "group not dense",
+                                      "repeated loss with rows 0 twice: fine here",
+                                      "input outside the batch"};
+  for (int k = 0; k < 7; k++) {
+    ctx = prt_ctx_create();
+    int64_t m[2] = {0, 1};
+    prt_declare_tensor(ctx, 0, "w", PRT_PARAM, 0, 2, 4, 4, 0, 0, 0);
+    switch (k) {
+    case 0: prt_declare_world(ctx, 1), prt_declare_group(ctx, 0, 2, m); break;
+    case 1: prt_declare_shard(ctx, 0, 10, 8, 16); break;
+    case 2:
+      prt_declare_tensor(ctx, 1, "tokens", PRT_INPUT, 0, 2, 2, 4, 0, 0, 0);
+      prt_declare_shard(ctx, 1, 0, 4, 8);
+      break;
+    case 3: prt_declare_shard(ctx, 0, 0, 4, 15); break;
+    case 4: prt_declare_group(ctx, 1, 1, m); break;
+    case 5:
+      prt_declare_tensor(ctx, 1, "loss", PRT_OUTPUT, 0, 0, 0, 0, 0, 0, 0);
+      prt_declare_tensor(ctx, 2, "loss", PRT_OUTPUT, 0, 0, 0, 0, 0, 0, 0);
+      break;
+    case 6:
+      prt_declare_batch(ctx, 4);
+      prt_declare_tensor(ctx, 1, "tokens", PRT_INPUT, 0, 2, 2, 4, 0, 0, 3);
+      break;
+    }
+    prt_status st = {0};
+    rc = prt_ctx_allocate(ctx, &st);
+    if (k == 5 ? rc != 0 : rc == 0) fail("%s: %s", cases[k], rc ? st.msg : "accepted");
+    else if (rc && !strstr(st.msg, "piper_setup") && !strstr(st.msg, "prt_declare"))
+      fail("%s: message does not say where: %s", cases[k], st.msg);
+    prt_ctx_destroy(ctx);
+  }
+  end();
+
+  begin("shard_init");
+  float full[37], part[37];
+  prt_init_normal(full, 37, 5, "x", 0.02);
+  for (int64_t off = 0; off < 37; off += 3)
+    for (int64_t n = 1; off + n <= 37; n += 5) {
+      prt_init_normal_range(part, off, n, 5, "x", 0.02);
+      if (memcmp(part, full + off, (size_t)n * sizeof(float)))
+        fail("elements [%lld, %lld) differ from the full tensor's", (long long)off,
+             (long long)(off + n));
+    }
+  ctx = prt_ctx_create();
+  prt_declare_tensor(ctx, 0, "x", PRT_PARAM, PRT_INIT_NORMAL, 1, 37, 0, 0, 0, 0);
+  prt_declare_shard(ctx, 0, 11, 9, 37);
+  prt_status st = {0};
+  if (prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
+  prt_init_params(ctx, 5);
+  if (ctx->tensors[0].numel != 9 || memcmp(prt_tensor(ctx, 0), full + 11, 9 * sizeof(float)))
+    fail("a shard's init is not its slice of the full tensor");
+  prt_ctx_destroy(ctx);
+  end();
+
+  begin("data_global_batch");
+  /* batch 6; tokens as two microbatches (rows 1-2 and 3-5), targets rows 1-5 */
+  ctx = prt_ctx_create();
+  prt_declare_batch(ctx, 6);
+  prt_declare_tensor(ctx, 0, "tokens", PRT_INPUT, 0, 2, 2, 4, 0, 0, 1);
+  prt_declare_tensor(ctx, 1, "tokens", PRT_INPUT, 0, 2, 3, 4, 0, 0, 3);
+  prt_declare_tensor(ctx, 2, "targets", PRT_INPUT, 0, 2, 5, 4, 0, 0, 1);
+  st = (prt_status){0};
+  if (prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
+  char path[256];
+  path_in_tmp(path, sizeof path, "data6.bin");
+  FILE *f = fopen(path, "wb");
+  for (int i = 0; i < 200; i++) fputc(i, f);
+  fclose(f);
+  prt_data d;
+  if (prt_data_open(&d, path, 4, &st)) fail("open: %s", st.msg);
+  else {
+    for (int64_t s = 0; s < 3; s++) {
+      prt_data_fill(&d, ctx, s);
+      for (int64_t id = 0; id < 3; id++) {
+        const prt_tensor_info *t = &ctx->tensors[id];
+        const int32_t *x = t->data;
+        for (int64_t b = 0; b < t->dims[0]; b++) {
+          int64_t o = ((s * 6 + t->first_sample + b) * 4) % (200 - 4 - 1) + (id == 2);
+          if (x[b * 4] != o || x[b * 4 + 3] != o + 3)
+            fail("step %lld input %lld row %lld starts at %d, want %lld", (long long)s,
+                 (long long)id, (long long)b, x[b * 4], (long long)o);
+        }
+      }
+    }
+    prt_data_close(&d);
+  }
+  unlink(path);
+  prt_ctx_destroy(ctx);
+  end();
+
+  begin("trace_path");
+  static const char *const paths[][2] = {{"trace.json", "trace.rank3.json"},
+                                         {"out.d/trace", "out.d/trace.rank3"},
+                                         {"a/b.c.json", "a/b.c.rank3.json"},
+                                         {".trace", ".trace.rank3"}};
+  for (int k = 0; k < 4; k++) {
+    char out[64];
+    prt_trace_path(out, sizeof out, paths[k][0], 3);
+    if (strcmp(out, paths[k][1])) fail("%s -> %s, want %s", paths[k][0], out, paths[k][1]);
+  }
+  end();
 }
 
 static void test_main(void) {
@@ -933,6 +1195,104 @@ static void test_main(void) {
   unlink(metrics), unlink(ckpt), unlink(grads), unlink(data);
 }
 
+/* Reads a whole small file into buf (cap bytes, NUL-terminated); its length or -1. */
+static long read_file(const char *path, char *buf, size_t cap) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return (long)n;
+}
+
+static void micro_bad_batch(void) {
+  micro_batch = 6; /* the losses cover 4 rows */
+  char *argv[] = {"prt-kernel-test", "--quiet", NULL};
+  exit(prt_main(2, argv, micro_setup, micro_step));
+}
+
+static void test_main_dist(void) {
+  char metrics[256], ckpt[256], ckpt2[256], trace[256], trace0[300], mflag[300];
+  path_in_tmp(metrics, sizeof metrics, "m.jsonl");
+  path_in_tmp(ckpt, sizeof ckpt, "whole.safetensors");
+  path_in_tmp(ckpt2, sizeof ckpt2, "micro.safetensors");
+  path_in_tmp(trace, sizeof trace, "trace.json");
+  snprintf(mflag, sizeof mflag, "--metrics=%s", metrics);
+  double loss[8], loss2[8];
+
+  begin("main_microbatches");
+  /* Two microbatches of 2 rows with the global batch declared train as one batch of 4: same
+   * losses and parameters up to float rounding (the sums run in another order): relative
+   * 1e-6 on losses, 1e-6 of the largest |parameter| after 5 AdamW steps. */
+  if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", mflag, "--save-checkpoint", ckpt,
+               NULL) != 0 || read_losses(metrics, loss, 8) != 5)
+    fail("whole-batch run failed");
+  main_setup = micro_setup, main_step = micro_step;
+  if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", mflag, "--save-checkpoint", ckpt2,
+               NULL) != 0 || read_losses(metrics, loss2, 8) != 5)
+    fail("microbatch run failed");
+  main_setup = bigram_setup, main_step = bigram_step;
+  for (int i = 0; i < 5; i++)
+    if (!(fabs(loss2[i] - loss[i]) <= 1e-6 * fabs(loss[i])))
+      fail("step %d loss %.9g, whole batch %.9g", i, loss2[i], loss[i]);
+  prt_ctx *a = prt_ctx_create(), *b = prt_ctx_create();
+  bigram_setup(a);
+  bigram_setup(b);
+  prt_status st = {0};
+  if (prt_ctx_allocate(a, &st) || prt_ctx_allocate(b, &st) ||
+      prt_checkpoint_load(a, ckpt, &st) || prt_checkpoint_load(b, ckpt2, &st))
+    fail("reading the checkpoints: %s", st.msg);
+  for (int64_t id = 0; id < 2 && !st.code; id++) {
+    const float *x = prt_tensor(a, id), *y = prt_tensor(b, id);
+    double scale = 0;
+    for (int i = 0; i < BG_V * BG_C; i++) scale = fmax(scale, fabs(x[i]));
+    for (int i = 0; i < BG_V * BG_C; i++)
+      if (!(fabs(x[i] - y[i]) <= 1e-6 * scale)) {
+        fail("%s[%d] = %.9g, whole batch %.9g", a->tensors[id].name, i, y[i], x[i]);
+        break;
+      }
+  }
+  prt_ctx_destroy(a);
+  prt_ctx_destroy(b);
+  char err[2048];
+  int rc = run_child(micro_bad_batch, err, sizeof err);
+  if (rc != 1 || !strstr(err, "average over 4 batch rows in all, but the global batch has 6"))
+    fail("losses not covering the batch: exit %d, '%s'", rc, err);
+  end();
+
+  begin("main_metrics_memory");
+  /* every step line has rank 0's memory; a last line has every rank's */
+  static char text[1 << 16];
+  if (read_file(metrics, text, sizeof text) < 0) fail("no metrics file");
+  else if (!strstr(text, "\"mem\": {\"params\": 16384, \"optim\": 32768, \"arena\": ") ||
+           !strstr(text, "{\"ranks\": [{\"rank\": 0, \"params\": 16384, \"optim\": 32768, ") ||
+           !strstr(text, "\"peak_rss\": "))
+    fail("memory fields missing: %s", text);
+  end();
+
+  begin("main_trace");
+  char tflag[300];
+  snprintf(tflag, sizeof tflag, "--trace=%s", trace);
+  main_setup = micro_setup, main_step = micro_step;
+  if (run_main("--quiet", "--steps", "2", tflag, NULL) != 0) fail("traced run failed");
+  main_setup = bigram_setup, main_step = bigram_step;
+  prt_trace_path(trace0, sizeof trace0, trace, 0);
+  if (read_file(trace0, text, sizeof text) < 0) {
+    fail("no trace at %s", trace0);
+  } else {
+    const char *want[] = {"{\"traceEvents\": [", "\"name\": \"thread_name\"",
+                          "\"args\": {\"name\": \"compute\"}", "\"name\": \"step\"",
+                          "\"name\": \"microbatch\"", "\"ph\": \"X\"", "\"truncated\": false"};
+    for (int k = 0; k < 7; k++)
+      if (!strstr(text, want[k])) fail("trace lacks %s", want[k]);
+    int steps = 0;
+    for (const char *p = text; (p = strstr(p, "\"name\": \"step\"")); p++) steps++;
+    if (steps != 2) fail("%d step spans, want 2", steps);
+  }
+  unlink(trace0), unlink(metrics), unlink(ckpt), unlink(ckpt2);
+  end();
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/prt-kernel-test-XXXXXX");
   if (!mkdtemp(tmpdir)) {
@@ -949,7 +1309,9 @@ int main(void) {
   test_init();
   test_runtime_basics();
   test_checkpoints();
+  test_dist();
   test_main();
+  test_main_dist();
   rmdir(tmpdir);
   printf(failures ? "%d check(s) FAILED\n" : "all checks passed\n", failures);
   return failures > 100 ? 100 : failures;

@@ -1,0 +1,350 @@
+/* Distributed plans: the declarations piper_setup makes about the world (prt_declare_world,
+ * _group, _batch, _shard, _stream), the nonblocking transfers piper_step issues (checked here,
+ * carried out by the linked comm backend, drawn in the trace) and the agreements prt_main
+ * makes between ranks (statuses, the batch, the step's loss).
+ *
+ * Handles: slot index in the low 32 bits, the slot's generation above them, so a handle
+ * waited twice or never issued is caught even after its slot was reused.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prt_internal.h"
+
+#define PRT_MAX_GROUPS (1 << 16)  /* group ids beyond this are surely a corrupt plan */
+#define PRT_MAX_STREAMS 1024      /* trace lanes */
+
+static const char *const PLAN_BUG =
+    "this is a bug in the compiled plan; recompile it or report the bug";
+
+/* ---- called by piper_setup ---- */
+
+/* Records a declaration error (the first one) unless setup already finished. */
+static int prt_decl_open(prt_ctx *ctx, const char *fn) {
+  if (!ctx->allocated) return 1;
+  prt_fail(&ctx->decl_status, 1, "%s called after setup finished: %s; %s", fn, fn, PLAN_BUG);
+  return 0;
+}
+
+void prt_declare_world(prt_ctx *ctx, int64_t devices) {
+  if (!prt_decl_open(ctx, "prt_declare_world")) return;
+  if (devices < 1 || (ctx->declared_world && ctx->declared_world != devices)) {
+    prt_fail(&ctx->decl_status, 1, "world of %lld devices declared%s: prt_declare_world; %s",
+             (long long)devices, ctx->declared_world ? " twice, differently" : "", PLAN_BUG);
+    return;
+  }
+  ctx->declared_world = devices;
+}
+
+int64_t prt_rank(prt_ctx *ctx) { return ctx->rank; }
+
+void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *members) {
+  prt_status *st = &ctx->decl_status;
+  if (!prt_decl_open(ctx, "prt_declare_group")) return;
+  if (group < 0 || group >= PRT_MAX_GROUPS) {
+    prt_fail(st, 1, "group id %lld outside 0..%d: prt_declare_group; %s", (long long)group,
+             PRT_MAX_GROUPS - 1, PLAN_BUG);
+    return;
+  }
+  if (n < 1 || n > (int64_t)1 << 24 || !members) {
+    prt_fail(st, 1, "group %lld has %lld members%s, expected at least 1: prt_declare_group; "
+             "%s", (long long)group, (long long)n, members ? "" : " (NULL list)", PLAN_BUG);
+    return;
+  }
+  for (int64_t k = 0; k < n; k++)
+    if (members[k] < 0 || (k && members[k] <= members[k - 1])) {
+      prt_fail(st, 1, "group %lld: member %lld is %lld; members must be device ids in "
+               "strictly ascending order: prt_declare_group; %s", (long long)group,
+               (long long)k, (long long)members[k], PLAN_BUG);
+      return;
+    }
+  if (group >= ctx->ngroups) {
+    prt_group *g = realloc(ctx->groups, (size_t)(group + 1) * sizeof *g);
+    if (!g) prt_fatal("out of memory declaring group %lld", (long long)group);
+    memset(g + ctx->ngroups, 0, (size_t)(group + 1 - ctx->ngroups) * sizeof *g);
+    ctx->groups = g;
+    ctx->ngroups = group + 1;
+  }
+  prt_group *g = &ctx->groups[group];
+  if (g->n) {
+    prt_fail(st, 1, "group %lld declared twice: prt_declare_group; %s", (long long)group,
+             PLAN_BUG);
+    return;
+  }
+  g->n = n;
+  g->members = prt_xmalloc((size_t)n * sizeof *g->members, "a group");
+  memcpy(g->members, members, (size_t)n * sizeof *g->members);
+  g->index = -1;
+  for (int64_t k = 0; k < n; k++)
+    if (members[k] == ctx->rank) g->index = k;
+}
+
+void prt_declare_batch(prt_ctx *ctx, int64_t global_batch) {
+  if (!prt_decl_open(ctx, "prt_declare_batch")) return;
+  if (global_batch < 1 || (ctx->declared_batch && ctx->declared_batch != global_batch)) {
+    prt_fail(&ctx->decl_status, 1, "global batch of %lld rows declared%s: prt_declare_batch; "
+             "%s", (long long)global_batch, ctx->declared_batch ? " twice, differently" : "",
+             PLAN_BUG);
+    return;
+  }
+  ctx->declared_batch = global_batch;
+}
+
+void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
+                       int64_t full_numel) {
+  prt_status *st = &ctx->decl_status;
+  if (!prt_decl_open(ctx, "prt_declare_shard")) return;
+  if (id < 0 || id >= ctx->ntensors || !ctx->tensors[id].name ||
+      ctx->tensors[id].kind != PRT_PARAM) {
+    prt_fail(st, 1, "shard of tensor id %lld, which is not a parameter declared before it: "
+             "prt_declare_shard; %s", (long long)id, PLAN_BUG);
+    return;
+  }
+  prt_tensor_info *t = &ctx->tensors[id];
+  if (t->is_shard || full_numel != t->full_numel || offset < 0 || numel < 1 ||
+      offset > full_numel - numel) {
+    prt_fail(st, 1, "parameter '%s' (id %lld, %lld elements) cannot hold elements "
+             "[%lld, %lld) of %lld%s: prt_declare_shard; %s", t->name, (long long)id,
+             (long long)t->full_numel, (long long)offset, (long long)(offset + numel),
+             (long long)full_numel, t->is_shard ? " (declared a shard twice)" : "", PLAN_BUG);
+    return;
+  }
+  t->is_shard = 1;
+  t->shard_offset = offset;
+  t->numel = numel;
+}
+
+void prt_declare_stream(prt_ctx *ctx, int64_t stream, const char *name) {
+  if (!prt_decl_open(ctx, "prt_declare_stream")) return;
+  if (stream < 0 || stream >= PRT_MAX_STREAMS || !name || !name[0]) {
+    prt_fail(&ctx->decl_status, 1, "stream %lld named '%s', expected an id in 0..%d and a "
+             "name: prt_declare_stream; %s", (long long)stream, name ? name : "(null)",
+             PRT_MAX_STREAMS - 1, PLAN_BUG);
+    return;
+  }
+  if (stream >= ctx->nstreams) {
+    char **s = realloc(ctx->stream_names, (size_t)(stream + 1) * sizeof *s);
+    if (!s) prt_fatal("out of memory naming stream %lld", (long long)stream);
+    memset(s + ctx->nstreams, 0, (size_t)(stream + 1 - ctx->nstreams) * sizeof *s);
+    ctx->stream_names = s;
+    ctx->nstreams = stream + 1;
+  }
+  free(ctx->stream_names[stream]);
+  size_t len = strlen(name);
+  ctx->stream_names[stream] = prt_xmalloc(len + 1, "a stream name");
+  memcpy(ctx->stream_names[stream], name, len + 1);
+}
+
+/* ---- nonblocking transfers ---- */
+
+static const char *const PRT_OP_ABI[] = {"prt_isend", "prt_irecv", "prt_iall_reduce",
+                                         "prt_ireduce_scatter", "prt_iall_gather"};
+
+/* Checks what every transfer needs; prt_fatal on a plan bug. */
+static void prt_check_op(prt_ctx *ctx, const prt_comm_op *op) {
+  const char *fn = PRT_OP_ABI[op->kind];
+  if (!ctx->groups_created)
+    prt_fatal("%s called before the runtime set up communication (during piper_setup?): "
+              "%s; %s", fn, fn, PLAN_BUG);
+  if (op->n < 0 || op->n > ((int64_t)1 << 40))
+    prt_fatal("%s of %lld floats: %s (rank %lld); %s", fn, (long long)op->n, fn,
+              (long long)ctx->rank, PLAN_BUG);
+  if (op->stream < 0 || op->stream >= PRT_MAX_STREAMS)
+    prt_fatal("%s on stream %d, expected 0..%d: %s (rank %lld); %s", fn, op->stream,
+              PRT_MAX_STREAMS - 1, fn, (long long)ctx->rank, PLAN_BUG);
+  int needs_in = op->kind == PRT_OP_SEND || op->kind == PRT_OP_REDUCE_SCATTER ||
+                 op->kind == PRT_OP_ALL_GATHER;
+  int needs_out = op->kind != PRT_OP_SEND;
+  if (op->n > 0 && ((needs_in && !op->in) || (needs_out && !op->out)))
+    prt_fatal("%s got a NULL buffer: %s (rank %lld); %s", fn, fn, (long long)ctx->rank,
+              PLAN_BUG);
+  if (op->kind == PRT_OP_SEND || op->kind == PRT_OP_RECV) {
+    if (op->peer < 0 || op->peer >= ctx->world || op->peer == ctx->rank)
+      prt_fatal("%s between rank %lld and rank %lld: %s; a transfer needs another device "
+                "of the %lld-device world; %s", fn, (long long)ctx->rank, (long long)op->peer,
+                fn, (long long)ctx->world, PLAN_BUG);
+    if (op->tag < 0 || op->tag > 32767)
+      prt_fatal("%s with tag %lld, expected 0..32767: %s (rank %lld); %s", fn,
+                (long long)op->tag, fn, (long long)ctx->rank, PLAN_BUG);
+    return;
+  }
+  if (op->group < 0 || op->group >= ctx->ngroups)
+    prt_fatal("%s on group %lld, which is not declared (0..%lld): %s (rank %lld); %s", fn,
+              (long long)op->group, (long long)ctx->ngroups - 1, fn, (long long)ctx->rank,
+              PLAN_BUG);
+  if (ctx->groups[op->group].index < 0)
+    prt_fatal("%s on group %lld, which rank %lld is not a member of: %s; %s", fn,
+              (long long)op->group, (long long)ctx->rank, fn, PLAN_BUG);
+}
+
+/* Checks op, takes a free slot, starts the transfer and returns its handle. */
+static int64_t prt_issue(prt_ctx *ctx, const prt_comm_op *op) {
+  prt_check_op(ctx, op);
+  if (ctx->ops_busy == ctx->ops_cap) { /* full: double the table, new slots on the free list */
+    int64_t cap = ctx->ops_cap ? 2 * ctx->ops_cap : 64;
+    if (cap > ((int64_t)1 << 31))
+      prt_fatal("more than 2^31 transfers in flight: %s (rank %lld); %s", PRT_OP_ABI[op->kind],
+                (long long)ctx->rank, PLAN_BUG);
+    prt_op_slot *s = realloc(ctx->ops, (size_t)cap * sizeof *s);
+    int64_t *f = realloc(ctx->ops_free, (size_t)cap * sizeof *f);
+    if (!s || !f) prt_fatal("out of memory growing the transfer table to %lld entries",
+                            (long long)cap);
+    memset(s + ctx->ops_cap, 0, (size_t)(cap - ctx->ops_cap) * sizeof *s);
+    for (int64_t k = cap - 1; k >= ctx->ops_cap; k--) f[ctx->ops_nfree++] = k;
+    ctx->ops = s;
+    ctx->ops_free = f;
+    ctx->ops_cap = cap;
+  }
+  int64_t k = ctx->ops_free[--ctx->ops_nfree];
+  prt_op_slot *s = &ctx->ops[k];
+  s->op = *op;
+  s->busy = 1;
+  s->gen++;
+  ctx->ops_busy++;
+  if (ctx->trace) s->t_issue = prt_trace_now(ctx);
+  prt_comm_start(ctx, &s->op, &s->req);
+  return (int64_t)s->gen << 32 | k;
+}
+
+int64_t prt_isend(prt_ctx *ctx, const float *buf, int64_t n, int64_t peer, int64_t tag,
+                  int64_t stream) {
+  prt_comm_op op = {PRT_OP_SEND, (int32_t)stream, buf, NULL, n, peer, tag, -1};
+  if (stream != op.stream) op.stream = -1;
+  return prt_issue(ctx, &op);
+}
+
+int64_t prt_irecv(prt_ctx *ctx, float *buf, int64_t n, int64_t peer, int64_t tag,
+                  int64_t stream) {
+  prt_comm_op op = {PRT_OP_RECV, (int32_t)stream, NULL, buf, n, peer, tag, -1};
+  if (stream != op.stream) op.stream = -1;
+  return prt_issue(ctx, &op);
+}
+
+int64_t prt_iall_reduce(prt_ctx *ctx, float *buf, int64_t n, int64_t group, int64_t stream) {
+  prt_comm_op op = {PRT_OP_ALL_REDUCE, (int32_t)stream, buf, buf, n, -1, 0, group};
+  if (stream != op.stream) op.stream = -1;
+  return prt_issue(ctx, &op);
+}
+
+int64_t prt_ireduce_scatter(prt_ctx *ctx, const float *in, float *out, int64_t n_out,
+                            int64_t group, int64_t stream) {
+  prt_comm_op op = {PRT_OP_REDUCE_SCATTER, (int32_t)stream, in, out, n_out, -1, 0, group};
+  if (stream != op.stream) op.stream = -1;
+  return prt_issue(ctx, &op);
+}
+
+int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
+                        int64_t group, int64_t stream) {
+  prt_comm_op op = {PRT_OP_ALL_GATHER, (int32_t)stream, in, out, n_in, -1, 0, group};
+  if (stream != op.stream) op.stream = -1;
+  return prt_issue(ctx, &op);
+}
+
+void prt_wait(prt_ctx *ctx, int64_t handle) {
+  int64_t k = handle & 0xffffffff;
+  uint32_t gen = (uint32_t)((uint64_t)handle >> 32);
+  if (handle < 0 || k >= ctx->ops_cap || !ctx->ops[k].busy || ctx->ops[k].gen != gen)
+    prt_fatal("prt_wait on handle %lld, which is not a transfer in flight (waited twice, or "
+              "never issued): prt_wait (rank %lld); %s", (long long)handle,
+              (long long)ctx->rank, PLAN_BUG);
+  prt_op_slot *s = &ctx->ops[k];
+  prt_comm_finish(ctx, &s->op, &s->req);
+  if (ctx->trace)
+    prt_trace_event(ctx, NULL, &s->op, s->op.stream, s->t_issue, prt_trace_now(ctx));
+  s->busy = 0;
+  ctx->ops_busy--;
+  ctx->ops_free[ctx->ops_nfree++] = k;
+}
+
+/* ---- agreements between ranks ---- */
+
+int prt_agree(const prt_ctx *ctx, prt_status *st) {
+  if (ctx->world <= 1) return st->code;
+  /* [largest code, world - lowest rank with a message] */
+  int64_t v[2] = {st->code, st->code && st->msg[0] ? ctx->world - ctx->rank : 0};
+  prt_comm_allreduce_i64(v, 2, PRT_REDUCE_MAX);
+  if (v[0] == 0) return 0;
+  if (!st->code || ctx->world - v[1] != ctx->rank) st->msg[0] = 0;
+  st->code = (int)v[0];
+  return st->code;
+}
+
+/* FNV-1a over the group declarations, 63 bits: equal on every rank that declared alike. */
+static int64_t prt_groups_hash(const prt_ctx *ctx) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int64_t g = 0; g < ctx->ngroups; g++)
+    for (int64_t k = -1; k < ctx->groups[g].n; k++) {
+      uint64_t x = k < 0 ? (uint64_t)ctx->groups[g].n : (uint64_t)ctx->groups[g].members[k];
+      for (int b = 0; b < 8; b++) h = (h ^ ((x >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+    }
+  return (int64_t)(h >> 1);
+}
+
+int prt_dist_setup(prt_ctx *ctx, int64_t *T_out, prt_status *st) {
+  const char *fix = "the compiled plan must declare it in piper_setup; recompile it";
+  int64_t ntok = 0, nloss = 0;
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    const prt_tensor_info *t = &ctx->tensors[i];
+    ntok += t->kind == PRT_INPUT && strcmp(t->name, "tokens") == 0;
+    nloss += t->kind == PRT_OUTPUT && strcmp(t->name, "loss") == 0;
+  }
+  /* Every rank must agree on these; max(x) and max(-x) give the range. NONE: no value. */
+  const int64_t NONE = INT64_MIN + 1;
+  int64_t T = ctx->seq_len ? ctx->seq_len : NONE;
+  int64_t B = ctx->declared_batch ? ctx->declared_batch : NONE;
+  int64_t h = prt_groups_hash(ctx);
+  int64_t mx[7] = {T, T == NONE ? NONE : -T, B, B == NONE ? NONE : -B, h, -h,
+                   ctx->global_batch};
+  int64_t sum[2] = {ntok, nloss};
+  prt_comm_allreduce_i64(mx, 7, PRT_REDUCE_MAX);
+  prt_comm_allreduce_i64(sum, 2, PRT_REDUCE_SUM);
+  /* From here on every rank decides alike. */
+  if (sum[0] == 0)
+    return prt_fail(st, 1, "the plan declares no PRT_INPUT \"tokens\"%s: piper_setup; %s",
+                    ctx->world > 1 ? " on any rank" : "", fix);
+  if (sum[1] == 0)
+    return prt_fail(st, 1, "the plan declares no PRT_OUTPUT \"loss\"%s: piper_setup; %s",
+                    ctx->world > 1 ? " on any rank" : "", fix);
+  if (mx[0] != -mx[1])
+    return prt_fail(st, 1, "ranks disagree on the sequence length: inputs have T = %lld on "
+                    "one rank and %lld on another: piper_setup; %s", (long long)-mx[1],
+                    (long long)mx[0], PLAN_BUG);
+  if (mx[2] != NONE && mx[2] != -mx[3])
+    return prt_fail(st, 1, "ranks disagree on the global batch: %lld and %lld rows: "
+                    "piper_setup; %s", (long long)-mx[3], (long long)mx[2], PLAN_BUG);
+  if (mx[4] != -mx[5])
+    return prt_fail(st, 1, "ranks declared different groups (every rank must declare every "
+                    "group, alike and in the same order): piper_setup; %s", PLAN_BUG);
+  ctx->global_batch = mx[2] != NONE ? mx[2] : mx[6];
+  *T_out = mx[0];
+  /* The losses' rows must cover the global batch exactly once. */
+  double rows = 0;
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    const prt_tensor_info *t = &ctx->tensors[i];
+    if (t->kind == PRT_OUTPUT && strcmp(t->name, "loss") == 0)
+      rows += (double)(t->first_sample ? t->first_sample : ctx->global_batch);
+  }
+  prt_comm_allreduce_f64(&rows, 1);
+  if (rows != (double)ctx->global_batch)
+    return prt_fail(st, 1, "the plan's \"loss\" outputs average over %.0f batch rows in all, "
+                    "but the global batch has %lld: piper_setup; each row must be counted by "
+                    "exactly one loss (aux = its rows); %s", rows,
+                    (long long)ctx->global_batch, PLAN_BUG);
+  prt_comm_groups_create(ctx);
+  ctx->groups_created = 1;
+  return 0;
+}
+
+double prt_dist_loss(prt_ctx *ctx, int pending, int *stop) {
+  double v[2] = {0.0, pending ? 1.0 : 0.0};
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    const prt_tensor_info *t = &ctx->tensors[i];
+    if (t->kind != PRT_OUTPUT || strcmp(t->name, "loss") != 0) continue;
+    int64_t rows = t->first_sample ? t->first_sample : ctx->global_batch;
+    v[0] += (double)((const float *)t->data)[0] * (double)rows;
+  }
+  prt_comm_allreduce_f64(v, 2);
+  *stop = v[1] > 0;
+  return v[0] / (double)ctx->global_batch;
+}

@@ -15,8 +15,9 @@ static MlirNamedAttribute named(LlvmBuilder *b, const char *name, MlirAttribute 
   return piperNamedAttr(b->ctx, name, a);
 }
 
-void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc) {
+void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc, const char *symPrefix) {
   memset(b, 0, sizeof *b);
+  snprintf(b->symPrefix, sizeof b->symPrefix, "%s", symPrefix);
   b->ctx = mlirModuleGetContext(module);
   b->loc = loc;
   b->moduleBody = mlirModuleGetBody(module);
@@ -26,6 +27,14 @@ void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc) {
   b->f32 = mlirF32TypeGet(b->ctx);
   b->voidType = mlirLLVMVoidTypeGet(b->ctx);
   piperPtrMapInit(&b->declared, 64);
+  /* functions an earlier builder already put in the module are declared */
+  for (MlirOperation op = mlirBlockGetFirstOperation(b->moduleBody); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (piperOpIs(op, "llvm.func")) {
+      MlirStringRef name =
+          mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, piperStr("sym_name")));
+      piperPtrMapPut(&b->declared, mlirIdentifierStr(mlirIdentifierGet(b->ctx, name)).data, 1);
+    }
 }
 
 void lbFree(LlvmBuilder *b) { piperPtrMapFree(&b->declared); }
@@ -66,6 +75,9 @@ static MlirOperation makeFunction(LlvmBuilder *b, const char *name, MlirType fnT
 MlirValue lbBeginFunction(LlvmBuilder *b, const char *name) {
   MlirType fnType = mlirLLVMFunctionTypeGet(b->voidType, 1, &b->ptr, false);
   makeFunction(b, name, fnType, true, &b->block);
+  /* defined here: later calls must not declare it again */
+  MlirIdentifier id = mlirIdentifierGet(b->ctx, piperStr(name));
+  piperPtrMapPut(&b->declared, mlirIdentifierStr(id).data, 1);
   return mlirBlockGetArgument(b->block, 0);
 }
 
@@ -107,8 +119,8 @@ MlirValue lbOffset(LlvmBuilder *b, MlirValue base, int64_t byteOffset) {
 }
 
 MlirValue lbString(LlvmBuilder *b, const char *s) {
-  char sym[32];
-  snprintf(sym, sizeof sym, "piper_str%d", b->nStrings++);
+  char sym[64];
+  snprintf(sym, sizeof sym, "piper_str%s%d", b->symPrefix, b->nStrings++);
   size_t n = strlen(s) + 1;
   MlirType arr = mlirLLVMArrayTypeGet(mlirIntegerTypeGet(b->ctx, 8), (unsigned)n);
   MlirNamedAttribute attrs[6] = {
@@ -123,6 +135,61 @@ MlirValue lbString(LlvmBuilder *b, const char *s) {
   MlirRegion empty = mlirRegionCreate();
   mlirOperationStateAddOwnedRegions(&st, 1, &empty);
   /* Globals sit at the top of the module, in the order they were made. */
+  MlirOperation global = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationAfter(b->moduleBody, b->lastString, global);
+  b->lastString = global;
+  MlirNamedAttribute ref =
+      named(b, "global_name", mlirFlatSymbolRefAttrGet(b->ctx, piperStr(sym)));
+  return mlirOperationGetResult(
+      append(b, piperOpCreate("llvm.mlir.addressof", b->loc, 0, NULL, 1, &b->ptr, 1, &ref)), 0);
+}
+
+MlirBlock lbNewBlock(LlvmBuilder *b, bool enter) {
+  MlirBlock block = mlirBlockCreate(0, NULL, NULL);
+  mlirRegionAppendOwnedBlock(mlirBlockGetParentRegion(b->block), block);
+  if (enter) b->block = block;
+  return block;
+}
+
+void lbSetBlock(LlvmBuilder *b, MlirBlock block) { b->block = block; }
+
+MlirValue lbICmpEq(LlvmBuilder *b, MlirValue a, MlirValue c) {
+  MlirValue ops[2] = {a, c};
+  MlirType i1 = mlirIntegerTypeGet(b->ctx, 1);
+  MlirNamedAttribute pred = named(b, "predicate", mlirIntegerAttrGet(b->i64, 0)); /* eq */
+  return mlirOperationGetResult(
+      append(b, piperOpCreate("llvm.icmp", b->loc, 2, ops, 1, &i1, 1, &pred)), 0);
+}
+
+void lbCondBr(LlvmBuilder *b, MlirValue cond, MlirBlock ifTrue, MlirBlock ifFalse) {
+  int32_t segments[3] = {1, 0, 0};
+  MlirNamedAttribute seg =
+      named(b, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 3, segments));
+  MlirOperationState st = mlirOperationStateGet(piperStr("llvm.cond_br"), b->loc);
+  mlirOperationStateAddOperands(&st, 1, &cond);
+  MlirBlock succ[2] = {ifTrue, ifFalse};
+  mlirOperationStateAddSuccessors(&st, 2, succ);
+  mlirOperationStateAddAttributes(&st, 1, &seg);
+  append(b, mlirOperationCreate(&st));
+}
+
+MlirValue lbI64Array(LlvmBuilder *b, intptr_t n, const int64_t *values) {
+  char sym[64];
+  snprintf(sym, sizeof sym, "piper_i64s%s%d", b->symPrefix, b->nStrings++);
+  MlirType arr = mlirLLVMArrayTypeGet(b->i64, (unsigned)n);
+  int64_t shape = n;
+  MlirType tensor = mlirRankedTensorTypeGet(1, &shape, b->i64, mlirAttributeGetNull());
+  MlirNamedAttribute attrs[6] = {
+      named(b, "sym_name", mlirStringAttrGet(b->ctx, piperStr(sym))),
+      named(b, "global_type", mlirTypeAttrGet(arr)),
+      named(b, "linkage", parseAttr(b, "#llvm.linkage<private>")),
+      named(b, "constant", mlirUnitAttrGet(b->ctx)),
+      named(b, "value", mlirDenseElementsAttrInt64Get(tensor, n, values)),
+      named(b, "addr_space", mlirIntegerAttrGet(b->i32, 0))};
+  MlirOperationState st = mlirOperationStateGet(piperStr("llvm.mlir.global"), b->loc);
+  mlirOperationStateAddAttributes(&st, 6, attrs);
+  MlirRegion empty = mlirRegionCreate();
+  mlirOperationStateAddOwnedRegions(&st, 1, &empty);
   MlirOperation global = mlirOperationCreate(&st);
   mlirBlockInsertOwnedOperationAfter(b->moduleBody, b->lastString, global);
   b->lastString = global;

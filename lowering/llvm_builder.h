@@ -15,10 +15,12 @@ typedef struct {
   MlirType ptr, i64, i32, f32, voidType;
   PiperPtrMap declared;  /* interned callee name -> 1, for functions declared already */
   int nStrings;          /* string globals made so far, for unique names */
+  char symPrefix[32];    /* prefix of this builder's global names, unique per builder */
   MlirOperation lastString; /* the newest string global: the next goes after it */
 } LlvmBuilder;
 
-void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc);
+/* `symPrefix` keeps the globals of several builders on one module apart ("" for one). */
+void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc, const char *symPrefix);
 void lbFree(LlvmBuilder *b);
 /* Defines `name(ptr)` returning void, makes its entry block current; returns the argument. */
 MlirValue lbBeginFunction(LlvmBuilder *b, const char *name);
@@ -31,6 +33,14 @@ MlirValue lbNullPtr(LlvmBuilder *b);
 MlirValue lbOffset(LlvmBuilder *b, MlirValue base, int64_t byteOffset);
 /* A pointer to a private NUL-terminated copy of `s`. */
 MlirValue lbString(LlvmBuilder *b, const char *s);
+/* A new block at the end of the current function; makes it current when `enter`. */
+MlirBlock lbNewBlock(LlvmBuilder *b, bool enter);
+void lbSetBlock(LlvmBuilder *b, MlirBlock block);
+/* i1 = (a == c) for i64 values. */
+MlirValue lbICmpEq(LlvmBuilder *b, MlirValue a, MlirValue c);
+void lbCondBr(LlvmBuilder *b, MlirValue cond, MlirBlock ifTrue, MlirBlock ifFalse);
+/* A pointer to a private constant array of int64 values. */
+MlirValue lbI64Array(LlvmBuilder *b, intptr_t n, const int64_t *values);
 /* Calls external function `callee` (declared on first use from the argument types);
  * `ret` null for void. Returns the result or a null value. */
 MlirValue lbCall(LlvmBuilder *b, const char *callee, MlirType ret, intptr_t n,

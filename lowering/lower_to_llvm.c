@@ -7,6 +7,13 @@
  * time, from liveness in program order: a value's bytes are reused once its last reader has
  * run, so the arena size is the step's peak activation memory, known before launch. The plan
  * is recorded on the module as `piper.arena_bytes`.
+ *
+ * A multi-device plan (functions device_0 .. device_{N-1} from --piper-extract) lowers each
+ * device function to piper_setup_dev<d> / piper_step_dev<d>; piper_setup and piper_step then
+ * declare what every rank shares (world, global batch, communicator groups, streams, in the
+ * same order everywhere) and branch on prt_rank. comm ops become nonblocking runtime calls: a
+ * received or reduced value is waited for right before its first use, sends and refreshes of
+ * parameter copies at the end of the step (their buffers stay live until then).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +34,17 @@ typedef struct {
   MlirValue ptr;     /* the llvm pointer, once materialised in piper_step */
 } Buffer;
 
+/* What every device function of the module shares. */
+typedef struct {
+  MlirAttribute groups[256]; /* communicator groups (device arrays), id = index */
+  int nGroups;
+  char streams[32][64];      /* stream names, id = index; 0 is "compute" */
+  int nStreams;
+} Shared;
+
 typedef struct {
   MlirOperation func;   /* the tdag function being lowered */
+  Shared *shared;       /* groups and streams of the module */
   MlirOperation *ops;   /* its ops in program order */
   size_t nOps;
   Buffer *bufs;         /* one per tensor value */
@@ -40,6 +56,9 @@ typedef struct {
   LlvmBuilder lb;
   MlirValue ctxArg;     /* piper_step's ctx */
   MlirValue arena;      /* prt_arena(ctx) in piper_step */
+  PiperPtrMap pending;  /* value ptr -> i64 handle to wait for before its first use */
+  MlirValue endWaits[4096]; /* handles waited at the end of the step (sends, refreshes) */
+  int nEndWaits;
 } Lowering;
 
 static int64_t roundUp(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
@@ -101,6 +120,14 @@ static void planMemory(Lowering *L) {
     MlirOperation op = L->ops[i];
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       MlirValue v = mlirOperationGetResult(op, r);
+      if (!mlirTypeIsARankedTensor(mlirValueGetType(v))) continue; /* !comm.token */
+      if (piperOpIs(op, "comm.all_reduce") && r == 0) {
+        /* reduced in place: the result is the operand's buffer */
+        intptr_t same;
+        piperPtrMapGet(&L->bufOf, mlirOperationGetOperand(op, 0).ptr, &same);
+        piperPtrMapPut(&L->bufOf, v.ptr, same);
+        continue;
+      }
       if (L->nBufs == cap) L->bufs = realloc(L->bufs, (cap *= 2) * sizeof *L->bufs);
       Buffer *b = &L->bufs[L->nBufs];
       b->tensorId = declaresTensor(op) ? L->nTensors++ : -1;
@@ -113,7 +140,8 @@ static void planMemory(Lowering *L) {
     if (piperOpIs(op, "tdag.output")) piperPtrMapPut(&L->outputId, op.ptr, L->nTensors++);
     for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
       Buffer *b = bufferOf(L, mlirOperationGetOperand(op, k));
-      if (b) b->lastUse = i;
+      /* a sent buffer is read by the network until the end-of-step wait */
+      if (b) b->lastUse = piperOpIs(op, "comm.send") ? L->nOps : i;
     }
   }
   /* Walk program order: results are placed before the op's dead inputs are released, so a
@@ -126,6 +154,9 @@ static void planMemory(Lowering *L) {
     size_t nDying = 0;
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       intptr_t idx;
+      if (!mlirTypeIsARankedTensor(mlirValueGetType(mlirOperationGetResult(op, r))) ||
+          (piperOpIs(op, "comm.all_reduce") && r == 0))
+        continue;
       piperPtrMapGet(&L->bufOf, mlirOperationGetResult(op, r).ptr, &idx);
       Buffer *b = &L->bufs[idx];
       if (b->tensorId >= 0) continue;
@@ -150,13 +181,13 @@ static void planMemory(Lowering *L) {
 /* ---- piper_setup ---- */
 
 static void declare(Lowering *L, MlirValue ctx, int64_t id, const char *name, int kind,
-                    int init, MlirType t) {
+                    int init, MlirType t, int64_t aux) {
   LlvmBuilder *b = &L->lb;
   int64_t rank = piperTensorRank(t);
   MlirValue args[11] = {ctx, lbConstI64(b, id), lbString(b, name), lbConstI32(b, kind),
                         lbConstI32(b, init), lbConstI64(b, rank)};
   for (int d = 0; d < 4; ++d) args[6 + d] = lbConstI64(b, d < rank ? piperTensorDim(t, d) : 0);
-  args[10] = lbConstI64(b, 0); /* first_sample: this device sees the batch from row 0 */
+  args[10] = lbConstI64(b, aux); /* inputs: first batch row; loss: rows it averages */
   lbCall(b, "prt_declare_tensor", (MlirType){NULL}, 11, args);
 }
 
@@ -168,9 +199,17 @@ static int initKind(MlirOperation param) {
                                  : PRT_INIT_NORMAL;
 }
 
-static void emitSetup(Lowering *L) {
+/* Rows of the batch a loss averages over: the leading dim of its cross_entropy's logits. */
+static int64_t lossRows(MlirOperation output) {
+  MlirValue v = mlirOperationGetOperand(output, 0);
+  if (!mlirValueIsAOpResult(v) || !piperOpIs(mlirOpResultGetOwner(v), "tdag.cross_entropy"))
+    return 0;
+  return piperTensorDim(mlirValueGetType(mlirOperationGetOperand(mlirOpResultGetOwner(v), 0)), 0);
+}
+
+static void emitSetup(Lowering *L, const char *fnName) {
   LlvmBuilder *b = &L->lb;
-  MlirValue ctx = lbBeginFunction(b, "piper_setup");
+  MlirValue ctx = lbBeginFunction(b, fnName);
   int64_t id = 0;
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
@@ -178,19 +217,21 @@ static void emitSetup(Lowering *L) {
     if (piperOpIs(op, "tdag.param")) {
       piperGetStringAttr(op, "name", name, sizeof name);
       declare(L, ctx, id++, name, PRT_PARAM, initKind(op),
-              mlirValueGetType(mlirOperationGetResult(op, 0)));
+              mlirValueGetType(mlirOperationGetResult(op, 0)), 0);
     } else if (piperOpIs(op, "tdag.adam_state")) {
       piperGetStringAttr(op, "slot", slot, sizeof slot);
       piperGetStringAttr(op, "param", param, sizeof param);
       snprintf(name, sizeof name, "optim.%s.%s", slot, param);
       declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS,
-              mlirValueGetType(mlirOperationGetResult(op, 0)));
+              mlirValueGetType(mlirOperationGetResult(op, 0)), 0);
     } else if (piperOpIs(op, "tdag.input")) {
       piperGetStringAttr(op, "name", name, sizeof name);
-      declare(L, ctx, id++, name, PRT_INPUT, 0, mlirValueGetType(mlirOperationGetResult(op, 0)));
+      declare(L, ctx, id++, name, PRT_INPUT, 0, mlirValueGetType(mlirOperationGetResult(op, 0)),
+              piperGetIntAttr(op, "first_sample", 0));
     } else if (piperOpIs(op, "tdag.output")) {
       piperGetStringAttr(op, "name", name, sizeof name);
-      declare(L, ctx, id++, name, PRT_OUTPUT, 0, mlirValueGetType(mlirOperationGetOperand(op, 0)));
+      declare(L, ctx, id++, name, PRT_OUTPUT, 0, mlirValueGetType(mlirOperationGetOperand(op, 0)),
+              lossRows(op));
     }
   }
   MlirValue args[2] = {ctx, lbConstI64(b, L->arenaBytes)};
@@ -214,6 +255,19 @@ static MlirValue ptrOf(Lowering *L, MlirValue v) {
   return buf->ptr;
 }
 
+/* Before an op reads a value still in flight (received or reduced), wait for it. */
+static void awaitOperands(Lowering *L, MlirOperation op) {
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+    intptr_t h;
+    MlirValue v = mlirOperationGetOperand(op, i);
+    if (piperPtrMapGet(&L->pending, v.ptr, &h) && h) {
+      MlirValue args[2] = {L->ctxArg, (MlirValue){(const void *)h}};
+      lbCall(&L->lb, "prt_wait", (MlirType){NULL}, 2, args);
+      piperPtrMapPut(&L->pending, v.ptr, 0);
+    }
+  }
+}
+
 static MlirValue in(Lowering *L, MlirOperation op, intptr_t i) {
   return ptrOf(L, mlirOperationGetOperand(op, i));
 }
@@ -227,6 +281,27 @@ static MlirValue i64c(Lowering *L, int64_t v) { return lbConstI64(&L->lb, v); }
 
 static void call(Lowering *L, const char *fn, intptr_t n, const MlirValue *args) {
   lbCall(&L->lb, fn, (MlirType){NULL}, n, args);
+}
+
+/* Id of the op's stream ("compute" when it names none). */
+static int64_t streamOf(Lowering *L, MlirOperation op) {
+  char name[64] = "compute";
+  piperGetStringAttr(op, "stream", name, sizeof name);
+  Shared *sh = L->shared;
+  for (int i = 0; i < sh->nStreams; ++i)
+    if (!strcmp(sh->streams[i], name)) return i;
+  snprintf(sh->streams[sh->nStreams], sizeof sh->streams[0], "%s", name);
+  return sh->nStreams++;
+}
+
+/* Id of the op's communicator group. */
+static int64_t groupOf(Lowering *L, MlirOperation op) {
+  MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+  Shared *sh = L->shared;
+  for (int i = 0; i < sh->nGroups; ++i)
+    if (mlirAttributeEqual(sh->groups[i], g)) return i;
+  sh->groups[sh->nGroups] = g;
+  return sh->nGroups++;
 }
 
 /* One tdag op -> its runtime call(s). Each rule opens with the mapping it implements. */
@@ -336,7 +411,8 @@ static void lowerOp(Lowering *L, MlirOperation op) {
     call(L, "prt_add", 4, args);
   } else if (piperOpIs(op, "tdag.cross_entropy") || piperOpIs(op, "tdag.cross_entropy_grad")) {
     /* tdag.cross_entropy(logits, tgt) -> prt_cross_entropy_fwd(loss, probs, logits, tgt, N, V)
-     * tdag.cross_entropy_grad(probs, tgt) -> prt_cross_entropy_bwd(dlogits, probs, tgt, N, V) */
+     * tdag.cross_entropy_grad(probs, tgt)
+     *   -> prt_cross_entropy_bwd(dlogits, probs, tgt, N, V, total_rows) */
     MlirType logits = inType(op, 0);
     int64_t V = piperTensorDim(logits, -1);
     MlirValue n = i64c(L, piperTensorNumel(logits) / V), v = i64c(L, V);
@@ -344,9 +420,31 @@ static void lowerOp(Lowering *L, MlirOperation op) {
       MlirValue args[6] = {out(L, op, 0), out(L, op, 1), in(L, op, 0), in(L, op, 1), n, v};
       call(L, "prt_cross_entropy_fwd", 6, args);
     } else {
-      MlirValue args[5] = {out(L, op, 0), in(L, op, 0), in(L, op, 1), n, v};
-      call(L, "prt_cross_entropy_bwd", 5, args);
+      int64_t total = piperGetIntAttr(op, "total_rows", piperTensorNumel(logits) / V);
+      MlirValue args[6] = {out(L, op, 0), in(L, op, 0), in(L, op, 1), n, v, i64c(L, total)};
+      call(L, "prt_cross_entropy_bwd", 6, args);
     }
+  } else if (piperOpIs(op, "comm.send") || piperOpIs(op, "comm.recv") ||
+             piperOpIs(op, "comm.recv_into")) {
+    /* comm.send(v)       -> h = prt_isend(ctx, v, n, peer, tag, stream); wait at step end
+     * comm.recv()        -> h = prt_irecv(ctx, out, n, peer, tag, stream); wait at first use
+     * comm.recv_into(p)  -> h = prt_irecv(ctx, p, n, peer, tag, stream); wait at step end */
+    bool send = piperOpIs(op, "comm.send"), into = piperOpIs(op, "comm.recv_into");
+    MlirValue buf = (send || into) ? in(L, op, 0) : out(L, op, 0);
+    MlirType t = (send || into) ? inType(op, 0) : mlirValueGetType(mlirOperationGetResult(op, 0));
+    MlirValue args[6] = {L->ctxArg, buf, i64c(L, piperTensorNumel(t)),
+                         i64c(L, piperGetIntAttr(op, "peer", 0)),
+                         i64c(L, piperGetIntAttr(op, "tag", 0)), i64c(L, streamOf(L, op))};
+    MlirValue h = lbCall(b, send ? "prt_isend" : "prt_irecv", b->i64, 6, args);
+    if (send || into) L->endWaits[L->nEndWaits++] = h;
+    else piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+  } else if (piperOpIs(op, "comm.all_reduce")) {
+    /* comm.all_reduce(g) -> h = prt_iall_reduce(ctx, g, n, group, stream) in place; wait at
+     * the first use of the result */
+    MlirValue args[5] = {L->ctxArg, in(L, op, 0), i64c(L, piperTensorNumel(inType(op, 0))),
+                         i64c(L, groupOf(L, op)), i64c(L, streamOf(L, op))};
+    MlirValue h = lbCall(b, "prt_iall_reduce", b->i64, 5, args);
+    piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
   } else if (piperOpIs(op, "tdag.adamw")) {
     /* tdag.adamw(p, g, m, v) -> prt_observe_grad(ctx, p id, g);
      *                           prt_adamw(ctx, p, g, m, v, n, beta1, beta2, eps, decay) */
@@ -368,57 +466,54 @@ static void lowerOp(Lowering *L, MlirOperation op) {
   }
 }
 
-static void emitStep(Lowering *L) {
-  L->ctxArg = lbBeginFunction(&L->lb, "piper_step");
+static void emitStep(Lowering *L, const char *fnName) {
+  L->ctxArg = lbBeginFunction(&L->lb, fnName);
   L->arena = lbCall(&L->lb, "prt_arena", L->lb.ptr, 1, &L->ctxArg);
-  for (size_t i = 0; i < L->nOps; ++i) lowerOp(L, L->ops[i]);
+  for (size_t i = 0; i < L->nOps; ++i) {
+    awaitOperands(L, L->ops[i]);
+    lowerOp(L, L->ops[i]);
+  }
+  for (int i = 0; i < L->nEndWaits; ++i) {
+    MlirValue args[2] = {L->ctxArg, L->endWaits[i]};
+    lbCall(&L->lb, "prt_wait", (MlirType){NULL}, 2, args);
+  }
   lbReturn(&L->lb);
 }
 
-/* The one function in `module` that holds tdag ops; emits an error if none or several. */
-static MlirOperation findGraph(MlirOperation module) {
-  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-  MlirOperation found = {NULL};
-  for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
-       op = mlirOperationGetNextInBlock(op)) {
-    if (!piperOpIs(op, "func.func")) continue;
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
-    if (mlirBlockIsNull(body)) continue;
-    bool hasTdag = false;
-    for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o);
-         o = mlirOperationGetNextInBlock(o))
-      hasTdag |= piperOpInDialect(o, "tdag");
-    if (!hasTdag) continue;
-    if (!mlirOperationIsNull(found)) {
-      mlirEmitError(mlirOperationGetLocation(op),
-                    "piper-lower-to-llvm: a module lowers one device function; found a second");
-      return (MlirOperation){NULL};
-    }
-    found = op;
-  }
-  if (mlirOperationIsNull(found))
-    mlirEmitError(mlirOperationGetLocation(module),
-                  "piper-lower-to-llvm: no function with tdag ops to lower");
-  return found;
+/* True if `op` is a func.func holding tdag ops. */
+static bool isGraph(MlirOperation op) {
+  if (!piperOpIs(op, "func.func")) return false;
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+  if (mlirBlockIsNull(body)) return false;
+  for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o))
+    if (piperOpInDialect(o, "tdag")) return true;
+  return false;
 }
 
-MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
+/* Lowers one graph function into `setupName` / `stepName`; erases it. */
+static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation func, Shared *shared,
+                                       const char *setupName, const char *stepName,
+                                       const char *symPrefix, int64_t *arenaBytes) {
   Lowering L = {0};
-  L.func = findGraph(moduleOp);
-  if (mlirOperationIsNull(L.func)) return mlirLogicalResultFailure();
-  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(L.func, 0));
+  L.func = func;
+  L.shared = shared;
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "func.return")) continue;
-    if (!piperOpInDialect(op, "tdag") || piperOpIs(op, "tdag.node")) {
+    if ((!piperOpInDialect(op, "tdag") && !piperOpInDialect(op, "comm")) ||
+        piperOpIs(op, "tdag.node") || piperOpIs(op, "comm.reduce_scatter") ||
+        piperOpIs(op, "comm.all_gather") || piperOpIs(op, "comm.all_to_all") ||
+        piperOpIs(op, "comm.wait")) {
       mlirEmitError(mlirOperationGetLocation(op),
-                    "piper-lower-to-llvm: only tdag compute ops can be lowered here; run the "
-                    "strategy passes first for graph-level ops");
+                    "piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce "
+                    "can be lowered here; run the strategy passes first for graph-level ops");
       return mlirLogicalResultFailure();
     }
     L.nOps++;
   }
-  if (mlirLogicalResultIsFailure(piperVerifyTdag(L.func))) return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsFailure(piperVerifyTdag(func))) return mlirLogicalResultFailure();
   L.ops = malloc((L.nOps ? L.nOps : 1) * sizeof *L.ops);
   size_t n = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
@@ -426,21 +521,127 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
     if (!piperOpIs(op, "func.return")) L.ops[n++] = op;
 
   planMemory(&L);
-  MlirModule module = mlirModuleFromOperation(moduleOp);
-  lbInit(&L.lb, module, mlirOperationGetLocation(L.func));
-  emitSetup(&L);
-  emitStep(&L);
+  piperPtrMapInit(&L.pending, 64);
+  lbInit(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func), symPrefix);
+  emitSetup(&L, setupName);
+  emitStep(&L, stepName);
   lbFree(&L.lb);
-
-  MlirContext ctx = mlirOperationGetContext(moduleOp);
-  mlirOperationSetAttributeByName(
-      moduleOp, piperStr("piper.arena_bytes"),
-      mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), L.arenaBytes));
-  mlirOperationDestroy(L.func);
+  *arenaBytes = L.arenaBytes;
+  mlirOperationDestroy(func);
   piperPtrMapFree(&L.bufOf);
   piperPtrMapFree(&L.outputId);
+  piperPtrMapFree(&L.pending);
   free(L.bufs);
   free(L.ops);
+  return mlirLogicalResultSuccess();
+}
+
+/* piper_setup / piper_step of a multi-device plan: shared declarations, then per rank. */
+static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, int64_t batch) {
+  LlvmBuilder lb;
+  lbInit(&lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(moduleOp), "_plan");
+  for (int which = 0; which < 2; ++which) {
+    const char *prefix = which ? "piper_step" : "piper_setup";
+    MlirValue ctx = lbBeginFunction(&lb, prefix);
+    if (!which) {
+      MlirValue w[2] = {ctx, lbConstI64(&lb, devices)};
+      lbCall(&lb, "prt_declare_world", (MlirType){NULL}, 2, w);
+      if (batch > 0) {
+        MlirValue bt[2] = {ctx, lbConstI64(&lb, batch)};
+        lbCall(&lb, "prt_declare_batch", (MlirType){NULL}, 2, bt);
+      }
+      for (int g = 0; g < sh->nGroups; ++g) {
+        int64_t members[1024];
+        intptr_t n = mlirArrayAttrGetNumElements(sh->groups[g]);
+        for (intptr_t i = 0; i < n && i < 1024; ++i)
+          members[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(sh->groups[g], i));
+        MlirValue args[4] = {ctx, lbConstI64(&lb, g), lbConstI64(&lb, n),
+                             lbI64Array(&lb, n, members)};
+        lbCall(&lb, "prt_declare_group", (MlirType){NULL}, 4, args);
+      }
+      for (int st = 0; st < sh->nStreams; ++st) {
+        MlirValue args[3] = {ctx, lbConstI64(&lb, st), lbString(&lb, sh->streams[st])};
+        lbCall(&lb, "prt_declare_stream", (MlirType){NULL}, 3, args);
+      }
+    }
+    if (devices == 1) {
+      lbCall(&lb, which ? "piper_step_dev0" : "piper_setup_dev0", (MlirType){NULL}, 1, &ctx);
+      lbReturn(&lb);
+      continue;
+    }
+    /* if (rank == 0) f0(ctx) else if (rank == 1) f1(ctx) ... ; a rank beyond the plan runs
+     * nothing: the runtime's world check then reports the mismatch */
+    MlirValue rank = lbCall(&lb, "prt_rank", lb.i64, 1, &ctx);
+    MlirBlock done = lbNewBlock(&lb, false);
+    for (int64_t d = 0; d < devices; ++d) {
+      MlirBlock call = lbNewBlock(&lb, false), next = d + 1 < devices ? lbNewBlock(&lb, false) : done;
+      lbCondBr(&lb, lbICmpEq(&lb, rank, lbConstI64(&lb, d)), call, next);
+      lbSetBlock(&lb, call);
+      char fn[48];
+      snprintf(fn, sizeof fn, "%s_dev%lld", prefix, (long long)d);
+      lbCall(&lb, fn, (MlirType){NULL}, 1, &ctx);
+      lbReturn(&lb);
+      lbSetBlock(&lb, next);
+    }
+    lbReturn(&lb);
+  }
+  lbFree(&lb);
+}
+
+MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(moduleOp, 0));
+  MlirOperation graphs[4096];
+  int nGraphs = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (isGraph(op)) {
+      if (nGraphs == 4096) break;
+      graphs[nGraphs++] = op;
+    }
+  if (nGraphs == 0) {
+    mlirEmitError(mlirOperationGetLocation(moduleOp),
+                  "piper-lower-to-llvm: no function with tdag ops to lower");
+    return mlirLogicalResultFailure();
+  }
+  MlirAttribute devAttr = mlirOperationGetAttributeByName(moduleOp, piperStr("piper.devices"));
+  bool plan = !mlirAttributeIsNull(devAttr);
+  int64_t devices = plan ? mlirIntegerAttrGetValueInt(devAttr) : 1;
+  if (!plan && nGraphs > 1) {
+    mlirEmitError(mlirOperationGetLocation(graphs[1]),
+                  "piper-lower-to-llvm: a module lowers one device function; found a second");
+    return mlirLogicalResultFailure();
+  }
+  Shared shared = {.nStreams = 1};
+  snprintf(shared.streams[0], sizeof shared.streams[0], "compute");
+  MlirContext ctx = mlirOperationGetContext(moduleOp);
+  int64_t peak = 0;
+  for (int g = 0; g < nGraphs; ++g) {
+    char setup[48], step[48], name[64] = "", prefix[32] = "";
+    int64_t d = 0, arena = 0;
+    if (plan) {
+      MlirAttribute sym = mlirOperationGetAttributeByName(graphs[g], piperStr("sym_name"));
+      MlirStringRef sr = mlirStringAttrGetValue(sym);
+      snprintf(name, sizeof name, "%.*s", (int)sr.length, sr.data);
+      if (sscanf(name, "device_%lld", (long long *)&d) != 1 || d < 0 || d >= devices) {
+        mlirEmitError(mlirOperationGetLocation(graphs[g]),
+                      "piper-lower-to-llvm: in a plan of piper.devices devices, graph functions "
+                      "must be named device_0 .. device_{N-1} (run --piper-extract)");
+        return mlirLogicalResultFailure();
+      }
+    }
+    if (plan) snprintf(prefix, sizeof prefix, "_dev%lld_", (long long)d);
+    snprintf(setup, sizeof setup, plan ? "piper_setup_dev%lld" : "piper_setup", (long long)d);
+    snprintf(step, sizeof step, plan ? "piper_step_dev%lld" : "piper_step", (long long)d);
+    if (mlirLogicalResultIsFailure(
+            lowerFunction(moduleOp, graphs[g], &shared, setup, step, prefix, &arena)))
+      return mlirLogicalResultFailure();
+    peak = arena > peak ? arena : peak;
+  }
+  if (plan)
+    emitDispatch(moduleOp, &shared, devices,
+                 piperGetIntAttr(moduleOp, "piper.global_batch", 0));
+  mlirOperationSetAttributeByName(moduleOp, piperStr("piper.arena_bytes"),
+                                  mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), peak));
   return mlirLogicalResultSuccess();
 }
 

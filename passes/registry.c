@@ -55,14 +55,26 @@ static const PiperPassInfo registry[] = {
     {"piper-import-strategy",
      "append the directives of a Piper JSON (or sched .mlir) strategy file as sched ops",
      "piper-import-strategy=FILE", piperCreateImportStrategyPass},
+    {"piper-apply-strategy",
+     "import FILE and apply its directives: split, split-backward, place, insert-comm, "
+     "replicate (the global "
+     "DAG; add --piper-extract for per-device plans)",
+     "piper-apply-strategy=FILE", NULL},
     {"piper-split", "split directive: copy forward/backward ops per microbatch", NULL,
      piperCreateSplitPass},
+    {"piper-split-backward", "BI/BW: relabel backward ops of nodes an order names by BI or BW",
+     NULL, piperCreateSplitBackwardPass},
     {"piper-place", "place directive: set the devices of the selected ops", NULL,
      piperCreatePlacePass},
     {"piper-insert-comm", "send/recv for values crossing devices; copies of shared parameters",
      NULL, piperCreateInsertCommPass},
     {"piper-replicate", "replicate directive: gradient all-reduce over data-parallel replicas",
      NULL, piperCreateReplicatePass},
+    {"piper-extract", "order directives + global DAG -> one function per device, in execution "
+     "order", NULL, piperCreateExtractPass},
+    {"piper-verify-plan",
+     "prove the per-device plans cannot hang: simulate every send/recv and collective", NULL,
+     piperCreateVerifyPlanPass},
     {"piper-lower-to-llvm",
      "training graph -> llvm dialect: plan memory, emit piper_setup/piper_step calling "
      "libpiper_rt",
@@ -71,6 +83,15 @@ static const PiperPassInfo registry[] = {
 };
 
 const PiperPassInfo *piperPassRegistry(void) { return registry; }
+
+int piperStrategyPasses(const char *file, MlirPass *out, int max) {
+  MlirPass all[6] = {piperCreateImportStrategyPass(file), piperCreateSplitPass(NULL),
+                     piperCreateSplitBackwardPass(NULL), piperCreatePlacePass(NULL),
+                     piperCreateInsertCommPass(NULL), piperCreateReplicatePass(NULL)};
+  int n = max < 6 ? max : 6;
+  for (int i = 0; i < n; ++i) out[i] = all[i];
+  return n;
+}
 
 const PiperPassInfo *piperLookupPass(const char *name) {
   for (const PiperPassInfo *p = registry; p->name; ++p)

@@ -42,7 +42,8 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
     if (!piperOpInDialect(op, "tdag") || !piperFilterMatches(op, filter)) continue;
     matched++;
     MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    if (!sameDevices(placed, devices)) {
+    /* a parameter's copy lives with the consumers that read it (insert-comm), elsewhere */
+    if (!piperOpIs(op, "tdag.param") && !sameDevices(placed, devices)) {
       piperDirectiveError(d, "replicate: the selected ops are placed on other devices than "
                              "this directive's; give place and replicate the same device list");
       return mlirLogicalResultFailure();

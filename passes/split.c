@@ -145,7 +145,9 @@ static MlirLogicalResult applySplit(MlirOperation directive, MlirBlock body) {
         if (!mlirAttributeIsNull(tags)) mlirOperationSetAttributeByName(add, piperStr("tags"), tags);
         mlirOperationSetAttributeByName(add, piperStr("pass"),
                                         mlirOperationGetAttributeByName(op, piperStr("pass")));
-        piperSetTag(add, dim, i); /* accumulates right after microbatch i's gradient */
+        /* No microbatch tag: an order directive cannot pin the sum to one microbatch's
+         * backward, so microbatches may run their backwards in any order; it runs as soon as
+         * both addends exist (see --piper-extract). */
         acc = mlirOperationGetResult(add, 0);
       }
       /* rewire the outside users, then drop the original */

@@ -14,6 +14,9 @@ path = [config.piper_bin_dir, config.llvm_tools_dir, config.environment.get("PAT
 config.environment["PATH"] = os.pathsep.join(path)
 config.environment["OMP_NUM_THREADS"] = "1"
 config.environment["OPENBLAS_NUM_THREADS"] = "1"
+# Open MPI refuses root unless told; CI and these machines run as root.
+config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%piper_src", config.piper_src_root))
 config.substitutions.append(("%oracle", os.path.join(config.piper_src_root, "test", "oracle")))

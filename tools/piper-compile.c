@@ -10,16 +10,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "mlir-c/BuiltinAttributes.h"
 #include "piper/piper.h"
 
 extern char **environ;
 
 static void usage(FILE *out) {
   fprintf(out,
-          "usage: piper-compile MODEL.mlir -o OUTPUT [--emit=exe|obj|asm|ll|mlir]\n"
+          "usage: piper-compile MODEL.mlir -o OUTPUT [--strategy FILE] [--emit=exe|obj|asm|ll|mlir]\n"
           "Compiles a tdag model (forward graph, or a training graph already built by\n"
           "--piper-autodiff) into a training binary linked with libpiper_rt.\n\n"
           "  -o OUTPUT      the file to write (required)\n"
+          "  --strategy FILE  a Piper JSON schedule (piper-sched writes them) or a sched-dialect\n"
+          "                 .mlir file; the binary then holds one plan per device and runs\n"
+          "                 under `mpirun -np DEVICES`\n"
           "  --emit=KIND    exe (default): linked binary; obj: object file; asm: assembly;\n"
           "                 ll: LLVM IR; mlir: the lowered llvm-dialect module\n"
           "  --cc=DRIVER    C compiler driver used to link (default: $CC or cc)\n"
@@ -51,7 +55,7 @@ static int run(char *const argv[]) {
 }
 
 int main(int argc, char **argv) {
-  const char *input = NULL, *output = NULL, *emit = "exe";
+  const char *input = NULL, *output = NULL, *emit = "exe", *strategy = NULL;
   const char *cc = getenv("CC") ? getenv("CC") : "cc";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -67,6 +71,10 @@ int main(int argc, char **argv) {
                 emit);
         return 2;
       }
+    } else if (!strcmp(argv[i], "--strategy") && i + 1 < argc) {
+      strategy = argv[++i];
+    } else if (!strncmp(argv[i], "--strategy=", 11)) {
+      strategy = argv[i] + 11;
     } else if (!strncmp(argv[i], "--cc=", 5)) {
       cc = argv[i] + 5;
     } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -97,6 +105,13 @@ int main(int argc, char **argv) {
 
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
+  if (strategy) {
+    MlirPass passes[8];
+    int n = piperStrategyPasses(strategy, passes, 8);
+    for (int k = 0; k < n; ++k) mlirPassManagerAddOwnedPass(pm, passes[k]);
+    mlirPassManagerAddOwnedPass(pm, piperCreateExtractPass(NULL));
+    mlirPassManagerAddOwnedPass(pm, piperCreateVerifyPlanPass(NULL));
+  }
   mlirPassManagerAddOwnedPass(pm, piperCreateLowerToLLVMPass(NULL));
   MlirOperation op = mlirModuleGetOperation(module);
   int rc = mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op));
@@ -122,9 +137,30 @@ int main(int argc, char **argv) {
     snprintf(libFlag, sizeof libFlag, "-L%s", libDir);
     rc = piperEmitModule(op, obj, "obj");
     if (!rc) {
-      char *link[] = {(char *)cc, "-o", tmpExe, obj, libFlag, "-lpiper_rt_main", "-lpiper_rt",
-                      "-lopenblas", "-lm", NULL};
-      rc = run(link);
+      /* A plan for several devices talks MPI; one device links the serial backend. The build
+       * writes each backend's full library list (runtime + its dependencies) to a file. */
+      int64_t devices = 1;
+      MlirAttribute d = mlirOperationGetAttributeByName(op, piperStr("piper.devices"));
+      if (!mlirAttributeIsNull(d)) devices = mlirIntegerAttrGetValueInt(d);
+      char *link[64] = {(char *)cc, "-o", tmpExe, obj, libFlag};
+      int n = 5;
+      char linkFile[PATH_MAX + 32], lines[48][PATH_MAX];
+      snprintf(linkFile, sizeof linkFile, "%s/piper_rt_%s.link", libDir,
+               devices > 1 ? "mpi" : "serial");
+      FILE *f = fopen(linkFile, "r");
+      if (!f) {
+        fprintf(stderr, "piper-compile: error: cannot read %s (the runtime's link flags, written "
+                        "by the build); rebuild piper%s\n", linkFile,
+                devices > 1 ? " with Open MPI installed" : "");
+        rc = 1;
+      }
+      for (int k = 0; f && k < 48 && n < 62 && fgets(lines[k], sizeof lines[k], f); ++k) {
+        lines[k][strcspn(lines[k], "\n")] = 0;
+        if (lines[k][0]) link[n++] = lines[k];
+      }
+      if (f) fclose(f);
+      link[n] = NULL;
+      if (!rc) rc = run(link);
       if (rc) fprintf(stderr, "piper-compile: error: linking '%s' failed (runtime libraries "
                               "looked up in %s)\n", output, libDir);
     }

@@ -1,9 +1,9 @@
 /* piper-gen: the model zoo. `piper-gen gpt ...` prints an annotated GPT-2 forward graph in the
  * tdag dialect (see README "The model"). Every op carries a `tags` dictionary, as Piper's
  * annotate() regions would give it: {embed = 0} for the embeddings, {layer = i} for block i,
- * {head = 0} for the final norm, LM head and loss; with --stages S each also gets PP = stage,
- * the blocks split as evenly as possible (earlier stages take the remainder), the embeddings on
- * the first stage and the head on the last. */
+ * {head = 0} for the final norm, LM head and loss; each also gets PP = its pipeline stage (0
+ * without --stages): the blocks split as evenly as possible over --stages S (earlier stages
+ * take the remainder), the embeddings on the first stage and the head on the last. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,11 +52,10 @@ static int stageOf(long layer) {
   return (int)cfg.S - 1;
 }
 
+/* Every op gets its pipeline stage, PP = 0 with one stage, so a strategy's filters read the
+ * same whatever the stage count (piper-sched's pure data-parallel plans select {PP: 0}). */
 static void setTags(char *buf, size_t size, const char *name, long index, int stage) {
-  if (cfg.S > 1)
-    snprintf(buf, size, "%s = %ld : i64, PP = %d : i64", name, index, stage);
-  else
-    snprintf(buf, size, "%s = %ld : i64", name, index);
+  snprintf(buf, size, "%s = %ld : i64, PP = %d : i64", name, index, stage);
   tags = buf;
 }
 

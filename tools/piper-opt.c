@@ -51,7 +51,11 @@ static int processChunk(MlirContext ctx, const Options *o, const char *text, FIL
   MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
   int rc = 0;
   for (int i = 0; i < o->nSteps && !rc; ++i) {
-    if (o->steps[i].piper) {
+    if (o->steps[i].piper && !o->steps[i].piper->create) { /* --piper-apply-strategy */
+      MlirPass passes[8];
+      int n = piperStrategyPasses(o->steps[i].arg, passes, 8);
+      for (int k = 0; k < n; ++k) mlirPassManagerAddOwnedPass(pm, passes[k]);
+    } else if (o->steps[i].piper) {
       mlirPassManagerAddOwnedPass(pm, o->steps[i].piper->create(o->steps[i].arg));
     } else if (mlirLogicalResultIsFailure(mlirOpPassManagerAddPipeline(
                    opm, piperStr(o->steps[i].arg), printToFile, stderr))) {

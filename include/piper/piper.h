@@ -114,6 +114,11 @@ typedef MlirLogicalResult (*PiperModuleRunFn)(MlirOperation module, const char *
 MlirPass piperCreateModulePass(void *typeId, const char *name, const char *summary,
                                PiperModuleRunFn run, const char *arg);
 
+/* The passes --piper-apply-strategy=FILE stands for, in Piper's order: import FILE, split,
+ * split-backward, place, insert-comm, replicate (the result is the global DAG; --piper-extract then makes the
+ * per-device plans). Writes up to `max` new passes to `out`; returns how many. */
+int piperStrategyPasses(const char *file, MlirPass *out, int max);
+
 /* ---- passes ---- */
 /* Forward graph -> training graph: appends backward ops and AdamW updates. */
 MlirLogicalResult piperAutodiff(MlirOperation module);
@@ -123,9 +128,12 @@ MlirPass piperCreateVerifyPass(const char *arg);
 MlirPass piperCreateImportStrategyPass(const char *arg);
 /* Directive passes, in Piper's order (passes/strategy.h describes the IR they share). */
 MlirPass piperCreateSplitPass(const char *arg);
+MlirPass piperCreateSplitBackwardPass(const char *arg);
 MlirPass piperCreatePlacePass(const char *arg);
 MlirPass piperCreateInsertCommPass(const char *arg);
 MlirPass piperCreateReplicatePass(const char *arg);
+MlirPass piperCreateExtractPass(const char *arg);
+MlirPass piperCreateVerifyPlanPass(const char *arg);
 
 /* ---- lowering ---- */
 /* Training graph (tdag) -> llvm dialect: piper_setup and piper_step calling libpiper_rt. */

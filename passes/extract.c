@@ -1,0 +1,259 @@
+/* --piper-extract: global DAG -> one function per device, ops in execution order.
+ *
+ * Order. Each device runs its ops sorted by (rank, program position). An op's rank is the
+ * index of the first group of the `order` directive that governs the device (the first one
+ * whose groups select any op there; pipeline replicas share their directive) that selects the
+ * op. Ops no group selects run as soon as their inputs allow (the largest rank among their
+ * producers on the device), and updates (pass UPD) run last. Program position breaks ties; it
+ * is a topological order of the whole graph, so within a rank data dependencies always hold.
+ * Across ranks they hold only if the directive agrees with them: a directive that orders an op
+ * before an op whose result it needs is an order cycle, reported at the directive.
+ *
+ * Instantiation. An op placed on R replicas becomes, on replica k, an op whose batched types
+ * have 1/R of the rows; its inputs read rows [first_sample + k*rows/R, ...) and its loss
+ * gradient keeps the whole batch's row count; comm ops get the `peer` of replica k.
+ * The module records `piper.devices` and `piper.global_batch`; the sched directives, now
+ * applied, are removed. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "passes/strategy.h"
+#include "piper/ptrmap.h"
+
+enum { RANK_FIRST = -1, RANK_LAST = 1 << 30 };
+
+typedef struct {
+  MlirOperation op;   /* in the global DAG */
+  size_t position;    /* program position */
+  int64_t rank;       /* execution rank on the device being extracted */
+} Scheduled;
+
+static int byRank(const void *a, const void *b) {
+  const Scheduled *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return x->position < y->position ? -1 : x->position > y->position;
+}
+
+static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
+  return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
+}
+
+/* Index of device `d` in the op's devices, or -1. */
+static int64_t replicaIndex(MlirOperation op, int64_t d, int64_t *replicas) {
+  MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
+  *replicas = 1;
+  if (mlirAttributeIsNull(devs)) return d == 0 ? 0 : -1;
+  *replicas = mlirArrayAttrGetNumElements(devs);
+  for (intptr_t i = 0; i < *replicas; ++i)
+    if (mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, i)) == d) return i;
+  return -1;
+}
+
+/* Rank of `op` in directive `order`, or -1 if no group selects it. */
+static int64_t groupOf(MlirOperation order, MlirOperation op) {
+  MlirAttribute groups = mlirOperationGetAttributeByName(order, piperStr("filters"));
+  for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
+    MlirAttribute filters = mlirArrayAttrGetElement(groups, g);
+    for (intptr_t f = 0; f < mlirArrayAttrGetNumElements(filters); ++f)
+      if (piperFilterMatches(op, mlirArrayAttrGetElement(filters, f))) return g;
+  }
+  return -1;
+}
+
+typedef struct {
+  MlirContext ctx;
+  MlirOperation *ops;     /* global DAG ops in program order (no terminator) */
+  size_t nOps;
+  MlirOperation *orders;  /* sched.order directives */
+  size_t nOrders;
+  MlirBlock moduleBody;
+  MlirOperation insertBefore; /* new functions go before the training function */
+} Extractor;
+
+static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
+  Scheduled *s = malloc((ex->nOps ? ex->nOps : 1) * sizeof *s);
+  size_t n = 0;
+  for (size_t i = 0; i < ex->nOps; ++i) {
+    int64_t R;
+    if (replicaIndex(ex->ops[i], d, &R) >= 0) s[n++] = (Scheduled){ex->ops[i], i, 0};
+  }
+  /* the directive that governs this device */
+  MlirOperation order = {NULL};
+  for (size_t o = 0; o < ex->nOrders && mlirOperationIsNull(order); ++o)
+    for (size_t i = 0; i < n; ++i)
+      if (groupOf(ex->orders[o], s[i].op) >= 0) {
+        order = ex->orders[o];
+        break;
+      }
+  PiperPtrMap rankOf; /* op ptr -> index into s */
+  piperPtrMapInit(&rankOf, n);
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  for (size_t i = 0; i < n && mlirLogicalResultIsSuccess(status); ++i) {
+    MlirOperation op = s[i].op;
+    char pass[8];
+    int64_t g = mlirOperationIsNull(order) ? -1 : groupOf(order, op);
+    int64_t needs = RANK_FIRST; /* the latest rank among its producers here */
+    MlirOperation late = {NULL};
+    for (intptr_t a = 0; a < mlirOperationGetNumOperands(op); ++a) {
+      MlirValue v = mlirOperationGetOperand(op, a);
+      intptr_t k;
+      if (mlirValueIsAOpResult(v) && piperPtrMapGet(&rankOf, mlirOpResultGetOwner(v).ptr, &k) &&
+          s[k].rank > needs) {
+        needs = s[k].rank;
+        late = s[k].op;
+      }
+    }
+    if (!strcmp(piperOpPass(op, pass, sizeof pass), "UPD")) s[i].rank = RANK_LAST;
+    else if (g >= 0) s[i].rank = g;
+    else s[i].rank = needs;
+    if (s[i].rank < needs) {
+      char msg[400];
+      snprintf(msg, sizeof msg,
+               "order: on device %lld this directive runs group %lld before group %lld, but an "
+               "op of group %lld needs a result of group %lld (an order cycle); swap them",
+               (long long)d, (long long)s[i].rank, (long long)needs, (long long)s[i].rank,
+               (long long)needs);
+      mlirEmitError(mlirOperationGetLocation(order), msg);
+      mlirEmitError(mlirOperationGetLocation(op), "order: this op is the one that would wait");
+      mlirEmitError(mlirOperationGetLocation(late), "order: for the result of this op");
+      status = mlirLogicalResultFailure();
+    }
+    piperPtrMapPut(&rankOf, op.ptr, (intptr_t)i);
+  }
+  piperPtrMapFree(&rankOf);
+  if (mlirLogicalResultIsFailure(status)) {
+    free(s);
+    return status;
+  }
+  qsort(s, n, sizeof *s, byRank);
+
+  /* func.func @device_<d>() with the instantiated ops */
+  char name[32];
+  snprintf(name, sizeof name, "device_%lld", (long long)d);
+  MlirLocation loc = mlirOperationGetLocation(ex->insertBefore);
+  MlirType fnType = mlirFunctionTypeGet(ex->ctx, 0, NULL, 0, NULL);
+  MlirNamedAttribute fattrs[2] = {
+      piperNamedAttr(ex->ctx, "sym_name", mlirStringAttrGet(ex->ctx, piperStr(name))),
+      piperNamedAttr(ex->ctx, "function_type", mlirTypeAttrGet(fnType))};
+  MlirOperationState st = mlirOperationStateGet(piperStr("func.func"), loc);
+  mlirOperationStateAddAttributes(&st, 2, fattrs);
+  MlirRegion region = mlirRegionCreate();
+  MlirBlock body = mlirBlockCreate(0, NULL, NULL);
+  mlirRegionAppendOwnedBlock(region, body);
+  mlirOperationStateAddOwnedRegions(&st, 1, &region);
+  MlirOperation fn = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(ex->moduleBody, ex->insertBefore, fn);
+
+  PiperPtrMap cloneOf; /* global value -> its instance on this device */
+  piperPtrMapInit(&cloneOf, n * 2);
+  for (size_t i = 0; i < n && mlirLogicalResultIsSuccess(status); ++i) {
+    MlirOperation op = s[i].op, c = mlirOperationClone(op);
+    int64_t R, k = replicaIndex(op, d, &R);
+    mlirBlockAppendOwnedOperation(body, c);
+    for (intptr_t a = 0; a < mlirOperationGetNumOperands(c); ++a) {
+      intptr_t v;
+      if (!piperPtrMapGet(&cloneOf, mlirOperationGetOperand(c, a).ptr, &v)) {
+        mlirEmitError(mlirOperationGetLocation(op),
+                      "extract: an input of this op is not on its device and no recv brings "
+                      "it (run --piper-insert-comm before --piper-extract)");
+        status = mlirLogicalResultFailure();
+        break;
+      }
+      mlirOperationSetOperand(c, a, (MlirValue){(const void *)v});
+    }
+    for (intptr_t r = 0; r < mlirOperationGetNumResults(c); ++r) {
+      MlirValue res = mlirOperationGetResult(c, r);
+      if (R > 1 && piperResultIsBatched(op, r)) {
+        int64_t rows = piperTensorDim(mlirValueGetType(res), 0);
+        if (rows % R) {
+          mlirEmitError(mlirOperationGetLocation(op),
+                        "extract: the replicas of this op do not divide its batch rows evenly; "
+                        "use a replica count that divides the (micro)batch");
+          status = mlirLogicalResultFailure();
+        }
+        mlirValueSetType(res, piperSplitBatch(mlirValueGetType(res), R));
+      }
+      piperPtrMapPut(&cloneOf, mlirOperationGetResult(op, r).ptr, (intptr_t)res.ptr);
+    }
+    if (piperOpIs(op, "tdag.input") && R > 1) {
+      int64_t rows = piperTensorDim(mlirValueGetType(mlirOperationGetResult(c, 0)), 0);
+      mlirOperationSetAttributeByName(
+          c, piperStr("first_sample"),
+          i64Attr(ex->ctx, piperGetIntAttr(op, "first_sample", 0) + k * rows));
+    } else if (piperOpIs(op, "tdag.cross_entropy_grad") &&
+               mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("total_rows")))) {
+      MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0));
+      mlirOperationSetAttributeByName(
+          c, piperStr("total_rows"),
+          i64Attr(ex->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
+    }
+    MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
+    if (!mlirAttributeIsNull(peers))
+      mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, k));
+    mlirOperationRemoveAttributeByName(c, piperStr("devices"));
+  }
+  MlirOperation ret = piperOpCreate("func.return", loc, 0, NULL, 0, NULL, 0, NULL);
+  mlirBlockAppendOwnedOperation(body, ret);
+  piperPtrMapFree(&cloneOf);
+  free(s);
+  return status;
+}
+
+static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
+  MlirOperation func = piperTrainingFunction(module, "piper-extract");
+  if (mlirOperationIsNull(func)) return mlirLogicalResultFailure();
+  Extractor ex = {.ctx = mlirOperationGetContext(module),
+                  .moduleBody = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)),
+                  .insertBefore = func};
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  size_t cap = 256;
+  ex.ops = malloc(cap * sizeof *ex.ops);
+  int64_t globalBatch = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (piperOpIs(op, "func.return")) continue;
+    if (ex.nOps == cap) ex.ops = realloc(ex.ops, (cap *= 2) * sizeof *ex.ops);
+    ex.ops[ex.nOps++] = op;
+    char name[16];
+    if (piperOpIs(op, "tdag.input") && piperGetStringAttr(op, "name", name, sizeof name) &&
+        !strcmp(name, "tokens")) {
+      int64_t end = piperGetIntAttr(op, "first_sample", 0) +
+                    piperTensorDim(mlirValueGetType(mlirOperationGetResult(op, 0)), 0);
+      globalBatch = end > globalBatch ? end : globalBatch;
+    }
+  }
+  cap = 8;
+  ex.orders = malloc(cap * sizeof *ex.orders);
+  for (MlirOperation d = mlirBlockGetFirstOperation(ex.moduleBody); !mlirOperationIsNull(d);
+       d = mlirOperationGetNextInBlock(d))
+    if (piperOpIs(d, "sched.order")) {
+      if (ex.nOrders == cap) ex.orders = realloc(ex.orders, (cap *= 2) * sizeof *ex.orders);
+      ex.orders[ex.nOrders++] = d;
+    }
+  int64_t devices = piperGetIntAttr(module, "piper.devices", 1);
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  for (int64_t d = 0; d < devices && mlirLogicalResultIsSuccess(status); ++d)
+    status = extractDevice(&ex, d);
+  if (mlirLogicalResultIsSuccess(status)) {
+    mlirOperationDestroy(func);
+    /* the directives are applied: the plans are all that remains */
+    for (MlirOperation d = mlirBlockGetFirstOperation(ex.moduleBody); !mlirOperationIsNull(d);) {
+      MlirOperation next = mlirOperationGetNextInBlock(d);
+      if (piperOpInDialect(d, "sched")) mlirOperationDestroy(d);
+      d = next;
+    }
+    mlirOperationSetAttributeByName(module, piperStr("piper.devices"), i64Attr(ex.ctx, devices));
+    mlirOperationSetAttributeByName(module, piperStr("piper.global_batch"),
+                                    i64Attr(ex.ctx, globalBatch));
+  }
+  free(ex.ops);
+  free(ex.orders);
+  return status;
+}
+
+MlirPass piperCreateExtractPass(const char *arg) {
+  static int64_t typeId;
+  return piperCreateModulePass(&typeId, "piper-extract", "per-device plans", runExtract, arg);
+}

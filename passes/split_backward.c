@@ -1,0 +1,77 @@
+/* --piper-split-backward: BI/BW for zero-bubble schedules.
+ *
+ * When an order directive names PASS "BI" or "BW", the backward ops of the nodes its filters
+ * select (same tags, any pass) are relabelled: ops that only produce weight gradients
+ * (linear_grad_weight, bias_grad, embedding_grad, and sums of weight gradients) become BW;
+ * the input-gradient chain that the previous stage waits for becomes BI. Autodiff already
+ * emits the two halves of a matmul's backward as separate ops, so no op is rewritten: the
+ * split is a relabelling the order directive can then schedule apart. */
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "passes/strategy.h"
+
+/* `filter` without its PASS entry: the node's tags. */
+static MlirAttribute withoutPass(MlirContext ctx, MlirAttribute filter) {
+  MlirNamedAttribute entries[32];
+  intptr_t n = 0;
+  for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(filter) && n < 32; ++i) {
+    MlirNamedAttribute e = mlirDictionaryAttrGetElement(filter, i);
+    MlirStringRef key = mlirIdentifierStr(e.name);
+    if (!(key.length == 4 && !memcmp(key.data, "PASS", 4))) entries[n++] = e;
+  }
+  return mlirDictionaryAttrGet(ctx, n, entries);
+}
+
+static bool namesSplitPass(MlirAttribute filter) {
+  MlirAttribute pass = mlirDictionaryAttrGetElementByName(filter, piperStr("PASS"));
+  if (mlirAttributeIsNull(pass)) return false;
+  MlirStringRef p = mlirStringAttrGetValue(pass);
+  return p.length == 2 && p.data[0] == 'B' && (p.data[1] == 'I' || p.data[1] == 'W');
+}
+
+static bool isWeightGradient(MlirOperation op) {
+  if (piperOpIs(op, "tdag.linear_grad_weight") || piperOpIs(op, "tdag.bias_grad") ||
+      piperOpIs(op, "tdag.embedding_grad"))
+    return true;
+  return piperOpIs(op, "tdag.add") && !piperResultIsBatched(op, 0);
+}
+
+static MlirLogicalResult runSplitBackward(MlirOperation module, const char *arg) {
+  MlirContext ctx = mlirOperationGetContext(module);
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  MlirOperation func = {NULL};
+  for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
+       d = mlirOperationGetNextInBlock(d)) {
+    if (!piperOpIs(d, "sched.order")) continue;
+    MlirAttribute groups = mlirOperationGetAttributeByName(d, piperStr("filters"));
+    for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
+      MlirAttribute filters = mlirArrayAttrGetElement(groups, g);
+      for (intptr_t f = 0; f < mlirArrayAttrGetNumElements(filters); ++f) {
+        MlirAttribute filter = mlirArrayAttrGetElement(filters, f);
+        if (!namesSplitPass(filter)) continue;
+        if (mlirOperationIsNull(func) &&
+            mlirOperationIsNull(func = piperTrainingFunction(module, "piper-split-backward")))
+          return mlirLogicalResultFailure();
+        MlirAttribute node = withoutPass(ctx, filter);
+        MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+        for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+             op = mlirOperationGetNextInBlock(op)) {
+          char pass[8];
+          if (strcmp(piperOpPass(op, pass, sizeof pass), "B") || !piperFilterMatches(op, node))
+            continue;
+          mlirOperationSetAttributeByName(
+              op, piperStr("pass"),
+              mlirStringAttrGet(ctx, piperStr(isWeightGradient(op) ? "BW" : "BI")));
+        }
+      }
+    }
+  }
+  return mlirLogicalResultSuccess();
+}
+
+MlirPass piperCreateSplitBackwardPass(const char *arg) {
+  static int64_t typeId;
+  return piperCreateModulePass(&typeId, "piper-split-backward", "BI/BW relabelling",
+                               runSplitBackward, arg);
+}

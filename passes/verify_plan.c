@@ -1,0 +1,191 @@
+/* --piper-verify-plan: a proof, before any code is emitted, that the per-device plans cannot
+ * hang.
+ *
+ * The plans are straight-line programs, so their communication behaviour is exactly
+ * determined: the pass runs them in an abstract machine. Each device walks its ops in order;
+ * compute ops and sends never block (sends are nonblocking and buffered until the end of the
+ * step); a recv blocks until its peer has issued the send with the same tag; a collective blocks
+ * until every member of its group has reached the collective with the same position in that
+ * group's sequence, and every member must call the same kind of collective on the same number
+ * of elements there. If all unfinished devices are blocked, the plan would deadlock: the pass
+ * reports each blocked device with the op it waits at, and fails. It also checks that every
+ * send has exactly one matching recv (same tag, the right peers, the same size) and that no
+ * recv waits for a send that never comes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "passes/strategy.h"
+
+typedef struct {
+  MlirOperation *ops; /* the device's plan */
+  size_t n, pc;       /* ops, next to run */
+  int64_t *collSeq;   /* per group id: collectives issued so far */
+} Device;
+
+typedef struct {
+  int64_t tag, from, to, numel; /* a send issued */
+} Sent;
+
+static int64_t numelOf(MlirOperation op) {
+  MlirType t = piperOpIs(op, "comm.recv") ? mlirValueGetType(mlirOperationGetResult(op, 0))
+                                          : mlirValueGetType(mlirOperationGetOperand(op, 0));
+  return piperTensorNumel(t);
+}
+
+static bool isCollective(MlirOperation op) {
+  return piperOpIs(op, "comm.all_reduce") || piperOpIs(op, "comm.reduce_scatter") ||
+         piperOpIs(op, "comm.all_gather") || piperOpIs(op, "comm.all_to_all");
+}
+
+static void describe(MlirOperation op, char *buf, size_t size) {
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+  snprintf(buf, size, "%.*s (tag %lld, peer %lld)", (int)name.length, name.data,
+           (long long)piperGetIntAttr(op, "tag", -1), (long long)piperGetIntAttr(op, "peer", -1));
+}
+
+static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
+  int64_t N = piperGetIntAttr(module, "piper.devices", 0);
+  if (N <= 0) {
+    mlirEmitError(mlirOperationGetLocation(module),
+                  "piper-verify-plan: no per-device plans (run --piper-extract first)");
+    return mlirLogicalResultFailure();
+  }
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  Device *dev = calloc(N, sizeof *dev);
+  MlirAttribute groups[256];
+  int nGroups = 0;
+  for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f)) {
+    long long d;
+    MlirAttribute sym = mlirOperationGetAttributeByName(f, piperStr("sym_name"));
+    if (!piperOpIs(f, "func.func") || mlirAttributeIsNull(sym)) continue;
+    MlirStringRef s = mlirStringAttrGetValue(sym);
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)s.length, s.data);
+    if (sscanf(name, "device_%lld", &d) != 1 || d < 0 || d >= N) continue;
+    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
+    size_t cap = 64;
+    dev[d].ops = malloc(cap * sizeof *dev[d].ops);
+    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+         op = mlirOperationGetNextInBlock(op)) {
+      if (!piperOpInDialect(op, "comm")) continue; /* compute never blocks */
+      if (dev[d].n == cap) dev[d].ops = realloc(dev[d].ops, (cap *= 2) * sizeof *dev[d].ops);
+      dev[d].ops[dev[d].n++] = op;
+      if (isCollective(op)) {
+        MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+        int k = 0;
+        while (k < nGroups && !mlirAttributeEqual(groups[k], g)) ++k;
+        if (k == nGroups && nGroups < 256) groups[nGroups++] = g;
+      }
+    }
+  }
+  for (int64_t d = 0; d < N; ++d) dev[d].collSeq = calloc(nGroups ? nGroups : 1, sizeof(int64_t));
+
+  size_t nSent = 0, capSent = 256;
+  Sent *sent = malloc(capSent * sizeof *sent);
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  for (bool progress = true; progress && mlirLogicalResultIsSuccess(status);) {
+    progress = false;
+    for (int64_t d = 0; d < N && mlirLogicalResultIsSuccess(status); ++d) {
+      while (dev[d].pc < dev[d].n) {
+        MlirOperation op = dev[d].ops[dev[d].pc];
+        if (piperOpIs(op, "comm.send")) {
+          if (nSent == capSent) sent = realloc(sent, (capSent *= 2) * sizeof *sent);
+          sent[nSent++] = (Sent){piperGetIntAttr(op, "tag", -1), d,
+                                 piperGetIntAttr(op, "peer", -1), numelOf(op)};
+        } else if (piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into")) {
+          int64_t tag = piperGetIntAttr(op, "tag", -1), peer = piperGetIntAttr(op, "peer", -1);
+          size_t k = 0;
+          while (k < nSent && !(sent[k].tag == tag && sent[k].from == peer && sent[k].to == d)) ++k;
+          if (k == nSent) break; /* blocked: the send has not been issued yet */
+          if (sent[k].numel != numelOf(op)) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "piper-verify-plan: device %lld receives %lld elements "
+                                      "with tag %lld but device %lld sends %lld",
+                     (long long)d, (long long)numelOf(op), (long long)tag, (long long)peer,
+                     (long long)sent[k].numel);
+            mlirEmitError(mlirOperationGetLocation(op), msg);
+            status = mlirLogicalResultFailure();
+            break;
+          }
+          sent[k].to = -1; /* consumed */
+        } else if (isCollective(op)) {
+          MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+          int gid = 0;
+          while (gid < nGroups && !mlirAttributeEqual(groups[gid], g)) ++gid;
+          /* every member must reach the same collective: its k-th on this group */
+          bool ready = true;
+          for (intptr_t m = 0; m < mlirArrayAttrGetNumElements(g); ++m) {
+            int64_t peer = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, m));
+            Device *p = &dev[peer];
+            if (peer == d) continue;
+            if (p->collSeq[gid] > dev[d].collSeq[gid]) continue; /* already went through */
+            if (p->collSeq[gid] < dev[d].collSeq[gid]) { /* still behind: wait for it */
+              ready = false;
+              break;
+            }
+            MlirOperation at = p->pc < p->n ? p->ops[p->pc] : (MlirOperation){NULL};
+            if (mlirOperationIsNull(at) || !isCollective(at) ||
+                !mlirAttributeEqual(mlirOperationGetAttributeByName(at, piperStr("group")), g)) {
+              ready = false;
+              break;
+            }
+            if (!mlirOperationEqual(at, op) &&
+                (mlirIdentifierStr(mlirOperationGetName(at)).length !=
+                     mlirIdentifierStr(mlirOperationGetName(op)).length ||
+                 numelOf(at) != numelOf(op))) {
+              char msg[256];
+              snprintf(msg, sizeof msg, "piper-verify-plan: devices %lld and %lld reach "
+                                        "different collectives on the same group at the same "
+                                        "point (a hang or a wrong result)",
+                       (long long)d, (long long)peer);
+              mlirEmitError(mlirOperationGetLocation(op), msg);
+              mlirEmitError(mlirOperationGetLocation(at), "piper-verify-plan: the other one");
+              status = mlirLogicalResultFailure();
+              break;
+            }
+          }
+          if (!ready || mlirLogicalResultIsFailure(status)) break;
+          dev[d].collSeq[gid]++;
+        }
+        dev[d].pc++;
+        progress = true;
+      }
+    }
+  }
+  if (mlirLogicalResultIsSuccess(status)) {
+    int blocked = 0;
+    for (int64_t d = 0; d < N; ++d)
+      if (dev[d].pc < dev[d].n) {
+        char what[160], msg[320];
+        describe(dev[d].ops[dev[d].pc], what, sizeof what);
+        snprintf(msg, sizeof msg, "piper-verify-plan: the plan deadlocks: device %lld waits "
+                                  "forever at %s", (long long)d, what);
+        mlirEmitError(mlirOperationGetLocation(dev[d].ops[dev[d].pc]), msg);
+        blocked++;
+      }
+    for (size_t k = 0; k < nSent && !blocked; ++k)
+      if (sent[k].to >= 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "piper-verify-plan: device %lld sends tag %lld to device %lld, "
+                                  "which never receives it", (long long)sent[k].from,
+                 (long long)sent[k].tag, (long long)sent[k].to);
+        mlirEmitError(mlirOperationGetLocation(module), msg);
+        blocked++;
+      }
+    if (blocked) status = mlirLogicalResultFailure();
+  }
+  for (int64_t d = 0; d < N; ++d) {
+    free(dev[d].ops);
+    free(dev[d].collSeq);
+  }
+  free(dev);
+  free(sent);
+  return status;
+}
+
+MlirPass piperCreateVerifyPlanPass(const char *arg) {
+  static int64_t typeId;
+  return piperCreateModulePass(&typeId, "piper-verify-plan", "no-hang proof", runVerifyPlan, arg);
+}

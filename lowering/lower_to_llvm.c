@@ -466,12 +466,61 @@ static void lowerOp(Lowering *L, MlirOperation op) {
   }
 }
 
+/* The trace name of the global-DAG node `op` belongs to: its pass and tags, "B PP=1 mb=3". */
+static void nodeLabel(MlirOperation op, char *buf, size_t size) {
+  char pass[8] = "F";
+  piperGetStringAttr(op, "pass", pass, sizeof pass);
+  size_t n = (size_t)snprintf(buf, size, "%s", pass);
+  MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
+  for (intptr_t i = 0; !mlirAttributeIsNull(tags) && i < mlirDictionaryAttrGetNumElements(tags) &&
+                       n < size;
+       ++i) {
+    MlirNamedAttribute e = mlirDictionaryAttrGetElement(tags, i);
+    MlirStringRef key = mlirIdentifierStr(e.name);
+    n += (size_t)snprintf(buf + n, size - n, " %.*s=%lld", (int)key.length, key.data,
+                          mlirAttributeIsAInteger(e.attribute)
+                              ? (long long)mlirIntegerAttrGetValueInt(e.attribute)
+                              : 0LL);
+  }
+}
+
 static void emitStep(Lowering *L, const char *fnName) {
   L->ctxArg = lbBeginFunction(&L->lb, fnName);
   L->arena = lbCall(&L->lb, "prt_arena", L->lb.ptr, 1, &L->ctxArg);
+  /* --trace: each run of consecutive ops of one node is a span on the compute lane (comm ops
+   * are traced by the runtime on their own lanes). */
+  char open[160] = "";
+  MlirValue compute = lbConstI64(&L->lb, 0);
   for (size_t i = 0; i < L->nOps; ++i) {
-    awaitOperands(L, L->ops[i]);
-    lowerOp(L, L->ops[i]);
+    MlirOperation op = L->ops[i];
+    /* waiting is idle time: close the open span before waiting for an input in flight */
+    bool waits = false;
+    for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
+      intptr_t h;
+      waits |= piperPtrMapGet(&L->pending, mlirOperationGetOperand(op, k).ptr, &h) && h;
+    }
+    if (waits && open[0]) {
+      MlirValue end[2] = {L->ctxArg, compute};
+      lbCall(&L->lb, "prt_span_end", (MlirType){NULL}, 2, end);
+      open[0] = 0;
+    }
+    awaitOperands(L, op);
+    if (piperOpInDialect(op, "tdag") && !declaresTensor(op)) {
+      char label[160];
+      nodeLabel(op, label, sizeof label);
+      if (strcmp(label, open)) {
+        MlirValue end[2] = {L->ctxArg, compute};
+        if (open[0]) lbCall(&L->lb, "prt_span_end", (MlirType){NULL}, 2, end);
+        MlirValue begin[3] = {L->ctxArg, lbString(&L->lb, label), compute};
+        lbCall(&L->lb, "prt_span_begin", (MlirType){NULL}, 3, begin);
+        snprintf(open, sizeof open, "%s", label);
+      }
+    }
+    lowerOp(L, op);
+  }
+  if (open[0]) {
+    MlirValue end[2] = {L->ctxArg, compute};
+    lbCall(&L->lb, "prt_span_end", (MlirType){NULL}, 2, end);
   }
   for (int i = 0; i < L->nEndWaits; ++i) {
     MlirValue args[2] = {L->ctxArg, L->endWaits[i]};

@@ -61,16 +61,21 @@ static void remember(Inserter *in, MlirValue v, MlirAttribute devices, MlirValue
   in->recvd[in->n++] = r;
 }
 
+/* Point-to-point transfers are drawn on their own trace lane, "pp". */
+static MlirNamedAttribute ppStream(MlirContext ctx) {
+  return piperNamedAttr(ctx, "stream", mlirStringAttrGet(ctx, piperStr("pp")));
+}
+
 /* comm.send of `v` from `from`'s devices to `to`, placed after `after`, tagged like `like`. */
 static void emitSend(Inserter *in, MlirValue v, MlirOperation after, MlirOperation like,
                      MlirAttribute from, MlirAttribute to, int64_t tag) {
   MlirType tok = tokenType(in->ctx);
-  MlirNamedAttribute attrs[3] = {
+  MlirNamedAttribute attrs[4] = {
       piperNamedAttr(in->ctx, "peers", to),
       piperNamedAttr(in->ctx, "tag", mlirIntegerAttrGet(mlirIntegerTypeGet(in->ctx, 64), tag)),
-      piperNamedAttr(in->ctx, "devices", from)};
+      piperNamedAttr(in->ctx, "devices", from), ppStream(in->ctx)};
   MlirOperation send = piperOpCreate("comm.send", mlirOperationGetLocation(like), 1, &v, 1,
-                                     &tok, 3, attrs);
+                                     &tok, 4, attrs);
   mlirBlockInsertOwnedOperationAfter(in->body, after, send);
   copyAttr(send, like, "tags");
   copyAttr(send, like, "pass");
@@ -112,12 +117,12 @@ static MlirValue paramCopy(Inserter *in, MlirOperation param, MlirAttribute to) 
     int64_t tag = in->nextTag++;
     emitSend(in, v, upd, upd, devicesOf(param), to, tag);
     MlirType tok = tokenType(in->ctx);
-    MlirNamedAttribute attrs[3] = {
+    MlirNamedAttribute attrs[4] = {
         piperNamedAttr(in->ctx, "peers", devicesOf(param)),
         piperNamedAttr(in->ctx, "tag", mlirIntegerAttrGet(mlirIntegerTypeGet(in->ctx, 64), tag)),
-        piperNamedAttr(in->ctx, "devices", to)};
+        piperNamedAttr(in->ctx, "devices", to), ppStream(in->ctx)};
     MlirOperation recv = piperOpCreate("comm.recv_into", mlirOperationGetLocation(upd), 1, &c,
-                                       1, &tok, 3, attrs);
+                                       1, &tok, 4, attrs);
     mlirBlockInsertOwnedOperationBefore(in->body, mlirBlockGetTerminator(in->body), recv);
     copyAttr(recv, upd, "tags");
     copyAttr(recv, upd, "pass");
@@ -166,12 +171,12 @@ static MlirLogicalResult runInsertComm(MlirOperation module, const char *arg) {
         int64_t tag = in.nextTag++;
         emitSend(&in, v, producer, producer, from, to, tag);
         MlirType types[2] = {mlirValueGetType(v), tokenType(in.ctx)};
-        MlirNamedAttribute attrs[3] = {
+        MlirNamedAttribute attrs[4] = {
             piperNamedAttr(in.ctx, "peers", from),
             piperNamedAttr(in.ctx, "tag", mlirIntegerAttrGet(mlirIntegerTypeGet(in.ctx, 64), tag)),
-            piperNamedAttr(in.ctx, "devices", to)};
+            piperNamedAttr(in.ctx, "devices", to), ppStream(in.ctx)};
         MlirOperation recv = piperOpCreate("comm.recv", mlirOperationGetLocation(op), 0, NULL,
-                                           2, types, 3, attrs);
+                                           2, types, 4, attrs);
         mlirBlockInsertOwnedOperationBefore(in.body, op, recv);
         copyAttr(recv, op, "tags");
         copyAttr(recv, op, "pass");

@@ -306,12 +306,24 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "expects dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C)");
   } else if (piperOpIs(op, "tdag.adamw")) {
     if (!checkElementTypes(v, op, 0)) return;
-    for (intptr_t i = 1; i < 4; ++i)
+    int64_t R = piperGetIntAttr(op, "shards", 0), n = piperTensorNumel(operandType(op, 0));
+    int64_t c = R > 0 ? (n + R - 1) / R : 0;
+    for (intptr_t i = 1; i < 4 && R == 0; ++i)
       if (!sameShape(operandType(op, i), operandType(op, 0))) {
         fail(v, op, "operand #%d %s must have the parameter's shape %s", (int)i,
              typeStr(operandType(op, i)), typeStr(operandType(op, 0)));
         return;
       }
+    /* ZeRO: moments are c = ceil(n/R) elements; the gradient is whole (ZeRO-1) or this
+     * replica's shard at the front of R*c padded elements (ZeRO-2/3) */
+    if (R > 0 && (!isVector(operandType(op, 2), c) || !isVector(operandType(op, 3), c) ||
+                  (piperTensorNumel(operandType(op, 1)) != n &&
+                   piperTensorNumel(operandType(op, 1)) != R * c))) {
+      fail(v, op, "with %lld shards of a %lld-element parameter the moments must be (%lld) and "
+                  "the gradient %lld or %lld elements", (long long)R, (long long)n, (long long)c,
+           (long long)n, (long long)(R * c));
+      return;
+    }
     MlirValue param = mlirOperationGetOperand(op, 0);
     if (!mlirValueIsAOpResult(param) || !piperOpIs(mlirOpResultGetOwner(param), "tdag.param"))
       fail(v, op, "the updated operand must be a tdag.param");

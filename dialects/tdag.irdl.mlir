@@ -4,7 +4,7 @@
 // Shapes and element types are checked by piperVerifyTdag (dialects/tdag.c), which IRDL cannot
 // express; IRDL checks op names, operand/result counts and required attributes.
 // An IRDL constraint value used twice must be satisfied by the same type or attribute, so each
-// entry has its own constraint unless equality is meant (add, gelu, gelu_grad, adamw: one type).
+// entry has its own constraint unless equality is meant (add, gelu, gelu_grad: one type).
 irdl.dialect @tdag {
   // ---- leaves: named storage the runtime owns ----
   // A trained parameter; `init` is "normal" | "zeros" | "ones".
@@ -181,14 +181,18 @@ irdl.dialect @tdag {
   // ---- optimizer (built by --piper-autodiff) ----
   // torch.optim.AdamW on one parameter, in place: updates param, exp_avg and exp_avg_sq.
   // lr and weight decay are run flags; `decay` (0/1) says whether weight decay applies.
+  // With ZeRO the moments (and the gradient) are shards: `shards` = R, `shard` = this replica.
   irdl.operation @adamw {
-    %t = irdl.base "!builtin.tensor"
+    %t0 = irdl.base "!builtin.tensor"
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
     %f1 = irdl.base "#builtin.float"
     %f2 = irdl.base "#builtin.float"
     %f3 = irdl.base "#builtin.float"
     %i = irdl.base "#builtin.integer"
     irdl.attributes { "beta1" = %f1, "beta2" = %f2, "eps" = %f3, "decay" = %i }
-    irdl.operands(param: %t, grad: %t, exp_avg: %t, exp_avg_sq: %t)
+    irdl.operands(param: %t0, grad: %t1, exp_avg: %t2, exp_avg_sq: %t3)
   }
 
   // ---- graph level (global training DAG) ----

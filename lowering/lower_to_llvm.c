@@ -110,6 +110,33 @@ static void release(LiveSet *live, size_t owner) {
     }
 }
 
+/* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:
+ * shards of c = ceil(n/R), this one at offset k*c with len elements (0 past the end). */
+typedef struct {
+  int64_t n, R, k, c, offset, len;
+} Shard;
+
+static Shard shardOf(MlirOperation op, int64_t n) {
+  Shard s = {n, piperGetIntAttr(op, "shards", 1), piperGetIntAttr(op, "shard", 0), 0, 0, 0};
+  s.c = (n + s.R - 1) / s.R;
+  s.offset = s.k * s.c;
+  s.len = n - s.offset < s.c ? n - s.offset : s.c;
+  if (s.len < 0) s.len = 0;
+  return s;
+}
+
+/* Elements an all_gather's buffer holds: every member's padded shard. */
+static int64_t gatherElems(MlirOperation op) {
+  Shard s = shardOf(op, piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(op, 0))));
+  return s.R * s.c;
+}
+
+static bool isShardedParam(MlirValue v) {
+  return mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param") &&
+         !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(v),
+                                                               piperStr("shards")));
+}
+
 /* Gives every result a Buffer: declared tensors get ids, the rest arena offsets. */
 static void planMemory(Lowering *L) {
   size_t cap = 16;
@@ -132,6 +159,8 @@ static void planMemory(Lowering *L) {
       Buffer *b = &L->bufs[L->nBufs];
       b->tensorId = declaresTensor(op) ? L->nTensors++ : -1;
       b->bytes = roundUp(piperTensorNumel(mlirValueGetType(v)) * 4);
+      if (piperOpIs(op, "comm.all_gather")) /* gathered into R padded shards of c */
+        b->bytes = roundUp(gatherElems(op) * 4);
       b->offset = 0;
       b->lastUse = i;
       b->ptr = (MlirValue){NULL};
@@ -216,8 +245,15 @@ static void emitSetup(Lowering *L, const char *fnName) {
     char name[256], slot[32], param[200];
     if (piperOpIs(op, "tdag.param")) {
       piperGetStringAttr(op, "name", name, sizeof name);
-      declare(L, ctx, id++, name, PRT_PARAM, initKind(op),
-              mlirValueGetType(mlirOperationGetResult(op, 0)), 0);
+      MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
+      declare(L, ctx, id++, name, PRT_PARAM, initKind(op), t, 0);
+      if (isShardedParam(mlirOperationGetResult(op, 0))) {
+        /* ZeRO-3: declared with its full dims, stored as this replica's shard */
+        Shard sh = shardOf(op, piperTensorNumel(t));
+        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), lbConstI64(b, sh.offset),
+                             lbConstI64(b, sh.len), lbConstI64(b, sh.n)};
+        lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
+      }
     } else if (piperOpIs(op, "tdag.adam_state")) {
       piperGetStringAttr(op, "slot", slot, sizeof slot);
       piperGetStringAttr(op, "param", param, sizeof param);
@@ -438,6 +474,43 @@ static void lowerOp(Lowering *L, MlirOperation op) {
     MlirValue h = lbCall(b, send ? "prt_isend" : "prt_irecv", b->i64, 6, args);
     if (send || into) L->endWaits[L->nEndWaits++] = h;
     else piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+  } else if (piperOpIs(op, "comm.reduce_scatter")) {
+    /* comm.reduce_scatter(g) -> copy g into the R*c result buffer;
+     *   h = prt_ireduce_scatter(ctx, buf, buf, c, group, stream): in place, this replica's
+     *   shard of the sum lands in the first c elements; wait at the first use */
+    Shard sh = shardOf(op, piperTensorNumel(inType(op, 0)));
+    MlirValue res = out(L, op, 0);
+    MlirValue copy[3] = {res, in(L, op, 0), i64c(L, sh.n)};
+    call(L, "prt_copy", 3, copy);
+    MlirValue args[6] = {L->ctxArg, res, res, i64c(L, sh.c), i64c(L, groupOf(L, op)),
+                         i64c(L, streamOf(L, op))};
+    MlirValue h = lbCall(b, "prt_ireduce_scatter", b->i64, 6, args);
+    piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+  } else if (piperOpIs(op, "comm.all_gather")) {
+    /* comm.all_gather(p) -> put this replica's shard at k*c of the R*c result buffer;
+     *   h = prt_iall_gather(ctx, buf + k*c, buf, c, group, stream) in place.
+     * From a ZeRO-3 shard the result is the full parameter, waited for at its first use;
+     * from a whole parameter (ZeRO-1/2, after its sharded update) it is copied back into it. */
+    MlirValue p = mlirOperationGetOperand(op, 0);
+    Shard sh = shardOf(op, piperTensorNumel(inType(op, 0)));
+    MlirValue res = out(L, op, 0), mine = lbOffset(b, res, sh.offset * 4);
+    bool fromShard = isShardedParam(p);
+    if (sh.len > 0) {
+      MlirValue copy[3] = {mine, fromShard ? in(L, op, 0) : lbOffset(b, in(L, op, 0), sh.offset * 4),
+                           i64c(L, sh.len)};
+      call(L, "prt_copy", 3, copy);
+    }
+    MlirValue args[6] = {L->ctxArg, mine, res, i64c(L, sh.c), i64c(L, groupOf(L, op)),
+                         i64c(L, streamOf(L, op))};
+    MlirValue h = lbCall(b, "prt_iall_gather", b->i64, 6, args);
+    if (fromShard) {
+      piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+    } else {
+      MlirValue wait[2] = {L->ctxArg, h};
+      call(L, "prt_wait", 2, wait);
+      MlirValue back[3] = {in(L, op, 0), res, i64c(L, sh.n)};
+      call(L, "prt_copy", 3, back);
+    }
   } else if (piperOpIs(op, "comm.all_reduce")) {
     /* comm.all_reduce(g) -> h = prt_iall_reduce(ctx, g, n, group, stream) in place; wait at
      * the first use of the result */
@@ -447,17 +520,35 @@ static void lowerOp(Lowering *L, MlirOperation op) {
     piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
   } else if (piperOpIs(op, "tdag.adamw")) {
     /* tdag.adamw(p, g, m, v) -> prt_observe_grad(ctx, p id, g);
-     *                           prt_adamw(ctx, p, g, m, v, n, beta1, beta2, eps, decay) */
-    MlirValue observe[3] = {L->ctxArg,
-                            i64c(L, bufferOf(L, mlirOperationGetOperand(op, 0))->tensorId),
-                            in(L, op, 1)};
-    call(L, "prt_observe_grad", 3, observe);
+     *                           prt_adamw(ctx, p, g, m, v, n, beta1, beta2, eps, decay)
+     * With ZeRO shards the update covers this replica's len elements at offset k*c: of p
+     * (unless p itself is stored as the shard, ZeRO-3) and of g (unless g is already the
+     * reduce-scattered shard); the moments are shard-sized. */
+    MlirValue p = mlirOperationGetOperand(op, 0);
+    int64_t n = piperTensorNumel(inType(op, 0));
+    bool sharded = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards")));
+    Shard sh = sharded ? shardOf(op, n) : (Shard){n, 1, 0, n, 0, n};
+    /* a reduce-scattered gradient is this replica's shard, whatever its element count */
+    MlirValue g = mlirOperationGetOperand(op, 1);
+    bool wholeGrad = !(mlirValueIsAOpResult(g) &&
+                       piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter"));
+    MlirValue pp = isShardedParam(p) ? in(L, op, 0) : lbOffset(b, in(L, op, 0), sh.offset * 4);
+    MlirValue gp = wholeGrad ? lbOffset(b, in(L, op, 1), sh.offset * 4) : in(L, op, 1);
+    /* --dump-grads sees whole gradients (no ZeRO, ZeRO-1) and ZeRO-3's shards, which the
+     * runtime assembles; ZeRO-2 holds neither (a shard of a whole parameter), so it is not
+     * observed and --dump-grads reports the gradient missing */
+    if (!sharded || wholeGrad || isShardedParam(p)) {
+      MlirValue observe[3] = {L->ctxArg, i64c(L, bufferOf(L, p)->tensorId),
+                              isShardedParam(p) ? gp : in(L, op, 1)};
+      call(L, "prt_observe_grad", 3, observe);
+    }
+    if (sh.len == 0) return; /* a replica past the end of a small tensor owns nothing */
     MlirValue args[10] = {L->ctxArg,
-                          in(L, op, 0),
-                          in(L, op, 1),
+                          pp,
+                          gp,
                           in(L, op, 2),
                           in(L, op, 3),
-                          i64c(L, piperTensorNumel(inType(op, 0))),
+                          i64c(L, sh.len),
                           lbConstF32(b, (float)piperGetFloatAttr(op, "beta1", 0.9)),
                           lbConstF32(b, (float)piperGetFloatAttr(op, "beta2", 0.95)),
                           lbConstF32(b, (float)piperGetFloatAttr(op, "eps", 1e-8)),
@@ -552,12 +643,12 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "func.return")) continue;
     if ((!piperOpInDialect(op, "tdag") && !piperOpInDialect(op, "comm")) ||
-        piperOpIs(op, "tdag.node") || piperOpIs(op, "comm.reduce_scatter") ||
-        piperOpIs(op, "comm.all_gather") || piperOpIs(op, "comm.all_to_all") ||
+        piperOpIs(op, "tdag.node") || piperOpIs(op, "comm.all_to_all") ||
         piperOpIs(op, "comm.wait")) {
       mlirEmitError(mlirOperationGetLocation(op),
-                    "piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce "
-                    "can be lowered here; run the strategy passes first for graph-level ops");
+                    "piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce/"
+                    "reduce_scatter/all_gather can be lowered here; run the strategy passes "
+                    "first for graph-level ops");
       return mlirLogicalResultFailure();
     }
     L.nOps++;

@@ -189,6 +189,8 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
           c, piperStr("total_rows"),
           i64Attr(ex->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
     }
+    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
+      mlirOperationSetAttributeByName(c, piperStr("shard"), i64Attr(ex->ctx, k)); /* ZeRO */
     MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
     if (!mlirAttributeIsNull(peers))
       mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, k));

@@ -5,8 +5,17 @@
  * reduction: every parameter update among the selected ops gets its gradient summed over the
  * replicas by a comm.all_reduce, issued right after the gradient is produced (on the
  * directive's reduce_stream, so it overlaps the rest of the backward pass) and waited for by
- * the update. The ZeRO variants (shard_optim, shard_grads, shard_params) are refused for now
- * with a diagnostic rather than silently run unsharded. */
+ * the update.
+ *
+ * ZeRO, with R replicas and a parameter of n elements cut into R shards of c = ceil(n/R)
+ * (replica k owns elements [k*c, k*c + c) ∩ [0, n); extraction sets `shard = k`):
+ *   shard_optim (ZeRO-1)  the update runs on the replica's shard only: the AdamW moments are
+ *                         c-element tensors; a comm.all_gather then rebuilds the parameter.
+ *   shard_grads (ZeRO-2)  and the gradient is reduce-scattered instead of all-reduced, so each
+ *                         replica only ever holds its shard of the summed gradient.
+ *   shard_params (ZeRO-3) and the parameter itself is stored as its shard; every op that reads
+ *                         it gets a comm.all_gather right before it (freed after), and a copy
+ *                         of it elsewhere is refreshed from a gathered full value. */
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
@@ -24,19 +33,89 @@ static bool sameDevices(MlirAttribute a, MlirAttribute b) {
   return true;
 }
 
+static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
+  return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
+}
+
+/* A comm collective `name` over `devices` on `value`, result type `t`, placed after `anchor`
+ * (before it if `like` is `anchor`'s reader, see below), with the tags and pass of `like`. */
+static MlirOperation collective(MlirContext ctx, MlirBlock body, const char *name, MlirValue value,
+                                MlirType t, MlirAttribute devices, MlirAttribute stream,
+                                int64_t shards, MlirOperation anchor, bool before,
+                                MlirOperation like) {
+  MlirType types[2] = {t, mlirTypeParseGet(ctx, piperStr("!comm.token"))};
+  MlirNamedAttribute attrs[4] = {piperNamedAttr(ctx, "group", devices),
+                                 piperNamedAttr(ctx, "devices", devices),
+                                 piperNamedAttr(ctx, "shards", i64Attr(ctx, shards)),
+                                 piperNamedAttr(ctx, "stream", stream)};
+  MlirOperation op = piperOpCreate(name, mlirOperationGetLocation(like), 1, &value, 2, types,
+                                   mlirAttributeIsNull(stream) ? 3 : 4, attrs);
+  if (before) mlirBlockInsertOwnedOperationBefore(body, anchor, op);
+  else mlirBlockInsertOwnedOperationAfter(body, anchor, op);
+  static const char *copied[] = {"tags", "pass"};
+  for (int i = 0; i < 2; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(like, piperStr(copied[i]));
+    if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(op, piperStr(copied[i]), a);
+  }
+  return op;
+}
+
+/* Gradient reduction and ZeRO sharding for one update `upd` (see the file comment). */
+static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, MlirAttribute devices,
+                        MlirAttribute stream, MlirAttribute gatherStream, int zero) {
+  MlirValue p = mlirOperationGetOperand(upd, 0), g = mlirOperationGetOperand(upd, 1);
+  MlirOperation producer = mlirOpResultGetOwner(g), param = mlirOpResultGetOwner(p);
+  int64_t R = mlirArrayAttrGetNumElements(devices), n = piperTensorNumel(mlirValueGetType(p));
+  int64_t c = (n + R - 1) / R;
+  MlirType f32 = mlirF32TypeGet(ctx);
+  MlirType chunk = mlirRankedTensorTypeGet(1, &c, f32, mlirAttributeGetNull());
+  int64_t padded = R * c;
+  MlirType paddedType = mlirRankedTensorTypeGet(1, &padded, f32, mlirAttributeGetNull());
+  if (zero < 2) { /* the whole gradient, summed */
+    MlirOperation ar = collective(ctx, body, "comm.all_reduce", g, mlirValueGetType(g), devices,
+                                  stream, 1, producer, false, producer);
+    mlirOperationRemoveAttributeByName(ar, piperStr("shards"));
+    mlirOperationSetOperand(upd, 1, mlirOperationGetResult(ar, 0));
+  } else { /* this replica's shard of the sum, in the first c of R*c padded elements */
+    MlirOperation rs = collective(ctx, body, "comm.reduce_scatter", g, paddedType, devices,
+                                  stream, R, producer, false, producer);
+    mlirOperationSetOperand(upd, 1, mlirOperationGetResult(rs, 0));
+  }
+  if (zero == 0) return;
+  mlirOperationSetAttributeByName(upd, piperStr("shards"), i64Attr(ctx, R));
+  for (int i = 2; i < 4; ++i) { /* the AdamW moments: one shard each */
+    MlirValue m = mlirOperationGetOperand(upd, i);
+    mlirValueSetType(m, chunk);
+    mlirOperationSetAttributeByName(mlirOpResultGetOwner(m), piperStr("shards"), i64Attr(ctx, R));
+  }
+  if (zero < 3) { /* rebuild the full parameter from the updated shards */
+    collective(ctx, body, "comm.all_gather", p, mlirValueGetType(p), devices, gatherStream, R,
+               upd, false, upd);
+    return;
+  }
+  /* ZeRO-3: the parameter lives as its shard; gather it right before each reader. */
+  mlirOperationSetAttributeByName(param, piperStr("shards"), i64Attr(ctx, R));
+  MlirOpOperand use = mlirValueGetFirstUse(p);
+  while (!mlirOpOperandIsNull(use)) {
+    MlirOpOperand next = mlirOpOperandGetNextUse(use);
+    MlirOperation reader = mlirOpOperandGetOwner(use);
+    if (reader.ptr != upd.ptr) {
+      MlirOperation ag = collective(ctx, body, "comm.all_gather", p, mlirValueGetType(p), devices,
+                                    gatherStream, R, reader, true, reader);
+      mlirOperationSetOperand(reader, mlirOpOperandGetOperandNumber(use),
+                              mlirOperationGetResult(ag, 0));
+    }
+    use = next;
+  }
+}
+
 static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
   MlirContext ctx = mlirOperationGetContext(d);
-  static const char *zero[] = {"shard_optim", "shard_grads", "shard_params"};
-  for (int i = 0; i < 3; ++i)
-    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr(zero[i])))) {
-      piperDirectiveError(d, "replicate: %s (ZeRO) is not implemented yet; drop it to run plain "
-                             "data parallelism", zero[i]);
-      return mlirLogicalResultFailure();
-    }
   MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
   MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
   MlirAttribute stream = mlirOperationGetAttributeByName(d, piperStr("reduce_stream"));
-  int matched = 0;
+  int matched = 0, nUpdates = 0;
+  MlirOperation updates[4096];
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     if (!piperOpInDialect(op, "tdag") || !piperFilterMatches(op, filter)) continue;
@@ -49,25 +128,19 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
       return mlirLogicalResultFailure();
     }
     if (!piperOpIs(op, "tdag.adamw") || mlirArrayAttrGetNumElements(devices) < 2) continue;
-    MlirValue g = mlirOperationGetOperand(op, 1);
-    MlirType types[2] = {mlirValueGetType(g), mlirTypeParseGet(ctx, piperStr("!comm.token"))};
-    MlirNamedAttribute attrs[3] = {piperNamedAttr(ctx, "group", devices),
-                                   piperNamedAttr(ctx, "devices", devices),
-                                   piperNamedAttr(ctx, "stream", stream)};
-    MlirOperation producer = mlirOpResultGetOwner(g);
-    MlirOperation ar = piperOpCreate("comm.all_reduce", mlirOperationGetLocation(producer), 1,
-                                     &g, 2, types, mlirAttributeIsNull(stream) ? 2 : 3, attrs);
-    mlirBlockInsertOwnedOperationAfter(body, producer, ar);
-    MlirAttribute tags = mlirOperationGetAttributeByName(producer, piperStr("tags"));
-    MlirAttribute pass = mlirOperationGetAttributeByName(producer, piperStr("pass"));
-    if (!mlirAttributeIsNull(tags)) mlirOperationSetAttributeByName(ar, piperStr("tags"), tags);
-    if (!mlirAttributeIsNull(pass)) mlirOperationSetAttributeByName(ar, piperStr("pass"), pass);
-    mlirOperationSetOperand(op, 1, mlirOperationGetResult(ar, 0));
+    updates[nUpdates++] = op;
   }
   if (!matched) {
     piperDirectiveError(d, "replicate: the filter matches no op of the model");
     return mlirLogicalResultFailure();
   }
+  int zero = !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_params"))) ? 3
+             : !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_grads"))) ? 2
+             : !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_optim"))) ? 1
+                                                                                               : 0;
+  MlirAttribute gatherStream = mlirOperationGetAttributeByName(d, piperStr("gather_stream"));
+  for (int u = 0; u < nUpdates; ++u)
+    shardUpdate(ctx, body, updates[u], devices, stream, gatherStream, zero);
   return mlirLogicalResultSuccess();
 }
 

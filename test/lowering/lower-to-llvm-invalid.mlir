@@ -11,7 +11,7 @@ func.func @no_tdag() {
 
 func.func private @body(%a: tensor<2xf32>) -> tensor<2xf32>
 func.func @graph_level(%a: tensor<2xf32>) {
-  // CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:8: error: piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce can be lowered here
+  // CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:8: error: piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce/reduce_scatter/all_gather can be lowered here
   %0 = "tdag.node"(%a) {callee = @body, kind = "F"} : (tensor<2xf32>) -> tensor<2xf32>
   return
 }

@@ -117,26 +117,34 @@ def main():
             name, ms, bubble(trace, 2), a, formula, per("params"), per("optim"), per("arena"),
             per("peak_rss")))
 
-    print("\n## Memory per rank against theory (params+optim = 12 bytes per parameter for fp32 "
-          "AdamW; PP divides it by the stage count, DP replicates it)\n")
+    print("\n## Memory per rank against theory (fp32 AdamW: parameters 4 bytes and moments 8 "
+          "bytes per parameter; R replicas, S stages)\n")
     s = single_ranks[0]
-    full = s["params"] + s["optim"]
-    print("| layout | ranks | params+optim MB/rank (measured) | theory MB/rank | arena MB/rank |")
-    print("|---|---|---|---|---|")
-    print("| single device | 1 | %s | %s | %s |" % (mb(full), mb(full), mb(s["arena"])))
-    layouts = [("DP2", 1, 2, ["gpipe", "--stages", "1", "--microbatches", "1", "--dp", "2"], full),
-               ("PP2 1F1B", 2, 2, ["1f1b", "--stages", "2", "--microbatches", str(M)], full / 2),
-               ("PP4 1F1B", 4, 4, ["1f1b", "--stages", "4", "--microbatches", str(M)], full / 4)]
-    for name, stages, np_, args, theory in layouts:
+    P, O = s["params"], s["optim"]
+    print("| layout | ranks | params MB/rank | optim MB/rank | params+optim theory MB/rank | "
+          "arena (activations+grads) MB/rank |")
+    print("|---|---|---|---|---|---|")
+    print("| single device | 1 | %s | %s | %s | %s |" % (mb(P), mb(O), mb(P + O), mb(s["arena"])))
+    dp = ["gpipe", "--stages", "1", "--microbatches", "1", "--dp", "2"]
+    layouts = [("DP2", 1, 2, dp, P + O, "replicated"),
+               ("DP2 ZeRO-1", 1, 2, dp + ["--zero", "1"], P + O / 2, "P + O/R"),
+               ("DP2 ZeRO-2", 1, 2, dp + ["--zero", "2"], P + O / 2, "P + O/R (grads sharded)"),
+               ("DP2 ZeRO-3", 1, 2, dp + ["--zero", "3"], (P + O) / 2, "(P + O)/R"),
+               ("PP2 1F1B", 2, 2, ["1f1b", "--stages", "2", "--microbatches", str(M)], (P + O) / 2,
+                "(P + O)/S"),
+               ("PP4 1F1B", 4, 4, ["1f1b", "--stages", "4", "--microbatches", str(M)], (P + O) / 4,
+                "(P + O)/S")]
+    for name, stages, np_, args, theory, rule in layouts:
         tag = "mem-" + re.sub(r"[^a-z0-9]+", "-", name.lower())
         plan = build(bin_dir, work, tag, stages, args)
         _, ranks, _ = run(plan, np_, work, tag)
-        print("| %s | %d | %s | %s | %s |" % (
-            name, np_, " / ".join(mb(r["params"] + r["optim"]) for r in ranks), mb(theory),
+        print("| %s | %d | %s | %s | %s = %s | %s |" % (
+            name, np_, " / ".join(mb(r["params"]) for r in ranks),
+            " / ".join(mb(r["optim"]) for r in ranks), rule, mb(theory),
             " / ".join(mb(r["arena"]) for r in ranks)))
-    print("\nZeRO-1/2/3 rows are missing: the replicate directive refuses shard_* until ZeRO lands.")
-    print("PP ranks hold a little more than 1/PP: the first and last stage each keep wte (the "
-          "tied head reads it), and the stages are uneven (embeddings, head).")
+    print("\nZeRO-3's params column is the stored shard; each use gathers the full tensor into the "
+          "arena for the duration of its reader. PP ranks hold a little more than 1/S: the first "
+          "and last stage both keep wte (the tied head reads it) and the stages are uneven.")
 
 
 if __name__ == "__main__":

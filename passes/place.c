@@ -60,6 +60,13 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
 
   for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
        d = mlirOperationGetNextInBlock(d)) {
+    if (piperOpIs(d, "sched.shard")) {
+      /* parsed (and validated) by the importer; its all-to-all lowering comes with MoE ops */
+      piperDirectiveError(d, "shard: expert parallelism needs MoE (expert) ops, and the tdag "
+                             "dialect has none yet; remove the shard directive");
+      free(used);
+      return mlirLogicalResultFailure();
+    }
     if (!piperOpIs(d, "sched.place")) continue;
     if (mlirOperationIsNull(firstPlace)) firstPlace = d;
     MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));

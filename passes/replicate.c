@@ -16,6 +16,7 @@
  *   shard_params (ZeRO-3) and the parameter itself is stored as its shard; every op that reads
  *                         it gets a comm.all_gather right before it (freed after), and a copy
  *                         of it elsewhere is refreshed from a gathered full value. */
+#include <stdio.h>
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
@@ -139,6 +140,18 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
              : !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_optim"))) ? 1
                                                                                                : 0;
   MlirAttribute gatherStream = mlirOperationGetAttributeByName(d, piperStr("gather_stream"));
+  if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("bucket_size")))) {
+    /* The C API has no warning diagnostics: say it on stderr, with the directive's place. */
+    MlirLocation at = mlirOperationGetLocation(d);
+    if (mlirLocationIsAFileLineColRange(at)) {
+      MlirStringRef file = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(at));
+      fprintf(stderr, "%.*s:%d:%d: ", (int)file.length, file.data,
+              mlirLocationFileLineColRangeGetStartLine(at),
+              mlirLocationFileLineColRangeGetStartColumn(at));
+    }
+    fprintf(stderr, "warning: replicate: bucket_size is accepted but not used yet: every "
+                    "gradient is reduced on its own, as soon as it is ready\n");
+  }
   for (int u = 0; u < nUpdates; ++u)
     shardUpdate(ctx, body, updates[u], devices, stream, gatherStream, zero);
   return mlirLogicalResultSuccess();

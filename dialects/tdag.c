@@ -111,13 +111,24 @@ static const char *typeStr(MlirType t) {
   return b;
 }
 
-static void fail(Verifier *v, MlirOperation op, const char *fmt, ...) {
-  char msg[512];
+void piperEmitErrorV(MlirLocation loc, const char *fmt, va_list ap) {
+  char msg[640];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  mlirEmitError(loc, msg);
+}
+
+void piperEmitErrorf(MlirLocation loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  piperEmitErrorV(loc, fmt, ap);
   va_end(ap);
-  mlirEmitError(mlirOperationGetLocation(op), msg);
+}
+
+static void fail(Verifier *v, MlirOperation op, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  piperEmitErrorV(mlirOperationGetLocation(op), fmt, ap);
+  va_end(ap);
   v->errors++;
 }
 

@@ -118,17 +118,18 @@ MlirValue lbOffset(LlvmBuilder *b, MlirValue base, int64_t byteOffset) {
       append(b, piperOpCreate("llvm.getelementptr", b->loc, 2, ops, 1, &b->ptr, 3, attrs)), 0);
 }
 
-MlirValue lbString(LlvmBuilder *b, const char *s) {
+/* A private constant global of type `type` holding `value` (named `<prefix>...<n>`), placed
+ * after the previous one at the top of the module; returns its address. */
+static MlirValue constantGlobal(LlvmBuilder *b, const char *prefix, MlirType type,
+                                MlirAttribute value) {
   char sym[64];
-  snprintf(sym, sizeof sym, "piper_str%s%d", b->symPrefix, b->nStrings++);
-  size_t n = strlen(s) + 1;
-  MlirType arr = mlirLLVMArrayTypeGet(mlirIntegerTypeGet(b->ctx, 8), (unsigned)n);
+  snprintf(sym, sizeof sym, "%s%s%d", prefix, b->symPrefix, b->nStrings++);
   MlirNamedAttribute attrs[6] = {
       named(b, "sym_name", mlirStringAttrGet(b->ctx, piperStr(sym))),
-      named(b, "global_type", mlirTypeAttrGet(arr)),
+      named(b, "global_type", mlirTypeAttrGet(type)),
       named(b, "linkage", parseAttr(b, "#llvm.linkage<private>")),
       named(b, "constant", mlirUnitAttrGet(b->ctx)),
-      named(b, "value", mlirStringAttrGet(b->ctx, (MlirStringRef){s, n})),
+      named(b, "value", value),
       named(b, "addr_space", mlirIntegerAttrGet(b->i32, 0))};
   MlirOperationState st = mlirOperationStateGet(piperStr("llvm.mlir.global"), b->loc);
   mlirOperationStateAddAttributes(&st, 6, attrs);
@@ -142,6 +143,12 @@ MlirValue lbString(LlvmBuilder *b, const char *s) {
       named(b, "global_name", mlirFlatSymbolRefAttrGet(b->ctx, piperStr(sym)));
   return mlirOperationGetResult(
       append(b, piperOpCreate("llvm.mlir.addressof", b->loc, 0, NULL, 1, &b->ptr, 1, &ref)), 0);
+}
+
+MlirValue lbString(LlvmBuilder *b, const char *s) {
+  size_t n = strlen(s) + 1;
+  MlirType arr = mlirLLVMArrayTypeGet(mlirIntegerTypeGet(b->ctx, 8), (unsigned)n);
+  return constantGlobal(b, "piper_str", arr, mlirStringAttrGet(b->ctx, (MlirStringRef){s, n}));
 }
 
 MlirBlock lbNewBlock(LlvmBuilder *b, bool enter) {
@@ -174,29 +181,10 @@ void lbCondBr(LlvmBuilder *b, MlirValue cond, MlirBlock ifTrue, MlirBlock ifFals
 }
 
 MlirValue lbI64Array(LlvmBuilder *b, intptr_t n, const int64_t *values) {
-  char sym[64];
-  snprintf(sym, sizeof sym, "piper_i64s%s%d", b->symPrefix, b->nStrings++);
-  MlirType arr = mlirLLVMArrayTypeGet(b->i64, (unsigned)n);
   int64_t shape = n;
   MlirType tensor = mlirRankedTensorTypeGet(1, &shape, b->i64, mlirAttributeGetNull());
-  MlirNamedAttribute attrs[6] = {
-      named(b, "sym_name", mlirStringAttrGet(b->ctx, piperStr(sym))),
-      named(b, "global_type", mlirTypeAttrGet(arr)),
-      named(b, "linkage", parseAttr(b, "#llvm.linkage<private>")),
-      named(b, "constant", mlirUnitAttrGet(b->ctx)),
-      named(b, "value", mlirDenseElementsAttrInt64Get(tensor, n, values)),
-      named(b, "addr_space", mlirIntegerAttrGet(b->i32, 0))};
-  MlirOperationState st = mlirOperationStateGet(piperStr("llvm.mlir.global"), b->loc);
-  mlirOperationStateAddAttributes(&st, 6, attrs);
-  MlirRegion empty = mlirRegionCreate();
-  mlirOperationStateAddOwnedRegions(&st, 1, &empty);
-  MlirOperation global = mlirOperationCreate(&st);
-  mlirBlockInsertOwnedOperationAfter(b->moduleBody, b->lastString, global);
-  b->lastString = global;
-  MlirNamedAttribute ref =
-      named(b, "global_name", mlirFlatSymbolRefAttrGet(b->ctx, piperStr(sym)));
-  return mlirOperationGetResult(
-      append(b, piperOpCreate("llvm.mlir.addressof", b->loc, 0, NULL, 1, &b->ptr, 1, &ref)), 0);
+  return constantGlobal(b, "piper_i64s", mlirLLVMArrayTypeGet(b->i64, (unsigned)n),
+                        mlirDenseElementsAttrInt64Get(tensor, n, values));
 }
 
 MlirValue lbCall(LlvmBuilder *b, const char *callee, MlirType ret, intptr_t n,

@@ -158,19 +158,7 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
 }
 
 static MlirLogicalResult runReplicate(MlirOperation module, const char *arg) {
-  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-  MlirOperation func = {NULL};
-  for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
-       d = mlirOperationGetNextInBlock(d)) {
-    if (!piperOpIs(d, "sched.replicate")) continue;
-    if (mlirOperationIsNull(func) &&
-        mlirOperationIsNull(func = piperTrainingFunction(module, "piper-replicate")))
-      return mlirLogicalResultFailure();
-    if (mlirLogicalResultIsFailure(
-            applyReplicate(d, mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)))))
-      return mlirLogicalResultFailure();
-  }
-  return mlirLogicalResultSuccess();
+  return piperApplyDirectives(module, "sched.replicate", "piper-replicate", applyReplicate);
 }
 
 MlirPass piperCreateReplicatePass(const char *arg) {

@@ -175,18 +175,7 @@ fail:
 }
 
 static MlirLogicalResult runSplit(MlirOperation module, const char *arg) {
-  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-  MlirOperation func = {NULL};
-  for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
-       d = mlirOperationGetNextInBlock(d)) {
-    if (!piperOpIs(d, "sched.split")) continue;
-    if (mlirOperationIsNull(func) &&
-        mlirOperationIsNull(func = piperTrainingFunction(module, "piper-split")))
-      return mlirLogicalResultFailure();
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
-    if (mlirLogicalResultIsFailure(applySplit(d, body))) return mlirLogicalResultFailure();
-  }
-  return mlirLogicalResultSuccess();
+  return piperApplyDirectives(module, "sched.split", "piper-split", applySplit);
 }
 
 MlirPass piperCreateSplitPass(const char *arg) {

@@ -95,10 +95,25 @@ void piperSetTag(MlirOperation op, const char *key, int64_t value) {
 }
 
 void piperDirectiveError(MlirOperation directive, const char *fmt, ...) {
-  char msg[640];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  piperEmitErrorV(mlirOperationGetLocation(directive), fmt, ap);
   va_end(ap);
-  mlirEmitError(mlirOperationGetLocation(directive), msg);
+}
+
+MlirLogicalResult piperApplyDirectives(MlirOperation module, const char *directive,
+                                       const char *passName, PiperDirectiveFn apply) {
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  MlirOperation func = {NULL};
+  for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
+       d = mlirOperationGetNextInBlock(d)) {
+    if (!piperOpIs(d, directive)) continue;
+    if (mlirOperationIsNull(func) &&
+        mlirOperationIsNull(func = piperTrainingFunction(module, passName)))
+      return mlirLogicalResultFailure();
+    if (mlirLogicalResultIsFailure(
+            apply(d, mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0)))))
+      return mlirLogicalResultFailure();
+  }
+  return mlirLogicalResultSuccess();
 }

@@ -33,4 +33,10 @@ void piperSetTag(MlirOperation op, const char *key, int64_t value);
 void piperDirectiveError(MlirOperation directive, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Calls `apply` on each `directive` op ("sched.split") of the module, in order, with the
+ * training graph's body; stops at the first failure. */
+typedef MlirLogicalResult (*PiperDirectiveFn)(MlirOperation directive, MlirBlock body);
+MlirLogicalResult piperApplyDirectives(MlirOperation module, const char *directive,
+                                       const char *passName, PiperDirectiveFn apply);
+
 #endif

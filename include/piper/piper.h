@@ -4,6 +4,7 @@
 #ifndef PIPER_PIPER_H
 #define PIPER_PIPER_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,10 @@ bool piperGetStringAttr(MlirOperation op, const char *name, char *buf, size_t si
 int64_t piperGetIntAttr(MlirOperation op, const char *name, int64_t fallback);
 /* A float attribute of `op`, or `fallback` if absent. */
 double piperGetFloatAttr(MlirOperation op, const char *name, double fallback);
+
+/* mlirEmitError with a printf-style message. */
+void piperEmitErrorV(MlirLocation loc, const char *fmt, va_list ap);
+void piperEmitErrorf(MlirLocation loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Ranked tensor helpers. numel of a 0-d tensor is 1. */
 int64_t piperTensorRank(MlirType t);

@@ -117,9 +117,10 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
   } else {
     for (int64_t dev = 0; dev <= maxDevice; ++dev)
       if (!used[dev]) {
-        piperDirectiveError(firstPlace, "place: device ids must be dense from 0, but device "
-                                        "%lld is never used while device %lld is; renumber "
-                                        "the devices", (long long)dev, (long long)maxDevice);
+        piperDirectiveError(firstPlace, "place: device %lld is out of range: device ids must "
+                                        "be dense from 0, but device %lld is never used; "
+                                        "renumber the devices",
+                            (long long)maxDevice, (long long)dev);
         status = mlirLogicalResultFailure();
         break;
       }

@@ -18,194 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lowering/llvm_builder.h"
+#include "lowering/lowering.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "piper/runtime.h"
-
-enum { ALIGN = 64 };
-
-/* Where one tensor value lives. */
-typedef struct {
-  int64_t tensorId;  /* prt_declare_tensor id, or -1 for an arena value */
-  int64_t offset;    /* byte offset in the arena (arena values) */
-  int64_t bytes;     /* size, rounded up to ALIGN */
-  size_t lastUse;    /* index of the last op reading it (its def if unread) */
-  MlirValue ptr;     /* the llvm pointer, once materialised in piper_step */
-} Buffer;
-
-/* What every device function of the module shares. */
-typedef struct {
-  MlirAttribute groups[256]; /* communicator groups (device arrays), id = index */
-  int nGroups;
-  char streams[32][64];      /* stream names, id = index; 0 is "compute" */
-  int nStreams;
-} Shared;
-
-typedef struct {
-  MlirOperation func;   /* the tdag function being lowered */
-  Shared *shared;       /* groups and streams of the module */
-  MlirOperation *ops;   /* its ops in program order */
-  size_t nOps;
-  Buffer *bufs;         /* one per tensor value */
-  size_t nBufs;
-  PiperPtrMap bufOf;    /* value ptr -> index into bufs */
-  PiperPtrMap outputId; /* tdag.output op ptr -> its declared tensor id */
-  int64_t nTensors;     /* declared tensors */
-  int64_t arenaBytes;   /* planned peak */
-  LlvmBuilder lb;
-  MlirValue ctxArg;     /* piper_step's ctx */
-  MlirValue arena;      /* prt_arena(ctx) in piper_step */
-  PiperPtrMap pending;  /* value ptr -> i64 handle to wait for before its first use */
-  MlirValue endWaits[4096]; /* handles waited at the end of the step (sends, refreshes) */
-  int nEndWaits;
-} Lowering;
-
-static int64_t roundUp(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
-
-static Buffer *bufferOf(Lowering *L, MlirValue v) {
-  intptr_t i;
-  return piperPtrMapGet(&L->bufOf, v.ptr, &i) ? &L->bufs[i] : NULL;
-}
-
-static bool declaresTensor(MlirOperation op) {
-  return piperOpIs(op, "tdag.param") || piperOpIs(op, "tdag.adam_state") ||
-         piperOpIs(op, "tdag.input");
-}
-
-/* ---- memory plan ---- */
-
-/* Live arena blocks, sorted by offset, for first-fit placement. */
-typedef struct {
-  int64_t *offset, *bytes;
-  size_t *owner;   /* buffer index */
-  size_t n;
-} LiveSet;
-
-static int64_t place(LiveSet *live, size_t owner, int64_t bytes) {
-  int64_t at = 0;
-  size_t i = 0;
-  for (; i < live->n; ++i) {
-    if (live->offset[i] - at >= bytes) break;
-    at = live->offset[i] + live->bytes[i];
-  }
-  memmove(live->offset + i + 1, live->offset + i, (live->n - i) * sizeof *live->offset);
-  memmove(live->bytes + i + 1, live->bytes + i, (live->n - i) * sizeof *live->bytes);
-  memmove(live->owner + i + 1, live->owner + i, (live->n - i) * sizeof *live->owner);
-  live->offset[i] = at;
-  live->bytes[i] = bytes;
-  live->owner[i] = owner;
-  live->n++;
-  return at;
-}
-
-static void release(LiveSet *live, size_t owner) {
-  for (size_t i = 0; i < live->n; ++i)
-    if (live->owner[i] == owner) {
-      memmove(live->offset + i, live->offset + i + 1, (live->n - i - 1) * sizeof *live->offset);
-      memmove(live->bytes + i, live->bytes + i + 1, (live->n - i - 1) * sizeof *live->bytes);
-      memmove(live->owner + i, live->owner + i + 1, (live->n - i - 1) * sizeof *live->owner);
-      live->n--;
-      return;
-    }
-}
-
-/* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:
- * shards of c = ceil(n/R), this one at offset k*c with len elements (0 past the end). */
-typedef struct {
-  int64_t n, R, k, c, offset, len;
-} Shard;
-
-static Shard shardOf(MlirOperation op, int64_t n) {
-  Shard s = {n, piperGetIntAttr(op, "shards", 1), piperGetIntAttr(op, "shard", 0), 0, 0, 0};
-  s.c = (n + s.R - 1) / s.R;
-  s.offset = s.k * s.c;
-  s.len = n - s.offset < s.c ? n - s.offset : s.c;
-  if (s.len < 0) s.len = 0;
-  return s;
-}
-
-/* Elements an all_gather's buffer holds: every member's padded shard. */
-static int64_t gatherElems(MlirOperation op) {
-  Shard s = shardOf(op, piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(op, 0))));
-  return s.R * s.c;
-}
-
-static bool isShardedParam(MlirValue v) {
-  return mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param") &&
-         !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(v),
-                                                               piperStr("shards")));
-}
-
-/* Gives every result a Buffer: declared tensors get ids, the rest arena offsets. */
-static void planMemory(Lowering *L) {
-  size_t cap = 16;
-  L->bufs = malloc(cap * sizeof *L->bufs);
-  piperPtrMapInit(&L->bufOf, L->nOps * 2);
-  piperPtrMapInit(&L->outputId, 4);
-  for (size_t i = 0; i < L->nOps; ++i) {
-    MlirOperation op = L->ops[i];
-    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
-      MlirValue v = mlirOperationGetResult(op, r);
-      if (!mlirTypeIsARankedTensor(mlirValueGetType(v))) continue; /* !comm.token */
-      if (piperOpIs(op, "comm.all_reduce") && r == 0) {
-        /* reduced in place: the result is the operand's buffer */
-        intptr_t same;
-        piperPtrMapGet(&L->bufOf, mlirOperationGetOperand(op, 0).ptr, &same);
-        piperPtrMapPut(&L->bufOf, v.ptr, same);
-        continue;
-      }
-      if (L->nBufs == cap) L->bufs = realloc(L->bufs, (cap *= 2) * sizeof *L->bufs);
-      Buffer *b = &L->bufs[L->nBufs];
-      b->tensorId = declaresTensor(op) ? L->nTensors++ : -1;
-      b->bytes = roundUp(piperTensorNumel(mlirValueGetType(v)) * 4);
-      if (piperOpIs(op, "comm.all_gather")) /* gathered into R padded shards of c */
-        b->bytes = roundUp(gatherElems(op) * 4);
-      b->offset = 0;
-      b->lastUse = i;
-      b->ptr = (MlirValue){NULL};
-      piperPtrMapPut(&L->bufOf, v.ptr, (intptr_t)L->nBufs++);
-    }
-    if (piperOpIs(op, "tdag.output")) piperPtrMapPut(&L->outputId, op.ptr, L->nTensors++);
-    for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
-      Buffer *b = bufferOf(L, mlirOperationGetOperand(op, k));
-      /* a sent buffer is read by the network until the end-of-step wait */
-      if (b) b->lastUse = piperOpIs(op, "comm.send") ? L->nOps : i;
-    }
-  }
-  /* Walk program order: results are placed before the op's dead inputs are released, so a
-   * kernel never writes over a value it is still reading. */
-  LiveSet live = {malloc(L->nBufs * sizeof(int64_t)), malloc(L->nBufs * sizeof(int64_t)),
-                  malloc(L->nBufs * sizeof(size_t)), 0};
-  size_t *dying = malloc(L->nBufs * sizeof *dying);
-  for (size_t i = 0; i < L->nOps; ++i) {
-    MlirOperation op = L->ops[i];
-    size_t nDying = 0;
-    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
-      intptr_t idx;
-      if (!mlirTypeIsARankedTensor(mlirValueGetType(mlirOperationGetResult(op, r))) ||
-          (piperOpIs(op, "comm.all_reduce") && r == 0))
-        continue;
-      piperPtrMapGet(&L->bufOf, mlirOperationGetResult(op, r).ptr, &idx);
-      Buffer *b = &L->bufs[idx];
-      if (b->tensorId >= 0) continue;
-      b->offset = place(&live, (size_t)idx, b->bytes);
-      if (b->offset + b->bytes > L->arenaBytes) L->arenaBytes = b->offset + b->bytes;
-      if (b->lastUse == i) dying[nDying++] = (size_t)idx;
-    }
-    for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
-      intptr_t idx;
-      if (piperPtrMapGet(&L->bufOf, mlirOperationGetOperand(op, k).ptr, &idx) &&
-          L->bufs[idx].tensorId < 0 && L->bufs[idx].lastUse == i)
-        dying[nDying++] = (size_t)idx;
-    }
-    for (size_t d = 0; d < nDying; ++d) release(&live, dying[d]);
-  }
-  free(dying);
-  free(live.offset);
-  free(live.bytes);
-  free(live.owner);
-}
 
 /* ---- piper_setup ---- */
 
@@ -247,9 +63,9 @@ static void emitSetup(Lowering *L, const char *fnName) {
       piperGetStringAttr(op, "name", name, sizeof name);
       MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
       declare(L, ctx, id++, name, PRT_PARAM, initKind(op), t, 0);
-      if (isShardedParam(mlirOperationGetResult(op, 0))) {
+      if (lwIsShardedParam(mlirOperationGetResult(op, 0))) {
         /* ZeRO-3: declared with its full dims, stored as this replica's shard */
-        Shard sh = shardOf(op, piperTensorNumel(t));
+        Shard sh = lwShardOf(op, piperTensorNumel(t));
         MlirValue args[5] = {ctx, lbConstI64(b, id - 1), lbConstI64(b, sh.offset),
                              lbConstI64(b, sh.len), lbConstI64(b, sh.n)};
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
@@ -278,8 +94,8 @@ static void emitSetup(Lowering *L, const char *fnName) {
 /* ---- piper_step ---- */
 
 /* The pointer to value `v`, materialised on first use in piper_step. */
-static MlirValue ptrOf(Lowering *L, MlirValue v) {
-  Buffer *buf = bufferOf(L, v);
+MlirValue lwPtrOf(Lowering *L, MlirValue v) {
+  Buffer *buf = lwBufferOf(L, v);
   if (!buf->ptr.ptr) {
     if (buf->tensorId >= 0) {
       MlirValue args[2] = {L->ctxArg, lbConstI64(&L->lb, buf->tensorId)};
@@ -292,7 +108,7 @@ static MlirValue ptrOf(Lowering *L, MlirValue v) {
 }
 
 /* Before an op reads a value still in flight (received or reduced), wait for it. */
-static void awaitOperands(Lowering *L, MlirOperation op) {
+void lwAwaitOperands(Lowering *L, MlirOperation op) {
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
     intptr_t h;
     MlirValue v = mlirOperationGetOperand(op, i);
@@ -304,258 +120,21 @@ static void awaitOperands(Lowering *L, MlirOperation op) {
   }
 }
 
-static MlirValue in(Lowering *L, MlirOperation op, intptr_t i) {
-  return ptrOf(L, mlirOperationGetOperand(op, i));
+MlirValue lwIn(Lowering *L, MlirOperation op, intptr_t i) {
+  return lwPtrOf(L, mlirOperationGetOperand(op, i));
 }
-static MlirValue out(Lowering *L, MlirOperation op, intptr_t i) {
-  return ptrOf(L, mlirOperationGetResult(op, i));
+MlirValue lwOut(Lowering *L, MlirOperation op, intptr_t i) {
+  return lwPtrOf(L, mlirOperationGetResult(op, i));
 }
-static MlirType inType(MlirOperation op, intptr_t i) {
+MlirType lwInType(MlirOperation op, intptr_t i) {
   return mlirValueGetType(mlirOperationGetOperand(op, i));
 }
-static MlirValue i64c(Lowering *L, int64_t v) { return lbConstI64(&L->lb, v); }
+MlirValue lwI64(Lowering *L, int64_t v) { return lbConstI64(&L->lb, v); }
 
-static void call(Lowering *L, const char *fn, intptr_t n, const MlirValue *args) {
+void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args) {
   lbCall(&L->lb, fn, (MlirType){NULL}, n, args);
 }
 
-/* Id of the op's stream ("compute" when it names none). */
-static int64_t streamOf(Lowering *L, MlirOperation op) {
-  char name[64] = "compute";
-  piperGetStringAttr(op, "stream", name, sizeof name);
-  Shared *sh = L->shared;
-  for (int i = 0; i < sh->nStreams; ++i)
-    if (!strcmp(sh->streams[i], name)) return i;
-  snprintf(sh->streams[sh->nStreams], sizeof sh->streams[0], "%s", name);
-  return sh->nStreams++;
-}
-
-/* Id of the op's communicator group. */
-static int64_t groupOf(Lowering *L, MlirOperation op) {
-  MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
-  Shared *sh = L->shared;
-  for (int i = 0; i < sh->nGroups; ++i)
-    if (mlirAttributeEqual(sh->groups[i], g)) return i;
-  sh->groups[sh->nGroups] = g;
-  return sh->nGroups++;
-}
-
-/* One tdag op -> its runtime call(s). Each rule opens with the mapping it implements. */
-static void lowerOp(Lowering *L, MlirOperation op) {
-  LlvmBuilder *b = &L->lb;
-  if (declaresTensor(op)) {
-    return; /* storage only: pointers are fetched where first used */
-  } else if (piperOpIs(op, "tdag.output")) {
-    /* tdag.output(v) -> prt_copy(prt_tensor(output id), v, numel) */
-    intptr_t id = 0;
-    piperPtrMapGet(&L->outputId, op.ptr, &id);
-    MlirValue t[2] = {L->ctxArg, i64c(L, id)};
-    MlirValue dst = lbCall(b, "prt_tensor", b->ptr, 2, t);
-    MlirValue args[3] = {dst, in(L, op, 0), i64c(L, piperTensorNumel(inType(op, 0)))};
-    call(L, "prt_copy", 3, args);
-  } else if (piperOpIs(op, "tdag.embedding")) {
-    /* tdag.embedding(tok, wte, wpe) -> prt_embedding_fwd(out, tok, wte, wpe, B, T, C) */
-    MlirType tok = inType(op, 0);
-    MlirValue args[7] = {out(L, op, 0), in(L, op, 0), in(L, op, 1), in(L, op, 2),
-                         i64c(L, piperTensorDim(tok, 0)), i64c(L, piperTensorDim(tok, 1)),
-                         i64c(L, piperTensorDim(inType(op, 1), 1))};
-    call(L, "prt_embedding_fwd", 7, args);
-  } else if (piperOpIs(op, "tdag.embedding_grad")) {
-    /* tdag.embedding_grad(dy, tok) -> prt_embedding_bwd(dwte, dwpe, dy, tok, B, T, C, V) */
-    MlirType dy = inType(op, 0);
-    MlirType wte = mlirValueGetType(mlirOperationGetResult(op, 0));
-    MlirValue args[8] = {out(L, op, 0), out(L, op, 1), in(L, op, 0), in(L, op, 1),
-                         i64c(L, piperTensorDim(dy, 0)), i64c(L, piperTensorDim(dy, 1)),
-                         i64c(L, piperTensorDim(dy, 2)), i64c(L, piperTensorDim(wte, 0))};
-    call(L, "prt_embedding_bwd", 8, args);
-  } else if (piperOpIs(op, "tdag.layernorm")) {
-    /* tdag.layernorm(x, w, b) -> prt_layernorm_fwd(y, mean, rstd, x, w, b, N, C, eps) */
-    MlirType x = inType(op, 0);
-    int64_t C = piperTensorDim(x, -1);
-    MlirValue args[9] = {out(L, op, 0), out(L, op, 1), out(L, op, 2), in(L, op, 0),
-                         in(L, op, 1), in(L, op, 2), i64c(L, piperTensorNumel(x) / C),
-                         i64c(L, C), lbConstF32(b, (float)piperGetFloatAttr(op, "eps", 1e-5))};
-    call(L, "prt_layernorm_fwd", 9, args);
-  } else if (piperOpIs(op, "tdag.layernorm_grad")) {
-    /* tdag.layernorm_grad(dy, x, w, mean, rstd)
-     *   -> prt_layernorm_bwd(dx, dw, db, dy, x, w, mean, rstd, N, C) */
-    MlirType x = inType(op, 1);
-    int64_t C = piperTensorDim(x, -1);
-    MlirValue args[10] = {out(L, op, 0), out(L, op, 1), out(L, op, 2), in(L, op, 0),
-                          in(L, op, 1),  in(L, op, 2),  in(L, op, 3),  in(L, op, 4),
-                          i64c(L, piperTensorNumel(x) / C), i64c(L, C)};
-    call(L, "prt_layernorm_bwd", 10, args);
-  } else if (piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) {
-    /* tdag.linear(x, w, b) / tdag.matmul_nt(x, w) -> prt_linear_fwd(y, x, w, b|NULL, M, N, K) */
-    MlirType x = inType(op, 0), w = inType(op, 1);
-    int64_t N = piperTensorDim(w, 0), K = piperTensorDim(w, 1);
-    MlirValue bias = mlirOperationGetNumOperands(op) == 3 ? in(L, op, 2) : lbNullPtr(b);
-    MlirValue args[7] = {out(L, op, 0), in(L, op, 0), in(L, op, 1), bias,
-                         i64c(L, piperTensorNumel(x) / K), i64c(L, N), i64c(L, K)};
-    call(L, "prt_linear_fwd", 7, args);
-  } else if (piperOpIs(op, "tdag.linear_grad_input")) {
-    /* tdag.linear_grad_input(dy, w) -> prt_linear_bwd_input(dx, dy, w, M, N, K) */
-    MlirType dy = inType(op, 0), w = inType(op, 1);
-    int64_t N = piperTensorDim(w, 0), K = piperTensorDim(w, 1);
-    MlirValue args[6] = {out(L, op, 0), in(L, op, 0), in(L, op, 1),
-                         i64c(L, piperTensorNumel(dy) / N), i64c(L, N), i64c(L, K)};
-    call(L, "prt_linear_bwd_input", 6, args);
-  } else if (piperOpIs(op, "tdag.linear_grad_weight")) {
-    /* tdag.linear_grad_weight(dy, x) -> prt_linear_bwd_weight(dw, dy, x, M, N, K) */
-    MlirType dw = mlirValueGetType(mlirOperationGetResult(op, 0));
-    int64_t N = piperTensorDim(dw, 0), K = piperTensorDim(dw, 1);
-    MlirValue args[6] = {out(L, op, 0), in(L, op, 0), in(L, op, 1),
-                         i64c(L, piperTensorNumel(inType(op, 1)) / K), i64c(L, N), i64c(L, K)};
-    call(L, "prt_linear_bwd_weight", 6, args);
-  } else if (piperOpIs(op, "tdag.bias_grad")) {
-    /* tdag.bias_grad(dy) -> prt_bias_bwd(db, dy, M, N) */
-    MlirType dy = inType(op, 0);
-    int64_t N = piperTensorDim(dy, -1);
-    MlirValue args[4] = {out(L, op, 0), in(L, op, 0), i64c(L, piperTensorNumel(dy) / N),
-                         i64c(L, N)};
-    call(L, "prt_bias_bwd", 4, args);
-  } else if (piperOpIs(op, "tdag.attention") || piperOpIs(op, "tdag.attention_grad")) {
-    /* tdag.attention(qkv) -> prt_attention_fwd(y, probs, qkv, B, T, C, H)
-     * tdag.attention_grad(dy, qkv, probs) -> prt_attention_bwd(dqkv, dy, qkv, probs, B,T,C,H) */
-    bool grad = piperOpIs(op, "tdag.attention_grad");
-    MlirType qkv = inType(op, grad ? 1 : 0);
-    MlirValue dims[4] = {i64c(L, piperTensorDim(qkv, 0)), i64c(L, piperTensorDim(qkv, 1)),
-                         i64c(L, piperTensorDim(qkv, 2) / 3),
-                         i64c(L, piperGetIntAttr(op, "heads", 1))};
-    if (grad) {
-      MlirValue args[8] = {out(L, op, 0), in(L, op, 0), in(L, op, 1), in(L, op, 2),
-                           dims[0], dims[1], dims[2], dims[3]};
-      call(L, "prt_attention_bwd", 8, args);
-    } else {
-      MlirValue args[7] = {out(L, op, 0), out(L, op, 1), in(L, op, 0),
-                           dims[0], dims[1], dims[2], dims[3]};
-      call(L, "prt_attention_fwd", 7, args);
-    }
-  } else if (piperOpIs(op, "tdag.gelu")) {
-    /* tdag.gelu(x) -> prt_gelu_fwd(y, x, n) */
-    MlirValue args[3] = {out(L, op, 0), in(L, op, 0), i64c(L, piperTensorNumel(inType(op, 0)))};
-    call(L, "prt_gelu_fwd", 3, args);
-  } else if (piperOpIs(op, "tdag.gelu_grad")) {
-    /* tdag.gelu_grad(dy, x) -> prt_gelu_bwd(dx, dy, x, n) */
-    MlirValue args[4] = {out(L, op, 0), in(L, op, 0), in(L, op, 1),
-                         i64c(L, piperTensorNumel(inType(op, 0)))};
-    call(L, "prt_gelu_bwd", 4, args);
-  } else if (piperOpIs(op, "tdag.add")) {
-    /* tdag.add(a, b) -> prt_add(y, a, b, n) */
-    MlirValue args[4] = {out(L, op, 0), in(L, op, 0), in(L, op, 1),
-                         i64c(L, piperTensorNumel(inType(op, 0)))};
-    call(L, "prt_add", 4, args);
-  } else if (piperOpIs(op, "tdag.cross_entropy") || piperOpIs(op, "tdag.cross_entropy_grad")) {
-    /* tdag.cross_entropy(logits, tgt) -> prt_cross_entropy_fwd(loss, probs, logits, tgt, N, V)
-     * tdag.cross_entropy_grad(probs, tgt)
-     *   -> prt_cross_entropy_bwd(dlogits, probs, tgt, N, V, total_rows) */
-    MlirType logits = inType(op, 0);
-    int64_t V = piperTensorDim(logits, -1);
-    MlirValue n = i64c(L, piperTensorNumel(logits) / V), v = i64c(L, V);
-    if (piperOpIs(op, "tdag.cross_entropy")) {
-      MlirValue args[6] = {out(L, op, 0), out(L, op, 1), in(L, op, 0), in(L, op, 1), n, v};
-      call(L, "prt_cross_entropy_fwd", 6, args);
-    } else {
-      int64_t total = piperGetIntAttr(op, "total_rows", piperTensorNumel(logits) / V);
-      MlirValue args[6] = {out(L, op, 0), in(L, op, 0), in(L, op, 1), n, v, i64c(L, total)};
-      call(L, "prt_cross_entropy_bwd", 6, args);
-    }
-  } else if (piperOpIs(op, "comm.send") || piperOpIs(op, "comm.recv") ||
-             piperOpIs(op, "comm.recv_into")) {
-    /* comm.send(v)       -> h = prt_isend(ctx, v, n, peer, tag, stream); wait at step end
-     * comm.recv()        -> h = prt_irecv(ctx, out, n, peer, tag, stream); wait at first use
-     * comm.recv_into(p)  -> h = prt_irecv(ctx, p, n, peer, tag, stream); wait at step end */
-    bool send = piperOpIs(op, "comm.send"), into = piperOpIs(op, "comm.recv_into");
-    MlirValue buf = (send || into) ? in(L, op, 0) : out(L, op, 0);
-    MlirType t = (send || into) ? inType(op, 0) : mlirValueGetType(mlirOperationGetResult(op, 0));
-    MlirValue args[6] = {L->ctxArg, buf, i64c(L, piperTensorNumel(t)),
-                         i64c(L, piperGetIntAttr(op, "peer", 0)),
-                         i64c(L, piperGetIntAttr(op, "tag", 0)), i64c(L, streamOf(L, op))};
-    MlirValue h = lbCall(b, send ? "prt_isend" : "prt_irecv", b->i64, 6, args);
-    if (send || into) L->endWaits[L->nEndWaits++] = h;
-    else piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
-  } else if (piperOpIs(op, "comm.reduce_scatter")) {
-    /* comm.reduce_scatter(g) -> copy g into the R*c result buffer;
-     *   h = prt_ireduce_scatter(ctx, buf, buf, c, group, stream): in place, this replica's
-     *   shard of the sum lands in the first c elements; wait at the first use */
-    Shard sh = shardOf(op, piperTensorNumel(inType(op, 0)));
-    MlirValue res = out(L, op, 0);
-    MlirValue copy[3] = {res, in(L, op, 0), i64c(L, sh.n)};
-    call(L, "prt_copy", 3, copy);
-    MlirValue args[6] = {L->ctxArg, res, res, i64c(L, sh.c), i64c(L, groupOf(L, op)),
-                         i64c(L, streamOf(L, op))};
-    MlirValue h = lbCall(b, "prt_ireduce_scatter", b->i64, 6, args);
-    piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
-  } else if (piperOpIs(op, "comm.all_gather")) {
-    /* comm.all_gather(p) -> put this replica's shard at k*c of the R*c result buffer;
-     *   h = prt_iall_gather(ctx, buf + k*c, buf, c, group, stream) in place.
-     * From a ZeRO-3 shard the result is the full parameter, waited for at its first use;
-     * from a whole parameter (ZeRO-1/2, after its sharded update) it is copied back into it. */
-    MlirValue p = mlirOperationGetOperand(op, 0);
-    Shard sh = shardOf(op, piperTensorNumel(inType(op, 0)));
-    MlirValue res = out(L, op, 0), mine = lbOffset(b, res, sh.offset * 4);
-    bool fromShard = isShardedParam(p);
-    if (sh.len > 0) {
-      MlirValue copy[3] = {mine, fromShard ? in(L, op, 0) : lbOffset(b, in(L, op, 0), sh.offset * 4),
-                           i64c(L, sh.len)};
-      call(L, "prt_copy", 3, copy);
-    }
-    MlirValue args[6] = {L->ctxArg, mine, res, i64c(L, sh.c), i64c(L, groupOf(L, op)),
-                         i64c(L, streamOf(L, op))};
-    MlirValue h = lbCall(b, "prt_iall_gather", b->i64, 6, args);
-    if (fromShard) {
-      piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
-    } else {
-      MlirValue wait[2] = {L->ctxArg, h};
-      call(L, "prt_wait", 2, wait);
-      MlirValue back[3] = {in(L, op, 0), res, i64c(L, sh.n)};
-      call(L, "prt_copy", 3, back);
-    }
-  } else if (piperOpIs(op, "comm.all_reduce")) {
-    /* comm.all_reduce(g) -> h = prt_iall_reduce(ctx, g, n, group, stream) in place; wait at
-     * the first use of the result */
-    MlirValue args[5] = {L->ctxArg, in(L, op, 0), i64c(L, piperTensorNumel(inType(op, 0))),
-                         i64c(L, groupOf(L, op)), i64c(L, streamOf(L, op))};
-    MlirValue h = lbCall(b, "prt_iall_reduce", b->i64, 5, args);
-    piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
-  } else if (piperOpIs(op, "tdag.adamw")) {
-    /* tdag.adamw(p, g, m, v) -> prt_observe_grad(ctx, p id, g);
-     *                           prt_adamw(ctx, p, g, m, v, n, beta1, beta2, eps, decay)
-     * With ZeRO shards the update covers this replica's len elements at offset k*c: of p
-     * (unless p itself is stored as the shard, ZeRO-3) and of g (unless g is already the
-     * reduce-scattered shard); the moments are shard-sized. */
-    MlirValue p = mlirOperationGetOperand(op, 0);
-    int64_t n = piperTensorNumel(inType(op, 0));
-    bool sharded = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards")));
-    Shard sh = sharded ? shardOf(op, n) : (Shard){n, 1, 0, n, 0, n};
-    /* a reduce-scattered gradient is this replica's shard, whatever its element count */
-    MlirValue g = mlirOperationGetOperand(op, 1);
-    bool wholeGrad = !(mlirValueIsAOpResult(g) &&
-                       piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter"));
-    MlirValue pp = isShardedParam(p) ? in(L, op, 0) : lbOffset(b, in(L, op, 0), sh.offset * 4);
-    MlirValue gp = wholeGrad ? lbOffset(b, in(L, op, 1), sh.offset * 4) : in(L, op, 1);
-    /* --dump-grads sees whole gradients (no ZeRO, ZeRO-1) and ZeRO-3's shards, which the
-     * runtime assembles; ZeRO-2 holds neither (a shard of a whole parameter), so it is not
-     * observed and --dump-grads reports the gradient missing */
-    if (!sharded || wholeGrad || isShardedParam(p)) {
-      MlirValue observe[3] = {L->ctxArg, i64c(L, bufferOf(L, p)->tensorId),
-                              isShardedParam(p) ? gp : in(L, op, 1)};
-      call(L, "prt_observe_grad", 3, observe);
-    }
-    if (sh.len == 0) return; /* a replica past the end of a small tensor owns nothing */
-    MlirValue args[10] = {L->ctxArg,
-                          pp,
-                          gp,
-                          in(L, op, 2),
-                          in(L, op, 3),
-                          i64c(L, sh.len),
-                          lbConstF32(b, (float)piperGetFloatAttr(op, "beta1", 0.9)),
-                          lbConstF32(b, (float)piperGetFloatAttr(op, "beta2", 0.95)),
-                          lbConstF32(b, (float)piperGetFloatAttr(op, "eps", 1e-8)),
-                          lbConstI32(b, (int32_t)piperGetIntAttr(op, "decay", 0))};
-    call(L, "prt_adamw", 10, args);
-  }
-}
 
 /* The trace name of the global-DAG node `op` belongs to: its pass and tags, "B PP=1 mb=3". */
 static void nodeLabel(MlirOperation op, char *buf, size_t size) {
@@ -595,8 +174,8 @@ static void emitStep(Lowering *L, const char *fnName) {
       lbCall(&L->lb, "prt_span_end", (MlirType){NULL}, 2, end);
       open[0] = 0;
     }
-    awaitOperands(L, op);
-    if (piperOpInDialect(op, "tdag") && !declaresTensor(op)) {
+    lwAwaitOperands(L, op);
+    if (piperOpInDialect(op, "tdag") && !lwDeclaresTensor(op)) {
       char label[160];
       nodeLabel(op, label, sizeof label);
       if (strcmp(label, open)) {
@@ -607,7 +186,8 @@ static void emitStep(Lowering *L, const char *fnName) {
         snprintf(open, sizeof open, "%s", label);
       }
     }
-    lowerOp(L, op);
+    if (piperOpInDialect(op, "comm")) lwLowerComm(L, op);
+    else lwLowerCompute(L, op);
   }
   if (open[0]) {
     MlirValue end[2] = {L->ctxArg, compute};
@@ -660,7 +240,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
        op = mlirOperationGetNextInBlock(op))
     if (!piperOpIs(op, "func.return")) L.ops[n++] = op;
 
-  planMemory(&L);
+  lwPlanMemory(&L);
   piperPtrMapInit(&L.pending, 64);
   lbInit(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func), symPrefix);
   emitSetup(&L, setupName);

@@ -1,0 +1,95 @@
+/* comm op -> nonblocking runtime transfer. A received or reduced value is waited for right
+ * before its first use (lwAwaitOperands); sends and refreshes of parameter copies at the end of
+ * the step, so their buffers stay live until then (see the memory plan). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowering/lowering.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "piper/runtime.h"
+
+/* Id of the op's stream ("compute" when it names none). */
+int64_t lwStreamOf(Lowering *L, MlirOperation op) {
+  char name[64] = "compute";
+  piperGetStringAttr(op, "stream", name, sizeof name);
+  Shared *sh = L->shared;
+  for (int i = 0; i < sh->nStreams; ++i)
+    if (!strcmp(sh->streams[i], name)) return i;
+  snprintf(sh->streams[sh->nStreams], sizeof sh->streams[0], "%s", name);
+  return sh->nStreams++;
+}
+
+/* Id of the op's communicator group. */
+int64_t lwGroupOf(Lowering *L, MlirOperation op) {
+  MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+  Shared *sh = L->shared;
+  for (int i = 0; i < sh->nGroups; ++i)
+    if (mlirAttributeEqual(sh->groups[i], g)) return i;
+  sh->groups[sh->nGroups] = g;
+  return sh->nGroups++;
+}
+
+/* One comm op -> its runtime call(s). */
+void lwLowerComm(Lowering *L, MlirOperation op) {
+  LlvmBuilder *b = &L->lb;
+  if (piperOpIs(op, "comm.send") || piperOpIs(op, "comm.recv") ||
+             piperOpIs(op, "comm.recv_into")) {
+    /* comm.send(v)       -> h = prt_isend(ctx, v, n, peer, tag, stream); wait at step end
+     * comm.recv()        -> h = prt_irecv(ctx, out, n, peer, tag, stream); wait at first use
+     * comm.recv_into(p)  -> h = prt_irecv(ctx, p, n, peer, tag, stream); wait at step end */
+    bool send = piperOpIs(op, "comm.send"), into = piperOpIs(op, "comm.recv_into");
+    MlirValue buf = (send || into) ? lwIn(L, op, 0) : lwOut(L, op, 0);
+    MlirType t = (send || into) ? lwInType(op, 0) : mlirValueGetType(mlirOperationGetResult(op, 0));
+    MlirValue args[6] = {L->ctxArg, buf, lwI64(L, piperTensorNumel(t)),
+                         lwI64(L, piperGetIntAttr(op, "peer", 0)),
+                         lwI64(L, piperGetIntAttr(op, "tag", 0)), lwI64(L, lwStreamOf(L, op))};
+    MlirValue h = lbCall(b, send ? "prt_isend" : "prt_irecv", b->i64, 6, args);
+    if (send || into) L->endWaits[L->nEndWaits++] = h;
+    else piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+  } else if (piperOpIs(op, "comm.reduce_scatter")) {
+    /* comm.reduce_scatter(g) -> copy g into the R*c result buffer;
+     *   h = prt_ireduce_scatter(ctx, buf, buf, c, group, stream): in place, this replica's
+     *   shard of the sum lands in the first c elements; wait at the first use */
+    Shard sh = lwShardOf(op, piperTensorNumel(lwInType(op, 0)));
+    MlirValue res = lwOut(L, op, 0);
+    MlirValue copy[3] = {res, lwIn(L, op, 0), lwI64(L, sh.n)};
+    lwCall(L, "prt_copy", 3, copy);
+    MlirValue args[6] = {L->ctxArg, res, res, lwI64(L, sh.c), lwI64(L, lwGroupOf(L, op)),
+                         lwI64(L, lwStreamOf(L, op))};
+    MlirValue h = lbCall(b, "prt_ireduce_scatter", b->i64, 6, args);
+    piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+  } else if (piperOpIs(op, "comm.all_gather")) {
+    /* comm.all_gather(p) -> put this replica's shard at k*c of the R*c result buffer;
+     *   h = prt_iall_gather(ctx, buf + k*c, buf, c, group, stream) in place.
+     * From a ZeRO-3 shard the result is the full parameter, waited for at its first use;
+     * from a whole parameter (ZeRO-1/2, after its sharded update) it is copied back into it. */
+    MlirValue p = mlirOperationGetOperand(op, 0);
+    Shard sh = lwShardOf(op, piperTensorNumel(lwInType(op, 0)));
+    MlirValue res = lwOut(L, op, 0), mine = lbOffset(b, res, sh.offset * 4);
+    bool fromShard = lwIsShardedParam(p);
+    if (sh.len > 0) {
+      MlirValue copy[3] = {mine, fromShard ? lwIn(L, op, 0) : lbOffset(b, lwIn(L, op, 0), sh.offset * 4),
+                           lwI64(L, sh.len)};
+      lwCall(L, "prt_copy", 3, copy);
+    }
+    MlirValue args[6] = {L->ctxArg, mine, res, lwI64(L, sh.c), lwI64(L, lwGroupOf(L, op)),
+                         lwI64(L, lwStreamOf(L, op))};
+    MlirValue h = lbCall(b, "prt_iall_gather", b->i64, 6, args);
+    if (fromShard) {
+      piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+    } else {
+      MlirValue wait[2] = {L->ctxArg, h};
+      lwCall(L, "prt_wait", 2, wait);
+      MlirValue back[3] = {lwIn(L, op, 0), res, lwI64(L, sh.n)};
+      lwCall(L, "prt_copy", 3, back);
+    }
+  } else if (piperOpIs(op, "comm.all_reduce")) {
+    /* comm.all_reduce(g) -> h = prt_iall_reduce(ctx, g, n, group, stream) in place; wait at
+     * the first use of the result */
+    MlirValue args[5] = {L->ctxArg, lwIn(L, op, 0), lwI64(L, piperTensorNumel(lwInType(op, 0))),
+                         lwI64(L, lwGroupOf(L, op)), lwI64(L, lwStreamOf(L, op))};
+    MlirValue h = lbCall(b, "prt_iall_reduce", b->i64, 5, args);
+    piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+  }
+}

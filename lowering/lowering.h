@@ -1,0 +1,79 @@
+/* What the lowering files share (internal to lowering/): where each tensor lives, the ids of
+ * communicator groups and streams, and the state of lowering one device function.
+ *   memory_plan.c    liveness-based arena layout, ZeRO shard geometry
+ *   lower_compute.c  tdag op -> runtime kernel call
+ *   lower_comm.c     comm op -> nonblocking runtime transfer
+ *   lower_to_llvm.c  the pass: piper_setup, piper_step, the rank dispatch */
+#ifndef PIPER_LOWERING_LOWERING_H
+#define PIPER_LOWERING_LOWERING_H
+
+#include "lowering/llvm_builder.h"
+
+enum { ALIGN = 64 };
+
+/* Where one tensor value lives. */
+typedef struct {
+  int64_t tensorId;  /* prt_declare_tensor id, or -1 for an arena value */
+  int64_t offset;    /* byte offset in the arena (arena values) */
+  int64_t bytes;     /* size, rounded up to ALIGN */
+  size_t lastUse;    /* index of the last op reading it (its def if unread) */
+  MlirValue ptr;     /* the llvm pointer, once materialised in piper_step */
+} Buffer;
+
+/* What every device function of the module shares. */
+typedef struct {
+  MlirAttribute groups[256]; /* communicator groups (device arrays), id = index */
+  int nGroups;
+  char streams[32][64];      /* stream names, id = index; 0 is "compute" */
+  int nStreams;
+} Shared;
+
+typedef struct {
+  MlirOperation func;   /* the tdag function being lowered */
+  Shared *shared;       /* groups and streams of the module */
+  MlirOperation *ops;   /* its ops in program order */
+  size_t nOps;
+  Buffer *bufs;         /* one per tensor value */
+  size_t nBufs;
+  PiperPtrMap bufOf;    /* value ptr -> index into bufs */
+  PiperPtrMap outputId; /* tdag.output op ptr -> its declared tensor id */
+  int64_t nTensors;     /* declared tensors */
+  int64_t arenaBytes;   /* planned peak */
+  LlvmBuilder lb;
+  MlirValue ctxArg;     /* piper_step's ctx */
+  MlirValue arena;      /* prt_arena(ctx) in piper_step */
+  PiperPtrMap pending;  /* value ptr -> i64 handle to wait for before its first use */
+  MlirValue endWaits[4096]; /* handles waited at the end of the step (sends, refreshes) */
+  int nEndWaits;
+} Lowering;
+
+/* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:
+ * shards of c = ceil(n/R), this one at offset k*c with len elements (0 past the end). */
+typedef struct {
+  int64_t n, R, k, c, offset, len;
+} Shard;
+
+int64_t lwRoundUp(int64_t n);
+Buffer *lwBufferOf(Lowering *L, MlirValue v);
+/* param, adam_state, input: storage the runtime owns and prt_declare_tensor names */
+bool lwDeclaresTensor(MlirOperation op);
+void lwPlanMemory(Lowering *L);
+Shard lwShardOf(MlirOperation op, int64_t n);
+int64_t lwGatherElems(MlirOperation op);
+bool lwIsShardedParam(MlirValue v);
+
+/* piper_step helpers: pointers to values (materialised on first use), constants, calls */
+MlirValue lwPtrOf(Lowering *L, MlirValue v);
+MlirValue lwIn(Lowering *L, MlirOperation op, intptr_t i);
+MlirValue lwOut(Lowering *L, MlirOperation op, intptr_t i);
+MlirType lwInType(MlirOperation op, intptr_t i);
+MlirValue lwI64(Lowering *L, int64_t v);
+void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args);
+void lwAwaitOperands(Lowering *L, MlirOperation op);
+
+int64_t lwStreamOf(Lowering *L, MlirOperation op);
+int64_t lwGroupOf(Lowering *L, MlirOperation op);
+void lwLowerCompute(Lowering *L, MlirOperation op);
+void lwLowerComm(Lowering *L, MlirOperation op);
+
+#endif

@@ -1,0 +1,151 @@
+/* The activation arena's layout, planned at compile time from liveness in program order (a
+ * value's bytes are reused once its last reader has run; an op's outputs never share bytes with
+ * its inputs), and the ZeRO shard geometry the plan and the lowering agree on. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowering/lowering.h"
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "piper/runtime.h"
+
+int64_t lwRoundUp(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
+
+Buffer *lwBufferOf(Lowering *L, MlirValue v) {
+  intptr_t i;
+  return piperPtrMapGet(&L->bufOf, v.ptr, &i) ? &L->bufs[i] : NULL;
+}
+
+bool lwDeclaresTensor(MlirOperation op) {
+  return piperOpIs(op, "tdag.param") || piperOpIs(op, "tdag.adam_state") ||
+         piperOpIs(op, "tdag.input");
+}
+
+/* ---- memory plan ---- */
+
+/* Live arena blocks, sorted by offset, for first-fit placement. */
+typedef struct {
+  int64_t *offset, *bytes;
+  size_t *owner;   /* buffer index */
+  size_t n;
+} LiveSet;
+
+static int64_t place(LiveSet *live, size_t owner, int64_t bytes) {
+  int64_t at = 0;
+  size_t i = 0;
+  for (; i < live->n; ++i) {
+    if (live->offset[i] - at >= bytes) break;
+    at = live->offset[i] + live->bytes[i];
+  }
+  memmove(live->offset + i + 1, live->offset + i, (live->n - i) * sizeof *live->offset);
+  memmove(live->bytes + i + 1, live->bytes + i, (live->n - i) * sizeof *live->bytes);
+  memmove(live->owner + i + 1, live->owner + i, (live->n - i) * sizeof *live->owner);
+  live->offset[i] = at;
+  live->bytes[i] = bytes;
+  live->owner[i] = owner;
+  live->n++;
+  return at;
+}
+
+static void release(LiveSet *live, size_t owner) {
+  for (size_t i = 0; i < live->n; ++i)
+    if (live->owner[i] == owner) {
+      memmove(live->offset + i, live->offset + i + 1, (live->n - i - 1) * sizeof *live->offset);
+      memmove(live->bytes + i, live->bytes + i + 1, (live->n - i - 1) * sizeof *live->bytes);
+      memmove(live->owner + i, live->owner + i + 1, (live->n - i - 1) * sizeof *live->owner);
+      live->n--;
+      return;
+    }
+}
+
+Shard lwShardOf(MlirOperation op, int64_t n) {
+  Shard s = {n, piperGetIntAttr(op, "shards", 1), piperGetIntAttr(op, "shard", 0), 0, 0, 0};
+  s.c = (n + s.R - 1) / s.R;
+  s.offset = s.k * s.c;
+  s.len = n - s.offset < s.c ? n - s.offset : s.c;
+  if (s.len < 0) s.len = 0;
+  return s;
+}
+
+/* Elements an all_gather's buffer holds: every member's padded shard. */
+int64_t lwGatherElems(MlirOperation op) {
+  Shard s = lwShardOf(op, piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(op, 0))));
+  return s.R * s.c;
+}
+
+bool lwIsShardedParam(MlirValue v) {
+  return mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param") &&
+         !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(v),
+                                                               piperStr("shards")));
+}
+
+/* Gives every result a Buffer: declared tensors get ids, the rest arena offsets. */
+void lwPlanMemory(Lowering *L) {
+  size_t cap = 16;
+  L->bufs = malloc(cap * sizeof *L->bufs);
+  piperPtrMapInit(&L->bufOf, L->nOps * 2);
+  piperPtrMapInit(&L->outputId, 4);
+  for (size_t i = 0; i < L->nOps; ++i) {
+    MlirOperation op = L->ops[i];
+    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+      MlirValue v = mlirOperationGetResult(op, r);
+      if (!mlirTypeIsARankedTensor(mlirValueGetType(v))) continue; /* !comm.token */
+      if (piperOpIs(op, "comm.all_reduce") && r == 0) {
+        /* reduced in place: the result is the operand's buffer */
+        intptr_t same;
+        piperPtrMapGet(&L->bufOf, mlirOperationGetOperand(op, 0).ptr, &same);
+        piperPtrMapPut(&L->bufOf, v.ptr, same);
+        continue;
+      }
+      if (L->nBufs == cap) L->bufs = realloc(L->bufs, (cap *= 2) * sizeof *L->bufs);
+      Buffer *b = &L->bufs[L->nBufs];
+      b->tensorId = lwDeclaresTensor(op) ? L->nTensors++ : -1;
+      b->bytes = lwRoundUp(piperTensorNumel(mlirValueGetType(v)) * 4);
+      if (piperOpIs(op, "comm.all_gather")) /* gathered into R padded shards of c */
+        b->bytes = lwRoundUp(lwGatherElems(op) * 4);
+      b->offset = 0;
+      b->lastUse = i;
+      b->ptr = (MlirValue){NULL};
+      piperPtrMapPut(&L->bufOf, v.ptr, (intptr_t)L->nBufs++);
+    }
+    if (piperOpIs(op, "tdag.output")) piperPtrMapPut(&L->outputId, op.ptr, L->nTensors++);
+    for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
+      Buffer *b = lwBufferOf(L, mlirOperationGetOperand(op, k));
+      /* a sent buffer is read by the network until the end-of-step wait */
+      if (b) b->lastUse = piperOpIs(op, "comm.send") ? L->nOps : i;
+    }
+  }
+  /* Walk program order: results are placed before the op's dead inputs are released, so a
+   * kernel never writes over a value it is still reading. */
+  LiveSet live = {malloc(L->nBufs * sizeof(int64_t)), malloc(L->nBufs * sizeof(int64_t)),
+                  malloc(L->nBufs * sizeof(size_t)), 0};
+  size_t *dying = malloc(L->nBufs * sizeof *dying);
+  for (size_t i = 0; i < L->nOps; ++i) {
+    MlirOperation op = L->ops[i];
+    size_t nDying = 0;
+    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+      intptr_t idx;
+      if (!mlirTypeIsARankedTensor(mlirValueGetType(mlirOperationGetResult(op, r))) ||
+          (piperOpIs(op, "comm.all_reduce") && r == 0))
+        continue;
+      piperPtrMapGet(&L->bufOf, mlirOperationGetResult(op, r).ptr, &idx);
+      Buffer *b = &L->bufs[idx];
+      if (b->tensorId >= 0) continue;
+      b->offset = place(&live, (size_t)idx, b->bytes);
+      if (b->offset + b->bytes > L->arenaBytes) L->arenaBytes = b->offset + b->bytes;
+      if (b->lastUse == i) dying[nDying++] = (size_t)idx;
+    }
+    for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
+      intptr_t idx;
+      if (piperPtrMapGet(&L->bufOf, mlirOperationGetOperand(op, k).ptr, &idx) &&
+          L->bufs[idx].tensorId < 0 && L->bufs[idx].lastUse == i)
+        dying[nDying++] = (size_t)idx;
+    }
+    for (size_t d = 0; d < nDying; ++d) release(&live, dying[d]);
+  }
+  free(dying);
+  free(live.offset);
+  free(live.bytes);
+  free(live.owner);
+}
+

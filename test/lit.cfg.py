@@ -5,7 +5,7 @@ import lit.formats
 config.name = "Piper"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "oracle"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "oracle", "mutate_strategies.py", "compare_runs.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.piper_obj_root, "test")
 

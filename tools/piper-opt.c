@@ -21,8 +21,13 @@ static void usage(FILE *out) {
           "                             --upstream='convert-to-llvm,reconcile-unrealized-casts'\n"
           "  --help                     this text\n\n"
           "piper passes (run in the order given on the command line):\n");
-  for (const PiperPassInfo *p = piperPassRegistry(); p->name; ++p)
-    fprintf(out, "  --%-24s %s\n", p->argHelp ? p->argHelp : p->name, p->summary);
+  for (const PiperPassInfo *p = piperPassRegistry(); p->name; ++p) {
+    const char *flag = p->argHelp ? p->argHelp : p->name;
+    if (strlen(flag) > 24) /* too wide for the column: the summary goes below */
+      fprintf(out, "  --%s\n  %-26s %s\n", flag, "", p->summary);
+    else
+      fprintf(out, "  --%-24s %s\n", flag, p->summary);
+  }
 }
 
 /* One step of the pipeline, in command-line order. */

@@ -16,6 +16,25 @@ static int64_t deviceAt(MlirAttribute devices, intptr_t i) {
   return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
 }
 
+static int ascending(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* `devices` in ascending order (the lists are short: a pipeline stage's replicas). */
+static MlirAttribute sortedDevices(MlirContext ctx, MlirAttribute devices) {
+  intptr_t n = mlirArrayAttrGetNumElements(devices);
+  int64_t *ids = malloc(n * sizeof *ids);
+  MlirAttribute *attrs = malloc(n * sizeof *attrs);
+  for (intptr_t i = 0; i < n; ++i) ids[i] = deviceAt(devices, i);
+  qsort(ids, n, sizeof *ids, ascending);
+  for (intptr_t i = 0; i < n; ++i) attrs[i] = mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), ids[i]);
+  MlirAttribute sorted = mlirArrayAttrGet(ctx, n, attrs);
+  free(ids);
+  free(attrs);
+  return sorted;
+}
+
 /* Appends the tag names the model has, with their index ranges, for "matches nothing". */
 static void describeTags(MlirBlock body, char *out, size_t size) {
   char names[16][32];
@@ -88,11 +107,15 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
       used[dev] = true;
       maxDevice = dev > maxDevice ? dev : maxDevice;
     }
+    /* Canonical order: replica k is the k-th smallest device everywhere, the order MPI gives
+     * a group's members, so shard k, batch slice k and communicator rank k coincide whatever
+     * order the strategy listed the devices in. */
+    MlirAttribute sorted = sortedDevices(ctx, devices);
     int matched = 0;
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
          op = mlirOperationGetNextInBlock(op))
       if (piperOpInDialect(op, "tdag") && piperFilterMatches(op, filter)) {
-        mlirOperationSetAttributeByName(op, piperStr("devices"), devices);
+        mlirOperationSetAttributeByName(op, piperStr("devices"), sorted);
         matched++;
       }
     if (!matched) {

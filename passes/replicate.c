@@ -135,6 +135,8 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
     piperDirectiveError(d, "replicate: the filter matches no op of the model");
     return mlirLogicalResultFailure();
   }
+  /* the group is the placed (sorted) device list: member k holds shard k */
+  if (nUpdates) devices = mlirOperationGetAttributeByName(updates[0], piperStr("devices"));
   int zero = !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_params"))) ? 3
              : !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_grads"))) ? 2
              : !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_optim"))) ? 1

@@ -1,8 +1,17 @@
-/* The parameter catalog: every parameter name declared on any rank, its full shape, and the
- * element range of the flattened full tensor each rank holds (everything for a replica or a
- * pipeline stage's own parameter, a slice for a shard). Built once by an allgather of every
- * rank's declarations, so every rank holds the same catalog and takes the same decisions
+/* The tensor catalog: every parameter and optimizer-state name declared on any rank, its full
+ * shape, and the element range of the flattened full tensor each rank holds (everything for a
+ * replica or a pipeline stage's own tensor, a slice for a shard). Built once by an allgather of
+ * every rank's declarations, so every rank holds the same catalog and takes the same decisions
  * from it without talking again.
+ *
+ * Parameters must be consistent (one shape everywhere, every element held somewhere): anything
+ * else is a plan bug and fails the run. Optimizer state is checked the same way, plus one rule:
+ * a tensor named "optim.<slot>.<param>" for a parameter of the catalog must have that
+ * parameter's full shape (how piper-compile declares AdamW moments). Plans compiled before
+ * optimizer shards were declared with prt_declare_shard break one of these rules (each ZeRO
+ * rank declares its 1-D slice as if it were the whole tensor); then the optimizer state as a
+ * whole is marked unusable (optim_problem says why) and checkpoints carry parameters only,
+ * instead of failing the run or writing rank 0's slice as the full moment.
  *
  * Assembly (checkpoints, gradient dumps): every element of a full tensor comes from the
  * lowest rank that holds it (for gradients: the lowest rank that observed it). Every rank
@@ -13,6 +22,7 @@
  * cycle can form). Rank 0 borrows a tensor it holds whole instead of copying it; it holds
  * every other full tensor at once until the file is written (like a rank-0 full state dict).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +32,7 @@
 static const char *const PLAN_BUG =
     "this is a bug in the compiled plan (piper_setup); recompile it or report the bug";
 
-/* One rank's piece of a parameter. */
+/* One rank's piece of a catalog tensor. */
 typedef struct prt_piece {
   int64_t rank;   /* the rank holding it */
   int64_t id;     /* its tensor id on that rank */
@@ -30,9 +40,10 @@ typedef struct prt_piece {
   int64_t numel;  /* elements */
 } prt_piece;
 
-/* One parameter name of the world. */
+/* One parameter or optimizer-state name of the world. */
 typedef struct prt_cat_entry {
   char *name;                  /* owned */
+  int32_t kind;                /* PRT_PARAM or PRT_OPTIM */
   int64_t ndim;                /* full shape: ndim, dims */
   int64_t dims[PRT_MAX_DIMS];
   int64_t numel;               /* full elements */
@@ -44,6 +55,9 @@ struct prt_catalog {
   prt_cat_entry *e; /* owned (n), in order of first declaration: rank 0's, then rank 1's new
                        names, ... (one device: declaration order) */
   int64_t n;
+  int64_t noptim;   /* entries of kind PRT_OPTIM */
+  char optim_problem[512]; /* why the optimizer state cannot be assembled into full tensors
+                              (first reason found); empty when it can */
 };
 
 /* A contiguous run of elements of an entry taken from one piece. */
@@ -56,8 +70,12 @@ typedef struct prt_chunk {
 
 /* ---- building ---- */
 
-/* The wire record of one local parameter: 8 int64 then the name, padded to 8 bytes. */
-enum { PRT_REC_WORDS = 4 + PRT_MAX_DIMS };
+/* The wire record of one local tensor: id, ndim, shard offset, numel, kind, dims (int64 each)
+ * then the name, NUL-padded to a multiple of 8 bytes. */
+enum { PRT_REC_WORDS = 5 + PRT_MAX_DIMS };
+
+/* The kinds the catalog holds. */
+static int prt_cataloged(int32_t kind) { return kind == PRT_PARAM || kind == PRT_OPTIM; }
 
 static void prt_shape_text(char *out, size_t cap, int64_t ndim, const int64_t *dims) {
   size_t k = (size_t)snprintf(out, cap, "[");
@@ -66,18 +84,18 @@ static void prt_shape_text(char *out, size_t cap, int64_t ndim, const int64_t *d
   if (k < cap) snprintf(out + k, cap - k, "]");
 }
 
-static void *prt_pack_params(const prt_ctx *ctx, int64_t *bytes) {
+static void *prt_pack_tensors(const prt_ctx *ctx, int64_t *bytes) {
   int64_t total = 0;
   for (int64_t i = 0; i < ctx->ntensors; i++)
-    if (ctx->tensors[i].kind == PRT_PARAM)
+    if (prt_cataloged(ctx->tensors[i].kind))
       total += 8 * PRT_REC_WORDS + (int64_t)(strlen(ctx->tensors[i].name) + 8) / 8 * 8;
-  char *buf = prt_xmalloc((size_t)total, "the parameter catalog"), *p = buf;
+  char *buf = prt_xmalloc((size_t)total, "the tensor catalog"), *p = buf;
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     const prt_tensor_info *t = &ctx->tensors[i];
-    if (t->kind != PRT_PARAM) continue;
+    if (!prt_cataloged(t->kind)) continue;
     int64_t len = (int64_t)strlen(t->name);
-    int64_t w[PRT_REC_WORDS] = {i, t->ndim, t->shard_offset, t->numel};
-    memcpy(w + 4, t->dims, sizeof t->dims);
+    int64_t w[PRT_REC_WORDS] = {i, t->ndim, t->shard_offset, t->numel, t->kind};
+    memcpy(w + 5, t->dims, sizeof t->dims);
     memcpy(p, w, sizeof w);
     p += sizeof w;
     memset(p, 0, (size_t)(len + 8) / 8 * 8);
@@ -98,15 +116,18 @@ void prt_catalog_free(prt_catalog *c) {
   free(c);
 }
 
-/* Lists the chunks that assemble every entry, each element from the lowest usable piece;
- * usable[e][p] (NULL: all usable). Returns the chunk count, or -1 with *gap_entry, *gap_begin
- * and *gap_end set at the first elements no usable piece holds. */
-static int64_t prt_plan_chunks(const prt_catalog *c, char **usable, prt_chunk **out,
-                               int64_t *gap_entry, int64_t *gap_begin, int64_t *gap_end) {
+/* Lists the chunks that assemble every entry of kind `kind` (-1: every kind), each element
+ * from the lowest usable piece; usable[e][p] (NULL: all usable). Returns the chunk count, or
+ * -1 with *gap_entry, *gap_begin and *gap_end set at the first elements no usable piece
+ * holds. */
+static int64_t prt_plan_chunks(const prt_catalog *c, int32_t kind, char **usable,
+                               prt_chunk **out, int64_t *gap_entry, int64_t *gap_begin,
+                               int64_t *gap_end) {
   int64_t n = 0, cap = 0;
   prt_chunk *ch = NULL;
   for (int64_t e = 0; e < c->n; e++) {
     const prt_cat_entry *en = &c->e[e];
+    if (kind >= 0 && en->kind != kind) continue;
     for (int64_t pos = 0; pos < en->numel;) {
       int64_t best = -1;
       for (int64_t p = 0; p < en->npieces; p++) {
@@ -147,18 +168,55 @@ static int64_t prt_plan_chunks(const prt_catalog *c, char **usable, prt_chunk **
   return n;
 }
 
+/* Records why the optimizer state cannot be assembled (the first reason wins). */
+static void prt_optim_problem(prt_catalog *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void prt_optim_problem(prt_catalog *c, const char *fmt, ...) {
+  if (c->optim_problem[0]) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->optim_problem, sizeof c->optim_problem, fmt, ap);
+  va_end(ap);
+}
+
+static int64_t prt_catalog_index(const prt_catalog *c, const char *name) {
+  for (int64_t k = 0; k < c->n; k++)
+    if (strcmp(c->e[k].name, name) == 0) return k;
+  return -1;
+}
+
+/* Optimizer state named "optim.<slot>.<param>" must have its parameter's full shape. */
+static void prt_check_optim_shapes(prt_catalog *c) {
+  char want[128], got[128];
+  for (int64_t k = 0; k < c->n && !c->optim_problem[0]; k++) {
+    const prt_cat_entry *en = &c->e[k];
+    if (en->kind != PRT_OPTIM || strncmp(en->name, "optim.", 6) != 0) continue;
+    const char *dot = strchr(en->name + 6, '.');
+    int64_t p = dot ? prt_catalog_index(c, dot + 1) : -1;
+    if (p < 0 || c->e[p].kind != PRT_PARAM) continue;
+    const prt_cat_entry *pe = &c->e[p];
+    if (pe->ndim == en->ndim && memcmp(pe->dims, en->dims, sizeof pe->dims) == 0) continue;
+    prt_shape_text(got, sizeof got, en->ndim, en->dims);
+    prt_shape_text(want, sizeof want, pe->ndim, pe->dims);
+    prt_optim_problem(c, "optimizer state '%s' is declared with shape %s but its parameter "
+                      "'%s' has %s (a ZeRO slice declared without prt_declare_shard?)",
+                      en->name, got, pe->name, want);
+  }
+}
+
 int prt_catalog_build(prt_ctx *ctx, prt_status *st) {
   if (ctx->catalog) return 0;
   int64_t bytes = 0;
-  void *mine = prt_pack_params(ctx, &bytes);
+  void *mine = prt_pack_tensors(ctx, &bytes);
   int64_t *counts = prt_xmalloc((size_t)ctx->world * sizeof *counts, "gather counts");
   char *all = prt_comm_allgatherv(mine, bytes, counts);
   free(mine);
-  prt_catalog *c = prt_xmalloc(sizeof *c, "the parameter catalog");
+  prt_catalog *c = prt_xmalloc(sizeof *c, "the tensor catalog");
   memset(c, 0, sizeof *c);
   int64_t cap = 0;
   char *p = all;
   char want[128], got[128];
+  static const char *const kind_name[] = {"a parameter", "optimizer state"};
   for (int64_t r = 0; r < ctx->world && !st->code; r++) {
     char *end = p + counts[r];
     while (p < end) {
@@ -166,36 +224,50 @@ int prt_catalog_build(prt_ctx *ctx, prt_status *st) {
       memcpy(w, p, sizeof w);
       const char *name = p + sizeof w;
       p += sizeof w + (strlen(name) + 8) / 8 * 8;
-      int64_t k = 0;
-      while (k < c->n && strcmp(c->e[k].name, name) != 0) k++;
-      if (k == c->n) {
+      int64_t k = prt_catalog_index(c, name);
+      if (k < 0) {
         if (c->n == cap) {
           cap = cap ? 2 * cap : 64;
           prt_cat_entry *g = realloc(c->e, (size_t)cap * sizeof *g);
-          if (!g) prt_fatal("out of memory building the parameter catalog");
+          if (!g) prt_fatal("out of memory building the tensor catalog");
           c->e = g;
         }
-        prt_cat_entry *en = &c->e[c->n++];
+        k = c->n++;
+        prt_cat_entry *en = &c->e[k];
         memset(en, 0, sizeof *en);
         size_t len = strlen(name);
-        en->name = prt_xmalloc(len + 1, "a parameter name");
+        en->name = prt_xmalloc(len + 1, "a tensor name");
         memcpy(en->name, name, len + 1);
+        en->kind = (int32_t)w[4];
         en->ndim = w[1];
-        memcpy(en->dims, w + 4, sizeof en->dims);
+        memcpy(en->dims, w + 5, sizeof en->dims);
         en->numel = 1;
         for (int64_t d = 0; d < en->ndim; d++) en->numel *= en->dims[d];
+        c->noptim += en->kind == PRT_OPTIM;
       }
       prt_cat_entry *en = &c->e[k];
-      if (w[1] != en->ndim || memcmp(w + 4, en->dims, sizeof en->dims) != 0) {
+      if (w[4] != en->kind) {
+        prt_fail(st, 1, "tensor '%s' is %s on rank %lld and %s on rank %lld: piper_setup; %s",
+                 name, kind_name[en->kind == PRT_OPTIM], (long long)en->pieces[0].rank,
+                 kind_name[w[4] == PRT_OPTIM], (long long)r, PLAN_BUG);
+        break;
+      }
+      if (w[1] != en->ndim || memcmp(w + 5, en->dims, sizeof en->dims) != 0) {
         prt_shape_text(want, sizeof want, en->ndim, en->dims);
-        prt_shape_text(got, sizeof got, w[1], w + 4);
+        prt_shape_text(got, sizeof got, w[1], w + 5);
+        if (en->kind == PRT_OPTIM) { /* the layout is unusable, the run is not */
+          prt_optim_problem(c, "optimizer state '%s' has shape %s on rank %lld and %s on rank "
+                            "%lld", name, want, (long long)en->pieces[0].rank, got,
+                            (long long)r);
+          continue;
+        }
         prt_fail(st, 1, "parameter '%s' has shape %s on rank %lld and %s on rank %lld: "
                  "piper_setup; %s", name, want, (long long)en->pieces[0].rank, got,
                  (long long)r, PLAN_BUG);
         break;
       }
       prt_piece *g = realloc(en->pieces, (size_t)(en->npieces + 1) * sizeof *g);
-      if (!g) prt_fatal("out of memory building the parameter catalog");
+      if (!g) prt_fatal("out of memory building the tensor catalog");
       en->pieces = g;
       en->pieces[en->npieces++] = (prt_piece){r, w[0], w[2], w[3]};
     }
@@ -206,13 +278,24 @@ int prt_catalog_build(prt_ctx *ctx, prt_status *st) {
   if (!st->code) { /* every element of every parameter must live somewhere */
     prt_chunk *ch = NULL;
     int64_t e = 0, a = 0, b = 0;
-    if (prt_plan_chunks(c, NULL, &ch, &e, &a, &b) < 0) {
+    if (prt_plan_chunks(c, PRT_PARAM, NULL, &ch, &e, &a, &b) < 0) {
       prt_shape_text(want, sizeof want, c->e[e].ndim, c->e[e].dims);
       prt_fail(st, 1, "parameter '%s' (shape %s): elements [%lld, %lld) are held by no rank "
                "(prt_declare_shard): piper_setup; %s", c->e[e].name, want, (long long)a,
                (long long)b, PLAN_BUG);
     }
     free(ch);
+  }
+  if (!st->code && c->noptim && !c->optim_problem[0]) { /* the same for optimizer state */
+    prt_chunk *ch = NULL;
+    int64_t e = 0, a = 0, b = 0;
+    if (prt_plan_chunks(c, PRT_OPTIM, NULL, &ch, &e, &a, &b) < 0) {
+      prt_shape_text(want, sizeof want, c->e[e].ndim, c->e[e].dims);
+      prt_optim_problem(c, "optimizer state '%s' (shape %s): elements [%lld, %lld) are held "
+                        "by no rank", c->e[e].name, want, (long long)a, (long long)b);
+    }
+    free(ch);
+    prt_check_optim_shapes(c);
   }
   if (st->code) {
     prt_catalog_free(c);
@@ -222,17 +305,24 @@ int prt_catalog_build(prt_ctx *ctx, prt_status *st) {
   return 0;
 }
 
-int prt_catalog_has(const prt_ctx *ctx, const char *name) {
-  const prt_catalog *c = ctx->catalog;
-  for (int64_t k = 0; c && k < c->n; k++)
-    if (strcmp(c->e[k].name, name) == 0) return 1;
-  return 0;
+int32_t prt_catalog_kind(const prt_ctx *ctx, const char *name) {
+  int64_t k = ctx->catalog ? prt_catalog_index(ctx->catalog, name) : -1;
+  return k < 0 ? -1 : ctx->catalog->e[k].kind;
 }
 
 int64_t prt_catalog_numel(const prt_ctx *ctx) {
   int64_t n = 0;
-  for (int64_t k = 0; ctx->catalog && k < ctx->catalog->n; k++) n += ctx->catalog->e[k].numel;
+  for (int64_t k = 0; ctx->catalog && k < ctx->catalog->n; k++)
+    if (ctx->catalog->e[k].kind == PRT_PARAM) n += ctx->catalog->e[k].numel;
   return n;
+}
+
+int64_t prt_catalog_optim_count(const prt_ctx *ctx) {
+  return ctx->catalog ? ctx->catalog->noptim : 0;
+}
+
+const char *prt_catalog_optim_problem(const prt_ctx *ctx) {
+  return ctx->catalog && ctx->catalog->optim_problem[0] ? ctx->catalog->optim_problem : NULL;
 }
 
 /* ---- assembly ---- */
@@ -249,11 +339,15 @@ static const float *prt_source(const prt_ctx *ctx, int64_t id, int grads) {
   return grads ? ctx->tensors[id].grad_copy : ctx->tensors[id].data;
 }
 
-int prt_catalog_assemble(prt_ctx *ctx, int grads, const char *path, prt_assembly *out,
-                         prt_status *st) {
+int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *path,
+                         prt_assembly *out, prt_status *st) {
   memset(out, 0, sizeof *out);
   if (prt_catalog_build(ctx, st)) return st->code;
   const prt_catalog *c = ctx->catalog;
+  int32_t kind = with_optim && !grads ? -1 : PRT_PARAM; /* which entries: -1 all */
+  if (kind < 0 && c->optim_problem[0])
+    return prt_fail(st, 1, "cannot assemble optimizer state: %s; this is a bug in the "
+                    "runtime (prt_checkpoint_save checks it first)", c->optim_problem);
   char **usable = NULL;
   if (grads) { /* which pieces were observed: every rank's flags, by tensor id */
     char *mine = prt_xmalloc((size_t)ctx->ntensors + 1, "gradient flags");
@@ -277,7 +371,7 @@ int prt_catalog_assemble(prt_ctx *ctx, int grads, const char *path, prt_assembly
   }
   prt_chunk *ch = NULL;
   int64_t e0 = 0, a = 0, b = 0;
-  int64_t nch = prt_plan_chunks(c, usable, &ch, &e0, &a, &b);
+  int64_t nch = prt_plan_chunks(c, kind, usable, &ch, &e0, &a, &b);
   for (int64_t e = 0; usable && e < c->n; e++) free(usable[e]);
   free(usable);
   if (nch < 0) { /* only gradients can have gaps here: the catalog checked the values */
@@ -300,18 +394,17 @@ int prt_catalog_assemble(prt_ctx *ctx, int grads, const char *path, prt_assembly
     free(ch);
     return 0;
   }
-  out->n = c->n;
   out->entries = prt_xmalloc((size_t)(c->n ? c->n : 1) * sizeof *out->entries, "entries");
   out->bufs = prt_xmalloc((size_t)(c->n ? c->n : 1) * sizeof *out->bufs, "entries");
-  for (int64_t e = 0, k = 0; e < c->n; e++) {
-    const prt_cat_entry *en = &c->e[e];
-    int64_t first = k;
-    while (k < nch && ch[k].entry == e) k++;
+  for (int64_t k = 0; k < nch;) { /* the chunks of one entry follow each other */
+    const prt_cat_entry *en = &c->e[ch[k].entry];
+    int64_t first = k, n = out->n++;
+    while (k < nch && ch[k].entry == ch[first].entry) k++;
     const prt_piece *p0 = &en->pieces[ch[first].piece];
-    out->bufs[e] = NULL;
-    out->entries[e] = (prt_st_entry){en->name, en->ndim, en->dims, NULL};
+    out->bufs[n] = NULL;
+    out->entries[n] = (prt_st_entry){en->name, en->ndim, en->dims, NULL};
     if (k - first == 1 && p0->rank == 0) { /* held whole here: borrow it */
-      out->entries[e].data = prt_source(ctx, p0->id, grads);
+      out->entries[n].data = prt_source(ctx, p0->id, grads);
       continue;
     }
     float *buf = prt_xmalloc((size_t)en->numel * 4, "an assembled tensor");
@@ -323,8 +416,8 @@ int prt_catalog_assemble(prt_ctx *ctx, int grads, const char *path, prt_assembly
       else
         prt_comm_recv_bytes(buf + ch[j].pos, 4 * ch[j].len, pc->rank);
     }
-    out->bufs[e] = buf;
-    out->entries[e].data = buf;
+    out->bufs[n] = buf;
+    out->entries[n].data = buf;
   }
   free(ch);
   return 0;

@@ -96,16 +96,17 @@ void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
   prt_status *st = &ctx->decl_status;
   if (!prt_decl_open(ctx, "prt_declare_shard")) return;
   if (id < 0 || id >= ctx->ntensors || !ctx->tensors[id].name ||
-      ctx->tensors[id].kind != PRT_PARAM) {
-    prt_fail(st, 1, "shard of tensor id %lld, which is not a parameter declared before it: "
-             "prt_declare_shard; %s", (long long)id, PLAN_BUG);
+      (ctx->tensors[id].kind != PRT_PARAM && ctx->tensors[id].kind != PRT_OPTIM)) {
+    prt_fail(st, 1, "shard of tensor id %lld, which is not a parameter or optimizer state "
+             "declared before it: prt_declare_shard; %s", (long long)id, PLAN_BUG);
     return;
   }
   prt_tensor_info *t = &ctx->tensors[id];
   if (t->is_shard || full_numel != t->full_numel || offset < 0 || numel < 1 ||
       offset > full_numel - numel) {
-    prt_fail(st, 1, "parameter '%s' (id %lld, %lld elements) cannot hold elements "
-             "[%lld, %lld) of %lld%s: prt_declare_shard; %s", t->name, (long long)id,
+    prt_fail(st, 1, "%s '%s' (id %lld, %lld elements) cannot hold elements "
+             "[%lld, %lld) of %lld%s: prt_declare_shard; %s",
+             t->kind == PRT_PARAM ? "parameter" : "optimizer state", t->name, (long long)id,
              (long long)t->full_numel, (long long)offset, (long long)(offset + numel),
              (long long)full_numel, t->is_shard ? " (declared a shard twice)" : "", PLAN_BUG);
     return;

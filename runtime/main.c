@@ -10,6 +10,14 @@
  * (prt_agree), where every rank learns of it and they stop together; in the step loop it
  * rides on the loss allreduce, so the run stops after the next step. Rank 0 alone prints,
  * writes metrics and writes the checkpoint.
+ *
+ * Resuming: a checkpoint written by --save-checkpoint holds the parameters, AdamW's moments
+ * and the number of completed steps K. A run started from it with --init-checkpoint runs
+ * steps K, K+1, ... (AdamW's t, the data loader's batches and the metrics' numbering all
+ * continue), so 5 steps then 5 resumed steps equal 10 steps bit for bit, on any layout that
+ * computes the same sums. Without optimizer state in the file the run starts at step 0: fresh
+ * moments with a late t would apply bias corrections meant for K steps of history to none,
+ * so such a run is a new run from the loaded weights, and is counted as one.
  */
 #include <errno.h>
 #include <math.h>
@@ -33,6 +41,7 @@ typedef struct prt_opts {
   const char *dump_grads; /* --dump-grads: borrowed; NULL = none */
   const char *trace;      /* --trace: borrowed; NULL = none */
   int quiet;              /* --quiet: no per-step lines on stdout */
+  int restart_steps;      /* --restart-steps: count from step 0 despite the checkpoint's step */
   int help;               /* --help: print usage and exit 0 */
 } prt_opts;
 
@@ -49,9 +58,17 @@ static const char *const USAGE =
     "                          tokens_per_s, mem (rank 0's bytes); then one line with\n"
     "                          every rank's memory and peak RSS\n"
     "  --init-checkpoint FILE  load parameters from a safetensors file instead of\n"
-    "                          initialising them\n"
-    "  --save-checkpoint FILE  save parameters (safetensors) after the last step\n"
-    "  --dump-grads FILE       save every parameter's gradient at step 0 (safetensors)\n"
+    "                          initialising them; with the optimizer state and step a\n"
+    "                          --save-checkpoint file holds, training resumes exactly:\n"
+    "                          steps K, K+1, ... for a file saved after K steps (AdamW's\n"
+    "                          step count, the batches and the metrics continue). A file\n"
+    "                          without optimizer state starts a new run at step 0\n"
+    "  --restart-steps         with --init-checkpoint: count steps from 0 anyway (AdamW's\n"
+    "                          bias correction and the batches restart; moments still load)\n"
+    "  --save-checkpoint FILE  save parameters, optimizer state and the number of completed\n"
+    "                          steps (safetensors) after the last step\n"
+    "  --dump-grads FILE       save every parameter's gradient at the first step run\n"
+    "                          (step 0, or K when resuming) (safetensors)\n"
     "  --trace FILE            Chrome trace JSON per rank: FILE with .rank<k> before its\n"
     "                          extension (open in Perfetto / chrome://tracing)\n"
     "  --quiet                 no per-step lines on stdout\n"
@@ -134,6 +151,10 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       o->quiet = 1;
       continue;
     }
+    if (strcmp(arg, "--restart-steps") == 0) {
+      o->restart_steps = 1;
+      continue;
+    }
     const char *eq = strchr(arg, '=');
     size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
     const prt_flag *f = NULL;
@@ -152,8 +173,11 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
     if (prt_parse_value(f, value, st)) return st->code;
   }
   if (o->dump_grads && o->steps < 1)
-    return prt_fail(st, 2, "--dump-grads captures step 0 but --steps is 0: command line; "
-                    "run at least one step");
+    return prt_fail(st, 2, "--dump-grads captures the first step but --steps is 0: command "
+                    "line; run at least one step");
+  if (o->restart_steps && !o->init_ckpt)
+    return prt_fail(st, 2, "--restart-steps needs --init-checkpoint (a run without one "
+                    "starts at step 0 anyway): command line; run with --help for usage");
   return 0;
 }
 
@@ -229,22 +253,53 @@ static int prt_check_world(const prt_ctx *ctx, prt_status *st) {
 }
 
 static void prt_banner(const prt_ctx *ctx, const prt_opts *o, const prt_data *data,
-                       int64_t T) {
+                       int64_t T, int64_t start) {
   int64_t np = prt_ctx_param_count(ctx);
+  char from[64] = "";
+  if (start > 0) snprintf(from, sizeof from, " from step %lld (resumed)", (long long)start);
   if (ctx->world == 1) {
     printf("piper: %lld params (%.2f M, %.1f MB), arena %.1f MB, batch %lld x %lld, "
-           "data %s (%lld bytes), %lld steps\n", (long long)np, np / 1e6, np * 4 / 1e6,
+           "data %s (%lld bytes), %lld steps%s\n", (long long)np, np / 1e6, np * 4 / 1e6,
            ctx->arena_bytes / 1e6, (long long)ctx->global_batch, (long long)T, data->name,
-           (long long)data->n, (long long)o->steps);
+           (long long)data->n, (long long)o->steps, from);
   } else {
     int64_t all = prt_catalog_numel(ctx);
     printf("piper: %lld devices (%s), %lld params (%.2f M); rank 0 holds %.1f MB, arena "
-           "%.1f MB; global batch %lld x %lld, data %s (%lld bytes), %lld steps\n",
+           "%.1f MB; global batch %lld x %lld, data %s (%lld bytes), %lld steps%s\n",
            (long long)ctx->world, prt_comm_backend, (long long)all, all / 1e6, np * 4 / 1e6,
            ctx->arena_bytes / 1e6, (long long)ctx->global_batch, (long long)T, data->name,
-           (long long)data->n, (long long)o->steps);
+           (long long)data->n, (long long)o->steps, from);
   }
   fflush(stdout);
+}
+
+/* The first step of this run after loading a checkpoint: its step K when it also restored
+ * the optimizer state (and --restart-steps is not given), else 0. Rank 0 says why when the
+ * plan's optimizer state starts fresh. Alike on every rank (info depends on the file and the
+ * catalog only). */
+static int64_t prt_resume_step(const prt_ctx *ctx, const prt_opts *o, const prt_ckpt_info *in,
+                               prt_status *st) {
+  int64_t start = in->optim && in->step > 0 && !o->restart_steps ? in->step : 0;
+  if (start > INT64_MAX - o->steps) {
+    prt_fail(st, 1, "checkpoint step %lld plus --steps %lld overflows the step count: %s; "
+             "pass fewer steps or --restart-steps", (long long)in->step, (long long)o->steps,
+             o->init_ckpt);
+    return 0;
+  }
+  if (ctx->rank != 0 || in->optim || !prt_catalog_optim_count(ctx)) return start;
+  char why[96] = "";
+  if (in->step > 0)
+    snprintf(why, sizeof why, " at step 0 (the file was saved after step %lld)",
+             (long long)in->step);
+  if (in->optim_skipped)
+    fprintf(stderr, "piper: warning: the checkpoint's optimizer state is not loaded: %s; "
+            "AdamW starts fresh%s\n", prt_catalog_optim_problem(ctx), why);
+  else
+    fprintf(stderr, "piper: note: checkpoint has no optimizer state%s: AdamW starts fresh%s\n",
+            in->foreign_optim ? " for this model (its optim.* tensors are another's)" : "",
+            why);
+  fflush(stderr);
+  return start;
 }
 
 /* One metrics line (rank 0). */
@@ -265,9 +320,9 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   prt_data data = {0};
   FILE *metrics = NULL;
   int64_t T = 0;
+  int64_t start = 0; /* the first step this run executes */
   ctx->lr = o->lr;
   ctx->weight_decay = o->weight_decay;
-  ctx->dump_step = o->dump_grads ? 0 : -1;
 
   setup(ctx);
   if (!prt_check_world(ctx, st)) prt_ctx_allocate(ctx, st);
@@ -276,18 +331,21 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   if (prt_agree(ctx, st)) goto done;
 
   if (prt_data_open(&data, o->data, T, st) == 0) {
-    if (o->init_ckpt) prt_checkpoint_load(ctx, o->init_ckpt, st);
-    else prt_init_params(ctx, o->seed);
+    prt_ckpt_info info;
+    if (!o->init_ckpt) prt_init_params(ctx, o->seed);
+    else if (prt_checkpoint_load(ctx, o->init_ckpt, &info, st) == 0)
+      start = prt_resume_step(ctx, o, &info, st);
   }
+  ctx->dump_step = o->dump_grads ? start : -1;
   if (!st->code && ctx->rank == 0 && o->metrics && !(metrics = fopen(o->metrics, "w")))
     prt_fail(st, 1, "cannot open metrics file: %s: %s; check the directory exists and is "
              "writable", o->metrics, strerror(errno));
   if (prt_agree(ctx, st)) goto done;
   if (o->trace) prt_trace_start(ctx);
 
-  if (ctx->rank == 0 && !o->quiet) prt_banner(ctx, o, &data, T);
+  if (ctx->rank == 0 && !o->quiet) prt_banner(ctx, o, &data, T, start);
   int pending = 0; /* this rank failed (a metrics write): every rank stops after this step */
-  for (int64_t s = 0; s < o->steps; s++) {
+  for (int64_t s = start; s < start + o->steps; s++) {
     ctx->step = s;
     ctx->adam_t = s + 1;
     double t0 = prt_now_ms();
@@ -324,7 +382,7 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
       if (prt_agree(ctx, st)) goto done;
     }
   }
-  if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, st);
+  if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, start + o->steps, st);
   if (prt_agree(ctx, st)) goto done;
   prt_report_memory(ctx, o, metrics, st);
 
@@ -351,8 +409,8 @@ int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_c
       fprintf(stderr, "piper: error: %s\n", st.msg);
       fprintf(stderr, "usage: %s [--steps N] [--data FILE] [--seed S] [--lr X] "
               "[--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] "
-              "[--save-checkpoint FILE] [--dump-grads FILE] [--trace FILE] [--quiet] "
-              "[--help]\n", prog);
+              "[--restart-steps] [--save-checkpoint FILE] [--dump-grads FILE] [--trace FILE] "
+              "[--quiet] [--help]\n", prog);
     }
     rc = st.code;
   } else if (o.help) {

@@ -150,8 +150,8 @@ struct prt_ctx {
   int64_t ops_nfree;        /* entries on ops_free (ops_cap - ops_busy) */
 
   prt_trace *trace;         /* owned; NULL unless tracing (prt_trace_start) */
-  prt_catalog *catalog;     /* owned; which rank holds which parameter range, built by the
-                               first collective that needs it */
+  prt_catalog *catalog;     /* owned; which rank holds which range of each parameter and
+                               optimizer state, built by the first collective that needs it */
 
   double lr;                /* AdamW learning rate (--lr) */
   double weight_decay;      /* AdamW decoupled weight decay (--weight-decay) */
@@ -246,16 +246,25 @@ int prt_trace_write(const prt_ctx *ctx, const char *path, prt_status *st);
 void prt_trace_path(char *out, size_t cap, const char *path, int64_t rank);
 void prt_trace_free(prt_trace *t);
 
-/* ---- the parameter catalog (catalog.c) ---- */
+/* ---- the tensor catalog (catalog.c) ---- */
 
-/* Builds ctx->catalog if it is not built yet: every parameter name declared on any rank with
- * its full shape and the element ranges each rank holds. Collective. Fails (identically on
- * every rank) if ranks disagree on a parameter's shape or some elements are held by no rank. */
+/* Builds ctx->catalog if it is not built yet: every parameter and optimizer-state name
+ * declared on any rank with its full shape and the element ranges each rank holds.
+ * Collective. Fails (identically on every rank) if ranks disagree on a parameter's shape or
+ * kind, or some elements of a parameter are held by no rank. The same faults in optimizer
+ * state (or a moment "optim.<slot>.<param>" whose shape is not its parameter's) do not fail:
+ * they make prt_catalog_optim_problem say why its state cannot be assembled. */
 int prt_catalog_build(prt_ctx *ctx, prt_status *st);
-/* 1 if some rank declares a parameter called `name` (after prt_catalog_build). */
-int prt_catalog_has(const prt_ctx *ctx, const char *name);
+/* PRT_PARAM or PRT_OPTIM if some rank declares a tensor called `name`, else -1 (after
+ * prt_catalog_build). */
+int32_t prt_catalog_kind(const prt_ctx *ctx, const char *name);
 /* Sum of the full sizes of every parameter in the world. */
 int64_t prt_catalog_numel(const prt_ctx *ctx);
+/* Optimizer-state names declared in the world (0: the plan has no optimizer state). */
+int64_t prt_catalog_optim_count(const prt_ctx *ctx);
+/* NULL if the optimizer state assembles into full tensors; else why not, one line (then
+ * checkpoints neither save nor load it). Alike on every rank. */
+const char *prt_catalog_optim_problem(const prt_ctx *ctx);
 void prt_catalog_free(prt_catalog *c);
 
 /* ---- init (init.c) ---- */
@@ -304,19 +313,37 @@ typedef struct prt_st_entry {
 } prt_st_entry;
 
 /* Writes a safetensors file atomically: path.tmp, fsync, rename. On failure nothing is
- * left at `path` that was not there before and path.tmp is removed. */
+ * left at `path` that was not there before and path.tmp is removed. __metadata__ holds
+ * "format": "pt" and, when step >= 0, "step": "<step>". */
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
-                          prt_status *st);
-/* Collective. Rank 0 writes every parameter declared on any rank, full and by name, in the
- * catalog's order (for one device: declaration order), assembled from the ranks that hold
- * its pieces (the lowest rank where pieces overlap). Returns rank 0's status on rank 0; other
- * ranks fail only where every rank does (see prt_catalog_build): callers prt_agree after. */
-int prt_checkpoint_save(prt_ctx *ctx, const char *path, prt_status *st);
+                          int64_t step, prt_status *st);
+/* Collective. Rank 0 writes every parameter and every optimizer-state tensor declared on any
+ * rank, full and by name, in the catalog's order (for one device: declaration order),
+ * assembled from the ranks that hold their pieces (the lowest rank where pieces overlap), and
+ * `step` (completed training steps; -1 = none) in the metadata. When the optimizer state
+ * cannot be assembled (prt_catalog_optim_problem) rank 0 prints one warning and writes the
+ * parameters only. Returns rank 0's status on rank 0; other ranks fail only where every rank
+ * does (see prt_catalog_build): callers prt_agree after. */
+int prt_checkpoint_save(prt_ctx *ctx, const char *path, int64_t step, prt_status *st);
+
+/* What a checkpoint held besides parameters (prt_checkpoint_load). */
+typedef struct prt_ckpt_info {
+  int64_t step;      /* __metadata__ "step": steps the saving run completed; -1 = absent */
+  int optim;         /* 1: every local PRT_OPTIM tensor was loaded; 0: they are untouched */
+  int foreign_optim; /* the file holds "optim.*" tensors, none of this plan's */
+  int optim_skipped; /* the file holds this plan's optimizer state, but the plan's state
+                        cannot be mapped to full tensors (prt_catalog_optim_problem) */
+} prt_ckpt_info;
 /* Collective (it builds the catalog). Reads every local PRT_PARAM (a shard: its slice) from
- * `path`. The file must hold each as F32 with the declared full shape, and nothing but
- * parameters of some rank and tensors named "optim.*" (ignored). Parameters are only written
- * after the whole header checked out. */
-int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_status *st);
+ * `path`; the file must hold each as F32 with the declared full shape. Optimizer state: if the
+ * file holds any tensor named like a PRT_OPTIM tensor of some rank, it must hold every local
+ * one as well, F32 with its full shape (a partial set is an error naming what is missing), and
+ * each local one (a shard: its slice) is read; if it holds none, they stay as they are. Other
+ * tensors must be parameters of some rank, or named "optim.*" (ignored). The file is read only
+ * after the whole header checked out. `info` (may be NULL) gets the step and what happened to
+ * the optimizer state; alike on every rank that succeeds (it depends on the file and the
+ * catalog only). */
+int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_ckpt_info *info, prt_status *st);
 /* Collective, like prt_checkpoint_save, for the gradients captured by prt_observe_grad; an
  * error names the first parameter whose gradient no rank observed. */
 int prt_grads_save(prt_ctx *ctx, const char *path, prt_status *st);
@@ -328,12 +355,13 @@ typedef struct prt_assembly {
   int64_t n;             /* entries (0 on other ranks) */
   float **bufs;          /* owned (n): tensors assembled here; NULL where an entry borrows */
 } prt_assembly;
-/* Collective. Rank 0 gets every catalog entry in full, each element taken from the lowest
- * rank holding it (`grads`: the lowest rank that observed its gradient); other ranks send
- * their pieces. Fails on every rank alike when some elements have no source; `path` is the
- * file being written, for messages. */
-int prt_catalog_assemble(prt_ctx *ctx, int grads, const char *path, prt_assembly *out,
-                         prt_status *st);
+/* Collective. Rank 0 gets every parameter in full (and every optimizer-state tensor if
+ * `with_optim`: only when prt_catalog_optim_problem is NULL), each element taken from the
+ * lowest rank holding it (`grads`: the parameters' gradients, from the lowest rank that
+ * observed them); other ranks send their pieces. Fails on every rank alike when some elements
+ * have no source; `path` is the file being written, for messages. */
+int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *path,
+                         prt_assembly *out, prt_status *st);
 void prt_assembly_free(prt_assembly *a);
 
 #endif

@@ -1,7 +1,7 @@
 /* Checkpoints and gradient dumps in the safetensors format:
  *
  *   u64 little-endian header length n | n bytes of JSON header | raw little-endian data
- *   header: {"__metadata__": {"format": "pt"},
+ *   header: {"__metadata__": {"format": "pt", "step": "<completed steps>"},
  *            "<name>": {"dtype": "F32", "shape": [d0, ...], "data_offsets": [begin, end]},
  *            ...}
  *
@@ -9,7 +9,11 @@
  * declaration order and pad the header with spaces to a multiple of 8 bytes, as the
  * reference implementation does. The reader is a small JSON parser that understands what
  * safetensors headers hold (objects, arrays, strings, non-negative integers) and skips any
- * other value it meets (__metadata__, unknown fields).
+ * other value it meets (unknown fields and metadata other than "step").
+ *
+ * A checkpoint holds the parameters and, to resume exactly, the optimizer state (AdamW's
+ * moments, "optim.<slot>.<param>", full tensors whatever the layout that saved them) and the
+ * number of completed steps, which is AdamW's step count and the data loader's position.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,9 +103,11 @@ static void prt_sync_dir(const char *path) {
 }
 
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
-                          prt_status *st) {
+                          int64_t step, prt_status *st) {
   prt_buf h = {0};
-  prt_buf_str(&h, "{\"__metadata__\":{\"format\":\"pt\"}");
+  prt_buf_str(&h, "{\"__metadata__\":{\"format\":\"pt\"");
+  if (step >= 0) prt_buf_printf(&h, ",\"step\":\"%lld\"", (long long)step);
+  prt_buf_put(&h, "}", 1);
   uint64_t offset = 0;
   for (int64_t i = 0; i < n; i++) {
     const prt_st_entry *e = &entries[i];
@@ -124,11 +130,11 @@ int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t
   char *tmp = prt_xmalloc(plen + 5, "a file name");
   memcpy(tmp, path, plen);
   memcpy(tmp + plen, ".tmp", 5);
-  const char *step = "open";
+  const char *action = "open";
   FILE *f = fopen(tmp, "wb");
   int ok = f != NULL;
   if (ok) {
-    step = "write";
+    action = "write";
     uint64_t hlen = h.len; /* little-endian host, checked in prt_internal.h */
     ok = fwrite(&hlen, 8, 1, f) == 1 && fwrite(h.p, 1, h.len, f) == h.len;
     for (int64_t i = 0; ok && i < n; i++) {
@@ -136,27 +142,27 @@ int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t
       for (int64_t k = 0; k < entries[i].ndim; k++) numel *= (size_t)entries[i].dims[k];
       ok = fwrite(entries[i].data, 4, numel, f) == numel;
     }
-    if (ok) step = "flush";
+    if (ok) action = "flush";
     ok = ok && fflush(f) == 0;
-    if (ok) step = "fsync";
+    if (ok) action = "fsync";
     ok = ok && fsync(fileno(f)) == 0;
     if (fclose(f) != 0 && ok) {
-      step = "close";
+      action = "close";
       ok = 0;
     }
   }
   int e = errno;
   if (ok && rename(tmp, path) != 0) {
     e = errno;
-    step = "rename";
+    action = "rename";
     ok = 0;
   }
   free(h.p);
   if (!ok) {
     if (f) unlink(tmp);
     prt_fail(st, 1, "cannot %s %s: %s (writing %s); check the directory exists, is "
-             "writable and has space", step, strcmp(step, "rename") ? tmp : path, strerror(e),
-             path);
+             "writable and has space", action, strcmp(action, "rename") ? tmp : path,
+             strerror(e), path);
     free(tmp);
     return st->code;
   }
@@ -166,20 +172,29 @@ int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t
 }
 
 /* Assembles full tensors on rank 0 (values or gradients) and writes them there. */
-static int prt_save_assembled(prt_ctx *ctx, int grads, const char *path, prt_status *st) {
+static int prt_save_assembled(prt_ctx *ctx, int grads, int with_optim, int64_t step,
+                              const char *path, prt_status *st) {
   prt_assembly as;
-  if (prt_catalog_assemble(ctx, grads, path, &as, st)) return st->code;
-  if (ctx->rank == 0) prt_safetensors_write(path, as.entries, as.n, st);
+  if (prt_catalog_assemble(ctx, grads, with_optim, path, &as, st)) return st->code;
+  if (ctx->rank == 0) prt_safetensors_write(path, as.entries, as.n, step, st);
   prt_assembly_free(&as);
   return st->code;
 }
 
-int prt_checkpoint_save(prt_ctx *ctx, const char *path, prt_status *st) {
-  return prt_save_assembled(ctx, 0, path, st);
+int prt_checkpoint_save(prt_ctx *ctx, const char *path, int64_t step, prt_status *st) {
+  if (prt_catalog_build(ctx, st)) return st->code;
+  const char *problem = prt_catalog_optim_problem(ctx);
+  if (problem && ctx->rank == 0) {
+    fprintf(stderr, "piper: warning: %s: %s holds parameters only (no optimizer state); a "
+            "run resumed from it restarts AdamW; recompile the plan with a current "
+            "piper-compile to checkpoint optimizer state\n", problem, path);
+    fflush(stderr);
+  }
+  return prt_save_assembled(ctx, 0, !problem, step, path, st);
 }
 
 int prt_grads_save(prt_ctx *ctx, const char *path, prt_status *st) {
-  return prt_save_assembled(ctx, 1, path, st);
+  return prt_save_assembled(ctx, 1, 0, -1, path, st);
 }
 
 /* ---- reading: a JSON reader for safetensors headers ---- */
@@ -472,9 +487,47 @@ static int prt_jr_tensor(prt_jr *r, prt_st_in *t) {
   return 0;
 }
 
-/* header -> '{' [ entry { ',' entry } ] '}' where entry is "__metadata__": value or
- * name: tensor. Appends to *ts (owned array of *n). */
-static int prt_jr_header(prt_jr *r, prt_st_in **ts, int64_t *n) {
+/* metadata -> '{' [ string ':' value { ',' string ':' value } ] '}': "step" must be a string
+ * of decimal digits and goes to *step; every other value, or metadata that is not an object,
+ * is skipped. */
+static int prt_jr_metadata(prt_jr *r, int64_t *step) {
+  if (prt_jr_peek(r) != '{') return prt_jr_skip(r, 1);
+  r->i++;
+  if (prt_jr_peek(r) == '}') {
+    r->i++;
+    return 0;
+  }
+  for (;;) {
+    char *key, *v = NULL;
+    if (prt_jr_string(r, &key)) return -1;
+    int rc = prt_jr_expect(r, ':');
+    if (!rc && strcmp(key, "step") == 0) {
+      rc = prt_jr_peek(r) == '"' ? prt_jr_string(r, &v) : -1;
+      size_t len = v ? strlen(v) : 0;
+      if (!rc && len > 0 && len <= 18 && strspn(v, "0123456789") == len)
+        *step = strtoll(v, NULL, 10);
+      else
+        rc = prt_jr_fail(r, "__metadata__ \"step\" is not a string of decimal digits (the "
+                            "number of completed steps)");
+    } else if (!rc) {
+      rc = prt_jr_skip(r, 2);
+    }
+    free(key);
+    free(v);
+    if (rc) return -1;
+    char d = prt_jr_peek(r);
+    r->i++;
+    if (d == '}') return 0;
+    if (d != ',') {
+      r->i--;
+      return prt_jr_fail(r, "expected ',' or '}'");
+    }
+  }
+}
+
+/* header -> '{' [ entry { ',' entry } ] '}' where entry is "__metadata__": metadata or
+ * name: tensor. Appends to *ts (owned array of *n); *step gets the metadata's "step". */
+static int prt_jr_header(prt_jr *r, prt_st_in **ts, int64_t *n, int64_t *step) {
   int64_t cap = 0;
   if (prt_jr_expect(r, '{')) return -1;
   if (prt_jr_peek(r) == '}') {
@@ -489,7 +542,7 @@ static int prt_jr_header(prt_jr *r, prt_st_in **ts, int64_t *n) {
       }
       if (strcmp(key, "__metadata__") == 0) {
         free(key);
-        if (prt_jr_skip(r, 1)) return -1;
+        if (prt_jr_metadata(r, step)) return -1;
       } else {
         if (*n == cap) {
           cap = cap ? 2 * cap : 64;
@@ -519,14 +572,45 @@ static int prt_has_prefix(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* Checks the header's tensors: each names a parameter of some rank (the catalog) or
- * "optim.*", and each local parameter is there with its full shape; fills idx[param id] with
- * the index into ts of its tensor. */
+/* Checks that file tensor e can fill local tensor t (F32, t's full shape, the bytes that
+ * takes); `what` names t's kind in messages. */
+static int prt_check_entry(const prt_tensor_info *t, const prt_st_in *e, const char *what,
+                           const char *path, const char *fix, prt_status *st) {
+  char want[128], got[128];
+  prt_shape_str(want, sizeof want, t->ndim, t->dims);
+  prt_shape_str(got, sizeof got, e->ndim, e->dims);
+  if (strcmp(e->dtype, "F32") != 0)
+    return prt_fail(st, 1, "%s '%s' has dtype %s in the checkpoint, expected F32: %s; %s",
+                    what, t->name, e->dtype, path, fix);
+  int same = e->ndim == t->ndim;
+  for (int64_t k = 0; same && k < t->ndim; k++) same = e->dims[k] == t->dims[k];
+  if (!same)
+    return prt_fail(st, 1, "%s '%s' has shape %s in the checkpoint, expected %s: %s; %s",
+                    what, t->name, got, want, path, fix);
+  if (e->end - e->begin != (uint64_t)t->full_numel * 4)
+    return prt_fail(st, 1, "%s '%s' spans %llu bytes in the checkpoint, but F32 %s needs "
+                    "%llu: %s; the file is corrupt: re-create it", what, t->name,
+                    (unsigned long long)(e->end - e->begin), want,
+                    (unsigned long long)t->full_numel * 4, path);
+  return 0;
+}
+
+static int64_t prt_find_in(const prt_st_in *ts, int64_t n, const char *name) {
+  for (int64_t j = 0; j < n; j++)
+    if (strcmp(ts[j].name, name) == 0) return j;
+  return -1;
+}
+
+/* Checks the header's tensors: each names a parameter or optimizer state of some rank (the
+ * catalog) or "optim.*"; each local parameter is there with its full shape, and so is each
+ * local optimizer-state tensor if the file holds any of the world's. Fills idx[id] with the
+ * index into ts of the tensor to read into local tensor id (-1: none) and info->optim. */
 static int prt_check_tensors(const prt_ctx *ctx, const char *path, const prt_st_in *ts,
-                             int64_t n, uint64_t data_bytes, int64_t *idx, prt_status *st) {
+                             int64_t n, uint64_t data_bytes, int64_t *idx, prt_ckpt_info *info,
+                             prt_status *st) {
   const char *fix = "pass a checkpoint saved by a binary of the same model "
                     "(--save-checkpoint)";
-  char want[128], got[128];
+  int64_t ours = 0; /* tensors of the file that are optimizer state of this plan */
   for (int64_t j = 0; j < n; j++) {
     for (int64_t k = 0; k < j; k++)
       if (strcmp(ts[k].name, ts[j].name) == 0)
@@ -538,43 +622,47 @@ static int prt_check_tensors(const prt_ctx *ctx, const char *path, const prt_st_
                       "(an interrupted copy?): re-create it", ts[j].name,
                       (unsigned long long)ts[j].begin, (unsigned long long)ts[j].end,
                       (unsigned long long)data_bytes, path);
-    if (prt_has_prefix(ts[j].name, "optim.")) continue;
-    if (!prt_catalog_has(ctx, ts[j].name)) /* a parameter of no rank */
+    int32_t kind = prt_catalog_kind(ctx, ts[j].name);
+    ours += kind == PRT_OPTIM;
+    if (kind < 0 && prt_has_prefix(ts[j].name, "optim.")) info->foreign_optim = 1;
+    else if (kind < 0) /* a tensor of no rank */
       return prt_fail(st, 1, "checkpoint has tensor '%s', which is not a parameter of this "
                       "model: %s; %s (optimizer tensors must be named \"optim.*\")",
                       ts[j].name, path, fix);
   }
-  for (int64_t i = 0; i < ctx->ntensors; i++) {
+  if (ours) info->foreign_optim = 0;
+  int load_optim = ours > 0 && !prt_catalog_optim_problem(ctx);
+  info->optim_skipped = ours > 0 && !load_optim;
+  char want[128];
+  for (int64_t i = 0; i < ctx->ntensors; i++) idx[i] = -1;
+  for (int64_t k = 0; k < 2 * ctx->ntensors; k++) { /* parameters first, then the state */
+    int64_t i = k % ctx->ntensors;
     const prt_tensor_info *t = &ctx->tensors[i];
-    idx[i] = -1;
-    if (t->kind != PRT_PARAM) continue;
+    if (k < ctx->ntensors ? t->kind != PRT_PARAM : !(t->kind == PRT_OPTIM && load_optim))
+      continue;
+    int64_t j = prt_find_in(ts, n, t->name);
     prt_shape_str(want, sizeof want, t->ndim, t->dims);
-    int64_t j = 0;
-    while (j < n && strcmp(ts[j].name, t->name) != 0) j++;
-    if (j == n)
+    if (j < 0 && t->kind == PRT_PARAM)
       return prt_fail(st, 1, "checkpoint lacks parameter '%s' (F32 %s): %s; %s", t->name,
                       want, path, fix);
-    const prt_st_in *e = &ts[j];
-    prt_shape_str(got, sizeof got, e->ndim, e->dims);
-    if (strcmp(e->dtype, "F32") != 0)
-      return prt_fail(st, 1, "parameter '%s' has dtype %s in the checkpoint, expected F32: "
-                      "%s; %s", t->name, e->dtype, path, fix);
-    int same = e->ndim == t->ndim;
-    for (int64_t k = 0; same && k < t->ndim; k++) same = e->dims[k] == t->dims[k];
-    if (!same)
-      return prt_fail(st, 1, "parameter '%s' has shape %s in the checkpoint, expected %s: "
-                      "%s; %s", t->name, got, want, path, fix);
-    if (e->end - e->begin != (uint64_t)t->full_numel * 4)
-      return prt_fail(st, 1, "parameter '%s' spans %llu bytes in the checkpoint, but F32 %s "
-                      "needs %llu: %s; the file is corrupt: re-create it", t->name,
-                      (unsigned long long)(e->end - e->begin), want,
-                      (unsigned long long)t->full_numel * 4, path);
+    if (j < 0)
+      return prt_fail(st, 1, "checkpoint has optimizer state but lacks '%s' (F32 %s): %s; "
+                      "pass a checkpoint with this model's whole optimizer state (saved by "
+                      "--save-checkpoint) or with none (AdamW then starts fresh)", t->name,
+                      want, path);
+    if (prt_check_entry(t, &ts[j], t->kind == PRT_PARAM ? "parameter" : "optimizer state",
+                        path, fix, st))
+      return st->code;
     idx[i] = j;
   }
+  info->optim = load_optim;
   return 0;
 }
 
-int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_status *st) {
+int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_ckpt_info *info, prt_status *st) {
+  prt_ckpt_info mine;
+  if (!info) info = &mine;
+  *info = (prt_ckpt_info){.step = -1};
   if (prt_catalog_build(ctx, st)) return st->code; /* collective: before any local exit */
   FILE *f = fopen(path, "rb");
   if (!f)
@@ -610,25 +698,29 @@ int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_status *st) {
     goto done;
   }
   prt_jr r = {header, hlen, 0, {0}};
-  if (prt_jr_header(&r, &ts, &n)) {
+  int64_t step = -1;
+  if (prt_jr_header(&r, &ts, &n, &step)) {
     prt_fail(st, 1, "bad checkpoint header (%s): %s; the file is corrupt or not safetensors",
              r.err, path);
     goto done;
   }
   idx = prt_xmalloc((size_t)(ctx->ntensors ? ctx->ntensors : 1) * sizeof *idx, "an index");
-  if (prt_check_tensors(ctx, path, ts, n, size - 8 - hlen, idx, st)) goto done;
+  if (prt_check_tensors(ctx, path, ts, n, size - 8 - hlen, idx, info, st)) goto done;
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     if (idx[i] < 0) continue;
     prt_tensor_info *t = &ctx->tensors[i];
     off_t at = (off_t)(8 + hlen + ts[idx[i]].begin + 4 * (uint64_t)t->shard_offset);
     if (fseeko(f, at, SEEK_SET) != 0 ||
         fread(t->data, 4, (size_t)t->numel, f) != (size_t)t->numel) {
-      prt_fail(st, 1, "cannot read parameter '%s' from checkpoint: %s; the file changed or "
-               "is unreadable", t->name, path);
+      prt_fail(st, 1, "cannot read %s '%s' from checkpoint: %s; the file changed or "
+               "is unreadable", t->kind == PRT_PARAM ? "parameter" : "optimizer state",
+               t->name, path);
       goto done;
     }
   }
+  info->step = step;
 done:
+  if (st->code) info->optim = 0;
   for (int64_t j = 0; j < n; j++) free(ts[j].name);
   free(ts);
   free(idx);

@@ -126,12 +126,13 @@ void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *me
  * row g of step s at ((s * global_batch + g) * T) mod (N - T - 1); without this call the
  * global batch is the B of the "tokens" input. */
 void prt_declare_batch(prt_ctx *ctx, int64_t global_batch);
-/* Declared parameter `id` holds elements [offset, offset + numel) of the full tensor of its
- * name, flattened (a ZeRO-3 shard). Call it after prt_declare_tensor(id, ...), which keeps the
- * FULL tensor's dims (they name the checkpoint's shape); this call narrows the storage that
- * prt_tensor(id) returns to numel floats. `full_numel` is the product of those dims (checked).
- * Init and --init-checkpoint fill the slice; --save-checkpoint reassembles full tensors on
- * rank 0; prt_observe_grad(id, g) takes the gradient of the slice (numel floats). */
+/* Declared parameter or optimizer state `id` holds elements [offset, offset + numel) of the
+ * full tensor of its name, flattened (a ZeRO shard). Call it after prt_declare_tensor(id, ...),
+ * which keeps the FULL tensor's dims (they name the checkpoint's shape; an AdamW moment has its
+ * parameter's); this call narrows the storage that prt_tensor(id) returns to numel floats.
+ * `full_numel` is the product of those dims (checked). Init and --init-checkpoint fill the
+ * slice; --save-checkpoint reassembles full tensors on rank 0; prt_observe_grad(id, g) takes
+ * the gradient of a parameter's slice (numel floats). */
 void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
                        int64_t full_numel);
 /* Names trace lane `stream` (dense ids from 0; 0 is the compute stream "compute"). */

@@ -17,13 +17,17 @@
  * Plans, on a bigram model (logits = wte[tok] head^T, V 256, C 8, T 16, global batch 4):
  *   ref    one device, the whole batch (the single-rank reference)
  *   dp     data parallel on every rank: replicas, batch slices, all-reduced gradients
- *   zero   ZeRO-3: every parameter sharded over the world, all-gathered for the step,
- *          gradients reduce-scattered, AdamW on the shard
+ *   zero   ZeRO-3: every parameter and its AdamW moments sharded over the world,
+ *          parameters all-gathered for the step, gradients reduce-scattered, AdamW on the
+ *          shard
+ *   zero1d zero with its moments declared as 1-D slices without prt_declare_shard (plans
+ *          compiled before optimizer shards were declared)
  *   pp     two pipeline stages x N/2 data-parallel replicas, two microbatches per replica:
  *          several "tokens"/"targets"/"loss" per rank, send/recv of activations, groups
  *   world3 declares 3 devices (for the world-size error)
  *   badwait  waits one handle twice (an ABI misuse: every rank must stop, none may hang)
- * comm.test compares dp, zero and pp with ref (losses, step-0 gradients, final checkpoint).
+ * comm.test compares dp, zero and pp with ref (losses, step-0 gradients, final checkpoint with
+ * optimizer state), and runs resumed from one layout's checkpoint under another.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -408,16 +412,16 @@ static void test_assembly(void) {
   begin("checkpoint_assembly");
   set_writer_values(wr);
   prt_status st = {0};
-  prt_checkpoint_save(wr, path, &st);
+  prt_checkpoint_save(wr, path, -1, &st);
   if (prt_agree(wr, &st)) fail("save: %s", st.msg);
   prt_ctx *rd = reader_ctx(1); /* the whole file, on every rank */
   st = (prt_status){0};
-  if (prt_checkpoint_load(rd, path, &st)) fail("load whole: %s", st.msg);
+  if (prt_checkpoint_load(rd, path, NULL, &st)) fail("load whole: %s", st.msg);
   compare_local(rd, expected_full, "whole");
   prt_ctx_destroy(rd);
   prt_ctx *back = writer_ctx(); /* and each rank's own pieces again */
   st = (prt_status){0};
-  if (prt_checkpoint_load(back, path, &st)) fail("load pieces: %s", st.msg);
+  if (prt_checkpoint_load(back, path, NULL, &st)) fail("load pieces: %s", st.msg);
   compare_local(back, expected_full, "piece");
   prt_ctx_destroy(back);
   end();
@@ -429,12 +433,12 @@ static void test_assembly(void) {
   for (int64_t i = 0; i < rd->ntensors; i++) /* mixed as rank 0 holds it */
     if (strcmp(rd->tensors[i].name, "mixed") == 0) expected_full("mixed", rd->tensors[i].data, 10);
   st = (prt_status){0};
-  prt_checkpoint_save(rd, gpath, &st);
+  prt_checkpoint_save(rd, gpath, -1, &st);
   if (prt_agree(rd, &st)) fail("save without patch: %s", st.msg);
   prt_ctx_destroy(rd);
   back = writer_ctx();
   st = (prt_status){0};
-  int rc = prt_checkpoint_load(back, gpath, &st);
+  int rc = prt_checkpoint_load(back, gpath, NULL, &st);
   if ((R > 0) != (rc != 0) || (R > 0 && !strstr(st.msg, "lacks parameter 'patch'")))
     fail("load of a file without 'patch': rc %d, '%s'", rc, st.msg);
   prt_ctx_destroy(back);
@@ -442,7 +446,7 @@ static void test_assembly(void) {
   back = prt_ctx_create();
   prt_declare_tensor(back, 0, "rep", PRT_PARAM, 0, 2, 3, 5, 0, 0, 0);
   st = (prt_status){0};
-  if (prt_ctx_allocate(back, &st) == 0 && prt_checkpoint_load(back, path, &st) == 0)
+  if (prt_ctx_allocate(back, &st) == 0 && prt_checkpoint_load(back, path, NULL, &st) == 0)
     fail("a file with parameters no rank declares was accepted");
   else if (!strstr(st.msg, "not a parameter of this model")) fail("message: %s", st.msg);
   prt_ctx_destroy(back);
@@ -471,7 +475,7 @@ static void test_assembly(void) {
   if (prt_agree(wr, &st)) fail("save grads: %s", st.msg);
   rd = reader_ctx(1);
   st = (prt_status){0};
-  if (prt_checkpoint_load(rd, gpath, &st)) fail("load grads: %s", st.msg);
+  if (prt_checkpoint_load(rd, gpath, NULL, &st)) fail("load grads: %s", st.msg);
   for (int64_t i = 0; i < rd->ntensors; i++) {
     const prt_tensor_info *t = &rd->tensors[i];
     const float *g = t->data;
@@ -511,7 +515,7 @@ static void test_assembly(void) {
   st = (prt_status){0};
   if (prt_ctx_allocate(c, &st)) fail("allocate: %s", st.msg);
   st = (prt_status){0};
-  if (prt_checkpoint_save(c, path, &st) == 0 ||
+  if (prt_checkpoint_save(c, path, -1, &st) == 0 ||
       !strstr(st.msg, "parameter 'holey' (shape [2, 5]): elements [4, 6) are held by no rank"))
     fail("gap: %s", st.msg);
   prt_ctx_destroy(c);
@@ -525,6 +529,85 @@ static void test_assembly(void) {
       !strstr(st.msg, "parameter 'p' has shape [4, 2] on rank 0 and [2, 4] on rank 1"))
     fail("shape disagreement: %s", st.msg);
   prt_ctx_destroy(c);
+  /* a name that is a parameter on one rank and optimizer state on another */
+  c = prt_ctx_create();
+  prt_declare_tensor(c, 0, "k", R == 0 ? PRT_PARAM : PRT_OPTIM, 0, 1, 4, 0, 0, 0, 0);
+  st = (prt_status){0};
+  if (prt_ctx_allocate(c, &st)) fail("allocate: %s", st.msg);
+  st = (prt_status){0};
+  if (prt_catalog_build(c, &st) == 0 ||
+      !strstr(st.msg, "tensor 'k' is a parameter on rank 0 and optimizer state on rank 1"))
+    fail("kind disagreement: %s", st.msg);
+  prt_ctx_destroy(c);
+  end();
+
+  begin("optim_assembly");
+  /* Moments sharded unevenly (rank r holds [bound(r), bound(r + 1)) of 21, value 3 g + 1)
+   * assemble whole, and load back into another layout: whole on every rank, and reversed
+   * slices (rank r holds what rank W-1-r wrote). */
+  for (int layout = 0; layout < 3; layout++) {
+    c = prt_ctx_create();
+    prt_declare_tensor(c, 0, "s", PRT_PARAM, PRT_INIT_NORMAL, 2, 7, 3, 0, 0, 0);
+    prt_declare_tensor(c, 1, "optim.exp_avg.s", PRT_OPTIM, 0, 2, 7, 3, 0, 0, 0);
+    int64_t q = layout == 2 ? W - 1 - R : R;
+    for (int64_t id = 0; id < 2 && layout != 1; id++)
+      prt_declare_shard(c, id, shard_bound(q), shard_bound(q + 1) - shard_bound(q), 21);
+    st = (prt_status){0};
+    if (prt_ctx_allocate(c, &st)) fail("allocate: %s", st.msg);
+    prt_tensor_info *m = &c->tensors[1];
+    if (layout == 0) {
+      for (int64_t k = 0; k < m->numel; k++)
+        ((float *)m->data)[k] = 3.0f * (m->shard_offset + k) + 1;
+      prt_checkpoint_save(c, path, 9, &st);
+      if (prt_agree(c, &st)) fail("save: %s", st.msg);
+    } else {
+      prt_ckpt_info info;
+      if (prt_checkpoint_load(c, path, &info, &st)) fail("load (layout %d): %s", layout, st.msg);
+      else if (!info.optim || info.step != 9)
+        fail("layout %d: optim %d, step %lld", layout, info.optim, (long long)info.step);
+      for (int64_t k = 0; k < m->numel; k++)
+        if (((float *)m->data)[k] != 3.0f * (m->shard_offset + k) + 1) {
+          fail("layout %d: moment element %lld = %g", layout, (long long)(m->shard_offset + k),
+               ((float *)m->data)[k]);
+          break;
+        }
+    }
+    prt_ctx_destroy(c);
+  }
+  /* Optimizer state that cannot be assembled does not fail the run: 1-D slices of uneven
+   * length declared whole (ranks disagree on the shape), or elements no rank holds. The
+   * catalog says why, and checkpoints hold parameters only. */
+  for (int k = 0; k < 2; k++) {
+    c = prt_ctx_create();
+    prt_declare_tensor(c, 0, "p", PRT_PARAM, 0, 1, 10, 0, 0, 0, 0);
+    if (k == 0) {
+      prt_declare_tensor(c, 1, "optim.m.p", PRT_OPTIM, 0, 1, R + 1, 0, 0, 0, 0);
+    } else if (R == 0) {
+      prt_declare_tensor(c, 1, "optim.m.p", PRT_OPTIM, 0, 1, 10, 0, 0, 0, 0);
+      prt_declare_shard(c, 1, 0, 4, 10);
+    }
+    st = (prt_status){0};
+    if (prt_ctx_allocate(c, &st) || prt_catalog_build(c, &st)) fail("build: %s", st.msg);
+    const char *why = prt_catalog_optim_problem(c);
+    const char *want = k == 0 ? "optimizer state 'optim.m.p' has shape [1] on rank 0 and [2] on "
+                                "rank 1"
+                              : "optimizer state 'optim.m.p' (shape [10]): elements [4, 10) are "
+                                "held by no rank";
+    if (!why || strcmp(why, want)) fail("problem '%s', want '%s'", why ? why : "(none)", want);
+    st = (prt_status){0};
+    prt_checkpoint_save(c, path, -1, &st);
+    if (prt_agree(c, &st)) fail("save: %s", st.msg);
+    prt_ctx_destroy(c);
+    c = prt_ctx_create();
+    prt_declare_tensor(c, 0, "p", PRT_PARAM, 0, 1, 10, 0, 0, 0, 0);
+    prt_declare_tensor(c, 1, "optim.m.p", PRT_OPTIM, 0, 1, 10, 0, 0, 0, 0);
+    prt_ckpt_info info;
+    st = (prt_status){0};
+    if (prt_ctx_allocate(c, &st) || prt_checkpoint_load(c, path, &info, &st))
+      fail("load: %s", st.msg);
+    else if (info.optim) fail("the file holds optimizer state");
+    prt_ctx_destroy(c);
+  }
   end();
   unlink(path);
   unlink(gpath);
@@ -584,6 +667,11 @@ static void bg_adamw(prt_ctx *ctx, float *p, const float *g, int64_t m_id, int64
             1e-8f, 1);
 }
 
+/* AdamW's moments of wte and head (ids 2-5), "optim.<slot>.<param>" as piper-compile names
+ * them: checkpoints move between layouts by these names. */
+static const char *const BG_MOMENTS[4] = {"optim.exp_avg.wte", "optim.exp_avg_sq.wte",
+                                          "optim.exp_avg.head", "optim.exp_avg_sq.head"};
+
 /* ref: one device, the whole batch. ids: 0 wte, 1 head, 2-5 optim, 6 tokens, 7 targets,
  * 8 loss. Also "dp" on each rank with its slice: B rows from first_sample. */
 static int64_t dp_rows(void) { return BG_G / W; }
@@ -591,10 +679,8 @@ static int64_t dp_rows(void) { return BG_G / W; }
 static void bg_declare_replicas(prt_ctx *ctx, int64_t B, int64_t first) {
   prt_declare_tensor(ctx, 0, "wte", PRT_PARAM, PRT_INIT_NORMAL, 2, BG_V, BG_C, 0, 0, 0);
   prt_declare_tensor(ctx, 1, "head", PRT_PARAM, PRT_INIT_NORMAL, 2, BG_V, BG_C, 0, 0, 0);
-  prt_declare_tensor(ctx, 2, "optim.wte.m", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
-  prt_declare_tensor(ctx, 3, "optim.wte.v", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
-  prt_declare_tensor(ctx, 4, "optim.head.m", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
-  prt_declare_tensor(ctx, 5, "optim.head.v", PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+  for (int64_t k = 0; k < 4; k++) /* named as piper-compile names AdamW's moments */
+    prt_declare_tensor(ctx, 2 + k, BG_MOMENTS[k], PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
   prt_declare_tensor(ctx, 6, "tokens", PRT_INPUT, 0, 2, B, BG_T, 0, 0, first);
   prt_declare_tensor(ctx, 7, "targets", PRT_INPUT, 0, 2, B, BG_T, 0, 0, first);
   prt_declare_tensor(ctx, 8, "loss", PRT_OUTPUT, 0, 0, 0, 0, 0, 0, B == BG_G ? 0 : B);
@@ -652,9 +738,13 @@ static void dp_step(prt_ctx *ctx) {
   bg_adamw(ctx, prt_tensor(ctx, 1), dhead, 4, BG_P);
 }
 
-/* zero: wte and head sharded over the world (S elements each rank), optimizer state too.
- * ids as ref; the step gathers both in full into the arena. */
+/* zero: wte and head sharded over the world (S elements each rank), optimizer state too
+ * (declared with the full dims, like the parameters). ids as ref; the step gathers both
+ * parameters in full into the arena. zero1d: the same, but each rank declares its moments as
+ * 1-D tensors of S elements without prt_declare_shard, as piper-compile did before optimizer
+ * shards were declared (checkpoints then carry parameters only, with a warning). */
 static int64_t zero_shard(void) { return BG_P / W; }
+static int zero_legacy; /* 1: zero1d */
 
 static void zero_setup(prt_ctx *ctx) {
   int64_t all[64], S = zero_shard(), r = prt_rank(ctx), B = dp_rows();
@@ -668,10 +758,14 @@ static void zero_setup(prt_ctx *ctx) {
   prt_declare_shard(ctx, 0, r * S, S, BG_P);
   prt_declare_tensor(ctx, 1, "head", PRT_PARAM, PRT_INIT_NORMAL, 2, BG_V, BG_C, 0, 0, 0);
   prt_declare_shard(ctx, 1, r * S, S, BG_P);
-  prt_declare_tensor(ctx, 2, "optim.wte.m", PRT_OPTIM, 0, 1, S, 0, 0, 0, 0);
-  prt_declare_tensor(ctx, 3, "optim.wte.v", PRT_OPTIM, 0, 1, S, 0, 0, 0, 0);
-  prt_declare_tensor(ctx, 4, "optim.head.m", PRT_OPTIM, 0, 1, S, 0, 0, 0, 0);
-  prt_declare_tensor(ctx, 5, "optim.head.v", PRT_OPTIM, 0, 1, S, 0, 0, 0, 0);
+  for (int64_t k = 0; k < 4; k++) {
+    if (zero_legacy) {
+      prt_declare_tensor(ctx, 2 + k, BG_MOMENTS[k], PRT_OPTIM, 0, 1, S, 0, 0, 0, 0);
+      continue;
+    }
+    prt_declare_tensor(ctx, 2 + k, BG_MOMENTS[k], PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
+    prt_declare_shard(ctx, 2 + k, r * S, S, BG_P);
+  }
   prt_declare_tensor(ctx, 6, "tokens", PRT_INPUT, 0, 2, B, BG_T, 0, 0, r * B);
   prt_declare_tensor(ctx, 7, "targets", PRT_INPUT, 0, 2, B, BG_T, 0, 0, r * B);
   prt_declare_tensor(ctx, 8, "loss", PRT_OUTPUT, 0, 0, 0, 0, 0, 0, B);
@@ -723,9 +817,7 @@ static void pp_setup(prt_ctx *ctx) {
   prt_declare_stream(ctx, 1, "p2p");
   prt_declare_stream(ctx, 2, "dp-allreduce");
   const char *p = stage == 0 ? "wte" : "head";
-  char m[32], v[32];
-  snprintf(m, sizeof m, "optim.%s.m", p);
-  snprintf(v, sizeof v, "optim.%s.v", p);
+  const char *m = BG_MOMENTS[2 * stage], *v = BG_MOMENTS[2 * stage + 1];
   prt_declare_tensor(ctx, 0, p, PRT_PARAM, PRT_INIT_NORMAL, 2, BG_V, BG_C, 0, 0, 0);
   prt_declare_tensor(ctx, 1, m, PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
   prt_declare_tensor(ctx, 2, v, PRT_OPTIM, 0, 2, BG_V, BG_C, 0, 0, 0);
@@ -810,10 +902,16 @@ typedef struct plan {
   void (*step)(prt_ctx *);
 } plan;
 
+static void zero1d_setup(prt_ctx *ctx) {
+  zero_legacy = 1;
+  zero_setup(ctx);
+}
+
 static const plan plans[] = {
     {"ref", ref_setup, ref_step},         {"dp", dp_setup, dp_step},
     {"zero", zero_setup, zero_step},      {"pp", pp_setup, pp_step},
     {"world3", world3_setup, ref_step},   {"badwait", badwait_setup, badwait_step},
+    {"zero1d", zero1d_setup, zero_step},
 };
 
 int main(int argc, char **argv) {

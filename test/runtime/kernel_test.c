@@ -4,9 +4,11 @@
  * against naive double-precision references, AdamW against a double-precision AdamW,
  * init against values from the Python reimplementation documented in runtime/init.c.
  * Runtime: data offsets, declaration errors, safetensors round trip and every load error,
- * gradient dumps, and prt_main end to end on a tiny bigram model defined here. Distributed
- * plans on one device (the serial comm backend): groups of one, the world check, global
- * batches and microbatches, shard init, traces, and the errors that stop a bad plan.
+ * gradient dumps, and prt_main end to end on a tiny bigram model defined here, including
+ * resuming from a checkpoint bit for bit (optimizer state and step count) and what happens
+ * when the optimizer state is missing, partial or unusable. Distributed plans on one device
+ * (the serial comm backend): groups of one, the world check, global batches and
+ * microbatches, shard init, traces, and the errors that stop a bad plan.
  *
  * Each check prints "@name" then "ok" or "FAIL: <detail>"; the exit code is the number of
  * failures (capped at 100). Finite differences perturb by h = 1e-2 and measure the change
@@ -613,7 +615,7 @@ static int try_load(const char *path, char *msg, size_t cap) {
   float before[12];
   memcpy(before, prt_tensor(ctx, 0), sizeof before);
   prt_status st = {0};
-  int rc = prt_checkpoint_load(ctx, path, &st);
+  int rc = prt_checkpoint_load(ctx, path, NULL, &st);
   snprintf(msg, cap, "%s", st.msg);
   if (rc && memcmp(before, prt_tensor(ctx, 0), sizeof before))
     fail("a failed load changed the parameters");
@@ -646,25 +648,34 @@ static void test_checkpoints(void) {
   path_in_tmp(path, sizeof path, "ckpt.safetensors");
 
   begin("checkpoint_roundtrip");
+  /* parameters and optimizer state ("w.m") by name, and the step in the metadata */
   prt_ctx *a = small_ctx(), *b = small_ctx();
   prt_init_params(a, 5);
   ((float *)prt_tensor(a, 1))[2] = 0.25f; /* make every tensor non-trivial */
+  for (int i = 0; i < 12; i++) ((float *)prt_tensor(a, 3))[i] = (float)i / 3;
   prt_status st = {0};
-  if (prt_checkpoint_save(a, path, &st)) fail("save: %s", st.msg);
+  if (prt_checkpoint_save(a, path, 7, &st)) fail("save: %s", st.msg);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   if (access(tmp, F_OK) == 0) fail("%s left behind", tmp);
   FILE *f = fopen(path, "rb");
   uint64_t hlen = 0;
   if (!f || fread(&hlen, 8, 1, f) != 1 || hlen % 8) fail("header length %llu not a multiple "
                                                          "of 8", (unsigned long long)hlen);
+  char header[1024] = {0};
+  if (f && hlen < sizeof header && fread(header, 1, hlen, f) != hlen) fail("short header");
   if (f) fclose(f);
+  if (!strstr(header, "\"__metadata__\":{\"format\":\"pt\",\"step\":\"7\"}"))
+    fail("metadata lacks the step: %s", header);
   struct stat sb;
-  if (stat(path, &sb) || (uint64_t)sb.st_size != 8 + hlen + 20 * 4)
-    fail("file holds more than the 20 parameters (optimizer state is not saved)");
-  if (prt_checkpoint_load(b, path, &st)) fail("load: %s", st.msg);
-  for (int64_t id = 0; id < 3; id++)
+  if (stat(path, &sb) || (uint64_t)sb.st_size != 8 + hlen + (20 + 12) * 4)
+    fail("file does not hold exactly the 20 parameters and 12 optimizer floats");
+  prt_ckpt_info info;
+  if (prt_checkpoint_load(b, path, &info, &st)) fail("load: %s", st.msg);
+  for (int64_t id = 0; id < 4; id++)
     if (memcmp(prt_tensor(a, id), prt_tensor(b, id), (size_t)a->tensors[id].numel * 4))
       fail("tensor %s differs after the round trip", a->tensors[id].name);
+  if (info.step != 7 || !info.optim) fail("load says step %lld, optim %d; want 7, 1",
+                                          (long long)info.step, info.optim);
   prt_ctx_destroy(a);
   prt_ctx_destroy(b);
   end();
@@ -677,13 +688,13 @@ static void test_checkpoints(void) {
   begin("checkpoint_missing_tensor");
   prt_st_entry e1[] = {w, ln};
   st = (prt_status){0};
-  prt_safetensors_write(path, e1, 2, &st);
+  prt_safetensors_write(path, e1, 2, -1, &st);
   expect_load_error(path, "lacks parameter 'b'", "[4]");
   end();
 
   begin("checkpoint_wrong_shape");
   prt_st_entry e2[] = {w, {"b", 1, d5, zeros}, ln};
-  prt_safetensors_write(path, e2, 3, &st);
+  prt_safetensors_write(path, e2, 3, -1, &st);
   expect_load_error(path, "shape [5]", "expected [4]");
   end();
 
@@ -696,17 +707,17 @@ static void test_checkpoints(void) {
 
   begin("checkpoint_extra_tensor");
   prt_st_entry e3[] = {w, bb, ln, {"head", 1, d4, zeros}};
-  prt_safetensors_write(path, e3, 4, &st);
+  prt_safetensors_write(path, e3, 4, -1, &st);
   expect_load_error(path, "'head'", "optim.");
   prt_st_entry e4[] = {{"optim.w.m", 2, d34, zeros}, w, bb, ln};
-  prt_safetensors_write(path, e4, 4, &st);
+  prt_safetensors_write(path, e4, 4, -1, &st);
   if (try_load(path, msg, sizeof msg)) fail("optim.* tensor not ignored: %s", msg);
   if (st.code) fail("writing test files: %s", st.msg);
   end();
 
   begin("checkpoint_truncated");
   prt_st_entry e5[] = {w, bb, ln};
-  prt_safetensors_write(path, e5, 3, &st);
+  prt_safetensors_write(path, e5, 3, -1, &st);
   stat(path, &sb);
   if (truncate(path, sb.st_size - 4)) fail("truncate failed"); /* cuts the last tensor */
   expect_load_error(path, "truncated", "'ln'");
@@ -750,7 +761,7 @@ static void test_checkpoints(void) {
   st = (prt_status){0};
   prt_ctx *c = small_ctx();
   path_in_tmp(tmp, sizeof tmp, "no-dir/x.safetensors");
-  if (prt_checkpoint_save(c, tmp, &st) == 0 || !strstr(st.msg, "no-dir"))
+  if (prt_checkpoint_save(c, tmp, -1, &st) == 0 || !strstr(st.msg, "no-dir"))
     fail("save into a missing directory not reported: %s", st.msg);
   prt_ctx_destroy(c);
   end();
@@ -772,7 +783,7 @@ static void test_checkpoints(void) {
   st = (prt_status){0};
   if (prt_grads_save(c, path, &st)) fail("dump: %s", st.msg);
   prt_ctx *r = small_ctx(); /* the dump is keyed by parameter name: load it as parameters */
-  if (prt_checkpoint_load(r, path, &st)) fail("reading the dump: %s", st.msg);
+  if (prt_checkpoint_load(r, path, NULL, &st)) fail("reading the dump: %s", st.msg);
   if (memcmp(prt_tensor(r, 0), gw, sizeof gw) || memcmp(prt_tensor(r, 1), gb, sizeof gb) ||
       memcmp(prt_tensor(r, 2), gl, sizeof gl))
     fail("dumped gradients differ from the observed ones");
@@ -1166,7 +1177,7 @@ static void test_main(void) {
   end();
 
   begin("main_resume");
-  /* Step 0 from the checkpoint evaluates the model trained for 40 steps. */
+  /* The first step from the checkpoint (step 40) evaluates the model trained for 40 steps. */
   char iflag[300];
   snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", ckpt);
   if (run_main("--quiet", "--steps", "1", iflag, mflag, "--lr=1e-2", NULL) != 0 ||
@@ -1183,7 +1194,7 @@ static void test_main(void) {
     prt_ctx *ctx = prt_ctx_create();
     bigram_setup(ctx);
     prt_status st = {0};
-    if (prt_ctx_allocate(ctx, &st) || prt_checkpoint_load(ctx, grads, &st))
+    if (prt_ctx_allocate(ctx, &st) || prt_checkpoint_load(ctx, grads, NULL, &st))
       fail("reading the dump: %s", st.msg);
     const float *g = prt_tensor(ctx, 1);
     double s = 0;
@@ -1240,7 +1251,7 @@ static void test_main_dist(void) {
   bigram_setup(b);
   prt_status st = {0};
   if (prt_ctx_allocate(a, &st) || prt_ctx_allocate(b, &st) ||
-      prt_checkpoint_load(a, ckpt, &st) || prt_checkpoint_load(b, ckpt2, &st))
+      prt_checkpoint_load(a, ckpt, NULL, &st) || prt_checkpoint_load(b, ckpt2, NULL, &st))
     fail("reading the checkpoints: %s", st.msg);
   for (int64_t id = 0; id < 2 && !st.code; id++) {
     const float *x = prt_tensor(a, id), *y = prt_tensor(b, id);
@@ -1293,6 +1304,266 @@ static void test_main_dist(void) {
   end();
 }
 
+/* ---- resuming exactly: parameters, optimizer state and the step count ---- */
+
+/* The "step" and "loss" of each step line of a metrics file; returns the line count. */
+static int read_steps(const char *path, int64_t *step, double *loss, int cap) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[512];
+  int n = 0;
+  while (n < cap && fgets(line, sizeof line, f)) {
+    char *s = strstr(line, "{\"step\": "), *l = strstr(line, "\"loss\": ");
+    if (!s || !l) break;
+    step[n] = strtoll(s + 9, NULL, 10);
+    loss[n++] = strtod(l + 8, NULL);
+  }
+  fclose(f);
+  return n;
+}
+
+/* A bigram context loaded from `path` (info may be NULL); NULL after a FAIL if it cannot. */
+static prt_ctx *bigram_load(const char *path, prt_ckpt_info *info) {
+  prt_ctx *ctx = prt_ctx_create();
+  bigram_setup(ctx);
+  prt_status st = {0};
+  if (prt_ctx_allocate(ctx, &st) || prt_checkpoint_load(ctx, path, info, &st)) {
+    fail("loading %s: %s", path, st.msg);
+    prt_ctx_destroy(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* Writes the bigram tensors whose ids have their bit set in `ids` (0 wte, 1 head, 2-5
+ * optim) to path, with `step` in the metadata. */
+static void write_bigram(const prt_ctx *ctx, const char *path, unsigned ids, int64_t step) {
+  prt_st_entry e[6];
+  int n = 0;
+  for (int id = 0; id < 6; id++)
+    if (ids >> id & 1) {
+      const prt_tensor_info *t = &ctx->tensors[id];
+      e[n++] = (prt_st_entry){t->name, t->ndim, t->dims, t->data};
+    }
+  prt_status st = {0};
+  if (prt_safetensors_write(path, e, n, step, &st)) fail("writing %s: %s", path, st.msg);
+}
+
+/* Whole-file equality, byte for byte. */
+static int same_file(const char *a, const char *b) {
+  static char x[1 << 17], y[1 << 17];
+  FILE *f = fopen(a, "rb"), *g = fopen(b, "rb");
+  size_t n = f ? fread(x, 1, sizeof x, f) : 0, m = g ? fread(y, 1, sizeof y, g) : 1;
+  if (f) fclose(f);
+  if (g) fclose(g);
+  return f && g && n == m && n < sizeof x && memcmp(x, y, n) == 0;
+}
+
+/* For run_child: a resumed run whose stderr a check reads. */
+static char child_iflag[300], child_mflag[300], child_save[256];
+static void resume_child(void) {
+  exit(run_main("--quiet", "--steps", "5", "--lr", "1e-2", child_iflag, child_mflag,
+                "--save-checkpoint", child_save, NULL));
+}
+
+/* A plan compiled before optimizer shards were declared: each ZeRO rank declared its moment
+ * as a 1-D tensor of its slice's length. On one device: "optim.exp_avg.w" (12) for "w" (3, 4). */
+static prt_ctx *legacy_ctx(void) {
+  prt_ctx *ctx = prt_ctx_create();
+  prt_declare_tensor(ctx, 0, "w", PRT_PARAM, PRT_INIT_NORMAL, 2, 3, 4, 0, 0, 0);
+  prt_declare_tensor(ctx, 1, "optim.exp_avg.w", PRT_OPTIM, 0, 1, 12, 0, 0, 0, 0);
+  prt_status st = {0};
+  if (prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
+  prt_init_params(ctx, 3);
+  return ctx;
+}
+static char legacy_path[256];
+static void legacy_save_child(void) {
+  prt_ctx *ctx = legacy_ctx();
+  prt_status st = {0};
+  int rc = prt_checkpoint_save(ctx, legacy_path, 3, &st);
+  prt_ctx_destroy(ctx);
+  exit(rc);
+}
+
+static void test_main_resume(void) {
+  char m10[256], m5[256], mres[256], full10[256], half5[256], res10[256], edited[256];
+  char mflag[300], iflag[300];
+  path_in_tmp(m10, sizeof m10, "m10.jsonl");
+  path_in_tmp(m5, sizeof m5, "m5.jsonl");
+  path_in_tmp(mres, sizeof mres, "mres.jsonl");
+  path_in_tmp(full10, sizeof full10, "full10.safetensors");
+  path_in_tmp(half5, sizeof half5, "half5.safetensors");
+  path_in_tmp(res10, sizeof res10, "res10.safetensors");
+  path_in_tmp(edited, sizeof edited, "edited.safetensors");
+  snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", half5);
+  int64_t s10[16], s5[16], sr[16];
+  double l10[16], l5[16], lr[16];
+  char err[4096];
+
+  begin("main_resume_exact");
+  /* 10 steps at once, and 5 then 5 more resumed from the 5-step checkpoint: one computation
+   * (same t, batches and moments), so every loss and the final file agree bit for bit. */
+  snprintf(mflag, sizeof mflag, "--metrics=%s", m10);
+  if (run_main("--quiet", "--steps", "10", "--lr", "1e-2", mflag, "--save-checkpoint", full10,
+               NULL) != 0 || read_steps(m10, s10, l10, 16) != 10)
+    fail("10-step run failed");
+  snprintf(mflag, sizeof mflag, "--metrics=%s", m5);
+  if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", mflag, "--save-checkpoint", half5,
+               NULL) != 0 || read_steps(m5, s5, l5, 16) != 5)
+    fail("5-step run failed");
+  snprintf(mflag, sizeof mflag, "--metrics=%s", mres);
+  if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", iflag, mflag, "--save-checkpoint",
+               res10, NULL) != 0 || read_steps(mres, sr, lr, 16) != 5)
+    fail("resumed run failed");
+  for (int i = 0; i < 5 && !check_failed; i++) {
+    if (s5[i] != i || l5[i] != l10[i])
+      fail("first run's line %d: step %lld loss %.9g, want step %d loss %.9g", i,
+           (long long)s5[i], l5[i], i, l10[i]);
+    if (sr[i] != 5 + i || lr[i] != l10[5 + i])
+      fail("resumed line %d: step %lld loss %.9g, want step %d loss %.9g", i,
+           (long long)sr[i], lr[i], 5 + i, l10[5 + i]);
+  }
+  if (!check_failed && !same_file(full10, res10))
+    fail("%s (5 + 5 steps) differs from %s (10 steps)", res10, full10);
+  end();
+
+  begin("checkpoint_step_metadata");
+  prt_ckpt_info info;
+  prt_ctx *ctx = bigram_load(half5, &info);
+  if (ctx && (info.step != 5 || !info.optim))
+    fail("%s: step %lld, optim %d; want 5, 1", half5, (long long)info.step, info.optim);
+  prt_ctx_destroy(ctx);
+  ctx = bigram_load(res10, &info);
+  if (ctx && (info.step != 10 || !info.optim))
+    fail("%s: step %lld, optim %d; want 10 (5 resumed + 5), 1", res10, (long long)info.step,
+         info.optim);
+  prt_ctx_destroy(ctx);
+  static const char *const bad_step[] = {"\"5x\"", "\"\"", "5", "\"-1\""};
+  for (int k = 0; k < 4; k++) {
+    char h[256];
+    snprintf(h, sizeof h, "{\"__metadata__\":{\"format\":\"pt\",\"step\":%s},"
+             "\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}}", bad_step[k]);
+    write_raw(edited, h, 48);
+    expect_load_error(edited, "bad checkpoint header", "\"step\"");
+  }
+  end();
+
+  begin("main_resume_needs_optimizer_state");
+  /* The control: the same parameters and step with zeroed moments load as optimizer state,
+   * so the run continues at step 5 on the same batch (step 5's loss is the uninterrupted
+   * one: the update comes after it) but every later step differs. Without optimizer tensors
+   * the run is a new one: a note, step 0, and other final parameters. */
+  ctx = bigram_load(half5, NULL);
+  if (ctx) {
+    for (int id = 2; id < 6; id++) memset(ctx->tensors[id].data, 0, BG_V * BG_C * 4);
+    write_bigram(ctx, edited, 0x3f, 5);
+    snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", edited);
+    if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", iflag, mflag, NULL) != 0 ||
+        read_steps(mres, sr, lr, 16) != 5)
+      fail("run from zeroed moments failed");
+    else if (sr[0] != 5 || lr[0] != l10[5])
+      fail("zeroed moments: step %lld loss %.9g, want step 5 loss %.9g", (long long)sr[0],
+           lr[0], l10[5]);
+    else if (lr[1] == l10[6] || lr[4] == l10[9])
+      fail("zeroed moments gave the uninterrupted losses %.9g, %.9g: the test cannot tell "
+           "a resumed optimizer from a fresh one", lr[1], lr[4]);
+    write_bigram(ctx, edited, 0x3, 5); /* parameters only */
+    prt_ctx_destroy(ctx);
+    snprintf(child_iflag, sizeof child_iflag, "--init-checkpoint=%s", edited);
+    snprintf(child_mflag, sizeof child_mflag, "--metrics=%s", mres);
+    path_in_tmp(child_save, sizeof child_save, "fresh.safetensors");
+    int rc = run_child(resume_child, err, sizeof err);
+    if (rc != 0 || !strstr(err, "piper: note: checkpoint has no optimizer state: AdamW starts "
+                                "fresh at step 0 (the file was saved after step 5)"))
+      fail("parameters-only resume: exit %d, stderr '%s'", rc, err);
+    else if (read_steps(mres, sr, lr, 16) != 5 || sr[0] != 0 || sr[4] != 4)
+      fail("parameters-only resume is not numbered from step 0");
+    prt_ctx *a = bigram_load(full10, NULL), *b = bigram_load(child_save, &info);
+    if (a && b && (info.step != 5 ||
+                   !memcmp(a->tensors[1].data, b->tensors[1].data, BG_V * BG_C * 4)))
+      fail("parameters-only resume: saved step %lld (want 5), head %s the 10-step run's",
+           (long long)info.step,
+           memcmp(a->tensors[1].data, b->tensors[1].data, BG_V * BG_C * 4) ? "differs from"
+                                                                             : "equals");
+    prt_ctx_destroy(a);
+    prt_ctx_destroy(b);
+    unlink(child_save);
+  }
+  end();
+
+  begin("checkpoint_partial_optimizer_state");
+  ctx = bigram_load(half5, NULL);
+  prt_status st = {0};
+  if (ctx) {
+    write_bigram(ctx, edited, 0xf, 5); /* wte's moments, not head's */
+    prt_ctx *c = prt_ctx_create();
+    bigram_setup(c);
+    if (prt_ctx_allocate(c, &st) || prt_checkpoint_load(c, edited, NULL, &st) == 0 ||
+        !strstr(st.msg, "checkpoint has optimizer state but lacks 'optim.head.m' (F32 [256, "
+                        "8])"))
+      fail("partial optimizer state: '%s'", st.msg);
+    prt_ctx_destroy(c);
+    snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", edited);
+    if (run_main("--quiet", "--steps", "1", iflag, NULL) != 1)
+      fail("a run from partial optimizer state did not exit 1");
+    int64_t swapped[2] = {BG_C, BG_V}; /* head's second moment transposed */
+    memcpy(ctx->tensors[5].dims, swapped, sizeof swapped);
+    write_bigram(ctx, edited, 0x3f, 5);
+    c = prt_ctx_create();
+    bigram_setup(c);
+    st = (prt_status){0};
+    if (prt_ctx_allocate(c, &st) || prt_checkpoint_load(c, edited, NULL, &st) == 0 ||
+        !strstr(st.msg, "optimizer state 'optim.head.v' has shape [8, 256] in the checkpoint, "
+                        "expected [256, 8]"))
+      fail("optimizer state of the wrong shape: '%s'", st.msg);
+    prt_ctx_destroy(c);
+    prt_ctx_destroy(ctx);
+  }
+  end();
+
+  begin("main_restart_steps");
+  /* --restart-steps: the 5-step checkpoint's moments load, but counting starts at 0 */
+  snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", half5);
+  if (run_main("--quiet", "--steps", "2", "--lr", "1e-2", iflag, "--restart-steps", mflag,
+               "--save-checkpoint", edited, NULL) != 0 || read_steps(mres, sr, lr, 16) != 2 ||
+      sr[0] != 0 || sr[1] != 1)
+    fail("--restart-steps run failed or is not numbered 0, 1");
+  ctx = bigram_load(edited, &info);
+  if (ctx && info.step != 2) fail("saved step %lld, want 2", (long long)info.step);
+  prt_ctx_destroy(ctx);
+  if (run_main("--restart-steps", NULL) != 2) fail("--restart-steps alone not exit 2");
+  end();
+
+  begin("checkpoint_legacy_optimizer_state");
+  /* A moment whose shape is not its parameter's is a ZeRO slice the plan declared as whole:
+   * saving it would pass a slice off as the moment. Checkpoints carry parameters only (one
+   * warning), and loading a full moment into such a plan leaves its state fresh. */
+  path_in_tmp(legacy_path, sizeof legacy_path, "legacy.safetensors");
+  int rc = run_child(legacy_save_child, err, sizeof err);
+  struct stat sb;
+  if (rc != 0 || !strstr(err, "piper: warning: optimizer state 'optim.exp_avg.w' is declared "
+                              "with shape [12] but its parameter 'w' has [3, 4]"))
+    fail("legacy save: exit %d, stderr '%s'", rc, err);
+  else if (stat(legacy_path, &sb) || sb.st_size > 8 + 256 + 12 * 4)
+    fail("legacy save wrote more than the parameter");
+  float ones[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  int64_t d34[2] = {3, 4};
+  prt_st_entry full[] = {{"w", 2, d34, ones}, {"optim.exp_avg.w", 2, d34, ones}};
+  st = (prt_status){0};
+  prt_safetensors_write(edited, full, 2, 4, &st);
+  ctx = legacy_ctx();
+  if (prt_checkpoint_load(ctx, edited, &info, &st)) fail("legacy load: %s", st.msg);
+  else if (info.optim || !info.optim_skipped || ((float *)prt_tensor(ctx, 1))[0] != 0.0f ||
+           ((float *)prt_tensor(ctx, 0))[0] != 1.0f)
+    fail("legacy load: optim %d, skipped %d, moment[0] %g, w[0] %g", info.optim,
+         info.optim_skipped, ((float *)prt_tensor(ctx, 1))[0], ((float *)prt_tensor(ctx, 0))[0]);
+  prt_ctx_destroy(ctx);
+  end();
+  unlink(m10), unlink(m5), unlink(mres), unlink(full10), unlink(half5), unlink(res10);
+  unlink(edited), unlink(legacy_path);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/prt-kernel-test-XXXXXX");
   if (!mkdtemp(tmpdir)) {
@@ -1312,6 +1583,7 @@ int main(void) {
   test_dist();
   test_main();
   test_main_dist();
+  test_main_resume();
   rmdir(tmpdir);
   printf(failures ? "%d check(s) FAILED\n" : "all checks passed\n", failures);
   return failures > 100 ? 100 : failures;

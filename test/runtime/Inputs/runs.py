@@ -1,8 +1,13 @@
 """Checks the files a multi-rank run of prt-comm-test wrote (comm.test).
 
   runs.py compare REF CAND...  REF.jsonl/.st/.g against each CAND.jsonl/.st/.g: the losses
-                             per step (metrics), the step-0 gradients (--dump-grads) and the
-                             final parameters (--save-checkpoint) of runs against a reference
+                             per step (metrics), the first step's gradients (--dump-grads) and
+                             the final checkpoint (--save-checkpoint: parameters, optimizer
+                             state, the metadata's step) of runs against a reference
+  runs.py continues REF CAND   CAND (a resumed run) continues REF (one uninterrupted run)
+                             exactly: CAND.jsonl's steps are REF.jsonl's last ones with the
+                             same losses, and CAND.st is REF.st byte for byte
+  runs.py contents FILE      prints FILE's metadata step and tensor names, one per line
   runs.py trace PREFIX N     PREFIX.rank<k>.json for k < N are Chrome traces with complete
                              events on their declared lanes
   runs.py drop IN OUT NAME   copies safetensors IN to OUT without tensor NAME
@@ -15,11 +20,19 @@ microbatches), so values differ by float rounding only: relative 1e-5 on losses,
 gradients and parameters 1e-5 of the tensor's largest magnitude plus 1e-7 absolute (AdamW
 divides by sqrt(v) + 1e-8, which turns a rounding difference of a ~0 gradient into at most a
 step of lr = 1e-2; the runs stay far from that, and a wrong shard or slice is off by O(1)).
+Optimizer state ("optim.*") gets the relative bound alone: its second moments are ~1e-8, so
+an absolute 1e-7 would pass anything, and a moment's rounding differences scale with it.
 """
 import json
 import struct
 import sys
 from array import array
+
+
+def read_header(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(n))
 
 
 def read_safetensors(path):
@@ -75,8 +88,9 @@ def compare_tensors(ref, cand):
             problems.append("%s: shape %s vs %s" % (name, cs, rs))
             continue
         scale = max(abs(x) for x in r) or 1.0
+        atol = 0.0 if name.startswith("optim.") else 1e-7
         for i, (x, y) in enumerate(zip(r, c)):
-            if abs(x - y) > 1e-5 * scale + 1e-7:
+            if abs(x - y) > 1e-5 * scale + atol:
                 problems.append("%s[%d]: %.9g vs reference %.9g (largest |ref| %.3g)"
                                 % (name, i, y, x, scale))
                 break
@@ -96,8 +110,36 @@ def compare(ref, cand, ck):
     ck.section(tag + "losses", p)
     ck.section(tag + "grads", compare_tensors(read_safetensors(ref + ".g"),
                                               read_safetensors(cand + ".g")))
-    ck.section(tag + "params", compare_tensors(read_safetensors(ref + ".st"),
-                                               read_safetensors(cand + ".st")))
+    p = compare_tensors(read_safetensors(ref + ".st"), read_safetensors(cand + ".st"))
+    rs, cs = (read_header(x + ".st").get("__metadata__", {}).get("step") for x in (ref, cand))
+    if rs != cs:
+        p.append("metadata step %r vs %r" % (cs, rs))
+    ck.section(tag + "params", p)
+
+
+def continues(ref, cand, ck):
+    tag = cand.rsplit("/", 1)[-1] + " "
+    rl, _ = read_losses(ref + ".jsonl")
+    cl, _ = read_losses(cand + ".jsonl")
+    p = []
+    tail = sorted(rl)[len(rl) - len(cl):]
+    if not cl or sorted(cl) != tail:
+        p.append("steps %s are not the last ones of %s" % (sorted(cl), sorted(rl)))
+    for s in sorted(cl):
+        if s in rl and cl[s] != rl[s]:
+            p.append("step %d loss %.9g vs uninterrupted %.9g" % (s, cl[s], rl[s]))
+    ck.section(tag + "continues losses", p)
+    with open(ref + ".st", "rb") as f, open(cand + ".st", "rb") as g:
+        same = f.read() == g.read()
+    ck.section(tag + "continues checkpoint",
+               [] if same else ["%s.st differs from %s.st" % (cand, ref)])
+
+
+def contents(path):
+    header = read_header(path)
+    print("step %s" % header.get("__metadata__", {}).get("step"))
+    for name in sorted(n for n in header if n != "__metadata__"):
+        print(name)
 
 
 def trace(prefix, n):
@@ -157,6 +199,12 @@ if __name__ == "__main__":
         for cand in sys.argv[3:]:
             compare(sys.argv[2], cand, ck)
         sys.exit(1 if ck.failed else 0)
+    if len(sys.argv) == 4 and sys.argv[1] == "continues":
+        ck = Checker()
+        continues(sys.argv[2], sys.argv[3], ck)
+        sys.exit(1 if ck.failed else 0)
+    if len(sys.argv) == 3 and sys.argv[1] == "contents":
+        sys.exit(contents(sys.argv[2]))
     if len(sys.argv) == 4 and sys.argv[1] == "trace":
         sys.exit(1 if trace(sys.argv[2], int(sys.argv[3])) else 0)
     sys.exit(__doc__)

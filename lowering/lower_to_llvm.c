@@ -11,9 +11,8 @@
  * A multi-device plan (functions device_0 .. device_{N-1} from --piper-extract) lowers each
  * device function to piper_setup_dev<d> / piper_step_dev<d>; piper_setup and piper_step then
  * declare what every rank shares (world, global batch, communicator groups, streams, in the
- * same order everywhere) and branch on prt_rank. comm ops become nonblocking runtime calls: a
- * received or reduced value is waited for right before its first use, sends and refreshes of
- * parameter copies at the end of the step (their buffers stay live until then).
+ * same order everywhere) and branch on prt_rank. comm ops become nonblocking runtime calls and
+ * comm.wait ops the waits for them (lower_comm.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +73,20 @@ static void emitSetup(Lowering *L, const char *fnName) {
       piperGetStringAttr(op, "slot", slot, sizeof slot);
       piperGetStringAttr(op, "param", param, sizeof param);
       snprintf(name, sizeof name, "optim.%s.%s", slot, param);
-      declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS,
-              mlirValueGetType(mlirOperationGetResult(op, 0)), 0);
+      MlirValue state = mlirOperationGetResult(op, 0);
+      if (mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards")))) {
+        declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS, mlirValueGetType(state), 0);
+      } else {
+        /* ZeRO: declared with its parameter's full dims, so checkpoints hold the whole moment
+         * whatever the layout, and stored as this replica's shard of it */
+        MlirOperation upd = mlirOpOperandGetOwner(mlirValueGetFirstUse(state));
+        MlirType full = lwInType(upd, 0);
+        Shard sh = lwShardOf(op, piperTensorNumel(full));
+        declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS, full, 0);
+        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), lbConstI64(b, sh.offset),
+                             lbConstI64(b, sh.len), lbConstI64(b, sh.n)};
+        lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
+      }
     } else if (piperOpIs(op, "tdag.input")) {
       piperGetStringAttr(op, "name", name, sizeof name);
       declare(L, ctx, id++, name, PRT_INPUT, 0, mlirValueGetType(mlirOperationGetResult(op, 0)),
@@ -105,19 +116,6 @@ MlirValue lwPtrOf(Lowering *L, MlirValue v) {
     }
   }
   return buf->ptr;
-}
-
-/* Before an op reads a value still in flight (received or reduced), wait for it. */
-void lwAwaitOperands(Lowering *L, MlirOperation op) {
-  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
-    intptr_t h;
-    MlirValue v = mlirOperationGetOperand(op, i);
-    if (piperPtrMapGet(&L->pending, v.ptr, &h) && h) {
-      MlirValue args[2] = {L->ctxArg, (MlirValue){(const void *)h}};
-      lbCall(&L->lb, "prt_wait", (MlirType){NULL}, 2, args);
-      piperPtrMapPut(&L->pending, v.ptr, 0);
-    }
-  }
 }
 
 MlirValue lwIn(Lowering *L, MlirOperation op, intptr_t i) {
@@ -163,18 +161,12 @@ static void emitStep(Lowering *L, const char *fnName) {
   MlirValue compute = lbConstI64(&L->lb, 0);
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
-    /* waiting is idle time: close the open span before waiting for an input in flight */
-    bool waits = false;
-    for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
-      intptr_t h;
-      waits |= piperPtrMapGet(&L->pending, mlirOperationGetOperand(op, k).ptr, &h) && h;
-    }
-    if (waits && open[0]) {
+    /* waiting is idle time: close the open span before a wait */
+    if (piperOpIs(op, "comm.wait") && open[0]) {
       MlirValue end[2] = {L->ctxArg, compute};
       lbCall(&L->lb, "prt_span_end", (MlirType){NULL}, 2, end);
       open[0] = 0;
     }
-    lwAwaitOperands(L, op);
     if (piperOpInDialect(op, "tdag") && !lwDeclaresTensor(op)) {
       char label[160];
       nodeLabel(op, label, sizeof label);
@@ -192,10 +184,6 @@ static void emitStep(Lowering *L, const char *fnName) {
   if (open[0]) {
     MlirValue end[2] = {L->ctxArg, compute};
     lbCall(&L->lb, "prt_span_end", (MlirType){NULL}, 2, end);
-  }
-  for (int i = 0; i < L->nEndWaits; ++i) {
-    MlirValue args[2] = {L->ctxArg, L->endWaits[i]};
-    lbCall(&L->lb, "prt_wait", (MlirType){NULL}, 2, args);
   }
   lbReturn(&L->lb);
 }
@@ -223,8 +211,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "func.return")) continue;
     if ((!piperOpInDialect(op, "tdag") && !piperOpInDialect(op, "comm")) ||
-        piperOpIs(op, "tdag.node") || piperOpIs(op, "comm.all_to_all") ||
-        piperOpIs(op, "comm.wait")) {
+        piperOpIs(op, "tdag.node") || piperOpIs(op, "comm.all_to_all")) {
       mlirEmitError(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce/"
                     "reduce_scatter/all_gather can be lowered here; run the strategy passes "
@@ -241,7 +228,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
     if (!piperOpIs(op, "func.return")) L.ops[n++] = op;
 
   lwPlanMemory(&L);
-  piperPtrMapInit(&L.pending, 64);
+  piperPtrMapInit(&L.handleOf, 64);
   lbInit(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func), symPrefix);
   emitSetup(&L, setupName);
   emitStep(&L, stepName);
@@ -250,7 +237,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   mlirOperationDestroy(func);
   piperPtrMapFree(&L.bufOf);
   piperPtrMapFree(&L.outputId);
-  piperPtrMapFree(&L.pending);
+  piperPtrMapFree(&L.handleOf);
   free(L.bufs);
   free(L.ops);
   return mlirLogicalResultSuccess();

@@ -1,6 +1,7 @@
-/* comm op -> nonblocking runtime transfer. A received or reduced value is waited for right
- * before its first use (lwAwaitOperands); sends and refreshes of parameter copies at the end of
- * the step, so their buffers stay live until then (see the memory plan). */
+/* comm op -> nonblocking runtime transfer, whose handle the op's token stands for;
+ * comm.wait(token) -> prt_wait(handle). Extraction puts each wait right before the first reader
+ * of what the transfer brings (or at the end of the step); the memory plan keeps a sent buffer
+ * live until its wait. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,9 +31,26 @@ int64_t lwGroupOf(Lowering *L, MlirOperation op) {
   return sh->nGroups++;
 }
 
+/* The op's token (its last result) now stands for handle `h` (null: nothing to wait for). */
+static void setHandle(Lowering *L, MlirOperation op, MlirValue h) {
+  MlirValue token = mlirOperationGetResult(op, mlirOperationGetNumResults(op) - 1);
+  piperPtrMapPut(&L->handleOf, token.ptr, (intptr_t)h.ptr);
+}
+
 /* One comm op -> its runtime call(s). */
 void lwLowerComm(Lowering *L, MlirOperation op) {
   LlvmBuilder *b = &L->lb;
+  if (piperOpIs(op, "comm.wait")) {
+    /* comm.wait(tokens) -> prt_wait(ctx, handle) for each */
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
+      intptr_t h = 0;
+      piperPtrMapGet(&L->handleOf, mlirOperationGetOperand(op, i).ptr, &h);
+      if (!h) continue;
+      MlirValue args[2] = {L->ctxArg, (MlirValue){(const void *)h}};
+      lwCall(L, "prt_wait", 2, args);
+    }
+    return;
+  }
   if (piperOpIs(op, "comm.send") || piperOpIs(op, "comm.recv") ||
              piperOpIs(op, "comm.recv_into")) {
     /* comm.send(v)       -> h = prt_isend(ctx, v, n, peer, tag, stream); wait at step end
@@ -45,8 +63,7 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
                          lwI64(L, piperGetIntAttr(op, "peer", 0)),
                          lwI64(L, piperGetIntAttr(op, "tag", 0)), lwI64(L, lwStreamOf(L, op))};
     MlirValue h = lbCall(b, send ? "prt_isend" : "prt_irecv", b->i64, 6, args);
-    if (send || into) L->endWaits[L->nEndWaits++] = h;
-    else piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+    setHandle(L, op, h);
   } else if (piperOpIs(op, "comm.reduce_scatter")) {
     /* comm.reduce_scatter(g) -> copy g into the R*c result buffer;
      *   h = prt_ireduce_scatter(ctx, buf, buf, c, group, stream): in place, this replica's
@@ -58,7 +75,7 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     MlirValue args[6] = {L->ctxArg, res, res, lwI64(L, sh.c), lwI64(L, lwGroupOf(L, op)),
                          lwI64(L, lwStreamOf(L, op))};
     MlirValue h = lbCall(b, "prt_ireduce_scatter", b->i64, 6, args);
-    piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+    setHandle(L, op, h);
   } else if (piperOpIs(op, "comm.all_gather")) {
     /* comm.all_gather(p) -> put this replica's shard at k*c of the R*c result buffer;
      *   h = prt_iall_gather(ctx, buf + k*c, buf, c, group, stream) in place.
@@ -77,12 +94,13 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
                          lwI64(L, lwStreamOf(L, op))};
     MlirValue h = lbCall(b, "prt_iall_gather", b->i64, 6, args);
     if (fromShard) {
-      piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
-    } else {
+      setHandle(L, op, h);
+    } else { /* rebuilt in place now: its comm.wait has nothing left to wait for */
       MlirValue wait[2] = {L->ctxArg, h};
       lwCall(L, "prt_wait", 2, wait);
       MlirValue back[3] = {lwIn(L, op, 0), res, lwI64(L, sh.n)};
       lwCall(L, "prt_copy", 3, back);
+      setHandle(L, op, (MlirValue){NULL});
     }
   } else if (piperOpIs(op, "comm.all_reduce")) {
     /* comm.all_reduce(g) -> h = prt_iall_reduce(ctx, g, n, group, stream) in place; wait at
@@ -90,6 +108,6 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     MlirValue args[5] = {L->ctxArg, lwIn(L, op, 0), lwI64(L, piperTensorNumel(lwInType(op, 0))),
                          lwI64(L, lwGroupOf(L, op)), lwI64(L, lwStreamOf(L, op))};
     MlirValue h = lbCall(b, "prt_iall_reduce", b->i64, 5, args);
-    piperPtrMapPut(&L->pending, mlirOperationGetResult(op, 0).ptr, (intptr_t)h.ptr);
+    setHandle(L, op, h);
   }
 }

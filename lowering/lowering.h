@@ -2,7 +2,7 @@
  * communicator groups and streams, and the state of lowering one device function.
  *   memory_plan.c    liveness-based arena layout, ZeRO shard geometry
  *   lower_compute.c  tdag op -> runtime kernel call
- *   lower_comm.c     comm op -> nonblocking runtime transfer
+ *   lower_comm.c     comm op -> nonblocking runtime transfer; comm.wait -> prt_wait
  *   lower_to_llvm.c  the pass: piper_setup, piper_step, the rank dispatch */
 #ifndef PIPER_LOWERING_LOWERING_H
 #define PIPER_LOWERING_LOWERING_H
@@ -42,9 +42,7 @@ typedef struct {
   LlvmBuilder lb;
   MlirValue ctxArg;     /* piper_step's ctx */
   MlirValue arena;      /* prt_arena(ctx) in piper_step */
-  PiperPtrMap pending;  /* value ptr -> i64 handle to wait for before its first use */
-  MlirValue endWaits[4096]; /* handles waited at the end of the step (sends, refreshes) */
-  int nEndWaits;
+  PiperPtrMap handleOf; /* comm token ptr -> its i64 handle value (0: already complete) */
 } Lowering;
 
 /* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:
@@ -69,7 +67,6 @@ MlirValue lwOut(Lowering *L, MlirOperation op, intptr_t i);
 MlirType lwInType(MlirOperation op, intptr_t i);
 MlirValue lwI64(Lowering *L, int64_t v);
 void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args);
-void lwAwaitOperands(Lowering *L, MlirOperation op);
 
 int64_t lwStreamOf(Lowering *L, MlirOperation op);
 int64_t lwGroupOf(Lowering *L, MlirOperation op);

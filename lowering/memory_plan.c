@@ -111,8 +111,15 @@ void lwPlanMemory(Lowering *L) {
     if (piperOpIs(op, "tdag.output")) piperPtrMapPut(&L->outputId, op.ptr, L->nTensors++);
     for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
       Buffer *b = lwBufferOf(L, mlirOperationGetOperand(op, k));
-      /* a sent buffer is read by the network until the end-of-step wait */
-      if (b) b->lastUse = piperOpIs(op, "comm.send") ? L->nOps : i;
+      if (b) b->lastUse = i;
+    }
+    /* a sent buffer is read by the network until its comm.wait */
+    for (intptr_t k = 0; piperOpIs(op, "comm.wait") && k < mlirOperationGetNumOperands(op); ++k) {
+      MlirValue tok = mlirOperationGetOperand(op, k);
+      MlirOperation from = mlirOpResultGetOwner(tok);
+      Buffer *b = piperOpIs(from, "comm.send")
+                      ? lwBufferOf(L, mlirOperationGetOperand(from, 0)) : NULL;
+      if (b && b->lastUse < i) b->lastUse = i;
     }
   }
   /* Walk program order: results are placed before the op's dead inputs are released, so a

@@ -9,6 +9,9 @@
  * Across ranks they hold only if the directive agrees with them: a directive that orders an op
  * before an op whose result it needs is an order cycle, reported at the directive.
  *
+ * Waits. Transfers are nonblocking; a comm.wait on each one's token sits right before the
+ * first op that reads what it brings, or at the end of the step.
+ *
  * Instantiation. An op placed on R replicas becomes, on replica k, an op whose batched types
  * have 1/R of the rows; its inputs read rows [first_sample + k*rows/R, ...) and its loss
  * gradient keeps the whole batch's row count; comm ops get the `peer` of replica k.
@@ -71,6 +74,33 @@ typedef struct {
   MlirBlock moduleBody;
   MlirOperation insertBefore; /* new functions go before the training function */
 } Extractor;
+
+/* Explicit waits: every comm op's token is waited for by a comm.wait right before the first op
+ * that reads the op's tensor result, or at the end of the step if nothing reads it here
+ * (sends, refreshes of parameter copies, a parameter rebuilt in place). */
+static void insertWaits(MlirBlock body, MlirOperation ret) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (!piperOpInDialect(op, "comm") || piperOpIs(op, "comm.wait")) continue;
+    intptr_t n = mlirOperationGetNumResults(op);
+    MlirValue token = mlirOperationGetResult(op, n - 1);
+    MlirOperation first = ret;
+    if (n == 2) { /* the earliest reader of the tensor result, in this (execution) order */
+      MlirValue v = mlirOperationGetResult(op, 0);
+      for (MlirOperation o = mlirOperationGetNextInBlock(op); !mlirOperationIsNull(o) &&
+                                                              first.ptr == ret.ptr;
+           o = mlirOperationGetNextInBlock(o))
+        for (intptr_t k = 0; k < mlirOperationGetNumOperands(o); ++k)
+          if (mlirOperationGetOperand(o, k).ptr == v.ptr) {
+            first = o;
+            break;
+          }
+    }
+    MlirOperation wait =
+        piperOpCreate("comm.wait", mlirOperationGetLocation(op), 1, &token, 0, NULL, 0, NULL);
+    mlirBlockInsertOwnedOperationBefore(body, first, wait);
+  }
+}
 
 static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
   Scheduled *s = malloc((ex->nOps ? ex->nOps : 1) * sizeof *s);
@@ -198,6 +228,7 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
   }
   MlirOperation ret = piperOpCreate("func.return", loc, 0, NULL, 0, NULL, 0, NULL);
   mlirBlockAppendOwnedOperation(body, ret);
+  if (mlirLogicalResultIsSuccess(status)) insertWaits(body, ret);
   piperPtrMapFree(&cloneOf);
   free(s);
   return status;

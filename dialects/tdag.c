@@ -315,6 +315,23 @@ static void verifyOp(Verifier *v, MlirOperation op) {
         piperTensorDim(resultType(op, 0), 1) != piperTensorDim(a, 2) ||
         piperTensorDim(resultType(op, 1), 1) != piperTensorDim(a, 2))
       fail(v, op, "expects dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C)");
+  } else if (piperOpIs(op, "tdag.bucket")) {
+    if (checkElementTypes(v, op, 0) && piperTensorRank(resultType(op, 0)) != 1)
+      fail(v, op, "a bucket is a flat tensor, got %s", typeStr(resultType(op, 0)));
+  } else if (piperOpIs(op, "tdag.pack_into")) {
+    if (!checkElementTypes(v, op, 0)) return;
+    int64_t offset = piperGetIntAttr(op, "offset", -1);
+    if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
+        offset + piperTensorNumel(operandType(op, 1)) > piperTensorNumel(operandType(op, 0)))
+      fail(v, op, "packs %s at offset %lld into %s, which does not hold it",
+           typeStr(operandType(op, 1)), (long long)offset, typeStr(operandType(op, 0)));
+  } else if (piperOpIs(op, "tdag.view")) {
+    if (!checkElementTypes(v, op, 0)) return;
+    int64_t offset = piperGetIntAttr(op, "offset", -1);
+    if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
+        offset + piperTensorNumel(resultType(op, 0)) > piperTensorNumel(operandType(op, 0)))
+      fail(v, op, "views %s at offset %lld of %s, which is not a flat tensor that holds it",
+           typeStr(resultType(op, 0)), (long long)offset, typeStr(operandType(op, 0)));
   } else if (piperOpIs(op, "tdag.adamw")) {
     if (!checkElementTypes(v, op, 0)) return;
     int64_t R = piperGetIntAttr(op, "shards", 0), n = piperTensorNumel(operandType(op, 0));

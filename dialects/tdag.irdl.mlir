@@ -195,6 +195,31 @@ irdl.dialect @tdag {
     irdl.operands(param: %t0, grad: %t1, exp_avg: %t2, exp_avg_sq: %t3)
   }
 
+  // ---- gradient buckets (built by the replicate directive's bucket_size) ----
+  // A flat tensor whose contents the pack_into ops below fill.
+  irdl.operation @bucket {
+    %a = irdl.base "!builtin.tensor"
+    irdl.results(out: %a)
+  }
+  // out = flat with `value` flattened into elements [offset, offset + numel(value)); in place.
+  irdl.operation @pack_into {
+    %a = irdl.base "!builtin.tensor"
+    %b = irdl.base "!builtin.tensor"
+    %i = irdl.base "#builtin.integer"
+    irdl.attributes { "offset" = %i }
+    irdl.operands(flat: %a, value: %b)
+    irdl.results(out: %a)
+  }
+  // out = elements [offset, offset + numel(out)) of the flat tensor `flat`, reshaped; no copy.
+  irdl.operation @view {
+    %a = irdl.base "!builtin.tensor"
+    %b = irdl.base "!builtin.tensor"
+    %i = irdl.base "#builtin.integer"
+    irdl.attributes { "offset" = %i }
+    irdl.operands(flat: %a)
+    irdl.results(out: %b)
+  }
+
   // ---- graph level (global training DAG) ----
   // One node of the global DAG: the ops of one tag group, pass and microbatch, outlined into
   // the function `callee` (the way gpu.launch_func names its kernel: IRDL ops cannot declare a

@@ -12,6 +12,13 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
   LlvmBuilder *b = &L->lb;
   if (lwDeclaresTensor(op)) {
     return; /* storage only: pointers are fetched where first used */
+  } else if (piperOpIs(op, "tdag.bucket") || piperOpIs(op, "tdag.view")) {
+    return; /* storage only: the bucket's arena bytes, or a view into them */
+  } else if (piperOpIs(op, "tdag.pack_into")) {
+    /* tdag.pack_into(flat, g) {offset} -> prt_copy(flat + offset, g, numel(g)), in place */
+    MlirValue args[3] = {lbOffset(b, lwIn(L, op, 0), piperGetIntAttr(op, "offset", 0) * 4),
+                         lwIn(L, op, 1), lwI64(L, piperTensorNumel(lwInType(op, 1)))};
+    lwCall(L, "prt_copy", 3, args);
   } else if (piperOpIs(op, "tdag.output")) {
     /* tdag.output(v) -> prt_copy(prt_tensor(output id), v, numel) */
     intptr_t id = 0;

@@ -105,8 +105,8 @@ static void emitSetup(Lowering *L, const char *fnName) {
 /* ---- piper_step ---- */
 
 /* The pointer to value `v`, materialised on first use in piper_step. */
-MlirValue lwPtrOf(Lowering *L, MlirValue v) {
-  Buffer *buf = lwBufferOf(L, v);
+/* The base pointer of `buf`, materialised on first use in piper_step. */
+static MlirValue bufferPtr(Lowering *L, Buffer *buf) {
   if (!buf->ptr.ptr) {
     if (buf->tensorId >= 0) {
       MlirValue args[2] = {L->ctxArg, lbConstI64(&L->lb, buf->tensorId)};
@@ -116,6 +116,13 @@ MlirValue lwPtrOf(Lowering *L, MlirValue v) {
     }
   }
   return buf->ptr;
+}
+
+MlirValue lwPtrOf(Lowering *L, MlirValue v) {
+  intptr_t offset = 0;
+  bool view = piperPtrMapGet(&L->viewOffset, v.ptr, &offset); /* a view into a shared buffer */
+  MlirValue base = bufferPtr(L, lwBufferOf(L, v));
+  return view ? lbOffset(&L->lb, base, offset) : base;
 }
 
 MlirValue lwIn(Lowering *L, MlirOperation op, intptr_t i) {
@@ -238,6 +245,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   piperPtrMapFree(&L.bufOf);
   piperPtrMapFree(&L.outputId);
   piperPtrMapFree(&L.handleOf);
+  piperPtrMapFree(&L.viewOffset);
   free(L.bufs);
   free(L.ops);
   return mlirLogicalResultSuccess();

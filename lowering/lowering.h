@@ -35,7 +35,8 @@ typedef struct {
   size_t nOps;
   Buffer *bufs;         /* one per tensor value */
   size_t nBufs;
-  PiperPtrMap bufOf;    /* value ptr -> index into bufs */
+  PiperPtrMap bufOf;    /* value ptr -> index into bufs (in-place results share one) */
+  PiperPtrMap viewOffset; /* tdag.view result ptr -> its byte offset into the shared buffer */
   PiperPtrMap outputId; /* tdag.output op ptr -> its declared tensor id */
   int64_t nTensors;     /* declared tensors */
   int64_t arenaBytes;   /* planned peak */

@@ -85,13 +85,18 @@ void lwPlanMemory(Lowering *L) {
   L->bufs = malloc(cap * sizeof *L->bufs);
   piperPtrMapInit(&L->bufOf, L->nOps * 2);
   piperPtrMapInit(&L->outputId, 4);
+  piperPtrMapInit(&L->viewOffset, 16);
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       MlirValue v = mlirOperationGetResult(op, r);
       if (!mlirTypeIsARankedTensor(mlirValueGetType(v))) continue; /* !comm.token */
-      if (piperOpIs(op, "comm.all_reduce") && r == 0) {
-        /* reduced in place: the result is the operand's buffer */
+      if ((piperOpIs(op, "comm.all_reduce") || piperOpIs(op, "tdag.pack_into") ||
+           piperOpIs(op, "tdag.view")) && r == 0) {
+        /* in place (reduced, packed) or a view: the result is the operand's buffer; a view's
+         * elements start at its offset */
+        if (piperOpIs(op, "tdag.view"))
+          piperPtrMapPut(&L->viewOffset, v.ptr, piperGetIntAttr(op, "offset", 0) * 4);
         intptr_t same;
         piperPtrMapGet(&L->bufOf, mlirOperationGetOperand(op, 0).ptr, &same);
         piperPtrMapPut(&L->bufOf, v.ptr, same);
@@ -133,7 +138,8 @@ void lwPlanMemory(Lowering *L) {
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       intptr_t idx;
       if (!mlirTypeIsARankedTensor(mlirValueGetType(mlirOperationGetResult(op, r))) ||
-          (piperOpIs(op, "comm.all_reduce") && r == 0))
+          ((piperOpIs(op, "comm.all_reduce") || piperOpIs(op, "tdag.pack_into") ||
+            piperOpIs(op, "tdag.view")) && r == 0))
         continue;
       piperPtrMapGet(&L->bufOf, mlirOperationGetResult(op, r).ptr, &idx);
       Buffer *b = &L->bufs[idx];

@@ -17,6 +17,7 @@
  *                         it gets a comm.all_gather right before it (freed after), and a copy
  *                         of it elsewhere is refreshed from a gathered full value. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
@@ -61,9 +62,11 @@ static MlirOperation collective(MlirContext ctx, MlirBlock body, const char *nam
   return op;
 }
 
-/* Gradient reduction and ZeRO sharding for one update `upd` (see the file comment). */
+/* Gradient reduction (unless a bucket already reduces it) and ZeRO sharding for one update
+ * `upd` (see the file comment). */
 static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, MlirAttribute devices,
-                        MlirAttribute stream, MlirAttribute gatherStream, int zero) {
+                        MlirAttribute stream, MlirAttribute gatherStream, int zero,
+                        bool bucketed) {
   MlirValue p = mlirOperationGetOperand(upd, 0), g = mlirOperationGetOperand(upd, 1);
   MlirOperation producer = mlirOpResultGetOwner(g), param = mlirOpResultGetOwner(p);
   int64_t R = mlirArrayAttrGetNumElements(devices), n = piperTensorNumel(mlirValueGetType(p));
@@ -72,7 +75,9 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
   MlirType chunk = mlirRankedTensorTypeGet(1, &c, f32, mlirAttributeGetNull());
   int64_t padded = R * c;
   MlirType paddedType = mlirRankedTensorTypeGet(1, &padded, f32, mlirAttributeGetNull());
-  if (zero < 2) { /* the whole gradient, summed */
+  if (bucketed) {
+    /* the gradient is a view of a reduced bucket */
+  } else if (zero < 2) { /* the whole gradient, summed */
     MlirOperation ar = collective(ctx, body, "comm.all_reduce", g, mlirValueGetType(g), devices,
                                   stream, 1, producer, false, producer);
     mlirOperationRemoveAttributeByName(ar, piperStr("shards"));
@@ -110,6 +115,109 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
   }
 }
 
+/* Program position of every op of `body`, for ordering gradients by when they are produced. */
+static size_t positionOf(MlirBlock body, MlirOperation target) {
+  size_t i = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op), ++i)
+    if (op.ptr == target.ptr) return i;
+  return i;
+}
+
+typedef struct {
+  MlirOperation upd; /* the update */
+  size_t produced;   /* program position of its gradient's producer */
+} Pending;
+
+static int byProduction(const void *a, const void *b) {
+  const Pending *x = a, *y = b;
+  return (x->produced > y->produced) - (x->produced < y->produced);
+}
+
+/* bucket_size: gradients, in the order they are produced, are grouped into buckets of about
+ * `bytes`; each bucket of two or more becomes a tdag.bucket filled by tdag.pack_into right
+ * after each gradient is produced -> one comm.all_reduce -> a tdag.view per update. These carry
+ * no tags, so they run as soon as their inputs exist; the views carry pass UPD, so the wait for the reduction comes with the
+ * updates and the reduction overlaps the rest of the backward pass. Marks bucketed updates. */
+static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *updates, int n,
+                            bool *bucketed, MlirAttribute devices, MlirAttribute stream,
+                            double bytes) {
+  Pending *order = malloc((n ? n : 1) * sizeof *order);
+  for (int i = 0; i < n; ++i)
+    order[i] = (Pending){updates[i],
+                         positionOf(body, mlirOpResultGetOwner(mlirOperationGetOperand(updates[i], 1)))};
+  qsort(order, n, sizeof *order, byProduction);
+  MlirType f32 = mlirF32TypeGet(ctx);
+  MlirNamedAttribute devAttr = piperNamedAttr(ctx, "devices", devices);
+  MlirNamedAttribute passB = piperNamedAttr(ctx, "pass", mlirStringAttrGet(ctx, piperStr("B")));
+  MlirNamedAttribute passUpd = piperNamedAttr(ctx, "pass", mlirStringAttrGet(ctx, piperStr("UPD")));
+  for (int first = 0; first < n;) {
+    int last = first;
+    double size = 4.0 * piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(order[first].upd, 1)));
+    while (last + 1 < n && size < bytes) {
+      ++last;
+      size += 4.0 * piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(order[last].upd, 1)));
+    }
+    if (last > first) {
+      int k = last - first + 1;
+      MlirValue *grads = malloc(k * sizeof *grads);
+      int64_t total = 0;
+      for (int i = 0; i < k; ++i) {
+        grads[i] = mlirOperationGetOperand(order[first + i].upd, 1);
+        total += piperTensorNumel(mlirValueGetType(grads[i]));
+      }
+      MlirType flat = mlirRankedTensorTypeGet(1, &total, f32, mlirAttributeGetNull());
+      /* the bucket, then each gradient copied in right after it is produced */
+      MlirNamedAttribute packAttrs[3] = {devAttr, passB, devAttr}; /* [2]: the offset, below */
+      MlirOperation firstProducer = mlirOpResultGetOwner(grads[0]);
+      MlirOperation bucket = piperOpCreate("tdag.bucket", mlirOperationGetLocation(firstProducer),
+                                           0, NULL, 1, &flat, 2, packAttrs);
+      mlirBlockInsertOwnedOperationBefore(body, firstProducer, bucket);
+      MlirValue packed = mlirOperationGetResult(bucket, 0);
+      MlirOperation after = bucket;
+      int64_t at = 0;
+      for (int i = 0; i < k; ++i) {
+        MlirOperation producer = mlirOpResultGetOwner(grads[i]);
+        packAttrs[2] = piperNamedAttr(ctx, "offset", i64Attr(ctx, at));
+        MlirValue ops[2] = {packed, grads[i]};
+        MlirOperation pack = piperOpCreate("tdag.pack_into", mlirOperationGetLocation(producer), 2,
+                                           ops, 1, &flat, 3, packAttrs);
+        /* after the gradient and after the previous copy: program order stays topological */
+        MlirOperation anchor = positionOf(body, producer) > positionOf(body, after) ? producer : after;
+        mlirBlockInsertOwnedOperationAfter(body, anchor, pack);
+        packed = mlirOperationGetResult(pack, 0);
+        after = pack;
+        at += piperTensorNumel(mlirValueGetType(grads[i]));
+      }
+      MlirType types[2] = {flat, mlirTypeParseGet(ctx, piperStr("!comm.token"))};
+      MlirNamedAttribute arAttrs[4] = {piperNamedAttr(ctx, "group", devices), devAttr, passB,
+                                       piperNamedAttr(ctx, "stream", stream)};
+      MlirOperation ar = piperOpCreate("comm.all_reduce", mlirOperationGetLocation(after), 1,
+                                       &packed, 2, types, mlirAttributeIsNull(stream) ? 3 : 4,
+                                       arAttrs);
+      mlirBlockInsertOwnedOperationAfter(body, after, ar);
+      MlirValue reduced = mlirOperationGetResult(ar, 0);
+      int64_t offset = 0;
+      for (int i = 0; i < k; ++i) {
+        MlirOperation upd = order[first + i].upd;
+        MlirType t = mlirValueGetType(grads[i]);
+        MlirNamedAttribute viewAttrs[3] = {
+            piperNamedAttr(ctx, "offset", i64Attr(ctx, offset)), devAttr, passUpd};
+        MlirOperation view = piperOpCreate("tdag.view", mlirOperationGetLocation(upd), 1,
+                                           &reduced, 1, &t, 3, viewAttrs);
+        mlirBlockInsertOwnedOperationBefore(body, upd, view);
+        mlirOperationSetOperand(upd, 1, mlirOperationGetResult(view, 0));
+        offset += piperTensorNumel(t);
+        for (int u = 0; u < n; ++u)
+          if (updates[u].ptr == upd.ptr) bucketed[u] = true;
+      }
+      free(grads);
+    }
+    first = last + 1;
+  }
+  free(order);
+}
+
 static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
   MlirContext ctx = mlirOperationGetContext(d);
   MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
@@ -142,7 +250,12 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
              : !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_optim"))) ? 1
                                                                                                : 0;
   MlirAttribute gatherStream = mlirOperationGetAttributeByName(d, piperStr("gather_stream"));
-  if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("bucket_size")))) {
+  bool *bucketed = calloc(nUpdates ? nUpdates : 1, sizeof *bucketed);
+  MlirAttribute bucket = mlirOperationGetAttributeByName(d, piperStr("bucket_size"));
+  if (!mlirAttributeIsNull(bucket) && zero < 2) {
+    bucketGradients(ctx, body, updates, nUpdates, bucketed, devices, stream,
+                    mlirFloatAttrGetValueDouble(bucket) * (1 << 20));
+  } else if (!mlirAttributeIsNull(bucket)) {
     /* The C API has no warning diagnostics: say it on stderr, with the directive's place. */
     MlirLocation at = mlirOperationGetLocation(d);
     if (mlirLocationIsAFileLineColRange(at)) {
@@ -151,11 +264,12 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
               mlirLocationFileLineColRangeGetStartLine(at),
               mlirLocationFileLineColRangeGetStartColumn(at));
     }
-    fprintf(stderr, "warning: replicate: bucket_size is accepted but not used yet: every "
-                    "gradient is reduced on its own, as soon as it is ready\n");
+    fprintf(stderr, "warning: replicate: bucket_size buckets all-reduced gradients; with "
+                    "shard_grads each gradient is reduce-scattered on its own\n");
   }
   for (int u = 0; u < nUpdates; ++u)
-    shardUpdate(ctx, body, updates[u], devices, stream, gatherStream, zero);
+    shardUpdate(ctx, body, updates[u], devices, stream, gatherStream, zero, bucketed[u]);
+  free(bucketed);
   return mlirLogicalResultSuccess();
 }
 

@@ -55,6 +55,8 @@ MlirOperation piperTrainingFunction(MlirOperation module, const char *passName) 
 bool piperResultIsBatched(MlirOperation op, intptr_t i) {
   if (piperOpIs(op, "tdag.input")) return true;
   if (piperOpIs(op, "tdag.param") || piperOpIs(op, "tdag.adam_state") ||
+      piperOpIs(op, "tdag.bucket") || piperOpIs(op, "tdag.pack_into") ||
+      piperOpIs(op, "tdag.view") ||
       piperOpIs(op, "tdag.linear_grad_weight") || piperOpIs(op, "tdag.bias_grad") ||
       piperOpIs(op, "tdag.embedding_grad"))
     return false;

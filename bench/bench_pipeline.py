@@ -122,7 +122,7 @@ def main():
     s = single_ranks[0]
     P, O = s["params"], s["optim"]
     print("| layout | ranks | params MB/rank | optim MB/rank | params+optim theory MB/rank | "
-          "arena (activations+grads) MB/rank |")
+          "arena MB/rank (activation peak, gradient peak) |")
     print("|---|---|---|---|---|---|")
     print("| single device | 1 | %s | %s | %s | %s |" % (mb(P), mb(O), mb(P + O), mb(s["arena"])))
     dp = ["gpipe", "--stages", "1", "--microbatches", "1", "--dp", "2"]
@@ -141,7 +141,8 @@ def main():
         print("| %s | %d | %s | %s | %s = %s | %s |" % (
             name, np_, " / ".join(mb(r["params"]) for r in ranks),
             " / ".join(mb(r["optim"]) for r in ranks), rule, mb(theory),
-            " / ".join(mb(r["arena"]) for r in ranks)))
+            " / ".join("%s (%s, %s)" % (mb(r["arena"]), mb(r["activations"]), mb(r["grads"]))
+                       for r in ranks)))
     print("\nZeRO-3's params column is the stored shard; each use gathers the full tensor into the "
           "arena for the duration of its reader. PP ranks hold a little more than 1/S: the first "
           "and last stage both keep wte (the tied head reads it) and the stages are uneven.")

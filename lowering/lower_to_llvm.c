@@ -99,6 +99,8 @@ static void emitSetup(Lowering *L, const char *fnName) {
   }
   MlirValue args[2] = {ctx, lbConstI64(b, L->arenaBytes)};
   lbCall(b, "prt_declare_arena", (MlirType){NULL}, 2, args);
+  MlirValue use[3] = {ctx, lbConstI64(b, L->peakActivations), lbConstI64(b, L->peakGradients)};
+  lbCall(b, "prt_declare_arena_use", (MlirType){NULL}, 3, use);
   lbReturn(b);
 }
 

@@ -17,6 +17,7 @@ typedef struct {
   int64_t offset;    /* byte offset in the arena (arena values) */
   int64_t bytes;     /* size, rounded up to ALIGN */
   size_t lastUse;    /* index of the last op reading it (its def if unread) */
+  bool gradient;     /* a weight gradient (or a sum or bucket of them), else an activation */
   MlirValue ptr;     /* the llvm pointer, once materialised in piper_step */
 } Buffer;
 
@@ -40,6 +41,7 @@ typedef struct {
   PiperPtrMap outputId; /* tdag.output op ptr -> its declared tensor id */
   int64_t nTensors;     /* declared tensors */
   int64_t arenaBytes;   /* planned peak */
+  int64_t peakActivations, peakGradients; /* each class's own peak bytes in the arena */
   LlvmBuilder lb;
   MlirValue ctxArg;     /* piper_step's ctx */
   MlirValue arena;      /* prt_arena(ctx) in piper_step */

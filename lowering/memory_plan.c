@@ -80,6 +80,22 @@ bool lwIsShardedParam(MlirValue v) {
 }
 
 /* Gives every result a Buffer: declared tensors get ids, the rest arena offsets. */
+/* Weight gradients and what carries them (sums, buckets, reductions, transfers); what is
+ * neither a parameter nor one of these is an activation or an activation's gradient. */
+static bool isGradient(Lowering *L, MlirOperation op, intptr_t r) {
+  if (piperOpIs(op, "tdag.linear_grad_weight") || piperOpIs(op, "tdag.bias_grad") ||
+      piperOpIs(op, "tdag.embedding_grad") || piperOpIs(op, "tdag.bucket") ||
+      piperOpIs(op, "comm.reduce_scatter") || (piperOpIs(op, "tdag.layernorm_grad") && r > 0))
+    return true;
+  if (piperOpIs(op, "tdag.add")) { /* a sum is what it sums */
+    Buffer *b = lwBufferOf(L, mlirOperationGetOperand(op, 0));
+    return b && b->gradient;
+  }
+  if (piperOpIs(op, "comm.recv")) /* insert-comm marks received activations as batched */
+    return mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("batched")));
+  return false;
+}
+
 void lwPlanMemory(Lowering *L) {
   size_t cap = 16;
   L->bufs = malloc(cap * sizeof *L->bufs);
@@ -105,6 +121,7 @@ void lwPlanMemory(Lowering *L) {
       if (L->nBufs == cap) L->bufs = realloc(L->bufs, (cap *= 2) * sizeof *L->bufs);
       Buffer *b = &L->bufs[L->nBufs];
       b->tensorId = lwDeclaresTensor(op) ? L->nTensors++ : -1;
+      b->gradient = isGradient(L, op, r);
       b->bytes = lwRoundUp(piperTensorNumel(mlirValueGetType(v)) * 4);
       if (piperOpIs(op, "comm.all_gather")) /* gathered into R padded shards of c */
         b->bytes = lwRoundUp(lwGatherElems(op) * 4);
@@ -129,6 +146,7 @@ void lwPlanMemory(Lowering *L) {
   }
   /* Walk program order: results are placed before the op's dead inputs are released, so a
    * kernel never writes over a value it is still reading. */
+  int64_t acts = 0, grads = 0; /* live bytes of each class */
   LiveSet live = {malloc(L->nBufs * sizeof(int64_t)), malloc(L->nBufs * sizeof(int64_t)),
                   malloc(L->nBufs * sizeof(size_t)), 0};
   size_t *dying = malloc(L->nBufs * sizeof *dying);
@@ -145,6 +163,10 @@ void lwPlanMemory(Lowering *L) {
       Buffer *b = &L->bufs[idx];
       if (b->tensorId >= 0) continue;
       b->offset = place(&live, (size_t)idx, b->bytes);
+      int64_t *cls = b->gradient ? &grads : &acts;
+      *cls += b->bytes;
+      if (acts > L->peakActivations) L->peakActivations = acts;
+      if (grads > L->peakGradients) L->peakGradients = grads;
       if (b->offset + b->bytes > L->arenaBytes) L->arenaBytes = b->offset + b->bytes;
       if (b->lastUse == i) dying[nDying++] = (size_t)idx;
     }
@@ -154,7 +176,10 @@ void lwPlanMemory(Lowering *L) {
           L->bufs[idx].tensorId < 0 && L->bufs[idx].lastUse == i)
         dying[nDying++] = (size_t)idx;
     }
-    for (size_t d = 0; d < nDying; ++d) release(&live, dying[d]);
+    for (size_t d = 0; d < nDying; ++d) {
+      release(&live, dying[d]);
+      *(L->bufs[dying[d]].gradient ? &grads : &acts) -= L->bufs[dying[d]].bytes;
+    }
   }
   free(dying);
   free(live.offset);

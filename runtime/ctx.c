@@ -62,6 +62,7 @@ void *prt_xalloc_aligned(size_t bytes, const char *what) {
 prt_ctx *prt_ctx_create(void) {
   prt_ctx *ctx = prt_xmalloc(sizeof *ctx, "the runtime context");
   memset(ctx, 0, sizeof *ctx);
+  ctx->arena_activations = ctx->arena_gradients = -1; /* until the plan says */
   ctx->rank = prt_comm_rank();
   ctx->world = prt_comm_size();
   ctx->lr = 1e-3;
@@ -205,6 +206,16 @@ void prt_declare_arena(prt_ctx *ctx, int64_t bytes) {
   }
   /* A second call keeps the larger size: the arena serves both. */
   if (bytes > ctx->arena_bytes) ctx->arena_bytes = bytes;
+}
+
+void prt_declare_arena_use(prt_ctx *ctx, int64_t activation_bytes, int64_t gradient_bytes) {
+  if (activation_bytes < 0 || gradient_bytes < 0) {
+    prt_fail(&ctx->decl_status, 1, "negative arena use (%lld, %lld): prt_declare_arena_use; %s",
+             (long long)activation_bytes, (long long)gradient_bytes, PLAN_BUG);
+    return;
+  }
+  ctx->arena_activations = activation_bytes;
+  ctx->arena_gradients = gradient_bytes;
 }
 
 /* Names that may be declared more than once: a plan's microbatches each get their own. */

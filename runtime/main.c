@@ -205,27 +205,38 @@ static int64_t prt_peak_rss(void) {
  * file and prints a table unless quiet. */
 static void prt_report_memory(prt_ctx *ctx, const prt_opts *o, FILE *metrics,
                               prt_status *st) {
-  int64_t mine[4] = {prt_ctx_bytes(ctx, PRT_PARAM), prt_ctx_bytes(ctx, PRT_OPTIM),
-                     ctx->arena_bytes, prt_peak_rss()};
+  enum { K = 6 }; /* params, optim, arena, activations, grads, peak rss */
+  int64_t mine[K] = {prt_ctx_bytes(ctx, PRT_PARAM), prt_ctx_bytes(ctx, PRT_OPTIM),
+                     ctx->arena_bytes, ctx->arena_activations, ctx->arena_gradients,
+                     prt_peak_rss()};
   int64_t *counts = prt_xmalloc((size_t)ctx->world * sizeof *counts, "gather counts");
   int64_t *all = prt_comm_allgatherv(mine, sizeof mine, counts);
   free(counts);
   if (ctx->rank == 0 && metrics) {
     fprintf(metrics, "{\"ranks\": [");
-    for (int64_t r = 0; r < ctx->world; r++)
-      fprintf(metrics, "%s{\"rank\": %lld, \"params\": %lld, \"optim\": %lld, \"arena\": %lld, "
-              "\"peak_rss\": %lld}", r ? ", " : "", (long long)r, (long long)all[4 * r],
-              (long long)all[4 * r + 1], (long long)all[4 * r + 2], (long long)all[4 * r + 3]);
+    for (int64_t r = 0; r < ctx->world; r++) {
+      const int64_t *m = all + K * r;
+      fprintf(metrics, "%s{\"rank\": %lld, \"params\": %lld, \"optim\": %lld, \"arena\": %lld, ",
+              r ? ", " : "", (long long)r, (long long)m[0], (long long)m[1], (long long)m[2]);
+      if (m[3] >= 0)
+        fprintf(metrics, "\"activations\": %lld, \"grads\": %lld, ", (long long)m[3],
+                (long long)m[4]);
+      fprintf(metrics, "\"peak_rss\": %lld}", (long long)m[5]);
+    }
     fprintf(metrics, "]}\n");
     if (fflush(metrics) != 0)
       prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
                o->metrics, strerror(errno));
   }
   if (ctx->rank == 0 && !o->quiet) {
-    printf("memory (MB)    params     optim     arena  peak rss\n");
-    for (int64_t r = 0; r < ctx->world; r++)
-      printf("  rank %-4lld %9.2f %9.2f %9.2f %9.1f\n", (long long)r, all[4 * r] / 1e6,
-             all[4 * r + 1] / 1e6, all[4 * r + 2] / 1e6, all[4 * r + 3] / 1e6);
+    /* the arena holds activations and gradients; their peaks come from the compiler's plan */
+    printf("memory (MB)    params     optim     arena  (activ.    grads)  peak rss\n");
+    for (int64_t r = 0; r < ctx->world; r++) {
+      const int64_t *m = all + K * r;
+      printf("  rank %-4lld %9.2f %9.2f %9.2f %9.2f %8.2f %9.1f\n", (long long)r, m[0] / 1e6,
+             m[1] / 1e6, m[2] / 1e6, m[3] >= 0 ? m[3] / 1e6 : 0.0, m[4] >= 0 ? m[4] / 1e6 : 0.0,
+             m[5] / 1e6);
+    }
     fflush(stdout);
   }
   free(all);

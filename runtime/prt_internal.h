@@ -125,6 +125,8 @@ struct prt_ctx {
   int64_t ntensors;         /* 1 + the largest id declared so far */
   int64_t cap;              /* allocated length of tensors */
   int64_t arena_bytes;      /* bytes requested by prt_declare_arena (0 if never called) */
+  int64_t arena_activations; /* the plan's peak activation bytes in the arena (-1: unknown) */
+  int64_t arena_gradients;   /* the plan's peak gradient bytes in the arena (-1: unknown) */
   void *arena;              /* owned, PRT_ALIGN-aligned, arena_bytes (at least PRT_ALIGN) */
   int allocated;            /* 1 once prt_ctx_allocate succeeded: storage exists */
   prt_status decl_status;   /* first error made during piper_setup, reported by allocate */

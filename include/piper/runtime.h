@@ -52,6 +52,9 @@ void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind
                         int64_t d3, int64_t first_sample);
 /* Bytes of scratch the step needs for activations and gradients (planned by the compiler). */
 void prt_declare_arena(prt_ctx *ctx, int64_t bytes);
+/* What the arena holds, from the compiler's plan: the peak bytes of activations and the peak
+ * bytes of gradients live at any one time (each class's own peak; reported per rank). */
+void prt_declare_arena_use(prt_ctx *ctx, int64_t activation_bytes, int64_t gradient_bytes);
 
 /* ---- called by piper_step ---- */
 void *prt_tensor(prt_ctx *ctx, int64_t id);  /* storage of a declared tensor */

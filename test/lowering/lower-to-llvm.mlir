@@ -45,6 +45,11 @@ func.func @classifier() {
 // need two live buffers at a time (an op's input and its output never share bytes), so the
 // arena is 2048 bytes, not 3072.
 // CHECK-LABEL: module attributes {piper.arena_bytes = 2048 : i64}
+// The plan also reports what the arena holds: 2048 bytes of activations at peak, no gradients.
+// CHECK: llvm.call @prt_declare_arena(
+// CHECK-NEXT: %[[ACT:.*]] = llvm.mlir.constant(2048 : i64) : i64
+// CHECK-NEXT: %[[GRAD:.*]] = llvm.mlir.constant(0 : i64) : i64
+// CHECK-NEXT: llvm.call @prt_declare_arena_use(%arg0, %[[ACT]], %[[GRAD]])
 // CHECK: llvm.func @piper_step
 // CHECK: %[[ARENA:.*]] = llvm.call @prt_arena
 // CHECK: llvm.call @prt_gelu_fwd(%[[ARENA]], %{{.*}}

@@ -343,13 +343,13 @@ static void verifyOp(Verifier *v, MlirOperation op) {
         return;
       }
     /* ZeRO: moments are c = ceil(n/R) elements; the gradient is whole (ZeRO-1) or this
-     * replica's shard at the front of R*c padded elements (ZeRO-2/3) */
+     * replica's c-element shard (ZeRO-2/3) */
     if (R > 0 && (!isVector(operandType(op, 2), c) || !isVector(operandType(op, 3), c) ||
                   (piperTensorNumel(operandType(op, 1)) != n &&
-                   piperTensorNumel(operandType(op, 1)) != R * c))) {
+                   piperTensorNumel(operandType(op, 1)) != c))) {
       fail(v, op, "with %lld shards of a %lld-element parameter the moments must be (%lld) and "
                   "the gradient %lld or %lld elements", (long long)R, (long long)n, (long long)c,
-           (long long)n, (long long)(R * c));
+           (long long)n, (long long)c);
       return;
     }
     MlirValue param = mlirOperationGetOperand(op, 0);

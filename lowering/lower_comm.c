@@ -65,17 +65,12 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     MlirValue h = lbCall(b, send ? "prt_isend" : "prt_irecv", b->i64, 6, args);
     setHandle(L, op, h);
   } else if (piperOpIs(op, "comm.reduce_scatter")) {
-    /* comm.reduce_scatter(g) -> copy g into the R*c result buffer;
-     *   h = prt_ireduce_scatter(ctx, buf, buf, c, group, stream): in place, this replica's
-     *   shard of the sum lands in the first c elements; wait at the first use */
+    /* comm.reduce_scatter(g: R*c elements) -> h = prt_ireduce_scatter(ctx, g, out, c, group,
+     *   stream): out (c elements) = this replica's block of the sum */
     Shard sh = lwShardOf(op, piperTensorNumel(lwInType(op, 0)));
-    MlirValue res = lwOut(L, op, 0);
-    MlirValue copy[3] = {res, lwIn(L, op, 0), lwI64(L, sh.n)};
-    lwCall(L, "prt_copy", 3, copy);
-    MlirValue args[6] = {L->ctxArg, res, res, lwI64(L, sh.c), lwI64(L, lwGroupOf(L, op)),
-                         lwI64(L, lwStreamOf(L, op))};
-    MlirValue h = lbCall(b, "prt_ireduce_scatter", b->i64, 6, args);
-    setHandle(L, op, h);
+    MlirValue args[6] = {L->ctxArg, lwIn(L, op, 0), lwOut(L, op, 0), lwI64(L, sh.n / sh.R),
+                         lwI64(L, lwGroupOf(L, op)), lwI64(L, lwStreamOf(L, op))};
+    setHandle(L, op, lbCall(b, "prt_ireduce_scatter", b->i64, 6, args));
   } else if (piperOpIs(op, "comm.all_gather")) {
     /* comm.all_gather(p) -> put this replica's shard at k*c of the R*c result buffer;
      *   h = prt_iall_gather(ctx, buf + k*c, buf, c, group, stream) in place.

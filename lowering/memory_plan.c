@@ -135,13 +135,14 @@ void lwPlanMemory(Lowering *L) {
       Buffer *b = lwBufferOf(L, mlirOperationGetOperand(op, k));
       if (b) b->lastUse = i;
     }
-    /* a sent buffer is read by the network until its comm.wait */
+    /* what a transfer reads (a sent buffer, a collective's input) is read by the network
+     * until the transfer's comm.wait */
     for (intptr_t k = 0; piperOpIs(op, "comm.wait") && k < mlirOperationGetNumOperands(op); ++k) {
-      MlirValue tok = mlirOperationGetOperand(op, k);
-      MlirOperation from = mlirOpResultGetOwner(tok);
-      Buffer *b = piperOpIs(from, "comm.send")
-                      ? lwBufferOf(L, mlirOperationGetOperand(from, 0)) : NULL;
-      if (b && b->lastUse < i) b->lastUse = i;
+      MlirOperation from = mlirOpResultGetOwner(mlirOperationGetOperand(op, k));
+      for (intptr_t a = 0; a < mlirOperationGetNumOperands(from); ++a) {
+        Buffer *b = lwBufferOf(L, mlirOperationGetOperand(from, a));
+        if (b && b->lastUse < i) b->lastUse = i;
+      }
     }
   }
   /* Walk program order: results are placed before the op's dead inputs are released, so a

@@ -85,15 +85,26 @@ static void insertWaits(MlirBlock body, MlirOperation ret) {
     intptr_t n = mlirOperationGetNumResults(op);
     MlirValue token = mlirOperationGetResult(op, n - 1);
     MlirOperation first = ret;
-    if (n == 2) { /* the earliest reader of the tensor result, in this (execution) order */
-      MlirValue v = mlirOperationGetResult(op, 0);
-      for (MlirOperation o = mlirOperationGetNextInBlock(op); !mlirOperationIsNull(o) &&
-                                                              first.ptr == ret.ptr;
+    if (piperOpIs(op, "comm.reduce_scatter")) {
+      /* one reduce-scatter in flight: wait before the next one, so the full local gradient
+       * it reads is freed early (ZeRO-2/3 memory) */
+      for (MlirOperation o = mlirOperationGetNextInBlock(op); !mlirOperationIsNull(o);
            o = mlirOperationGetNextInBlock(o))
-        for (intptr_t k = 0; k < mlirOperationGetNumOperands(o); ++k)
+        if (piperOpIs(o, "comm.reduce_scatter")) {
+          first = o;
+          break;
+        }
+    }
+    if (n == 2) { /* or the earliest reader of the tensor result, if sooner */
+      MlirValue v = mlirOperationGetResult(op, 0);
+      bool found = false;
+      for (MlirOperation o = mlirOperationGetNextInBlock(op);
+           !found && !mlirOperationIsNull(o) && o.ptr != first.ptr;
+           o = mlirOperationGetNextInBlock(o))
+        for (intptr_t k = 0; k < mlirOperationGetNumOperands(o) && !found; ++k)
           if (mlirOperationGetOperand(o, k).ptr == v.ptr) {
             first = o;
-            break;
+            found = true;
           }
     }
     MlirOperation wait =

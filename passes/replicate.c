@@ -11,8 +11,10 @@
  * (replica k owns elements [k*c, k*c + c) ∩ [0, n); extraction sets `shard = k`):
  *   shard_optim (ZeRO-1)  the update runs on the replica's shard only: the AdamW moments are
  *                         c-element tensors; a comm.all_gather then rebuilds the parameter.
- *   shard_grads (ZeRO-2)  and the gradient is reduce-scattered instead of all-reduced, so each
- *                         replica only ever holds its shard of the summed gradient.
+ *   shard_grads (ZeRO-2)  and the gradient is reduce-scattered instead of all-reduced into a
+ *                         c-element shard (from a padded copy when R does not divide n); each
+ *                         reduce-scatter is waited for before the next is issued, so the full
+ *                         local gradient is freed long before the update.
  *   shard_params (ZeRO-3) and the parameter itself is stored as its shard; every op that reads
  *                         it gets a comm.all_gather right before it (freed after), and a copy
  *                         of it elsewhere is refreshed from a gathered full value. */
@@ -82,9 +84,25 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
                                   stream, 1, producer, false, producer);
     mlirOperationRemoveAttributeByName(ar, piperStr("shards"));
     mlirOperationSetOperand(upd, 1, mlirOperationGetResult(ar, 0));
-  } else { /* this replica's shard of the sum, in the first c of R*c padded elements */
-    MlirOperation rs = collective(ctx, body, "comm.reduce_scatter", g, paddedType, devices,
-                                  stream, R, producer, false, producer);
+  } else { /* this replica's shard of the sum: c elements */
+    MlirOperation after = producer;
+    MlirValue in = g;
+    if (padded != n) { /* reduce-scatter cuts R equal blocks: pad a copy of the gradient */
+      MlirNamedAttribute attrs[3] = {piperNamedAttr(ctx, "devices", devices),
+                                     piperNamedAttr(ctx, "pass", mlirStringAttrGet(ctx, piperStr("B"))),
+                                     piperNamedAttr(ctx, "offset", i64Attr(ctx, 0))};
+      MlirOperation bucket = piperOpCreate("tdag.bucket", mlirOperationGetLocation(producer), 0,
+                                           NULL, 1, &paddedType, 2, attrs);
+      mlirBlockInsertOwnedOperationAfter(body, producer, bucket);
+      MlirValue ops[2] = {mlirOperationGetResult(bucket, 0), g};
+      MlirOperation pack = piperOpCreate("tdag.pack_into", mlirOperationGetLocation(producer), 2,
+                                         ops, 1, &paddedType, 3, attrs);
+      mlirBlockInsertOwnedOperationAfter(body, bucket, pack);
+      in = mlirOperationGetResult(pack, 0);
+      after = pack;
+    }
+    MlirOperation rs = collective(ctx, body, "comm.reduce_scatter", in, chunk, devices, stream,
+                                  R, after, false, producer);
     mlirOperationSetOperand(upd, 1, mlirOperationGetResult(rs, 0));
   }
   if (zero == 0) return;

@@ -143,9 +143,8 @@ def main():
             " / ".join(mb(r["optim"]) for r in ranks), rule, mb(theory),
             " / ".join("%s (%s, %s)" % (mb(r["arena"]), mb(r["activations"]), mb(r["grads"]))
                        for r in ranks)))
-    print("\nZeRO-2's gradient peak is not lower yet: each reduce-scatter works in place on the "
-          "full local gradient and is waited for at its update, so that buffer stays live until "
-          "then; waiting earlier (one reduce-scatter in flight) would free it.")
+    print("\nZeRO-2/3's gradient peak is about 1/R of the gradients plus the one being "
+          "reduce-scattered (one in flight); activations dominate the arena's peak here.")
     print("ZeRO-3's params column is the stored shard; each use gathers the full tensor into the "
           "arena for the duration of its reader. PP ranks hold a little more than 1/S: the first "
           "and last stage both keep wte (the tied head reads it) and the stages are uneven.")

@@ -169,14 +169,12 @@ void lwPlanMemory(Lowering *L) {
       if (acts > L->peakActivations) L->peakActivations = acts;
       if (grads > L->peakGradients) L->peakGradients = grads;
       if (b->offset + b->bytes > L->arenaBytes) L->arenaBytes = b->offset + b->bytes;
-      if (b->lastUse == i) dying[nDying++] = (size_t)idx;
     }
-    for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
-      intptr_t idx;
-      if (piperPtrMapGet(&L->bufOf, mlirOperationGetOperand(op, k).ptr, &idx) &&
-          L->bufs[idx].tensorId < 0 && L->bufs[idx].lastUse == i)
-        dying[nDying++] = (size_t)idx;
-    }
+    /* Release whatever is past its last use. A buffer can outlive its last reader (a
+     * transfer reads it until its comm.wait, which names only the token), so this goes by
+     * lastUse, not by the op's operands. */
+    for (size_t k = 0; k < live.n; ++k)
+      if (L->bufs[live.owner[k]].lastUse <= i) dying[nDying++] = live.owner[k];
     for (size_t d = 0; d < nDying; ++d) {
       release(&live, dying[d]);
       *(L->bufs[dying[d]].gradient ? &grads : &acts) -= L->bufs[dying[d]].bytes;

@@ -121,10 +121,11 @@ def main():
           "bytes per parameter; R replicas, S stages)\n")
     s = single_ranks[0]
     P, O = s["params"], s["optim"]
-    print("| layout | ranks | params MB/rank | optim MB/rank | params+optim theory MB/rank | "
+    print("| layout | ranks | step ms | params MB/rank | optim MB/rank | params+optim theory MB/rank | "
           "arena MB/rank (activation peak, gradient peak) |")
-    print("|---|---|---|---|---|---|")
-    print("| single device | 1 | %s | %s | %s | %s |" % (mb(P), mb(O), mb(P + O), mb(s["arena"])))
+    print("|---|---|---|---|---|---|---|")
+    print("| single device | 1 | %.1f | %s | %s | %s | %s |" % (single_ms, mb(P), mb(O), mb(P + O),
+                                                          mb(s["arena"])))
     dp = ["gpipe", "--stages", "1", "--microbatches", "1", "--dp", "2"]
     layouts = [("DP2", 1, 2, dp, P + O, "replicated"),
                ("DP2 ZeRO-1", 1, 2, dp + ["--zero", "1"], P + O / 2, "P + O/R"),
@@ -137,9 +138,11 @@ def main():
     for name, stages, np_, args, theory, rule in layouts:
         tag = "mem-" + re.sub(r"[^a-z0-9]+", "-", name.lower())
         plan = build(bin_dir, work, tag, stages, args)
-        _, ranks, _ = run(plan, np_, work, tag)
-        print("| %s | %d | %s | %s | %s = %s | %s |" % (
-            name, np_, " / ".join(mb(r["params"]) for r in ranks),
+        ms, ranks, _ = run(plan, np_, work, tag)
+        timing = "%.1f" % ms if np_ <= os.cpu_count() else "(%d ranks on %d cores)" % (
+            np_, os.cpu_count())
+        print("| %s | %d | %s | %s | %s | %s = %s | %s |" % (
+            name, np_, timing, " / ".join(mb(r["params"]) for r in ranks),
             " / ".join(mb(r["optim"]) for r in ranks), rule, mb(theory),
             " / ".join("%s (%s, %s)" % (mb(r["arena"]), mb(r["activations"]), mb(r["grads"]))
                        for r in ranks)))

@@ -70,6 +70,10 @@ static const PiperPassInfo registry[] = {
      NULL, piperCreateInsertCommPass},
     {"piper-replicate", "replicate directive: gradient all-reduce over data-parallel replicas",
      NULL, piperCreateReplicatePass},
+    {"piper-print-dag",
+     "write the global DAG (nodes, data and transfer edges, devices) to FILE as Graphviz; "
+     "the IR is unchanged",
+     "piper-print-dag=FILE.dot", piperCreatePrintDagPass},
     {"piper-extract", "order directives + global DAG -> one function per device, in execution "
      "order", NULL, piperCreateExtractPass},
     {"piper-verify-plan",

@@ -139,6 +139,7 @@ MlirPass piperCreateInsertCommPass(const char *arg);
 MlirPass piperCreateReplicatePass(const char *arg);
 MlirPass piperCreateExtractPass(const char *arg);
 MlirPass piperCreateVerifyPlanPass(const char *arg);
+MlirPass piperCreatePrintDagPass(const char *arg);
 
 /* ---- lowering ---- */
 /* Training graph (tdag) -> llvm dialect: piper_setup and piper_step calling libpiper_rt. */

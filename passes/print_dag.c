@@ -1,0 +1,145 @@
+/* --piper-print-dag=FILE.dot: the global training DAG as a Graphviz graph, for looking at a
+ * strategy (`dot -Tsvg FILE.dot`). One box per global-DAG node (the ops sharing devices, tags
+ * and pass), labelled with them and its op count and filled by its first device; an edge per
+ * pair of nodes an SSA value connects, dashed where a comm op carries it. The IR is not
+ * changed. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "passes/strategy.h"
+#include "piper/ptrmap.h"
+
+enum { MAX_NODES = 1 << 16 };
+
+typedef struct {
+  char label[192]; /* "B PP=1 layer=3 mb=2 @[1, 3]" */
+  int ops;         /* ops in the node */
+  int64_t device;  /* first device, for the colour */
+} DagNode;
+
+static void appendAttr(MlirStringRef s, void *userData) {
+  char *buf = userData;
+  size_t used = strlen(buf), room = 63 - used;
+  size_t n = s.length < room ? s.length : room;
+  memcpy(buf + used, s.data, n);
+  buf[used + n] = 0;
+}
+
+/* The node key of an op: pass, tags and devices, as text. */
+static void nodeKey(MlirOperation op, char *buf, size_t size, int64_t *device) {
+  char pass[8], devs[64] = "";
+  piperOpPass(op, pass, sizeof pass);
+  size_t n = (size_t)snprintf(buf, size, "%s", pass);
+  MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
+  for (intptr_t i = 0; !mlirAttributeIsNull(tags) && i < mlirDictionaryAttrGetNumElements(tags) &&
+                       n < size;
+       ++i) {
+    MlirNamedAttribute e = mlirDictionaryAttrGetElement(tags, i);
+    MlirStringRef key = mlirIdentifierStr(e.name);
+    n += (size_t)snprintf(buf + n, size - n, " %.*s=%lld", (int)key.length, key.data,
+                          mlirAttributeIsAInteger(e.attribute)
+                              ? (long long)mlirIntegerAttrGetValueInt(e.attribute) : 0LL);
+  }
+  MlirAttribute d = mlirOperationGetAttributeByName(op, piperStr("devices"));
+  *device = 0;
+  if (!mlirAttributeIsNull(d)) {
+    mlirAttributePrint(d, appendAttr, devs);
+    if (mlirArrayAttrGetNumElements(d) > 0)
+      *device = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(d, 0));
+  }
+  if (n < size) snprintf(buf + n, size - n, " @%s", devs);
+}
+
+static MlirLogicalResult runPrintDag(MlirOperation module, const char *path) {
+  if (!path || !*path) {
+    mlirEmitError(mlirOperationGetLocation(module),
+                  "--piper-print-dag needs a file: --piper-print-dag=dag.dot");
+    return mlirLogicalResultFailure();
+  }
+  MlirOperation func = piperTrainingFunction(module, "piper-print-dag");
+  if (mlirOperationIsNull(func)) return mlirLogicalResultFailure();
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  DagNode *nodes = calloc(MAX_NODES, sizeof *nodes);
+  int nNodes = 0;
+  PiperPtrMap nodeOf; /* op ptr -> node index */
+  piperPtrMapInit(&nodeOf, 1024);
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (piperOpIs(op, "func.return") || piperOpInDialect(op, "comm")) continue;
+    char key[192];
+    int64_t device;
+    nodeKey(op, key, sizeof key, &device);
+    int k = 0;
+    while (k < nNodes && strcmp(nodes[k].label, key)) ++k;
+    if (k == nNodes) {
+      if (nNodes == MAX_NODES) break;
+      snprintf(nodes[nNodes].label, sizeof nodes[0].label, "%s", key);
+      nodes[nNodes].device = device;
+      nNodes++;
+    }
+    nodes[k].ops++;
+    piperPtrMapPut(&nodeOf, op.ptr, k);
+  }
+  PiperOutput out;
+  if (!piperOutputOpen(&out, path)) {
+    piperPtrMapFree(&nodeOf);
+    free(nodes);
+    return mlirLogicalResultFailure();
+  }
+  static const char *colours[] = {"#cfe2f3", "#d9ead3", "#fff2cc", "#f4cccc",
+                                  "#d9d2e9", "#fce5cd", "#d0e0e3", "#ead1dc"};
+  fprintf(out.file, "digraph global_dag {\n  rankdir=LR;\n  node [shape=box, style=filled, "
+                    "fontname=\"monospace\"];\n");
+  for (int k = 0; k < nNodes; ++k)
+    fprintf(out.file, "  n%d [label=\"%s\\n%d ops\", fillcolor=\"%s\"];\n", k, nodes[k].label,
+            nodes[k].ops, colours[nodes[k].device % 8]);
+  /* Edges: from each op's producers (through comm ops, which are drawn dashed). */
+  char *seen = calloc((size_t)nNodes * nNodes, 1); /* dedup: one edge per (from, to, kind) */
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    intptr_t to;
+    if (!piperPtrMapGet(&nodeOf, op.ptr, &to)) continue;
+    for (intptr_t a = 0; a < mlirOperationGetNumOperands(op); ++a) {
+      MlirValue v = mlirOperationGetOperand(op, a);
+      if (!mlirValueIsAOpResult(v)) continue;
+      MlirOperation from = mlirOpResultGetOwner(v);
+      bool viaComm = false;
+      while (piperOpInDialect(from, "comm")) { /* recv: find its send's operand, by tag */
+        viaComm = true;
+        if (mlirOperationGetNumOperands(from) > 0) {
+          MlirValue src = mlirOperationGetOperand(from, 0);
+          if (!mlirValueIsAOpResult(src)) break;
+          from = mlirOpResultGetOwner(src);
+          continue;
+        }
+        int64_t tag = piperGetIntAttr(from, "tag", -1);
+        MlirOperation send = {NULL};
+        for (MlirOperation s = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(s);
+             s = mlirOperationGetNextInBlock(s))
+          if (piperOpIs(s, "comm.send") && piperGetIntAttr(s, "tag", -2) == tag) send = s;
+        if (mlirOperationIsNull(send)) break;
+        MlirValue src = mlirOperationGetOperand(send, 0);
+        if (!mlirValueIsAOpResult(src)) break;
+        from = mlirOpResultGetOwner(src);
+      }
+      intptr_t f;
+      if (!piperPtrMapGet(&nodeOf, from.ptr, &f) || f == to) continue;
+      char *mark = &seen[(size_t)f * nNodes + to];
+      if (*mark & (viaComm ? 2 : 1)) continue;
+      *mark |= viaComm ? 2 : 1;
+      fprintf(out.file, "  n%ld -> n%ld%s;\n", (long)f, (long)to, viaComm ? " [style=dashed]" : "");
+    }
+  }
+  fprintf(out.file, "}\n");
+  free(seen);
+  piperPtrMapFree(&nodeOf);
+  free(nodes);
+  return piperOutputCommit(&out, true) ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
+}
+
+MlirPass piperCreatePrintDagPass(const char *arg) {
+  static int64_t typeId;
+  return piperCreateModulePass(&typeId, "piper-print-dag", "global DAG as Graphviz", runPrintDag,
+                               arg);
+}

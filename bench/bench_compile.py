@@ -34,7 +34,7 @@ def main():
     print("## Compile time against devices (L2 C32 GPT; one process, this machine)\n")
     print("| strategy | devices | compile s | s per device | compiler peak RSS MB |")
     print("|---|---|---|---|---|")
-    for dp in (2, 8, 32, 128):
+    for dp in (2, 8, 32, 128, 512, 1024):
         s, mb = compile_time(bin_dir, work, "dp%d" % dp, 1, dp,
                              ["gpipe", "--stages", "1", "--microbatches", "1", "--dp", str(dp)])
         print("| DP%d | %d | %.2f | %.3f | %.0f |" % (dp, dp, s, s / dp, mb))

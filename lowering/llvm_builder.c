@@ -15,7 +15,8 @@ static MlirNamedAttribute named(LlvmBuilder *b, const char *name, MlirAttribute 
   return piperNamedAttr(b->ctx, name, a);
 }
 
-void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc, const char *symPrefix) {
+static void initCommon(LlvmBuilder *b, MlirModule module, MlirLocation loc,
+                       const char *symPrefix) {
   memset(b, 0, sizeof *b);
   snprintf(b->symPrefix, sizeof b->symPrefix, "%s", symPrefix);
   b->ctx = mlirModuleGetContext(module);
@@ -26,18 +27,31 @@ void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc, const char *sym
   b->i32 = mlirIntegerTypeGet(b->ctx, 32);
   b->f32 = mlirF32TypeGet(b->ctx);
   b->voidType = mlirLLVMVoidTypeGet(b->ctx);
-  piperPtrMapInit(&b->declared, 64);
-  /* functions an earlier builder already put in the module are declared */
+}
+
+void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc, const char *symPrefix) {
+  initCommon(b, module, loc, symPrefix);
+  b->declared = &b->ownDeclared;
+  piperPtrMapInit(b->declared, 64);
+  /* functions already in the module are declared */
   for (MlirOperation op = mlirBlockGetFirstOperation(b->moduleBody); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
     if (piperOpIs(op, "llvm.func")) {
       MlirStringRef name =
           mlirStringAttrGetValue(mlirOperationGetAttributeByName(op, piperStr("sym_name")));
-      piperPtrMapPut(&b->declared, mlirIdentifierStr(mlirIdentifierGet(b->ctx, name)).data, 1);
+      piperPtrMapPut(b->declared, mlirIdentifierStr(mlirIdentifierGet(b->ctx, name)).data, 1);
     }
 }
 
-void lbFree(LlvmBuilder *b) { piperPtrMapFree(&b->declared); }
+void lbInitShared(LlvmBuilder *b, MlirModule module, MlirLocation loc, const char *symPrefix,
+                  PiperPtrMap *declared) {
+  initCommon(b, module, loc, symPrefix);
+  b->declared = declared;
+}
+
+void lbFree(LlvmBuilder *b) {
+  if (b->declared == &b->ownDeclared) piperPtrMapFree(&b->ownDeclared);
+}
 
 static MlirOperation append(LlvmBuilder *b, MlirOperation op) {
   mlirBlockAppendOwnedOperation(b->block, op);
@@ -77,7 +91,7 @@ MlirValue lbBeginFunction(LlvmBuilder *b, const char *name) {
   makeFunction(b, name, fnType, true, &b->block);
   /* defined here: later calls must not declare it again */
   MlirIdentifier id = mlirIdentifierGet(b->ctx, piperStr(name));
-  piperPtrMapPut(&b->declared, mlirIdentifierStr(id).data, 1);
+  piperPtrMapPut(b->declared, mlirIdentifierStr(id).data, 1);
   return mlirBlockGetArgument(b->block, 0);
 }
 
@@ -190,14 +204,14 @@ MlirValue lbI64Array(LlvmBuilder *b, intptr_t n, const int64_t *values) {
 MlirValue lbCall(LlvmBuilder *b, const char *callee, MlirType ret, intptr_t n,
                  const MlirValue *args) {
   MlirIdentifier id = mlirIdentifierGet(b->ctx, piperStr(callee)); /* interned: stable key */
-  if (!piperPtrMapGet(&b->declared, mlirIdentifierStr(id).data, NULL)) {
+  if (!piperPtrMapGet(b->declared, mlirIdentifierStr(id).data, NULL)) {
     MlirType types[16];
     for (intptr_t i = 0; i < n; ++i) types[i] = mlirValueGetType(args[i]);
     MlirType fnType = mlirLLVMFunctionTypeGet(mlirTypeIsNull(ret) ? b->voidType : ret, n,
                                               types, false);
     MlirBlock unused;
     makeFunction(b, callee, fnType, false, &unused);
-    piperPtrMapPut(&b->declared, mlirIdentifierStr(id).data, 1);
+    piperPtrMapPut(b->declared, mlirIdentifierStr(id).data, 1);
   }
   int32_t segments[2] = {(int32_t)n, 0};
   MlirNamedAttribute attrs[6] = {

@@ -13,7 +13,9 @@ typedef struct {
   MlirBlock moduleBody;  /* where declarations and globals go */
   MlirBlock block;       /* where instructions are appended */
   MlirType ptr, i64, i32, f32, voidType;
-  PiperPtrMap declared;  /* interned callee name -> 1, for functions declared already */
+  PiperPtrMap *declared; /* interned callee name -> 1, for functions declared already; owned
+                            unless shared through lbInitShared */
+  PiperPtrMap ownDeclared; /* the map `declared` points to when not shared */
   int nStrings;          /* string globals made so far, for unique names */
   char symPrefix[32];    /* prefix of this builder's global names, unique per builder */
   MlirOperation lastString; /* the newest string global: the next goes after it */
@@ -21,6 +23,11 @@ typedef struct {
 
 /* `symPrefix` keeps the globals of several builders on one module apart ("" for one). */
 void lbInit(LlvmBuilder *b, MlirModule module, MlirLocation loc, const char *symPrefix);
+/* Like lbInit, for one of several builders on a module: `declared` (initialised by the caller)
+ * records the functions all of them have declared or defined, so no builder rescans the module
+ * (which grows with every device function). */
+void lbInitShared(LlvmBuilder *b, MlirModule module, MlirLocation loc, const char *symPrefix,
+                  PiperPtrMap *declared);
 void lbFree(LlvmBuilder *b);
 /* Defines `name(ptr)` returning void, makes its entry block current; returns the argument. */
 MlirValue lbBeginFunction(LlvmBuilder *b, const char *name);

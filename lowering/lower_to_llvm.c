@@ -238,7 +238,8 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
 
   lwPlanMemory(&L);
   piperPtrMapInit(&L.handleOf, 64);
-  lbInit(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func), symPrefix);
+  lbInitShared(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func),
+               symPrefix, &shared->declared);
   emitSetup(&L, setupName);
   emitStep(&L, stepName);
   lbFree(&L.lb);
@@ -256,7 +257,8 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
 /* piper_setup / piper_step of a multi-device plan: shared declarations, then per rank. */
 static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, int64_t batch) {
   LlvmBuilder lb;
-  lbInit(&lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(moduleOp), "_plan");
+  lbInitShared(&lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(moduleOp),
+               "_plan", &sh->declared);
   for (int which = 0; which < 2; ++which) {
     const char *prefix = which ? "piper_step" : "piper_setup";
     MlirValue ctx = lbBeginFunction(&lb, prefix);
@@ -330,6 +332,11 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   }
   Shared shared = {.nStreams = 1};
   snprintf(shared.streams[0], sizeof shared.streams[0], "compute");
+  { /* one scan for functions the module already has; the builders then share the map */
+    LlvmBuilder scan;
+    lbInit(&scan, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(moduleOp), "");
+    shared.declared = scan.ownDeclared;
+  }
   MlirContext ctx = mlirOperationGetContext(moduleOp);
   int64_t peak = 0;
   for (int g = 0; g < nGraphs; ++g) {
@@ -343,6 +350,7 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
         mlirEmitError(mlirOperationGetLocation(graphs[g]),
                       "piper-lower-to-llvm: in a plan of piper.devices devices, graph functions "
                       "must be named device_0 .. device_{N-1} (run --piper-extract)");
+        piperPtrMapFree(&shared.declared);
         return mlirLogicalResultFailure();
       }
     }
@@ -350,8 +358,10 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
     snprintf(setup, sizeof setup, plan ? "piper_setup_dev%lld" : "piper_setup", (long long)d);
     snprintf(step, sizeof step, plan ? "piper_step_dev%lld" : "piper_step", (long long)d);
     if (mlirLogicalResultIsFailure(
-            lowerFunction(moduleOp, graphs[g], &shared, setup, step, prefix, &arena)))
+            lowerFunction(moduleOp, graphs[g], &shared, setup, step, prefix, &arena))) {
+      piperPtrMapFree(&shared.declared);
       return mlirLogicalResultFailure();
+    }
     peak = arena > peak ? arena : peak;
   }
   if (plan)
@@ -359,6 +369,7 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
                  piperGetIntAttr(moduleOp, "piper.global_batch", 0));
   mlirOperationSetAttributeByName(moduleOp, piperStr("piper.arena_bytes"),
                                   mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), peak));
+  piperPtrMapFree(&shared.declared);
   return mlirLogicalResultSuccess();
 }
 

@@ -27,6 +27,7 @@ typedef struct {
   int nGroups;
   char streams[32][64];      /* stream names, id = index; 0 is "compute" */
   int nStreams;
+  PiperPtrMap declared;      /* llvm functions declared or defined so far (see lbInitShared) */
 } Shared;
 
 typedef struct {

@@ -43,14 +43,21 @@ static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
   return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
 }
 
-/* Index of device `d` in the op's devices, or -1. */
+/* Index of device `d` in the op's devices, or -1. Place sorts device lists, so this is a
+ * binary search: extraction asks it for every op and every device. */
 static int64_t replicaIndex(MlirOperation op, int64_t d, int64_t *replicas) {
   MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
   *replicas = 1;
   if (mlirAttributeIsNull(devs)) return d == 0 ? 0 : -1;
   *replicas = mlirArrayAttrGetNumElements(devs);
-  for (intptr_t i = 0; i < *replicas; ++i)
-    if (mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, i)) == d) return i;
+  intptr_t lo = 0, hi = *replicas - 1;
+  while (lo <= hi) {
+    intptr_t mid = lo + (hi - lo) / 2;
+    int64_t v = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, mid));
+    if (v == d) return mid;
+    if (v < d) lo = mid + 1;
+    else hi = mid - 1;
+  }
   return -1;
 }
 

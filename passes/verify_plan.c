@@ -21,7 +21,15 @@ typedef struct {
   MlirOperation *ops; /* the device's plan */
   size_t n, pc;       /* ops, next to run */
   int64_t *collSeq;   /* per group id: collectives issued so far */
+  int64_t arrivedAt;  /* pc at which the device registered at a collective, -1 none */
 } Device;
+
+/* Members that reached one collective of a group, and the first of them, for comparison. */
+typedef struct {
+  intptr_t count, passed;  /* arrived; of those, gone through */
+  MlirOperation first;     /* the first arrival's op */
+  int64_t firstDevice;     /* and its device */
+} Arrivals;
 
 typedef struct {
   int64_t tag, from, to, numel; /* a send issued */
@@ -80,7 +88,11 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
       }
     }
   }
-  for (int64_t d = 0; d < N; ++d) dev[d].collSeq = calloc(nGroups ? nGroups : 1, sizeof(int64_t));
+  for (int64_t d = 0; d < N; ++d) {
+    dev[d].collSeq = calloc(nGroups ? nGroups : 1, sizeof(int64_t));
+    dev[d].arrivedAt = -1;
+  }
+  Arrivals (*arrivals)[2] = calloc(nGroups ? nGroups : 1, sizeof *arrivals);
 
   size_t nSent = 0, capSent = 256;
   Sent *sent = malloc(capSent * sizeof *sent);
@@ -114,40 +126,33 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
           MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
           int gid = 0;
           while (gid < nGroups && !mlirAttributeEqual(groups[gid], g)) ++gid;
-          /* every member must reach the same collective: its k-th on this group */
-          bool ready = true;
-          for (intptr_t m = 0; m < mlirArrayAttrGetNumElements(g); ++m) {
-            int64_t peer = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, m));
-            Device *p = &dev[peer];
-            if (peer == d) continue;
-            if (p->collSeq[gid] > dev[d].collSeq[gid]) continue; /* already went through */
-            if (p->collSeq[gid] < dev[d].collSeq[gid]) { /* still behind: wait for it */
-              ready = false;
-              break;
-            }
-            MlirOperation at = p->pc < p->n ? p->ops[p->pc] : (MlirOperation){NULL};
-            if (mlirOperationIsNull(at) || !isCollective(at) ||
-                !mlirAttributeEqual(mlirOperationGetAttributeByName(at, piperStr("group")), g)) {
-              ready = false;
-              break;
-            }
-            if (!mlirOperationEqual(at, op) &&
-                (mlirIdentifierStr(mlirOperationGetName(at)).length !=
-                     mlirIdentifierStr(mlirOperationGetName(op)).length ||
-                 numelOf(at) != numelOf(op))) {
+          /* Arrival counting, O(1) per device: every member must reach the same collective, its
+           * k-th on this group. Members are at most one collective apart (none passes k + 1
+           * before all passed k), so two slots, k mod 2, hold the arrivals. */
+          Arrivals *a = &arrivals[gid][dev[d].collSeq[gid] & 1];
+          if (dev[d].arrivedAt != (int64_t)dev[d].pc) {
+            dev[d].arrivedAt = (int64_t)dev[d].pc;
+            if (a->count == 0) {
+              a->first = op;
+              a->firstDevice = d;
+            } else if (mlirIdentifierStr(mlirOperationGetName(a->first)).length !=
+                           mlirIdentifierStr(mlirOperationGetName(op)).length ||
+                       numelOf(a->first) != numelOf(op)) {
               char msg[256];
               snprintf(msg, sizeof msg, "piper-verify-plan: devices %lld and %lld reach "
                                         "different collectives on the same group at the same "
                                         "point (a hang or a wrong result)",
-                       (long long)d, (long long)peer);
-              mlirEmitError(mlirOperationGetLocation(op), msg);
-              mlirEmitError(mlirOperationGetLocation(at), "piper-verify-plan: the other one");
+                       (long long)a->firstDevice, (long long)d);
+              mlirEmitError(mlirOperationGetLocation(a->first), msg);
+              mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: the other one");
               status = mlirLogicalResultFailure();
               break;
             }
+            a->count++;
           }
-          if (!ready || mlirLogicalResultIsFailure(status)) break;
+          if (a->count < mlirArrayAttrGetNumElements(g)) break; /* wait for the others */
           dev[d].collSeq[gid]++;
+          if (++a->passed == a->count) a->count = a->passed = 0; /* the slot is free again */
         }
         dev[d].pc++;
         progress = true;
@@ -182,6 +187,7 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
   }
   free(dev);
   free(sent);
+  free(arrivals);
   return status;
 }
 

@@ -56,6 +56,23 @@ double piperGetFloatAttr(MlirOperation op, const char *name, double fallback) {
   return mlirFloatAttrGetValueDouble(a);
 }
 
+void piperNodeLabel(MlirOperation op, char *buf, size_t size) {
+  char pass[8] = "F";
+  piperGetStringAttr(op, "pass", pass, sizeof pass);
+  size_t n = (size_t)snprintf(buf, size, "%s", pass);
+  MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
+  for (intptr_t i = 0; !mlirAttributeIsNull(tags) && i < mlirDictionaryAttrGetNumElements(tags) &&
+                       n < size;
+       ++i) {
+    MlirNamedAttribute e = mlirDictionaryAttrGetElement(tags, i);
+    MlirStringRef key = mlirIdentifierStr(e.name);
+    n += (size_t)snprintf(buf + n, size - n, " %.*s=%lld", (int)key.length, key.data,
+                          mlirAttributeIsAInteger(e.attribute)
+                              ? (long long)mlirIntegerAttrGetValueInt(e.attribute)
+                              : 0LL);
+  }
+}
+
 int64_t piperTensorRank(MlirType t) {
   return mlirTypeIsARankedTensor(t) ? mlirShapedTypeGetRank(t) : -1;
 }

@@ -143,24 +143,6 @@ void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args) {
 }
 
 
-/* The trace name of the global-DAG node `op` belongs to: its pass and tags, "B PP=1 mb=3". */
-static void nodeLabel(MlirOperation op, char *buf, size_t size) {
-  char pass[8] = "F";
-  piperGetStringAttr(op, "pass", pass, sizeof pass);
-  size_t n = (size_t)snprintf(buf, size, "%s", pass);
-  MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
-  for (intptr_t i = 0; !mlirAttributeIsNull(tags) && i < mlirDictionaryAttrGetNumElements(tags) &&
-                       n < size;
-       ++i) {
-    MlirNamedAttribute e = mlirDictionaryAttrGetElement(tags, i);
-    MlirStringRef key = mlirIdentifierStr(e.name);
-    n += (size_t)snprintf(buf + n, size - n, " %.*s=%lld", (int)key.length, key.data,
-                          mlirAttributeIsAInteger(e.attribute)
-                              ? (long long)mlirIntegerAttrGetValueInt(e.attribute)
-                              : 0LL);
-  }
-}
-
 static void emitStep(Lowering *L, const char *fnName) {
   L->ctxArg = lbBeginFunction(&L->lb, fnName);
   L->arena = lbCall(&L->lb, "prt_arena", L->lb.ptr, 1, &L->ctxArg);
@@ -178,7 +160,7 @@ static void emitStep(Lowering *L, const char *fnName) {
     }
     if (piperOpInDialect(op, "tdag") && !lwDeclaresTensor(op)) {
       char label[160];
-      nodeLabel(op, label, sizeof label);
+      piperNodeLabel(op, label, sizeof label);
       if (strcmp(label, open)) {
         MlirValue end[2] = {L->ctxArg, compute};
         if (open[0]) lbCall(&L->lb, "prt_span_end", (MlirType){NULL}, 2, end);

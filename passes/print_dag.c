@@ -18,37 +18,18 @@ typedef struct {
   int64_t device;  /* first device, for the colour */
 } DagNode;
 
-static void appendAttr(MlirStringRef s, void *userData) {
-  char *buf = userData;
-  size_t used = strlen(buf), room = 63 - used;
-  size_t n = s.length < room ? s.length : room;
-  memcpy(buf + used, s.data, n);
-  buf[used + n] = 0;
-}
-
-/* The node key of an op: pass, tags and devices, as text. */
+/* The node key of an op: its node label (pass and tags) and its devices, "... @[0, 2]". */
 static void nodeKey(MlirOperation op, char *buf, size_t size, int64_t *device) {
-  char pass[8], devs[64] = "";
-  piperOpPass(op, pass, sizeof pass);
-  size_t n = (size_t)snprintf(buf, size, "%s", pass);
-  MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
-  for (intptr_t i = 0; !mlirAttributeIsNull(tags) && i < mlirDictionaryAttrGetNumElements(tags) &&
-                       n < size;
-       ++i) {
-    MlirNamedAttribute e = mlirDictionaryAttrGetElement(tags, i);
-    MlirStringRef key = mlirIdentifierStr(e.name);
-    n += (size_t)snprintf(buf + n, size - n, " %.*s=%lld", (int)key.length, key.data,
-                          mlirAttributeIsAInteger(e.attribute)
-                              ? (long long)mlirIntegerAttrGetValueInt(e.attribute) : 0LL);
-  }
+  piperNodeLabel(op, buf, size);
+  size_t n = strlen(buf);
   MlirAttribute d = mlirOperationGetAttributeByName(op, piperStr("devices"));
-  *device = 0;
-  if (!mlirAttributeIsNull(d)) {
-    mlirAttributePrint(d, appendAttr, devs);
-    if (mlirArrayAttrGetNumElements(d) > 0)
-      *device = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(d, 0));
-  }
-  if (n < size) snprintf(buf + n, size - n, " @%s", devs);
+  intptr_t count = mlirAttributeIsNull(d) ? 0 : mlirArrayAttrGetNumElements(d);
+  *device = count ? mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(d, 0)) : 0;
+  n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " @%s", mlirAttributeIsNull(d) ? "" : "[");
+  for (intptr_t i = 0; i < count && n < size; ++i)
+    n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "",
+                          (long long)mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(d, i)));
+  if (!mlirAttributeIsNull(d) && n < size) snprintf(buf + n, size - n, "]");
 }
 
 static MlirLogicalResult runPrintDag(MlirOperation module, const char *path) {

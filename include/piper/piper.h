@@ -86,6 +86,10 @@ double piperGetFloatAttr(MlirOperation op, const char *name, double fallback);
 void piperEmitErrorV(MlirLocation loc, const char *fmt, va_list ap);
 void piperEmitErrorf(MlirLocation loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The name of the global-DAG node `op` belongs to: its pass ("F" when absent) and tags,
+ * e.g. "B PP=1 layer=3 mb=2"; used for trace spans and DAG drawings. */
+void piperNodeLabel(MlirOperation op, char *buf, size_t size);
+
 /* Ranked tensor helpers. numel of a 0-d tensor is 1. */
 int64_t piperTensorRank(MlirType t);
 int64_t piperTensorDim(MlirType t, int64_t i);

@@ -7,7 +7,7 @@ PACKAGES := cmake make gcc g++ llvm-22-dev libmlir-22-dev llvm-22-tools \
             libopenblas-dev libopenmpi-dev openmpi-bin python3 python3-torch python3-numpy time
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build check demo bench clean
+.PHONY: all deps configure build check check-asan fuzz fuzz-corpus demo bench clean
 
 all: build
 
@@ -34,6 +34,41 @@ build: configure
 check: build
 	/usr/lib/llvm-22/bin/lit -sv $(BUILD)/test
 
+# The whole lit suite again in a tree built with AddressSanitizer and UBSan: the tools, the
+# runtime, the fuzz replays and every training binary the tests link. Any report fails its
+# test. Leak checking stays on; Open MPI's allocations that outlive MPI_Finalize are
+# suppressed by test/sanitizers/lsan.supp (its plugins stay loaded so their frames have
+# names), and the slow unwinder gives full stacks through Open MPI's frame-pointer-less code.
+ASAN_BUILD ?= build-asan
+SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/test/sanitizers/lsan.supp:print_suppressions=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer \
+  OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1
+check-asan: configure
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DPIPER_SANITIZE=ON > /dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	$(SANITIZER_ENV) /usr/lib/llvm-22/bin/lit -sv $(ASAN_BUILD)/test
+
+# libFuzzer targets (test/fuzz) built with clang, ASan and UBSan, each run FUZZ_SECONDS
+# (default 180) with its checked-in corpus and dictionary; prints a table, fails on any
+# crash, leak, sanitizer report or hang. `make fuzz-corpus` then merges the inputs that
+# found new coverage into test/fuzz/corpus/ (minimised), to be committed.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 180
+FUZZ_PACKAGES := clang-22 libclang-rt-22-dev
+fuzz: deps
+	@$(MAKE) --no-print-directory deps PACKAGES="$(FUZZ_PACKAGES)"
+	CC=clang-22 CXX=clang++-22 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	  -DPIPER_SANITIZE=ON -DPIPER_FUZZ=ON > /dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target strategy-fuzz opt-fuzz safetensors-fuzz
+	ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer bash test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+fuzz-corpus:
+	for t in strategy opt safetensors; do \
+	  $(FUZZ_BUILD)/bin/$$t-fuzz -merge=1 test/fuzz/corpus/$$t $(FUZZ_BUILD)/fuzz/corpus/$$t || exit 1; \
+	done
+
 # Trains the default GPT (L4 C256 H4 T128 B8) for 20 steps on the built-in corpus, then the
 # same model as a 2-stage 1F1B pipeline on 2 MPI ranks: the losses agree with the first run.
 MPIRUN := mpirun --allow-run-as-root --oversubscribe
@@ -54,4 +89,4 @@ bench: build
 	bash bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -35,6 +35,13 @@ static MlirLogicalResult importMlir(MlirOperation module, const char *path, cons
   return nonSched ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
 }
 
+MlirLogicalResult piperImportStrategyText(MlirOperation module, const char *path,
+                                          const char *text) {
+  return endsWith(path, ".mlir")
+             ? importMlir(module, path, text)
+             : piperImportStrategyJSON(mlirModuleFromOperation(module), path, text);
+}
+
 static MlirLogicalResult runImport(MlirOperation module, const char *path) {
   if (!path || !*path) {
     mlirEmitError(mlirOperationGetLocation(module),
@@ -43,9 +50,7 @@ static MlirLogicalResult runImport(MlirOperation module, const char *path) {
   }
   char *text = piperReadInput(path, NULL);
   if (!text) return mlirLogicalResultFailure();
-  MlirLogicalResult r = endsWith(path, ".mlir")
-                            ? importMlir(module, path, text)
-                            : piperImportStrategyJSON(mlirModuleFromOperation(module), path, text);
+  MlirLogicalResult r = piperImportStrategyText(module, path, text);
   free(text);
   return r;
 }

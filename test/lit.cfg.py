@@ -5,7 +5,8 @@ import lit.formats
 config.name = "Piper"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "oracle", "mutate_strategies.py", "compare_runs.py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "oracle", "mutate_strategies.py",
+                   "compare_runs.py", "corpus"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.piper_obj_root, "test")
 
@@ -17,6 +18,13 @@ config.environment["OPENBLAS_NUM_THREADS"] = "1"
 # Open MPI refuses root unless told; CI and these machines run as root.
 config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
 config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+# make check-asan: the sanitizers' settings (suppression files, halt on error) reach every
+# test and every rank mpirun starts.
+for var in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "ASAN_SYMBOLIZER_PATH",
+            "OMPI_MCA_mca_base_component_disable_dlclose",
+            "PMIX_MCA_mca_base_component_disable_dlclose"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%piper_src", config.piper_src_root))
 config.substitutions.append(("%oracle", os.path.join(config.piper_src_root, "test", "oracle")))

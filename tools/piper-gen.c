@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "piper/checked.h"
+
 typedef struct {
   long L, C, H, T, B, V, S; /* layers, channels, heads, sequence, batch, vocab, stages */
 } GptConfig;
@@ -24,10 +26,25 @@ static void usage(FILE *out) {
 static GptConfig cfg;
 static const char *tags; /* the current op's tags, e.g. "layer = 1 : i64, PP = 0 : i64" */
 
-/* Tensor type text for a shape, e.g. tensor<8x128x256xf32>. Each string has its own storage
- * (kept until exit: a generator prints a few thousand of them and ends). */
+/* Every type string ty() made, freed at exit: a generator prints a few thousand of them. */
+static char **typeTexts;
+static size_t nTypeTexts, typeTextsCap;
+
+static void freeTypeTexts(void) {
+  for (size_t i = 0; i < nTypeTexts; ++i) free(typeTexts[i]);
+  free(typeTexts);
+}
+
+/* Tensor type text for a shape, e.g. tensor<8x128x256xf32>. Each string has its own storage,
+ * valid until exit. */
 static const char *ty(const char *elem, int rank, long d0, long d1, long d2, long d3) {
   char *b = malloc(64);
+  if (!b || !piperGrow((void **)&typeTexts, &typeTextsCap, nTypeTexts + 1, sizeof *typeTexts)) {
+    fprintf(stderr, "piper-gen: error: out of memory\n");
+    exit(1);
+  }
+  if (!nTypeTexts) atexit(freeTypeTexts);
+  typeTexts[nTypeTexts++] = b;
   long d[4] = {d0, d1, d2, d3};
   int n = snprintf(b, 64, "tensor<");
   for (int i = 0; i < rank; ++i) n += snprintf(b + n, 64 - n, "%ldx", d[i]);

@@ -136,7 +136,10 @@ static int parseArgs(int argc, char **argv, Options *o) {
 int main(int argc, char **argv) {
   Options o = {0};
   int rc = parseArgs(argc, argv, &o);
-  if (rc) return rc;
+  if (rc) {
+    free(o.steps);
+    return rc;
+  }
   char *text = piperReadInput(o.input, NULL);
   if (!text) return 1;
   MlirContext ctx = piperContextCreate();

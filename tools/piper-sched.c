@@ -371,7 +371,9 @@ static Sim simulate(void) {
           n += snprintf(what + n, sizeof what - n, " device %d waits at %s;", d,
                         opText(lists[d].ops[next[d]]));
       what[n - 1] = '\0';
-      internalError(what);
+      free(doneF), free(doneG), free(next), free(freeAt), free(held);
+      free(sim.start), free(sim.busy), free(sim.peakAct);
+      internalError(what); /* exits */
     }
     t = later;
   }

@@ -135,6 +135,10 @@ MlirPass piperCreateAutodiffPass(const char *arg);
 MlirPass piperCreateVerifyPass(const char *arg);
 /* Appends the directives of a JSON or .mlir strategy file (the pass argument) as sched ops. */
 MlirPass piperCreateImportStrategyPass(const char *arg);
+/* The pass's work on text already read: `path` (which names the locations) ending in .mlir
+ * means a module of sched ops, anything else a Piper JSON strategy. */
+MlirLogicalResult piperImportStrategyText(MlirOperation module, const char *path,
+                                          const char *text);
 /* Directive passes, in Piper's order (passes/strategy.h describes the IR they share). */
 MlirPass piperCreateSplitPass(const char *arg);
 MlirPass piperCreateSplitBackwardPass(const char *arg);

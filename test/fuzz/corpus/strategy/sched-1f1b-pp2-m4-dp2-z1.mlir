@@ -1,0 +1,7 @@
+  "sched.split"() {dim_name = "mb", filter = {PP = "*"}, num_microbatches = 4 : i64} : () -> ()
+  "sched.place"() {devices = [0, 2], filter = {PP = 0 : i64}, stream = "compute"} : () -> ()
+  "sched.place"() {devices = [1, 3], filter = {PP = 1 : i64}, stream = "compute"} : () -> ()
+  "sched.replicate"() {devices = [0, 2], filter = {PP = 0 : i64}, gather_stream = "dp", reduce_stream = "dp", shard_optim} : () -> ()
+  "sched.replicate"() {devices = [1, 3], filter = {PP = 1 : i64}, gather_stream = "dp", reduce_stream = "dp", shard_optim} : () -> ()
+  "sched.order"() {filters = [[{PASS = "F", PP = 0 : i64, mb = 0 : i64}], [{PASS = "F", PP = 0 : i64, mb = 1 : i64}], [{PASS = "B", PP = 0 : i64, mb = 0 : i64}], [{PASS = "F", PP = 0 : i64, mb = 2 : i64}], [{PASS = "B", PP = 0 : i64, mb = 1 : i64}], [{PASS = "F", PP = 0 : i64, mb = 3 : i64}], [{PASS = "B", PP = 0 : i64, mb = 2 : i64}], [{PASS = "B", PP = 0 : i64, mb = 3 : i64}]]} : () -> ()
+  "sched.order"() {filters = [[{PASS = "F", PP = 1 : i64, mb = 0 : i64}], [{PASS = "B", PP = 1 : i64, mb = 0 : i64}], [{PASS = "F", PP = 1 : i64, mb = 1 : i64}], [{PASS = "B", PP = 1 : i64, mb = 1 : i64}], [{PASS = "F", PP = 1 : i64, mb = 2 : i64}], [{PASS = "B", PP = 1 : i64, mb = 2 : i64}], [{PASS = "F", PP = 1 : i64, mb = 3 : i64}], [{PASS = "B", PP = 1 : i64, mb = 3 : i64}]]} : () -> ()

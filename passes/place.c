@@ -10,8 +10,6 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
 
-enum { MAX_DEVICES = 1 << 16 };
-
 static int64_t deviceAt(MlirAttribute devices, intptr_t i) {
   return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
 }
@@ -73,7 +71,7 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
   if (mlirOperationIsNull(func)) return mlirLogicalResultFailure();
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   MlirContext ctx = mlirOperationGetContext(module);
-  bool *used = calloc(MAX_DEVICES, sizeof *used);
+  bool *used = calloc(PIPER_MAX_DEVICES, sizeof *used);
   int64_t maxDevice = -1;
   MlirOperation firstPlace = {NULL};
 
@@ -92,9 +90,9 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
     MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
     for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices); ++i) {
       int64_t dev = deviceAt(devices, i);
-      if (dev >= MAX_DEVICES) {
-        piperDirectiveError(d, "place: device %lld is beyond the supported %d devices",
-                            (long long)dev, MAX_DEVICES);
+      if (dev < 0 || dev >= PIPER_MAX_DEVICES) { /* a hand-written .mlir strategy */
+        piperDirectiveError(d, "place: device %lld is outside [0, %d]", (long long)dev,
+                            PIPER_MAX_DEVICES - 1);
         free(used);
         return mlirLogicalResultFailure();
       }

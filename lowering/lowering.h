@@ -21,12 +21,14 @@ typedef struct {
   MlirValue ptr;     /* the llvm pointer, once materialised in piper_step */
 } Buffer;
 
-/* What every device function of the module shares. */
+/* What every device function of the module shares. The tables grow (piperGrow): a plan for
+ * thousands of devices has thousands of groups, and a strategy may name any number of streams. */
 typedef struct {
-  MlirAttribute groups[256]; /* communicator groups (device arrays), id = index */
-  int nGroups;
-  char streams[32][64];      /* stream names, id = index; 0 is "compute" */
-  int nStreams;
+  MlirAttribute *groups;     /* communicator groups (device arrays), id = index; owned array */
+  size_t nGroups, capGroups; /* used, allocated */
+  PiperPtrMap groupOf;       /* group attribute ptr (uniqued by MLIR) -> id, O(1) lookup */
+  char **streams;            /* stream names, id = index; 0 is "compute"; owned strings */
+  size_t nStreams, capStreams; /* used, allocated */
   PiperPtrMap declared;      /* llvm functions declared or defined so far (see lbInitShared) */
 } Shared;
 

@@ -16,6 +16,8 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "passes/strategy.h"
+#include "piper/checked.h"
+#include "piper/ptrmap.h"
 
 typedef struct {
   MlirOperation *ops; /* the device's plan */
@@ -60,9 +62,18 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
     return mlirLogicalResultFailure();
   }
   MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  if (N > PIPER_MAX_DEVICES) {
+    piperEmitErrorf(mlirOperationGetLocation(module),
+                    "piper-verify-plan: piper.devices = %lld is more than the %d devices a plan "
+                    "may have", (long long)N, PIPER_MAX_DEVICES);
+    return mlirLogicalResultFailure();
+  }
   Device *dev = calloc(N, sizeof *dev);
-  MlirAttribute groups[256];
-  int nGroups = 0;
+  /* Communicator groups, id = index: a plan for thousands of devices has thousands. Group
+   * attributes are uniqued by MLIR, so the pointer is the lookup key. */
+  PiperPtrMap groupId;
+  piperPtrMapInit(&groupId, 64);
+  int64_t nGroups = 0;
   for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f)) {
     long long d;
@@ -82,9 +93,7 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
       dev[d].ops[dev[d].n++] = op;
       if (isCollective(op)) {
         MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
-        int k = 0;
-        while (k < nGroups && !mlirAttributeEqual(groups[k], g)) ++k;
-        if (k == nGroups && nGroups < 256) groups[nGroups++] = g;
+        if (!piperPtrMapGet(&groupId, g.ptr, NULL)) piperPtrMapPut(&groupId, g.ptr, nGroups++);
       }
     }
   }
@@ -124,8 +133,8 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
           sent[k].to = -1; /* consumed */
         } else if (isCollective(op)) {
           MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
-          int gid = 0;
-          while (gid < nGroups && !mlirAttributeEqual(groups[gid], g)) ++gid;
+          intptr_t gid = 0;
+          piperPtrMapGet(&groupId, g.ptr, &gid); /* every group was numbered above */
           /* Arrival counting, O(1) per device: every member must reach the same collective, its
            * k-th on this group. Members are at most one collective apart (none passes k + 1
            * before all passed k), so two slots, k mod 2, hold the arrivals. */
@@ -188,6 +197,7 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
   free(dev);
   free(sent);
   free(arrivals);
+  piperPtrMapFree(&groupId);
   return status;
 }
 

@@ -60,6 +60,8 @@ static void release(LiveSet *live, size_t owner) {
 
 Shard lwShardOf(MlirOperation op, int64_t n) {
   Shard s = {n, piperGetIntAttr(op, "shards", 1), piperGetIntAttr(op, "shard", 0), 0, 0, 0};
+  /* the verifier refuses shards < 1 and a shard outside [0, shards); never divide by zero */
+  if (s.R < 1) s.R = 1;
   s.c = (n + s.R - 1) / s.R;
   s.offset = s.k * s.c;
   s.len = n - s.offset < s.c ? n - s.offset : s.c;

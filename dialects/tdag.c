@@ -378,16 +378,18 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "a bucket is a flat tensor, got %s", typeStr(resultType(op, 0)));
   } else if (piperOpIs(op, "tdag.pack_into")) {
     if (!checkElementTypes(v, op, 0)) return;
-    int64_t offset = piperGetIntAttr(op, "offset", -1);
+    int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
-        offset + piperTensorNumel(operandType(op, 1)) > piperTensorNumel(operandType(op, 0)))
+        !piperAddI64(offset, piperTensorNumel(operandType(op, 1)), &end) ||
+        end > piperTensorNumel(operandType(op, 0)))
       fail(v, op, "packs %s at offset %lld into %s, which does not hold it",
            typeStr(operandType(op, 1)), (long long)offset, typeStr(operandType(op, 0)));
   } else if (piperOpIs(op, "tdag.view")) {
     if (!checkElementTypes(v, op, 0)) return;
-    int64_t offset = piperGetIntAttr(op, "offset", -1);
+    int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
-        offset + piperTensorNumel(resultType(op, 0)) > piperTensorNumel(operandType(op, 0)))
+        !piperAddI64(offset, piperTensorNumel(resultType(op, 0)), &end) ||
+        end > piperTensorNumel(operandType(op, 0)))
       fail(v, op, "views %s at offset %lld of %s, which is not a flat tensor that holds it",
            typeStr(resultType(op, 0)), (long long)offset, typeStr(operandType(op, 0)));
   } else if (piperOpIs(op, "tdag.adamw")) {
@@ -452,6 +454,15 @@ static void verifyPlacement(Verifier *v, MlirOperation op) {
   verifyDeviceList(v, op, "group");
   verifyDeviceList(v, op, "peers");
   verifyIntAttr(v, op, "peer", 0, PIPER_MAX_DEVICES - 1);
+  /* extraction gives replica k the peer at position k */
+  MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
+  MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
+  if (!mlirAttributeIsNull(devices) && !mlirAttributeIsNull(peers) &&
+      mlirAttributeIsAArray(devices) && mlirAttributeIsAArray(peers) &&
+      mlirArrayAttrGetNumElements(devices) != mlirArrayAttrGetNumElements(peers))
+    fail(v, op, "peers must list one device per device in devices (%lld), got %lld",
+         (long long)mlirArrayAttrGetNumElements(devices),
+         (long long)mlirArrayAttrGetNumElements(peers));
   if (verifyIntAttr(v, op, "shards", 1, PIPER_MAX_DEVICES))
     verifyIntAttr(v, op, "shard", 0, piperGetIntAttr(op, "shards", 1) - 1);
   if (piperOpInDialect(op, "comm")) checkSizes(v, op);

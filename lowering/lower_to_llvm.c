@@ -235,7 +235,17 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
        op = mlirOperationGetNextInBlock(op))
     if (!piperOpIs(op, "func.return")) L.ops[n++] = op;
 
-  lwPlanMemory(&L);
+  if (!lwPlanMemory(&L)) {
+    mlirEmitError(mlirOperationGetLocation(func),
+                  "piper-lower-to-llvm: the activation arena of this function would need more "
+                  "bytes than int64 can count; use smaller tensors or more devices");
+    piperPtrMapFree(&L.bufOf);
+    piperPtrMapFree(&L.outputId);
+    piperPtrMapFree(&L.viewOffset);
+    free(L.bufs);
+    free(L.ops);
+    return mlirLogicalResultFailure();
+  }
   piperPtrMapInit(&L.handleOf, 64);
   lbInitShared(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func),
                symPrefix, &shared->declared);

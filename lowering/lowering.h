@@ -61,7 +61,8 @@ int64_t lwRoundUp(int64_t n);
 Buffer *lwBufferOf(Lowering *L, MlirValue v);
 /* param, adam_state, input: storage the runtime owns and prt_declare_tensor names */
 bool lwDeclaresTensor(MlirOperation op);
-void lwPlanMemory(Lowering *L);
+/* Lays out the arena; false if a size or offset would overflow int64 (nothing usable). */
+bool lwPlanMemory(Lowering *L);
 Shard lwShardOf(MlirOperation op, int64_t n);
 int64_t lwGatherElems(MlirOperation op);
 bool lwIsShardedParam(MlirValue v);

@@ -224,3 +224,20 @@ func.func @group_not_ids(%p: tensor<4xf32>) {
 
 // CHECK: tdag-invalid.mlir:[[@LINE+1]]:1: error: num_microbatches must be an integer in [1, 1048576]
 "sched.split"() {filter = {PP = "*"}, dim_name = "mb", num_microbatches = 0 : i64} : () -> ()
+
+// -----
+
+// offset + numel is a checked sum: a huge offset once wrapped negative and passed.
+func.func @view_offset_wraps(%flat: tensor<8xf32>) {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: views tensor<4xf32> at offset 9223372036854775807 of tensor<8xf32>, which is not a flat tensor that holds it
+  %v = "tdag.view"(%flat) {offset = 9223372036854775807 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @peers_not_per_device(%p: tensor<4xf32>) {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: peers must list one device per device in devices (2), got 1
+  %t = "comm.send"(%p) {devices = [0, 1], peers = [2], tag = 0 : i64} : (tensor<4xf32>) -> !comm.token
+  return
+}

@@ -73,3 +73,15 @@ module attributes {piper.devices = 2 : i64} {
     return
   }
 }
+
+// -----
+
+// Each value fits int64 bytes, but two of them live at once do not: the arena's offsets are
+// checked sums, never wrapped into a small arena.
+// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: the activation arena of this function would need more bytes than int64 can count; use smaller tensors or more devices
+func.func @arena_overflows() {
+  %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<1152921504606846976xf32>
+  %g1 = "tdag.gelu"(%p) : (tensor<1152921504606846976xf32>) -> tensor<1152921504606846976xf32>
+  %g2 = "tdag.gelu"(%g1) : (tensor<1152921504606846976xf32>) -> tensor<1152921504606846976xf32>
+  return
+}

@@ -52,15 +52,24 @@ static int64_t lossRows(MlirOperation output) {
   return piperTensorDim(mlirValueGetType(mlirOperationGetOperand(mlirOpResultGetOwner(v), 0)), 0);
 }
 
+/* String attribute `name` of `op`, whole (a heap copy, "" when absent); free() it. Tensor
+ * names key checkpoints, so two long names must never be cut to the same prefix. */
+static char *attrText(MlirOperation op, const char *name) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a)) return strdup("");
+  MlirStringRef s = mlirStringAttrGetValue(a);
+  return strndup(s.data, s.length);
+}
+
 static void emitSetup(Lowering *L, const char *fnName) {
   LlvmBuilder *b = &L->lb;
   MlirValue ctx = lbBeginFunction(b, fnName);
   int64_t id = 0;
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
-    char name[256], slot[32], param[200];
+    char *name = NULL;
     if (piperOpIs(op, "tdag.param")) {
-      piperGetStringAttr(op, "name", name, sizeof name);
+      name = attrText(op, "name");
       MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
       declare(L, ctx, id++, name, PRT_PARAM, initKind(op), t, 0);
       if (lwIsShardedParam(mlirOperationGetResult(op, 0))) {
@@ -71,15 +80,19 @@ static void emitSetup(Lowering *L, const char *fnName) {
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
       }
     } else if (piperOpIs(op, "tdag.adam_state")) {
-      piperGetStringAttr(op, "slot", slot, sizeof slot);
-      piperGetStringAttr(op, "param", param, sizeof param);
-      snprintf(name, sizeof name, "optim.%s.%s", slot, param);
+      char *slot = attrText(op, "slot"), *param = attrText(op, "param");
+      size_t size = strlen(slot) + strlen(param) + sizeof "optim..";
+      name = malloc(size);
+      snprintf(name, size, "optim.%s.%s", slot, param);
+      free(slot);
+      free(param);
       MlirValue state = mlirOperationGetResult(op, 0);
       if (mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards")))) {
         declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS, mlirValueGetType(state), 0);
       } else {
         /* ZeRO: declared with its parameter's full dims, so checkpoints hold the whole moment
-         * whatever the layout, and stored as this replica's shard of it */
+         * whatever the layout, and stored as this replica's shard of it. The verifier makes
+         * the moment's one use a tdag.adamw. */
         MlirOperation upd = mlirOpOperandGetOwner(mlirValueGetFirstUse(state));
         MlirType full = lwInType(upd, 0);
         Shard sh = lwShardOf(op, piperTensorNumel(full));
@@ -89,14 +102,15 @@ static void emitSetup(Lowering *L, const char *fnName) {
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
       }
     } else if (piperOpIs(op, "tdag.input")) {
-      piperGetStringAttr(op, "name", name, sizeof name);
+      name = attrText(op, "name");
       declare(L, ctx, id++, name, PRT_INPUT, 0, mlirValueGetType(mlirOperationGetResult(op, 0)),
               piperGetIntAttr(op, "first_sample", 0));
     } else if (piperOpIs(op, "tdag.output")) {
-      piperGetStringAttr(op, "name", name, sizeof name);
+      name = attrText(op, "name");
       declare(L, ctx, id++, name, PRT_OUTPUT, 0, mlirValueGetType(mlirOperationGetOperand(op, 0)),
               lossRows(op));
     }
+    free(name);
   }
   MlirValue args[2] = {ctx, lbConstI64(b, L->arenaBytes)};
   lbCall(b, "prt_declare_arena", (MlirType){NULL}, 2, args);

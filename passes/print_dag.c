@@ -44,6 +44,8 @@ static MlirLogicalResult runPrintDag(MlirOperation module, const char *path) {
   size_t nNodes = 0, capNodes = 0;
   PiperPtrMap nodeOf; /* op ptr -> node index */
   piperPtrMapInit(&nodeOf, 1024);
+  PiperPtrMap nodeByLabel; /* interned node key -> node index */
+  piperPtrMapInit(&nodeByLabel, 256);
   bool ok = true;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); ok && !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
@@ -58,9 +60,13 @@ static MlirLogicalResult runPrintDag(MlirOperation module, const char *path) {
       ok = false;
       break;
     }
-    size_t k = 0;
-    while (k < nNodes && strcmp(nodes[k].label, key)) ++k;
+    /* the label interned as an MLIR identifier is a stable key: O(1) per op */
+    const void *interned =
+        mlirIdentifierStr(mlirIdentifierGet(mlirOperationGetContext(op), piperStr(key))).data;
+    intptr_t found;
+    size_t k = piperPtrMapGet(&nodeByLabel, interned, &found) ? (size_t)found : nNodes;
     if (k == nNodes) {
+      piperPtrMapPut(&nodeByLabel, interned, (intptr_t)nNodes);
       if (!piperGrow((void **)&nodes, &capNodes, nNodes + 1, sizeof *nodes)) {
         mlirEmitError(mlirOperationGetLocation(op), "piper-print-dag: out of memory");
         ok = false;
@@ -74,6 +80,7 @@ static MlirLogicalResult runPrintDag(MlirOperation module, const char *path) {
     nodes[k].ops++;
     piperPtrMapPut(&nodeOf, op.ptr, (intptr_t)k);
   }
+  piperPtrMapFree(&nodeByLabel);
   PiperOutput out;
   if (!ok || !piperOutputOpen(&out, path)) {
     piperPtrMapFree(&nodeOf);

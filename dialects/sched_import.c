@@ -204,6 +204,12 @@ static JNode *parseValue(JParser *j, int depth) {
     JNode *n = newNode(j, J_NUM);
     char *end;
     n->num = strtod(j->p, &end);
+    /* JSON's number grammar only: strtod also takes 0x10, inf and nan */
+    for (const char *q = j->p; q < end; ++q)
+      if (!strchr("0123456789+-.eE", *q)) {
+        jfree(n);
+        return jerror(j, "not a JSON number (decimal digits only)");
+      }
     n->integral = true;
     for (const char *q = j->p; q < end; ++q)
       if (*q == '.' || *q == 'e' || *q == 'E') n->integral = false;

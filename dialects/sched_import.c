@@ -8,11 +8,13 @@
  * model (does a tag exist, is a device in range) is checked by the directive passes.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "piper/checked.h"
 #include "piper/piper.h"
 
 /* ---- a JSON reader that keeps positions ---- */
@@ -133,10 +135,23 @@ static JNode *parseContainer(JParser *j, int depth, bool object) {
         jfree(n);
         return jerror(j, "expected a \"key\" in object");
       }
+      int keyLine = j->line, keyCol = j->col;
       if (!(key = parseString(j))) {
         jfree(n);
         return NULL;
       }
+      /* JSON leaves the meaning of a repeated key open (first wins? last?), so a directive
+       * that repeats one is ambiguous: refused at the repeat, never guessed. */
+      for (int k = 0; k < n->n; ++k)
+        if (!strcmp(n->keys[k], key)) {
+          char msg[200];
+          snprintf(msg, sizeof msg, "duplicate key \"%.100s\" in object: JSON leaves which one "
+                                    "counts open; give each key once", key);
+          j->line = keyLine, j->col = keyCol; /* the error points at the repeated key */
+          free(key);
+          jfree(n);
+          return jerror(j, msg);
+        }
       skipSpace(j);
       if (*j->p != ':') {
         free(key);
@@ -189,6 +204,12 @@ static JNode *parseValue(JParser *j, int depth) {
     JNode *n = newNode(j, J_NUM);
     char *end;
     n->num = strtod(j->p, &end);
+    /* JSON's number grammar only: strtod also takes 0x10, inf and nan */
+    for (const char *q = j->p; q < end; ++q)
+      if (!strchr("0123456789+-.eE", *q)) {
+        jfree(n);
+        return jerror(j, "not a JSON number (decimal digits only)");
+      }
     n->integral = true;
     for (const char *q = j->p; q < end; ++q)
       if (*q == '.' || *q == 'e' || *q == 'E') n->integral = false;
@@ -235,7 +256,18 @@ static const JNode *field(const JNode *obj, const char *key) {
   return NULL;
 }
 
-static bool isCount(const JNode *n) { return n->kind == J_NUM && n->integral && n->num >= 0; }
+/* Ranges of the integer fields; a value outside its range is refused at import, where the
+ * message can point at the number the user wrote. */
+enum {
+  TAG_MAX = INT32_MAX,         /* a tag index (PP, layer, mb, ...) */
+  MICROBATCHES_MAX = 1 << 20,  /* num_microbatches: split makes that many copies of the ops */
+};
+
+/* A JSON integer in [lo, hi] into *out (piperDoubleToI64: no fractions, no 1e19 -> INT64_MIN,
+ * no 2^63 -> negative); false otherwise. */
+static bool intIn(const JNode *n, int64_t lo, int64_t hi, int64_t *out) {
+  return n->kind == J_NUM && n->integral && piperDoubleToI64(n->num, lo, hi, out);
+}
 
 /* {"PP": 0, "PASS": "F", "mb": "*"} -> {PP = 0 : i64, PASS = "F", mb = "*"} */
 static MlirAttribute filterAttr(Importer *im, const JNode *n, const char *op) {
@@ -253,13 +285,15 @@ static MlirAttribute filterAttr(Importer *im, const JNode *n, const char *op) {
         a = mlirStringAttrGet(im->ctx, piperStr(v->str));
       else
         errorAt(im, v, "'%s': PASS must be \"F\", \"B\", \"BI\" or \"BW\"", op, NULL);
-    } else if (isCount(v)) {
-      a = mlirIntegerAttrGet(mlirIntegerTypeGet(im->ctx, 64), (int64_t)v->num);
     } else if (v->kind == J_STR && !strcmp(v->str, "*")) {
       a = mlirStringAttrGet(im->ctx, piperStr("*"));
     } else {
-      errorAt(im, v, "'%s': tag '%s' must be a non-negative integer index or \"*\"", op,
-              n->keys[i]);
+      int64_t index;
+      if (intIn(v, 0, TAG_MAX, &index))
+        a = mlirIntegerAttrGet(mlirIntegerTypeGet(im->ctx, 64), index);
+      else
+        errorAt(im, v, "'%s': tag '%s' must be an integer index in [0, 2147483647] or \"*\"",
+                op, n->keys[i]);
     }
     if (mlirAttributeIsNull(a)) a = mlirStringAttrGet(im->ctx, piperStr("*"));
     entries[i] = piperNamedAttr(im->ctx, n->keys[i], a);
@@ -276,8 +310,13 @@ static MlirAttribute devicesAttr(Importer *im, const JNode *n, const char *op) {
   }
   MlirAttribute *ids = malloc(n->n * sizeof *ids);
   for (int i = 0; i < n->n; ++i) {
-    if (!isCount(n->items[i])) errorAt(im, n->items[i], "'%s': a device id must be a non-negative integer", op, NULL);
-    ids[i] = mlirIntegerAttrGet(mlirIntegerTypeGet(im->ctx, 64), (int64_t)n->items[i]->num);
+    int64_t id = 0;
+    if (!intIn(n->items[i], 0, PIPER_MAX_DEVICES - 1, &id)) {
+      char range[64];
+      snprintf(range, sizeof range, "[0, %d]", PIPER_MAX_DEVICES - 1);
+      errorAt(im, n->items[i], "'%s': a device id must be an integer in %s", op, range);
+    }
+    ids[i] = mlirIntegerAttrGet(mlirIntegerTypeGet(im->ctx, 64), id);
   }
   MlirAttribute a = mlirArrayAttrGet(im->ctx, n->n, ids);
   free(ids);
@@ -314,13 +353,15 @@ static MlirAttribute fieldAttr(Importer *im, const FieldSpec *f, const JNode *v,
     if (v->kind == J_BOOL) return v->boolean ? mlirUnitAttrGet(im->ctx) : mlirAttributeGetNull();
     errorAt(im, v, "'%s': field '%s' must be true or false", op, f->name);
     break;
-  case F_COUNT:
-    if (isCount(v) && v->num >= 1)
-      return mlirIntegerAttrGet(mlirIntegerTypeGet(im->ctx, 64), (int64_t)v->num);
-    errorAt(im, v, "'%s': field '%s' must be a positive integer", op, f->name);
+  case F_COUNT: {
+    int64_t count;
+    if (intIn(v, 1, MICROBATCHES_MAX, &count))
+      return mlirIntegerAttrGet(mlirIntegerTypeGet(im->ctx, 64), count);
+    errorAt(im, v, "'%s': field '%s' must be an integer in [1, 1048576]", op, f->name);
     break;
+  }
   case F_NUMBER:
-    if (v->kind == J_NUM && v->num > 0)
+    if (v->kind == J_NUM && isfinite(v->num) && v->num > 0)
       return mlirFloatAttrDoubleGet(im->ctx, mlirF64TypeGet(im->ctx), v->num);
     errorAt(im, v, "'%s': field '%s' must be a positive number", op, f->name);
     break;
@@ -373,7 +414,8 @@ static void importDirective(Importer *im, const JNode *d) {
                         "order", opNode->str, NULL);
     return;
   }
-  MlirNamedAttribute attrs[10];
+  /* one attribute per key at most (keys are unique, see parseContainer) */
+  MlirNamedAttribute *attrs = malloc((d->n ? d->n : 1) * sizeof *attrs);
   int nAttrs = 0;
   for (int k = 0; k < d->n; ++k) {
     if (!strcmp(d->keys[k], "op")) continue;
@@ -393,6 +435,7 @@ static void importDirective(Importer *im, const JNode *d) {
   char name[32];
   snprintf(name, sizeof name, "sched.%s", spec->op);
   MlirOperation op = piperOpCreate(name, locOf(im, d->line, d->col), 0, NULL, 0, NULL, nAttrs, attrs);
+  free(attrs);
   mlirBlockAppendOwnedOperation(im->into, op);
 }
 

@@ -6,6 +6,7 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "piper/checked.h"
 #include "piper/piper.h"
 
 bool piperOpIs(MlirOperation op, const char *name) {
@@ -85,7 +86,8 @@ int64_t piperTensorDim(MlirType t, int64_t i) {
 
 int64_t piperTensorNumel(MlirType t) {
   int64_t n = 1;
-  for (int64_t i = 0; i < piperTensorRank(t); ++i) n *= mlirShapedTypeGetDimSize(t, i);
+  for (int64_t i = 0; i < piperTensorRank(t); ++i)
+    if (!piperMulI64(n, mlirShapedTypeGetDimSize(t, i), &n)) return -1;
   return n;
 }
 
@@ -180,8 +182,32 @@ static bool isMatrix(MlirType t, int64_t rows, int64_t cols) {
   return piperTensorRank(t) == 2 && piperTensorDim(t, 0) == rows && piperTensorDim(t, 1) == cols;
 }
 
+/* True if a statically shaped tensor type's element count, and its byte size rounded up to the
+ * arena's 64-byte alignment, fit in int64: the memory plan and the kernels' counts are int64
+ * products of the dims, which must not wrap. */
+static bool sizeFits(MlirType t) {
+  int64_t numel = piperTensorNumel(t), bytes;
+  return numel >= 0 && piperMulI64(numel, 4, &bytes) && piperAddI64(bytes, 64, &bytes);
+}
+
+/* Refuses a tensor operand or result whose size overflows int64 (see sizeFits). */
+static bool checkSizes(Verifier *v, MlirOperation op) {
+  for (int res = 0; res < 2; ++res) {
+    intptr_t n = res ? mlirOperationGetNumResults(op) : mlirOperationGetNumOperands(op);
+    for (intptr_t i = 0; i < n; ++i) {
+      MlirType t = res ? resultType(op, i) : operandType(op, i);
+      if (mlirTypeIsARankedTensor(t) && mlirShapedTypeHasStaticShape(t) && !sizeFits(t)) {
+        fail(v, op, "%s #%d: %s has more elements or bytes than int64 can count",
+             res ? "result" : "operand", (int)i, typeStr(t));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 /* Every operand and result must be a statically shaped f32 tensor, except those in `i32Mask`
- * (bit k = operand k) which must be i32 tensors. */
+ * (bit k = operand k) which must be i32 tensors, of a size int64 can count. */
 static bool checkElementTypes(Verifier *v, MlirOperation op, unsigned i32Mask) {
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
     MlirType t = operandType(op, i);
@@ -203,7 +229,7 @@ static bool checkElementTypes(Verifier *v, MlirOperation op, unsigned i32Mask) {
       return false;
     }
   }
-  return true;
+  return checkSizes(v, op);
 }
 
 /* Shape rule of one tdag op; see the op's comment in tdag.irdl.mlir. */
@@ -218,7 +244,22 @@ static void verifyOp(Verifier *v, MlirOperation op) {
     if (piperTensorRank(resultType(op, 0)) > 4)
       fail(v, op, "parameters have at most 4 dims, got %s", typeStr(resultType(op, 0)));
   } else if (piperOpIs(op, "tdag.adam_state")) {
-    checkElementTypes(v, op, 0);
+    /* The lowering declares a moment by the update that reads it (its parameter's full dims
+     * under ZeRO): the moment must feed exactly one tdag.adamw, in its slot's operand. */
+    char slot[16] = "";
+    if (!checkElementTypes(v, op, 0)) return;
+    piperGetStringAttr(op, "slot", slot, sizeof slot);
+    int want = !strcmp(slot, "exp_avg") ? 2 : !strcmp(slot, "exp_avg_sq") ? 3 : -1;
+    if (want < 0) {
+      fail(v, op, "slot must be \"exp_avg\" or \"exp_avg_sq\", got \"%s\"", slot);
+      return;
+    }
+    MlirOpOperand use = mlirValueGetFirstUse(mlirOperationGetResult(op, 0));
+    if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)) ||
+        !piperOpIs(mlirOpOperandGetOwner(use), "tdag.adamw") ||
+        mlirOpOperandGetOperandNumber(use) != (unsigned)want)
+      fail(v, op, "an AdamW moment (slot \"%s\") must be used exactly once, as operand #%d of "
+                  "a tdag.adamw", slot, want);
   } else if (piperOpIs(op, "tdag.input")) {
     char name[16];
     if (!checkElementTypes(v, op, 0)) return;
@@ -337,16 +378,18 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "a bucket is a flat tensor, got %s", typeStr(resultType(op, 0)));
   } else if (piperOpIs(op, "tdag.pack_into")) {
     if (!checkElementTypes(v, op, 0)) return;
-    int64_t offset = piperGetIntAttr(op, "offset", -1);
+    int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
-        offset + piperTensorNumel(operandType(op, 1)) > piperTensorNumel(operandType(op, 0)))
+        !piperAddI64(offset, piperTensorNumel(operandType(op, 1)), &end) ||
+        end > piperTensorNumel(operandType(op, 0)))
       fail(v, op, "packs %s at offset %lld into %s, which does not hold it",
            typeStr(operandType(op, 1)), (long long)offset, typeStr(operandType(op, 0)));
   } else if (piperOpIs(op, "tdag.view")) {
     if (!checkElementTypes(v, op, 0)) return;
-    int64_t offset = piperGetIntAttr(op, "offset", -1);
+    int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
-        offset + piperTensorNumel(resultType(op, 0)) > piperTensorNumel(operandType(op, 0)))
+        !piperAddI64(offset, piperTensorNumel(resultType(op, 0)), &end) ||
+        end > piperTensorNumel(operandType(op, 0)))
       fail(v, op, "views %s at offset %lld of %s, which is not a flat tensor that holds it",
            typeStr(resultType(op, 0)), (long long)offset, typeStr(operandType(op, 0)));
   } else if (piperOpIs(op, "tdag.adamw")) {
@@ -375,8 +418,109 @@ static void verifyOp(Verifier *v, MlirOperation op) {
   }
 }
 
+/* A device-id list attribute `name` of `op` (devices, group, peers), if present: a non-empty
+ * array of integers in [0, PIPER_MAX_DEVICES). Passes index per-device tables with these. */
+static void verifyDeviceList(Verifier *v, MlirOperation op, const char *name) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
+  if (mlirAttributeIsNull(a)) return;
+  bool ok = mlirAttributeIsAArray(a) && mlirArrayAttrGetNumElements(a) > 0;
+  for (intptr_t i = 0; ok && i < mlirArrayAttrGetNumElements(a); ++i) {
+    MlirAttribute e = mlirArrayAttrGetElement(a, i);
+    ok = mlirAttributeIsAInteger(e) && mlirIntegerAttrGetValueInt(e) >= 0 &&
+         mlirIntegerAttrGetValueInt(e) < PIPER_MAX_DEVICES;
+  }
+  if (!ok)
+    fail(v, op, "%s must be a non-empty list of device ids in [0, %d]", name,
+         PIPER_MAX_DEVICES - 1);
+}
+
+/* An integer attribute `name` of `op`, if present, in [lo, hi]; false after an error. */
+static bool verifyIntAttr(Verifier *v, MlirOperation op, const char *name, int64_t lo,
+                          int64_t hi) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
+  if (mlirAttributeIsNull(a)) return true;
+  if (mlirAttributeIsAInteger(a) && mlirIntegerAttrGetValueInt(a) >= lo &&
+      mlirIntegerAttrGetValueInt(a) <= hi)
+    return true;
+  fail(v, op, "%s must be an integer in [%lld, %lld]", name, (long long)lo, (long long)hi);
+  return false;
+}
+
+/* What passes read from any tdag or comm op: device lists, ZeRO shard geometry (shards = R
+ * replicas >= 1, shard = k in [0, R): the memory plan divides by R and offsets by k), tensor
+ * sizes int64 can count. */
+static void verifyPlacement(Verifier *v, MlirOperation op) {
+  verifyDeviceList(v, op, "devices");
+  verifyDeviceList(v, op, "group");
+  verifyDeviceList(v, op, "peers");
+  verifyIntAttr(v, op, "peer", 0, PIPER_MAX_DEVICES - 1);
+  /* extraction gives replica k the peer at position k */
+  MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
+  MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
+  if (!mlirAttributeIsNull(devices) && !mlirAttributeIsNull(peers) &&
+      mlirAttributeIsAArray(devices) && mlirAttributeIsAArray(peers) &&
+      mlirArrayAttrGetNumElements(devices) != mlirArrayAttrGetNumElements(peers))
+    fail(v, op, "peers must list one device per device in devices (%lld), got %lld",
+         (long long)mlirArrayAttrGetNumElements(devices),
+         (long long)mlirArrayAttrGetNumElements(peers));
+  if (verifyIntAttr(v, op, "shards", 1, PIPER_MAX_DEVICES))
+    verifyIntAttr(v, op, "shard", 0, piperGetIntAttr(op, "shards", 1) - 1);
+  if (piperOpInDialect(op, "comm")) checkSizes(v, op);
+}
+
+/* A filter of a sched op: tag entries are an integer index >= 0 or "*", PASS one of F, B, BI,
+ * BW (piperFilterMatches reads them as such). */
+static bool filterOk(MlirAttribute f) {
+  if (!mlirAttributeIsADictionary(f)) return false;
+  for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(f); ++i) {
+    MlirNamedAttribute e = mlirDictionaryAttrGetElement(f, i);
+    MlirStringRef key = mlirIdentifierStr(e.name);
+    if (key.length == 4 && !memcmp(key.data, "PASS", 4)) {
+      if (!mlirAttributeIsAString(e.attribute)) return false;
+      MlirStringRef p = mlirStringAttrGetValue(e.attribute);
+      char pass[4] = "";
+      if (p.length > 2) return false;
+      memcpy(pass, p.data, p.length);
+      if (strcmp(pass, "F") && strcmp(pass, "B") && strcmp(pass, "BI") && strcmp(pass, "BW"))
+        return false;
+    } else if (mlirAttributeIsAString(e.attribute)) {
+      MlirStringRef p = mlirStringAttrGetValue(e.attribute);
+      if (p.length != 1 || p.data[0] != '*') return false;
+    } else if (!mlirAttributeIsAInteger(e.attribute) ||
+               mlirIntegerAttrGetValueInt(e.attribute) < 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* A sched op written by hand (a .mlir strategy) must hold what the JSON importer guarantees:
+ * well-formed filters, device lists and counts, so the directive passes can read them. */
+static void verifySched(Verifier *v, MlirOperation op) {
+  static const char *filterHelp =
+      "a filter maps tag names to an integer index >= 0 or \"*\", and PASS to \"F\", \"B\", "
+      "\"BI\" or \"BW\"";
+  MlirAttribute filter = mlirOperationGetAttributeByName(op, piperStr("filter"));
+  if (!mlirAttributeIsNull(filter) && !filterOk(filter)) fail(v, op, "filter: %s", filterHelp);
+  MlirAttribute groups = mlirOperationGetAttributeByName(op, piperStr("filters"));
+  if (!mlirAttributeIsNull(groups)) {
+    bool ok = mlirAttributeIsAArray(groups);
+    for (intptr_t g = 0; ok && g < mlirArrayAttrGetNumElements(groups); ++g) {
+      MlirAttribute fs = mlirArrayAttrGetElement(groups, g);
+      ok = mlirAttributeIsAArray(fs);
+      for (intptr_t k = 0; ok && k < mlirArrayAttrGetNumElements(fs); ++k)
+        ok = filterOk(mlirArrayAttrGetElement(fs, k));
+    }
+    if (!ok) fail(v, op, "filters must be a list of lists of filters; %s", filterHelp);
+  }
+  verifyDeviceList(v, op, "devices");
+  verifyIntAttr(v, op, "num_microbatches", 1, 1 << 20);
+}
+
 static MlirWalkResult verifyWalk(MlirOperation op, void *userData) {
   if (piperOpInDialect(op, "tdag")) verifyOp(userData, op);
+  if (piperOpInDialect(op, "tdag") || piperOpInDialect(op, "comm")) verifyPlacement(userData, op);
+  if (piperOpInDialect(op, "sched")) verifySched(userData, op);
   return MlirWalkResultAdvance;
 }
 

@@ -1,5 +1,6 @@
 /* LlvmBuilder: llvm-dialect ops from C. The attribute spellings mirror what
  * `mlir-opt --mlir-print-op-generic` prints for LLVM 22. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lowering/llvm_builder.h"
@@ -192,6 +193,25 @@ void lbCondBr(LlvmBuilder *b, MlirValue cond, MlirBlock ifTrue, MlirBlock ifFals
   mlirOperationStateAddSuccessors(&st, 2, succ);
   mlirOperationStateAddAttributes(&st, 1, &seg);
   append(b, mlirOperationCreate(&st));
+}
+
+void lbSwitch(LlvmBuilder *b, MlirValue value, MlirBlock dflt, intptr_t n, const int64_t *values,
+              const MlirBlock *cases) {
+  int64_t len = n;
+  MlirType vec = mlirVectorTypeGet(1, &len, b->i64);
+  int32_t *segments = calloc(n ? n : 1, sizeof *segments); /* no block arguments anywhere */
+  int32_t operandSegments[3] = {1, 0, 0};
+  MlirNamedAttribute attrs[3] = {
+      named(b, "case_values", mlirDenseElementsAttrInt64Get(vec, n, values)),
+      named(b, "case_operand_segments", mlirDenseI32ArrayGet(b->ctx, n, segments)),
+      named(b, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 3, operandSegments))};
+  MlirOperationState st = mlirOperationStateGet(piperStr("llvm.switch"), b->loc);
+  mlirOperationStateAddOperands(&st, 1, &value);
+  mlirOperationStateAddSuccessors(&st, 1, &dflt);
+  mlirOperationStateAddSuccessors(&st, n, cases);
+  mlirOperationStateAddAttributes(&st, 3, attrs);
+  append(b, mlirOperationCreate(&st));
+  free(segments);
 }
 
 MlirValue lbI64Array(LlvmBuilder *b, intptr_t n, const int64_t *values) {

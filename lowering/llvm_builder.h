@@ -46,6 +46,10 @@ void lbSetBlock(LlvmBuilder *b, MlirBlock block);
 /* i1 = (a == c) for i64 values. */
 MlirValue lbICmpEq(LlvmBuilder *b, MlirValue a, MlirValue c);
 void lbCondBr(LlvmBuilder *b, MlirValue cond, MlirBlock ifTrue, MlirBlock ifFalse);
+/* switch (value) { case values[i]: goto cases[i]; default: goto dflt } for an i64 value, one
+ * jump table or search LLVM picks, instead of a chain of compares. */
+void lbSwitch(LlvmBuilder *b, MlirValue value, MlirBlock dflt, intptr_t n, const int64_t *values,
+              const MlirBlock *cases);
 /* A pointer to a private constant array of int64 values. */
 MlirValue lbI64Array(LlvmBuilder *b, intptr_t n, const int64_t *values);
 /* Calls external function `callee` (declared on first use from the argument types);

@@ -8,27 +8,44 @@
 #include "lowering/lowering.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "piper/checked.h"
 #include "piper/runtime.h"
 
-/* Id of the op's stream ("compute" when it names none). */
-int64_t lwStreamOf(Lowering *L, MlirOperation op) {
-  char name[64] = "compute";
-  piperGetStringAttr(op, "stream", name, sizeof name);
-  Shared *sh = L->shared;
-  for (int i = 0; i < sh->nStreams; ++i)
-    if (!strcmp(sh->streams[i], name)) return i;
-  snprintf(sh->streams[sh->nStreams], sizeof sh->streams[0], "%s", name);
-  return sh->nStreams++;
+/* Out of memory while growing a table: nothing sensible is left to do. */
+static void outOfMemory(const char *what) {
+  fprintf(stderr, "piper: error: out of memory growing the %s table\n", what);
+  exit(1);
 }
 
-/* Id of the op's communicator group. */
+/* Id of the op's stream ("compute" when it names none), its whole name (not truncated). A
+ * plan names few streams, so the lookup is linear. */
+int64_t lwStreamOf(Lowering *L, MlirOperation op) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr("stream"));
+  MlirStringRef name = !mlirAttributeIsNull(a) && mlirAttributeIsAString(a)
+                           ? mlirStringAttrGetValue(a)
+                           : piperStr("compute");
+  Shared *sh = L->shared;
+  for (size_t i = 0; i < sh->nStreams; ++i)
+    if (strlen(sh->streams[i]) == name.length && !memcmp(sh->streams[i], name.data, name.length))
+      return (int64_t)i;
+  if (!piperGrow((void **)&sh->streams, &sh->capStreams, sh->nStreams + 1, sizeof *sh->streams))
+    outOfMemory("stream");
+  sh->streams[sh->nStreams] = strndup(name.data, name.length);
+  if (!sh->streams[sh->nStreams]) outOfMemory("stream");
+  return (int64_t)sh->nStreams++;
+}
+
+/* Id of the op's communicator group. Attributes are uniqued, so the pointer is the key. */
 int64_t lwGroupOf(Lowering *L, MlirOperation op) {
   MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
   Shared *sh = L->shared;
-  for (int i = 0; i < sh->nGroups; ++i)
-    if (mlirAttributeEqual(sh->groups[i], g)) return i;
+  intptr_t id;
+  if (piperPtrMapGet(&sh->groupOf, g.ptr, &id)) return id;
+  if (!piperGrow((void **)&sh->groups, &sh->capGroups, sh->nGroups + 1, sizeof *sh->groups))
+    outOfMemory("communicator group");
   sh->groups[sh->nGroups] = g;
-  return sh->nGroups++;
+  piperPtrMapPut(&sh->groupOf, g.ptr, (intptr_t)sh->nGroups);
+  return (int64_t)sh->nGroups++;
 }
 
 /* The op's token (its last result) now stands for handle `h` (null: nothing to wait for). */

@@ -20,6 +20,7 @@
 #include "lowering/lowering.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "piper/checked.h"
 #include "piper/runtime.h"
 
 /* ---- piper_setup ---- */
@@ -51,15 +52,24 @@ static int64_t lossRows(MlirOperation output) {
   return piperTensorDim(mlirValueGetType(mlirOperationGetOperand(mlirOpResultGetOwner(v), 0)), 0);
 }
 
+/* String attribute `name` of `op`, whole (a heap copy, "" when absent); free() it. Tensor
+ * names key checkpoints, so two long names must never be cut to the same prefix. */
+static char *attrText(MlirOperation op, const char *name) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a)) return strdup("");
+  MlirStringRef s = mlirStringAttrGetValue(a);
+  return strndup(s.data, s.length);
+}
+
 static void emitSetup(Lowering *L, const char *fnName) {
   LlvmBuilder *b = &L->lb;
   MlirValue ctx = lbBeginFunction(b, fnName);
   int64_t id = 0;
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
-    char name[256], slot[32], param[200];
+    char *name = NULL;
     if (piperOpIs(op, "tdag.param")) {
-      piperGetStringAttr(op, "name", name, sizeof name);
+      name = attrText(op, "name");
       MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
       declare(L, ctx, id++, name, PRT_PARAM, initKind(op), t, 0);
       if (lwIsShardedParam(mlirOperationGetResult(op, 0))) {
@@ -70,15 +80,19 @@ static void emitSetup(Lowering *L, const char *fnName) {
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
       }
     } else if (piperOpIs(op, "tdag.adam_state")) {
-      piperGetStringAttr(op, "slot", slot, sizeof slot);
-      piperGetStringAttr(op, "param", param, sizeof param);
-      snprintf(name, sizeof name, "optim.%s.%s", slot, param);
+      char *slot = attrText(op, "slot"), *param = attrText(op, "param");
+      size_t size = strlen(slot) + strlen(param) + sizeof "optim..";
+      name = malloc(size);
+      snprintf(name, size, "optim.%s.%s", slot, param);
+      free(slot);
+      free(param);
       MlirValue state = mlirOperationGetResult(op, 0);
       if (mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards")))) {
         declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS, mlirValueGetType(state), 0);
       } else {
         /* ZeRO: declared with its parameter's full dims, so checkpoints hold the whole moment
-         * whatever the layout, and stored as this replica's shard of it */
+         * whatever the layout, and stored as this replica's shard of it. The verifier makes
+         * the moment's one use a tdag.adamw. */
         MlirOperation upd = mlirOpOperandGetOwner(mlirValueGetFirstUse(state));
         MlirType full = lwInType(upd, 0);
         Shard sh = lwShardOf(op, piperTensorNumel(full));
@@ -88,14 +102,15 @@ static void emitSetup(Lowering *L, const char *fnName) {
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
       }
     } else if (piperOpIs(op, "tdag.input")) {
-      piperGetStringAttr(op, "name", name, sizeof name);
+      name = attrText(op, "name");
       declare(L, ctx, id++, name, PRT_INPUT, 0, mlirValueGetType(mlirOperationGetResult(op, 0)),
               piperGetIntAttr(op, "first_sample", 0));
     } else if (piperOpIs(op, "tdag.output")) {
-      piperGetStringAttr(op, "name", name, sizeof name);
+      name = attrText(op, "name");
       declare(L, ctx, id++, name, PRT_OUTPUT, 0, mlirValueGetType(mlirOperationGetOperand(op, 0)),
               lossRows(op));
     }
+    free(name);
   }
   MlirValue args[2] = {ctx, lbConstI64(b, L->arenaBytes)};
   lbCall(b, "prt_declare_arena", (MlirType){NULL}, 2, args);
@@ -212,13 +227,39 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
     L.nOps++;
   }
   if (mlirLogicalResultIsFailure(piperVerifyTdag(func))) return mlirLogicalResultFailure();
+  /* piper_step(ctx) has no other inputs or outputs: every tensor comes from a tdag.param,
+   * adam_state or input op and leaves through a tdag.output, so a value from an argument would
+   * have no storage, and a returned one would be dropped. */
+  MlirType fnType = mlirTypeAttrGetValue(
+      mlirOperationGetAttributeByName(func, piperStr("function_type")));
+  if (mlirBlockGetNumArguments(body) > 0 || mlirFunctionTypeGetNumResults(fnType) > 0) {
+    MlirStringRef name =
+        mlirStringAttrGetValue(mlirOperationGetAttributeByName(func, piperStr("sym_name")));
+    piperEmitErrorf(mlirOperationGetLocation(func),
+                    "piper-lower-to-llvm: the graph function @%.*s has %lld argument(s) and "
+                    "%lld result(s); a training graph takes its tensors from tdag.param and "
+                    "tdag.input ops and reports through tdag.output, so it must be `() -> ()`",
+                    (int)name.length, name.data, (long long)mlirBlockGetNumArguments(body),
+                    (long long)mlirFunctionTypeGetNumResults(fnType));
+    return mlirLogicalResultFailure();
+  }
   L.ops = malloc((L.nOps ? L.nOps : 1) * sizeof *L.ops);
   size_t n = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
     if (!piperOpIs(op, "func.return")) L.ops[n++] = op;
 
-  lwPlanMemory(&L);
+  if (!lwPlanMemory(&L)) {
+    mlirEmitError(mlirOperationGetLocation(func),
+                  "piper-lower-to-llvm: the activation arena of this function would need more "
+                  "bytes than int64 can count; use smaller tensors or more devices");
+    piperPtrMapFree(&L.bufOf);
+    piperPtrMapFree(&L.outputId);
+    piperPtrMapFree(&L.viewOffset);
+    free(L.bufs);
+    free(L.ops);
+    return mlirLogicalResultFailure();
+  }
   piperPtrMapInit(&L.handleOf, 64);
   lbInitShared(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func),
                symPrefix, &shared->declared);
@@ -236,11 +277,16 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   return mlirLogicalResultSuccess();
 }
 
-/* piper_setup / piper_step of a multi-device plan: shared declarations, then per rank. */
+/* piper_setup / piper_step of a multi-device plan: shared declarations, then per rank.
+ * piper_setup -> prt_declare_world; prt_declare_batch; prt_declare_group per group (its exact
+ *   member list as a constant array); prt_declare_stream per stream; switch (rank) -> dev<d>
+ * piper_step  -> switch (prt_rank(ctx)) { case d: piper_step_dev<d>(ctx) } */
 static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, int64_t batch) {
   LlvmBuilder lb;
   lbInitShared(&lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(moduleOp),
                "_plan", &sh->declared);
+  int64_t *ranks = malloc(devices * sizeof *ranks);
+  MlirBlock *calls = malloc(devices * sizeof *calls);
   for (int which = 0; which < 2; ++which) {
     const char *prefix = which ? "piper_step" : "piper_setup";
     MlirValue ctx = lbBeginFunction(&lb, prefix);
@@ -251,17 +297,19 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
         MlirValue bt[2] = {ctx, lbConstI64(&lb, batch)};
         lbCall(&lb, "prt_declare_batch", (MlirType){NULL}, 2, bt);
       }
-      for (int g = 0; g < sh->nGroups; ++g) {
-        int64_t members[1024];
+      for (size_t g = 0; g < sh->nGroups; ++g) {
+        /* every member, however many: the verifier bounds them to device ids */
         intptr_t n = mlirArrayAttrGetNumElements(sh->groups[g]);
-        for (intptr_t i = 0; i < n && i < 1024; ++i)
+        int64_t *members = malloc((n ? n : 1) * sizeof *members);
+        for (intptr_t i = 0; i < n; ++i)
           members[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(sh->groups[g], i));
-        MlirValue args[4] = {ctx, lbConstI64(&lb, g), lbConstI64(&lb, n),
+        MlirValue args[4] = {ctx, lbConstI64(&lb, (int64_t)g), lbConstI64(&lb, n),
                              lbI64Array(&lb, n, members)};
         lbCall(&lb, "prt_declare_group", (MlirType){NULL}, 4, args);
+        free(members);
       }
-      for (int st = 0; st < sh->nStreams; ++st) {
-        MlirValue args[3] = {ctx, lbConstI64(&lb, st), lbString(&lb, sh->streams[st])};
+      for (size_t st = 0; st < sh->nStreams; ++st) {
+        MlirValue args[3] = {ctx, lbConstI64(&lb, (int64_t)st), lbString(&lb, sh->streams[st])};
         lbCall(&lb, "prt_declare_stream", (MlirType){NULL}, 3, args);
       }
     }
@@ -270,33 +318,62 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
       lbReturn(&lb);
       continue;
     }
-    /* if (rank == 0) f0(ctx) else if (rank == 1) f1(ctx) ... ; a rank beyond the plan runs
-     * nothing: the runtime's world check then reports the mismatch */
+    /* one switch on the rank; a rank beyond the plan runs nothing: the runtime's world check
+     * then reports the mismatch */
     MlirValue rank = lbCall(&lb, "prt_rank", lb.i64, 1, &ctx);
-    MlirBlock done = lbNewBlock(&lb, false);
+    MlirBlock entry = lb.block, done = lbNewBlock(&lb, false);
     for (int64_t d = 0; d < devices; ++d) {
-      MlirBlock call = lbNewBlock(&lb, false), next = d + 1 < devices ? lbNewBlock(&lb, false) : done;
-      lbCondBr(&lb, lbICmpEq(&lb, rank, lbConstI64(&lb, d)), call, next);
-      lbSetBlock(&lb, call);
+      ranks[d] = d;
+      calls[d] = lbNewBlock(&lb, true);
       char fn[48];
       snprintf(fn, sizeof fn, "%s_dev%lld", prefix, (long long)d);
       lbCall(&lb, fn, (MlirType){NULL}, 1, &ctx);
       lbReturn(&lb);
-      lbSetBlock(&lb, next);
     }
+    lbSetBlock(&lb, entry);
+    lbSwitch(&lb, rank, done, devices, ranks, calls);
+    lbSetBlock(&lb, done);
     lbReturn(&lb);
   }
+  free(ranks);
+  free(calls);
   lbFree(&lb);
+}
+
+/* Frees what `sh` owns. */
+static void freeShared(Shared *sh) {
+  for (size_t i = 0; i < sh->nStreams; ++i) free(sh->streams[i]);
+  free(sh->streams);
+  free(sh->groups);
+  piperPtrMapFree(&sh->groupOf);
+  piperPtrMapFree(&sh->declared);
+}
+
+/* d if `name` is exactly "device_<d>" (decimal, no sign, no leading zeros), else -1. */
+static int64_t deviceNumber(MlirStringRef name) {
+  char buf[32];
+  if (name.length < 8 || name.length >= sizeof buf || memcmp(name.data, "device_", 7)) return -1;
+  memcpy(buf, name.data + 7, name.length - 7);
+  buf[name.length - 7] = 0;
+  int64_t d;
+  if (!(buf[0] >= '0' && buf[0] <= '9') || (buf[0] == '0' && buf[1]) ||
+      !piperParseI64(buf, 0, PIPER_MAX_DEVICES - 1, &d))
+    return -1;
+  return d;
 }
 
 MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(moduleOp, 0));
-  MlirOperation graphs[4096];
-  int nGraphs = 0;
+  MlirOperation *graphs = NULL; /* every graph function, however many devices the plan has */
+  size_t nGraphs = 0, capGraphs = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
     if (isGraph(op)) {
-      if (nGraphs == 4096) break;
+      if (!piperGrow((void **)&graphs, &capGraphs, nGraphs + 1, sizeof *graphs)) {
+        mlirEmitError(mlirOperationGetLocation(op), "piper-lower-to-llvm: out of memory");
+        free(graphs);
+        return mlirLogicalResultFailure();
+      }
       graphs[nGraphs++] = op;
     }
   if (nGraphs == 0) {
@@ -306,14 +383,50 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   }
   MlirAttribute devAttr = mlirOperationGetAttributeByName(moduleOp, piperStr("piper.devices"));
   bool plan = !mlirAttributeIsNull(devAttr);
-  int64_t devices = plan ? mlirIntegerAttrGetValueInt(devAttr) : 1;
+  int64_t devices = plan && mlirAttributeIsAInteger(devAttr) ? mlirIntegerAttrGetValueInt(devAttr)
+                    : plan ? -1 : 1;
+  /* A plan has exactly one function per device, device_0 .. device_{N-1}: the rank dispatch
+   * calls each of them, and is as large as the plan (never a loop over a hostile count). */
+  if (plan && (devices < 1 || devices > PIPER_MAX_DEVICES || (size_t)devices != nGraphs)) {
+    piperEmitErrorf(mlirOperationGetLocation(moduleOp),
+                    "piper-lower-to-llvm: piper.devices must be an integer in [1, %d] equal to "
+                    "the number of device functions (%zu here)",
+                    PIPER_MAX_DEVICES, nGraphs);
+    free(graphs);
+    return mlirLogicalResultFailure();
+  }
   if (!plan && nGraphs > 1) {
     mlirEmitError(mlirOperationGetLocation(graphs[1]),
                   "piper-lower-to-llvm: a module lowers one device function; found a second");
+    free(graphs);
     return mlirLogicalResultFailure();
   }
-  Shared shared = {.nStreams = 1};
-  snprintf(shared.streams[0], sizeof shared.streams[0], "compute");
+  int64_t *deviceOf = calloc(nGraphs, sizeof *deviceOf);
+  bool *seen = plan ? calloc(devices, sizeof *seen) : NULL;
+  for (size_t g = 0; plan && g < nGraphs; ++g) {
+    MlirAttribute sym = mlirOperationGetAttributeByName(graphs[g], piperStr("sym_name"));
+    int64_t d = deviceNumber(mlirStringAttrGetValue(sym));
+    if (d < 0 || d >= devices || seen[d]) {
+      mlirEmitError(mlirOperationGetLocation(graphs[g]),
+                    "piper-lower-to-llvm: in a plan of piper.devices devices, graph functions "
+                    "must be named device_0 .. device_{N-1}, each once (run --piper-extract)");
+      free(graphs);
+      free(deviceOf);
+      free(seen);
+      return mlirLogicalResultFailure();
+    }
+    seen[d] = true;
+    deviceOf[g] = d;
+  }
+  free(seen);
+  Shared shared = {0};
+  piperPtrMapInit(&shared.groupOf, 16);
+  if (!piperGrow((void **)&shared.streams, &shared.capStreams, 1, sizeof *shared.streams)) {
+    free(graphs);
+    free(deviceOf);
+    return mlirLogicalResultFailure();
+  }
+  shared.streams[shared.nStreams++] = strdup("compute");
   { /* one scan for functions the module already has; the builders then share the map */
     LlvmBuilder scan;
     lbInit(&scan, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(moduleOp), "");
@@ -321,38 +434,28 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   }
   MlirContext ctx = mlirOperationGetContext(moduleOp);
   int64_t peak = 0;
-  for (int g = 0; g < nGraphs; ++g) {
-    char setup[48], step[48], name[64] = "", prefix[32] = "";
-    int64_t d = 0, arena = 0;
-    if (plan) {
-      MlirAttribute sym = mlirOperationGetAttributeByName(graphs[g], piperStr("sym_name"));
-      MlirStringRef sr = mlirStringAttrGetValue(sym);
-      snprintf(name, sizeof name, "%.*s", (int)sr.length, sr.data);
-      if (sscanf(name, "device_%lld", (long long *)&d) != 1 || d < 0 || d >= devices) {
-        mlirEmitError(mlirOperationGetLocation(graphs[g]),
-                      "piper-lower-to-llvm: in a plan of piper.devices devices, graph functions "
-                      "must be named device_0 .. device_{N-1} (run --piper-extract)");
-        piperPtrMapFree(&shared.declared);
-        return mlirLogicalResultFailure();
-      }
-    }
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  for (size_t g = 0; g < nGraphs; ++g) {
+    char setup[48], step[48], prefix[32] = "";
+    int64_t d = deviceOf[g], arena = 0;
     if (plan) snprintf(prefix, sizeof prefix, "_dev%lld_", (long long)d);
     snprintf(setup, sizeof setup, plan ? "piper_setup_dev%lld" : "piper_setup", (long long)d);
     snprintf(step, sizeof step, plan ? "piper_step_dev%lld" : "piper_step", (long long)d);
-    if (mlirLogicalResultIsFailure(
-            lowerFunction(moduleOp, graphs[g], &shared, setup, step, prefix, &arena))) {
-      piperPtrMapFree(&shared.declared);
-      return mlirLogicalResultFailure();
-    }
+    status = lowerFunction(moduleOp, graphs[g], &shared, setup, step, prefix, &arena);
+    if (mlirLogicalResultIsFailure(status)) break;
     peak = arena > peak ? arena : peak;
   }
-  if (plan)
-    emitDispatch(moduleOp, &shared, devices,
-                 piperGetIntAttr(moduleOp, "piper.global_batch", 0));
-  mlirOperationSetAttributeByName(moduleOp, piperStr("piper.arena_bytes"),
-                                  mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), peak));
-  piperPtrMapFree(&shared.declared);
-  return mlirLogicalResultSuccess();
+  if (mlirLogicalResultIsSuccess(status)) {
+    if (plan)
+      emitDispatch(moduleOp, &shared, devices,
+                   piperGetIntAttr(moduleOp, "piper.global_batch", 0));
+    mlirOperationSetAttributeByName(moduleOp, piperStr("piper.arena_bytes"),
+                                    mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), peak));
+  }
+  freeShared(&shared);
+  free(graphs);
+  free(deviceOf);
+  return status;
 }
 
 static MlirLogicalResult runLower(MlirOperation module, const char *arg) {

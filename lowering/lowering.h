@@ -21,12 +21,14 @@ typedef struct {
   MlirValue ptr;     /* the llvm pointer, once materialised in piper_step */
 } Buffer;
 
-/* What every device function of the module shares. */
+/* What every device function of the module shares. The tables grow (piperGrow): a plan for
+ * thousands of devices has thousands of groups, and a strategy may name any number of streams. */
 typedef struct {
-  MlirAttribute groups[256]; /* communicator groups (device arrays), id = index */
-  int nGroups;
-  char streams[32][64];      /* stream names, id = index; 0 is "compute" */
-  int nStreams;
+  MlirAttribute *groups;     /* communicator groups (device arrays), id = index; owned array */
+  size_t nGroups, capGroups; /* used, allocated */
+  PiperPtrMap groupOf;       /* group attribute ptr (uniqued by MLIR) -> id, O(1) lookup */
+  char **streams;            /* stream names, id = index; 0 is "compute"; owned strings */
+  size_t nStreams, capStreams; /* used, allocated */
   PiperPtrMap declared;      /* llvm functions declared or defined so far (see lbInitShared) */
 } Shared;
 
@@ -59,7 +61,8 @@ int64_t lwRoundUp(int64_t n);
 Buffer *lwBufferOf(Lowering *L, MlirValue v);
 /* param, adam_state, input: storage the runtime owns and prt_declare_tensor names */
 bool lwDeclaresTensor(MlirOperation op);
-void lwPlanMemory(Lowering *L);
+/* Lays out the arena; false if a size or offset would overflow int64 (nothing usable). */
+bool lwPlanMemory(Lowering *L);
 Shard lwShardOf(MlirOperation op, int64_t n);
 int64_t lwGatherElems(MlirOperation op);
 bool lwIsShardedParam(MlirValue v);

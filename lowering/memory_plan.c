@@ -7,6 +7,7 @@
 #include "lowering/lowering.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "piper/checked.h"
 #include "piper/runtime.h"
 
 int64_t lwRoundUp(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
@@ -25,18 +26,20 @@ bool lwDeclaresTensor(MlirOperation op) {
 
 /* Live arena blocks, sorted by offset, for first-fit placement. */
 typedef struct {
-  int64_t *offset, *bytes;
+  int64_t *offset, *bytes; /* per live block: its byte offset and size */
   size_t *owner;   /* buffer index */
-  size_t n;
+  size_t n;        /* live blocks */
+  bool overflow;   /* an offset past int64 was needed: the plan is unusable */
 } LiveSet;
 
 static int64_t place(LiveSet *live, size_t owner, int64_t bytes) {
-  int64_t at = 0;
+  int64_t at = 0, end;
   size_t i = 0;
   for (; i < live->n; ++i) {
     if (live->offset[i] - at >= bytes) break;
-    at = live->offset[i] + live->bytes[i];
+    at = live->offset[i] + live->bytes[i]; /* a live block's end: checked when it was placed */
   }
+  if (!piperAddI64(at, bytes, &end)) live->overflow = true;
   memmove(live->offset + i + 1, live->offset + i, (live->n - i) * sizeof *live->offset);
   memmove(live->bytes + i + 1, live->bytes + i, (live->n - i) * sizeof *live->bytes);
   memmove(live->owner + i + 1, live->owner + i, (live->n - i) * sizeof *live->owner);
@@ -60,6 +63,8 @@ static void release(LiveSet *live, size_t owner) {
 
 Shard lwShardOf(MlirOperation op, int64_t n) {
   Shard s = {n, piperGetIntAttr(op, "shards", 1), piperGetIntAttr(op, "shard", 0), 0, 0, 0};
+  /* the verifier refuses shards < 1 and a shard outside [0, shards); never divide by zero */
+  if (s.R < 1) s.R = 1;
   s.c = (n + s.R - 1) / s.R;
   s.offset = s.k * s.c;
   s.len = n - s.offset < s.c ? n - s.offset : s.c;
@@ -67,10 +72,20 @@ Shard lwShardOf(MlirOperation op, int64_t n) {
   return s;
 }
 
-/* Elements an all_gather's buffer holds: every member's padded shard. */
+/* Elements an all_gather's buffer holds: every member's padded shard; -1 if that overflows. */
 int64_t lwGatherElems(MlirOperation op) {
   Shard s = lwShardOf(op, piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(op, 0))));
-  return s.R * s.c;
+  int64_t elems;
+  return piperMulI64(s.R, s.c, &elems) ? elems : -1;
+}
+
+/* Arena bytes of `elems` f32 elements rounded up to ALIGN; -1 if that overflows int64 (the
+ * verifier bounds tensor sizes, but a gather's padded size is R times a shard). */
+static int64_t arenaBytesOf(int64_t elems) {
+  int64_t bytes;
+  if (elems < 0 || !piperMulI64(elems, 4, &bytes) || !piperAddI64(bytes, ALIGN - 1, &bytes))
+    return -1;
+  return bytes / ALIGN * ALIGN;
 }
 
 bool lwIsShardedParam(MlirValue v) {
@@ -96,7 +111,8 @@ static bool isGradient(Lowering *L, MlirOperation op, intptr_t r) {
   return false;
 }
 
-void lwPlanMemory(Lowering *L) {
+bool lwPlanMemory(Lowering *L) {
+  bool ok = true;
   size_t cap = 16;
   L->bufs = malloc(cap * sizeof *L->bufs);
   piperPtrMapInit(&L->bufOf, L->nOps * 2);
@@ -122,9 +138,10 @@ void lwPlanMemory(Lowering *L) {
       Buffer *b = &L->bufs[L->nBufs];
       b->tensorId = lwDeclaresTensor(op) ? L->nTensors++ : -1;
       b->gradient = isGradient(L, op, r);
-      b->bytes = lwRoundUp(piperTensorNumel(mlirValueGetType(v)) * 4);
+      b->bytes = arenaBytesOf(piperTensorNumel(mlirValueGetType(v)));
       if (piperOpIs(op, "comm.all_gather")) /* gathered into R padded shards of c */
-        b->bytes = lwRoundUp(lwGatherElems(op) * 4);
+        b->bytes = arenaBytesOf(lwGatherElems(op));
+      if (b->bytes < 0) ok = false;
       b->offset = 0;
       b->lastUse = i;
       b->ptr = (MlirValue){NULL};
@@ -149,9 +166,10 @@ void lwPlanMemory(Lowering *L) {
    * kernel never writes over a value it is still reading. */
   int64_t acts = 0, grads = 0; /* live bytes of each class */
   LiveSet live = {malloc(L->nBufs * sizeof(int64_t)), malloc(L->nBufs * sizeof(int64_t)),
-                  malloc(L->nBufs * sizeof(size_t)), 0};
+                  malloc(L->nBufs * sizeof(size_t)), 0, false};
+  if (!ok) live.overflow = true;
   size_t *dying = malloc(L->nBufs * sizeof *dying);
-  for (size_t i = 0; i < L->nOps; ++i) {
+  for (size_t i = 0; i < L->nOps && !live.overflow; ++i) {
     MlirOperation op = L->ops[i];
     size_t nDying = 0;
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
@@ -165,7 +183,10 @@ void lwPlanMemory(Lowering *L) {
       if (b->tensorId >= 0) continue;
       b->offset = place(&live, (size_t)idx, b->bytes);
       int64_t *cls = b->gradient ? &grads : &acts;
-      *cls += b->bytes;
+      if (live.overflow || !piperAddI64(*cls, b->bytes, cls)) {
+        live.overflow = true;
+        break;
+      }
       if (acts > L->peakActivations) L->peakActivations = acts;
       if (grads > L->peakGradients) L->peakGradients = grads;
       if (b->offset + b->bytes > L->arenaBytes) L->arenaBytes = b->offset + b->bytes;
@@ -184,5 +205,6 @@ void lwPlanMemory(Lowering *L) {
   free(live.offset);
   free(live.bytes);
   free(live.owner);
+  return !live.overflow;
 }
 

@@ -138,13 +138,13 @@ static bool isTrainingOp(MlirOperation op) {
 static void emitUpdate(Builder *b, MlirOperation param, MlirValue g) {
   MlirValue p = result(param, 0);
   MlirType t = typeOf(p);
-  char name[256];
-  piperGetStringAttr(param, "name", name, sizeof name);
+  /* the parameter's name attribute itself: whole, however long */
+  MlirAttribute name = mlirOperationGetAttributeByName(param, piperStr("name"));
   MlirValue state[2];
   const char *slots[2] = {"exp_avg", "exp_avg_sq"};
   for (int i = 0; i < 2; ++i) {
     MlirNamedAttribute attrs[2] = {
-        piperNamedAttr(b->ctx, "param", mlirStringAttrGet(b->ctx, piperStr(name))),
+        piperNamedAttr(b->ctx, "param", name),
         piperNamedAttr(b->ctx, "slot", mlirStringAttrGet(b->ctx, piperStr(slots[i])))};
     state[i] = result(emit(b, "tdag.adam_state", param, "UPD", 0, NULL, 1, &t, 2, attrs), 0);
   }

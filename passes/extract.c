@@ -288,6 +288,12 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
     }
   int64_t devices = piperGetIntAttr(module, "piper.devices", 1);
   MlirLogicalResult status = mlirLogicalResultSuccess();
+  if (devices < 1 || devices > PIPER_MAX_DEVICES) { /* one plan per device: never loop 10^9 */
+    piperEmitErrorf(mlirOperationGetLocation(module),
+                    "piper-extract: piper.devices = %lld is outside [1, %d]", (long long)devices,
+                    PIPER_MAX_DEVICES);
+    status = mlirLogicalResultFailure();
+  }
   for (int64_t d = 0; d < devices && mlirLogicalResultIsSuccess(status); ++d)
     status = extractDevice(&ex, d);
   if (mlirLogicalResultIsSuccess(status)) {

@@ -10,8 +10,6 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
 
-enum { MAX_DEVICES = 1 << 16 };
-
 static int64_t deviceAt(MlirAttribute devices, intptr_t i) {
   return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
 }
@@ -73,7 +71,9 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
   if (mlirOperationIsNull(func)) return mlirLogicalResultFailure();
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   MlirContext ctx = mlirOperationGetContext(module);
-  bool *used = calloc(MAX_DEVICES, sizeof *used);
+  bool *used = calloc(PIPER_MAX_DEVICES, sizeof *used);
+  int *listedBy = calloc(PIPER_MAX_DEVICES, sizeof *listedBy); /* last place (1-based) naming it */
+  int nPlaces = 0;
   int64_t maxDevice = -1;
   MlirOperation firstPlace = {NULL};
 
@@ -84,26 +84,30 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
       piperDirectiveError(d, "shard: expert parallelism needs MoE (expert) ops, and the tdag "
                              "dialect has none yet; remove the shard directive");
       free(used);
+      free(listedBy);
       return mlirLogicalResultFailure();
     }
     if (!piperOpIs(d, "sched.place")) continue;
     if (mlirOperationIsNull(firstPlace)) firstPlace = d;
+    ++nPlaces;
     MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
     MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
     for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices); ++i) {
       int64_t dev = deviceAt(devices, i);
-      if (dev >= MAX_DEVICES) {
-        piperDirectiveError(d, "place: device %lld is beyond the supported %d devices",
-                            (long long)dev, MAX_DEVICES);
+      if (dev < 0 || dev >= PIPER_MAX_DEVICES) { /* a hand-written .mlir strategy */
+        piperDirectiveError(d, "place: device %lld is outside [0, %d]", (long long)dev,
+                            PIPER_MAX_DEVICES - 1);
         free(used);
+        free(listedBy);
         return mlirLogicalResultFailure();
       }
-      for (intptr_t j = 0; j < i; ++j)
-        if (deviceAt(devices, j) == dev) {
-          piperDirectiveError(d, "place: device %lld is listed twice", (long long)dev);
-          free(used);
-          return mlirLogicalResultFailure();
-        }
+      if (listedBy[dev] == nPlaces) { /* O(1) per id: lists reach thousands of devices */
+        piperDirectiveError(d, "place: device %lld is listed twice", (long long)dev);
+        free(used);
+        free(listedBy);
+        return mlirLogicalResultFailure();
+      }
+      listedBy[dev] = nPlaces;
       used[dev] = true;
       maxDevice = dev > maxDevice ? dev : maxDevice;
     }
@@ -124,6 +128,7 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
       piperDirectiveError(d, "place: the filter matches no op of the model (its tags are: %s)",
                           tags);
       free(used);
+      free(listedBy);
       return mlirLogicalResultFailure();
     }
   }
@@ -159,6 +164,7 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
       }
   }
   free(used);
+  free(listedBy);
   if (mlirLogicalResultIsSuccess(status))
     mlirOperationSetAttributeByName(
         module, piperStr("piper.devices"),

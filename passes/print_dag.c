@@ -8,9 +8,8 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "passes/strategy.h"
+#include "piper/checked.h"
 #include "piper/ptrmap.h"
-
-enum { MAX_NODES = 1 << 16 };
 
 typedef struct {
   char label[192]; /* "B PP=1 layer=3 mb=2 @[1, 3]" */
@@ -41,29 +40,49 @@ static MlirLogicalResult runPrintDag(MlirOperation module, const char *path) {
   MlirOperation func = piperTrainingFunction(module, "piper-print-dag");
   if (mlirOperationIsNull(func)) return mlirLogicalResultFailure();
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
-  DagNode *nodes = calloc(MAX_NODES, sizeof *nodes);
-  int nNodes = 0;
+  DagNode *nodes = NULL; /* every node of the DAG: a table that grows */
+  size_t nNodes = 0, capNodes = 0;
   PiperPtrMap nodeOf; /* op ptr -> node index */
   piperPtrMapInit(&nodeOf, 1024);
-  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+  PiperPtrMap nodeByLabel; /* interned node key -> node index */
+  piperPtrMapInit(&nodeByLabel, 256);
+  bool ok = true;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); ok && !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "func.return") || piperOpInDialect(op, "comm")) continue;
     char key[192];
     int64_t device;
     nodeKey(op, key, sizeof key, &device);
-    int k = 0;
-    while (k < nNodes && strcmp(nodes[k].label, key)) ++k;
+    if (device < 0) { /* it picks the node's colour: an index */
+      piperEmitErrorf(mlirOperationGetLocation(op),
+                      "piper-print-dag: device %lld is not a device id (ids are >= 0)",
+                      (long long)device);
+      ok = false;
+      break;
+    }
+    /* the label interned as an MLIR identifier is a stable key: O(1) per op */
+    const void *interned =
+        mlirIdentifierStr(mlirIdentifierGet(mlirOperationGetContext(op), piperStr(key))).data;
+    intptr_t found;
+    size_t k = piperPtrMapGet(&nodeByLabel, interned, &found) ? (size_t)found : nNodes;
     if (k == nNodes) {
-      if (nNodes == MAX_NODES) break;
+      piperPtrMapPut(&nodeByLabel, interned, (intptr_t)nNodes);
+      if (!piperGrow((void **)&nodes, &capNodes, nNodes + 1, sizeof *nodes)) {
+        mlirEmitError(mlirOperationGetLocation(op), "piper-print-dag: out of memory");
+        ok = false;
+        break;
+      }
       snprintf(nodes[nNodes].label, sizeof nodes[0].label, "%s", key);
       nodes[nNodes].device = device;
+      nodes[nNodes].ops = 0;
       nNodes++;
     }
     nodes[k].ops++;
-    piperPtrMapPut(&nodeOf, op.ptr, k);
+    piperPtrMapPut(&nodeOf, op.ptr, (intptr_t)k);
   }
+  piperPtrMapFree(&nodeByLabel);
   PiperOutput out;
-  if (!piperOutputOpen(&out, path)) {
+  if (!ok || !piperOutputOpen(&out, path)) {
     piperPtrMapFree(&nodeOf);
     free(nodes);
     return mlirLogicalResultFailure();
@@ -72,11 +91,14 @@ static MlirLogicalResult runPrintDag(MlirOperation module, const char *path) {
                                   "#d9d2e9", "#fce5cd", "#d0e0e3", "#ead1dc"};
   fprintf(out.file, "digraph global_dag {\n  rankdir=LR;\n  node [shape=box, style=filled, "
                     "fontname=\"monospace\"];\n");
-  for (int k = 0; k < nNodes; ++k)
-    fprintf(out.file, "  n%d [label=\"%s\\n%d ops\", fillcolor=\"%s\"];\n", k, nodes[k].label,
+  for (size_t k = 0; k < nNodes; ++k)
+    fprintf(out.file, "  n%zu [label=\"%s\\n%d ops\", fillcolor=\"%s\"];\n", k, nodes[k].label,
             nodes[k].ops, colours[nodes[k].device % 8]);
-  /* Edges: from each op's producers (through comm ops, which are drawn dashed). */
-  char *seen = calloc((size_t)nNodes * nNodes, 1); /* dedup: one edge per (from, to, kind) */
+  /* Edges: from each op's producers (through comm ops, which are drawn dashed). Dedup: one
+   * edge per (from, to, kind), remembered in a map keyed by that triple encoded as a nonzero
+   * integer (an nNodes^2 matrix would be gigabytes for a large plan). */
+  PiperPtrMap seen;
+  piperPtrMapInit(&seen, 1024);
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     intptr_t to;
@@ -106,14 +128,15 @@ static MlirLogicalResult runPrintDag(MlirOperation module, const char *path) {
       }
       intptr_t f;
       if (!piperPtrMapGet(&nodeOf, from.ptr, &f) || f == to) continue;
-      char *mark = &seen[(size_t)f * nNodes + to];
-      if (*mark & (viaComm ? 2 : 1)) continue;
-      *mark |= viaComm ? 2 : 1;
+      /* +1: nonzero; << 4: the map hashes key >> 4 (it expects aligned pointers) */
+      uintptr_t edge = ((((uintptr_t)f * nNodes + (uintptr_t)to) << 1 | viaComm) + 1) << 4;
+      if (piperPtrMapGet(&seen, (const void *)edge, NULL)) continue;
+      piperPtrMapPut(&seen, (const void *)edge, 1);
       fprintf(out.file, "  n%ld -> n%ld%s;\n", (long)f, (long)to, viaComm ? " [style=dashed]" : "");
     }
   }
   fprintf(out.file, "}\n");
-  free(seen);
+  piperPtrMapFree(&seen);
   piperPtrMapFree(&nodeOf);
   free(nodes);
   return piperOutputCommit(&out, true) ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();

@@ -25,6 +25,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
+#include "piper/checked.h"
 
 static bool sameDevices(MlirAttribute a, MlirAttribute b) {
   if (mlirArrayAttrGetNumElements(a) != mlirArrayAttrGetNumElements(b)) return false;
@@ -241,8 +242,9 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
   MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
   MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
   MlirAttribute stream = mlirOperationGetAttributeByName(d, piperStr("reduce_stream"));
-  int matched = 0, nUpdates = 0;
-  MlirOperation updates[4096];
+  int matched = 0;
+  MlirOperation *updates = NULL; /* the selected updates: one per parameter, any number */
+  size_t nUpdates = 0, capUpdates = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     if (!piperOpInDialect(op, "tdag") || !piperFilterMatches(op, filter)) continue;
@@ -252,13 +254,20 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
     if (!piperOpIs(op, "tdag.param") && !sameDevices(placed, devices)) {
       piperDirectiveError(d, "replicate: the selected ops are placed on other devices than "
                              "this directive's; give place and replicate the same device list");
+      free(updates);
       return mlirLogicalResultFailure();
     }
     if (!piperOpIs(op, "tdag.adamw") || mlirArrayAttrGetNumElements(devices) < 2) continue;
+    if (!piperGrow((void **)&updates, &capUpdates, nUpdates + 1, sizeof *updates)) {
+      piperDirectiveError(d, "replicate: out of memory");
+      free(updates);
+      return mlirLogicalResultFailure();
+    }
     updates[nUpdates++] = op;
   }
   if (!matched) {
     piperDirectiveError(d, "replicate: the filter matches no op of the model");
+    free(updates);
     return mlirLogicalResultFailure();
   }
   /* the group is the placed (sorted) device list: member k holds shard k */
@@ -285,9 +294,10 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
     fprintf(stderr, "warning: replicate: bucket_size buckets all-reduced gradients; with "
                     "shard_grads each gradient is reduce-scattered on its own\n");
   }
-  for (int u = 0; u < nUpdates; ++u)
+  for (size_t u = 0; u < nUpdates; ++u)
     shardUpdate(ctx, body, updates[u], devices, stream, gatherStream, zero, bucketed[u]);
   free(bucketed);
+  free(updates);
   return mlirLogicalResultSuccess();
 }
 

@@ -44,8 +44,12 @@ static bool inSelection(const PiperPtrMap *selected, MlirOperation op) {
 static MlirLogicalResult applySplit(MlirOperation directive, MlirBlock body) {
   MlirContext ctx = mlirOperationGetContext(directive);
   MlirAttribute filter = mlirOperationGetAttributeByName(directive, piperStr("filter"));
-  char dim[64];
-  piperGetStringAttr(directive, "dim_name", dim, sizeof dim);
+  char *dim = NULL; /* the whole name: it becomes a tag later filters must match */
+  {
+    MlirAttribute a = mlirOperationGetAttributeByName(directive, piperStr("dim_name"));
+    MlirStringRef r = mlirAttributeIsAString(a) ? mlirStringAttrGetValue(a) : piperStr("mb");
+    dim = strndup(r.data, r.length);
+  }
   int64_t M = piperGetIntAttr(directive, "num_microbatches", 1);
 
   size_t n = 0, cap = 64;
@@ -167,10 +171,12 @@ static MlirLogicalResult applySplit(MlirOperation directive, MlirBlock body) {
   free(copyOf);
   piperPtrMapFree(&selected);
   free(ops);
+  free(dim);
   return status;
 fail:
   piperPtrMapFree(&selected);
   free(ops);
+  free(dim);
   return mlirLogicalResultFailure();
 }
 

@@ -6,6 +6,7 @@
  * the input-gradient chain that the previous stage waits for becomes BI. Autodiff already
  * emits the two halves of a matmul's backward as separate ops, so no op is rewritten: the
  * split is a relabelling the order directive can then schedule apart. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
@@ -13,19 +14,21 @@
 
 /* `filter` without its PASS entry: the node's tags. */
 static MlirAttribute withoutPass(MlirContext ctx, MlirAttribute filter) {
-  MlirNamedAttribute entries[32];
-  intptr_t n = 0;
-  for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(filter) && n < 32; ++i) {
+  intptr_t total = mlirDictionaryAttrGetNumElements(filter), n = 0;
+  MlirNamedAttribute *entries = malloc((total ? total : 1) * sizeof *entries); /* every tag */
+  for (intptr_t i = 0; i < total; ++i) {
     MlirNamedAttribute e = mlirDictionaryAttrGetElement(filter, i);
     MlirStringRef key = mlirIdentifierStr(e.name);
     if (!(key.length == 4 && !memcmp(key.data, "PASS", 4))) entries[n++] = e;
   }
-  return mlirDictionaryAttrGet(ctx, n, entries);
+  MlirAttribute node = mlirDictionaryAttrGet(ctx, n, entries);
+  free(entries);
+  return node;
 }
 
 static bool namesSplitPass(MlirAttribute filter) {
   MlirAttribute pass = mlirDictionaryAttrGetElementByName(filter, piperStr("PASS"));
-  if (mlirAttributeIsNull(pass)) return false;
+  if (mlirAttributeIsNull(pass) || !mlirAttributeIsAString(pass)) return false;
   MlirStringRef p = mlirStringAttrGetValue(pass);
   return p.length == 2 && p.data[0] == 'B' && (p.data[1] == 'I' || p.data[1] == 'W');
 }

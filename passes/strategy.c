@@ -1,5 +1,6 @@
 /* Helpers shared by the directive passes; see strategy.h for the IR conventions. */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
@@ -16,8 +17,11 @@ bool piperFilterMatches(MlirOperation op, MlirAttribute filter) {
   for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(filter); ++i) {
     MlirNamedAttribute e = mlirDictionaryAttrGetElement(filter, i);
     MlirStringRef key = mlirIdentifierStr(e.name);
+    /* the verifier refuses other kinds in sched ops; a filter that slips through matches
+     * nothing rather than being read as the wrong kind */
     if (key.length == 4 && !memcmp(key.data, "PASS", 4)) {
       char pass[8];
+      if (!mlirAttributeIsAString(e.attribute)) return false;
       MlirStringRef want = mlirStringAttrGetValue(e.attribute);
       piperOpPass(op, pass, sizeof pass);
       if (strlen(pass) != want.length || memcmp(pass, want.data, want.length)) return false;
@@ -27,7 +31,7 @@ bool piperFilterMatches(MlirOperation op, MlirAttribute filter) {
     MlirAttribute have = mlirDictionaryAttrGetElementByName(tags, key);
     if (mlirAttributeIsNull(have)) return false;
     if (mlirAttributeIsAString(e.attribute)) continue; /* "*": any index */
-    if (!mlirAttributeIsAInteger(have) ||
+    if (!mlirAttributeIsAInteger(e.attribute) || !mlirAttributeIsAInteger(have) ||
         mlirIntegerAttrGetValueInt(have) != mlirIntegerAttrGetValueInt(e.attribute))
       return false;
   }
@@ -73,20 +77,23 @@ bool piperResultIsBatched(MlirOperation op, intptr_t i) {
 }
 
 MlirType piperSplitBatch(MlirType t, int64_t parts) {
-  int64_t rank = piperTensorRank(t), shape[8];
+  int64_t rank = piperTensorRank(t);
+  int64_t *shape = malloc((rank > 0 ? rank : 1) * sizeof *shape); /* any rank */
   for (int64_t d = 0; d < rank; ++d) shape[d] = piperTensorDim(t, d);
-  shape[0] /= parts;
-  return mlirRankedTensorTypeGet(rank, shape, mlirShapedTypeGetElementType(t),
-                                 mlirAttributeGetNull());
+  if (rank > 0) shape[0] /= parts;
+  MlirType split = mlirRankedTensorTypeGet(rank, shape, mlirShapedTypeGetElementType(t),
+                                           mlirAttributeGetNull());
+  free(shape);
+  return split;
 }
 
 void piperSetTag(MlirOperation op, const char *key, int64_t value) {
   MlirContext ctx = mlirOperationGetContext(op);
   MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
   intptr_t n = mlirAttributeIsNull(tags) ? 0 : mlirDictionaryAttrGetNumElements(tags);
-  MlirNamedAttribute entries[32];
+  MlirNamedAttribute *entries = malloc((n + 1) * sizeof *entries); /* every tag is kept */
   intptr_t k = 0;
-  for (intptr_t i = 0; i < n && k < 31; ++i) {
+  for (intptr_t i = 0; i < n; ++i) {
     MlirNamedAttribute e = mlirDictionaryAttrGetElement(tags, i);
     MlirStringRef name = mlirIdentifierStr(e.name);
     if (name.length == strlen(key) && !memcmp(name.data, key, name.length)) continue;
@@ -94,6 +101,7 @@ void piperSetTag(MlirOperation op, const char *key, int64_t value) {
   }
   entries[k++] = piperNamedAttr(ctx, key, mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), value));
   mlirOperationSetAttributeByName(op, piperStr("tags"), mlirDictionaryAttrGet(ctx, k, entries));
+  free(entries);
 }
 
 void piperDirectiveError(MlirOperation directive, const char *fmt, ...) {

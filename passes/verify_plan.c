@@ -16,11 +16,12 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "passes/strategy.h"
+#include "piper/checked.h"
+#include "piper/ptrmap.h"
 
 typedef struct {
   MlirOperation *ops; /* the device's plan */
   size_t n, pc;       /* ops, next to run */
-  int64_t *collSeq;   /* per group id: collectives issued so far */
   int64_t arrivedAt;  /* pc at which the device registered at a collective, -1 none */
 } Device;
 
@@ -34,6 +35,14 @@ typedef struct {
 typedef struct {
   int64_t tag, from, to, numel; /* a send issued */
 } Sent;
+
+/* Collectives device d has issued on group gid so far, in a map keyed by the pair: only the
+ * groups a device belongs to take room (a per-device array of every group would be
+ * devices x groups, gigabytes for a large plan). */
+static const void *seqKey(int64_t d, int64_t nGroups, intptr_t gid) {
+  /* +1: nonzero; << 4: the map hashes key >> 4 (it expects aligned pointers) */
+  return (const void *)((((uintptr_t)d * (uintptr_t)nGroups + (uintptr_t)gid) + 1) << 4);
+}
 
 static int64_t numelOf(MlirOperation op) {
   MlirType t = piperOpIs(op, "comm.recv") ? mlirValueGetType(mlirOperationGetResult(op, 0))
@@ -60,9 +69,18 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
     return mlirLogicalResultFailure();
   }
   MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  if (N > PIPER_MAX_DEVICES) {
+    piperEmitErrorf(mlirOperationGetLocation(module),
+                    "piper-verify-plan: piper.devices = %lld is more than the %d devices a plan "
+                    "may have", (long long)N, PIPER_MAX_DEVICES);
+    return mlirLogicalResultFailure();
+  }
   Device *dev = calloc(N, sizeof *dev);
-  MlirAttribute groups[256];
-  int nGroups = 0;
+  /* Communicator groups, id = index: a plan for thousands of devices has thousands. Group
+   * attributes are uniqued by MLIR, so the pointer is the lookup key. */
+  PiperPtrMap groupId;
+  piperPtrMapInit(&groupId, 64);
+  int64_t nGroups = 0;
   for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f)) {
     long long d;
@@ -82,16 +100,13 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
       dev[d].ops[dev[d].n++] = op;
       if (isCollective(op)) {
         MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
-        int k = 0;
-        while (k < nGroups && !mlirAttributeEqual(groups[k], g)) ++k;
-        if (k == nGroups && nGroups < 256) groups[nGroups++] = g;
+        if (!piperPtrMapGet(&groupId, g.ptr, NULL)) piperPtrMapPut(&groupId, g.ptr, nGroups++);
       }
     }
   }
-  for (int64_t d = 0; d < N; ++d) {
-    dev[d].collSeq = calloc(nGroups ? nGroups : 1, sizeof(int64_t));
-    dev[d].arrivedAt = -1;
-  }
+  for (int64_t d = 0; d < N; ++d) dev[d].arrivedAt = -1;
+  PiperPtrMap collSeq; /* (device, group) -> collectives issued, see seqKey */
+  piperPtrMapInit(&collSeq, 64);
   Arrivals (*arrivals)[2] = calloc(nGroups ? nGroups : 1, sizeof *arrivals);
 
   size_t nSent = 0, capSent = 256;
@@ -124,12 +139,14 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
           sent[k].to = -1; /* consumed */
         } else if (isCollective(op)) {
           MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
-          int gid = 0;
-          while (gid < nGroups && !mlirAttributeEqual(groups[gid], g)) ++gid;
+          intptr_t gid = 0;
+          piperPtrMapGet(&groupId, g.ptr, &gid); /* every group was numbered above */
           /* Arrival counting, O(1) per device: every member must reach the same collective, its
            * k-th on this group. Members are at most one collective apart (none passes k + 1
            * before all passed k), so two slots, k mod 2, hold the arrivals. */
-          Arrivals *a = &arrivals[gid][dev[d].collSeq[gid] & 1];
+          intptr_t seq = 0;
+          piperPtrMapGet(&collSeq, seqKey(d, nGroups, gid), &seq);
+          Arrivals *a = &arrivals[gid][seq & 1];
           if (dev[d].arrivedAt != (int64_t)dev[d].pc) {
             dev[d].arrivedAt = (int64_t)dev[d].pc;
             if (a->count == 0) {
@@ -151,7 +168,7 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
             a->count++;
           }
           if (a->count < mlirArrayAttrGetNumElements(g)) break; /* wait for the others */
-          dev[d].collSeq[gid]++;
+          piperPtrMapPut(&collSeq, seqKey(d, nGroups, gid), seq + 1);
           if (++a->passed == a->count) a->count = a->passed = 0; /* the slot is free again */
         }
         dev[d].pc++;
@@ -183,11 +200,12 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
   }
   for (int64_t d = 0; d < N; ++d) {
     free(dev[d].ops);
-    free(dev[d].collSeq);
   }
   free(dev);
   free(sent);
   free(arrivals);
+  piperPtrMapFree(&groupId);
+  piperPtrMapFree(&collSeq);
   return status;
 }
 

@@ -4,7 +4,6 @@
  * {head = 0} for the final norm, LM head and loss; each also gets PP = its pipeline stage (0
  * without --stages): the blocks split as evenly as possible over --stages S (earlier stages
  * take the remainder), the embeddings on the first stage and the head on the last. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,17 +161,17 @@ static void emitGpt(void) {
   printf("    return\n  }\n}\n");
 }
 
-/* A positive integer flag value, or exit 2 naming the flag. */
+enum { DIM_MAX = 1 << 24 }; /* the largest size flag; the verifier checks the products */
+
+/* An integer flag value in [1, DIM_MAX], or exit 2 naming the flag and the range. */
 static long positive(const char *flag, const char *value) {
-  char *end;
-  errno = 0;
-  long v = value ? strtol(value, &end, 10) : 0;
-  if (!value || errno || *end || v <= 0 || v > (1L << 24)) {
-    fprintf(stderr, "piper-gen: error: %s needs a positive integer, got '%s'\n", flag,
-            value ? value : "(nothing)");
+  int64_t v;
+  if (!piperParseI64(value, 1, DIM_MAX, &v)) {
+    fprintf(stderr, "piper-gen: error: %s needs an integer in [1, %d], got '%s'\n", flag,
+            DIM_MAX, value ? value : "(nothing)");
     exit(2);
   }
-  return v;
+  return (long)v;
 }
 
 int main(int argc, char **argv) {

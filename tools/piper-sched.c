@@ -14,13 +14,14 @@
  * Notation: S stages, M microbatches, P pipeline devices, V = S/P stages per device, D data-
  * parallel replicas. Device id = dp_rank * P + pipeline device.
  */
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "piper/checked.h"
 
 /* Passes of one (stage, microbatch); keep in sync with passJson[] and passLetter[]. */
 typedef enum { PASS_F, PASS_B, PASS_BI, PASS_BW } Pass;
@@ -121,16 +122,34 @@ static void die(const char *fmt, ...) {
   exit(2);
 }
 
-/* A flag's integer value >= min; anything else is an error naming the flag. */
+enum { FLAG_MAX = 100000 }; /* the largest count any flag takes */
+
+/* A flag's integer value in [min, FLAG_MAX]; anything else is an error naming the flag and
+ * the range. */
 static int intFlag(const char *flag, const char *value, int min) {
-  char *end = NULL;
-  errno = 0;
-  long v = value ? strtol(value, &end, 10) : 0;
-  if (!value || end == value || *end || v < min)
-    die("%s needs %s integer, got '%s'", flag, min > 0 ? "a positive" : "a non-negative",
+  int64_t v;
+  if (!piperParseI64(value, min, FLAG_MAX, &v))
+    die("%s needs an integer in [%d, %d], got '%s'", flag, min, FLAG_MAX,
         value ? value : "(nothing)");
-  if (errno || v > 100000) die("%s %s is too large; at most 100000", flag, value);
   return (int)v;
+}
+
+/* "A,B,C": three integers in [lo, hi] into out[0..2]; false for anything else. */
+static bool threeInts(const char *value, int64_t lo, int64_t hi, int out[3]) {
+  char buf[96];
+  if (!value || strlen(value) >= sizeof buf) return false;
+  snprintf(buf, sizeof buf, "%s", value);
+  char *p = buf;
+  for (int i = 0; i < 3; ++i) {
+    char *comma = strchr(p, ',');
+    if ((i < 2) != (comma != NULL)) return false; /* exactly two commas */
+    if (comma) *comma = 0;
+    int64_t v;
+    if (!piperParseI64(p, lo, hi, &v)) return false;
+    out[i] = (int)v;
+    p = comma ? comma + 1 : p;
+  }
+  return true;
 }
 
 /* ---- schedule generation: one OpList per pipeline device ---- */
@@ -495,11 +514,12 @@ static void emitSimulation(const Sim *sim) {
 /* ---- driver ---- */
 
 static void parseCost(const char *value) {
-  int f, b, w, n = 0;
-  if (!value || sscanf(value, "%d,%d,%d%n", &f, &b, &w, &n) != 3 || value[n] || f < 1 || b < 1 ||
-      w < 0 || w >= b || f > 1000 || b > 1000) {
-    fprintf(stderr, "piper-sched: error: --cost needs F,B,W with F >= 1, B >= 1, 0 <= W < B "
-                    "(e.g. 1,2,1), got '%s'\n", value ? value : "(nothing)");
+  int c[3] = {0, 0, 0};
+  bool ok = threeInts(value, 0, 1000, c);
+  int f = c[0], b = c[1], w = c[2];
+  if (!ok || f < 1 || b < 1 || w >= b) {
+    fprintf(stderr, "piper-sched: error: --cost needs F,B,W with 1 <= F <= 1000, 1 <= B <= 1000, "
+                    "0 <= W < B (e.g. 1,2,1), got '%s'\n", value ? value : "(nothing)");
     exit(2);
   }
   cfg.costF = f, cfg.costB = b, cfg.costW = w;
@@ -539,8 +559,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--cost")) {
       parseCost(v);
     } else if (!strcmp(a, "--test-swap")) {
-      int n = 0;
-      if (!v || sscanf(v, "%d,%d,%d%n", &swap[0], &swap[1], &swap[2], &n) != 3 || v[n])
+      if (!threeInts(v, 0, INT_MAX, swap))
         die("--test-swap needs D,I,J (device, two positions in its order), got '%s'",
             v ? v : "(nothing)");
     } else {

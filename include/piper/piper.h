@@ -17,6 +17,10 @@
 extern "C" {
 #endif
 
+/* Device ids are in [0, PIPER_MAX_DEVICES): the strategy importer, the devices verifier and
+ * place agree on this bound, so a plan never indexes a per-device table with a hostile id. */
+enum { PIPER_MAX_DEVICES = 1 << 16 };
+
 /* ---- dialects/dialects.c ---- */
 
 /* A context with the upstream dialects (builtin, func, llvm, ...) registered and piper's IRDL
@@ -90,7 +94,8 @@ void piperEmitErrorf(MlirLocation loc, const char *fmt, ...) __attribute__((form
  * e.g. "B PP=1 layer=3 mb=2"; used for trace spans and DAG drawings. */
 void piperNodeLabel(MlirOperation op, char *buf, size_t size);
 
-/* Ranked tensor helpers. numel of a 0-d tensor is 1. */
+/* Ranked tensor helpers. numel of a 0-d tensor is 1; -1 if the count overflows int64 (the
+ * verifier refuses such types, so passes that run on verified IR never see -1). */
 int64_t piperTensorRank(MlirType t);
 int64_t piperTensorDim(MlirType t, int64_t i);
 int64_t piperTensorNumel(MlirType t);

@@ -113,3 +113,131 @@ func.func @comm_group_not_array(%x: tensor<4xf32>) {
   %s, %t = "comm.all_reduce"(%x) {group = 3 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
   return
 }
+
+// -----
+
+// The lowering declares a moment by the update that reads it: one with no tdag.adamw user
+// once made it dereference NULL.
+func.func @adam_state_unused() {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: an AdamW moment (slot "exp_avg") must be used exactly once, as operand #2 of a tdag.adamw
+  %m = "tdag.adam_state"() {param = "p", slot = "exp_avg", shards = 2 : i64, shard = 0 : i64} : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @adam_state_wrong_operand(%g: tensor<4xf32>) {
+  %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: an AdamW moment (slot "exp_avg_sq") must be used exactly once, as operand #3 of a tdag.adamw
+  %m = "tdag.adam_state"() {param = "p", slot = "exp_avg_sq"} : () -> tensor<4xf32>
+  "tdag.adamw"(%p, %g, %m, %m) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-08 : f64, decay = 0 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @adam_state_bad_slot() {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: slot must be "exp_avg" or "exp_avg_sq", got "momentum"
+  %m = "tdag.adam_state"() {param = "p", slot = "momentum"} : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// shards = 0 once divided by zero in the memory plan; shard must name one of the shards.
+func.func @zero_shards() {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: shards must be an integer in [1, 65536]
+  %p = "tdag.param"() {init = "normal", name = "p", shards = 0 : i64} : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @shard_out_of_range() {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: shard must be an integer in [0, 1]
+  %p = "tdag.param"() {init = "normal", name = "p", shards = 2 : i64, shard = 2 : i64} : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Element counts and byte sizes are int64 products of the dims: one that overflows is refused
+// (it once wrapped to a small or negative size in the memory plan).
+func.func @numel_overflows() {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: result #0: tensor<4294967296x4294967296xf32> has more elements or bytes than int64 can count
+  %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4294967296x4294967296xf32>
+  return
+}
+
+// -----
+
+func.func @bytes_overflow() {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: result #0: tensor<4611686018427387904xf32> has more elements or bytes than int64 can count
+  %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4611686018427387904xf32>
+  return
+}
+
+// -----
+
+func.func @comm_numel_overflows(%p: tensor<4294967296x4294967296xf32>) {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: operand #0: tensor<4294967296x4294967296xf32> has more elements or bytes than int64 can count
+  %t = "comm.send"(%p) {peers = [1], tag = 0 : i64} : (tensor<4294967296x4294967296xf32>) -> !comm.token
+  return
+}
+
+// -----
+
+// Device ids index per-device tables (--piper-print-dag once read outside its colour array for
+// a negative one).
+func.func @negative_device() {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: devices must be a non-empty list of device ids in [0, 65535]
+  %p = "tdag.param"() {init = "normal", name = "p", devices = [-1]} : () -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @group_not_ids(%p: tensor<4xf32>) {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:12: error: group must be a non-empty list of device ids in [0, 65535]
+  %r, %t = "comm.all_reduce"(%p) {group = [0, "one"]} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
+  return
+}
+
+// -----
+
+// A hand-written strategy's filters are checked like the JSON importer's: a tag value that is
+// not an index or "*" once crashed the order pass, which read it as an integer.
+// CHECK: tdag-invalid.mlir:[[@LINE+1]]:1: error: filters must be a list of lists of filters; a filter maps tag names to an integer index >= 0 or "*", and PASS to "F", "B", "BI" or "BW"
+"sched.order"() {filters = [[{PP = 0 : i64}], [{PP = 1.5 : f64}]]} : () -> ()
+
+// -----
+
+// CHECK: tdag-invalid.mlir:[[@LINE+1]]:1: error: filter: a filter maps tag names to an integer index >= 0 or "*", and PASS to "F", "B", "BI" or "BW"
+"sched.place"() {filter = {PP = 0 : i64, PASS = "X"}, devices = [0]} : () -> ()
+
+// -----
+
+// CHECK: tdag-invalid.mlir:[[@LINE+1]]:1: error: devices must be a non-empty list of device ids in [0, 65535]
+"sched.place"() {filter = {PP = 0 : i64}, devices = [-9223372036854775808]} : () -> ()
+
+// -----
+
+// CHECK: tdag-invalid.mlir:[[@LINE+1]]:1: error: num_microbatches must be an integer in [1, 1048576]
+"sched.split"() {filter = {PP = "*"}, dim_name = "mb", num_microbatches = 0 : i64} : () -> ()
+
+// -----
+
+// offset + numel is a checked sum: a huge offset once wrapped negative and passed.
+func.func @view_offset_wraps(%flat: tensor<8xf32>) {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: views tensor<4xf32> at offset 9223372036854775807 of tensor<8xf32>, which is not a flat tensor that holds it
+  %v = "tdag.view"(%flat) {offset = 9223372036854775807 : i64} : (tensor<8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @peers_not_per_device(%p: tensor<4xf32>) {
+  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: peers must list one device per device in devices (2), got 1
+  %t = "comm.send"(%p) {devices = [0, 1], peers = [2], tag = 0 : i64} : (tensor<4xf32>) -> !comm.token
+  return
+}

@@ -27,3 +27,61 @@ func.func @two() {
   %p = "tdag.param"() {init = "normal", name = "q"} : () -> tensor<4xf32>
   return
 }
+
+// -----
+
+// A graph function with arguments or results (test/tools/Inputs/gelu.mlir) once crashed the
+// lowering: an argument has no storage. It is refused at the function.
+// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: the graph function @f has 1 argument(s) and 1 result(s); a training graph takes its tensors from tdag.param and tdag.input ops and reports through tdag.output, so it must be `() -> ()`
+func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = "tdag.gelu"(%a) : (tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+// A huge piper.devices once made the rank dispatch emit a billion compares (a hang); it must
+// equal the number of device functions.
+// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions (1 here)
+module attributes {piper.devices = 1000000000 : i64} {
+  func.func @device_0() {
+    %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions (1 here)
+module attributes {piper.devices = 0 : i64} {
+  func.func @device_0() {
+    %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {piper.devices = 2 : i64} {
+  func.func @device_0() {
+    %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
+    return
+  }
+  // CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:3: error: piper-lower-to-llvm: in a plan of piper.devices devices, graph functions must be named device_0 .. device_{N-1}, each once (run --piper-extract)
+  func.func @device_00() {
+    %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+// Each value fits int64 bytes, but two of them live at once do not: the arena's offsets are
+// checked sums, never wrapped into a small arena.
+// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: the activation arena of this function would need more bytes than int64 can count; use smaller tensors or more devices
+func.func @arena_overflows() {
+  %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<1152921504606846976xf32>
+  %g1 = "tdag.gelu"(%p) : (tensor<1152921504606846976xf32>) -> tensor<1152921504606846976xf32>
+  %g2 = "tdag.gelu"(%g1) : (tensor<1152921504606846976xf32>) -> tensor<1152921504606846976xf32>
+  return
+}

@@ -28,6 +28,13 @@ char *piperReadInput(const char *path, size_t *len) {
     return NULL;
   }
   buf[n] = 0;
+  const char *nul = memchr(buf, 0, n);
+  if (nul) { /* text is read as a C string: a NUL would silently cut it short */
+    fprintf(stderr, "piper: error: '%s' holds a NUL byte at offset %zu: it is not MLIR or JSON "
+                    "text\n", path, (size_t)(nul - buf));
+    free(buf);
+    return NULL;
+  }
   if (len) *len = n;
   return buf;
 }
@@ -46,6 +53,37 @@ static bool startsWithModule(const char *text) {
   return false;
 }
 
+/* Counts the errors reported while it is attached, and lets them through to the tool's
+ * printer. */
+static MlirLogicalResult countError(MlirDiagnostic d, void *userData) {
+  if (mlirDiagnosticGetSeverity(d) == MlirDiagnosticError) ++*(int *)userData;
+  return mlirLogicalResultFailure(); /* not handled: the next handler prints it */
+}
+
+/* Where the first op of piper's dialects written in custom form (`tdag.add %a ...` instead of
+ * `"tdag.add"(%a) ...`) starts in `text`; false if there is none. */
+static bool findCustomFormOp(const char *text, int *line, int *col, char *name, size_t size) {
+  static const char *const dialects[] = {"tdag.", "comm.", "sched."};
+  int ln = 1, cl = 1;
+  for (const char *p = text; *p; ++p) {
+    bool wordStart = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_' ||
+                                     p[-1] == '.' || p[-1] == '"' || p[-1] == '!' ||
+                                     p[-1] == '#' || p[-1] == '@' || p[-1] == '%');
+    for (int d = 0; wordStart && d < 3; ++d) {
+      size_t k = strlen(dialects[d]);
+      if (strncmp(p, dialects[d], k) || !isalpha((unsigned char)p[k])) continue;
+      size_t n = k;
+      while (isalnum((unsigned char)p[n]) || p[n] == '_') ++n;
+      snprintf(name, size, "%.*s", (int)n, p);
+      *line = ln, *col = cl;
+      return true;
+    }
+    if (*p == '\n') ++ln, cl = 1;
+    else ++cl;
+  }
+  return false;
+}
+
 MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *sourceName) {
   /* mlirOperationCreateParse wants one top-level op; a file of several ops (or none) is
    * wrapped in a module the way mlir-opt does implicitly. The wrapper opens on line 1, which
@@ -57,9 +95,26 @@ MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *so
     wrapped = malloc(n + 16);
     snprintf(wrapped, n + 16, "module {%s\n}", text);
   }
+  int errors = 0;
+  MlirDiagnosticHandlerID counter = mlirContextAttachDiagnosticHandler(ctx, countError, &errors, NULL);
   MlirOperation op =
       mlirOperationCreateParse(ctx, piperStr(wrapped ? wrapped : text), piperStr(sourceName));
+  mlirContextDetachDiagnosticHandler(ctx, counter);
   free(wrapped);
+  if (mlirOperationIsNull(op) && errors == 0) {
+    /* IRDL ops have no custom assembly format, and MLIR 22's parser then fails without a
+     * word: say what the user can do about it, at the op when it can be found. */
+    int line = 1, col = 1;
+    char name[64];
+    bool found = findCustomFormOp(text, &line, &col, name, sizeof name);
+    MlirLocation loc = mlirLocationFileLineColGet(ctx, piperStr(sourceName), line, col);
+    if (found)
+      piperEmitErrorf(loc, "'%s' must be written in generic form, e.g. \"%s\"(%%a, %%b) "
+                      "{attrs} : (operand types) -> result types: piper's dialects (IRDL) "
+                      "have no custom assembly syntax", name, name);
+    else
+      mlirEmitError(loc, "cannot parse this file as MLIR (the parser gave no reason)");
+  }
   if (mlirOperationIsNull(op)) return (MlirModule){NULL};
   MlirModule module = mlirModuleFromOperation(op);
   if (!mlirOperationVerify(op) || mlirLogicalResultIsFailure(piperVerifyTdag(op))) {

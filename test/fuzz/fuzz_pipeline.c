@@ -75,6 +75,7 @@ bool fuzzRunOnClone(MlirContext ctx, MlirOperation module, MlirPass *passes, int
 }
 
 char *fuzzCString(const uint8_t *data, size_t size) {
+  if (memchr(data, 0, size)) return NULL; /* piperReadInput refuses such files */
   char *s = malloc(size + 1);
   if (!s) abort();
   memcpy(s, data, size);

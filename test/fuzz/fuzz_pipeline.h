@@ -36,7 +36,8 @@ bool fuzzRunPasses(MlirContext ctx, MlirOperation module, MlirPass *passes, int 
 bool fuzzRunOnClone(MlirContext ctx, MlirOperation module, MlirPass *passes, int n,
                     const char *what);
 
-/* A NUL-terminated copy of the fuzzer's bytes; free() it. */
+/* A NUL-terminated copy of the fuzzer's bytes, or NULL if they hold a NUL byte (the tools
+ * refuse such a file when they read it, before any parsing); free() it. */
 char *fuzzCString(const uint8_t *data, size_t size);
 
 #endif

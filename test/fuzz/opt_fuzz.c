@@ -38,6 +38,7 @@ static void runPipelines(MlirContext ctx, MlirOperation module) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   MlirContext ctx = fuzzContext(NULL, NULL);
   char *text = fuzzCString(data, size);
+  if (!text) return 0;
   fuzzTakeErrorCount();
   MlirModule module = piperParseAndVerify(ctx, text, "fuzz.mlir");
   free(text);

@@ -51,6 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   MlirContext ctx = fuzzContext(&fresh, destroyModels);
   if (fresh) parseModels(ctx); /* the old modules died with the old context */
   char *text = fuzzCString(data, size);
+  if (!text) return 0;
   const char *p = text;
   while (isspace((unsigned char)*p)) ++p;
   const char *path = (*p == '[' || *p == '{') ? "fuzz.json" : "fuzz.mlir";

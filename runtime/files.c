@@ -1,0 +1,178 @@
+/* Output files: the checks every output path passes before the first step, and the unique
+ * temporary files atomic writes go through.
+ *
+ * Why before the first step: a run that trains for an hour and then finds its checkpoint
+ * folder missing, or that truncates its own data file by opening it as --metrics (the data is
+ * mmapped: the next read is a SIGBUS), has lost the run. Every such mistake is visible at
+ * start-up from the file system.
+ *
+ * Why unique temporaries: "PATH.tmp" opened with fopen follows a symlink planted there and
+ * overwrites its target, and two writers of one path clobber each other. PATH.XXXXXX created
+ * with O_CREAT|O_EXCL|O_NOFOLLOW is a new file of ours or nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prt_internal.h"
+
+/* "a regular file", "a directory", ... for messages. */
+static const char *prt_file_kind(mode_t m) {
+  if (S_ISREG(m)) return "a regular file";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+/* An owned copy of the folder part of `path` ("." for a bare name). */
+static char *prt_dir_of(const char *path) {
+  char *copy = strdup(path);
+  if (!copy) prt_fatal("out of memory copying a file name");
+  char *d = strdup(dirname(copy));
+  free(copy);
+  if (!d) prt_fatal("out of memory copying a file name");
+  return d;
+}
+
+/* An owned canonical name for `path`, which may not exist yet: realpath of its folder plus
+ * its last component. NULL if the folder cannot be resolved. */
+static char *prt_resolved(const char *path) {
+  char *dir = prt_dir_of(path);
+  char *rdir = realpath(dir, NULL);
+  free(dir);
+  if (!rdir) return NULL;
+  char *copy = strdup(path);
+  if (!copy) prt_fatal("out of memory copying a file name");
+  const char *base = basename(copy);
+  size_t n = strlen(rdir) + strlen(base) + 2;
+  char *out = prt_xmalloc(n, "a file name");
+  snprintf(out, n, "%s/%s", rdir, base);
+  free(rdir);
+  free(copy);
+  return out;
+}
+
+int prt_files_check(const prt_file_use *files, int64_t n, prt_status *st) {
+  struct stat *sb = prt_xmalloc((size_t)(n ? n : 1) * sizeof *sb, "file checks");
+  int *exists = prt_xmalloc((size_t)(n ? n : 1) * sizeof *exists, "file checks");
+  char **canon = prt_xmalloc((size_t)(n ? n : 1) * sizeof *canon, "file checks");
+  for (int64_t i = 0; i < n; i++) canon[i] = NULL;
+  for (int64_t i = 0; i < n && !st->code; i++) {
+    const prt_file_use *u = &files[i];
+    exists[i] = stat(u->path, &sb[i]) == 0;
+    int e = errno;
+    if (!exists[i] && e != ENOENT) {
+      prt_fail(st, 1, "cannot use %s %s: %s; pass a file name the system accepts", u->flag,
+               u->path, strerror(e));
+      break;
+    }
+    if (!u->output) continue; /* inputs: their own readers report them */
+    if (exists[i] && !S_ISREG(sb[i].st_mode)) {
+      prt_fail(st, 1, "%s %s is %s, not a regular file: writing it would %s; pass a path "
+               "for a new or regular file", u->flag, u->path, prt_file_kind(sb[i].st_mode),
+               S_ISDIR(sb[i].st_mode) ? "fail after training" : "replace or block on it");
+      break;
+    }
+    char *dir = prt_dir_of(u->path);
+    struct stat db;
+    if (stat(dir, &db) != 0) {
+      prt_fail(st, 1, "%s %s: its folder %s: %s; create the folder first (the run checks "
+               "this before training, not after)", u->flag, u->path, dir, strerror(errno));
+    } else if (!S_ISDIR(db.st_mode)) {
+      prt_fail(st, 1, "%s %s: %s is not a folder; pass a path inside a folder", u->flag,
+               u->path, dir);
+    } else if (access(dir, W_OK | X_OK) != 0) {
+      prt_fail(st, 1, "%s %s: its folder %s is not writable (%s); pass a path in a "
+               "writable folder", u->flag, u->path, dir, strerror(errno));
+    }
+    free(dir);
+  }
+  for (int64_t i = 0; i < n && !st->code; i++) canon[i] = prt_resolved(files[i].path);
+  /* Two uses of one file, at least one an output: by inode where both exist, else by name. */
+  for (int64_t i = 0; i < n && !st->code; i++)
+    for (int64_t j = 0; j < i && !st->code; j++) {
+      if (!files[i].output && !files[j].output) continue;
+      int same = exists[i] && exists[j] ? sb[i].st_dev == sb[j].st_dev &&
+                                              sb[i].st_ino == sb[j].st_ino
+                                        : canon[i] && canon[j] && !strcmp(canon[i], canon[j]);
+      if (same)
+        prt_fail(st, 1, "%s %s and %s %s are the same file: the %s would %s; pass different "
+                 "files", files[j].flag, files[j].path, files[i].flag, files[i].path,
+                 files[i].output ? "output" : "outputs",
+                 files[j].output && files[i].output ? "overwrite each other"
+                                                    : "overwrite the input it reads");
+    }
+  for (int64_t i = 0; i < n; i++) free(canon[i]);
+  free(canon);
+  free(exists);
+  free(sb);
+  return st->code;
+}
+
+int prt_temp_create(const char *path, char **tmp, prt_status *st) {
+  *tmp = NULL;
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    return prt_fail(st, 1, "cannot write %s: it is %s, and a save would replace it with a "
+                    "regular file; pass a path for a new or regular file", path,
+                    prt_file_kind(sb.st_mode)) ? -1 : -1; /* prt_fail returns 1 */
+  size_t n = strlen(path) + 8;
+  char *name = prt_xmalloc(n, "a file name");
+  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)name;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    char suffix[7];
+    for (int k = 0; k < 6; k++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull; /* an LCG: names, not secrets */
+      suffix[k] = letters[(x >> 33) % (sizeof letters - 1)];
+    }
+    suffix[6] = 0;
+    snprintf(name, n, "%s.%s", path, suffix);
+    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      *tmp = name;
+      return fd;
+    }
+    if (errno != EEXIST) {
+      int e = errno;
+      prt_fail(st, 1, "cannot create %s: %s (writing %s); check the directory exists, is "
+               "writable and has space", name, strerror(e), path);
+      free(name);
+      return -1;
+    }
+  }
+  prt_fail(st, 1, "cannot create a temporary file next to %s: 100 names taken; remove "
+           "stale %s.* files", path, path);
+  free(name);
+  return -1;
+}
+
+int prt_temp_commit(char *tmp, const char *path, prt_status *st) {
+  struct stat sb;
+  /* Checked again right before the rename: something may have appeared at path meanwhile,
+   * and rename(2) would replace a device node or FIFO with our file. */
+  if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode)) {
+    unlink(tmp);
+    return prt_fail(st, 1, "cannot write %s: it is %s, and a save would replace it with a "
+                    "regular file; pass a path for a new or regular file", path,
+                    prt_file_kind(sb.st_mode));
+  }
+  if (rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    return prt_fail(st, 1, "cannot rename %s to %s: %s; check the directory is writable",
+                    tmp, path, strerror(e));
+  }
+  return 0;
+}

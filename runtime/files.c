@@ -70,9 +70,10 @@ int prt_files_check(const prt_file_use *files, int64_t n, prt_status *st) {
     const prt_file_use *u = &files[i];
     exists[i] = stat(u->path, &sb[i]) == 0;
     int e = errno;
-    if (!exists[i] && e != ENOENT) {
-      prt_fail(st, 1, "cannot use %s %s: %s; pass a file name the system accepts", u->flag,
-               u->path, strerror(e));
+    if (!exists[i] && e != ENOENT) { /* a name too long (shown cut) or a bad folder */
+      size_t len = strlen(u->path);
+      prt_fail(st, 1, "cannot use %s %.200s%s (%zu bytes): %s; pass a file name the system "
+               "accepts", u->flag, u->path, len > 200 ? "..." : "", len, strerror(e));
       break;
     }
     if (!u->output) continue; /* inputs: their own readers report them */
@@ -101,13 +102,14 @@ int prt_files_check(const prt_file_use *files, int64_t n, prt_status *st) {
   for (int64_t i = 0; i < n && !st->code; i++)
     for (int64_t j = 0; j < i && !st->code; j++) {
       if (!files[i].output && !files[j].output) continue;
+      if (files[i].in_place_ok && files[j].in_place_ok) continue;
       int same = exists[i] && exists[j] ? sb[i].st_dev == sb[j].st_dev &&
                                               sb[i].st_ino == sb[j].st_ino
                                         : canon[i] && canon[j] && !strcmp(canon[i], canon[j]);
       if (same)
         prt_fail(st, 1, "%s %s and %s %s are the same file: the %s would %s; pass different "
                  "files", files[j].flag, files[j].path, files[i].flag, files[i].path,
-                 files[i].output ? "output" : "outputs",
+                 files[j].output && files[i].output ? "outputs" : "output",
                  files[j].output && files[i].output ? "overwrite each other"
                                                     : "overwrite the input it reads");
     }

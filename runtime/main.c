@@ -228,14 +228,14 @@ static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st
   prt_file_use *u = prt_xmalloc((size_t)cap * sizeof *u, "file checks");
   char **names = prt_xmalloc((size_t)(cap - 5 + 1) * sizeof *names, "file checks");
   int64_t nnames = 0;
-  if (o->data) u[n++] = (prt_file_use){"--data", o->data, 0};
-  if (o->init_ckpt) u[n++] = (prt_file_use){"--init-checkpoint", o->init_ckpt, 0};
-  if (o->metrics) u[n++] = (prt_file_use){"--metrics", o->metrics, 1};
-  if (o->save_ckpt) u[n++] = (prt_file_use){"--save-checkpoint", o->save_ckpt, 1};
-  if (o->dump_grads) u[n++] = (prt_file_use){"--dump-grads", o->dump_grads, 1};
+  if (o->data) u[n++] = (prt_file_use){"--data", o->data, 0, 0};
+  if (o->init_ckpt) u[n++] = (prt_file_use){"--init-checkpoint", o->init_ckpt, 0, 1};
+  if (o->metrics) u[n++] = (prt_file_use){"--metrics", o->metrics, 1, 0};
+  if (o->save_ckpt) u[n++] = (prt_file_use){"--save-checkpoint", o->save_ckpt, 1, 1};
+  if (o->dump_grads) u[n++] = (prt_file_use){"--dump-grads", o->dump_grads, 1, 0};
   for (int64_t r = 0; o->trace && r < ctx->world; r++) {
     names[nnames] = prt_trace_path(o->trace, r);
-    u[n++] = (prt_file_use){"--trace", names[nnames++], 1};
+    u[n++] = (prt_file_use){"--trace", names[nnames++], 1, 0};
   }
   prt_files_check(u, n, st);
   for (int64_t k = 0; k < nnames; k++) free(names[k]);

@@ -130,7 +130,11 @@ int main(int argc, char **argv) {
   } else if (!rc) {
     char obj[PATH_MAX], libDir[PATH_MAX], libFlag[PATH_MAX + 2];
     PiperOutput exe;
-    piperOutputPrepare(&exe, output);
+    if (!piperOutputPrepare(&exe, output)) {
+      mlirModuleDestroy(module);
+      mlirContextDestroy(ctx);
+      return 1;
+    }
     char *tmpExe = exe.tmp;
     snprintf(obj, sizeof obj, "%s.o.tmp", output);
     runtimeLibDir(libDir, sizeof libDir);

@@ -258,14 +258,23 @@ typedef struct prt_file_use {
  * exist, else the same resolved name), except two entries marked in_place_ok. Fails naming
  * the flag(s) and file(s). */
 int prt_files_check(const prt_file_use *files, int64_t n, prt_status *st);
-/* Creates a new, unique temporary file next to `path` (PATH.XXXXXX, O_CREAT|O_EXCL|
- * O_NOFOLLOW, so never through a planted symlink) and returns its descriptor, its name in
- * *tmp (owned). Refuses a `path` that exists and is not a regular file (a device node, a
- * FIFO, a directory: a rename would replace it). -1 with st filled on failure. */
-int prt_temp_create(const char *path, char **tmp, prt_status *st);
-/* Renames the finished temporary `tmp` over `path` (after checking again that `path` is not
- * a special file); on failure removes tmp and fills st. */
-int prt_temp_commit(char *tmp, const char *path, prt_status *st);
+/* A file being written, to appear at its destination only when complete. */
+typedef struct prt_temp {
+  int fd;        /* open for writing; -1 after commit or discard */
+  int anonymous; /* 1: an O_TMPFILE file with no name yet (nothing to clean up if killed) */
+  char *name;    /* owned: PATH.XXXXXX when named, "" while anonymous or once renamed */
+} prt_temp;
+/* Creates the file to write for `path` in path's folder: unnamed (O_TMPFILE) where the file
+ * system allows, else a new unique PATH.XXXXXX (O_CREAT|O_EXCL|O_NOFOLLOW: never through a
+ * planted symlink). Refuses a `path` that exists and is not a regular file (a device node, a
+ * FIFO, a directory: a rename would replace it). Fills st and returns non-zero on failure. */
+int prt_temp_create(const char *path, prt_temp *t, prt_status *st);
+/* After the data is written and synced: names the file (if unnamed) and renames it over
+ * `path`, after checking again that `path` is not a special file; closes t->fd. On failure
+ * removes what it created and fills st. */
+int prt_temp_commit(prt_temp *t, const char *path, prt_status *st);
+/* Closes and removes the file (a failed save). */
+void prt_temp_discard(prt_temp *t);
 
 /* ---- trace (trace.c) ---- */
 

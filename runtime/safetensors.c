@@ -103,6 +103,19 @@ static void prt_sync_dir(const char *path) {
   free(copy);
 }
 
+/* write(2) until all n bytes are out; 0 on an error (errno says which). */
+static int prt_write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n) {
+    ssize_t k = write(fd, p, n < ((size_t)1 << 30) ? n : (size_t)1 << 30);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return 0;
+    p += k;
+    n -= (size_t)k;
+  }
+  return 1;
+}
+
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
                           int64_t step, prt_status *st) {
   prt_buf h = {0};
@@ -127,50 +140,29 @@ int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t
   prt_buf_put(&h, "}", 1);
   while ((8 + h.len) % 8) prt_buf_put(&h, " ", 1);
 
-  char *tmp = NULL;
-  FILE *f = NULL;
-  int fd = prt_temp_create(path, &tmp, st);
-  if (fd < 0) {
+  prt_temp t;
+  if (prt_temp_create(path, &t, st)) {
     free(h.p);
     return st->code;
   }
-  const char *action = "open";
-  f = fdopen(fd, "wb");
-  int ok = f != NULL;
-  if (!ok) close(fd);
-  if (ok) {
-    action = "write";
-    uint64_t hlen = h.len; /* little-endian host, checked in prt_internal.h */
-    ok = fwrite(&hlen, 8, 1, f) == 1 && fwrite(h.p, 1, h.len, f) == h.len;
-    for (int64_t i = 0; ok && i < n; i++) {
-      size_t numel = 1;
-      for (int64_t k = 0; k < entries[i].ndim; k++) numel *= (size_t)entries[i].dims[k];
-      ok = fwrite(entries[i].data, 4, numel, f) == numel;
-    }
-    if (ok) action = "flush";
-    ok = ok && fflush(f) == 0;
-    if (ok) action = "fsync";
-    ok = ok && fsync(fileno(f)) == 0;
-    if (fclose(f) != 0 && ok) {
-      action = "close";
-      ok = 0;
-    }
+  const char *action = "write";
+  uint64_t hlen = h.len; /* little-endian host, checked in prt_internal.h */
+  int ok = prt_write_all(t.fd, &hlen, 8) && prt_write_all(t.fd, h.p, h.len);
+  for (int64_t i = 0; ok && i < n; i++) {
+    size_t numel = 1;
+    for (int64_t k = 0; k < entries[i].ndim; k++) numel *= (size_t)entries[i].dims[k];
+    ok = prt_write_all(t.fd, entries[i].data, 4 * numel);
   }
+  if (ok) action = "fsync";
+  ok = ok && fsync(t.fd) == 0;
   int e = errno;
-  if (ok && prt_temp_commit(tmp, path, st) != 0) {
-    free(h.p);
-    free(tmp);
-    return st->code;
-  }
   free(h.p);
   if (!ok) {
-    unlink(tmp);
-    prt_fail(st, 1, "cannot %s %s: %s (writing %s); check the directory exists, is "
-             "writable and has space", action, tmp, strerror(e), path);
-    free(tmp);
-    return st->code;
+    prt_temp_discard(&t);
+    return prt_fail(st, 1, "cannot %s %s: %s; check the directory is writable and has space",
+                    action, path, strerror(e));
   }
-  free(tmp);
+  if (prt_temp_commit(&t, path, st)) return st->code;
   prt_sync_dir(path);
   return 0;
 }

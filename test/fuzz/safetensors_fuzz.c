@@ -9,7 +9,7 @@
  * piper_rt and piper_rt_serial (then -lopenblas -lm, as build/lib/piper_rt_serial.link
  * lists). By hand: clang -fsanitize=fuzzer,address,undefined -Iinclude -Iruntime
  *   test/fuzz/safetensors_fuzz.c -Lbuild/lib -lpiper_rt -lpiper_rt_serial -lopenblas -lm
- * (or compile runtime/*.c into it with the sanitizers, so the parser itself is
+ * (or compile the runtime's .c files into it with the sanitizers, so the parser itself is
  * instrumented: 8 million runs from the seeds, 90 s, found nothing).
  * Replay: link with a main that calls LLVMFuzzerTestOneInput on each file of
  * test/fuzz/corpus/safetensors/ (the seeds: valid, truncated, overlapping, junk, ...).

@@ -152,7 +152,8 @@ static int prt_refuse_special(const char *path, mode_t m, prt_status *st) {
 int prt_temp_create(const char *path, prt_temp *t, prt_status *st) {
   *t = (prt_temp){.fd = -1};
   struct stat sb;
-  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) return prt_refuse_special(path, sb.st_mode, st);
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    return prt_refuse_special(path, sb.st_mode, st);
   size_t n = strlen(path) + 8;
   t->name = prt_xmalloc(n, "a file name");
   /* First choice: an unnamed file in the destination's folder (O_TMPFILE). Until it is

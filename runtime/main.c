@@ -11,6 +11,12 @@
  * rides on the loss allreduce, so the run stops after the next step. Rank 0 alone prints,
  * writes metrics and writes the checkpoint.
  *
+ * Before the first step: every output path is checked (prt_check_paths), so a bad one costs
+ * nothing; the data's tokens are checked against the vocabulary. During the run: the
+ * --timeout watchdog (comm backend) ends every rank when a transfer waits too long, and
+ * SIGINT/SIGTERM only set a flag that rides on the loss all-reduce, so all ranks stop after
+ * the same step, save what was asked and exit 128 + the signal.
+ *
  * Resuming: a checkpoint written by --save-checkpoint holds the parameters, AdamW's moments
  * and the number of completed steps K. A run started from it with --init-checkpoint runs
  * steps K, K+1, ... (AdamW's t, the data loader's batches and the metrics' numbering all

@@ -366,8 +366,8 @@ typedef struct prt_st_entry {
 
 /* Writes a safetensors file atomically: a unique temporary next to it (prt_temp_create),
  * fsync, rename. On failure nothing is left at `path` that was not there before and the
- * temporary is removed; a `path` that is a device node, FIFO or directory is refused. __metadata__ holds
- * "format": "pt" and, when step >= 0, "step": "<step>". */
+ * temporary is removed; a `path` that is a device node, FIFO or directory is refused.
+ * __metadata__ holds "format": "pt" and, when step >= 0, "step": "<step>". */
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
                           int64_t step, prt_status *st);
 /* One tensor of a safetensors header, as read. */

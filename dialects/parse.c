@@ -75,33 +75,46 @@ MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *so
 
 /* ---- PiperOutput ---- */
 
-/* The temporary being written, removed by the signal handler if SIGINT or SIGTERM comes
- * before the rename; NULL when none. One at a time: the tools write their outputs in turn. */
-static char *volatile piperActiveTmp;
+/* The temporaries being written (piper-compile nests the object inside the executable's),
+ * removed by the signal handler if SIGINT or SIGTERM comes before their rename. */
+#define PIPER_MAX_ACTIVE 8
+static char *volatile piperActive[PIPER_MAX_ACTIVE];
+static int piperNumActive; /* entries in use; the handlers are ours while it is > 0 */
 static struct sigaction piperOldInt, piperOldTerm;
 
 static void piperOutputOnSignal(int sig) {
-  char *tmp = piperActiveTmp;
-  if (tmp) unlink(tmp); /* async-signal-safe */
+  for (int k = 0; k < PIPER_MAX_ACTIVE; k++)
+    if (piperActive[k]) unlink(piperActive[k]); /* async-signal-safe */
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
 static void piperOutputWatch(char *tmp) {
-  piperActiveTmp = tmp;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = piperOutputOnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &piperOldInt);
-  sigaction(SIGTERM, &sa, &piperOldTerm);
+  for (int k = 0; k < PIPER_MAX_ACTIVE; k++) {
+    if (piperActive[k]) continue;
+    if (piperNumActive++ == 0) {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = piperOutputOnSignal;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGINT, &sa, &piperOldInt);
+      sigaction(SIGTERM, &sa, &piperOldTerm);
+    }
+    piperActive[k] = tmp;
+    return;
+  }
 }
 
-static void piperOutputUnwatch(void) {
-  if (!piperActiveTmp) return;
-  sigaction(SIGINT, &piperOldInt, NULL);
-  sigaction(SIGTERM, &piperOldTerm, NULL);
-  piperActiveTmp = NULL;
+static void piperOutputUnwatch(char *tmp) {
+  for (int k = 0; k < PIPER_MAX_ACTIVE; k++) {
+    if (piperActive[k] != tmp) continue;
+    piperActive[k] = NULL;
+    if (--piperNumActive == 0) {
+      sigaction(SIGINT, &piperOldInt, NULL);
+      sigaction(SIGTERM, &piperOldTerm, NULL);
+    }
+    return;
+  }
 }
 
 static char *piperStrdup(const char *s) {
@@ -201,7 +214,7 @@ int piperOutputCommit(PiperOutput *o, bool ok) {
       rc = 1;
     }
     if (rc) remove(o->tmp);
-    piperOutputUnwatch();
+    piperOutputUnwatch(o->tmp);
   }
   free(o->path);
   free(o->tmp);

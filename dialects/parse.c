@@ -2,7 +2,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Reading and parsing input, shared by every tool and by passes that read files. */
 #include "piper/piper.h"
@@ -124,30 +128,151 @@ MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *so
   return module;
 }
 
-void piperOutputPrepare(PiperOutput *o, const char *path) {
+/* ---- PiperOutput ---- */
+
+/* The temporaries being written (piper-compile nests the object inside the executable's),
+ * removed by the signal handler if SIGINT or SIGTERM comes before their rename. */
+#define PIPER_MAX_ACTIVE 8
+static char *volatile piperActive[PIPER_MAX_ACTIVE];
+static int piperNumActive; /* entries in use; the handlers are ours while it is > 0 */
+static struct sigaction piperOldInt, piperOldTerm;
+
+static void piperOutputOnSignal(int sig) {
+  for (int k = 0; k < PIPER_MAX_ACTIVE; k++)
+    if (piperActive[k]) unlink(piperActive[k]); /* async-signal-safe */
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void piperOutputWatch(char *tmp) {
+  for (int k = 0; k < PIPER_MAX_ACTIVE; k++) {
+    if (piperActive[k]) continue;
+    if (piperNumActive++ == 0) {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = piperOutputOnSignal;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGINT, &sa, &piperOldInt);
+      sigaction(SIGTERM, &sa, &piperOldTerm);
+    }
+    piperActive[k] = tmp;
+    return;
+  }
+}
+
+static void piperOutputUnwatch(char *tmp) {
+  for (int k = 0; k < PIPER_MAX_ACTIVE; k++) {
+    if (piperActive[k] != tmp) continue;
+    piperActive[k] = NULL;
+    if (--piperNumActive == 0) {
+      sigaction(SIGINT, &piperOldInt, NULL);
+      sigaction(SIGTERM, &piperOldTerm, NULL);
+    }
+    return;
+  }
+}
+
+static char *piperStrdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = malloc(n);
+  if (p) memcpy(p, s, n);
+  return p;
+}
+
+/* Creates `path.XXXXXX` (mkstemp: O_CREAT|O_EXCL, never through a symlink) with the usual
+ * permissions (0666 less the umask, as fopen would give) and returns its descriptor. */
+static int piperCreateTemp(char *tmpl) {
+  int fd = mkstemp(tmpl);
+  if (fd < 0) return -1;
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(fd, 0666 & ~mask);
+  return fd;
+}
+
+/* Fills o->path and o->tmp and creates the file; fd (if fdOut) stays open for the caller. */
+static bool piperOutputCreate(PiperOutput *o, const char *path, int *fdOut) {
   struct stat st;
   bool inPlace = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
   o->file = NULL;
-  snprintf(o->path, sizeof o->path, "%s", path);
-  snprintf(o->tmp, sizeof o->tmp, inPlace ? "%s" : "%s.tmp", path);
+  o->path = piperStrdup(path);
+  size_t n = strlen(path) + 8;
+  o->tmp = malloc(n);
+  if (!o->path || !o->tmp) {
+    fprintf(stderr, "piper: error: out of memory naming '%s'\n", path);
+    free(o->path);
+    free(o->tmp);
+    o->path = o->tmp = NULL;
+    return false;
+  }
+  if (inPlace && S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "piper: error: cannot write '%s': it is a directory; pass a file name to "
+                    "-o\n", path);
+  } else if (inPlace) { /* /dev/null, a pipe: written as it is, never renamed over */
+    snprintf(o->tmp, n, "%s", path);
+    int fd = fdOut ? open(path, O_WRONLY | O_CLOEXEC) : 0;
+    if (fd >= 0) {
+      if (fdOut) *fdOut = fd;
+      return true;
+    }
+    fprintf(stderr, "piper: error: cannot write '%s': %s\n", path, strerror(errno));
+  } else {
+    snprintf(o->tmp, n, "%s.XXXXXX", path);
+    int fd = piperCreateTemp(o->tmp);
+    if (fd >= 0) {
+      piperOutputWatch(o->tmp);
+      if (fdOut) *fdOut = fd;
+      else close(fd);
+      return true;
+    }
+    fprintf(stderr, "piper: error: cannot write '%s': %s (creating a temporary file next to "
+                    "it); check the folder exists and is writable\n", path, strerror(errno));
+  }
+  free(o->path);
+  free(o->tmp);
+  o->path = o->tmp = NULL;
+  return false;
+}
+
+bool piperOutputPrepare(PiperOutput *o, const char *path) {
+  return piperOutputCreate(o, path, NULL);
 }
 
 bool piperOutputOpen(PiperOutput *o, const char *path) {
-  piperOutputPrepare(o, path);
-  if (!(o->file = fopen(o->tmp, "w"))) {
+  int fd = -1;
+  if (!piperOutputCreate(o, path, &fd)) return false;
+  if (!(o->file = fdopen(fd, "w"))) {
     fprintf(stderr, "piper: error: cannot write '%s': %s\n", path, strerror(errno));
+    close(fd);
+    piperOutputCommit(o, false);
     return false;
   }
   return true;
 }
 
 int piperOutputCommit(PiperOutput *o, bool ok) {
+  if (!o->path) return 1;
   bool inPlace = !strcmp(o->tmp, o->path);
   if (o->file && fclose(o->file)) ok = false;
   o->file = NULL;
-  if (inPlace) return ok ? 0 : 1;
-  if (ok && rename(o->tmp, o->path) == 0) return 0;
-  if (ok) fprintf(stderr, "piper: error: cannot write '%s': %s\n", o->path, strerror(errno));
-  remove(o->tmp);
-  return 1;
+  int rc = ok ? 0 : 1;
+  if (!inPlace) {
+    struct stat st;
+    /* Checked again: something other than a regular file may have appeared at path since,
+     * and rename(2) would replace a device node or a FIFO with our file. */
+    if (ok && lstat(o->path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+      fprintf(stderr, "piper: error: cannot write '%s': it is no longer a regular file; not "
+                      "replacing it\n", o->path);
+      rc = 1;
+    } else if (ok && rename(o->tmp, o->path) != 0) {
+      fprintf(stderr, "piper: error: cannot write '%s': %s\n", o->path, strerror(errno));
+      rc = 1;
+    }
+    if (rc) remove(o->tmp);
+    piperOutputUnwatch(o->tmp);
+  }
+  free(o->path);
+  free(o->tmp);
+  o->path = o->tmp = NULL;
+  return rc;
 }

@@ -33,7 +33,11 @@ int piperEmitModule(MlirOperation module, const char *path, const char *kind) {
   err = NULL;
 
   PiperOutput out;
-  piperOutputPrepare(&out, path);
+  if (!piperOutputPrepare(&out, path)) {
+    LLVMDisposeModule(llmod);
+    LLVMContextDispose(llctx);
+    return 1;
+  }
   char *tmp = out.tmp;
   int rc = 0;
   if (!strcmp(kind, "ll")) {

@@ -310,6 +310,11 @@ int32_t prt_catalog_kind(const prt_ctx *ctx, const char *name) {
   return k < 0 ? -1 : ctx->catalog->e[k].kind;
 }
 
+int64_t prt_catalog_dim0(const prt_ctx *ctx, const char *name) {
+  int64_t k = ctx->catalog ? prt_catalog_index(ctx->catalog, name) : -1;
+  return k < 0 || ctx->catalog->e[k].ndim < 1 ? 0 : ctx->catalog->e[k].dims[0];
+}
+
 int64_t prt_catalog_numel(const prt_ctx *ctx) {
   int64_t n = 0;
   for (int64_t k = 0; ctx->catalog && k < ctx->catalog->n; k++)

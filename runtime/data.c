@@ -19,7 +19,7 @@
 
 #include "prt_internal.h"
 
-int prt_data_open(prt_data *d, const char *path, int64_t T, prt_status *st) {
+int prt_data_open(prt_data *d, const char *path, int64_t T, int64_t V, prt_status *st) {
   memset(d, 0, sizeof *d);
   if (!path) {
     d->bytes = (const uint8_t *)prt_default_corpus;
@@ -59,6 +59,18 @@ int prt_data_open(prt_data *d, const char *path, int64_t T, prt_status *st) {
                     path ? path : "<built-in corpus>", (long long)n, (long long)T,
                     (long long)(T + 2));
   }
+  /* Tokens are bytes (< 256); a model with a smaller vocabulary would index past wte in the
+   * embedding kernel, so every token is checked once here, before the first step. */
+  for (int64_t i = 0; V > 0 && V < 256 && i < d->n; i++)
+    if (d->bytes[i] >= V) {
+      int64_t v = d->bytes[i];
+      prt_data_close(d);
+      return prt_fail(st, 1, "token %lld at byte %lld of %s is outside the model's vocabulary "
+                      "(V = %lld): the data's bytes are its tokens; compile the model with "
+                      "--vocab 256 (piper-gen) or pass --data whose bytes are all below %lld",
+                      (long long)v, (long long)i, path ? path : "the built-in corpus",
+                      (long long)V, (long long)V);
+    }
   return 0;
 }
 

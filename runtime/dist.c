@@ -6,6 +6,7 @@
  * Handles: slot index in the low 32 bits, the slot's generation above them, so a handle
  * waited twice or never issued is caught even after its slot was reused.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 
 #define PRT_MAX_GROUPS (1 << 16)  /* group ids beyond this are surely a corrupt plan */
 #define PRT_MAX_STREAMS 1024      /* trace lanes */
+
+prt_watchdog prt_watch = {0.0, -1, NULL}; /* no watchdog until prt_main sets --timeout */
 
 static const char *const PLAN_BUG =
     "this is a bug in the compiled plan; recompile it or report the bug";
@@ -337,15 +340,19 @@ int prt_dist_setup(prt_ctx *ctx, int64_t *T_out, prt_status *st) {
   return 0;
 }
 
-double prt_dist_loss(prt_ctx *ctx, int pending, int *stop) {
-  double v[2] = {0.0, pending ? 1.0 : 0.0};
+double prt_dist_loss(prt_ctx *ctx, int pending, int signal, int *stop, int *signal_out) {
+  /* [sum of value * rows, ranks that failed, ranks told SIGINT, ranks told SIGTERM]: one
+   * allreduce carries the loss and every reason to stop, so all ranks leave the loop after
+   * the same step and agree on why. */
+  double v[4] = {0.0, pending ? 1.0 : 0.0, signal == SIGINT, signal == SIGTERM};
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     const prt_tensor_info *t = &ctx->tensors[i];
     if (t->kind != PRT_OUTPUT || strcmp(t->name, "loss") != 0) continue;
     int64_t rows = t->first_sample ? t->first_sample : ctx->global_batch;
     v[0] += (double)((const float *)t->data)[0] * (double)rows;
   }
-  prt_comm_allreduce_f64(v, 2);
+  prt_comm_allreduce_f64(v, 4);
   *stop = v[1] > 0;
+  *signal_out = v[3] > 0 ? SIGTERM : v[2] > 0 ? SIGINT : 0; /* SIGTERM wins: the stronger */
   return v[0] / (double)ctx->global_batch;
 }

@@ -11,6 +11,12 @@
  * rides on the loss allreduce, so the run stops after the next step. Rank 0 alone prints,
  * writes metrics and writes the checkpoint.
  *
+ * Before the first step: every output path is checked (prt_check_paths), so a bad one costs
+ * nothing; the data's tokens are checked against the vocabulary. During the run: the
+ * --timeout watchdog (comm backend) ends every rank when a transfer waits too long, and
+ * SIGINT/SIGTERM only set a flag that rides on the loss all-reduce, so all ranks stop after
+ * the same step, save what was asked and exit 128 + the signal.
+ *
  * Resuming: a checkpoint written by --save-checkpoint holds the parameters, AdamW's moments
  * and the number of completed steps K. A run started from it with --init-checkpoint runs
  * steps K, K+1, ... (AdamW's t, the data loader's batches and the metrics' numbering all
@@ -21,6 +27,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +47,8 @@ typedef struct prt_opts {
   const char *save_ckpt;  /* --save-checkpoint: borrowed; NULL = none */
   const char *dump_grads; /* --dump-grads: borrowed; NULL = none */
   const char *trace;      /* --trace: borrowed; NULL = none */
+  double timeout;         /* --timeout: seconds a transfer may wait (watchdog); 0 = forever */
+  int64_t ckpt_every;     /* --checkpoint-every: save every N steps; 0 = only at the end */
   int quiet;              /* --quiet: no per-step lines on stdout */
   int restart_steps;      /* --restart-steps: count from step 0 despite the checkpoint's step */
   int help;               /* --help: print usage and exit 0 */
@@ -71,10 +80,17 @@ static const char *const USAGE =
     "                          (step 0, or K when resuming) (safetensors)\n"
     "  --trace FILE            Chrome trace JSON per rank: FILE with .rank<k> before its\n"
     "                          extension (open in Perfetto / chrome://tracing)\n"
+    "  --checkpoint-every N    also write --save-checkpoint every N steps during the run\n"
+    "                          (atomically), so a run killed hard can resume\n"
+    "  --timeout SECONDS       a transfer or collective that waits longer ends every rank\n"
+    "                          with a message naming it (default 300; 0 = wait forever)\n"
     "  --quiet                 no per-step lines on stdout\n"
     "  --help                  this text\n"
     "A plan for D devices runs as D MPI ranks: mpirun -np D %s [options]\n"
-    "(as root, Open MPI also wants --allow-run-as-root; more ranks than cores, --oversubscribe).\n";
+    "(as root, Open MPI also wants --allow-run-as-root; more ranks than cores, --oversubscribe).\n"
+    "SIGINT or SIGTERM: every rank finishes the current step, writes --save-checkpoint,\n"
+    "metrics and traces, and the run exits 130 (SIGINT) or 143 (SIGTERM).\n"
+    "Exit codes: 0 done, 1 error, 2 bad command line, 130/143 stopped by a signal.\n";
 
 /* ---- flags ---- */
 
@@ -128,7 +144,7 @@ static int prt_parse_value(const prt_flag *f, const char *value, prt_status *st)
 
 /* args -> { "--help" | "--quiet" | flag value | flag=value } */
 static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
-  *o = (prt_opts){.steps = 20, .seed = 1337, .lr = 1e-3, .weight_decay = 0.0};
+  *o = (prt_opts){.steps = 20, .seed = 1337, .lr = 1e-3, .weight_decay = 0.0, .timeout = 300};
   const prt_flag flags[] = {
       {"--steps", PRT_FLAG_COUNT, &o->steps},
       {"--seed", PRT_FLAG_SEED, &o->seed},
@@ -140,6 +156,8 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--save-checkpoint", PRT_FLAG_FILE, &o->save_ckpt},
       {"--dump-grads", PRT_FLAG_FILE, &o->dump_grads},
       {"--trace", PRT_FLAG_FILE, &o->trace},
+      {"--timeout", PRT_FLAG_REAL, &o->timeout},
+      {"--checkpoint-every", PRT_FLAG_COUNT, &o->ckpt_every},
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -175,10 +193,61 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   if (o->dump_grads && o->steps < 1)
     return prt_fail(st, 2, "--dump-grads captures the first step but --steps is 0: command "
                     "line; run at least one step");
+  if (o->ckpt_every && !o->save_ckpt)
+    return prt_fail(st, 2, "--checkpoint-every needs --save-checkpoint (the file to write): "
+                    "command line; run with --help for usage");
   if (o->restart_steps && !o->init_ckpt)
     return prt_fail(st, 2, "--restart-steps needs --init-checkpoint (a run without one "
                     "starts at step 0 anyway): command line; run with --help for usage");
   return 0;
+}
+
+/* ---- signals ---- */
+
+/* SIGINT or SIGTERM received (the first one), 0 before. The handler only records it: the
+ * step loop reads it at the end of each step and carries it in the loss all-reduce, so every
+ * rank stops after the same step and the checkpoint it writes is a consistent state. */
+static volatile sig_atomic_t prt_signal_seen;
+
+static void prt_on_signal(int sig) {
+  if (!prt_signal_seen) prt_signal_seen = sig;
+}
+
+/* Routes SIGINT and SIGTERM to prt_on_signal (after MPI_Init, which may install its own). */
+static void prt_catch_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = prt_on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART; /* file writes and MPI polls carry on; the flag does the rest */
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ---- the files a run names ---- */
+
+/* Local, on every rank. Every output the run will write (rank 0's metrics, checkpoints and
+ * gradient dump, and each rank's trace file) passes prt_files_check against the inputs and
+ * each other before the first step, so a bad path costs nothing instead of the run. */
+static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st) {
+  int64_t n = 0, cap = 5 + (o->trace ? ctx->world : 0);
+  prt_file_use *u = prt_xmalloc((size_t)cap * sizeof *u, "file checks");
+  char **names = prt_xmalloc((size_t)(cap - 5 + 1) * sizeof *names, "file checks");
+  int64_t nnames = 0;
+  if (o->data) u[n++] = (prt_file_use){"--data", o->data, 0, 0};
+  if (o->init_ckpt) u[n++] = (prt_file_use){"--init-checkpoint", o->init_ckpt, 0, 1};
+  if (o->metrics) u[n++] = (prt_file_use){"--metrics", o->metrics, 1, 0};
+  if (o->save_ckpt) u[n++] = (prt_file_use){"--save-checkpoint", o->save_ckpt, 1, 1};
+  if (o->dump_grads) u[n++] = (prt_file_use){"--dump-grads", o->dump_grads, 1, 0};
+  for (int64_t r = 0; o->trace && r < ctx->world; r++) {
+    names[nnames] = prt_trace_path(o->trace, r);
+    u[n++] = (prt_file_use){"--trace", names[nnames++], 1, 0};
+  }
+  prt_files_check(u, n, st);
+  for (int64_t k = 0; k < nnames; k++) free(names[k]);
+  free(names);
+  free(u);
+  return st->code;
 }
 
 /* ---- the run ---- */
@@ -332,16 +401,20 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   FILE *metrics = NULL;
   int64_t T = 0;
   int64_t start = 0; /* the first step this run executes */
+  int64_t completed = 0; /* steps done, what a checkpoint written now records */
+  int stop_signal = 0;   /* SIGINT/SIGTERM agreed by every rank: stop after this step */
   ctx->lr = o->lr;
   ctx->weight_decay = o->weight_decay;
 
   setup(ctx);
-  if (!prt_check_world(ctx, st)) prt_ctx_allocate(ctx, st);
+  prt_watch.timeout_s = o->timeout;
+  prt_watch.step = -1;
+  if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st)) prt_ctx_allocate(ctx, st);
   if (prt_agree(ctx, st)) goto done;
   if (!prt_dist_setup(ctx, &T, st)) prt_catalog_build(ctx, st); /* alike on every rank */
   if (prt_agree(ctx, st)) goto done;
 
-  if (prt_data_open(&data, o->data, T, st) == 0) {
+  if (prt_data_open(&data, o->data, T, prt_catalog_dim0(ctx, "wte.weight"), st) == 0) {
     prt_ckpt_info info;
     if (!o->init_ckpt) prt_init_params(ctx, o->seed);
     else if (prt_checkpoint_load(ctx, o->init_ckpt, &info, st) == 0)
@@ -355,9 +428,11 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   if (o->trace) prt_trace_start(ctx);
 
   if (ctx->rank == 0 && !o->quiet) prt_banner(ctx, o, &data, T, start);
-  int pending = 0; /* this rank failed (a metrics write): every rank stops after this step */
+  int pending = 0;     /* this rank failed (a metrics write): every rank stops after this step */
+  completed = start;
   for (int64_t s = start; s < start + o->steps; s++) {
     ctx->step = s;
+    prt_watch.step = s;
     ctx->adam_t = s + 1;
     double t0 = prt_now_ms();
     prt_span_begin(ctx, "step", 0);
@@ -370,7 +445,9 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
                 ctx->ops_busy == 1 ? "" : "s", (long long)ctx->rank);
     prt_span_end(ctx, 0);
     int stop = 0;
-    float L = (float)prt_dist_loss(ctx, pending, &stop);
+    prt_watch.what = "the step's loss and stop flags";
+    float L = (float)prt_dist_loss(ctx, pending, prt_signal_seen, &stop, &stop_signal);
+    prt_watch.what = NULL;
     double ms = prt_now_ms() - t0;
     if (stop) goto done; /* the failing rank's status says why */
     double tps = ms > 0 ? (double)(ctx->global_batch * T) / (ms * 1e-3) : 0.0;
@@ -392,9 +469,31 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
       prt_grads_save(ctx, o->dump_grads, st);
       if (prt_agree(ctx, st)) goto done;
     }
+    completed = s + 1;
+    if (stop_signal) break;
+    if (o->ckpt_every && (completed - start) % o->ckpt_every == 0 &&
+        completed < start + o->steps) {
+      prt_watch.what = "a periodic checkpoint";
+      prt_checkpoint_save(ctx, o->save_ckpt, completed, st);
+      if (prt_agree(ctx, st)) goto done;
+      prt_watch.what = NULL;
+    }
   }
-  if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, start + o->steps, st);
+  prt_watch.what = "the final checkpoint";
+  if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, completed, st);
   if (prt_agree(ctx, st)) goto done;
+  prt_watch.what = NULL;
+  if (stop_signal && ctx->rank == 0) {
+    const char *name = stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
+    if (o->save_ckpt)
+      fprintf(stderr, "piper: stopped by %s after step %lld: saved %s (%lld steps completed); "
+              "resume with --init-checkpoint %s\n", name, (long long)(completed - 1),
+              o->save_ckpt, (long long)completed, o->save_ckpt);
+    else
+      fprintf(stderr, "piper: stopped by %s after step %lld; no checkpoint saved (pass "
+              "--save-checkpoint to keep the run)\n", name, (long long)(completed - 1));
+    fflush(stderr);
+  }
   prt_report_memory(ctx, o, metrics, st);
 
 done:
@@ -405,12 +504,14 @@ done:
   prt_agree(ctx, st);
   prt_data_close(&data);
   prt_ctx_destroy(ctx);
+  if (!st->code && stop_signal) st->code = 128 + stop_signal; /* the shell's convention */
   return st->code;
 }
 
 int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_ctx *)) {
   int owner = prt_comm_init(&argc, &argv); /* MPI_Init before anything else */
   int64_t rank = prt_comm_rank(), world = prt_comm_size();
+  prt_catch_signals();
   const char *prog = argc > 0 && argv[0] ? argv[0] : "piper-train";
   prt_opts o;
   prt_status st = {0};
@@ -420,8 +521,8 @@ int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_c
       fprintf(stderr, "piper: error: %s\n", st.msg);
       fprintf(stderr, "usage: %s [--steps N] [--data FILE] [--seed S] [--lr X] "
               "[--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] "
-              "[--restart-steps] [--save-checkpoint FILE] [--dump-grads FILE] [--trace FILE] "
-              "[--quiet] [--help]\n", prog);
+              "[--restart-steps] [--save-checkpoint FILE] [--checkpoint-every N] "
+              "[--dump-grads FILE] [--trace FILE] [--timeout SECONDS] [--quiet] [--help]\n", prog);
     }
     rc = st.code;
   } else if (o.help) {

@@ -226,9 +226,55 @@ int prt_agree(const prt_ctx *ctx, prt_status *st);
  * their communicators. *T_out gets the world's T. */
 int prt_dist_setup(prt_ctx *ctx, int64_t *T_out, prt_status *st);
 /* Collective: the step's loss, sum over ranks and "loss" outputs of value * rows, divided by
- * the global batch; `pending` (0 or 1, this rank's wish to stop) comes back as the world's
- * maximum in *stop. One allreduce. */
-double prt_dist_loss(prt_ctx *ctx, int pending, int *stop);
+ * the global batch; `pending` (0 or 1, this rank failed and must stop) comes back as the
+ * world's maximum in *stop, and `signal` (0, SIGINT or SIGTERM: this rank was asked to stop)
+ * as the world's strongest in *signal_out (SIGTERM over SIGINT). One allreduce. */
+double prt_dist_loss(prt_ctx *ctx, int pending, int signal, int *stop, int *signal_out);
+
+/* The watchdog: how long a transfer or collective may wait before every rank is ended, and
+ * what the run is doing, for its message. Set by prt_main, read by the comm backend. */
+typedef struct prt_watchdog {
+  double timeout_s; /* --timeout: seconds; 0 = wait forever */
+  int64_t step;     /* the step running, -1 before the first */
+  const char *what; /* borrowed constant: the runtime's own collective now running (e.g.
+                       "the loss all-reduce"), NULL inside the plan's step */
+} prt_watchdog;
+extern prt_watchdog prt_watch;
+
+/* ---- files (files.c) ---- */
+
+/* A file the command line names. */
+typedef struct prt_file_use {
+  const char *flag; /* "--metrics", for messages */
+  const char *path; /* borrowed */
+  int output;       /* 1: the run writes it; 0: it reads it */
+  int in_place_ok;  /* 1 on --init-checkpoint and --save-checkpoint: one file may be both
+                       (resuming in place is safe: the input is read whole before the first
+                       step and the output replaces it atomically) */
+} prt_file_use;
+/* Local. Checks, before anything is written: every output's folder exists, is a folder and is
+ * writable; an output that exists is a regular file (not a device, FIFO or directory); no
+ * output is the same file as an input or another output (same device and inode where both
+ * exist, else the same resolved name), except two entries marked in_place_ok. Fails naming
+ * the flag(s) and file(s). */
+int prt_files_check(const prt_file_use *files, int64_t n, prt_status *st);
+/* A file being written, to appear at its destination only when complete. */
+typedef struct prt_temp {
+  int fd;        /* open for writing; -1 after commit or discard */
+  int anonymous; /* 1: an O_TMPFILE file with no name yet (nothing to clean up if killed) */
+  char *name;    /* owned: PATH.XXXXXX when named, "" while anonymous or once renamed */
+} prt_temp;
+/* Creates the file to write for `path` in path's folder: unnamed (O_TMPFILE) where the file
+ * system allows, else a new unique PATH.XXXXXX (O_CREAT|O_EXCL|O_NOFOLLOW: never through a
+ * planted symlink). Refuses a `path` that exists and is not a regular file (a device node, a
+ * FIFO, a directory: a rename would replace it). Fills st and returns non-zero on failure. */
+int prt_temp_create(const char *path, prt_temp *t, prt_status *st);
+/* After the data is written and synced: names the file (if unnamed) and renames it over
+ * `path`, after checking again that `path` is not a special file; closes t->fd. On failure
+ * removes what it created and fills st. */
+int prt_temp_commit(prt_temp *t, const char *path, prt_status *st);
+/* Closes and removes the file (a failed save). */
+void prt_temp_discard(prt_temp *t);
 
 /* ---- trace (trace.c) ---- */
 
@@ -244,8 +290,8 @@ void prt_trace_event(prt_ctx *ctx, const char *name, const prt_comm_op *op, int6
                      double t0, double t1);
 /* Writes path with ".rank<k>" before its extension; local. */
 int prt_trace_write(const prt_ctx *ctx, const char *path, prt_status *st);
-/* "trace.json" -> "trace.rank3.json" into out (cap bytes). */
-void prt_trace_path(char *out, size_t cap, const char *path, int64_t rank);
+/* "trace.json" -> "trace.rank3.json", owned (allocated: no length limit, no truncation). */
+char *prt_trace_path(const char *path, int64_t rank);
 void prt_trace_free(prt_trace *t);
 
 /* ---- the tensor catalog (catalog.c) ---- */
@@ -260,6 +306,9 @@ int prt_catalog_build(prt_ctx *ctx, prt_status *st);
 /* PRT_PARAM or PRT_OPTIM if some rank declares a tensor called `name`, else -1 (after
  * prt_catalog_build). */
 int32_t prt_catalog_kind(const prt_ctx *ctx, const char *name);
+/* The first dimension of the parameter called `name` (its full shape) on any rank, or 0 if
+ * no rank declares it: "wte.weight" gives the vocabulary V. */
+int64_t prt_catalog_dim0(const prt_ctx *ctx, const char *name);
 /* Sum of the full sizes of every parameter in the world. */
 int64_t prt_catalog_numel(const prt_ctx *ctx);
 /* Optimizer-state names declared in the world (0: the plan has no optimizer state). */
@@ -292,8 +341,9 @@ typedef struct prt_data {
   const char *name;     /* borrowed: the file name, or "<built-in corpus>" */
 } prt_data;
 
-/* Opens `path` (NULL: the built-in corpus) and checks it holds at least T + 2 tokens. */
-int prt_data_open(prt_data *d, const char *path, int64_t T, prt_status *st);
+/* Opens `path` (NULL: the built-in corpus) and checks it holds at least T + 2 tokens and,
+ * for 0 < V < 256, that every token is below V (naming the first one that is not). */
+int prt_data_open(prt_data *d, const char *path, int64_t T, int64_t V, prt_status *st);
 void prt_data_close(prt_data *d);
 /* Fills every "tokens" and "targets" input for step s (see data.c for the offsets). */
 void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step);
@@ -314,11 +364,44 @@ typedef struct prt_st_entry {
   const float *data;    /* borrowed (product of dims) */
 } prt_st_entry;
 
-/* Writes a safetensors file atomically: path.tmp, fsync, rename. On failure nothing is
- * left at `path` that was not there before and path.tmp is removed. __metadata__ holds
- * "format": "pt" and, when step >= 0, "step": "<step>". */
+/* Writes a safetensors file atomically: a unique temporary next to it (prt_temp_create),
+ * fsync, rename. On failure nothing is left at `path` that was not there before and the
+ * temporary is removed; a `path` that is a device node, FIFO or directory is refused.
+ * __metadata__ holds "format": "pt" and, when step >= 0, "step": "<step>". */
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
                           int64_t step, prt_status *st);
+/* One tensor of a safetensors header, as read. */
+typedef struct prt_st_in {
+  char *name;                     /* owned, decoded UTF-8 */
+  char dtype[16];                 /* e.g. "F32"; longer names are cut (and never match) */
+  int64_t ndim;                   /* 0..8 */
+  int64_t dims[8];                /* shape */
+  uint64_t begin, end;            /* data_offsets, bytes into the data section */
+} prt_st_in;
+
+/* A parsed and checked safetensors header (prt_safetensors_parse). */
+typedef struct prt_st_header {
+  prt_st_in *ts;   /* owned (n), sorted by name (strcmp), names unique */
+  int64_t n;       /* tensors */
+  int64_t step;    /* __metadata__ "step"; -1 = absent */
+} prt_st_header;
+
+/* Parses the `size` bytes of a whole safetensors file image's first part: the 8-byte header
+ * length, then the JSON header, given that the file holds `size` bytes in all (only the
+ * first 8 + header length of them need be at `bytes`: pass avail = what is there). Checks,
+ * as the safetensors format does: the header length fits the file (and 100 MB), the header is
+ * a JSON object of tensors {dtype, shape, data_offsets} and optional __metadata__, names are
+ * unique, and the tensors' data_offsets tile the data section exactly (sorted by offset, each
+ * begins where the previous ended, the first at 0, the last ends at the file's end: no holes,
+ * no overlaps, nothing after). Time O(n log n) and memory O(header bytes). On failure fills
+ * st (code 1) naming `path` and leaves *h empty; on success the caller frees *h with
+ * prt_st_header_free. Needs no context: the fuzz target (test/fuzz) drives it directly. */
+int prt_safetensors_parse(const uint8_t *bytes, uint64_t avail, uint64_t size,
+                          const char *path, prt_st_header *h, prt_status *st);
+void prt_st_header_free(prt_st_header *h);
+/* The tensor called `name` in h, or NULL (binary search). */
+const prt_st_in *prt_st_header_find(const prt_st_header *h, const char *name);
+
 /* Collective. Rank 0 writes every parameter and every optimizer-state tensor declared on any
  * rank, full and by name, in the catalog's order (for one device: declaration order),
  * assembled from the ranks that hold their pieces (the lowest rank where pieces overlap), and

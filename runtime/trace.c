@@ -144,12 +144,15 @@ void prt_span_end(prt_ctx *ctx, int64_t stream) {
 
 /* ---- writing ---- */
 
-void prt_trace_path(char *out, size_t cap, const char *path, int64_t rank) {
+char *prt_trace_path(const char *path, int64_t rank) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   const char *dot = strrchr(base, '.');
   if (!dot || dot == base) dot = path + strlen(path); /* no extension (or a dot file) */
-  snprintf(out, cap, "%.*s.rank%lld%s", (int)(dot - path), path, (long long)rank, dot);
+  size_t n = strlen(path) + 32;
+  char *out = prt_xmalloc(n, "a trace file name");
+  snprintf(out, n, "%.*s.rank%lld%s", (int)(dot - path), path, (long long)rank, dot);
+  return out;
 }
 
 static void prt_json_string(FILE *f, const char *s) {
@@ -166,12 +169,14 @@ int prt_trace_write(const prt_ctx *ctx, const char *path, prt_status *st) {
   static const char *const op_name[] = {"send", "recv", "all_reduce", "reduce_scatter",
                                         "all_gather"};
   const prt_trace *t = ctx->trace;
-  char file[4096];
-  prt_trace_path(file, sizeof file, path, ctx->rank);
+  char *file = prt_trace_path(path, ctx->rank);
   FILE *f = fopen(file, "w");
-  if (!f)
-    return prt_fail(st, 1, "cannot write trace file: %s: %s; check the directory exists and "
-                    "is writable", file, strerror(errno));
+  if (!f) {
+    prt_fail(st, 1, "cannot write trace file: %s: %s; check the directory exists and "
+             "is writable", file, strerror(errno));
+    free(file);
+    return st->code;
+  }
   long long pid = (long long)ctx->rank;
   fprintf(f, "{\"traceEvents\": [\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, "
           "\"tid\": 0, \"args\": {\"name\": \"rank %lld\"}}", pid, pid);
@@ -206,7 +211,8 @@ int prt_trace_write(const prt_ctx *ctx, const char *path, prt_status *st) {
           (long long)t->dropped, t->dropped ? "true" : "false", PRT_TRACE_MAX_EVENTS);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad)
-    return prt_fail(st, 1, "cannot write trace file: %s: %s; check the disk has space", file,
-                    strerror(errno));
-  return 0;
+    prt_fail(st, 1, "cannot write trace file: %s: %s; check the disk has space", file,
+             strerror(errno));
+  free(file);
+  return st->code;
 }

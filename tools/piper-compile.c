@@ -128,11 +128,26 @@ int main(int argc, char **argv) {
   } else if (!rc && strcmp(emit, "exe")) {
     rc = piperEmitModule(op, output, emit);
   } else if (!rc) {
-    char obj[PATH_MAX], libDir[PATH_MAX], libFlag[PATH_MAX + 2];
+    char libDir[PATH_MAX], libFlag[PATH_MAX + 2];
     PiperOutput exe;
-    piperOutputPrepare(&exe, output);
+    if (!piperOutputPrepare(&exe, output)) {
+      mlirModuleDestroy(module);
+      mlirContextDestroy(ctx);
+      return 1;
+    }
     char *tmpExe = exe.tmp;
-    snprintf(obj, sizeof obj, "%s.o.tmp", output);
+    /* The object goes next to the executable's unique temporary (any length, never a fixed,
+     * guessable name), and is removed once linked. */
+    size_t objLen = strlen(tmpExe) + 3;
+    char *obj = malloc(objLen);
+    if (!obj) {
+      fprintf(stderr, "piper-compile: error: out of memory naming '%s'\n", output);
+      piperOutputCommit(&exe, false);
+      mlirModuleDestroy(module);
+      mlirContextDestroy(ctx);
+      return 1;
+    }
+    snprintf(obj, objLen, "%s.o", tmpExe);
     runtimeLibDir(libDir, sizeof libDir);
     snprintf(libFlag, sizeof libFlag, "-L%s", libDir);
     rc = piperEmitModule(op, obj, "obj");
@@ -165,6 +180,7 @@ int main(int argc, char **argv) {
                               "looked up in %s)\n", output, libDir);
     }
     remove(obj);
+    free(obj);
     rc = piperOutputCommit(&exe, rc == 0) || rc;
   }
   mlirModuleDestroy(module);

@@ -42,21 +42,26 @@ char *piperReadInput(const char *path, size_t *len);
  * already out. Then verifies IRDL constraints and tdag shapes. */
 MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *sourceName);
 
-/* Where output goes. A regular or new file is written as `path.tmp` and renamed only on
- * success, so a failure never leaves a partial file; anything else (/dev/null, a pipe) is
- * written in place. */
+/* Where output goes. A regular or new file is written as a new, unique `path.XXXXXX` next to
+ * it (created O_EXCL|O_NOFOLLOW, so a symlink planted there is never followed) and renamed
+ * over `path` only on success, so a failure, SIGINT or SIGTERM never leaves a partial file
+ * or a stray temporary; anything else that exists (/dev/null, a pipe, /dev/stdout) is written
+ * in place and never renamed over. */
 typedef struct {
-  FILE *file;      /* open for writing */
-  char path[4096]; /* the destination */
-  char tmp[4096];  /* what is written: path.tmp, or path itself */
+  FILE *file; /* open for writing, or NULL */
+  char *path; /* owned copy of the destination (any length) */
+  char *tmp;  /* owned: what is written, the temporary or path itself (in place) */
 } PiperOutput;
-/* Opens `o` for `path`; prints an error naming it and returns false on failure. */
+/* Opens `o` for `path`; prints an error naming it and returns false on failure (nothing to
+ * commit then). */
 bool piperOutputOpen(PiperOutput *o, const char *path);
-/* The file name to write for `path` (path.tmp or path) without opening it, for writers that
- * take a name (LLVM's emitters); then piperOutputCommit. */
-void piperOutputPrepare(PiperOutput *o, const char *path);
-/* Closes the file if open; on `ok` moves it into place, otherwise removes it. Returns 0 on
- * success, 1 (after printing an error) if the output could not be completed. */
+/* Creates the file to write for `path` (the temporary, or path in place) without keeping it
+ * open, for writers that take a name (LLVM's emitters, the linker); then piperOutputCommit.
+ * Prints an error and returns false if it cannot. */
+bool piperOutputPrepare(PiperOutput *o, const char *path);
+/* Closes the file if open; on `ok` moves it into place, otherwise removes it; frees o's
+ * names. Returns 0 on success, 1 (after printing an error) if the output could not be
+ * completed. */
 int piperOutputCommit(PiperOutput *o, bool ok);
 
 /* ---- dialects/sched_import.c ---- */

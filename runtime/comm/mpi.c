@@ -5,7 +5,14 @@
  * rank so member k is group rank k); the runtime's own traffic (agreements, checkpoint
  * assembly) runs on a second duplicate, so it never matches a plan's message. Transfers map
  * one to one: MPI_Isend / MPI_Irecv (MPI_FLOAT), MPI_Iallreduce (MPI_IN_PLACE, MPI_SUM),
- * MPI_Ireduce_scatter_block, MPI_Iallgather; prt_wait is MPI_Wait.
+ * MPI_Ireduce_scatter_block, MPI_Iallgather; prt_wait polls MPI_Test.
+ *
+ * The watchdog (--timeout): every wait here, the plan's and the runtime's own collectives
+ * alike (they are issued nonblocking too), polls MPI_Test against a deadline instead of
+ * blocking in MPI_Wait. A rank that stops without dying (SIGSTOP, a stuck peer) would
+ * otherwise leave every other rank waiting forever; past the deadline the waiting rank prints
+ * what it waited for (op, peer or group, stream, step) and MPI_Aborts, and mpirun kills the
+ * rest, the stopped one included.
  *
  * Errors: every communicator returns errors (MPI_ERRORS_RETURN); a failed call prints
  * "piper: error: <call> failed: <MPI's words>: <where> (rank k); ..." and MPI_Aborts, so no
@@ -16,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "prt_internal.h"
 
@@ -52,6 +60,72 @@ static void prt_mpi_check(int rc, const char *call, const char *where) {
 }
 
 #define PRT_MPI(call, where) prt_mpi_check((call), #call, (where))
+
+static double prt_mpi_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* "recv from rank 1 (tag 4, stream 2 'pp')", "all_reduce over group 0 (2 ranks, ...)". */
+static void prt_op_what(const prt_ctx *ctx, const prt_comm_op *op, char *what, size_t cap) {
+  static const char *const name[] = {"send", "recv", "all_reduce", "reduce_scatter",
+                                     "all_gather"};
+  char lane[96] = "";
+  int64_t s = op->stream;
+  if (s >= 0 && s < ctx->nstreams && ctx->stream_names[s])
+    snprintf(lane, sizeof lane, ", stream %lld '%.60s'", (long long)s, ctx->stream_names[s]);
+  else if (s >= 0)
+    snprintf(lane, sizeof lane, ", stream %lld", (long long)s);
+  if (op->kind == PRT_OP_SEND || op->kind == PRT_OP_RECV)
+    snprintf(what, cap, "%s %s rank %lld (tag %lld%s)", name[op->kind],
+             op->kind == PRT_OP_SEND ? "to" : "from", (long long)op->peer, (long long)op->tag,
+             lane);
+  else
+    snprintf(what, cap, "%s over group %lld (%lld ranks%s)", name[op->kind],
+             (long long)op->group, (long long)ctx->groups[op->group].n, lane);
+}
+
+/* Waits for *r like MPI_Wait, but ends every rank once prt_watch.timeout_s passes. `what`
+ * says what is waited for, or (NULL) the plan's transfer `op` of `ctx` does. Busy-polls first, as
+ * MPI_Wait does (a transfer usually lands within microseconds), then sleeps 100 us between
+ * tests so a long wait does not burn a core another rank needs. */
+static void prt_mpi_wait(MPI_Request *r, MPI_Status *status, const char *what,
+                         const prt_ctx *ctx, const prt_comm_op *op) {
+  if (prt_watch.timeout_s <= 0) {
+    PRT_MPI(MPI_Wait(r, status), "prt_wait");
+    return;
+  }
+  double deadline = prt_mpi_now() + prt_watch.timeout_s;
+  for (long spins = 0;; spins++) {
+    int done = 0;
+    PRT_MPI(MPI_Test(r, &done, status), "prt_wait");
+    if (done) return;
+    if (spins < 20000) continue;
+    struct timespec nap = {0, 100000};
+    nanosleep(&nap, NULL);
+    if ((spins & 63) || prt_mpi_now() < deadline) continue;
+    char step[48] = "before the first step", buf[256];
+    if (!what) prt_op_what(ctx, op, buf, sizeof buf);
+    if (prt_watch.step >= 0)
+      snprintf(step, sizeof step, "at step %lld", (long long)prt_watch.step);
+    fprintf(stderr, "piper: error: watchdog: %s waited more than %g s %s (rank %d): a rank "
+            "stopped or hangs (SIGSTOP, a stuck peer, a dead node); ending every rank; if "
+            "steps are really this slow, raise --timeout\n", what ? what : buf, prt_watch.timeout_s,
+            step, prt_mpi_rank);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+  }
+}
+
+/* The runtime's own collective, for watchdog messages. */
+static const char *prt_rt_what(const char *op) {
+  static char buf[160];
+  snprintf(buf, sizeof buf, "%s over all ranks (%s)", op,
+           prt_watch.what ? prt_watch.what : "the runtime's agreement");
+  return buf;
+}
 
 /* MPI counts are int: larger transfers are a plan the backend cannot carry in one call. */
 static int prt_mpi_count(int64_t n, const char *where) {
@@ -103,21 +177,29 @@ void prt_comm_abort(int code) {
 static int prt_alone(void) { return prt_plan_world == MPI_COMM_NULL || prt_mpi_size == 1; }
 
 void prt_comm_barrier(void) {
-  if (!prt_alone()) PRT_MPI(MPI_Barrier(prt_rt_world), "prt_comm_barrier");
+  if (prt_alone()) return;
+  MPI_Request r;
+  PRT_MPI(MPI_Ibarrier(prt_rt_world, &r), "prt_comm_barrier");
+  prt_mpi_wait(&r, MPI_STATUS_IGNORE, prt_rt_what("barrier"), NULL, NULL);
 }
 
 void prt_comm_allreduce_i64(int64_t *buf, int64_t n, prt_reduce_op op) {
   if (prt_alone()) return;
-  PRT_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, prt_mpi_count(n, "prt_comm_allreduce_i64"),
-                        MPI_INT64_T, op == PRT_REDUCE_MAX ? MPI_MAX : MPI_SUM, prt_rt_world),
+  MPI_Request r;
+  PRT_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, prt_mpi_count(n, "prt_comm_allreduce_i64"),
+                         MPI_INT64_T, op == PRT_REDUCE_MAX ? MPI_MAX : MPI_SUM, prt_rt_world,
+                         &r),
           "prt_comm_allreduce_i64");
+  prt_mpi_wait(&r, MPI_STATUS_IGNORE, prt_rt_what("all_reduce"), NULL, NULL);
 }
 
 void prt_comm_allreduce_f64(double *buf, int64_t n) {
   if (prt_alone()) return;
-  PRT_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, prt_mpi_count(n, "prt_comm_allreduce_f64"),
-                        MPI_DOUBLE, MPI_SUM, prt_rt_world),
+  MPI_Request r;
+  PRT_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, prt_mpi_count(n, "prt_comm_allreduce_f64"),
+                         MPI_DOUBLE, MPI_SUM, prt_rt_world, &r),
           "prt_comm_allreduce_f64");
+  prt_mpi_wait(&r, MPI_STATUS_IGNORE, prt_rt_what("all_reduce"), NULL, NULL);
 }
 
 void *prt_comm_allgatherv(const void *in, int64_t bytes, int64_t *counts) {
@@ -127,8 +209,10 @@ void *prt_comm_allgatherv(const void *in, int64_t bytes, int64_t *counts) {
     counts[0] = bytes;
     return out;
   }
-  PRT_MPI(MPI_Allgather(&bytes, 1, MPI_INT64_T, counts, 1, MPI_INT64_T, prt_rt_world),
+  MPI_Request r;
+  PRT_MPI(MPI_Iallgather(&bytes, 1, MPI_INT64_T, counts, 1, MPI_INT64_T, prt_rt_world, &r),
           "prt_comm_allgatherv");
+  prt_mpi_wait(&r, MPI_STATUS_IGNORE, prt_rt_what("all_gather"), NULL, NULL);
   int *cnt = prt_xmalloc((size_t)prt_mpi_size * sizeof *cnt, "gather counts");
   int *displ = prt_xmalloc((size_t)prt_mpi_size * sizeof *displ, "gather offsets");
   int64_t total = 0;
@@ -139,9 +223,10 @@ void *prt_comm_allgatherv(const void *in, int64_t bytes, int64_t *counts) {
   }
   prt_mpi_count(total, "prt_comm_allgatherv");
   void *out = prt_xmalloc((size_t)total, "gathered metadata");
-  PRT_MPI(MPI_Allgatherv(in, cnt[prt_mpi_rank], MPI_BYTE, out, cnt, displ, MPI_BYTE,
-                         prt_rt_world),
+  PRT_MPI(MPI_Iallgatherv(in, cnt[prt_mpi_rank], MPI_BYTE, out, cnt, displ, MPI_BYTE,
+                          prt_rt_world, &r),
           "prt_comm_allgatherv");
+  prt_mpi_wait(&r, MPI_STATUS_IGNORE, prt_rt_what("all_gather"), NULL, NULL);
   free(cnt);
   free(displ);
   return out;
@@ -154,8 +239,13 @@ void prt_comm_send_bytes(const void *buf, int64_t bytes, int64_t peer) {
   int64_t o = 0;
   do {
     int64_t n = bytes - o < PRT_CHUNK ? bytes - o : PRT_CHUNK;
-    PRT_MPI(MPI_Send((const char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world),
+    MPI_Request r;
+    char what[96];
+    snprintf(what, sizeof what, "send to rank %lld (the runtime's checkpoint assembly)",
+             (long long)peer);
+    PRT_MPI(MPI_Isend((const char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world, &r),
             "prt_comm_send_bytes");
+    prt_mpi_wait(&r, MPI_STATUS_IGNORE, what, NULL, NULL);
     o += n;
   } while (o < bytes);
 }
@@ -164,9 +254,13 @@ void prt_comm_recv_bytes(void *buf, int64_t bytes, int64_t peer) {
   int64_t o = 0;
   do {
     int64_t n = bytes - o < PRT_CHUNK ? bytes - o : PRT_CHUNK;
-    PRT_MPI(MPI_Recv((char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world,
-                     MPI_STATUS_IGNORE),
+    MPI_Request r;
+    char what[96];
+    snprintf(what, sizeof what, "recv from rank %lld (the runtime's checkpoint assembly)",
+             (long long)peer);
+    PRT_MPI(MPI_Irecv((char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world, &r),
             "prt_comm_recv_bytes");
+    prt_mpi_wait(&r, MPI_STATUS_IGNORE, what, NULL, NULL);
     o += n;
   } while (o < bytes);
 }
@@ -240,7 +334,7 @@ void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   MPI_Request r;
   MPI_Status status;
   memcpy(&r, req, sizeof r);
-  PRT_MPI(MPI_Wait(&r, &status), "prt_wait");
+  prt_mpi_wait(&r, &status, NULL, ctx, op);
   if (op->kind == PRT_OP_RECV) {
     int got = 0;
     MPI_Get_count(&status, MPI_FLOAT, &got);

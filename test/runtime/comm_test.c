@@ -30,6 +30,7 @@
  * optimizer state), and runs resumed from one layout's checkpoint under another.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,11 +289,13 @@ static void test_agreement(void) {
   double want = 0;
   for (int64_t r = 0; r < W; r++) want += (double)(r + 1) * (r + 0.25);
   want /= (double)G;
-  int stop = 1;
-  double L = prt_dist_loss(ctx, 0, &stop);
+  int stop = 1, sig = -1;
+  double L = prt_dist_loss(ctx, 0, 0, &stop, &sig);
   if (fabs(L - want) > 1e-12 || stop) fail("loss %.17g (stop %d), want %.17g", L, stop, want);
-  L = prt_dist_loss(ctx, R == W - 1, &stop);
+  if (sig) fail("signal %d without one sent", sig);
+  L = prt_dist_loss(ctx, R == W - 1, R == 0 ? SIGTERM : 0, &stop, &sig);
   if (!stop) fail("the last rank asked to stop, but rank %lld was not told", (long long)R);
+  if (sig != SIGTERM) fail("rank 0 got SIGTERM, but rank %lld was told %d", (long long)R, sig);
   prt_ctx_destroy(ctx);
   end();
 }

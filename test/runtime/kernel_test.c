@@ -573,7 +573,7 @@ static void test_runtime_basics(void) {
   fclose(f);
   prt_data d;
   prt_status st = {0};
-  if (prt_data_open(&d, path, 4, &st)) fail("open: %s", st.msg);
+  if (prt_data_open(&d, path, 4, 0, &st)) fail("open: %s", st.msg);
   else {
     for (int64_t s = 0; s < 4; s++) {
       prt_data_fill(&d, ctx, s);
@@ -590,16 +590,16 @@ static void test_runtime_basics(void) {
     prt_data_close(&d);
   }
   st = (prt_status){0};
-  if (prt_data_open(&d, path, 19, &st) == 0 || !strstr(st.msg, "20 bytes") ||
+  if (prt_data_open(&d, path, 19, 0, &st) == 0 || !strstr(st.msg, "20 bytes") ||
       !strstr(st.msg, "at least T + 2 = 21"))
     fail("short data not reported with its length and the minimum: %s", st.msg);
   unlink(path);
   st = (prt_status){0};
   path_in_tmp(path, sizeof path, "no-such-file");
-  if (prt_data_open(&d, path, 4, &st) == 0 || !strstr(st.msg, path))
+  if (prt_data_open(&d, path, 4, 0, &st) == 0 || !strstr(st.msg, path))
     fail("missing data file not reported by name: %s", st.msg);
   st = (prt_status){0};
-  if (prt_data_open(&d, NULL, 128, &st) || d.n < 8 * 1024) fail("built-in corpus: %s", st.msg);
+  if (prt_data_open(&d, NULL, 128, 0, &st) || d.n < 8 * 1024) fail("built-in corpus: %s", st.msg);
   else prt_data_close(&d);
   prt_ctx_destroy(ctx);
   end();
@@ -1091,7 +1091,7 @@ static void test_dist(void) {
   for (int i = 0; i < 200; i++) fputc(i, f);
   fclose(f);
   prt_data d;
-  if (prt_data_open(&d, path, 4, &st)) fail("open: %s", st.msg);
+  if (prt_data_open(&d, path, 4, 0, &st)) fail("open: %s", st.msg);
   else {
     for (int64_t s = 0; s < 3; s++) {
       prt_data_fill(&d, ctx, s);
@@ -1118,9 +1118,9 @@ static void test_dist(void) {
                                          {"a/b.c.json", "a/b.c.rank3.json"},
                                          {".trace", ".trace.rank3"}};
   for (int k = 0; k < 4; k++) {
-    char out[64];
-    prt_trace_path(out, sizeof out, paths[k][0], 3);
+    char *out = prt_trace_path(paths[k][0], 3);
     if (strcmp(out, paths[k][1])) fail("%s -> %s, want %s", paths[k][0], out, paths[k][1]);
+    free(out);
   }
   end();
 }
@@ -1287,7 +1287,9 @@ static void test_main_dist(void) {
   main_setup = micro_setup, main_step = micro_step;
   if (run_main("--quiet", "--steps", "2", tflag, NULL) != 0) fail("traced run failed");
   main_setup = bigram_setup, main_step = bigram_step;
-  prt_trace_path(trace0, sizeof trace0, trace, 0);
+  char *t0name = prt_trace_path(trace, 0);
+  snprintf(trace0, sizeof trace0, "%s", t0name);
+  free(t0name);
   if (read_file(trace0, text, sizeof text) < 0) {
     fail("no trace at %s", trace0);
   } else {

@@ -4,15 +4,8 @@
  * layout). Whatever the input, the parse must return (a status, never a crash, an overflow or
  * a hang), leak nothing, and on success hand back a header whose every name the binary search
  * finds again.
- *
- * Needs: include dirs include/ (piper/runtime.h) and runtime/ (prt_internal.h); libraries
- * piper_rt and piper_rt_serial (then -lopenblas -lm, as build/lib/piper_rt_serial.link
- * lists). By hand: clang -fsanitize=fuzzer,address,undefined -Iinclude -Iruntime
- *   test/fuzz/safetensors_fuzz.c -Lbuild/lib -lpiper_rt -lpiper_rt_serial -lopenblas -lm
- * (or compile the runtime's .c files into it with the sanitizers, so the parser itself is
- * instrumented: 8 million runs from the seeds, 90 s, found nothing).
- * Replay: link with a main that calls LLVMFuzzerTestOneInput on each file of
- * test/fuzz/corpus/safetensors/ (the seeds: valid, truncated, overlapping, junk, ...).
+ * Built by test/fuzz/CMakeLists.txt (with the runtime instrumented in the fuzz tree); seeds
+ * in corpus/safetensors: valid, truncated, overlapping, junk, huge header length, ...
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -641,7 +641,7 @@ int prt_safetensors_parse(const uint8_t *bytes, uint64_t avail, uint64_t size,
     prt_st_header_free(h);
     return st->code;
   }
-  qsort(h->ts, (size_t)h->n, sizeof *h->ts, prt_st_by_name);
+  if (h->n > 1) qsort(h->ts, (size_t)h->n, sizeof *h->ts, prt_st_by_name); /* ts is NULL when n is 0 */
   for (int64_t j = 1; j < h->n && !st->code; j++)
     if (strcmp(h->ts[j - 1].name, h->ts[j].name) == 0)
       prt_fail(st, 1, "checkpoint names tensor '%s' twice: %s; the file is corrupt; pass a "

@@ -133,28 +133,18 @@ static int parseArgs(int argc, char **argv, Options *o) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  Options o = {0};
-  int rc = parseArgs(argc, argv, &o);
-  if (rc) {
-    free(o.steps);
-    return rc;
-  }
-  char *text = piperReadInput(o.input, NULL);
-  if (!text) return 1;
-  MlirContext ctx = piperContextCreate();
-  if (mlirContextIsNull(ctx)) return 1;
-  piperAttachDiagnosticPrinter(ctx, stderr, NULL);
-
+/* Reads, runs and writes what `o` asks for in `ctx`; returns the exit code. */
+static int runTool(MlirContext ctx, Options *o, char *text) {
   /* A failed run leaves no partial output file (see PiperOutput). */
   PiperOutput output;
   FILE *out = stdout;
-  if (o.output) {
-    if (!piperOutputOpen(&output, o.output)) return 1;
+  int rc = 0;
+  if (o->output) {
+    if (!piperOutputOpen(&output, o->output)) return 1;
     out = output.file;
   }
-  if (!o.split) {
-    rc = processChunk(ctx, &o, text, out);
+  if (!o->split) {
+    rc = processChunk(ctx, o, text, out);
   } else {
     /* Each chunk is padded with the newlines before it, so diagnostics keep the line numbers
      * of the original file. */
@@ -168,7 +158,7 @@ int main(int argc, char **argv) {
       memset(padded, '\n', line - 1);
       memcpy(padded + line - 1, chunk, len);
       padded[line - 1 + len] = 0;
-      rc |= processChunk(ctx, &o, padded, out);
+      rc |= processChunk(ctx, o, padded, out);
       free(padded);
       for (size_t k = 0; k < len; ++k) line += chunk[k] == '\n';
       if (!sep) break;
@@ -179,8 +169,22 @@ int main(int argc, char **argv) {
       line++;
     }
   }
-  if (o.output && piperOutputCommit(&output, rc == 0)) rc = 1;
-  mlirContextDestroy(ctx);
+  if (o->output && piperOutputCommit(&output, rc == 0)) rc = 1;
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  Options o = {0};
+  int rc = parseArgs(argc, argv, &o);
+  char *text = rc ? NULL : piperReadInput(o.input, NULL);
+  if (!rc && !text) rc = 1;
+  MlirContext ctx = rc ? (MlirContext){NULL} : piperContextCreate();
+  if (!rc && mlirContextIsNull(ctx)) rc = 1;
+  if (!rc) {
+    piperAttachDiagnosticPrinter(ctx, stderr, NULL);
+    rc = runTool(ctx, &o, text);
+  }
+  if (!mlirContextIsNull(ctx)) mlirContextDestroy(ctx);
   free(text);
   free(o.steps);
   return rc;

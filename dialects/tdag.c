@@ -529,3 +529,15 @@ MlirLogicalResult piperVerifyTdag(MlirOperation root) {
   mlirOperationWalk(root, verifyWalk, &v, MlirWalkPreOrder);
   return v.errors ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
 }
+
+int64_t piperDeviceFunctionNumber(MlirStringRef name) {
+  char buf[32];
+  if (name.length < 8 || name.length >= sizeof buf || memcmp(name.data, "device_", 7)) return -1;
+  memcpy(buf, name.data + 7, name.length - 7);
+  buf[name.length - 7] = 0;
+  int64_t d;
+  if (!(buf[0] >= '0' && buf[0] <= '9') || (buf[0] == '0' && buf[1]) ||
+      !piperParseI64(buf, 0, PIPER_MAX_DEVICES - 1, &d))
+    return -1;
+  return d;
+}

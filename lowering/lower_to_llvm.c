@@ -349,19 +349,6 @@ static void freeShared(Shared *sh) {
   piperPtrMapFree(&sh->declared);
 }
 
-/* d if `name` is exactly "device_<d>" (decimal, no sign, no leading zeros), else -1. */
-static int64_t deviceNumber(MlirStringRef name) {
-  char buf[32];
-  if (name.length < 8 || name.length >= sizeof buf || memcmp(name.data, "device_", 7)) return -1;
-  memcpy(buf, name.data + 7, name.length - 7);
-  buf[name.length - 7] = 0;
-  int64_t d;
-  if (!(buf[0] >= '0' && buf[0] <= '9') || (buf[0] == '0' && buf[1]) ||
-      !piperParseI64(buf, 0, PIPER_MAX_DEVICES - 1, &d))
-    return -1;
-  return d;
-}
-
 MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(moduleOp, 0));
   MlirOperation *graphs = NULL; /* every graph function, however many devices the plan has */
@@ -405,7 +392,7 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   bool *seen = plan ? calloc(devices, sizeof *seen) : NULL;
   for (size_t g = 0; plan && g < nGraphs; ++g) {
     MlirAttribute sym = mlirOperationGetAttributeByName(graphs[g], piperStr("sym_name"));
-    int64_t d = deviceNumber(mlirStringAttrGetValue(sym));
+    int64_t d = piperDeviceFunctionNumber(mlirStringAttrGetValue(sym));
     if (d < 0 || d >= devices || seen[d]) {
       mlirEmitError(mlirOperationGetLocation(graphs[g]),
                     "piper-lower-to-llvm: in a plan of piper.devices devices, graph functions "

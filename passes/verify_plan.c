@@ -83,14 +83,14 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
   int64_t nGroups = 0;
   for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f)) {
-    long long d;
     MlirAttribute sym = mlirOperationGetAttributeByName(f, piperStr("sym_name"));
     if (!piperOpIs(f, "func.func") || mlirAttributeIsNull(sym)) continue;
-    MlirStringRef s = mlirStringAttrGetValue(sym);
-    char name[64];
-    snprintf(name, sizeof name, "%.*s", (int)s.length, s.data);
-    if (sscanf(name, "device_%lld", &d) != 1 || d < 0 || d >= N) continue;
+    int64_t d = piperDeviceFunctionNumber(mlirStringAttrGetValue(sym));
+    if (d < 0 || d >= N) continue;
+    /* one function per device: symbol names are unique and the exact-name rule is one to
+     * one (`device_0x` or `device_00` is no device's plan) */
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
+    if (mlirBlockIsNull(body)) continue; /* a declaration: no ops, an empty plan */
     size_t cap = 64;
     dev[d].ops = malloc(cap * sizeof *dev[d].ops);
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);

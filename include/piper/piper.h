@@ -99,6 +99,10 @@ void piperEmitErrorf(MlirLocation loc, const char *fmt, ...) __attribute__((form
  * e.g. "B PP=1 layer=3 mb=2"; used for trace spans and DAG drawings. */
 void piperNodeLabel(MlirOperation op, char *buf, size_t size);
 
+/* d if `name` is exactly "device_<d>" (decimal, no sign, no leading zeros, below
+ * PIPER_MAX_DEVICES): the per-device plan functions --piper-extract writes; else -1. */
+int64_t piperDeviceFunctionNumber(MlirStringRef name);
+
 /* Ranked tensor helpers. numel of a 0-d tensor is 1; -1 if the count overflows int64 (the
  * verifier refuses such types, so passes that run on verified IR never see -1). */
 int64_t piperTensorRank(MlirType t);

@@ -13,6 +13,17 @@
  * declare what every rank shares (world, global batch, communicator groups, streams, in the
  * same order everywhere) and branch on prt_rank. comm ops become nonblocking runtime calls and
  * comm.wait ops the waits for them (lower_comm.c).
+ *
+ * The gradient norm (--grad-clip, the metrics' grad_norm). Every piper_step calls
+ * prt_grad_sq_accum for each tdag.adamw's gradient slice and then prt_grad_norm_sync (one
+ * all-reduce over every rank, on the runtime's own communicator) right before its first op of
+ * the update pass (pass = "UPD"), or at its end if it has none; the waits of non-update
+ * transfers that bring a tensor (gradient reductions, received gradients) move up before that
+ * point, so every gradient is final there (placeGradNorm). --piper-extract runs the update pass
+ * last on every device, and no op outside it reads anything it produces within the step, so
+ * each device's ops before the point depend only on the other devices' ops before theirs: every
+ * device reaches the norm, and updates (with the all-gathers and copy refreshes after them)
+ * all use the clipped gradient.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +169,40 @@ void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args) {
 }
 
 
+/* True for an op of the update pass (pass = "UPD"). */
+static bool isUpdate(MlirOperation op) {
+  char pass[8];
+  return piperGetStringAttr(op, "pass", pass, sizeof pass) && !strcmp(pass, "UPD");
+}
+
+/* Sets L->normAt to the index of the first update op (nOps if none), after moving before it,
+ * in order, every comm.wait found after it whose transfer is outside the update pass and
+ * brings a tensor (what an update may read must be complete when the norm is taken). The
+ * transfers themselves were issued before that point, so only their waits move earlier. */
+static void placeGradNorm(Lowering *L) {
+  size_t u = 0;
+  while (u < L->nOps && !isUpdate(L->ops[u])) u++;
+  size_t hoisted = u;
+  for (size_t i = u; i < L->nOps; ++i) {
+    MlirOperation op = L->ops[i];
+    if (!piperOpIs(op, "comm.wait")) continue;
+    MlirValue token = mlirOperationGetOperand(op, 0);
+    if (!mlirValueIsAOpResult(token)) continue;
+    MlirOperation from = mlirOpResultGetOwner(token);
+    if (isUpdate(from) || mlirOperationGetNumResults(from) < 2) continue;
+    memmove(&L->ops[hoisted + 1], &L->ops[hoisted], (i - hoisted) * sizeof *L->ops);
+    L->ops[hoisted++] = op;
+  }
+  L->normAt = hoisted;
+}
+
+/* prt_grad_sq_accum for every update's gradient slice, then prt_grad_norm_sync. */
+static void emitGradNorm(Lowering *L) {
+  for (size_t i = 0; i < L->nOps; ++i)
+    if (piperOpIs(L->ops[i], "tdag.adamw")) lwLowerGradSq(L, L->ops[i]);
+  lwCall(L, "prt_grad_norm_sync", 1, &L->ctxArg);
+}
+
 static void emitStep(Lowering *L, const char *fnName) {
   L->ctxArg = lbBeginFunction(&L->lb, fnName);
   L->arena = lbCall(&L->lb, "prt_arena", L->lb.ptr, 1, &L->ctxArg);
@@ -167,6 +212,7 @@ static void emitStep(Lowering *L, const char *fnName) {
   MlirValue compute = lbConstI64(&L->lb, 0);
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
+    if (i == L->normAt) emitGradNorm(L);
     /* waiting is idle time: close the open span before a wait */
     if (piperOpIs(op, "comm.wait") && open[0]) {
       MlirValue end[2] = {L->ctxArg, compute};
@@ -187,6 +233,7 @@ static void emitStep(Lowering *L, const char *fnName) {
     if (piperOpInDialect(op, "comm")) lwLowerComm(L, op);
     else lwLowerCompute(L, op);
   }
+  if (L->normAt >= L->nOps) emitGradNorm(L); /* no update here: still one norm a step */
   if (open[0]) {
     MlirValue end[2] = {L->ctxArg, compute};
     lbCall(&L->lb, "prt_span_end", (MlirType){NULL}, 2, end);
@@ -248,6 +295,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
     if (!piperOpIs(op, "func.return")) L.ops[n++] = op;
+  placeGradNorm(&L);
 
   if (!lwPlanMemory(&L)) {
     mlirEmitError(mlirOperationGetLocation(func),

@@ -95,6 +95,11 @@ static const char *const USAGE =
     "  --adam-beta1 X          AdamW beta1; overrides the plan's (default 0.9)\n"
     "  --adam-beta2 X          AdamW beta2; overrides the plan's (default 0.95)\n"
     "  --adam-eps X            AdamW eps; overrides the plan's (default 1e-8)\n"
+    "  --eval-data FILE        evaluate on this file's bytes (needs --eval-every)\n"
+    "  --eval-every N          after every step s with (s+1) %% N == 0: the mean loss of\n"
+    "                          --eval-batches batches of --eval-data, without updates\n"
+    "  --eval-batches K        batches per evaluation: batch k reads the windows training\n"
+    "                          step k would (default 1)\n"
     "  --quiet                 no per-step lines on stdout\n"
     "  --help                  this text\n"
     "A plan for D devices runs as D MPI ranks: mpirun -np D %s [options]\n"
@@ -184,6 +189,9 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--adam-beta1", PRT_FLAG_REAL, &o->loop.beta1},
       {"--adam-beta2", PRT_FLAG_REAL, &o->loop.beta2},
       {"--adam-eps", PRT_FLAG_REAL, &o->loop.eps},
+      {"--eval-data", PRT_FLAG_FILE, &o->loop.eval_data},
+      {"--eval-every", PRT_FLAG_COUNT, &o->loop.eval_every},
+      {"--eval-batches", PRT_FLAG_COUNT, &o->loop.eval_batches},
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -258,12 +266,13 @@ static void prt_catch_signals(void) {
  * gradient dump, and each rank's trace file) passes prt_files_check against the inputs and
  * each other before the first step, so a bad path costs nothing instead of the run. */
 static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st) {
-  int64_t n = 0, cap = 5 + (o->trace ? ctx->world : 0);
+  int64_t n = 0, cap = 6 + (o->trace ? ctx->world : 0);
   prt_file_use *u = prt_xmalloc((size_t)cap * sizeof *u, "file checks");
-  char **names = prt_xmalloc((size_t)(cap - 5 + 1) * sizeof *names, "file checks");
+  char **names = prt_xmalloc((size_t)(cap - 6 + 1) * sizeof *names, "file checks");
   int64_t nnames = 0;
   if (o->data) u[n++] = (prt_file_use){"--data", o->data, 0, 0};
   if (o->init_ckpt) u[n++] = (prt_file_use){"--init-checkpoint", o->init_ckpt, 0, 1};
+  if (o->loop.eval_data) u[n++] = (prt_file_use){"--eval-data", o->loop.eval_data, 0, 0};
   if (o->metrics) u[n++] = (prt_file_use){"--metrics", o->metrics, 1, 0};
   if (o->save_ckpt) u[n++] = (prt_file_use){"--save-checkpoint", o->save_ckpt, 1, 1};
   if (o->dump_grads) u[n++] = (prt_file_use){"--dump-grads", o->dump_grads, 1, 0};
@@ -418,6 +427,14 @@ static void prt_write_loop_metrics(FILE *f, const prt_ctx *ctx) {
   else fprintf(f, "\"grad_norm\": null, ");
 }
 
+/* One evaluation's metrics line (rank 0). */
+static int prt_write_eval_metrics(FILE *f, int64_t s, double loss) {
+  if (isfinite(loss))
+    fprintf(f, "{\"kind\": \"eval\", \"step\": %lld, \"eval_loss\": %.9g}\n", (long long)s, loss);
+  else fprintf(f, "{\"kind\": \"eval\", \"step\": %lld, \"eval_loss\": null}\n", (long long)s);
+  return fflush(f);
+}
+
 /* One metrics line (rank 0). */
 static int prt_write_metrics(FILE *f, const prt_ctx *ctx, int64_t s, float L, double ms,
                              double tps) {
@@ -435,6 +452,8 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
                    prt_status *st) {
   prt_ctx *ctx = prt_ctx_create();
   prt_data data = {0};
+  prt_data eval_data = {0}; /* --eval-data, open when evaluating */
+  void (*eval_step)(prt_ctx *) = prt_eval_step_fn();
   FILE *metrics = NULL;
   int64_t T = 0;
   int64_t start = 0; /* the first step this run executes */
@@ -467,6 +486,11 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
     prt_fail(st, 1, "cannot open metrics file: %s: %s; check the directory exists and is "
              "writable", o->metrics, strerror(errno));
   if (!st->code) prt_loop_resolve(&loop, start, o->steps, st); /* alike on every rank */
+  if (!st->code && loop.eval_data && !eval_step)
+    prt_fail(st, 1, "this binary has no evaluation step (piper_eval_step): --eval-every; "
+             "compile the model again with this version of piper-compile");
+  if (!st->code && loop.eval_data)
+    prt_data_open(&eval_data, loop.eval_data, T, prt_catalog_dim0(ctx, "wte.weight"), st);
   if (prt_agree(ctx, st)) goto done;
   if (o->trace) prt_trace_start(ctx);
 
@@ -515,6 +539,18 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
     }
     completed = s + 1;
     if (stop_signal) break;
+    if (loop.eval_every && completed % loop.eval_every == 0) {
+      double E = prt_eval_loss(ctx, &loop, &eval_data, eval_step); /* collective */
+      if (metrics && prt_write_eval_metrics(metrics, s, E) != 0) {
+        prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
+                 o->metrics, strerror(errno));
+        pending = 1;
+      }
+      if (ctx->rank == 0 && !o->quiet) {
+        printf("eval %4lld | eval_loss %.6f\n", (long long)s, E);
+        fflush(stdout);
+      }
+    }
     if (o->ckpt_every && (completed - start) % o->ckpt_every == 0 &&
         completed < start + o->steps) {
       prt_watch.what = "a periodic checkpoint";
@@ -547,6 +583,7 @@ done:
              strerror(errno));
   prt_agree(ctx, st);
   prt_data_close(&data);
+  prt_data_close(&eval_data);
   prt_ctx_destroy(ctx);
   if (!st->code && stop_signal) st->code = 128 + stop_signal; /* the shell's convention */
   return st->code;

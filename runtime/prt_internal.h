@@ -482,6 +482,13 @@ int prt_schedule_parse(const char *name, prt_lr_schedule *out, prt_status *st);
  * then, with u = (s-W)/(S-W): constant lr, cosine min + (lr-min)*0.5*(1+cos(pi*u)), linear
  * lr + (min-lr)*u. */
 double prt_lr_at(const prt_loop *lp, double lr, int64_t s);
+/* Collective, every --eval-every steps after step s: the mean over batches k = 0..K-1 of the
+ * loss of `eval_step` on batch k of `data` (the windows prt_data_fill gives step k), through
+ * prt_dist_loss like a training step's. Touches no parameter, gradient or optimizer state. */
+/* What prt_set_eval_step recorded (NULL: the binary has no evaluation step). */
+void (*prt_eval_step_fn(void))(prt_ctx *);
+double prt_eval_loss(prt_ctx *ctx, const prt_loop *lp, const prt_data *data,
+                     void (*eval_step)(prt_ctx *));
 /* Checks of the parsed flags that need no checkpoint (exit 2 on failure). */
 int prt_loop_check(const prt_loop *lp, double lr, int64_t steps, prt_status *st);
 /* Once the first step K is known: sets the schedule length (K + steps unless --total-steps)

@@ -174,6 +174,9 @@ void prt_span_end(prt_ctx *ctx, int64_t stream);
 /* ---- the training binary's entry: flags, data, init, the step loop, metrics, checkpoints.
  * Called by main() in libpiper_rt with the generated piper_setup / piper_step. ---- */
 int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_ctx *));
+/* The generated piper_eval_step (forward ops and transfers only), for --eval-every; call it
+ * before prt_main. NULL: the binary cannot evaluate. */
+void prt_set_eval_step(void (*eval_step)(prt_ctx *));
 
 #ifdef __cplusplus
 }

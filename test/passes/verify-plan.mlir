@@ -88,11 +88,11 @@ module attributes {piper.devices = 2 : i64} {
 // update-pass op) would hang: device 1 receives, outside the update pass, what device 0 sends
 // only in its update pass, i.e. after its norm.
 module attributes {piper.devices = 2 : i64} {
+  // CHECK: verify-plan.mlir:[[@LINE+1]]:3: error: piper-verify-plan: the plan deadlocks: device 0 waits forever at the gradient-norm all-reduce before its first update
   func.func @device_0(%x: tensor<4xf32>) {
     %t = "comm.send"(%x) {pass = "UPD", peer = 1 : i64, peers = [1], tag = 3 : i64} : (tensor<4xf32>) -> !comm.token
     return
   }
-  // CHECK: verify-plan.mlir:[[@LINE+1]]:3: error: piper-verify-plan: the plan deadlocks: device 0 waits forever at the gradient-norm all-reduce before its first update
   func.func @device_1() {
     // CHECK: verify-plan.mlir:[[@LINE+1]]:15: error: piper-verify-plan: the plan deadlocks: device 1 waits forever at comm.recv
     %v, %rt = "comm.recv"() {pass = "B", peer = 0 : i64, peers = [0], tag = 3 : i64} : () -> (tensor<4xf32>, !comm.token)

@@ -112,12 +112,12 @@ def forward(P, idx, targets, L, H):
     return loss, logits
 
 
-def make_optimizer(P, lr, wd):
+def make_optimizer(P, lr, wd, betas=BETAS, eps=ADAM_EPS):
     names = list(P)
     decay = [P[n] for n in names if P[n].dim() == 2]
     no_decay = [P[n] for n in names if P[n].dim() != 2]
     groups = [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, betas=BETAS, eps=ADAM_EPS, foreach=False)
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, foreach=False)
 
 
 def lr_at(s, lr, schedule, W, S, min_lr):
@@ -199,7 +199,7 @@ def cmd_train(a):
         raise SystemExit(f"init checkpoint mismatch: missing={missing} extra={extra} "
                          f"misshaped={[(n, tuple(init[n].shape), want[n]) for n in bad]}")
     P = {n: init[n].to(dtype).clone().requires_grad_(True) for n, _, _ in specs}
-    opt = make_optimizer(P, a.lr, a.weight_decay)
+    opt = make_optimizer(P, a.lr, a.weight_decay, (a.adam_beta1, a.adam_beta2), a.adam_eps)
     data = load_data(a.data, V)
 
     losses, norms = [], []
@@ -451,6 +451,9 @@ def main(argv=None):
     p.add_argument("--norms", help="output JSON list of per-step gradient norms (--grad-clip)")
     p.add_argument("--lr-schedule", choices=["constant", "cosine", "linear"], default="constant")
     p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--adam-beta1", type=float, default=BETAS[0])
+    p.add_argument("--adam-beta2", type=float, default=BETAS[1])
+    p.add_argument("--adam-eps", type=float, default=ADAM_EPS)
     p.add_argument("--min-lr", type=float, default=0.0)
     p.add_argument("--grads", help="output safetensors of all gradients at step 0")
     p.add_argument("--final", help="output safetensors of parameters after --steps steps")

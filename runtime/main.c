@@ -489,8 +489,11 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   if (!st->code && loop.eval_data && !eval_step)
     prt_fail(st, 1, "this binary has no evaluation step (piper_eval_step): --eval-every; "
              "compile the model again with this version of piper-compile");
-  if (!st->code && loop.eval_data)
-    prt_data_open(&eval_data, loop.eval_data, T, prt_catalog_dim0(ctx, "wte.weight"), st);
+  if (!st->code && loop.eval_data) { /* the loader's message names --data: say which file */
+    prt_status es = {0};
+    if (prt_data_open(&eval_data, loop.eval_data, T, prt_catalog_dim0(ctx, "wte.weight"), &es))
+      prt_fail(st, es.code, "--eval-data: %s", es.msg);
+  }
   if (prt_agree(ctx, st)) goto done;
   if (o->trace) prt_trace_start(ctx);
 

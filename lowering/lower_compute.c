@@ -173,3 +173,23 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
   }
 }
 
+
+/* tdag.adamw(p, g, m, v) -> prt_grad_sq_accum(ctx, g slice, len, counted): the squared norm of
+ * the gradient slice this update applies (the same slice prt_adamw reads). It counts towards
+ * the global norm unless it is a whole-tensor update replicated over data-parallel replicas
+ * (extract marks those with `replica` = k) on a replica other than 0, so every element of
+ * every parameter is counted exactly once over the world. */
+void lwLowerGradSq(Lowering *L, MlirOperation op) {
+  LlvmBuilder *b = &L->lb;
+  int64_t n = piperTensorNumel(lwInType(op, 0));
+  bool sharded = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards")));
+  Shard sh = sharded ? lwShardOf(op, n) : (Shard){n, 1, 0, n, 0, n};
+  if (sh.len == 0) return;
+  MlirValue g = mlirOperationGetOperand(op, 1);
+  bool wholeGrad = !(mlirValueIsAOpResult(g) &&
+                     piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter"));
+  MlirValue gp = wholeGrad ? lbOffset(b, lwIn(L, op, 1), sh.offset * 4) : lwIn(L, op, 1);
+  int32_t counted = sharded || piperGetIntAttr(op, "replica", 0) == 0;
+  MlirValue args[4] = {L->ctxArg, gp, lwI64(L, sh.len), lbConstI32(b, counted)};
+  lwCall(L, "prt_grad_sq_accum", 4, args);
+}

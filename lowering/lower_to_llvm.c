@@ -2,7 +2,9 @@
  *
  * The function holding tdag ops becomes two LLVM functions (include/piper/runtime.h):
  *   piper_setup(ctx)  declares every named tensor: parameters, AdamW state, inputs, outputs;
- *   piper_step(ctx)   the fused schedule: one runtime kernel call per tdag op, in program order.
+ *   piper_step(ctx)   the fused schedule: one runtime kernel call per tdag op, in program order;
+ *   piper_eval_step(ctx)  the same with only the forward ops and forward transfers (pass F) and
+ *                     the waits for those: the loss without gradients or updates (--eval-every).
  * Every other tensor value lives in one activation arena. Its layout is planned here, at compile
  * time, from liveness in program order: a value's bytes are reused once its last reader has
  * run, so the arena size is the step's peak activation memory, known before launch. The plan
@@ -13,6 +15,17 @@
  * declare what every rank shares (world, global batch, communicator groups, streams, in the
  * same order everywhere) and branch on prt_rank. comm ops become nonblocking runtime calls and
  * comm.wait ops the waits for them (lower_comm.c).
+ *
+ * The gradient norm (--grad-clip, the metrics' grad_norm). Every piper_step calls
+ * prt_grad_sq_accum for each tdag.adamw's gradient slice and then prt_grad_norm_sync (one
+ * all-reduce over every rank, on the runtime's own communicator) right before its first op of
+ * the update pass (pass = "UPD"), or at its end if it has none; the waits of non-update
+ * transfers that bring a tensor (gradient reductions, received gradients) move up before that
+ * point, so every gradient is final there (placeGradNorm). --piper-extract runs the update pass
+ * last on every device, and no op outside it reads anything it produces within the step, so
+ * each device's ops before the point depend only on the other devices' ops before theirs: every
+ * device reaches the norm, and updates (with the all-gathers and copy refreshes after them)
+ * all use the clipped gradient.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +171,58 @@ void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args) {
 }
 
 
-static void emitStep(Lowering *L, const char *fnName) {
+/* True for an op of the update pass (pass = "UPD"). */
+static bool isUpdate(MlirOperation op) {
+  char pass[8];
+  return piperGetStringAttr(op, "pass", pass, sizeof pass) && !strcmp(pass, "UPD");
+}
+
+/* Sets L->normAt to the index of the first update op (nOps if none), after moving before it,
+ * in order, every comm.wait found after it whose transfer is outside the update pass and
+ * brings a tensor (what an update may read must be complete when the norm is taken). The
+ * transfers themselves were issued before that point, so only their waits move earlier. */
+static void placeGradNorm(Lowering *L) {
+  size_t u = 0;
+  while (u < L->nOps && !isUpdate(L->ops[u])) u++;
+  size_t hoisted = u;
+  for (size_t i = u; i < L->nOps; ++i) {
+    MlirOperation op = L->ops[i];
+    if (!piperOpIs(op, "comm.wait")) continue;
+    MlirValue token = mlirOperationGetOperand(op, 0);
+    if (!mlirValueIsAOpResult(token)) continue;
+    MlirOperation from = mlirOpResultGetOwner(token);
+    if (isUpdate(from) || mlirOperationGetNumResults(from) < 2) continue;
+    memmove(&L->ops[hoisted + 1], &L->ops[hoisted], (i - hoisted) * sizeof *L->ops);
+    L->ops[hoisted++] = op;
+  }
+  L->normAt = hoisted;
+}
+
+/* prt_grad_sq_accum for every update's gradient slice, then prt_grad_norm_sync. */
+static void emitGradNorm(Lowering *L) {
+  for (size_t i = 0; i < L->nOps; ++i)
+    if (piperOpIs(L->ops[i], "tdag.adamw")) lwLowerGradSq(L, L->ops[i]);
+  lwCall(L, "prt_grad_norm_sync", 1, &L->ctxArg);
+}
+
+/* True if the evaluation step runs `op`: a forward op or transfer, or the wait for one. */
+static bool inEvalStep(MlirOperation op) {
+  if (piperOpIs(op, "comm.wait")) {
+    MlirValue token = mlirOperationGetOperand(op, 0);
+    if (!mlirValueIsAOpResult(token)) return false;
+    op = mlirOpResultGetOwner(token);
+  }
+  char pass[8];
+  return !piperGetStringAttr(op, "pass", pass, sizeof pass) || !strcmp(pass, "F");
+}
+
+/* piper_step (evalStep false) or piper_eval_step: the ops in order, the latter only those
+ * inEvalStep keeps. The arena layout planned for the whole step holds for any subset of its
+ * ops in the same order. */
+static void emitStep(Lowering *L, const char *fnName, bool evalStep) {
+  for (size_t i = 0; i < L->nBufs; ++i) L->bufs[i].ptr = (MlirValue){NULL}; /* per function */
+  piperPtrMapFree(&L->handleOf);
+  piperPtrMapInit(&L->handleOf, 64);
   L->ctxArg = lbBeginFunction(&L->lb, fnName);
   L->arena = lbCall(&L->lb, "prt_arena", L->lb.ptr, 1, &L->ctxArg);
   /* --trace: each run of consecutive ops of one node is a span on the compute lane (comm ops
@@ -167,6 +231,8 @@ static void emitStep(Lowering *L, const char *fnName) {
   MlirValue compute = lbConstI64(&L->lb, 0);
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
+    if (evalStep && !inEvalStep(op)) continue;
+    if (i == L->normAt && !evalStep) emitGradNorm(L);
     /* waiting is idle time: close the open span before a wait */
     if (piperOpIs(op, "comm.wait") && open[0]) {
       MlirValue end[2] = {L->ctxArg, compute};
@@ -187,6 +253,7 @@ static void emitStep(Lowering *L, const char *fnName) {
     if (piperOpInDialect(op, "comm")) lwLowerComm(L, op);
     else lwLowerCompute(L, op);
   }
+  if (L->normAt >= L->nOps && !evalStep) emitGradNorm(L); /* no update: still one a step */
   if (open[0]) {
     MlirValue end[2] = {L->ctxArg, compute};
     lbCall(&L->lb, "prt_span_end", (MlirType){NULL}, 2, end);
@@ -248,6 +315,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
     if (!piperOpIs(op, "func.return")) L.ops[n++] = op;
+  placeGradNorm(&L);
 
   if (!lwPlanMemory(&L)) {
     mlirEmitError(mlirOperationGetLocation(func),
@@ -260,11 +328,14 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
     free(L.ops);
     return mlirLogicalResultFailure();
   }
-  piperPtrMapInit(&L.handleOf, 64);
+  piperPtrMapInit(&L.handleOf, 64); /* emitStep starts it afresh for each function */
   lbInitShared(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func),
                symPrefix, &shared->declared);
   emitSetup(&L, setupName);
-  emitStep(&L, stepName);
+  emitStep(&L, stepName, false);
+  char evalName[64];
+  snprintf(evalName, sizeof evalName, "piper_eval%s", stepName + strlen("piper"));
+  emitStep(&L, evalName, true);
   lbFree(&L.lb);
   *arenaBytes = L.arenaBytes;
   mlirOperationDestroy(func);
@@ -280,15 +351,16 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
 /* piper_setup / piper_step of a multi-device plan: shared declarations, then per rank.
  * piper_setup -> prt_declare_world; prt_declare_batch; prt_declare_group per group (its exact
  *   member list as a constant array); prt_declare_stream per stream; switch (rank) -> dev<d>
- * piper_step  -> switch (prt_rank(ctx)) { case d: piper_step_dev<d>(ctx) } */
+ * piper_step  -> switch (prt_rank(ctx)) { case d: piper_step_dev<d>(ctx) }
+ * piper_eval_step alike with piper_eval_step_dev<d> */
 static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, int64_t batch) {
   LlvmBuilder lb;
   lbInitShared(&lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(moduleOp),
                "_plan", &sh->declared);
   int64_t *ranks = malloc(devices * sizeof *ranks);
   MlirBlock *calls = malloc(devices * sizeof *calls);
-  for (int which = 0; which < 2; ++which) {
-    const char *prefix = which ? "piper_step" : "piper_setup";
+  for (int which = 0; which < 3; ++which) {
+    const char *prefix = which == 2 ? "piper_eval_step" : which ? "piper_step" : "piper_setup";
     MlirValue ctx = lbBeginFunction(&lb, prefix);
     if (!which) {
       MlirValue w[2] = {ctx, lbConstI64(&lb, devices)};
@@ -314,7 +386,9 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
       }
     }
     if (devices == 1) {
-      lbCall(&lb, which ? "piper_step_dev0" : "piper_setup_dev0", (MlirType){NULL}, 1, &ctx);
+      char fn0[48];
+      snprintf(fn0, sizeof fn0, "%s_dev0", prefix);
+      lbCall(&lb, fn0, (MlirType){NULL}, 1, &ctx);
       lbReturn(&lb);
       continue;
     }

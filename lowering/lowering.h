@@ -49,6 +49,7 @@ typedef struct {
   MlirValue ctxArg;     /* piper_step's ctx */
   MlirValue arena;      /* prt_arena(ctx) in piper_step */
   PiperPtrMap handleOf; /* comm token ptr -> its i64 handle value (0: already complete) */
+  size_t normAt;        /* index into ops where the gradient norm is taken (placeGradNorm) */
 } Lowering;
 
 /* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:
@@ -78,6 +79,8 @@ void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args);
 int64_t lwStreamOf(Lowering *L, MlirOperation op);
 int64_t lwGroupOf(Lowering *L, MlirOperation op);
 void lwLowerCompute(Lowering *L, MlirOperation op);
+/* The --grad-clip norm term of one tdag.adamw (see lower_compute.c). */
+void lwLowerGradSq(Lowering *L, MlirOperation op);
 void lwLowerComm(Lowering *L, MlirOperation op);
 
 #endif

@@ -14,7 +14,9 @@
  *
  * Instantiation. An op placed on R replicas becomes, on replica k, an op whose batched types
  * have 1/R of the rows; its inputs read rows [first_sample + k*rows/R, ...) and its loss
- * gradient keeps the whole batch's row count; comm ops get the `peer` of replica k.
+ * gradient keeps the whole batch's row count; comm ops get the `peer` of replica k; a
+ * whole-tensor tdag.adamw on R > 1 replicas gets `replica` = k (the gradient norm counts it on
+ * replica 0 only; a ZeRO update gets `shard` = k instead).
  * The module records `piper.devices` and `piper.global_batch`; the sched directives, now
  * applied, are removed. */
 #include <stdlib.h>
@@ -242,6 +244,8 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
     }
     if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
       mlirOperationSetAttributeByName(c, piperStr("shard"), i64Attr(ex->ctx, k)); /* ZeRO */
+    else if (R > 1 && piperOpIs(op, "tdag.adamw")) /* a whole-tensor update on R replicas: */
+      mlirOperationSetAttributeByName(c, piperStr("replica"), i64Attr(ex->ctx, k)); /* norm once */
     MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
     if (!mlirAttributeIsNull(peers))
       mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, k));

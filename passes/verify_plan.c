@@ -10,7 +10,13 @@
  * of elements there. If all unfinished devices are blocked, the plan would deadlock: the pass
  * reports each blocked device with the op it waits at, and fails. It also checks that every
  * send has exactly one matching recv (same tag, the right peers, the same size) and that no
- * recv waits for a send that never comes. */
+ * recv waits for a send that never comes.
+ *
+ * Two sub-plans are proven. The training step includes the gradient-norm all-reduce the
+ * lowering emits on every device before its first update-pass op (a blocking collective of the
+ * whole world on the runtime's communicator, modelled here as a world barrier at that point).
+ * The evaluation step (--eval-every) runs only the forward ops and forward transfers (pass F)
+ * of each plan, in plan order; it is proven on its own. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +26,8 @@
 #include "piper/ptrmap.h"
 
 typedef struct {
-  MlirOperation *ops; /* the device's plan */
+  MlirOperation *ops; /* the device's plan; `fn` in it stands for the gradient-norm barrier */
+  MlirOperation fn;   /* the device's function */
   size_t n, pc;       /* ops, next to run */
   int64_t arrivedAt;  /* pc at which the device registered at a collective, -1 none */
 } Device;
@@ -61,7 +68,15 @@ static void describe(MlirOperation op, char *buf, size_t size) {
            (long long)piperGetIntAttr(op, "tag", -1), (long long)piperGetIntAttr(op, "peer", -1));
 }
 
-static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
+/* pass = "UPD" (the update pass) / "F" (no pass attribute: the forward) */
+static bool passIs(MlirOperation op, const char *want) {
+  char pass[8];
+  return !strcmp(piperOpPass(op, pass, sizeof pass), want);
+}
+
+/* One proof: the training step (evalStep false, with the gradient-norm barrier) or the
+ * forward-only evaluation step. */
+static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
   int64_t N = piperGetIntAttr(module, "piper.devices", 0);
   if (N <= 0) {
     mlirEmitError(mlirOperationGetLocation(module),
@@ -93,9 +108,18 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
     if (mlirBlockIsNull(body)) continue; /* a declaration: no ops, an empty plan */
     size_t cap = 64;
     dev[d].ops = malloc(cap * sizeof *dev[d].ops);
-    for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
-         op = mlirOperationGetNextInBlock(op)) {
+    dev[d].fn = f;
+    bool normed = evalStep; /* the norm barrier: the function op itself stands for it */
+    for (MlirOperation op = mlirBlockGetFirstOperation(body);; op = mlirOperationGetNextInBlock(op)) {
+      bool end = mlirOperationIsNull(op) || piperOpIs(op, "func.return");
+      if (!normed && (end || passIs(op, "UPD"))) {
+        normed = true;
+        if (dev[d].n == cap) dev[d].ops = realloc(dev[d].ops, (cap *= 2) * sizeof *dev[d].ops);
+        dev[d].ops[dev[d].n++] = f;
+      }
+      if (end) break;
       if (!piperOpInDialect(op, "comm")) continue; /* compute never blocks */
+      if (evalStep && !piperOpIs(op, "comm.wait") && !passIs(op, "F")) continue;
       if (dev[d].n == cap) dev[d].ops = realloc(dev[d].ops, (cap *= 2) * sizeof *dev[d].ops);
       dev[d].ops[dev[d].n++] = op;
       if (isCollective(op)) {
@@ -111,13 +135,20 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
 
   size_t nSent = 0, capSent = 256;
   Sent *sent = malloc(capSent * sizeof *sent);
+  int64_t normArrived = 0; /* devices at the gradient-norm barrier (one per step) */
   MlirLogicalResult status = mlirLogicalResultSuccess();
   for (bool progress = true; progress && mlirLogicalResultIsSuccess(status);) {
     progress = false;
     for (int64_t d = 0; d < N && mlirLogicalResultIsSuccess(status); ++d) {
       while (dev[d].pc < dev[d].n) {
         MlirOperation op = dev[d].ops[dev[d].pc];
-        if (piperOpIs(op, "comm.send")) {
+        if (op.ptr == dev[d].fn.ptr) { /* the world's gradient-norm all-reduce */
+          if (dev[d].arrivedAt != (int64_t)dev[d].pc) {
+            dev[d].arrivedAt = (int64_t)dev[d].pc;
+            normArrived++;
+          }
+          if (normArrived < N) break;
+        } else if (piperOpIs(op, "comm.send")) {
           if (nSent == capSent) sent = realloc(sent, (capSent *= 2) * sizeof *sent);
           sent[nSent++] = (Sent){piperGetIntAttr(op, "tag", -1), d,
                                  piperGetIntAttr(op, "peer", -1), numelOf(op)};
@@ -181,7 +212,9 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
     for (int64_t d = 0; d < N; ++d)
       if (dev[d].pc < dev[d].n) {
         char what[160], msg[320];
-        describe(dev[d].ops[dev[d].pc], what, sizeof what);
+        if (dev[d].ops[dev[d].pc].ptr == dev[d].fn.ptr)
+          snprintf(what, sizeof what, "the gradient-norm all-reduce before its first update");
+        else describe(dev[d].ops[dev[d].pc], what, sizeof what);
         snprintf(msg, sizeof msg, "piper-verify-plan: the plan deadlocks: device %lld waits "
                                   "forever at %s", (long long)d, what);
         mlirEmitError(mlirOperationGetLocation(dev[d].ops[dev[d].pc]), msg);
@@ -207,6 +240,15 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
   piperPtrMapFree(&groupId);
   piperPtrMapFree(&collSeq);
   return status;
+}
+
+static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
+  if (mlirLogicalResultIsFailure(verifyStep(module, false))) return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsSuccess(verifyStep(module, true))) return mlirLogicalResultSuccess();
+  mlirEmitError(mlirOperationGetLocation(module),
+                "piper-verify-plan: (the errors above are of the evaluation step: the forward "
+                "ops and forward transfers of each plan, which --eval-every runs)");
+  return mlirLogicalResultFailure();
 }
 
 MlirPass piperCreateVerifyPlanPass(const char *arg) {

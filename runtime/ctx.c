@@ -3,6 +3,7 @@
  * prt_arena, prt_observe_grad). Also the status / fatal / allocation helpers. The distributed
  * declarations (world, groups, shards, streams) live in dist.c. */
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,8 @@ prt_ctx *prt_ctx_create(void) {
   ctx->lr = 1e-3;
   ctx->weight_decay = 0.0;
   ctx->adam_t = 1;
+  ctx->adam_beta1 = ctx->adam_beta2 = ctx->adam_eps = NAN; /* the plan's attributes */
+  ctx->clip_scale = 1.0f;
   ctx->dump_step = -1;
   return ctx;
 }

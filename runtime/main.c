@@ -52,6 +52,8 @@ typedef struct prt_opts {
   int quiet;              /* --quiet: no per-step lines on stdout */
   int restart_steps;      /* --restart-steps: count from step 0 despite the checkpoint's step */
   int help;               /* --help: print usage and exit 0 */
+  const char *lr_schedule; /* --lr-schedule: borrowed name, parsed into loop.schedule */
+  prt_loop loop;          /* schedule, clipping, AdamW overrides, evaluation (schedule.c) */
 } prt_opts;
 
 static const char *const USAGE =
@@ -84,6 +86,20 @@ static const char *const USAGE =
     "                          (atomically), so a run killed hard can resume\n"
     "  --timeout SECONDS       a transfer or collective that waits longer ends every rank\n"
     "                          with a message naming it (default 300; 0 = wait forever)\n"
+    "  --lr-schedule NAME      constant (default), cosine or linear (see README)\n"
+    "  --warmup-steps W        linear warm-up: step s < W uses lr*(s+1)/W (default 0)\n"
+    "  --min-lr X              where cosine and linear end (default 0)\n"
+    "  --total-steps S         the schedule's length (default: the checkpoint's step K\n"
+    "                          plus --steps; give the whole run's length when resuming)\n"
+    "  --grad-clip G           clip gradients to global L2 norm G (torch clip_grad_norm_)\n"
+    "  --adam-beta1 X          AdamW beta1; overrides the plan's (default 0.9)\n"
+    "  --adam-beta2 X          AdamW beta2; overrides the plan's (default 0.95)\n"
+    "  --adam-eps X            AdamW eps; overrides the plan's (default 1e-8)\n"
+    "  --eval-data FILE        evaluate on this file's bytes (needs --eval-every)\n"
+    "  --eval-every N          after every step s with (s+1) %% N == 0: the mean loss of\n"
+    "                          --eval-batches batches of --eval-data, without updates\n"
+    "  --eval-batches K        batches per evaluation: batch k reads the windows training\n"
+    "                          step k would (default 1)\n"
     "  --quiet                 no per-step lines on stdout\n"
     "  --help                  this text\n"
     "A plan for D devices runs as D MPI ranks: mpirun -np D %s [options]\n"
@@ -94,7 +110,9 @@ static const char *const USAGE =
 
 /* ---- flags ---- */
 
-typedef enum { PRT_FLAG_COUNT, PRT_FLAG_SEED, PRT_FLAG_REAL, PRT_FLAG_FILE } prt_flag_type;
+typedef enum {
+  PRT_FLAG_COUNT, PRT_FLAG_SEED, PRT_FLAG_REAL, PRT_FLAG_FILE, PRT_FLAG_WORD
+} prt_flag_type;
 
 /* One flag that takes a value. */
 typedef struct prt_flag {
@@ -132,6 +150,9 @@ static int prt_parse_value(const prt_flag *f, const char *value, prt_status *st)
     *(double *)f->dst = v;
     return 0;
   }
+  case PRT_FLAG_WORD:
+    *(const char **)f->dst = value;
+    return 0;
   case PRT_FLAG_FILE:
     if (!value[0])
       return prt_fail(st, 2, "%s expects a file name, got an empty string: command line; "
@@ -144,7 +165,9 @@ static int prt_parse_value(const prt_flag *f, const char *value, prt_status *st)
 
 /* args -> { "--help" | "--quiet" | flag value | flag=value } */
 static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
-  *o = (prt_opts){.steps = 20, .seed = 1337, .lr = 1e-3, .weight_decay = 0.0, .timeout = 300};
+  *o = (prt_opts){.steps = 20, .seed = 1337, .lr = 1e-3, .weight_decay = 0.0, .timeout = 300,
+                  .loop = {.total = -1, .grad_clip = -1, .beta1 = NAN, .beta2 = NAN,
+                           .eps = NAN, .eval_batches = 1}};
   const prt_flag flags[] = {
       {"--steps", PRT_FLAG_COUNT, &o->steps},
       {"--seed", PRT_FLAG_SEED, &o->seed},
@@ -158,6 +181,17 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--trace", PRT_FLAG_FILE, &o->trace},
       {"--timeout", PRT_FLAG_REAL, &o->timeout},
       {"--checkpoint-every", PRT_FLAG_COUNT, &o->ckpt_every},
+      {"--lr-schedule", PRT_FLAG_WORD, &o->lr_schedule},
+      {"--warmup-steps", PRT_FLAG_COUNT, &o->loop.warmup},
+      {"--min-lr", PRT_FLAG_REAL, &o->loop.min_lr},
+      {"--total-steps", PRT_FLAG_COUNT, &o->loop.total},
+      {"--grad-clip", PRT_FLAG_REAL, &o->loop.grad_clip},
+      {"--adam-beta1", PRT_FLAG_REAL, &o->loop.beta1},
+      {"--adam-beta2", PRT_FLAG_REAL, &o->loop.beta2},
+      {"--adam-eps", PRT_FLAG_REAL, &o->loop.eps},
+      {"--eval-data", PRT_FLAG_FILE, &o->loop.eval_data},
+      {"--eval-every", PRT_FLAG_COUNT, &o->loop.eval_every},
+      {"--eval-batches", PRT_FLAG_COUNT, &o->loop.eval_batches},
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -199,7 +233,9 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   if (o->restart_steps && !o->init_ckpt)
     return prt_fail(st, 2, "--restart-steps needs --init-checkpoint (a run without one "
                     "starts at step 0 anyway): command line; run with --help for usage");
-  return 0;
+  if (o->lr_schedule && prt_schedule_parse(o->lr_schedule, &o->loop.schedule, st))
+    return st->code;
+  return prt_loop_check(&o->loop, o->lr, o->steps, st);
 }
 
 /* ---- signals ---- */
@@ -230,12 +266,13 @@ static void prt_catch_signals(void) {
  * gradient dump, and each rank's trace file) passes prt_files_check against the inputs and
  * each other before the first step, so a bad path costs nothing instead of the run. */
 static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st) {
-  int64_t n = 0, cap = 5 + (o->trace ? ctx->world : 0);
+  int64_t n = 0, cap = 6 + (o->trace ? ctx->world : 0);
   prt_file_use *u = prt_xmalloc((size_t)cap * sizeof *u, "file checks");
-  char **names = prt_xmalloc((size_t)(cap - 5 + 1) * sizeof *names, "file checks");
+  char **names = prt_xmalloc((size_t)(cap - 6 + 1) * sizeof *names, "file checks");
   int64_t nnames = 0;
   if (o->data) u[n++] = (prt_file_use){"--data", o->data, 0, 0};
   if (o->init_ckpt) u[n++] = (prt_file_use){"--init-checkpoint", o->init_ckpt, 0, 1};
+  if (o->loop.eval_data) u[n++] = (prt_file_use){"--eval-data", o->loop.eval_data, 0, 0};
   if (o->metrics) u[n++] = (prt_file_use){"--metrics", o->metrics, 1, 0};
   if (o->save_ckpt) u[n++] = (prt_file_use){"--save-checkpoint", o->save_ckpt, 1, 1};
   if (o->dump_grads) u[n++] = (prt_file_use){"--dump-grads", o->dump_grads, 1, 0};
@@ -382,11 +419,28 @@ static int64_t prt_resume_step(const prt_ctx *ctx, const prt_opts *o, const prt_
   return start;
 }
 
+/* The loop's fields of a step's metrics line: "lr" and "grad_norm" (before clipping; null
+ * when not finite). */
+static void prt_write_loop_metrics(FILE *f, const prt_ctx *ctx) {
+  fprintf(f, "\"lr\": %.9g, ", ctx->lr);
+  if (isfinite(ctx->grad_norm)) fprintf(f, "\"grad_norm\": %.9g, ", ctx->grad_norm);
+  else fprintf(f, "\"grad_norm\": null, ");
+}
+
+/* One evaluation's metrics line (rank 0). */
+static int prt_write_eval_metrics(FILE *f, int64_t s, double loss) {
+  if (isfinite(loss))
+    fprintf(f, "{\"kind\": \"eval\", \"step\": %lld, \"eval_loss\": %.9g}\n", (long long)s, loss);
+  else fprintf(f, "{\"kind\": \"eval\", \"step\": %lld, \"eval_loss\": null}\n", (long long)s);
+  return fflush(f);
+}
+
 /* One metrics line (rank 0). */
 static int prt_write_metrics(FILE *f, const prt_ctx *ctx, int64_t s, float L, double ms,
                              double tps) {
   if (isfinite(L)) fprintf(f, "{\"step\": %lld, \"loss\": %.9g, ", (long long)s, L);
   else fprintf(f, "{\"step\": %lld, \"loss\": null, ", (long long)s);
+  prt_write_loop_metrics(f, ctx);
   fprintf(f, "\"step_ms\": %.6g, \"tokens_per_s\": %.6g, \"mem\": {\"params\": %lld, "
           "\"optim\": %lld, \"arena\": %lld}}\n", ms, tps,
           (long long)prt_ctx_bytes(ctx, PRT_PARAM), (long long)prt_ctx_bytes(ctx, PRT_OPTIM),
@@ -398,13 +452,20 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
                    prt_status *st) {
   prt_ctx *ctx = prt_ctx_create();
   prt_data data = {0};
+  prt_data eval_data = {0}; /* --eval-data, open when evaluating */
+  void (*eval_step)(prt_ctx *) = prt_eval_step_fn();
   FILE *metrics = NULL;
   int64_t T = 0;
   int64_t start = 0; /* the first step this run executes */
   int64_t completed = 0; /* steps done, what a checkpoint written now records */
   int stop_signal = 0;   /* SIGINT/SIGTERM agreed by every rank: stop after this step */
+  prt_loop loop = o->loop; /* the schedule's length is resolved once the start is known */
   ctx->lr = o->lr;
   ctx->weight_decay = o->weight_decay;
+  ctx->adam_beta1 = loop.beta1;
+  ctx->adam_beta2 = loop.beta2;
+  ctx->adam_eps = loop.eps;
+  ctx->grad_clip = loop.grad_clip > 0 ? loop.grad_clip : 0.0;
 
   setup(ctx);
   prt_watch.timeout_s = o->timeout;
@@ -424,6 +485,15 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   if (!st->code && ctx->rank == 0 && o->metrics && !(metrics = fopen(o->metrics, "w")))
     prt_fail(st, 1, "cannot open metrics file: %s: %s; check the directory exists and is "
              "writable", o->metrics, strerror(errno));
+  if (!st->code) prt_loop_resolve(&loop, start, o->steps, st); /* alike on every rank */
+  if (!st->code && loop.eval_data && !eval_step)
+    prt_fail(st, 1, "this binary has no evaluation step (piper_eval_step): --eval-every; "
+             "compile the model again with this version of piper-compile");
+  if (!st->code && loop.eval_data) { /* the loader's message names --data: say which file */
+    prt_status es = {0};
+    if (prt_data_open(&eval_data, loop.eval_data, T, prt_catalog_dim0(ctx, "wte.weight"), &es))
+      prt_fail(st, es.code, "--eval-data: %s", es.msg);
+  }
   if (prt_agree(ctx, st)) goto done;
   if (o->trace) prt_trace_start(ctx);
 
@@ -434,6 +504,7 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
     ctx->step = s;
     prt_watch.step = s;
     ctx->adam_t = s + 1;
+    ctx->lr = prt_lr_at(&loop, o->lr, s);
     double t0 = prt_now_ms();
     prt_span_begin(ctx, "step", 0);
     prt_data_fill(&data, ctx, s);
@@ -471,6 +542,18 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
     }
     completed = s + 1;
     if (stop_signal) break;
+    if (loop.eval_every && completed % loop.eval_every == 0) {
+      double E = prt_eval_loss(ctx, &loop, &eval_data, eval_step); /* collective */
+      if (metrics && prt_write_eval_metrics(metrics, s, E) != 0) {
+        prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
+                 o->metrics, strerror(errno));
+        pending = 1;
+      }
+      if (ctx->rank == 0 && !o->quiet) {
+        printf("eval %4lld | eval_loss %.6f\n", (long long)s, E);
+        fflush(stdout);
+      }
+    }
     if (o->ckpt_every && (completed - start) % o->ckpt_every == 0 &&
         completed < start + o->steps) {
       prt_watch.what = "a periodic checkpoint";
@@ -503,6 +586,7 @@ done:
              strerror(errno));
   prt_agree(ctx, st);
   prt_data_close(&data);
+  prt_data_close(&eval_data);
   prt_ctx_destroy(ctx);
   if (!st->code && stop_signal) st->code = 128 + stop_signal; /* the shell's convention */
   return st->code;

@@ -111,6 +111,14 @@ void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *ta
 void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                float beta1, float beta2, float eps, int32_t decay);
 
+/* --grad-clip and the metrics' grad_norm: every device's plan calls prt_grad_sq_accum for the
+ * gradient slice of each of its updates (counted != 0 when that slice counts towards the global
+ * norm: a ZeRO shard, or a whole tensor on replica 0), then prt_grad_norm_sync (collective over
+ * every rank, once a step, after every gradient is final and before the first prt_adamw), which
+ * sets the norm and the scale prt_adamw applies. */
+void prt_grad_sq_accum(prt_ctx *ctx, const float *g, int64_t n, int32_t counted);
+void prt_grad_norm_sync(prt_ctx *ctx);
+
 /* ---- distributed plans: one binary, one plan per device (MPI rank) ----
  * A multi-device plan calls these in piper_setup before declaring tensors. A single-device
  * plan calls none of them and runs with world size 1. Comm backends (runtime/comm/): "serial"
@@ -166,6 +174,9 @@ void prt_span_end(prt_ctx *ctx, int64_t stream);
 /* ---- the training binary's entry: flags, data, init, the step loop, metrics, checkpoints.
  * Called by main() in libpiper_rt with the generated piper_setup / piper_step. ---- */
 int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_ctx *));
+/* The generated piper_eval_step (forward ops and transfers only), for --eval-every; call it
+ * before prt_main. NULL: the binary cannot evaluate. */
+void prt_set_eval_step(void (*eval_step)(prt_ctx *));
 
 #ifdef __cplusplus
 }

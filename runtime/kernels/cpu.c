@@ -350,7 +350,13 @@ static double prt_decimal_of(float x) {
  * fuse a multiply-add, so the last bit can differ). */
 void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                float beta1, float beta2, float eps, int32_t decay) {
-  double b1 = prt_decimal_of(beta1), b2 = prt_decimal_of(beta2);
+  /* --adam-beta1/--adam-beta2/--adam-eps win over the plan's attributes when given */
+  double b1 = isnan(ctx->adam_beta1) ? prt_decimal_of(beta1) : ctx->adam_beta1;
+  double b2 = isnan(ctx->adam_beta2) ? prt_decimal_of(beta2) : ctx->adam_beta2;
+  if (!isnan(ctx->adam_beta1)) beta1 = (float)ctx->adam_beta1;
+  if (!isnan(ctx->adam_beta2)) beta2 = (float)ctx->adam_beta2;
+  if (!isnan(ctx->adam_eps)) eps = (float)ctx->adam_eps;
+  float clip = ctx->clip_scale; /* --grad-clip: g * min(1, G / (norm + 1e-6)), as torch */
   double t = (double)ctx->adam_t;
   double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
   float keep = (float)(1.0 - ctx->lr * ctx->weight_decay);
@@ -358,7 +364,7 @@ void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64
   float bc2_sqrt = (float)sqrt(bc2);
   float neg_step = (float)(-(ctx->lr / bc1));
   for (int64_t i = 0; i < n; i++) {
-    float pi = p[i], gi = g[i];
+    float pi = p[i], gi = clip == 1.0f ? g[i] : g[i] * clip;
     if (decay) pi = pi * keep;
     float mi = m[i] * beta1 + one_minus_b1 * gi;
     float vi = v[i] * beta2 + one_minus_b2 * gi * gi;

@@ -4,6 +4,7 @@
 # same per-step losses and the same final, unsharded checkpoint (compare_runs.py states the
 # tolerances).
 # Usage: invariance.sh WORKDIR NP STAGES PIPER-SCHED-ARGS...
+# INVARIANCE_TRAIN_ARGS (environment): more training flags for both runs (e.g. --grad-clip 0.5).
 set -euo pipefail
 dir=$1 np=$2 stages=$3
 shift 3
@@ -15,8 +16,9 @@ piper-gen gpt $model --stages "$stages" > staged.mlir
 piper-sched "$@" > strategy.json
 piper-compile single.mlir -o single
 piper-compile staged.mlir --strategy strategy.json -o plan
-./single --steps 10 --quiet --metrics single.jsonl --save-checkpoint single.safetensors
+extra=(${INVARIANCE_TRAIN_ARGS:-})
+./single --steps 10 --quiet "${extra[@]}" --metrics single.jsonl --save-checkpoint single.safetensors
 # timeout: a plan that hangs fails the test instead of blocking the suite
 timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
-  ./plan --steps 10 --quiet --metrics plan.jsonl --save-checkpoint plan.safetensors
+  ./plan --steps 10 --quiet "${extra[@]}" --metrics plan.jsonl --save-checkpoint plan.safetensors
 /usr/bin/python3 "$here/compare_runs.py" single.jsonl single.safetensors plan.jsonl plan.safetensors

@@ -10,6 +10,9 @@ Model: GPT-2 style, fp32, no dropout, byte tokens, tied embedding/head.
   logits = ln_f(x) @ wte^T; loss = mean cross-entropy over all B*T targets.
 Optimizer: torch.optim.AdamW(lr, betas=(0.9, 0.95), eps=1e-8, foreach=False),
   weight decay only on 2-D tensors (wte, wpe, all Linear weights).
+  With --grad-clip G: torch.nn.utils.clip_grad_norm_(params, G) before each step (the norm
+  before clipping is reported per step). --lr-schedule/--warmup-steps/--min-lr set each step's
+  lr (lr_at below, the formulas of Piper's README).
 Data: step s, sample b starts at o = ((s*B + b) * T) mod (N - T - 1) of the data file
   (N bytes); inputs data[o:o+T], targets data[o+1:o+T+1]. The loss of step s is
   computed before step s's update.
@@ -109,12 +112,25 @@ def forward(P, idx, targets, L, H):
     return loss, logits
 
 
-def make_optimizer(P, lr, wd):
+def make_optimizer(P, lr, wd, betas=BETAS, eps=ADAM_EPS):
     names = list(P)
     decay = [P[n] for n in names if P[n].dim() == 2]
     no_decay = [P[n] for n in names if P[n].dim() != 2]
     groups = [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, betas=BETAS, eps=ADAM_EPS, foreach=False)
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, foreach=False)
+
+
+def lr_at(s, lr, schedule, W, S, min_lr):
+    """Learning rate of step s (0-based) of S: lr*(s+1)/W during warm-up, then with
+    u = (s-W)/(S-W): constant lr, cosine min+(lr-min)*0.5*(1+cos(pi*u)), linear lr+(min-lr)*u."""
+    if s < W:
+        return lr * (s + 1) / W
+    if schedule == "constant" or S <= W:
+        return lr
+    u = (s - W) / (S - W)
+    if schedule == "cosine":
+        return min_lr + (lr - min_lr) * 0.5 * (1.0 + math.cos(math.pi * u))
+    return lr + (min_lr - lr) * u
 
 
 def load_data(path, V):
@@ -183,10 +199,10 @@ def cmd_train(a):
         raise SystemExit(f"init checkpoint mismatch: missing={missing} extra={extra} "
                          f"misshaped={[(n, tuple(init[n].shape), want[n]) for n in bad]}")
     P = {n: init[n].to(dtype).clone().requires_grad_(True) for n, _, _ in specs}
-    opt = make_optimizer(P, a.lr, a.weight_decay)
+    opt = make_optimizer(P, a.lr, a.weight_decay, (a.adam_beta1, a.adam_beta2), a.adam_eps)
     data = load_data(a.data, V)
 
-    losses = []
+    losses, norms = [], []
     for s in range(a.steps):
         x, y = get_batch(data, s, B, T)
         opt.zero_grad(set_to_none=True)
@@ -195,6 +211,10 @@ def cmd_train(a):
         losses.append(float(loss.item()))
         if s == 0 and a.grads:
             st.write(a.grads, {n: P[n].grad for n in P}, {"step": "0"})
+        if a.grad_clip is not None:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(list(P.values()), a.grad_clip)))
+        for g in opt.param_groups:
+            g["lr"] = lr_at(s, a.lr, a.lr_schedule, a.warmup_steps, a.steps, a.min_lr)
         opt.step()
         if a.verbose:
             print(f"step {s} loss {losses[-1]:.6f}", flush=True)
@@ -202,6 +222,10 @@ def cmd_train(a):
     if a.losses:
         with open(a.losses, "w") as f:
             json.dump(losses, f)
+            f.write("\n")
+    if a.norms:
+        with open(a.norms, "w") as f:
+            json.dump(norms, f)
             f.write("\n")
     if a.final:
         st.write(a.final, {n: P[n].detach() for n in P}, {"steps": str(a.steps)})
@@ -380,6 +404,19 @@ def cmd_compare(a):
             ck.check(f"loss[step {s}]", err, a.loss_rtol, f" (ref {lr:.7f} cand {lc:.7f})")
         for s in sorted(set(cand) - set(range(len(ref)))):
             ck.fail(f"loss[step {s}]", "extra step (not in reference)")
+    if a.norms_ref is not None:  # the metrics' grad_norm (before clipping) against torch's
+        ref = json.load(open(a.norms_ref))
+        cand = {}
+        for line in open(a.metrics):
+            rec = json.loads(line) if line.strip() else {}
+            if isinstance(rec, dict) and "grad_norm" in rec and rec.get("kind", "train") == "train":
+                cand[int(rec["step"])] = float(rec["grad_norm"])
+        for s, nr in enumerate(ref):
+            if s not in cand:
+                ck.fail(f"grad_norm[step {s}]", f"missing from {a.metrics}")
+                continue
+            err = abs(cand[s] - nr) / max(abs(nr), 1e-30)
+            ck.check(f"grad_norm[step {s}]", err, a.loss_rtol, f" (ref {nr:.7f} cand {cand[s]:.7f})")
     if a.grads_ref is not None:
         compare_grads(ck, a.grads_ref, a.grads, a.grad_tol)
     if a.final_ref is not None:
@@ -410,6 +447,14 @@ def main(argv=None):
     p.add_argument("--lr", type=float, required=True)
     p.add_argument("--weight-decay", type=float, default=0.0, help="applied to 2-D tensors only")
     p.add_argument("--losses", help="output JSON list of per-step losses")
+    p.add_argument("--grad-clip", type=float, help="clip_grad_norm_ to this max norm each step")
+    p.add_argument("--norms", help="output JSON list of per-step gradient norms (--grad-clip)")
+    p.add_argument("--lr-schedule", choices=["constant", "cosine", "linear"], default="constant")
+    p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--adam-beta1", type=float, default=BETAS[0])
+    p.add_argument("--adam-beta2", type=float, default=BETAS[1])
+    p.add_argument("--adam-eps", type=float, default=ADAM_EPS)
+    p.add_argument("--min-lr", type=float, default=0.0)
     p.add_argument("--grads", help="output safetensors of all gradients at step 0")
     p.add_argument("--final", help="output safetensors of parameters after --steps steps")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -430,6 +475,7 @@ def main(argv=None):
                     "'N passed, M failed'; exit 1 if anything failed.")
     p.add_argument("--losses-ref", help="oracle losses JSON list")
     p.add_argument("--metrics", help="Piper metrics JSON lines {\"step\": s, \"loss\": L, ...}")
+    p.add_argument("--norms-ref", help="oracle per-step gradient norms JSON list (with --metrics)")
     p.add_argument("--grads-ref", help="oracle step-0 gradients")
     p.add_argument("--grads", help="Piper step-0 gradients")
     p.add_argument("--final-ref", help="oracle final parameters")

@@ -81,3 +81,39 @@ module attributes {piper.devices = 2 : i64} {
     return
   }
 }
+
+// -----
+
+// The gradient-norm all-reduce (a barrier of the whole world before each device's first
+// update-pass op) would hang: device 1 receives, outside the update pass, what device 0 sends
+// only in its update pass, i.e. after its norm.
+module attributes {piper.devices = 2 : i64} {
+  // CHECK: verify-plan.mlir:[[@LINE+1]]:3: error: piper-verify-plan: the plan deadlocks: device 0 waits forever at the gradient-norm all-reduce before its first update
+  func.func @device_0(%x: tensor<4xf32>) {
+    %t = "comm.send"(%x) {pass = "UPD", peer = 1 : i64, peers = [1], tag = 3 : i64} : (tensor<4xf32>) -> !comm.token
+    return
+  }
+  func.func @device_1() {
+    // CHECK: verify-plan.mlir:[[@LINE+1]]:15: error: piper-verify-plan: the plan deadlocks: device 1 waits forever at comm.recv
+    %v, %rt = "comm.recv"() {pass = "B", peer = 0 : i64, peers = [0], tag = 3 : i64} : () -> (tensor<4xf32>, !comm.token)
+    return
+  }
+}
+
+// -----
+
+// The evaluation step (forward ops and forward transfers only) is proven on its own: here the
+// whole step is fine, but device 1's forward recv waits for a backward send the evaluation
+// step does not run.
+module attributes {piper.devices = 2 : i64} {
+  func.func @device_0(%x: tensor<4xf32>) {
+    %t = "comm.send"(%x) {pass = "B", peer = 1 : i64, peers = [1], tag = 5 : i64} : (tensor<4xf32>) -> !comm.token
+    return
+  }
+  func.func @device_1() {
+    // CHECK: verify-plan.mlir:[[@LINE+1]]:15: error: piper-verify-plan: the plan deadlocks: device 1 waits forever at comm.recv
+    %v, %rt = "comm.recv"() {peer = 0 : i64, peers = [0], tag = 5 : i64} : () -> (tensor<4xf32>, !comm.token)
+    return
+  }
+}
+// CHECK: error: piper-verify-plan: (the errors above are of the evaluation step

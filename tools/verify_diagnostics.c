@@ -9,6 +9,7 @@
 
 #include "mlir-c/Diagnostics.h"
 #include "piper/checked.h"
+#include "piper/piper.h"
 
 typedef struct {
   MlirDiagnosticSeverity severity; /* the kind the annotation expects */
@@ -174,10 +175,11 @@ static bool locationOf(MlirLocation loc, char **file, int *line, int *col) {
 
 /* Matches one diagnostic (not its notes) or reports it as unexpected. */
 static void matchOne(PiperDiagVerifier *v, MlirDiagnostic d) {
-  MlirDiagnosticSeverity sev = mlirDiagnosticGetSeverity(d);
+  size_t skip;
+  MlirDiagnosticSeverity sev = piperDiagnosticSeverity(d, &skip); /* piper's notes too */
   Buffer msg = {0};
   mlirDiagnosticPrint(d, appendToBuffer, &msg);
-  const char *text = msg.data ? msg.data : "";
+  const char *text = msg.data && msg.len >= skip ? msg.data + skip : "";
   char *file = NULL;
   int line = 0, col = 0;
   bool located = locationOf(mlirDiagnosticGetLocation(d), &file, &line, &col);

@@ -10,7 +10,9 @@
  * of elements there. If all unfinished devices are blocked, the plan would deadlock: the pass
  * reports each blocked device with the op it waits at, and fails. It also checks that every
  * send has exactly one matching recv (same tag, the right peers, the same size) and that no
- * recv waits for a send that never comes. */
+ * recv waits for a send that never comes. Each error that names a device is followed by a
+ * note at the `order` directive that ordered that device's plan (its piper.order, set by
+ * --piper-extract), so a deadlock points back at the strategy lines that cause it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,7 @@
 #include "piper/ptrmap.h"
 
 typedef struct {
+  MlirOperation fn;   /* the device's function, @device_<d> (null if absent) */
   MlirOperation *ops; /* the device's plan */
   size_t n, pc;       /* ops, next to run */
   int64_t arrivedAt;  /* pc at which the device registered at a collective, -1 none */
@@ -61,6 +64,17 @@ static void describe(MlirOperation op, char *buf, size_t size) {
            (long long)piperGetIntAttr(op, "tag", -1), (long long)piperGetIntAttr(op, "peer", -1));
 }
 
+/* Notes at the order directive behind device d's plan, once per directive per error
+ * (replicas share theirs): `*last` is the previous note's location, null before the first. */
+static void noteOrder(const Device *dev, int64_t d, MlirLocation *last) {
+  MlirLocation loc;
+  if (mlirOperationIsNull(dev[d].fn) || !piperOrderDirectiveLoc(dev[d].fn, &loc)) return;
+  if (!mlirLocationIsNull(*last) && mlirLocationEqual(*last, loc)) return;
+  piperEmitNotef(loc, "this order directive sets the order device %lld runs its ops in",
+                 (long long)d);
+  *last = loc;
+}
+
 static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
   int64_t N = piperGetIntAttr(module, "piper.devices", 0);
   if (N <= 0) {
@@ -91,6 +105,7 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
     snprintf(name, sizeof name, "%.*s", (int)s.length, s.data);
     if (sscanf(name, "device_%lld", &d) != 1 || d < 0 || d >= N) continue;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
+    dev[d].fn = f;
     size_t cap = 64;
     dev[d].ops = malloc(cap * sizeof *dev[d].ops);
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
@@ -133,6 +148,9 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
                      (long long)d, (long long)numelOf(op), (long long)tag, (long long)peer,
                      (long long)sent[k].numel);
             mlirEmitError(mlirOperationGetLocation(op), msg);
+            MlirLocation last = {NULL};
+            noteOrder(dev, peer, &last);
+            noteOrder(dev, d, &last);
             status = mlirLogicalResultFailure();
             break;
           }
@@ -161,7 +179,12 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
                                         "point (a hang or a wrong result)",
                        (long long)a->firstDevice, (long long)d);
               mlirEmitError(mlirOperationGetLocation(a->first), msg);
-              mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: the other one");
+              piperEmitNotef(mlirOperationGetLocation(op),
+                             "piper-verify-plan: device %lld reaches this one there",
+                             (long long)d);
+              MlirLocation last = {NULL};
+              noteOrder(dev, a->firstDevice, &last);
+              noteOrder(dev, d, &last);
               status = mlirLogicalResultFailure();
               break;
             }
@@ -180,11 +203,19 @@ static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
     int blocked = 0;
     for (int64_t d = 0; d < N; ++d)
       if (dev[d].pc < dev[d].n) {
-        char what[160], msg[320];
-        describe(dev[d].ops[dev[d].pc], what, sizeof what);
+        char what[160], node[160] = "", msg[400];
+        MlirOperation at = dev[d].ops[dev[d].pc];
+        describe(at, what, sizeof what);
+        if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(at, piperStr("tags")))) {
+          char label[140];
+          piperNodeLabel(at, label, sizeof label);
+          snprintf(node, sizeof node, " of node %s", label);
+        }
         snprintf(msg, sizeof msg, "piper-verify-plan: the plan deadlocks: device %lld waits "
-                                  "forever at %s", (long long)d, what);
+                                  "forever at %s%s", (long long)d, what, node);
         mlirEmitError(mlirOperationGetLocation(dev[d].ops[dev[d].pc]), msg);
+        MlirLocation last = {NULL};
+        noteOrder(dev, d, &last);
         blocked++;
       }
     for (size_t k = 0; k < nSent && !blocked; ++k)

@@ -28,7 +28,7 @@ module attributes {piper.devices = 2 : i64} {
     return
   }
   func.func @device_1(%a: tensor<4xf32>, %b: tensor<8xf32>) {
-    // expected-error@+1 {{piper-verify-plan: the other one}}
+    // expected-note@+1 {{piper-verify-plan: device 1 reaches this one there}}
     %r2, %t2 = "comm.all_reduce"(%b) {group = [0, 1]} : (tensor<8xf32>) -> (tensor<8xf32>, !comm.token)
     %r1, %t1 = "comm.all_reduce"(%a) {group = [0, 1]} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
     return

@@ -56,10 +56,50 @@ static void printLocation(MlirLocation loc, FILE *out) {
   fputs(": ", out);
 }
 
+/* Collects a diagnostic's message, to look for PIPER_NOTE_MARKER. */
+typedef struct {
+  char text[sizeof PIPER_NOTE_MARKER]; /* the first bytes of the message, NUL-terminated */
+  size_t len;                          /* bytes in text */
+} MessageStart;
+
+static void collectStart(MlirStringRef s, void *userData) {
+  MessageStart *m = userData;
+  size_t room = sizeof m->text - 1 - m->len;
+  size_t n = s.length < room ? s.length : room;
+  memcpy(m->text + m->len, s.data, n);
+  m->len += n;
+  m->text[m->len] = 0;
+}
+
+MlirDiagnosticSeverity piperDiagnosticSeverity(MlirDiagnostic d, size_t *skip) {
+  MlirDiagnosticSeverity sev = mlirDiagnosticGetSeverity(d);
+  if (skip) *skip = 0;
+  if (sev != MlirDiagnosticError) return sev;
+  MessageStart m = {{0}, 0};
+  mlirDiagnosticPrint(d, collectStart, &m);
+  if (strcmp(m.text, PIPER_NOTE_MARKER)) return sev;
+  if (skip) *skip = sizeof PIPER_NOTE_MARKER - 1;
+  return MlirDiagnosticNote;
+}
+
+/* Prints a message less its first `skip` bytes. */
+typedef struct {
+  FILE *out;   /* borrowed */
+  size_t skip; /* bytes still to drop */
+} SkipPrinter;
+
+static void printSkipping(MlirStringRef s, void *userData) {
+  SkipPrinter *p = userData;
+  size_t drop = s.length < p->skip ? s.length : p->skip;
+  p->skip -= drop;
+  fwrite(s.data + drop, 1, s.length - drop, p->out);
+}
+
 static MlirLogicalResult handleDiagnostic(MlirDiagnostic diag, void *userData) {
   DiagPrinter *p = userData;
   const char *severity = "error";
-  switch (mlirDiagnosticGetSeverity(diag)) {
+  size_t skip;
+  switch (piperDiagnosticSeverity(diag, &skip)) {
   case MlirDiagnosticError: severity = "error"; if (p->errorCount) ++*p->errorCount; break;
   case MlirDiagnosticWarning: severity = "warning"; break;
   case MlirDiagnosticNote: severity = "note"; break;
@@ -67,7 +107,8 @@ static MlirLogicalResult handleDiagnostic(MlirDiagnostic diag, void *userData) {
   }
   printLocation(mlirDiagnosticGetLocation(diag), p->out);
   fprintf(p->out, "%s: ", severity);
-  mlirDiagnosticPrint(diag, printToFile, p->out);
+  SkipPrinter sp = {p->out, skip};
+  mlirDiagnosticPrint(diag, printSkipping, &sp);
   fputc('\n', p->out);
   for (intptr_t i = 0; i < mlirDiagnosticGetNumNotes(diag); ++i) {
     MlirDiagnostic note = mlirDiagnosticGetNote(diag, i);

@@ -136,6 +136,17 @@ void piperEmitErrorV(MlirLocation loc, const char *fmt, va_list ap) {
   mlirEmitError(loc, msg);
 }
 
+void piperEmitNotef(MlirLocation loc, const char *fmt, ...) {
+  char msg[640];
+  size_t n = sizeof PIPER_NOTE_MARKER - 1;
+  memcpy(msg, PIPER_NOTE_MARKER, n);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg + n, sizeof msg - n, fmt, ap);
+  va_end(ap);
+  mlirEmitError(loc, msg);
+}
+
 void piperEmitErrorf(MlirLocation loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -18,7 +18,9 @@
  * whole-tensor tdag.adamw on R > 1 replicas gets `replica` = k (the gradient norm counts it on
  * replica 0 only; a ZeRO update gets `shard` = k instead).
  * The module records `piper.devices` and `piper.global_batch`; the sched directives, now
- * applied, are removed. */
+ * applied, are removed. A device function whose order an `order` directive gave records
+ * where that directive is, as `piper.order = "FILE:LINE:COL"` (the directive's line:col in
+ * the strategy file), so --piper-verify-plan can name the directive behind a deadlock. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,8 +171,15 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
                (long long)d, (long long)s[i].rank, (long long)needs, (long long)s[i].rank,
                (long long)needs);
       mlirEmitError(mlirOperationGetLocation(order), msg);
-      mlirEmitError(mlirOperationGetLocation(op), "order: this op is the one that would wait");
-      mlirEmitError(mlirOperationGetLocation(late), "order: for the result of this op");
+      char label[160];
+      piperNodeLabel(op, label, sizeof label);
+      piperEmitNotef(mlirOperationGetLocation(op),
+                     "order: this op of node %s (group %lld) would wait", label,
+                     (long long)s[i].rank);
+      piperNodeLabel(late, label, sizeof label);
+      piperEmitNotef(mlirOperationGetLocation(late),
+                     "order: for the result of this op of node %s (group %lld)", label,
+                     (long long)needs);
       status = mlirLogicalResultFailure();
     }
     piperPtrMapPut(&rankOf, op.ptr, (intptr_t)i);
@@ -198,6 +207,16 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
   mlirOperationStateAddOwnedRegions(&st, 1, &region);
   MlirOperation fn = mlirOperationCreate(&st);
   mlirBlockInsertOwnedOperationBefore(ex->moduleBody, ex->insertBefore, fn);
+  MlirLocation orderLoc = mlirOperationIsNull(order) ? loc : mlirOperationGetLocation(order);
+  if (!mlirOperationIsNull(order) && mlirLocationIsAFileLineColRange(orderLoc)) {
+    MlirStringRef file = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(orderLoc));
+    char where[PIPER_ORDER_WHERE_MAX];
+    snprintf(where, sizeof where, "%.*s:%d:%d", (int)file.length, file.data,
+             mlirLocationFileLineColRangeGetStartLine(orderLoc),
+             mlirLocationFileLineColRangeGetStartColumn(orderLoc));
+    mlirOperationSetAttributeByName(fn, piperStr("piper.order"),
+                                    mlirStringAttrGet(ex->ctx, piperStr(where)));
+  }
 
   PiperPtrMap cloneOf; /* global value -> its instance on this device */
   piperPtrMapInit(&cloneOf, n * 2);

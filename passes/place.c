@@ -9,6 +9,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
+#include "piper/checked.h"
 
 static int64_t deviceAt(MlirAttribute devices, intptr_t i) {
   return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
@@ -65,6 +66,54 @@ static void describeTags(MlirBlock body, char *out, size_t size) {
                      (long long)lo[k], (long long)hi[k]);
 }
 
+/* True if some tdag op of `body` matches both filters. */
+static bool filtersOverlap(MlirBlock body, MlirAttribute a, MlirAttribute b) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (piperOpInDialect(op, "tdag") && piperFilterMatches(op, a) && piperFilterMatches(op, b))
+      return true;
+  return false;
+}
+
+/* Place directives apply in order and a later one overrides an earlier one on the ops both
+ * select. When that takes every op away from a device a directive lists, the plan would have
+ * a device with nothing to run (and a world size that counts it): an error at the directive
+ * that lists the device, with a note at each later directive that took its ops. */
+static MlirLogicalResult checkNoDeviceLeftEmpty(MlirBlock body, const MlirOperation *places,
+                                                int nPlaces, const int *listedBy,
+                                                const bool *used, int64_t maxDevice) {
+  bool *holds = calloc((size_t)maxDevice + 1, sizeof *holds);
+  if (!holds) return mlirLogicalResultFailure();
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    if (!piperOpInDialect(op, "tdag") || mlirAttributeIsNull(devices)) continue;
+    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices); ++i)
+      holds[deviceAt(devices, i)] = true;
+  }
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  for (int64_t dev = 0; dev <= maxDevice; ++dev) {
+    if (!used[dev] || holds[dev]) continue;
+    int k = listedBy[dev] - 1; /* the last place directive that lists it */
+    MlirOperation d = places[k];
+    MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
+    piperDirectiveError(d, "place: device %lld is left with no op: a later place directive "
+                           "selects every op this one puts there and overrides it; make the "
+                           "filters of the place directives disjoint, or drop device %lld",
+                        (long long)dev, (long long)dev);
+    for (int e = k + 1; e < nPlaces; ++e) {
+      MlirAttribute later = mlirOperationGetAttributeByName(places[e], piperStr("filter"));
+      if (filtersOverlap(body, filter, later))
+        piperEmitNotef(mlirOperationGetLocation(places[e]),
+                       "this place directive takes over those ops from device %lld",
+                       (long long)dev);
+    }
+    status = mlirLogicalResultFailure();
+  }
+  free(holds);
+  return status;
+}
+
 static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
   MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   MlirOperation func = piperTrainingFunction(module, "piper-place");
@@ -74,6 +123,8 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
   bool *used = calloc(PIPER_MAX_DEVICES, sizeof *used);
   int *listedBy = calloc(PIPER_MAX_DEVICES, sizeof *listedBy); /* last place (1-based) naming it */
   int nPlaces = 0;
+  MlirOperation *places = NULL; /* the place directives in order (listedBy indexes it) */
+  size_t capPlaces = 0;
   int64_t maxDevice = -1;
   MlirOperation firstPlace = {NULL};
 
@@ -89,7 +140,14 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
     }
     if (!piperOpIs(d, "sched.place")) continue;
     if (mlirOperationIsNull(firstPlace)) firstPlace = d;
-    ++nPlaces;
+    if (!piperGrow((void **)&places, &capPlaces, (size_t)nPlaces + 1, sizeof *places)) {
+      piperDirectiveError(d, "place: out of memory");
+      free(used);
+      free(listedBy);
+      free(places);
+      return mlirLogicalResultFailure();
+    }
+    places[nPlaces++] = d;
     MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
     MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
     for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices); ++i) {
@@ -99,12 +157,14 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
                             PIPER_MAX_DEVICES - 1);
         free(used);
         free(listedBy);
+        free(places);
         return mlirLogicalResultFailure();
       }
       if (listedBy[dev] == nPlaces) { /* O(1) per id: lists reach thousands of devices */
         piperDirectiveError(d, "place: device %lld is listed twice", (long long)dev);
         free(used);
         free(listedBy);
+        free(places);
         return mlirLogicalResultFailure();
       }
       listedBy[dev] = nPlaces;
@@ -129,6 +189,7 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
                           tags);
       free(used);
       free(listedBy);
+      free(places);
       return mlirLogicalResultFailure();
     }
   }
@@ -143,7 +204,8 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
       if (piperOpInDialect(op, "tdag")) mlirOperationSetAttributeByName(op, piperStr("devices"), dev0);
     maxDevice = 0;
   } else {
-    for (int64_t dev = 0; dev <= maxDevice; ++dev)
+    status = checkNoDeviceLeftEmpty(body, places, nPlaces, listedBy, used, maxDevice);
+    for (int64_t dev = 0; dev <= maxDevice && mlirLogicalResultIsSuccess(status); ++dev)
       if (!used[dev]) {
         piperDirectiveError(firstPlace, "place: device %lld is out of range: device ids must "
                                         "be dense from 0, but device %lld is never used; "
@@ -165,6 +227,7 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
   }
   free(used);
   free(listedBy);
+  free(places);
   if (mlirLogicalResultIsSuccess(status))
     mlirOperationSetAttributeByName(
         module, piperStr("piper.devices"),

@@ -39,4 +39,10 @@ typedef MlirLogicalResult (*PiperDirectiveFn)(MlirOperation directive, MlirBlock
 MlirLogicalResult piperApplyDirectives(MlirOperation module, const char *directive,
                                        const char *passName, PiperDirectiveFn apply);
 
+/* piper.order on a device function (see extract.c): "FILE:LINE:COL" of the order directive
+ * that ordered it, at most this many bytes with the NUL. */
+enum { PIPER_ORDER_WHERE_MAX = 4096 };
+/* The location piper.order of `deviceFn` names, or false if it has none (or a malformed one). */
+bool piperOrderDirectiveLoc(MlirOperation deviceFn, MlirLocation *loc);
+
 #endif

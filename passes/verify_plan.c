@@ -10,7 +10,9 @@
  * of elements there. If all unfinished devices are blocked, the plan would deadlock: the pass
  * reports each blocked device with the op it waits at, and fails. It also checks that every
  * send has exactly one matching recv (same tag, the right peers, the same size) and that no
- * recv waits for a send that never comes.
+ * recv waits for a send that never comes. Each error that names a device is followed by a
+ * note at the `order` directive that ordered that device's plan (its piper.order, set by
+ * --piper-extract), so a deadlock points back at the strategy lines that cause it.
  *
  * Two sub-plans are proven. The training step includes the gradient-norm all-reduce the
  * lowering emits on every device before its first update-pass op (a blocking collective of the
@@ -26,8 +28,9 @@
 #include "piper/ptrmap.h"
 
 typedef struct {
-  MlirOperation *ops; /* the device's plan; `fn` in it stands for the gradient-norm barrier */
-  MlirOperation fn;   /* the device's function */
+  MlirOperation fn;   /* the device's function, @device_<d> (null if absent); in `ops` it
+                       * also stands for the gradient-norm barrier */
+  MlirOperation *ops; /* the device's plan */
   size_t n, pc;       /* ops, next to run */
   int64_t arrivedAt;  /* pc at which the device registered at a collective, -1 none */
 } Device;
@@ -68,6 +71,17 @@ static void describe(MlirOperation op, char *buf, size_t size) {
            (long long)piperGetIntAttr(op, "tag", -1), (long long)piperGetIntAttr(op, "peer", -1));
 }
 
+/* Notes at the order directive behind device d's plan, once per directive per error
+ * (replicas share theirs): `*last` is the previous note's location, null before the first. */
+static void noteOrder(const Device *dev, int64_t d, MlirLocation *last) {
+  MlirLocation loc;
+  if (mlirOperationIsNull(dev[d].fn) || !piperOrderDirectiveLoc(dev[d].fn, &loc)) return;
+  if (!mlirLocationIsNull(*last) && mlirLocationEqual(*last, loc)) return;
+  piperEmitNotef(loc, "this order directive sets the order device %lld runs its ops in",
+                 (long long)d);
+  *last = loc;
+}
+
 /* pass = "UPD" (the update pass) / "F" (no pass attribute: the forward) */
 static bool passIs(MlirOperation op, const char *want) {
   char pass[8];
@@ -105,10 +119,10 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
     /* one function per device: symbol names are unique and the exact-name rule is one to
      * one (`device_0x` or `device_00` is no device's plan) */
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
+    dev[d].fn = f;
     if (mlirBlockIsNull(body)) continue; /* a declaration: no ops, an empty plan */
     size_t cap = 64;
     dev[d].ops = malloc(cap * sizeof *dev[d].ops);
-    dev[d].fn = f;
     bool normed = evalStep; /* the norm barrier: the function op itself stands for it */
     for (MlirOperation op = mlirBlockGetFirstOperation(body);; op = mlirOperationGetNextInBlock(op)) {
       bool end = mlirOperationIsNull(op) || piperOpIs(op, "func.return");
@@ -164,6 +178,9 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
                      (long long)d, (long long)numelOf(op), (long long)tag, (long long)peer,
                      (long long)sent[k].numel);
             mlirEmitError(mlirOperationGetLocation(op), msg);
+            MlirLocation last = {NULL};
+            noteOrder(dev, peer, &last);
+            noteOrder(dev, d, &last);
             status = mlirLogicalResultFailure();
             break;
           }
@@ -192,7 +209,12 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
                                         "point (a hang or a wrong result)",
                        (long long)a->firstDevice, (long long)d);
               mlirEmitError(mlirOperationGetLocation(a->first), msg);
-              mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: the other one");
+              piperEmitNotef(mlirOperationGetLocation(op),
+                             "piper-verify-plan: device %lld reaches this one there",
+                             (long long)d);
+              MlirLocation last = {NULL};
+              noteOrder(dev, a->firstDevice, &last);
+              noteOrder(dev, d, &last);
               status = mlirLogicalResultFailure();
               break;
             }
@@ -211,13 +233,21 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
     int blocked = 0;
     for (int64_t d = 0; d < N; ++d)
       if (dev[d].pc < dev[d].n) {
-        char what[160], msg[320];
-        if (dev[d].ops[dev[d].pc].ptr == dev[d].fn.ptr)
+        char what[160], node[160] = "", msg[400];
+        MlirOperation at = dev[d].ops[dev[d].pc];
+        if (at.ptr == dev[d].fn.ptr)
           snprintf(what, sizeof what, "the gradient-norm all-reduce before its first update");
-        else describe(dev[d].ops[dev[d].pc], what, sizeof what);
+        else describe(at, what, sizeof what);
+        if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(at, piperStr("tags")))) {
+          char label[140];
+          piperNodeLabel(at, label, sizeof label);
+          snprintf(node, sizeof node, " of node %s", label);
+        }
         snprintf(msg, sizeof msg, "piper-verify-plan: the plan deadlocks: device %lld waits "
-                                  "forever at %s", (long long)d, what);
+                                  "forever at %s%s", (long long)d, what, node);
         mlirEmitError(mlirOperationGetLocation(dev[d].ops[dev[d].pc]), msg);
+        MlirLocation last = {NULL};
+        noteOrder(dev, d, &last);
         blocked++;
       }
     for (size_t k = 0; k < nSent && !blocked; ++k)

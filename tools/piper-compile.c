@@ -73,10 +73,17 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(argv[i], "--strategy") && i + 1 < argc) {
       strategy = argv[++i];
+    } else if (!strcmp(argv[i], "--strategy=") || !strcmp(argv[i], "--cc=")) {
+      fprintf(stderr, "piper-compile: error: %s needs a value\n", argv[i]);
+      return 2;
     } else if (!strncmp(argv[i], "--strategy=", 11)) {
       strategy = argv[i] + 11;
     } else if (!strncmp(argv[i], "--cc=", 5)) {
       cc = argv[i] + 5;
+    } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--strategy")) {
+      fprintf(stderr, "piper-compile: error: %s needs a value (%s)\n", argv[i],
+              argv[i][1] == 'o' ? "-o OUTPUT" : "--strategy FILE");
+      return 2;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr, "piper-compile: error: unknown option '%s'; see piper-compile --help\n",
               argv[i]);

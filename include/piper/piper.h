@@ -94,6 +94,15 @@ double piperGetFloatAttr(MlirOperation op, const char *name, double fallback);
 /* mlirEmitError with a printf-style message. */
 void piperEmitErrorV(MlirLocation loc, const char *fmt, va_list ap);
 void piperEmitErrorf(MlirLocation loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A note that belongs to the error emitted just before it (e.g. the directive that caused it).
+ * LLVM 22's C API can emit only errors (mlirEmitError) and cannot attach notes, so a note is
+ * an error whose message starts with PIPER_NOTE_MARKER; piper's diagnostic printer and
+ * --verify-diagnostics report it as a note and do not count it as an error. */
+#define PIPER_NOTE_MARKER "\x1fpiper-note\x1f"
+void piperEmitNotef(MlirLocation loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The severity of `d`, counting a PIPER_NOTE_MARKER error as a note; `*skip` (may be NULL)
+ * gets how many leading bytes of its message are the marker. */
+MlirDiagnosticSeverity piperDiagnosticSeverity(MlirDiagnostic d, size_t *skip);
 
 /* The name of the global-DAG node `op` belongs to: its pass ("F" when absent) and tags,
  * e.g. "B PP=1 layer=3 mb=2"; used for trace spans and DAG drawings. */

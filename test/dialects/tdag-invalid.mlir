@@ -1,8 +1,8 @@
 // Malformed tdag IR is rejected with a diagnostic at the offending op's line and column.
-// RUN: not piper-opt %s --split-input-file 2>&1 | FileCheck %s
+// RUN: piper-opt %s --split-input-file --verify-diagnostics > /dev/null
 
 func.func @unknown_op() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: {{.*}}tdag.frobnicate
+  // expected-error@+1 {{tdag.frobnicate}}
   %0 = "tdag.frobnicate"() : () -> tensor<2xf32>
   return
 }
@@ -10,7 +10,7 @@ func.func @unknown_op() {
 // -----
 
 func.func @linear_weight_shape(%x: tensor<2x3x4xf32>, %w: tensor<5x6xf32>, %b: tensor<5xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: weight must be (N,K) with K = 4 from x tensor<2x3x4xf32>, got tensor<5x6xf32>
+  // expected-error@+1 {{weight must be (N,K) with K = 4 from x tensor<2x3x4xf32>, got tensor<5x6xf32>}}
   %0 = "tdag.linear"(%x, %w, %b) : (tensor<2x3x4xf32>, tensor<5x6xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
   return
 }
@@ -18,7 +18,7 @@ func.func @linear_weight_shape(%x: tensor<2x3x4xf32>, %w: tensor<5x6xf32>, %b: t
 // -----
 
 func.func @linear_result_shape(%x: tensor<2x4xf32>, %w: tensor<5x4xf32>, %b: tensor<5xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: result must be x's shape with last dim 5, got tensor<2x6xf32>
+  // expected-error@+1 {{result must be x's shape with last dim 5, got tensor<2x6xf32>}}
   %0 = "tdag.linear"(%x, %w, %b) : (tensor<2x4xf32>, tensor<5x4xf32>, tensor<5xf32>) -> tensor<2x6xf32>
   return
 }
@@ -26,7 +26,7 @@ func.func @linear_result_shape(%x: tensor<2x4xf32>, %w: tensor<5x4xf32>, %b: ten
 // -----
 
 func.func @linear_missing_bias(%x: tensor<2x4xf32>, %w: tensor<5x4xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: op expects exactly 3 operands, but got 2
+  // expected-error@+1 {{op expects exactly 3 operands, but got 2}}
   %0 = "tdag.linear"(%x, %w) : (tensor<2x4xf32>, tensor<5x4xf32>) -> tensor<2x5xf32>
   return
 }
@@ -34,7 +34,7 @@ func.func @linear_missing_bias(%x: tensor<2x4xf32>, %w: tensor<5x4xf32>) {
 // -----
 
 func.func @heads_do_not_divide(%qkv: tensor<1x2x12xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:14: error: heads = 3 must be positive and divide C = 4
+  // expected-error@+1 {{heads = 3 must be positive and divide C = 4}}
   %out, %p = "tdag.attention"(%qkv) {heads = 3 : i64} : (tensor<1x2x12xf32>) -> (tensor<1x2x4xf32>, tensor<1x3x2x2xf32>)
   return
 }
@@ -42,7 +42,7 @@ func.func @heads_do_not_divide(%qkv: tensor<1x2x12xf32>) {
 // -----
 
 func.func @bad_init() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: init must be "normal", "zeros" or "ones", got "uniform"
+  // expected-error@+1 {{init must be "normal", "zeros" or "ones", got "uniform"}}
   %0 = "tdag.param"() {init = "uniform", name = "w"} : () -> tensor<4xf32>
   return
 }
@@ -50,7 +50,7 @@ func.func @bad_init() {
 // -----
 
 func.func @param_without_name() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: {{.*}}name
+  // expected-error@+1 {{name}}
   %0 = "tdag.param"() {init = "zeros"} : () -> tensor<4xf32>
   return
 }
@@ -58,7 +58,7 @@ func.func @param_without_name() {
 // -----
 
 func.func @float_tokens() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: result #0 must be a statically shaped tensor of i32, got tensor<1x2xf32>
+  // expected-error@+1 {{result #0 must be a statically shaped tensor of i32, got tensor<1x2xf32>}}
   %0 = "tdag.input"() {name = "tokens"} : () -> tensor<1x2xf32>
   return
 }
@@ -66,7 +66,7 @@ func.func @float_tokens() {
 // -----
 
 func.func @dynamic_shape(%x: tensor<?x4xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: operand #0 must be a statically shaped tensor of f32, got tensor<?x4xf32>
+  // expected-error@+1 {{operand #0 must be a statically shaped tensor of f32, got tensor<?x4xf32>}}
   %0 = "tdag.gelu"(%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
   return
 }
@@ -74,7 +74,7 @@ func.func @dynamic_shape(%x: tensor<?x4xf32>) {
 // -----
 
 func.func @float_targets(%l: tensor<1x2x8xf32>, %t: tensor<1x2xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:15: error: operand #1 must be a statically shaped tensor of i32, got tensor<1x2xf32>
+  // expected-error@+1 {{operand #1 must be a statically shaped tensor of i32, got tensor<1x2xf32>}}
   %loss, %p = "tdag.cross_entropy"(%l, %t) : (tensor<1x2x8xf32>, tensor<1x2xf32>) -> (tensor<f32>, tensor<1x2x8xf32>)
   return
 }
@@ -83,7 +83,7 @@ func.func @float_targets(%l: tensor<1x2x8xf32>, %t: tensor<1x2xf32>) {
 
 func.func @adamw_shapes(%g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<5xf32>) {
   %p = "tdag.param"() {init = "zeros", name = "b"} : () -> tensor<4xf32>
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:3: error: operand #3 tensor<5xf32> must have the parameter's shape tensor<4xf32>
+  // expected-error@+1 {{operand #3 tensor<5xf32> must have the parameter's shape tensor<4xf32>}}
   "tdag.adamw"(%p, %g, %m, %v) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-08 : f64, decay = 0 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<5xf32>) -> ()
   return
 }
@@ -93,7 +93,7 @@ func.func @adamw_shapes(%g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<5xf32>)
 // ZeRO: 3 shards of a 10-element parameter are 4 elements each (ceil(10/3)).
 func.func @adamw_bad_shards(%g: tensor<10xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) {
   %p = "tdag.param"() {init = "zeros", name = "b"} : () -> tensor<10xf32>
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:3: error: with 3 shards of a 10-element parameter the moments must be (4) and the gradient 10 or 4 elements
+  // expected-error@+1 {{with 3 shards of a 10-element parameter the moments must be (4) and the gradient 10 or 4 elements}}
   "tdag.adamw"(%p, %g, %m, %v) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-08 : f64, decay = 0 : i64, shards = 3 : i64} : (tensor<10xf32>, tensor<10xf32>, tensor<3xf32>, tensor<3xf32>) -> ()
   return
 }
@@ -101,7 +101,7 @@ func.func @adamw_bad_shards(%g: tensor<10xf32>, %m: tensor<3xf32>, %v: tensor<3x
 // -----
 
 func.func @adamw_not_a_param(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:3: error: the updated operand must be a tdag.param
+  // expected-error@+1 {{the updated operand must be a tdag.param}}
   "tdag.adamw"(%p, %g, %m, %v) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-08 : f64, decay = 0 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> ()
   return
 }
@@ -109,7 +109,7 @@ func.func @adamw_not_a_param(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4x
 // -----
 
 func.func @comm_group_not_array(%x: tensor<4xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:12: error: expected base attribute 'builtin.array' but got 'builtin.integer'
+  // expected-error@+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
   %s, %t = "comm.all_reduce"(%x) {group = 3 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
   return
 }
@@ -119,7 +119,7 @@ func.func @comm_group_not_array(%x: tensor<4xf32>) {
 // The lowering declares a moment by the update that reads it: one with no tdag.adamw user
 // once made it dereference NULL.
 func.func @adam_state_unused() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: an AdamW moment (slot "exp_avg") must be used exactly once, as operand #2 of a tdag.adamw
+  // expected-error@+1 {{an AdamW moment (slot "exp_avg") must be used exactly once, as operand #2 of a tdag.adamw}}
   %m = "tdag.adam_state"() {param = "p", slot = "exp_avg", shards = 2 : i64, shard = 0 : i64} : () -> tensor<2xf32>
   return
 }
@@ -128,7 +128,7 @@ func.func @adam_state_unused() {
 
 func.func @adam_state_wrong_operand(%g: tensor<4xf32>) {
   %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: an AdamW moment (slot "exp_avg_sq") must be used exactly once, as operand #3 of a tdag.adamw
+  // expected-error@+1 {{an AdamW moment (slot "exp_avg_sq") must be used exactly once, as operand #3 of a tdag.adamw}}
   %m = "tdag.adam_state"() {param = "p", slot = "exp_avg_sq"} : () -> tensor<4xf32>
   "tdag.adamw"(%p, %g, %m, %m) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-08 : f64, decay = 0 : i64} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> ()
   return
@@ -137,7 +137,7 @@ func.func @adam_state_wrong_operand(%g: tensor<4xf32>) {
 // -----
 
 func.func @adam_state_bad_slot() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: slot must be "exp_avg" or "exp_avg_sq", got "momentum"
+  // expected-error@+1 {{slot must be "exp_avg" or "exp_avg_sq", got "momentum"}}
   %m = "tdag.adam_state"() {param = "p", slot = "momentum"} : () -> tensor<4xf32>
   return
 }
@@ -146,7 +146,7 @@ func.func @adam_state_bad_slot() {
 
 // shards = 0 once divided by zero in the memory plan; shard must name one of the shards.
 func.func @zero_shards() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: shards must be an integer in [1, 65536]
+  // expected-error@+1 {{shards must be an integer in [1, 65536]}}
   %p = "tdag.param"() {init = "normal", name = "p", shards = 0 : i64} : () -> tensor<4xf32>
   return
 }
@@ -154,7 +154,7 @@ func.func @zero_shards() {
 // -----
 
 func.func @shard_out_of_range() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: shard must be an integer in [0, 1]
+  // expected-error@+1 {{shard must be an integer in [0, 1]}}
   %p = "tdag.param"() {init = "normal", name = "p", shards = 2 : i64, shard = 2 : i64} : () -> tensor<4xf32>
   return
 }
@@ -164,7 +164,7 @@ func.func @shard_out_of_range() {
 // Element counts and byte sizes are int64 products of the dims: one that overflows is refused
 // (it once wrapped to a small or negative size in the memory plan).
 func.func @numel_overflows() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: result #0: tensor<4294967296x4294967296xf32> has more elements or bytes than int64 can count
+  // expected-error@+1 {{result #0: tensor<4294967296x4294967296xf32> has more elements or bytes than int64 can count}}
   %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4294967296x4294967296xf32>
   return
 }
@@ -172,7 +172,7 @@ func.func @numel_overflows() {
 // -----
 
 func.func @bytes_overflow() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: result #0: tensor<4611686018427387904xf32> has more elements or bytes than int64 can count
+  // expected-error@+1 {{result #0: tensor<4611686018427387904xf32> has more elements or bytes than int64 can count}}
   %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4611686018427387904xf32>
   return
 }
@@ -180,7 +180,7 @@ func.func @bytes_overflow() {
 // -----
 
 func.func @comm_numel_overflows(%p: tensor<4294967296x4294967296xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: operand #0: tensor<4294967296x4294967296xf32> has more elements or bytes than int64 can count
+  // expected-error@+1 {{operand #0: tensor<4294967296x4294967296xf32> has more elements or bytes than int64 can count}}
   %t = "comm.send"(%p) {peers = [1], tag = 0 : i64} : (tensor<4294967296x4294967296xf32>) -> !comm.token
   return
 }
@@ -190,7 +190,7 @@ func.func @comm_numel_overflows(%p: tensor<4294967296x4294967296xf32>) {
 // Device ids index per-device tables (--piper-print-dag once read outside its colour array for
 // a negative one).
 func.func @negative_device() {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: devices must be a non-empty list of device ids in [0, 65535]
+  // expected-error@+1 {{devices must be a non-empty list of device ids in [0, 65535]}}
   %p = "tdag.param"() {init = "normal", name = "p", devices = [-1]} : () -> tensor<4xf32>
   return
 }
@@ -198,7 +198,7 @@ func.func @negative_device() {
 // -----
 
 func.func @group_not_ids(%p: tensor<4xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:12: error: group must be a non-empty list of device ids in [0, 65535]
+  // expected-error@+1 {{group must be a non-empty list of device ids in [0, 65535]}}
   %r, %t = "comm.all_reduce"(%p) {group = [0, "one"]} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
   return
 }
@@ -207,29 +207,29 @@ func.func @group_not_ids(%p: tensor<4xf32>) {
 
 // A hand-written strategy's filters are checked like the JSON importer's: a tag value that is
 // not an index or "*" once crashed the order pass, which read it as an integer.
-// CHECK: tdag-invalid.mlir:[[@LINE+1]]:1: error: filters must be a list of lists of filters; a filter maps tag names to an integer index >= 0 or "*", and PASS to "F", "B", "BI" or "BW"
+// expected-error@+1 {{filters must be a list of lists of filters; a filter maps tag names to an integer index >= 0 or "*", and PASS to "F", "B", "BI" or "BW"}}
 "sched.order"() {filters = [[{PP = 0 : i64}], [{PP = 1.5 : f64}]]} : () -> ()
 
 // -----
 
-// CHECK: tdag-invalid.mlir:[[@LINE+1]]:1: error: filter: a filter maps tag names to an integer index >= 0 or "*", and PASS to "F", "B", "BI" or "BW"
+// expected-error@+1 {{filter: a filter maps tag names to an integer index >= 0 or "*", and PASS to "F", "B", "BI" or "BW"}}
 "sched.place"() {filter = {PP = 0 : i64, PASS = "X"}, devices = [0]} : () -> ()
 
 // -----
 
-// CHECK: tdag-invalid.mlir:[[@LINE+1]]:1: error: devices must be a non-empty list of device ids in [0, 65535]
+// expected-error@+1 {{devices must be a non-empty list of device ids in [0, 65535]}}
 "sched.place"() {filter = {PP = 0 : i64}, devices = [-9223372036854775808]} : () -> ()
 
 // -----
 
-// CHECK: tdag-invalid.mlir:[[@LINE+1]]:1: error: num_microbatches must be an integer in [1, 1048576]
+// expected-error@+1 {{num_microbatches must be an integer in [1, 1048576]}}
 "sched.split"() {filter = {PP = "*"}, dim_name = "mb", num_microbatches = 0 : i64} : () -> ()
 
 // -----
 
 // offset + numel is a checked sum: a huge offset once wrapped negative and passed.
 func.func @view_offset_wraps(%flat: tensor<8xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: views tensor<4xf32> at offset 9223372036854775807 of tensor<8xf32>, which is not a flat tensor that holds it
+  // expected-error@+1 {{views tensor<4xf32> at offset 9223372036854775807 of tensor<8xf32>, which is not a flat tensor that holds it}}
   %v = "tdag.view"(%flat) {offset = 9223372036854775807 : i64} : (tensor<8xf32>) -> tensor<4xf32>
   return
 }
@@ -237,7 +237,7 @@ func.func @view_offset_wraps(%flat: tensor<8xf32>) {
 // -----
 
 func.func @peers_not_per_device(%p: tensor<4xf32>) {
-  // CHECK: tdag-invalid.mlir:[[@LINE+1]]:8: error: peers must list one device per device in devices (2), got 1
+  // expected-error@+1 {{peers must list one device per device in devices (2), got 1}}
   %t = "comm.send"(%p) {devices = [0, 1], peers = [2], tag = 0 : i64} : (tensor<4xf32>) -> !comm.token
   return
 }

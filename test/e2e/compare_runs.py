@@ -11,9 +11,12 @@ Prints one line per check and `N passed, M failed`; exits 1 on any failure.
                 k third of c_attn.bias, whose true gradient is exactly zero so AdamW moves it by
                 rounding noise, is bounded on its own line (0.25 of the tensor's max).
 A plan differs from the single-device step only in the order floating-point sums are taken
-(gradients accumulated per microbatch, all-reduced over replicas): measured <= 1e-7 relative on
-losses and <= 7.5e-6 on parameters after 10 steps, while real errors (a wrong microbatch scale,
-a lost gradient, a stale parameter copy) are >= 1e-3.
+(gradients accumulated per microbatch, all-reduced over replicas): measured (2026-11-23, every
+test in strategies/) <= 9.5e-8 relative on losses and <= 8.5e-6 on parameters after 10 steps,
+except one element of h.1.attn.c_attn.weight at 1.07e-5 under PP2xDP2 (hence the outlier
+allowance rather than a bare 1e-5), and <= 5.7e-4 on the k third of c_attn.bias; real errors
+(a wrong microbatch scale, a lost gradient, a stale parameter copy) are >= 1e-3. The README's
+Correctness section states these same rules and figures.
 """
 import argparse
 import os

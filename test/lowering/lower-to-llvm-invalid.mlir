@@ -1,8 +1,8 @@
 // --piper-lower-to-llvm refuses what it cannot lower, with a diagnostic at the cause.
-// RUN: not piper-opt %s --split-input-file --piper-lower-to-llvm 2>&1 | FileCheck %s
+// RUN: piper-opt %s --split-input-file --piper-lower-to-llvm --verify-diagnostics > /dev/null
 
 // The error sits on the module: line 1 is where the implicit module of this input opens.
-// CHECK: lower-to-llvm-invalid.mlir:1:1: error: piper-lower-to-llvm: no function with tdag ops to lower
+// expected-error@-4 {{piper-lower-to-llvm: no function with tdag ops to lower}}
 func.func @no_tdag() {
   return
 }
@@ -11,7 +11,7 @@ func.func @no_tdag() {
 
 func.func private @body(%a: tensor<2xf32>) -> tensor<2xf32>
 func.func @graph_level(%a: tensor<2xf32>) {
-  // CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:8: error: piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce/reduce_scatter/all_gather can be lowered here
+  // expected-error@+1 {{piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce/reduce_scatter/all_gather can be lowered here}}
   %0 = "tdag.node"(%a) {callee = @body, kind = "F"} : (tensor<2xf32>) -> tensor<2xf32>
   return
 }
@@ -22,7 +22,7 @@ func.func @one() {
   %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
   return
 }
-// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: a module lowers one device function; found a second
+// expected-error@+1 {{piper-lower-to-llvm: a module lowers one device function; found a second}}
 func.func @two() {
   %p = "tdag.param"() {init = "normal", name = "q"} : () -> tensor<4xf32>
   return
@@ -32,7 +32,7 @@ func.func @two() {
 
 // A graph function with arguments or results (test/tools/Inputs/gelu.mlir) once crashed the
 // lowering: an argument has no storage. It is refused at the function.
-// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: the graph function @f has 1 argument(s) and 1 result(s); a training graph takes its tensors from tdag.param and tdag.input ops and reports through tdag.output, so it must be `() -> ()`
+// expected-error@+1 {{piper-lower-to-llvm: the graph function @f has 1 argument(s) and 1 result(s); a training graph takes its tensors from tdag.param and tdag.input ops and reports through tdag.output, so it must be `() -> ()`}}
 func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
   %0 = "tdag.gelu"(%a) : (tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
@@ -42,7 +42,7 @@ func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
 
 // A huge piper.devices once made the rank dispatch emit a billion compares (a hang); it must
 // equal the number of device functions.
-// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions (1 here)
+// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions (1 here)}}
 module attributes {piper.devices = 1000000000 : i64} {
   func.func @device_0() {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
@@ -52,7 +52,7 @@ module attributes {piper.devices = 1000000000 : i64} {
 
 // -----
 
-// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions (1 here)
+// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions (1 here)}}
 module attributes {piper.devices = 0 : i64} {
   func.func @device_0() {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
@@ -67,7 +67,7 @@ module attributes {piper.devices = 2 : i64} {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
     return
   }
-  // CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:3: error: piper-lower-to-llvm: in a plan of piper.devices devices, graph functions must be named device_0 .. device_{N-1}, each once (run --piper-extract)
+  // expected-error@+1 {{piper-lower-to-llvm: in a plan of piper.devices devices, graph functions must be named device_0 .. device_{N-1}, each once (run --piper-extract)}}
   func.func @device_00() {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
     return
@@ -78,7 +78,7 @@ module attributes {piper.devices = 2 : i64} {
 
 // Each value fits int64 bytes, but two of them live at once do not: the arena's offsets are
 // checked sums, never wrapped into a small arena.
-// CHECK: lower-to-llvm-invalid.mlir:[[@LINE+1]]:1: error: piper-lower-to-llvm: the activation arena of this function would need more bytes than int64 can count; use smaller tensors or more devices
+// expected-error@+1 {{piper-lower-to-llvm: the activation arena of this function would need more bytes than int64 can count; use smaller tensors or more devices}}
 func.func @arena_overflows() {
   %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<1152921504606846976xf32>
   %g1 = "tdag.gelu"(%p) : (tensor<1152921504606846976xf32>) -> tensor<1152921504606846976xf32>

@@ -69,6 +69,7 @@ prt_ctx *prt_ctx_create(void) {
   ctx->weight_decay = 0.0;
   ctx->adam_t = 1;
   ctx->dump_step = -1;
+  ctx->grad_scattered = -1;
   return ctx;
 }
 

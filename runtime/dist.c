@@ -119,6 +119,17 @@ void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
   t->numel = numel;
 }
 
+void prt_declare_grad_scattered(prt_ctx *ctx, int64_t param_id) {
+  if (!prt_decl_open(ctx, "prt_declare_grad_scattered")) return;
+  if (param_id < 0 || param_id >= ctx->ntensors || !ctx->tensors[param_id].name ||
+      ctx->tensors[param_id].kind != PRT_PARAM) {
+    prt_fail(&ctx->decl_status, 1, "tensor id %lld is not a parameter declared before it: "
+             "prt_declare_grad_scattered; %s", (long long)param_id, PLAN_BUG);
+    return;
+  }
+  if (ctx->grad_scattered < 0) ctx->grad_scattered = param_id;
+}
+
 void prt_declare_stream(prt_ctx *ctx, int64_t stream, const char *name) {
   if (!prt_decl_open(ctx, "prt_declare_stream")) return;
   if (stream < 0 || stream >= PRT_MAX_STREAMS || !name || !name[0]) {

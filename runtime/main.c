@@ -250,6 +250,19 @@ static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st
   return st->code;
 }
 
+/* --dump-grads saves whole gradients; under ZeRO-2 no rank ever holds one (the update reads
+ * a reduce-scattered shard of each), so the dump is refused before the first step instead of
+ * failing after it. Local: a rank that declared such a parameter fails naming it; the next
+ * prt_agree makes it every rank's. */
+static int prt_check_dump(const prt_ctx *ctx, const prt_opts *o, prt_status *st) {
+  if (!o->dump_grads || ctx->grad_scattered < 0) return 0;
+  return prt_fail(st, 2, "--dump-grads cannot work with this plan: it reduce-scatters the "
+                  "gradients (ZeRO-2), so no rank ever holds a whole gradient (of '%s', for "
+                  "one) to save: command line; drop --dump-grads, or dump from a plan without "
+                  "ZeRO-2 (ZeRO-1 and ZeRO-3 compute the same gradients)",
+                  ctx->tensors[ctx->grad_scattered].name);
+}
+
 /* ---- the run ---- */
 
 static double prt_now_ms(void) {
@@ -409,7 +422,8 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   setup(ctx);
   prt_watch.timeout_s = o->timeout;
   prt_watch.step = -1;
-  if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st)) prt_ctx_allocate(ctx, st);
+  if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
+    prt_check_dump(ctx, o, st);
   if (prt_agree(ctx, st)) goto done;
   if (!prt_dist_setup(ctx, &T, st)) prt_catalog_build(ctx, st); /* alike on every rank */
   if (prt_agree(ctx, st)) goto done;

@@ -160,6 +160,8 @@ struct prt_ctx {
   int64_t adam_t;           /* AdamW step count, 1 for the first update (step s uses s+1) */
 
   int64_t dump_step;        /* step whose gradients prt_observe_grad captures; -1 = none */
+  int64_t grad_scattered;   /* first parameter id declared by prt_declare_grad_scattered
+                               (ZeRO-2: its gradient is never whole here); -1 = none */
   int64_t step;             /* the step now running (0-based) */
 };
 

@@ -55,8 +55,8 @@ def run(plan, np_, work, tag):
         cmd = MPIRUN + (BIND if fits else OVERSUBSCRIBE) + ["-np", str(np_)] + cmd + ["--trace", trace]
     sh(cmd)
     recs = [json.loads(l) for l in open(metrics) if l.strip()]
-    step_ms = statistics.median(r["step_ms"] for r in recs if "step_ms" in r and r["step"] > 0)
-    ranks = next(r["ranks"] for r in recs if "ranks" in r)
+    step_ms = statistics.median(r["step_ms"] for r in recs if r["kind"] == "train" and r["step"] > 0)
+    ranks = next(r["ranks"] for r in recs if r["kind"] == "summary")
     return step_ms, ranks, trace
 
 

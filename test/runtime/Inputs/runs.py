@@ -57,9 +57,10 @@ def read_losses(path):
     with open(path) as f:
         for line in f:
             m = json.loads(line)
-            if "ranks" in m:
+            if m["kind"] == "summary":
                 ranks = m["ranks"]
             else:
+                assert m["kind"] == "train" and list(m)[0] == "kind", m
                 assert set(m["mem"]) == {"params", "optim", "arena"}, m
                 losses[m["step"]] = m["loss"]
     return losses, ranks

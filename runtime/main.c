@@ -51,6 +51,7 @@ typedef struct prt_opts {
   int64_t ckpt_every;     /* --checkpoint-every: save every N steps; 0 = only at the end */
   int quiet;              /* --quiet: no per-step lines on stdout */
   int64_t log_every;      /* --log-every: print every N-th step, the first and the last (>= 1) */
+  int trace_per_rank;     /* --trace-per-rank: each rank writes its own trace file */
   int restart_steps;      /* --restart-steps: count from step 0 despite the checkpoint's step */
   int help;               /* --help: print usage and exit 0 */
 } prt_opts;
@@ -80,8 +81,11 @@ static const char *const USAGE =
     "                          steps (safetensors) after the last step\n"
     "  --dump-grads FILE       save every parameter's gradient at the first step run\n"
     "                          (step 0, or K when resuming) (safetensors)\n"
-    "  --trace FILE            Chrome trace JSON per rank: FILE with .rank<k> before its\n"
-    "                          extension (open in Perfetto / chrome://tracing)\n"
+    "  --trace FILE            one Chrome trace JSON of every rank (a process per rank,\n"
+    "                          clocks aligned to rank 0's), written by rank 0 at the end\n"
+    "                          (open in Perfetto / chrome://tracing)\n"
+    "  --trace-per-rank        with --trace: each rank writes its own file instead, FILE\n"
+    "                          with .rank<k> before its extension (same aligned clock)\n"
     "  --checkpoint-every N    also write --save-checkpoint every N steps during the run\n"
     "                          (atomically), so a run killed hard can resume\n"
     "  --timeout SECONDS       a transfer or collective that waits longer ends every rank\n"
@@ -179,6 +183,10 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       o->restart_steps = 1;
       continue;
     }
+    if (strcmp(arg, "--trace-per-rank") == 0) {
+      o->trace_per_rank = 1;
+      continue;
+    }
     const char *eq = strchr(arg, '=');
     size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
     const prt_flag *f = NULL;
@@ -203,6 +211,9 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   if (o->log_every < 1)
     return prt_fail(st, 2, "--log-every expects a positive integer, got 0: command line; "
                     "pass 1 to print every step, or --quiet for none");
+  if (o->trace_per_rank && !o->trace)
+    return prt_fail(st, 2, "--trace-per-rank needs --trace (the file name to derive the "
+                    "per-rank names from): command line; run with --help for usage");
   if (o->dump_grads && o->steps < 1)
     return prt_fail(st, 2, "--dump-grads captures the first step but --steps is 0: command "
                     "line; run at least one step");
@@ -239,11 +250,13 @@ static void prt_catch_signals(void) {
 
 /* ---- the files a run names ---- */
 
-/* Local, on every rank. Every output the run will write (rank 0's metrics, checkpoints and
- * gradient dump, and each rank's trace file) passes prt_files_check against the inputs and
- * each other before the first step, so a bad path costs nothing instead of the run. */
+/* Local, on every rank. Every output the run will write (rank 0's metrics, checkpoints,
+ * gradient dump and trace, or with --trace-per-rank each rank's trace file) passes
+ * prt_files_check against the inputs and each other before the first step, so a bad path
+ * costs nothing instead of the run. */
 static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st) {
-  int64_t n = 0, cap = 5 + (o->trace ? ctx->world : 0);
+  int64_t ntrace = !o->trace ? 0 : o->trace_per_rank ? ctx->world : 1;
+  int64_t n = 0, cap = 5 + ntrace;
   prt_file_use *u = prt_xmalloc((size_t)cap * sizeof *u, "file checks");
   char **names = prt_xmalloc((size_t)(cap - 5 + 1) * sizeof *names, "file checks");
   int64_t nnames = 0;
@@ -252,7 +265,8 @@ static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st
   if (o->metrics) u[n++] = (prt_file_use){"--metrics", o->metrics, 1, 0};
   if (o->save_ckpt) u[n++] = (prt_file_use){"--save-checkpoint", o->save_ckpt, 1, 1};
   if (o->dump_grads) u[n++] = (prt_file_use){"--dump-grads", o->dump_grads, 1, 0};
-  for (int64_t r = 0; o->trace && r < ctx->world; r++) {
+  if (o->trace && !o->trace_per_rank) u[n++] = (prt_file_use){"--trace", o->trace, 1, 0};
+  for (int64_t r = 0; o->trace_per_rank && r < ntrace; r++) {
     names[nnames] = prt_trace_path(o->trace, r);
     u[n++] = (prt_file_use){"--trace", names[nnames++], 1, 0};
   }
@@ -387,7 +401,9 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
     prt_fail(st, 1, "cannot open metrics file: %s: %s; check the directory exists and is "
              "writable", o->metrics, strerror(errno));
   if (prt_agree(ctx, st)) goto done;
+  prt_watch.what = "the trace's clock sync";
   if (o->trace) prt_trace_start(ctx);
+  prt_watch.what = NULL;
 
   if (ctx->rank == 0 && !o->quiet) prt_banner(ctx, o, &data, T, start);
   int pending = 0;     /* this rank failed (a metrics write): every rank stops after this step */
@@ -465,7 +481,9 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   prt_report_memory(ctx, metrics, o->metrics, o->quiet, st);
 
 done:
-  if (ctx->trace) prt_trace_write(ctx, o->trace, st);
+  prt_watch.what = "gathering the trace";
+  if (ctx->trace) prt_trace_write(ctx, o->trace, o->trace_per_rank, st);
+  prt_watch.what = NULL;
   if (metrics && fclose(metrics) != 0 && !st->code)
     prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space", o->metrics,
              strerror(errno));
@@ -490,7 +508,7 @@ int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_c
       fprintf(stderr, "usage: %s [--steps N] [--data FILE] [--seed S] [--lr X] "
               "[--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] "
               "[--restart-steps] [--save-checkpoint FILE] [--checkpoint-every N] "
-              "[--dump-grads FILE] [--trace FILE] [--timeout SECONDS] "
+              "[--dump-grads FILE] [--trace FILE] [--trace-per-rank] [--timeout SECONDS] "
               "[--quiet] [--log-every N] [--help]\n", prog);
     }
     rc = st.code;

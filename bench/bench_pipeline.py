@@ -3,7 +3,7 @@
 
 For each schedule: compile the default GPT (L4 C256 H4 T128 B8) with piper-sched's strategy,
 run it under mpirun with --trace, and print
-  measured bubble = 1 - (time in compute spans) / (step time), from the per-rank traces,
+  measured bubble = 1 - (time in compute spans) / (step time), from the merged trace's ranks,
                     averaged over ranks and steps (the first step, which pages memory in,
                     is skipped),
   analytic bubble = piper-sched --simulate's table value for the same S, M (PIPER.md),
@@ -55,17 +55,17 @@ def run(plan, np_, work, tag):
         cmd = MPIRUN + (BIND if fits else OVERSUBSCRIBE) + ["-np", str(np_)] + cmd + ["--trace", trace]
     sh(cmd)
     recs = [json.loads(l) for l in open(metrics) if l.strip()]
-    step_ms = statistics.median(r["step_ms"] for r in recs if "step_ms" in r and r["step"] > 0)
-    ranks = next(r["ranks"] for r in recs if "ranks" in r)
+    step_ms = statistics.median(r["step_ms"] for r in recs if r["kind"] == "train" and r["step"] > 0)
+    ranks = next(r["ranks"] for r in recs if r["kind"] == "summary")
     return step_ms, ranks, trace
 
 
 def bubble(trace, np_):
     """Idle fraction of the compute lane inside each step span, averaged."""
     fractions = []
+    merged = json.load(open(trace))["traceEvents"]  # one file, a process (pid) per rank
     for k in range(np_):
-        path = trace.replace(".json", ".rank%d.json" % k)
-        ev = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X" and e.get("tid") == 0]
+        ev = [e for e in merged if e.get("ph") == "X" and e.get("pid") == k and e.get("tid") == 0]
         steps = sorted((e for e in ev if e["name"] == "step"), key=lambda e: e["ts"])[1:]
         spans = [e for e in ev if e["name"] != "step"]  # node spans; comm has its own lanes
         for s in steps:

@@ -113,6 +113,15 @@ static void emitSetup(Lowering *L, const char *fnName) {
         MlirValue args[5] = {ctx, lbConstI64(b, id - 1), lbConstI64(b, sh.offset),
                              lbConstI64(b, sh.len), lbConstI64(b, sh.n)};
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
+        /* ZeRO-2: a whole parameter updated from a reduce-scattered gradient. No device holds
+         * that gradient whole, so the runtime refuses --dump-grads up front (lower_compute.c
+         * does not observe it). */
+        MlirValue p = mlirOperationGetOperand(upd, 0), g = mlirOperationGetOperand(upd, 1);
+        if (mlirValueIsAOpResult(g) && piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter") &&
+            !lwIsShardedParam(p) && lwBufferOf(L, p)) {
+          MlirValue sc[2] = {ctx, lbConstI64(b, lwBufferOf(L, p)->tensorId)};
+          lbCall(b, "prt_declare_grad_scattered", (MlirType){NULL}, 2, sc);
+        }
       }
     } else if (piperOpIs(op, "tdag.input")) {
       name = attrText(op, "name");

@@ -72,6 +72,7 @@ prt_ctx *prt_ctx_create(void) {
   ctx->adam_beta1 = ctx->adam_beta2 = ctx->adam_eps = NAN; /* the plan's attributes */
   ctx->clip_scale = 1.0f;
   ctx->dump_step = -1;
+  ctx->grad_scattered = -1;
   return ctx;
 }
 

@@ -119,6 +119,17 @@ void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
   t->numel = numel;
 }
 
+void prt_declare_grad_scattered(prt_ctx *ctx, int64_t param_id) {
+  if (!prt_decl_open(ctx, "prt_declare_grad_scattered")) return;
+  if (param_id < 0 || param_id >= ctx->ntensors || !ctx->tensors[param_id].name ||
+      ctx->tensors[param_id].kind != PRT_PARAM) {
+    prt_fail(&ctx->decl_status, 1, "tensor id %lld is not a parameter declared before it: "
+             "prt_declare_grad_scattered; %s", (long long)param_id, PLAN_BUG);
+    return;
+  }
+  if (ctx->grad_scattered < 0) ctx->grad_scattered = param_id;
+}
+
 void prt_declare_stream(prt_ctx *ctx, int64_t stream, const char *name) {
   if (!prt_decl_open(ctx, "prt_declare_stream")) return;
   if (stream < 0 || stream >= PRT_MAX_STREAMS || !name || !name[0]) {
@@ -245,6 +256,19 @@ int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
   return prt_issue(ctx, &op);
 }
 
+/* Tracing only: tests every transfer in flight that is not yet seen complete, and stamps
+ * those that are with `now` (the time of this observation). A send waited at the end of the
+ * step then ends where it completed, not at its own late prt_wait. */
+static void prt_poll_inflight(prt_ctx *ctx, double now) {
+  for (int64_t k = 0; k < ctx->ops_cap; k++) {
+    prt_op_slot *o = &ctx->ops[k];
+    if (o->busy && !o->done && prt_comm_test(ctx, &o->op, &o->req)) {
+      o->done = 1;
+      o->t_done = now;
+    }
+  }
+}
+
 void prt_wait(prt_ctx *ctx, int64_t handle) {
   int64_t k = handle & 0xffffffff;
   uint32_t gen = (uint32_t)((uint64_t)handle >> 32);
@@ -253,10 +277,21 @@ void prt_wait(prt_ctx *ctx, int64_t handle) {
               "never issued): prt_wait (rank %lld); %s", (long long)handle,
               (long long)ctx->rank, PLAN_BUG);
   prt_op_slot *s = &ctx->ops[k];
-  prt_comm_finish(ctx, &s->op, &s->req);
-  if (ctx->trace)
-    prt_trace_event(ctx, NULL, &s->op, s->op.stream, s->t_issue, prt_trace_now(ctx));
+  if (!ctx->trace) {
+    prt_comm_finish(ctx, &s->op, &s->req);
+  } else { /* the span ends when the runtime first sees the transfer complete */
+    double w0 = prt_trace_now(ctx);
+    prt_poll_inflight(ctx, w0);
+    if (!s->done) {
+      prt_comm_finish(ctx, &s->op, &s->req);
+      s->done = 1; /* finished: its request is gone, the poll must not test it */
+      s->t_done = prt_trace_now(ctx);
+      prt_poll_inflight(ctx, s->t_done);
+    }
+    prt_trace_transfer(ctx, &s->op, s->t_issue, s->t_done, w0, prt_trace_now(ctx));
+  }
   s->busy = 0;
+  s->done = 0;
   ctx->ops_busy--;
   ctx->ops_free[ctx->ops_nfree++] = k;
 }

@@ -50,6 +50,8 @@ typedef struct prt_opts {
   double timeout;         /* --timeout: seconds a transfer may wait (watchdog); 0 = forever */
   int64_t ckpt_every;     /* --checkpoint-every: save every N steps; 0 = only at the end */
   int quiet;              /* --quiet: no per-step lines on stdout */
+  int64_t log_every;      /* --log-every: print every N-th step, the first and the last (>= 1) */
+  int trace_per_rank;     /* --trace-per-rank: each rank writes its own trace file */
   int restart_steps;      /* --restart-steps: count from step 0 despite the checkpoint's step */
   int help;               /* --help: print usage and exit 0 */
   const char *lr_schedule; /* --lr-schedule: borrowed name, parsed into loop.schedule */
@@ -65,9 +67,10 @@ static const char *const USAGE =
     "  --seed S                parameter init seed, a non-negative integer (default 1337)\n"
     "  --lr X                  AdamW learning rate (default 1e-3)\n"
     "  --weight-decay X        AdamW decoupled weight decay for 2-D weights (default 0)\n"
-    "  --metrics FILE          write one JSON line per step: step, loss, step_ms,\n"
-    "                          tokens_per_s, mem (rank 0's bytes); then one line with\n"
-    "                          every rank's memory and peak RSS\n"
+    "  --metrics FILE          JSON lines, \"kind\" first: one \"train\" line per step\n"
+    "                          (step, loss, step_ms, tokens_per_s, mem: rank 0's bytes),\n"
+    "                          then one \"summary\" line with every rank's memory and peak\n"
+    "                          RSS (schema: README, \"Metrics\")\n"
     "  --init-checkpoint FILE  load parameters from a safetensors file instead of\n"
     "                          initialising them; with the optimizer state and step a\n"
     "                          --save-checkpoint file holds, training resumes exactly:\n"
@@ -80,8 +83,11 @@ static const char *const USAGE =
     "                          steps (safetensors) after the last step\n"
     "  --dump-grads FILE       save every parameter's gradient at the first step run\n"
     "                          (step 0, or K when resuming) (safetensors)\n"
-    "  --trace FILE            Chrome trace JSON per rank: FILE with .rank<k> before its\n"
-    "                          extension (open in Perfetto / chrome://tracing)\n"
+    "  --trace FILE            one Chrome trace JSON of every rank (a process per rank,\n"
+    "                          clocks aligned to rank 0's), written by rank 0 at the end\n"
+    "                          (open in Perfetto / chrome://tracing)\n"
+    "  --trace-per-rank        with --trace: each rank writes its own file instead, FILE\n"
+    "                          with .rank<k> before its extension (same aligned clock)\n"
     "  --checkpoint-every N    also write --save-checkpoint every N steps during the run\n"
     "                          (atomically), so a run killed hard can resume\n"
     "  --timeout SECONDS       a transfer or collective that waits longer ends every rank\n"
@@ -101,6 +107,8 @@ static const char *const USAGE =
     "  --eval-batches K        batches per evaluation: batch k reads the windows training\n"
     "                          step k would (default 1)\n"
     "  --quiet                 no per-step lines on stdout\n"
+    "  --log-every N           print every N-th step's line, and the first and last\n"
+    "                          (default 1; --metrics still gets every step)\n"
     "  --help                  this text\n"
     "A plan for D devices runs as D MPI ranks: mpirun -np D %s [options]\n"
     "(as root, Open MPI also wants --allow-run-as-root; more ranks than cores, --oversubscribe).\n"
@@ -168,6 +176,7 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   *o = (prt_opts){.steps = 20, .seed = 1337, .lr = 1e-3, .weight_decay = 0.0, .timeout = 300,
                   .loop = {.total = -1, .grad_clip = -1, .beta1 = NAN, .beta2 = NAN,
                            .eps = NAN, .eval_batches = 1}};
+  o->log_every = 1;
   const prt_flag flags[] = {
       {"--steps", PRT_FLAG_COUNT, &o->steps},
       {"--seed", PRT_FLAG_SEED, &o->seed},
@@ -192,6 +201,7 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--eval-data", PRT_FLAG_FILE, &o->loop.eval_data},
       {"--eval-every", PRT_FLAG_COUNT, &o->loop.eval_every},
       {"--eval-batches", PRT_FLAG_COUNT, &o->loop.eval_batches},
+      {"--log-every", PRT_FLAG_COUNT, &o->log_every},
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -205,6 +215,10 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
     }
     if (strcmp(arg, "--restart-steps") == 0) {
       o->restart_steps = 1;
+      continue;
+    }
+    if (strcmp(arg, "--trace-per-rank") == 0) {
+      o->trace_per_rank = 1;
       continue;
     }
     const char *eq = strchr(arg, '=');
@@ -222,8 +236,18 @@ static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
                         f->name);
       value = argv[++i];
     }
+    if (strncmp(value, "--", 2) == 0) /* `--metrics --steps 5`: the value was forgotten */
+      return prt_fail(st, 2, "%s needs a value, but the next argument is the flag %s: "
+                      "command line; give %s its value (name a file that starts with '--' "
+                      "as ./%s)", f->name, value, f->name, value);
     if (prt_parse_value(f, value, st)) return st->code;
   }
+  if (o->log_every < 1)
+    return prt_fail(st, 2, "--log-every expects a positive integer, got 0: command line; "
+                    "pass 1 to print every step, or --quiet for none");
+  if (o->trace_per_rank && !o->trace)
+    return prt_fail(st, 2, "--trace-per-rank needs --trace (the file name to derive the "
+                    "per-rank names from): command line; run with --help for usage");
   if (o->dump_grads && o->steps < 1)
     return prt_fail(st, 2, "--dump-grads captures the first step but --steps is 0: command "
                     "line; run at least one step");
@@ -262,11 +286,13 @@ static void prt_catch_signals(void) {
 
 /* ---- the files a run names ---- */
 
-/* Local, on every rank. Every output the run will write (rank 0's metrics, checkpoints and
- * gradient dump, and each rank's trace file) passes prt_files_check against the inputs and
- * each other before the first step, so a bad path costs nothing instead of the run. */
+/* Local, on every rank. Every output the run will write (rank 0's metrics, checkpoints,
+ * gradient dump and trace, or with --trace-per-rank each rank's trace file) passes
+ * prt_files_check against the inputs and each other before the first step, so a bad path
+ * costs nothing instead of the run. */
 static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st) {
-  int64_t n = 0, cap = 6 + (o->trace ? ctx->world : 0);
+  int64_t ntrace = !o->trace ? 0 : o->trace_per_rank ? ctx->world : 1;
+  int64_t n = 0, cap = 6 + ntrace;
   prt_file_use *u = prt_xmalloc((size_t)cap * sizeof *u, "file checks");
   char **names = prt_xmalloc((size_t)(cap - 6 + 1) * sizeof *names, "file checks");
   int64_t nnames = 0;
@@ -276,7 +302,8 @@ static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st
   if (o->metrics) u[n++] = (prt_file_use){"--metrics", o->metrics, 1, 0};
   if (o->save_ckpt) u[n++] = (prt_file_use){"--save-checkpoint", o->save_ckpt, 1, 1};
   if (o->dump_grads) u[n++] = (prt_file_use){"--dump-grads", o->dump_grads, 1, 0};
-  for (int64_t r = 0; o->trace && r < ctx->world; r++) {
+  if (o->trace && !o->trace_per_rank) u[n++] = (prt_file_use){"--trace", o->trace, 1, 0};
+  for (int64_t r = 0; o->trace_per_rank && r < ntrace; r++) {
     names[nnames] = prt_trace_path(o->trace, r);
     u[n++] = (prt_file_use){"--trace", names[nnames++], 1, 0};
   }
@@ -287,65 +314,25 @@ static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st
   return st->code;
 }
 
+/* --dump-grads saves whole gradients; under ZeRO-2 no rank ever holds one (the update reads
+ * a reduce-scattered shard of each), so the dump is refused before the first step instead of
+ * failing after it. Local: a rank that declared such a parameter fails naming it; the next
+ * prt_agree makes it every rank's. */
+static int prt_check_dump(const prt_ctx *ctx, const prt_opts *o, prt_status *st) {
+  if (!o->dump_grads || ctx->grad_scattered < 0) return 0;
+  return prt_fail(st, 2, "--dump-grads cannot work with this plan: it reduce-scatters the "
+                  "gradients (ZeRO-2), so no rank ever holds a whole gradient (of '%s', for "
+                  "one) to save: command line; drop --dump-grads, or dump from a plan without "
+                  "ZeRO-2 (ZeRO-1 and ZeRO-3 compute the same gradients)",
+                  ctx->tensors[ctx->grad_scattered].name);
+}
+
 /* ---- the run ---- */
 
 static double prt_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-/* Peak resident set (VmHWM) of this process in bytes; 0 if /proc does not say. */
-static int64_t prt_peak_rss(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return 0;
-  char line[256];
-  long long kb = 0;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
-  fclose(f);
-  return (int64_t)kb * 1024;
-}
-
-/* Collective: gathers every rank's memory; rank 0 writes {"ranks": [...]} to the metrics
- * file and prints a table unless quiet. */
-static void prt_report_memory(prt_ctx *ctx, const prt_opts *o, FILE *metrics,
-                              prt_status *st) {
-  enum { K = 6 }; /* params, optim, arena, activations, grads, peak rss */
-  int64_t mine[K] = {prt_ctx_bytes(ctx, PRT_PARAM), prt_ctx_bytes(ctx, PRT_OPTIM),
-                     ctx->arena_bytes, ctx->arena_activations, ctx->arena_gradients,
-                     prt_peak_rss()};
-  int64_t *counts = prt_xmalloc((size_t)ctx->world * sizeof *counts, "gather counts");
-  int64_t *all = prt_comm_allgatherv(mine, sizeof mine, counts);
-  free(counts);
-  if (ctx->rank == 0 && metrics) {
-    fprintf(metrics, "{\"ranks\": [");
-    for (int64_t r = 0; r < ctx->world; r++) {
-      const int64_t *m = all + K * r;
-      fprintf(metrics, "%s{\"rank\": %lld, \"params\": %lld, \"optim\": %lld, \"arena\": %lld, ",
-              r ? ", " : "", (long long)r, (long long)m[0], (long long)m[1], (long long)m[2]);
-      if (m[3] >= 0)
-        fprintf(metrics, "\"activations\": %lld, \"grads\": %lld, ", (long long)m[3],
-                (long long)m[4]);
-      fprintf(metrics, "\"peak_rss\": %lld}", (long long)m[5]);
-    }
-    fprintf(metrics, "]}\n");
-    if (fflush(metrics) != 0)
-      prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
-               o->metrics, strerror(errno));
-  }
-  if (ctx->rank == 0 && !o->quiet) {
-    /* the arena holds activations and gradients; their peaks come from the compiler's plan */
-    printf("memory (MB)    params     optim     arena  (activ.    grads)  peak rss\n");
-    for (int64_t r = 0; r < ctx->world; r++) {
-      const int64_t *m = all + K * r;
-      printf("  rank %-4lld %9.2f %9.2f %9.2f %9.2f %8.2f %9.1f\n", (long long)r, m[0] / 1e6,
-             m[1] / 1e6, m[2] / 1e6, m[3] >= 0 ? m[3] / 1e6 : 0.0, m[4] >= 0 ? m[4] / 1e6 : 0.0,
-             m[5] / 1e6);
-    }
-    fflush(stdout);
-  }
-  free(all);
 }
 
 /* The world check: the plan's device count against the world the backend runs. Local. */
@@ -419,32 +406,11 @@ static int64_t prt_resume_step(const prt_ctx *ctx, const prt_opts *o, const prt_
   return start;
 }
 
-/* The loop's fields of a step's metrics line: "lr" and "grad_norm" (before clipping; null
- * when not finite). */
-static void prt_write_loop_metrics(FILE *f, const prt_ctx *ctx) {
-  fprintf(f, "\"lr\": %.9g, ", ctx->lr);
-  if (isfinite(ctx->grad_norm)) fprintf(f, "\"grad_norm\": %.9g, ", ctx->grad_norm);
-  else fprintf(f, "\"grad_norm\": null, ");
-}
-
 /* One evaluation's metrics line (rank 0). */
 static int prt_write_eval_metrics(FILE *f, int64_t s, double loss) {
   if (isfinite(loss))
     fprintf(f, "{\"kind\": \"eval\", \"step\": %lld, \"eval_loss\": %.9g}\n", (long long)s, loss);
   else fprintf(f, "{\"kind\": \"eval\", \"step\": %lld, \"eval_loss\": null}\n", (long long)s);
-  return fflush(f);
-}
-
-/* One metrics line (rank 0). */
-static int prt_write_metrics(FILE *f, const prt_ctx *ctx, int64_t s, float L, double ms,
-                             double tps) {
-  if (isfinite(L)) fprintf(f, "{\"step\": %lld, \"loss\": %.9g, ", (long long)s, L);
-  else fprintf(f, "{\"step\": %lld, \"loss\": null, ", (long long)s);
-  prt_write_loop_metrics(f, ctx);
-  fprintf(f, "\"step_ms\": %.6g, \"tokens_per_s\": %.6g, \"mem\": {\"params\": %lld, "
-          "\"optim\": %lld, \"arena\": %lld}}\n", ms, tps,
-          (long long)prt_ctx_bytes(ctx, PRT_PARAM), (long long)prt_ctx_bytes(ctx, PRT_OPTIM),
-          (long long)ctx->arena_bytes);
   return fflush(f);
 }
 
@@ -470,7 +436,8 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   setup(ctx);
   prt_watch.timeout_s = o->timeout;
   prt_watch.step = -1;
-  if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st)) prt_ctx_allocate(ctx, st);
+  if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
+    prt_check_dump(ctx, o, st);
   if (prt_agree(ctx, st)) goto done;
   if (!prt_dist_setup(ctx, &T, st)) prt_catalog_build(ctx, st); /* alike on every rank */
   if (prt_agree(ctx, st)) goto done;
@@ -495,10 +462,13 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
       prt_fail(st, es.code, "--eval-data: %s", es.msg);
   }
   if (prt_agree(ctx, st)) goto done;
+  prt_watch.what = "the trace's clock sync";
   if (o->trace) prt_trace_start(ctx);
+  prt_watch.what = NULL;
 
   if (ctx->rank == 0 && !o->quiet) prt_banner(ctx, o, &data, T, start);
   int pending = 0;     /* this rank failed (a metrics write): every rank stops after this step */
+  double ms_sum = 0;   /* wall milliseconds of the steps run so far (for the ETA) */
   completed = start;
   for (int64_t s = start; s < start + o->steps; s++) {
     ctx->step = s;
@@ -521,16 +491,21 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
     prt_watch.what = NULL;
     double ms = prt_now_ms() - t0;
     if (stop) goto done; /* the failing rank's status says why */
-    double tps = ms > 0 ? (double)(ctx->global_batch * T) / (ms * 1e-3) : 0.0;
-    if (metrics && prt_write_metrics(metrics, ctx, s, L, ms, tps) != 0) {
+    ms_sum += ms;
+    prt_step_record rec = {.step = s, .total = start + o->steps, .loss = L, .lr = ctx->lr,
+                           .grad_norm = ctx->grad_norm, .step_ms = ms, .tokens_per_s = 0};
+    if (ms > 0) rec.tokens_per_s = (double)(ctx->global_batch * T) / (ms * 1e-3);
+    /* ETA: the steps left times the mean step time of this run's steps so far */
+    rec.eta_s = (double)(rec.total - s - 1) * (ms_sum / (double)(s - start + 1)) * 1e-3;
+    if (metrics && prt_metrics_train(metrics, ctx, &rec) != 0) {
       prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
                o->metrics, strerror(errno));
       pending = 1;
     }
-    if (ctx->rank == 0 && !o->quiet) {
-      printf("step %4lld | loss %.6f | %.1f ms | %.0f tok/s\n", (long long)s, L, ms, tps);
-      fflush(stdout);
-    }
+    if (ctx->rank == 0 && !o->quiet &&
+        (prt_progress_due(s, start, start + o->steps - 1, o->log_every) || stop_signal ||
+         !isfinite(L)))
+      prt_progress_line(stdout, &rec);
     if (!isfinite(L)) { /* every rank sees the same loss: they all stop here */
       prt_fail(st, 1, "loss is %s at step %lld: training diverged; lower --lr, or check the "
                "data and the compiled plan", isnan(L) ? "NaN" : "infinite", (long long)s);
@@ -577,10 +552,12 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
               "--save-checkpoint to keep the run)\n", name, (long long)(completed - 1));
     fflush(stderr);
   }
-  prt_report_memory(ctx, o, metrics, st);
+  prt_report_memory(ctx, metrics, o->metrics, o->quiet, st);
 
 done:
-  if (ctx->trace) prt_trace_write(ctx, o->trace, st);
+  prt_watch.what = "gathering the trace";
+  if (ctx->trace) prt_trace_write(ctx, o->trace, o->trace_per_rank, st);
+  prt_watch.what = NULL;
   if (metrics && fclose(metrics) != 0 && !st->code)
     prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space", o->metrics,
              strerror(errno));
@@ -606,7 +583,8 @@ int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_c
       fprintf(stderr, "usage: %s [--steps N] [--data FILE] [--seed S] [--lr X] "
               "[--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] "
               "[--restart-steps] [--save-checkpoint FILE] [--checkpoint-every N] "
-              "[--dump-grads FILE] [--trace FILE] [--timeout SECONDS] [--quiet] [--help]\n", prog);
+              "[--dump-grads FILE] [--trace FILE] [--trace-per-rank] [--timeout SECONDS] "
+              "[--quiet] [--log-every N] [--help]\n", prog);
     }
     rc = st.code;
   } else if (o.help) {

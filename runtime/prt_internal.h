@@ -18,6 +18,7 @@
 #define PIPER_PRT_INTERNAL_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "piper/runtime.h"
@@ -114,7 +115,10 @@ typedef struct prt_op_slot {
   prt_opaque req;   /* the backend's request */
   uint32_t gen;     /* bumped each time the slot is reused, so stale handles are caught */
   int busy;         /* 1 from issue until prt_wait */
+  int done;         /* 1 once prt_comm_test saw it complete (tracing): prt_wait only records */
   double t_issue;   /* microseconds on the trace clock when issued (if tracing) */
+  double t_done;    /* microseconds on the trace clock when the runtime first saw it complete:
+                       a prt_wait (its own, or another's poll of every transfer in flight) */
 } prt_op_slot;
 
 typedef struct prt_trace prt_trace;     /* trace.c */
@@ -169,6 +173,8 @@ struct prt_ctx {
                                + 1e-6)) after prt_grad_norm_sync, else 1 */
 
   int64_t dump_step;        /* step whose gradients prt_observe_grad captures; -1 = none */
+  int64_t grad_scattered;   /* first parameter id declared by prt_declare_grad_scattered
+                               (ZeRO-2: its gradient is never whole here); -1 = none */
   int64_t step;             /* the step now running (0-based) */
 };
 
@@ -222,6 +228,10 @@ void prt_comm_group_free(prt_group *g); /* frees g->comm if this rank is a membe
 /* Starts a checked transfer (dist.c validated it) into *req; prt_comm_finish waits for it. */
 void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
 void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+/* Without blocking: 1 if the transfer has completed (then it is finished as prt_comm_finish
+ * would, and must not be finished again), else 0. For the trace, which stamps a transfer's
+ * end when the runtime first sees it complete. */
+int prt_comm_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
 
 /* ---- distributed plans (dist.c) ---- */
 
@@ -289,19 +299,53 @@ void prt_temp_discard(prt_temp *t);
 
 #define PRT_TRACE_MAX_EVENTS (1 << 20) /* per rank; later events are counted, not kept */
 
-/* Collective: barrier, then starts recording spans (the barrier lines up the ranks' clocks). */
+/* Collective: aligns this rank's trace clock with rank 0's (min-RTT ping-pong, see trace.c),
+ * then starts recording spans. */
 void prt_trace_start(prt_ctx *ctx);
-/* Microseconds since the trace started. */
+/* Microseconds on the trace clock: rank 0's monotonic clock since its trace started. */
 double prt_trace_now(const prt_ctx *ctx);
-/* Records a complete event on lane `stream`: a span name, or a transfer `op` when name is
- * NULL (named from the op when written). */
-void prt_trace_event(prt_ctx *ctx, const char *name, const prt_comm_op *op, int64_t stream,
-                     double t0, double t1);
-/* Writes path with ".rank<k>" before its extension; local. */
-int prt_trace_write(const prt_ctx *ctx, const char *path, prt_status *st);
+/* Records a complete compute span `name` (borrowed) on lane `stream`. */
+void prt_trace_event(prt_ctx *ctx, const char *name, int64_t stream, double t0, double t1);
+/* Records transfer `op` from its issue t0 to t1, when the runtime first saw it complete; its
+ * own prt_wait ran from wait0 to wait1. */
+void prt_trace_transfer(prt_ctx *ctx, const prt_comm_op *op, double t0, double t1,
+                        double wait0, double wait1);
+/* Collective unless per_rank: rank 0 writes every rank's events to `path`, one process per
+ * rank. per_rank (local): each rank writes path with ".rank<k>" before its extension. */
+int prt_trace_write(const prt_ctx *ctx, const char *path, int per_rank, prt_status *st);
 /* "trace.json" -> "trace.rank3.json", owned (allocated: no length limit, no truncation). */
 char *prt_trace_path(const char *path, int64_t rank);
 void prt_trace_free(prt_trace *t);
+
+/* ---- progress and metrics (report.c) ---- */
+
+/* One training step as reported: the stdout line (prt_progress_line) and the --metrics
+ * "train" record (prt_metrics_train). Rank 0 fills it after the step's loss all-reduce. */
+typedef struct prt_step_record {
+  int64_t step;        /* 0-based step index (metrics "step"; stdout shows step + 1) */
+  int64_t total;       /* the step count the run ends at: first step + --steps (S in "s/S") */
+  double loss;         /* mean loss over the global batch, before this step's update */
+  double lr;           /* learning rate this step's update used; NaN = not known, not shown */
+  double grad_norm;    /* global L2 norm of the gradient; NaN = not known, not shown */
+  double step_ms;      /* wall milliseconds of the step, its loss all-reduce included */
+  double tokens_per_s; /* global batch x T / step time */
+  double eta_s;        /* seconds left: remaining steps x mean step time so far; NaN = ? */
+} prt_step_record;
+
+/* Writes r as one {"kind": "train", ...} line and flushes; returns fflush's result. */
+int prt_metrics_train(FILE *f, const prt_ctx *ctx, const prt_step_record *r);
+/* Prints "step s/S | loss L [| lr x] [| grad norm g] | ms | tok/s | eta m:ss" to out. */
+void prt_progress_line(FILE *out, const prt_step_record *r);
+/* "m:ss" below an hour, "h:mm:ss" from one on; "?" for NaN or a negative time. Returns buf. */
+char *prt_format_eta(double seconds, char *buf, size_t cap);
+/* 1 if step's line is printed under --log-every `every`: the first and last step of the run
+ * always, and every step whose 1-based number (step + 1) is a multiple of `every`. */
+int prt_progress_due(int64_t step, int64_t first, int64_t last, int64_t every);
+/* Collective: gathers every rank's memory; rank 0 writes {"kind": "summary", "ranks": [...]}
+ * to metrics (if not NULL; a write failure fills st naming metrics_path) and prints a table
+ * unless quiet. */
+void prt_report_memory(prt_ctx *ctx, FILE *metrics, const char *metrics_path, int quiet,
+                       prt_status *st);
 
 /* ---- the tensor catalog (catalog.c) ---- */
 

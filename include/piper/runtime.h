@@ -146,6 +146,11 @@ void prt_declare_batch(prt_ctx *ctx, int64_t global_batch);
  * the gradient of a parameter's slice (numel floats). */
 void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
                        int64_t full_numel);
+/* Declared parameter `param_id` (whole on this device) has its gradient only ever
+ * reduce-scattered (ZeRO-2, shard_grads without shard_params): no device holds that gradient
+ * whole, so prt_observe_grad never sees it and --dump-grads is refused before the first step.
+ * Idempotent. */
+void prt_declare_grad_scattered(prt_ctx *ctx, int64_t param_id);
 /* Names trace lane `stream` (dense ids from 0; 0 is the compute stream "compute"). */
 void prt_declare_stream(prt_ctx *ctx, int64_t stream, const char *name);
 

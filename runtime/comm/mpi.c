@@ -240,9 +240,9 @@ void prt_comm_send_bytes(const void *buf, int64_t bytes, int64_t peer) {
   do {
     int64_t n = bytes - o < PRT_CHUNK ? bytes - o : PRT_CHUNK;
     MPI_Request r;
-    char what[96];
-    snprintf(what, sizeof what, "send to rank %lld (the runtime's checkpoint assembly)",
-             (long long)peer);
+    char what[160];
+    snprintf(what, sizeof what, "send to rank %lld (%s)", (long long)peer,
+             prt_watch.what ? prt_watch.what : "the runtime's checkpoint assembly");
     PRT_MPI(MPI_Isend((const char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world, &r),
             "prt_comm_send_bytes");
     prt_mpi_wait(&r, MPI_STATUS_IGNORE, what, NULL, NULL);
@@ -255,9 +255,9 @@ void prt_comm_recv_bytes(void *buf, int64_t bytes, int64_t peer) {
   do {
     int64_t n = bytes - o < PRT_CHUNK ? bytes - o : PRT_CHUNK;
     MPI_Request r;
-    char what[96];
-    snprintf(what, sizeof what, "recv from rank %lld (the runtime's checkpoint assembly)",
-             (long long)peer);
+    char what[160];
+    snprintf(what, sizeof what, "recv from rank %lld (%s)", (long long)peer,
+             prt_watch.what ? prt_watch.what : "the runtime's checkpoint assembly");
     PRT_MPI(MPI_Irecv((char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world, &r),
             "prt_comm_recv_bytes");
     prt_mpi_wait(&r, MPI_STATUS_IGNORE, what, NULL, NULL);
@@ -330,14 +330,11 @@ void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   memcpy(req, &r, sizeof r);
 }
 
-void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
-  MPI_Request r;
-  MPI_Status status;
-  memcpy(&r, req, sizeof r);
-  prt_mpi_wait(&r, &status, NULL, ctx, op);
+/* What a completed transfer's status must show: a receive got exactly what was expected. */
+static void prt_mpi_completed(const prt_comm_op *op, MPI_Status *status) {
   if (op->kind == PRT_OP_RECV) {
     int got = 0;
-    MPI_Get_count(&status, MPI_FLOAT, &got);
+    MPI_Get_count(status, MPI_FLOAT, &got);
     if (got != op->n) {
       fprintf(stderr, "piper: error: prt_irecv from rank %lld (tag %lld) got %d floats, "
               "expected %lld: prt_wait (rank %d); the sender and receiver disagree on the "
@@ -347,5 +344,25 @@ void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
   }
+}
+
+void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
+  MPI_Request r;
+  MPI_Status status;
+  memcpy(&r, req, sizeof r);
+  prt_mpi_wait(&r, &status, NULL, ctx, op);
+  prt_mpi_completed(op, &status);
   memset(req, 0, sizeof *req);
+}
+
+int prt_comm_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
+  MPI_Request r;
+  MPI_Status status;
+  int done = 0;
+  memcpy(&r, req, sizeof r);
+  PRT_MPI(MPI_Test(&r, &done, &status), "prt_wait");
+  if (!done) return 0;
+  prt_mpi_completed(op, &status);
+  memset(req, 0, sizeof *req);
+  return 1;
 }

@@ -103,7 +103,7 @@ def main():
                     "--grads", f"{tmp}/{tag}.g.st", "--final", f"{tmp}/{tag}.f.st", *extra])
         with open(f"{tmp}/{tag}.jsonl", "w") as f:
             for s, l in enumerate(json.load(open(f"{tmp}/{tag}.json"))):
-                f.write(json.dumps({"step": s, "loss": l}) + "\n")
+                f.write(json.dumps({"kind": "train", "step": s, "loss": l}) + "\n")
 
     def compare(tag):
         buf = io.StringIO()

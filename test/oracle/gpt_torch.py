@@ -298,7 +298,9 @@ class Checker:
 
 
 def read_metrics(path):
-    """Piper metrics: JSON lines {"step": s, "loss": L, ...}; lines without both keys are ignored."""
+    """Piper metrics: JSON lines, each an object with "kind" first (README "Metrics"). The
+    {"kind": "train", "step": s, "loss": L, ...} lines are the steps; other kinds ("eval",
+    "summary") are skipped; a line with no "kind" is an error (not Piper's current format)."""
     out = {}
     dup = []
     with open(path) as f:
@@ -310,8 +312,12 @@ def read_metrics(path):
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
                 raise SystemExit(f"{path}:{ln}: bad JSON: {e}")
-            if not isinstance(rec, dict) or "step" not in rec or "loss" not in rec:
+            if not isinstance(rec, dict) or "kind" not in rec:
+                raise SystemExit(f"{path}:{ln}: not a Piper metrics line (no \"kind\"): {line[:80]}")
+            if rec["kind"] != "train":
                 continue
+            if "step" not in rec or "loss" not in rec:
+                raise SystemExit(f"{path}:{ln}: a \"train\" line without step and loss: {line[:80]}")
             s = int(rec["step"])
             if s in out:
                 dup.append(s)
@@ -474,7 +480,7 @@ def main(argv=None):
                     "extra, duplicate or misshaped entries fail. Prints one line per check and "
                     "'N passed, M failed'; exit 1 if anything failed.")
     p.add_argument("--losses-ref", help="oracle losses JSON list")
-    p.add_argument("--metrics", help="Piper metrics JSON lines {\"step\": s, \"loss\": L, ...}")
+    p.add_argument("--metrics", help="Piper metrics JSON lines {\"kind\": \"train\", \"step\": s, \"loss\": L, ...}")
     p.add_argument("--norms-ref", help="oracle per-step gradient norms JSON list (with --metrics)")
     p.add_argument("--grads-ref", help="oracle step-0 gradients")
     p.add_argument("--grads", help="Piper step-0 gradients")

@@ -43,9 +43,11 @@ import safetensors_io as st
 losses = json.load(open(f"{tmp}/loss_b.json"))
 def metrics(path, ls):
     with open(path, "w") as f:
-        f.write(json.dumps({"event": "start"}) + "\n")          # lines without step/loss are ignored
         for s, l in enumerate(ls):
-            f.write(json.dumps({"step": s, "loss": l, "lr": 1e-3, "ms": 1.0}) + "\n")
+            f.write(json.dumps({"kind": "train", "step": s, "loss": l, "lr": 1e-3, "step_ms": 1.0}) + "\n")
+            if s == 1:                                          # other kinds are skipped
+                f.write(json.dumps({"kind": "eval", "step": s, "loss": 99.0}) + "\n")
+        f.write(json.dumps({"kind": "summary", "ranks": []}) + "\n")
 metrics(f"{tmp}/metrics_b.jsonl", losses)
 bad = list(losses); bad[3] *= 1 + 1e-3
 metrics(f"{tmp}/metrics_bad.jsonl", bad)

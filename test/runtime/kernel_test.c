@@ -1123,6 +1123,25 @@ static void test_dist(void) {
     free(out);
   }
   end();
+
+  begin("progress_eta");
+  /* m:ss under an hour, h:mm:ss from one on, rounded to the nearest second; "?" unknown */
+  static const struct { double s; const char *want; } etas[] = {
+      {0, "0:00"}, {0.49, "0:00"}, {0.5, "0:01"}, {59.4, "0:59"}, {61, "1:01"},
+      {3599.4, "59:59"}, {3599.5, "1:00:00"}, {3725, "1:02:05"}, {360000, "100:00:00"},
+      {NAN, "?"}, {-1, "?"}, {INFINITY, "?"}};
+  for (size_t k = 0; k < sizeof etas / sizeof etas[0]; k++) {
+    char buf[48];
+    if (strcmp(prt_format_eta(etas[k].s, buf, sizeof buf), etas[k].want))
+      fail("eta %g s -> '%s', want '%s'", etas[k].s, buf, etas[k].want);
+  }
+  /* --log-every 10 over steps 0..24: the first, every 10th (1-based 10, 20) and the last */
+  char shown[64] = "";
+  for (int64_t st = 0; st < 25; st++)
+    if (prt_progress_due(st, 0, 24, 10))
+      snprintf(shown + strlen(shown), sizeof shown - strlen(shown), "%lld ", (long long)st);
+  if (strcmp(shown, "0 9 19 24 ")) fail("--log-every 10 shows steps '%s', want '0 9 19 24 '", shown);
+  end();
 }
 
 static void test_main(void) {
@@ -1272,11 +1291,13 @@ static void test_main_dist(void) {
   end();
 
   begin("main_metrics_memory");
-  /* every step line has rank 0's memory; a last line has every rank's */
+  /* every "train" line has rank 0's memory; a last "summary" line has every rank's */
   static char text[1 << 16];
   if (read_file(metrics, text, sizeof text) < 0) fail("no metrics file");
-  else if (!strstr(text, "\"mem\": {\"params\": 16384, \"optim\": 32768, \"arena\": ") ||
-           !strstr(text, "{\"ranks\": [{\"rank\": 0, \"params\": 16384, \"optim\": 32768, ") ||
+  else if (strncmp(text, "{\"kind\": \"train\", \"step\": 0, \"loss\": ", 37) != 0 ||
+           !strstr(text, "\"mem\": {\"params\": 16384, \"optim\": 32768, \"arena\": ") ||
+           !strstr(text, "\n{\"kind\": \"summary\", \"ranks\": [{\"rank\": 0, \"params\": 16384, "
+                   "\"optim\": 32768, ") ||
            !strstr(text, "\"peak_rss\": "))
     fail("memory fields missing: %s", text);
   end();
@@ -1287,16 +1308,15 @@ static void test_main_dist(void) {
   main_setup = micro_setup, main_step = micro_step;
   if (run_main("--quiet", "--steps", "2", tflag, NULL) != 0) fail("traced run failed");
   main_setup = bigram_setup, main_step = bigram_step;
-  char *t0name = prt_trace_path(trace, 0);
-  snprintf(trace0, sizeof trace0, "%s", t0name);
-  free(t0name);
+  snprintf(trace0, sizeof trace0, "%s", trace); /* one device: the merged trace is rank 0's */
   if (read_file(trace0, text, sizeof text) < 0) {
     fail("no trace at %s", trace0);
   } else {
     const char *want[] = {"{\"traceEvents\": [", "\"name\": \"thread_name\"",
                           "\"args\": {\"name\": \"compute\"}", "\"name\": \"step\"",
-                          "\"name\": \"microbatch\"", "\"ph\": \"X\"", "\"truncated\": false"};
-    for (int k = 0; k < 7; k++)
+                          "\"name\": \"microbatch\"", "\"ph\": \"X\"", "\"truncated\": false",
+                          "\"args\": {\"name\": \"rank 0\"}"};
+    for (int k = 0; k < 8; k++)
       if (!strstr(text, want[k])) fail("trace lacks %s", want[k]);
     int steps = 0;
     for (const char *p = text; (p = strstr(p, "\"name\": \"step\"")); p++) steps++;
@@ -1315,9 +1335,10 @@ static int read_steps(const char *path, int64_t *step, double *loss, int cap) {
   char line[512];
   int n = 0;
   while (n < cap && fgets(line, sizeof line, f)) {
-    char *s = strstr(line, "{\"step\": "), *l = strstr(line, "\"loss\": ");
+    const char *train = "{\"kind\": \"train\", \"step\": ";
+    char *s = strstr(line, train), *l = strstr(line, "\"loss\": ");
     if (!s || !l) break;
-    step[n] = strtoll(s + 9, NULL, 10);
+    step[n] = strtoll(s + strlen(train), NULL, 10);
     loss[n++] = strtod(l + 8, NULL);
   }
   fclose(f);

@@ -3,7 +3,7 @@
 
   interrupt.py MODE METRICS MIN_STEPS TARGET -- COMMAND...
 
-Starts COMMAND (a ./train or an mpirun), waits until METRICS holds MIN_STEPS step lines (so
+Starts COMMAND (a ./train or an mpirun), waits until METRICS holds MIN_STEPS "train" lines (so
 training is under way), then acts on TARGET, which is "self" (the started process: ./train or
 mpirun) or "rank" (mpirun's last child, one rank):
   term   SIGTERM        int   SIGINT        kill   SIGKILL        stop   SIGSTOP
@@ -24,7 +24,7 @@ SIGNALS = {"term": signal.SIGTERM, "int": signal.SIGINT, "kill": signal.SIGKILL,
 def steps_in(path):
     try:
         with open(path) as f:
-            return sum(1 for line in f if line.startswith('{"step"'))
+            return sum(1 for line in f if line.startswith('{"kind": "train"'))
     except FileNotFoundError:
         return 0
 

@@ -8,8 +8,8 @@
                              exactly: CAND.jsonl's steps are REF.jsonl's last ones with the
                              same losses, and CAND.st is REF.st byte for byte
   runs.py contents FILE      prints FILE's metadata step and tensor names, one per line
-  runs.py trace PREFIX N     PREFIX.rank<k>.json for k < N are Chrome traces with complete
-                             events on their declared lanes
+  runs.py trace FILE N       FILE is one Chrome trace of N ranks: a process per rank (pid k,
+                             "rank k") with complete events on its declared lanes
   runs.py drop IN OUT NAME   copies safetensors IN to OUT without tensor NAME
 
 Prints "@<what>" (compare: "@<CAND's file name> <what>") then "ok" or "FAIL: <detail>";
@@ -57,9 +57,10 @@ def read_losses(path):
     with open(path) as f:
         for line in f:
             m = json.loads(line)
-            if "ranks" in m:
+            if m["kind"] == "summary":
                 ranks = m["ranks"]
             else:
+                assert m["kind"] == "train" and list(m)[0] == "kind", m
                 assert set(m["mem"]) == {"params", "optim", "arena"}, m
                 losses[m["step"]] = m["loss"]
     return losses, ranks
@@ -142,22 +143,25 @@ def contents(path):
         print(name)
 
 
-def trace(prefix, n):
+def trace(path, n):
     ck = Checker()
+    try:
+        t = json.load(open(path))
+    except (OSError, ValueError) as e:
+        ck.section("trace", ["%s: %s" % (path, e)])
+        return ck.failed
+    od = t["otherData"]
+    ck.section("trace", [] if od["world"] == n and not od["truncated"] and
+               [r["rank"] for r in od["ranks"]] == list(range(n)) else ["otherData %s" % od])
     for k in range(n):
-        path = "%s.rank%d.json" % (prefix, k)
         p = []
-        try:
-            t = json.load(open(path))
-        except (OSError, ValueError) as e:
-            ck.section("trace rank %d" % k, ["%s: %s" % (path, e)])
-            continue
-        ev = t["traceEvents"]
+        ev = [e for e in t["traceEvents"] if e["pid"] == k]
         lanes = {e["tid"]: e["args"]["name"] for e in ev
                  if e["ph"] == "M" and e["name"] == "thread_name"}
         spans = [e for e in ev if e["ph"] == "X"]
-        if t["otherData"]["rank"] != k or t["otherData"]["truncated"]:
-            p.append("otherData %s" % t["otherData"])
+        names = [e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"]
+        if names != ["rank %d" % k]:
+            p.append("process names of pid %d: %s" % (k, names))
         for e in spans:
             if e["pid"] != k or e["tid"] not in lanes or e["dur"] < 0 or e["ts"] < 0:
                 p.append("event %s: pid, lane or time wrong (lanes %s)" % (e, lanes))

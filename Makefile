@@ -61,11 +61,11 @@ fuzz: deps
 	@$(MAKE) --no-print-directory deps PACKAGES="$(FUZZ_PACKAGES)"
 	CC=clang-22 CXX=clang++-22 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release \
 	  -DPIPER_SANITIZE=ON -DPIPER_FUZZ=ON > /dev/null
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target strategy-fuzz opt-fuzz safetensors-fuzz
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target strategy-fuzz opt-fuzz safetensors-fuzz flags-fuzz data-fuzz
 	ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer bash test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 fuzz-corpus:
-	for t in strategy opt safetensors; do \
+	for t in strategy opt safetensors flags data; do \
 	  $(FUZZ_BUILD)/bin/$$t-fuzz -merge=1 test/fuzz/corpus/$$t $(FUZZ_BUILD)/fuzz/corpus/$$t || exit 1; \
 	done
 

@@ -127,6 +127,7 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
   size_t capPlaces = 0;
   int64_t maxDevice = -1;
   MlirOperation firstPlace = {NULL};
+  MlirLogicalResult status = mlirLogicalResultSuccess();
 
   for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
        d = mlirOperationGetNextInBlock(d)) {
@@ -134,18 +135,15 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
       /* parsed (and validated) by the importer; its all-to-all lowering comes with MoE ops */
       piperDirectiveError(d, "shard: expert parallelism needs MoE (expert) ops, and the tdag "
                              "dialect has none yet; remove the shard directive");
-      free(used);
-      free(listedBy);
-      return mlirLogicalResultFailure();
+      status = mlirLogicalResultFailure();
+      goto done; /* one place frees the tables */
     }
     if (!piperOpIs(d, "sched.place")) continue;
     if (mlirOperationIsNull(firstPlace)) firstPlace = d;
     if (!piperGrow((void **)&places, &capPlaces, (size_t)nPlaces + 1, sizeof *places)) {
       piperDirectiveError(d, "place: out of memory");
-      free(used);
-      free(listedBy);
-      free(places);
-      return mlirLogicalResultFailure();
+      status = mlirLogicalResultFailure();
+      goto done; /* one place frees the tables */
     }
     places[nPlaces++] = d;
     MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
@@ -155,17 +153,13 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
       if (dev < 0 || dev >= PIPER_MAX_DEVICES) { /* a hand-written .mlir strategy */
         piperDirectiveError(d, "place: device %lld is outside [0, %d]", (long long)dev,
                             PIPER_MAX_DEVICES - 1);
-        free(used);
-        free(listedBy);
-        free(places);
-        return mlirLogicalResultFailure();
+        status = mlirLogicalResultFailure();
+        goto done; /* one place frees the tables */
       }
       if (listedBy[dev] == nPlaces) { /* O(1) per id: lists reach thousands of devices */
         piperDirectiveError(d, "place: device %lld is listed twice", (long long)dev);
-        free(used);
-        free(listedBy);
-        free(places);
-        return mlirLogicalResultFailure();
+        status = mlirLogicalResultFailure();
+        goto done; /* one place frees the tables */
       }
       listedBy[dev] = nPlaces;
       used[dev] = true;
@@ -187,13 +181,10 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
       describeTags(body, tags, sizeof tags);
       piperDirectiveError(d, "place: the filter matches no op of the model (its tags are: %s)",
                           tags);
-      free(used);
-      free(listedBy);
-      free(places);
-      return mlirLogicalResultFailure();
+      status = mlirLogicalResultFailure();
+      goto done; /* one place frees the tables */
     }
   }
-  MlirLogicalResult status = mlirLogicalResultSuccess();
   if (mlirOperationIsNull(firstPlace)) {
     /* no placement at all: a single-device plan */
     int64_t zero = 0;
@@ -225,6 +216,7 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
         status = mlirLogicalResultFailure();
       }
   }
+done:
   free(used);
   free(listedBy);
   free(places);

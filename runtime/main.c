@@ -35,28 +35,6 @@
 
 #include "prt_internal.h"
 
-/* What the command line asked for. */
-typedef struct prt_opts {
-  int64_t steps;          /* --steps: training steps to run (>= 0) */
-  uint64_t seed;          /* --seed: parameter init seed */
-  double lr;              /* --lr: AdamW learning rate */
-  double weight_decay;    /* --weight-decay: AdamW decoupled weight decay */
-  const char *data;       /* --data: borrowed from argv; NULL = built-in corpus */
-  const char *metrics;    /* --metrics: JSON-lines file, borrowed; NULL = none */
-  const char *init_ckpt;  /* --init-checkpoint: borrowed; NULL = fresh init */
-  const char *save_ckpt;  /* --save-checkpoint: borrowed; NULL = none */
-  const char *dump_grads; /* --dump-grads: borrowed; NULL = none */
-  const char *trace;      /* --trace: borrowed; NULL = none */
-  double timeout;         /* --timeout: seconds a transfer may wait (watchdog); 0 = forever */
-  int64_t ckpt_every;     /* --checkpoint-every: save every N steps; 0 = only at the end */
-  int quiet;              /* --quiet: no per-step lines on stdout */
-  int64_t log_every;      /* --log-every: print every N-th step, the first and the last (>= 1) */
-  int trace_per_rank;     /* --trace-per-rank: each rank writes its own trace file */
-  int restart_steps;      /* --restart-steps: count from step 0 despite the checkpoint's step */
-  int help;               /* --help: print usage and exit 0 */
-  const char *lr_schedule; /* --lr-schedule: borrowed name, parsed into loop.schedule */
-  prt_loop loop;          /* schedule, clipping, AdamW overrides, evaluation (schedule.c) */
-} prt_opts;
 
 static const char *const USAGE =
     "usage: %s [options]\n"
@@ -172,7 +150,7 @@ static int prt_parse_value(const prt_flag *f, const char *value, prt_status *st)
 }
 
 /* args -> { "--help" | "--quiet" | flag value | flag=value } */
-static int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
+int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   *o = (prt_opts){.steps = 20, .seed = 1337, .lr = 1e-3, .weight_decay = 0.0, .timeout = 300,
                   .loop = {.total = -1, .grad_clip = -1, .beta1 = NAN, .beta2 = NAN,
                            .eps = NAN, .eval_batches = 1}};

@@ -520,6 +520,34 @@ typedef struct prt_loop {
   int64_t eval_batches;     /* --eval-batches K (default 1) */
 } prt_loop;
 
+/* ---- the command line (main.c) ---- */
+/* What the command line asked for. */
+typedef struct prt_opts {
+  int64_t steps;          /* --steps: training steps to run (>= 0) */
+  uint64_t seed;          /* --seed: parameter init seed */
+  double lr;              /* --lr: AdamW learning rate */
+  double weight_decay;    /* --weight-decay: AdamW decoupled weight decay */
+  const char *data;       /* --data: borrowed from argv; NULL = built-in corpus */
+  const char *metrics;    /* --metrics: JSON-lines file, borrowed; NULL = none */
+  const char *init_ckpt;  /* --init-checkpoint: borrowed; NULL = fresh init */
+  const char *save_ckpt;  /* --save-checkpoint: borrowed; NULL = none */
+  const char *dump_grads; /* --dump-grads: borrowed; NULL = none */
+  const char *trace;      /* --trace: borrowed; NULL = none */
+  double timeout;         /* --timeout: seconds a transfer may wait (watchdog); 0 = forever */
+  int64_t ckpt_every;     /* --checkpoint-every: save every N steps; 0 = only at the end */
+  int quiet;              /* --quiet: no per-step lines on stdout */
+  int64_t log_every;      /* --log-every: print every N-th step, the first and the last (>= 1) */
+  int trace_per_rank;     /* --trace-per-rank: each rank writes its own trace file */
+  int restart_steps;      /* --restart-steps: count from step 0 despite the checkpoint's step */
+  int help;               /* --help: print usage and exit 0 */
+  const char *lr_schedule; /* --lr-schedule: borrowed name, parsed into loop.schedule */
+  prt_loop loop;          /* schedule, clipping, AdamW overrides, evaluation (schedule.c) */
+} prt_opts;
+/* Reads argv into *o (defaults first; strings borrow from argv). Only parses: no file is
+ * touched, nothing is printed, nothing exits; a bad command line fills st (code 2) naming the
+ * flag and returns non-zero. Cross-flag rules that need the plan are checked later. */
+int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st);
+
 /* "constant" | "cosine" | "linear" -> *out; 2 with a message otherwise. */
 int prt_schedule_parse(const char *name, prt_lr_schedule *out, prt_status *st);
 /* The learning rate of step s (0-based), for lp->total resolved: lr*(s+1)/W while s < W;

@@ -10,7 +10,7 @@ set -uo pipefail
 build=$1 seconds=$2
 shift 2
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(strategy opt safetensors)
+[ ${#targets[@]} -gt 0 ] || targets=(strategy opt safetensors flags data)
 src=$(cd "$(dirname "$0")" && pwd)
 out=$build/fuzz
 mkdir -p "$out"

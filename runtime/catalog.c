@@ -339,9 +339,28 @@ void prt_assembly_free(prt_assembly *a) {
   memset(a, 0, sizeof *a);
 }
 
-/* Local storage of `id` to read from: its values, or its observed gradient. */
+/* Local storage of `id` to read from: its values (device memory), or its observed gradient
+ * (host memory). */
 static const float *prt_source(const prt_ctx *ctx, int64_t id, int grads) {
   return grads ? ctx->tensors[id].grad_copy : ctx->tensors[id].data;
+}
+
+/* 1 if prt_source(ctx, id, grads) may be read by the host in place. */
+static int prt_source_on_host(const prt_ctx *ctx, int grads) {
+  return grads || ctx->device->host_visible;
+}
+
+/* dst (host) = n floats of a source at src: memcpy, or a copy from the device. */
+static void prt_read_source(prt_ctx *ctx, int grads, float *dst, const float *src, int64_t n,
+                            const char *name) {
+  if (prt_source_on_host(ctx, grads)) {
+    memcpy(dst, src, (size_t)n * 4);
+    return;
+  }
+  prt_status st = {0};
+  if (prt_device_d2h(ctx->device, dst, src, (size_t)n * 4, NULL, &st) ||
+      prt_device_synchronize(ctx->device, &st))
+    prt_fatal("%s (reading '%s' for a checkpoint)", st.msg, name);
 }
 
 int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *path,
@@ -394,7 +413,15 @@ int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *pa
       const prt_piece *pc = &c->e[ch[k].entry].pieces[ch[k].piece];
       if (pc->rank != ctx->rank) continue;
       const float *src = prt_source(ctx, pc->id, grads) + (ch[k].pos - pc->offset);
-      prt_comm_send_bytes(src, 4 * ch[k].len, 0);
+      const char *name = c->e[ch[k].entry].name;
+      if (prt_source_on_host(ctx, grads)) {
+        prt_comm_send_bytes(src, 4 * ch[k].len, 0);
+        continue;
+      }
+      float *host = prt_xmalloc((size_t)ch[k].len * 4, "a checkpoint piece");
+      prt_read_source(ctx, grads, host, src, ch[k].len, name);
+      prt_comm_send_bytes(host, 4 * ch[k].len, 0);
+      free(host);
     }
     free(ch);
     return 0;
@@ -408,16 +435,17 @@ int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *pa
     const prt_piece *p0 = &en->pieces[ch[first].piece];
     out->bufs[n] = NULL;
     out->entries[n] = (prt_st_entry){en->name, en->ndim, en->dims, NULL};
-    if (k - first == 1 && p0->rank == 0) { /* held whole here: borrow it */
-      out->entries[n].data = prt_source(ctx, p0->id, grads);
+    if (k - first == 1 && p0->rank == 0 && prt_source_on_host(ctx, grads)) {
+      out->entries[n].data = prt_source(ctx, p0->id, grads); /* held whole here: borrow */
       continue;
     }
     float *buf = prt_xmalloc((size_t)en->numel * 4, "an assembled tensor");
     for (int64_t j = first; j < k; j++) {
       const prt_piece *pc = &en->pieces[ch[j].piece];
       if (pc->rank == 0)
-        memcpy(buf + ch[j].pos, prt_source(ctx, pc->id, grads) + (ch[j].pos - pc->offset),
-               (size_t)ch[j].len * 4);
+        prt_read_source(ctx, grads, buf + ch[j].pos,
+                        prt_source(ctx, pc->id, grads) + (ch[j].pos - pc->offset), ch[j].len,
+                        en->name);
       else
         prt_comm_recv_bytes(buf + ch[j].pos, 4 * ch[j].len, pc->rank);
     }

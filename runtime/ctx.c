@@ -73,6 +73,7 @@ prt_ctx *prt_ctx_create(void) {
   ctx->clip_scale = 1.0f;
   ctx->dump_step = -1;
   ctx->grad_scattered = -1;
+  ctx->device = prt_device_cpu();
   return ctx;
 }
 
@@ -80,11 +81,14 @@ void prt_ctx_destroy(prt_ctx *ctx) {
   if (!ctx) return;
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     free(ctx->tensors[i].name);
-    free(ctx->tensors[i].data);
+    prt_device_free(ctx->device, ctx->tensors[i].data);
     free(ctx->tensors[i].grad_copy);
   }
   free(ctx->tensors);
-  free(ctx->arena);
+  prt_device_free(ctx->device, ctx->arena);
+  for (int64_t k = 0; ctx->streams && k < ctx->nstreams; k++)
+    prt_device_stream_destroy(ctx->device, ctx->streams[k]);
+  free(ctx->streams);
   for (int64_t g = 0; g < ctx->ngroups; g++) {
     if (ctx->groups_created) prt_comm_group_free(&ctx->groups[g]);
     free(ctx->groups[g].members);
@@ -301,11 +305,19 @@ int prt_ctx_allocate(prt_ctx *ctx, prt_status *st) {
                       (long long)t->first_sample, PLAN_BUG);
   }
   if (prt_check_groups(ctx, st)) return st->code;
-  for (int64_t i = 0; i < ctx->ntensors; i++) {
+  prt_device *dev = ctx->device;
+  for (int64_t i = 0; i < ctx->ntensors; i++) { /* fp32 and int32: 4 B an element */
     prt_tensor_info *t = &ctx->tensors[i];
-    t->data = prt_xalloc_aligned((size_t)t->numel * 4, t->name); /* fp32 and int32: 4 B */
+    prt_status a = {0};
+    if (prt_device_alloc(dev, (size_t)t->numel * 4, &t->data, &a))
+      return prt_fail(st, a.code, "%s (tensor '%s')", a.msg, t->name);
   }
-  ctx->arena = prt_xalloc_aligned((size_t)ctx->arena_bytes, "the activation arena");
+  if (prt_device_alloc(dev, (size_t)ctx->arena_bytes, &ctx->arena, st)) return st->code;
+  ctx->streams = prt_xmalloc((size_t)(ctx->nstreams ? ctx->nstreams : 1) *
+                             sizeof *ctx->streams, "the stream table");
+  memset(ctx->streams, 0, (size_t)(ctx->nstreams ? ctx->nstreams : 1) * sizeof *ctx->streams);
+  for (int64_t k = 0; k < ctx->nstreams; k++)
+    if (prt_device_stream_create(dev, &ctx->streams[k], st)) return st->code;
   ctx->allocated = 1;
   return 0;
 }
@@ -339,5 +351,8 @@ void prt_observe_grad(prt_ctx *ctx, int64_t param_id, const float *grad) {
               ctx->tensors[param_id].name, PLAN_BUG);
   prt_tensor_info *t = &ctx->tensors[param_id];
   if (!t->grad_copy) t->grad_copy = prt_xmalloc((size_t)t->numel * 4, "a gradient dump");
-  memcpy(t->grad_copy, grad, (size_t)t->numel * 4);
+  prt_status st = {0}; /* the gradient is device memory; the copy is the host's */
+  if (prt_device_d2h(ctx->device, t->grad_copy, grad, (size_t)t->numel * 4, NULL, &st) ||
+      prt_device_synchronize(ctx->device, &st))
+    prt_fatal("%s (the gradient of '%s'): prt_observe_grad", st.msg, t->name);
 }

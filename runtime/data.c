@@ -80,10 +80,11 @@ void prt_data_close(prt_data *d) {
 }
 
 /* Fills input t (tokens, or targets when `shift` is 1) for step s. */
-static void prt_fill_input(const prt_data *d, const prt_tensor_info *t, int64_t B_global,
-                           int64_t step, int shift) {
-  int32_t *rows = t->data;
+static void prt_fill_input(const prt_data *d, prt_device *dev, const prt_tensor_info *t,
+                           int64_t B_global, int64_t step, int shift) {
   int64_t B = t->dims[0], T = t->dims[1];
+  size_t bytes = (size_t)(B * T) * sizeof(int32_t);
+  int32_t *rows = prt_host_view_begin(dev, t->data, bytes, PRT_VIEW_WRITE, t->name);
   /* o = (s * (B_global * T) + g * T) mod span, reduced as we go so nothing overflows. */
   typedef unsigned __int128 u128;
   u128 span = (u128)(uint64_t)(d->n - T - 1);
@@ -93,12 +94,13 @@ static void prt_fill_input(const prt_data *d, const prt_tensor_info *t, int64_t 
     int64_t o = (int64_t)((step_part % span + (g * (uint64_t)T) % span) % span) + shift;
     for (int64_t k = 0; k < T; k++) rows[b * T + k] = d->bytes[o + k];
   }
+  prt_host_view_end(dev, t->data, rows, bytes, PRT_VIEW_WRITE, t->name);
 }
 
 void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step) {
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     const prt_tensor_info *t = &ctx->tensors[i];
     if (t->kind != PRT_INPUT) continue;
-    prt_fill_input(d, t, ctx->global_batch, step, strcmp(t->name, "targets") == 0);
+    prt_fill_input(d, ctx->device, t, ctx->global_batch, step, strcmp(t->name, "targets") == 0);
   }
 }

@@ -384,7 +384,10 @@ double prt_dist_loss(prt_ctx *ctx, int pending, int signal, int *stop, int *sign
     const prt_tensor_info *t = &ctx->tensors[i];
     if (t->kind != PRT_OUTPUT || strcmp(t->name, "loss") != 0) continue;
     int64_t rows = t->first_sample ? t->first_sample : ctx->global_batch;
-    v[0] += (double)((const float *)t->data)[0] * (double)rows;
+    float *loss = prt_host_view_begin(ctx->device, t->data, sizeof *loss, PRT_VIEW_READ,
+                                      "the loss");
+    v[0] += (double)loss[0] * (double)rows;
+    prt_host_view_end(ctx->device, t->data, loss, sizeof *loss, 0, "the loss");
   }
   prt_comm_allreduce_f64(v, 4);
   *stop = v[1] > 0;

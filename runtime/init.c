@@ -87,7 +87,8 @@ void prt_init_params(prt_ctx *ctx, uint64_t seed) {
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     prt_tensor_info *t = &ctx->tensors[i];
     if (t->kind != PRT_PARAM) continue;
-    float *p = t->data;
+    size_t bytes = (size_t)t->numel * sizeof(float);
+    float *p = prt_host_view_begin(ctx->device, t->data, bytes, PRT_VIEW_WRITE, t->name);
     switch (t->init) {
     case PRT_INIT_NORMAL:
       prt_init_normal_range(p, t->shard_offset, t->numel, seed, t->name, 0.02);
@@ -97,5 +98,6 @@ void prt_init_params(prt_ctx *ctx, uint64_t seed) {
       for (int64_t k = 0; k < t->numel; k++) p[k] = 1.0f;
       break;
     }
+    prt_host_view_end(ctx->device, t->data, p, bytes, PRT_VIEW_WRITE, t->name);
   }
 }

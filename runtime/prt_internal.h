@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "piper/runtime.h"
+#include "device.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "libpiper_rt writes safetensors by copying memory: it needs a little-endian host"
@@ -65,9 +66,11 @@ typedef struct prt_tensor_info {
   int is_shard;                /* 1 after prt_declare_shard */
   int64_t first_sample;        /* PRT_INPUT: global index of this tensor's first batch row;
                                   PRT_OUTPUT "loss": batch rows it averages over (0 = all) */
-  void *data;                  /* owned, PRT_ALIGN-aligned: numel fp32 (int32 for inputs),
-                                  NULL until prt_ctx_allocate */
-  float *grad_copy;            /* owned (numel) copy of the gradient handed to
+  void *data;                  /* owned device memory (ctx->device), PRT_ALIGN-aligned:
+                                  numel fp32 (int32 for inputs), NULL until
+                                  prt_ctx_allocate; host code reads and writes it through
+                                  prt_host_view_begin/end */
+  float *grad_copy;            /* owned host (numel) copy of the gradient handed to
                                   prt_observe_grad during the dump step; NULL otherwise */
 } prt_tensor_info;
 
@@ -131,7 +134,12 @@ struct prt_ctx {
   int64_t arena_bytes;      /* bytes requested by prt_declare_arena (0 if never called) */
   int64_t arena_activations; /* the plan's peak activation bytes in the arena (-1: unknown) */
   int64_t arena_gradients;   /* the plan's peak gradient bytes in the arena (-1: unknown) */
-  void *arena;              /* owned, PRT_ALIGN-aligned, arena_bytes (at least PRT_ALIGN) */
+  void *arena;              /* owned device memory, PRT_ALIGN-aligned, arena_bytes (at
+                               least PRT_ALIGN) */
+  prt_device *device;       /* borrowed: where every tensor and the arena live (the CPU
+                               device unless set before prt_ctx_allocate) */
+  prt_dstream **streams;    /* owned (nstreams) device streams, one per plan stream id,
+                               created by prt_ctx_allocate; NULL before */
   int allocated;            /* 1 once prt_ctx_allocate succeeded: storage exists */
   prt_status decl_status;   /* first error made during piper_setup, reported by allocate */
 
@@ -178,15 +186,17 @@ struct prt_ctx {
   int64_t step;             /* the step now running (0-based) */
 };
 
-/* An empty context with defaults (lr 1e-3, no weight decay, t = 1, no dump); rank and world
- * come from the comm backend (0 and 1 before prt_comm_init). */
+/* An empty context with defaults (lr 1e-3, no weight decay, t = 1, no dump, the CPU
+ * device); rank and world come from the comm backend (0 and 1 before prt_comm_init). */
 prt_ctx *prt_ctx_create(void);
 void prt_ctx_destroy(prt_ctx *ctx); /* frees everything, group communicators too; NULL ok */
 /* After piper_setup: checks the declarations (every id 0..n-1 declared once; names unique
  * except the inputs "tokens"/"targets" and the outputs "loss", which may repeat; every input
  * (B, T) with one T; groups dense and within the declared world; with a declared batch,
- * every input's rows inside it) and allocates zeroed storage for every tensor and the arena.
- * Sets global_batch and seq_len. Local: other ranks are not consulted. */
+ * every input's rows inside it) and allocates zeroed storage for every tensor and the arena
+ * on ctx->device, and a device stream per plan stream id. Sets global_batch and seq_len.
+ * Local: other ranks are not consulted. Out of device memory fails with the device's
+ * message (what the CPU device says: "out of memory; free memory or shrink ..."). */
 int prt_ctx_allocate(prt_ctx *ctx, prt_status *st);
 /* Sum of numel over PRT_PARAM tensors (local storage: a shard counts its slice). */
 int64_t prt_ctx_param_count(const prt_ctx *ctx);

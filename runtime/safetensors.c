@@ -766,8 +766,13 @@ int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_ckpt_info *info, prt
     if (!idx[i]) continue;
     prt_tensor_info *t = &ctx->tensors[i];
     off_t at = (off_t)(8 + hlen + idx[i]->begin + 4 * (uint64_t)t->shard_offset);
-    if (fseeko(f, at, SEEK_SET) != 0 ||
-        fread(t->data, 4, (size_t)t->numel, f) != (size_t)t->numel) {
+    /* Straight into storage on a host-visible device; else through a host buffer. */
+    size_t bytes = (size_t)t->numel * 4;
+    void *view = prt_host_view_begin(ctx->device, t->data, bytes, PRT_VIEW_WRITE, t->name);
+    int ok = fseeko(f, at, SEEK_SET) == 0 &&
+             fread(view, 4, (size_t)t->numel, f) == (size_t)t->numel;
+    prt_host_view_end(ctx->device, t->data, view, bytes, ok ? PRT_VIEW_WRITE : 0, t->name);
+    if (!ok) {
       prt_fail(st, 1, "cannot read %s '%s' from checkpoint: %s; the file changed or "
                "is unreadable", t->kind == PRT_PARAM ? "parameter" : "optimizer state",
                t->name, path);

@@ -1,0 +1,92 @@
+/* The CPU device (device.h): host memory. alloc is aligned_alloc + memset (what the runtime
+ * always did), copies are memcpy, memset is memset. Every operation completes before it
+ * returns, so a stream is only a handle and an event only remembers that it was recorded:
+ * the order the API promises holds trivially. host_visible = 1: the runtime touches this
+ * memory in place, with no staging copies. One shared instance (prt_device_cpu). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "prt_internal.h"
+
+/* A stream or event: nothing to track, but distinct non-NULL handles the caller owns. */
+struct prt_dstream { int unused; /* streams hold no state: work is done on issue */ };
+struct prt_devent { int recorded; /* 1 once recorded (informative only) */ };
+
+static void cpu_destroy(prt_device *d) { (void)d; /* shared: never freed */ }
+
+static int cpu_alloc(prt_device *d, size_t bytes, void **out, prt_status *st) {
+  size_t rounded = (bytes + PRT_ALIGN - 1) / PRT_ALIGN * PRT_ALIGN;
+  if (rounded < bytes) rounded = 0; /* overflow: refused below */
+  if (rounded == 0 && bytes) {
+    *out = NULL;
+    return prt_fail(st, 1, "alloc of %zu bytes on %s: too large for this machine; shrink "
+                    "the model or batch", bytes, d->name);
+  }
+  if (rounded == 0) rounded = PRT_ALIGN;
+  void *p = aligned_alloc(PRT_ALIGN, rounded);
+  if (!p) {
+    *out = NULL;
+    return prt_fail(st, 1, "alloc of %zu bytes on %s: out of memory; free memory or shrink "
+                    "the model or batch", rounded, d->name);
+  }
+  memset(p, 0, rounded);
+  *out = p;
+  return 0;
+}
+
+static void cpu_free(prt_device *d, void *p) { free(p); }
+
+static int cpu_copy(prt_device *d, void *dst, const void *src, size_t bytes,
+                    prt_copy_kind kind, prt_dstream *s, prt_status *st) {
+  memmove(dst, src, bytes); /* memmove: a device->device copy may overlap, as cudaMemcpy's */
+  return 0;
+}
+
+static int cpu_memset(prt_device *d, void *p, int value, size_t bytes, prt_dstream *s,
+                      prt_status *st) {
+  memset(p, value, bytes);
+  return 0;
+}
+
+static int cpu_stream_create(prt_device *d, prt_dstream **out, prt_status *st) {
+  *out = calloc(1, sizeof **out);
+  if (!*out)
+    return prt_fail(st, 1, "stream create on %s: out of memory; free memory", d->name);
+  return 0;
+}
+
+static void cpu_stream_destroy(prt_device *d, prt_dstream *s) { free(s); }
+static int cpu_stream_sync(prt_device *d, prt_dstream *s, prt_status *st) { return 0; }
+
+static int cpu_event_create(prt_device *d, prt_devent **out, prt_status *st) {
+  *out = calloc(1, sizeof **out);
+  if (!*out)
+    return prt_fail(st, 1, "event create on %s: out of memory; free memory", d->name);
+  return 0;
+}
+
+static void cpu_event_destroy(prt_device *d, prt_devent *e) { free(e); }
+
+static int cpu_event_record(prt_device *d, prt_devent *e, prt_dstream *s, prt_status *st) {
+  e->recorded = 1; /* everything issued before is already done */
+  return 0;
+}
+
+static int cpu_stream_wait(prt_device *d, prt_dstream *s, prt_devent *e, prt_status *st) {
+  return 0; /* e is complete: the work it follows ran at issue */
+}
+
+static int cpu_event_sync(prt_device *d, prt_devent *e, prt_status *st) { return 0; }
+static int cpu_synchronize(prt_device *d, prt_status *st) { return 0; }
+
+static const prt_device_vtable cpu_vtable = {
+    cpu_destroy,      cpu_alloc,        cpu_free,          cpu_copy,
+    cpu_memset,       cpu_stream_create, cpu_stream_destroy, cpu_stream_sync,
+    cpu_event_create, cpu_event_destroy, cpu_event_record,  cpu_stream_wait,
+    cpu_event_sync,   cpu_synchronize,
+};
+
+static prt_device cpu_device = {&cpu_vtable, "cpu", 1};
+
+prt_device *prt_device_cpu(void) { return &cpu_device; }

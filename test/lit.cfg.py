@@ -28,3 +28,19 @@ for var in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "ASAN_SYMBOLIZER_PA
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%piper_src", config.piper_src_root))
 config.substitutions.append(("%oracle", os.path.join(config.piper_src_root, "test", "oracle")))
+config.substitutions.append(("%piper_bin", config.piper_bin_dir))
+
+# CUDA (runtime/device/cuda.c). "cuda-toolkit": libpiper_rt_cuda and prt-cuda-test were built
+# (the CUDA toolkit was found at configure time). "cuda-gpu": prt-cuda-test can open cuda:0
+# here (cudaGetDeviceCount finds a GPU), so the tests that need a real device run.
+if getattr(config, "piper_cuda", "OFF") == "ON":
+    config.available_features.add("cuda-toolkit")
+    import subprocess
+    probe = os.path.join(config.piper_bin_dir, "prt-cuda-test")
+    try:
+        opened = subprocess.run([probe, "--open-only"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        opened = False
+    if opened:
+        config.available_features.add("cuda-gpu")

@@ -47,17 +47,6 @@ void *prt_xmalloc(size_t bytes, const char *what) {
   return p;
 }
 
-void *prt_xalloc_aligned(size_t bytes, const char *what) {
-  size_t rounded = (bytes + PRT_ALIGN - 1) / PRT_ALIGN * PRT_ALIGN;
-  if (rounded == 0) rounded = PRT_ALIGN;
-  void *p = aligned_alloc(PRT_ALIGN, rounded);
-  if (!p)
-    prt_fatal("out of memory: %zu bytes for %s; free memory or shrink the model or batch",
-              rounded, what);
-  memset(p, 0, rounded);
-  return p;
-}
-
 /* ---- context lifecycle ---- */
 
 prt_ctx *prt_ctx_create(void) {

@@ -45,9 +45,9 @@ int prt_fail(prt_status *st, int code, const char *fmt, ...)
 /* Prints "piper: error: <message>" to stderr and exits 1. Only for what cannot return a
  * status: ABI misuse inside piper_step, out of memory inside a kernel. */
 void prt_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-/* malloc / aligned zeroed alloc that never return NULL: out of memory is prt_fatal. */
+/* malloc that never returns NULL: out of memory is prt_fatal. (Tensor storage comes from
+ * the device: prt_device_alloc, device.h.) */
 void *prt_xmalloc(size_t bytes, const char *what);
-void *prt_xalloc_aligned(size_t bytes, const char *what); /* PRT_ALIGN-aligned, zeroed */
 
 /* ---- the context ---- */
 

@@ -197,8 +197,9 @@ static bool isMatrix(MlirType t, int64_t rows, int64_t cols) {
  * arena's 64-byte alignment, fit in int64: the memory plan and the kernels' counts are int64
  * products of the dims, which must not wrap. */
 static bool sizeFits(MlirType t) {
-  int64_t numel = piperTensorNumel(t), bytes;
-  return numel >= 0 && piperMulI64(numel, 4, &bytes) && piperAddI64(bytes, 64, &bytes);
+  int64_t numel = piperTensorNumel(t), bytes, elemBytes = piperTensorElementBytes(t);
+  return numel >= 0 && piperMulI64(numel, elemBytes > 0 ? elemBytes : 4, &bytes) &&
+         piperAddI64(bytes, 64, &bytes);
 }
 
 /* Refuses a tensor operand or result whose size overflows int64 (see sizeFits). */
@@ -217,12 +218,13 @@ static bool checkSizes(Verifier *v, MlirOperation op) {
   return true;
 }
 
-/* Every operand and result must be a statically shaped f32 tensor, except those in `i32Mask`
- * (bit k = operand k) which must be i32 tensors, of a size int64 can count. */
-static bool checkElementTypes(Verifier *v, MlirOperation op, unsigned i32Mask) {
+/* Every operand and result must be a statically shaped tensor of the element type the op's row
+ * names (f32, or i32 for its i32Operands and an i32 resultElem), of a size int64 can count. */
+static bool checkElementTypes(Verifier *v, MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
     MlirType t = operandType(op, i);
-    bool wantI32 = (i32Mask >> i) & 1;
+    bool wantI32 = i < 8 && ((f->i32Operands >> i) & 1);
     if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
         (wantI32 ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
       fail(v, op, "operand #%d must be a statically shaped tensor of %s, got %s", (int)i,
@@ -232,11 +234,11 @@ static bool checkElementTypes(Verifier *v, MlirOperation op, unsigned i32Mask) {
   }
   for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
     MlirType t = resultType(op, i);
-    bool input = piperOpIs(op, "tdag.input");
+    bool wantI32 = f->resultElem == PIPER_ELEM_I32;
     if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
-        (input ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
+        (wantI32 ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
       fail(v, op, "result #%d must be a statically shaped tensor of %s, got %s", (int)i,
-           input ? "i32" : "f32", typeStr(t));
+           wantI32 ? "i32" : "f32", typeStr(t));
       return false;
     }
   }
@@ -248,7 +250,7 @@ static void verifyOp(Verifier *v, MlirOperation op) {
   MlirType a, b, r;
   if (piperOpIs(op, "tdag.param")) {
     char init[16];
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     piperGetStringAttr(op, "init", init, sizeof init);
     if (strcmp(init, "normal") && strcmp(init, "zeros") && strcmp(init, "ones"))
       fail(v, op, "init must be \"normal\", \"zeros\" or \"ones\", got \"%s\"", init);
@@ -258,7 +260,7 @@ static void verifyOp(Verifier *v, MlirOperation op) {
     /* The lowering declares a moment by the update that reads it (its parameter's full dims
      * under ZeRO): the moment must feed exactly one tdag.adamw, in its slot's operand. */
     char slot[16] = "";
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     piperGetStringAttr(op, "slot", slot, sizeof slot);
     int want = !strcmp(slot, "exp_avg") ? 2 : !strcmp(slot, "exp_avg_sq") ? 3 : -1;
     if (want < 0) {
@@ -273,17 +275,17 @@ static void verifyOp(Verifier *v, MlirOperation op) {
                   "a tdag.adamw", slot, want);
   } else if (piperOpIs(op, "tdag.input")) {
     char name[16];
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     piperGetStringAttr(op, "name", name, sizeof name);
     if (strcmp(name, "tokens") && strcmp(name, "targets"))
       fail(v, op, "input name must be \"tokens\" or \"targets\", got \"%s\"", name);
     if (piperTensorRank(resultType(op, 0)) != 2)
       fail(v, op, "input must be tensor<BxTxi32>, got %s", typeStr(resultType(op, 0)));
   } else if (piperOpIs(op, "tdag.output")) {
-    if (checkElementTypes(v, op, 0) && piperTensorNumel(operandType(op, 0)) != 1)
+    if (checkElementTypes(v, op) && piperTensorNumel(operandType(op, 0)) != 1)
       fail(v, op, "output must be a scalar tensor<f32>, got %s", typeStr(operandType(op, 0)));
   } else if (piperOpIs(op, "tdag.embedding")) {
-    if (!checkElementTypes(v, op, 1)) return;
+    if (!checkElementTypes(v, op)) return;
     MlirType tok = operandType(op, 0), wte = operandType(op, 1), wpe = operandType(op, 2);
     r = resultType(op, 0);
     int64_t C = piperTensorDim(wte, 1), T = piperTensorDim(tok, 1);
@@ -297,7 +299,7 @@ static void verifyOp(Verifier *v, MlirOperation op) {
            (long long)piperTensorDim(tok, 0), (long long)T, (long long)C, typeStr(r));
   } else if (piperOpIs(op, "tdag.layernorm") || piperOpIs(op, "tdag.layernorm_grad")) {
     bool grad = piperOpIs(op, "tdag.layernorm_grad");
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
     int64_t C = piperTensorDim(x, -1);
     if (!isVector(w, C) || (!grad && !isVector(operandType(op, 2), C)))
@@ -308,7 +310,7 @@ static void verifyOp(Verifier *v, MlirOperation op) {
                      !shapeWithLast(resultType(op, 2), x, -1)))
       fail(v, op, "result shapes do not match x %s", typeStr(x));
   } else if (piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
     int64_t K = piperTensorDim(a, -1), N = piperTensorDim(b, 0);
     if (!isMatrix(b, N, K))
@@ -319,27 +321,27 @@ static void verifyOp(Verifier *v, MlirOperation op) {
     else if (!shapeWithLast(r, a, N))
       fail(v, op, "result must be x's shape with last dim %lld, got %s", (long long)N, typeStr(r));
   } else if (piperOpIs(op, "tdag.linear_grad_input")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
     if (piperTensorRank(b) != 2 || piperTensorDim(a, -1) != piperTensorDim(b, 0) ||
         !shapeWithLast(r, a, piperTensorDim(b, 1)))
       fail(v, op, "expects dout(...,N), weight(N,K) -> dx(...,K); got %s, %s -> %s", typeStr(a),
            typeStr(b), typeStr(r));
   } else if (piperOpIs(op, "tdag.linear_grad_weight")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
     if (!shapeWithLast(b, a, piperTensorDim(b, -1)) ||
         !isMatrix(r, piperTensorDim(a, -1), piperTensorDim(b, -1)))
       fail(v, op, "expects dout(...,N), x(...,K) -> dweight(N,K); got %s, %s -> %s",
            typeStr(a), typeStr(b), typeStr(r));
   } else if (piperOpIs(op, "tdag.bias_grad")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     if (!isVector(resultType(op, 0), piperTensorDim(operandType(op, 0), -1)))
       fail(v, op, "expects dout(...,N) -> dbias(N); got %s -> %s", typeStr(operandType(op, 0)),
            typeStr(resultType(op, 0)));
   } else if (piperOpIs(op, "tdag.attention") || piperOpIs(op, "tdag.attention_grad")) {
     bool grad = piperOpIs(op, "tdag.attention_grad");
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     MlirType qkv = operandType(op, grad ? 1 : 0);
     int64_t H = piperGetIntAttr(op, "heads", 0);
     int64_t B = piperTensorDim(qkv, 0), T = piperTensorDim(qkv, 1), C3 = piperTensorDim(qkv, 2);
@@ -359,7 +361,7 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "dqkv must have qkv's shape %s", typeStr(qkv));
   } else if (piperOpIs(op, "tdag.gelu") || piperOpIs(op, "tdag.add") ||
              piperOpIs(op, "tdag.gelu_grad")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     r = resultType(op, 0);
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
       if (!sameShape(operandType(op, i), r)) {
@@ -369,7 +371,7 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       }
   } else if (piperOpIs(op, "tdag.cross_entropy") || piperOpIs(op, "tdag.cross_entropy_grad")) {
     bool grad = piperOpIs(op, "tdag.cross_entropy_grad");
-    if (!checkElementTypes(v, op, 2)) return;
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0);
     if (!shapeWithLast(operandType(op, 1), a, -1))
       fail(v, op, "targets %s must be logits %s without the last dim",
@@ -378,17 +380,17 @@ static void verifyOp(Verifier *v, MlirOperation op) {
                   : (piperTensorNumel(resultType(op, 0)) != 1 || !sameShape(resultType(op, 1), a)))
       fail(v, op, "result shapes do not match logits %s", typeStr(a));
   } else if (piperOpIs(op, "tdag.embedding_grad")) {
-    if (!checkElementTypes(v, op, 2)) return;
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0);
     if (piperTensorRank(a) != 3 || !shapeWithLast(operandType(op, 1), a, -1) ||
         piperTensorDim(resultType(op, 0), 1) != piperTensorDim(a, 2) ||
         piperTensorDim(resultType(op, 1), 1) != piperTensorDim(a, 2))
       fail(v, op, "expects dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C)");
   } else if (piperOpIs(op, "tdag.bucket")) {
-    if (checkElementTypes(v, op, 0) && piperTensorRank(resultType(op, 0)) != 1)
+    if (checkElementTypes(v, op) && piperTensorRank(resultType(op, 0)) != 1)
       fail(v, op, "a bucket is a flat tensor, got %s", typeStr(resultType(op, 0)));
   } else if (piperOpIs(op, "tdag.pack_into")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
         !piperAddI64(offset, piperTensorNumel(operandType(op, 1)), &end) ||
@@ -396,7 +398,7 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "packs %s at offset %lld into %s, which does not hold it",
            typeStr(operandType(op, 1)), (long long)offset, typeStr(operandType(op, 0)));
   } else if (piperOpIs(op, "tdag.view")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
         !piperAddI64(offset, piperTensorNumel(resultType(op, 0)), &end) ||
@@ -404,7 +406,7 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "views %s at offset %lld of %s, which is not a flat tensor that holds it",
            typeStr(resultType(op, 0)), (long long)offset, typeStr(operandType(op, 0)));
   } else if (piperOpIs(op, "tdag.adamw")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     int64_t R = piperGetIntAttr(op, "shards", 0), n = piperTensorNumel(operandType(op, 0));
     int64_t c = R > 0 ? (n + R - 1) / R : 0;
     for (intptr_t i = 1; i < 4 && R == 0; ++i)

@@ -128,10 +128,10 @@ static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
   return mlirLogicalResultSuccess();
 }
 
+/* A gradient or an update: the function is a training graph already. */
 static bool isTrainingOp(MlirOperation op) {
-  if (piperOpIs(op, "tdag.adamw")) return true;
-  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-  return n.length > 5 && !memcmp(n.data + n.length - 5, "_grad", 5);
+  const PiperOpFacts *f = piperOpFacts(op);
+  return f && (f->kind == PIPER_OP_BACKWARD || f->kind == PIPER_OP_UPDATE);
 }
 
 /* AdamW for parameter `param` with gradient `g`: two state tensors and the in-place update. */
@@ -201,9 +201,9 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
 
   for (size_t i = n; i-- > 0 && mlirLogicalResultIsSuccess(status);) {
     MlirOperation op = ops[i];
-    if (!piperOpInDialect(op, "tdag") || op.ptr == lossOp.ptr ||
-        mlirOperationGetNumResults(op) == 0 || piperOpIs(op, "tdag.param") ||
-        piperOpIs(op, "tdag.input"))
+    const PiperOpFacts *f = piperOpFacts(op); /* leaves have no gradient rule */
+    if (!f || op.ptr == lossOp.ptr || mlirOperationGetNumResults(op) == 0 ||
+        f->kind == PIPER_OP_STATE || f->kind == PIPER_OP_IO)
       continue;
     MlirValue dy = mapGet(&b.grads, result(op, 0));
     if (!dy.ptr) continue; /* does not reach the loss */

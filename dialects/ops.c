@@ -6,64 +6,72 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "piper/ops.h"
 
-#define ROW(n, k) .name = "tdag." n, .kind = PIPER_OP_##k
+/* ROW(ID, "name", KIND, facts...): the row of tdag.name at index PIPER_TDAG_ID; facts not
+ * named are 0 (NULL, false): not batched, no weight gradient, no alias, f32, no kernel. */
+#define ROW(ID, n, k, ...) \
+  [PIPER_TDAG_##ID] = {.id = PIPER_TDAG_##ID, .name = "tdag." n, .kind = PIPER_OP_##k, __VA_ARGS__}
 
-static const PiperOpFacts table[] = {
+static const PiperOpFacts table[PIPER_TDAG_OP_COUNT] = {
     /* ---- leaves ---- */
-    {ROW("param", STATE), .declaresTensor = true},
-    {ROW("adam_state", STATE), .declaresTensor = true},
-    {ROW("input", IO), .batch = PIPER_BATCH_ALL, .declaresTensor = true,
-     .resultElem = PIPER_ELEM_I32},
-    {ROW("output", IO), .cpuKernel = "prt_copy"},
+    ROW(PARAM, "param", STATE, .declaresTensor = true),
+    ROW(ADAM_STATE, "adam_state", STATE, .declaresTensor = true),
+    ROW(INPUT, "input", IO, .batch = PIPER_BATCH_ALL, .declaresTensor = true,
+        .resultElem = PIPER_ELEM_I32),
+    ROW(OUTPUT, "output", IO, .cpuKernel = "prt_copy"),
     /* ---- forward ---- */
-    {ROW("embedding", FORWARD), .batch = PIPER_BATCH_ALL, .i32Operands = 1u << 0,
-     .cpuKernel = "prt_embedding_fwd"},
-    {ROW("layernorm", FORWARD), .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_layernorm_fwd"},
-    {ROW("linear", FORWARD), .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_linear_fwd"},
-    {ROW("matmul_nt", FORWARD), .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_linear_fwd"},
-    {ROW("attention", FORWARD), .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_attention_fwd"},
-    {ROW("gelu", FORWARD), .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_gelu_fwd"},
-    {ROW("add", FORWARD), .likeOperand0 = true, .cpuKernel = "prt_add"},
+    ROW(EMBEDDING, "embedding", FORWARD, .batch = PIPER_BATCH_ALL, .i32Operands = 1u << 0,
+        .cpuKernel = "prt_embedding_fwd"),
+    ROW(LAYERNORM, "layernorm", FORWARD, .batch = PIPER_BATCH_ALL,
+        .cpuKernel = "prt_layernorm_fwd"),
+    ROW(LINEAR, "linear", FORWARD, .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_linear_fwd"),
+    ROW(MATMUL_NT, "matmul_nt", FORWARD, .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_linear_fwd"),
+    ROW(ATTENTION, "attention", FORWARD, .batch = PIPER_BATCH_ALL,
+        .cpuKernel = "prt_attention_fwd"),
+    ROW(GELU, "gelu", FORWARD, .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_gelu_fwd"),
+    ROW(ADD, "add", FORWARD, .likeOperand0 = true, .cpuKernel = "prt_add"),
     /* the loss (#0) is a scalar of the whole batch; probs (#1) are per row */
-    {ROW("cross_entropy", FORWARD), .batch = PIPER_BATCH_SOME, .batchedResults = 1u << 1,
-     .i32Operands = 1u << 1, .cpuKernel = "prt_cross_entropy_fwd"},
+    ROW(CROSS_ENTROPY, "cross_entropy", FORWARD, .batch = PIPER_BATCH_SOME,
+        .batchedResults = 1u << 1, .i32Operands = 1u << 1, .cpuKernel = "prt_cross_entropy_fwd"),
     /* ---- backward ---- */
-    {ROW("embedding_grad", BACKWARD), .weightGradResults = 3u << 0, .i32Operands = 1u << 1,
-     .cpuKernel = "prt_embedding_bwd"},
+    ROW(EMBEDDING_GRAD, "embedding_grad", BACKWARD, .weightGradResults = 3u << 0,
+        .i32Operands = 1u << 1, .cpuKernel = "prt_embedding_bwd"),
     /* dx (#0) is per row; dweight, dbias (#1, #2) are weight gradients */
-    {ROW("layernorm_grad", BACKWARD), .batch = PIPER_BATCH_SOME, .batchedResults = 1u << 0,
-     .weightGradResults = 3u << 1, .cpuKernel = "prt_layernorm_bwd"},
-    {ROW("linear_grad_input", BACKWARD), .batch = PIPER_BATCH_ALL,
-     .cpuKernel = "prt_linear_bwd_input"},
-    {ROW("linear_grad_weight", BACKWARD), .weightGradResults = 1u << 0,
-     .cpuKernel = "prt_linear_bwd_weight"},
-    {ROW("bias_grad", BACKWARD), .weightGradResults = 1u << 0, .cpuKernel = "prt_bias_bwd"},
-    {ROW("attention_grad", BACKWARD), .batch = PIPER_BATCH_ALL,
-     .cpuKernel = "prt_attention_bwd"},
-    {ROW("gelu_grad", BACKWARD), .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_gelu_bwd"},
-    {ROW("cross_entropy_grad", BACKWARD), .batch = PIPER_BATCH_ALL, .i32Operands = 1u << 1,
-     .cpuKernel = "prt_cross_entropy_bwd"},
+    ROW(LAYERNORM_GRAD, "layernorm_grad", BACKWARD, .batch = PIPER_BATCH_SOME,
+        .batchedResults = 1u << 0, .weightGradResults = 3u << 1, .cpuKernel = "prt_layernorm_bwd"),
+    ROW(LINEAR_GRAD_INPUT, "linear_grad_input", BACKWARD, .batch = PIPER_BATCH_ALL,
+        .cpuKernel = "prt_linear_bwd_input"),
+    ROW(LINEAR_GRAD_WEIGHT, "linear_grad_weight", BACKWARD, .weightGradResults = 1u << 0,
+        .cpuKernel = "prt_linear_bwd_weight"),
+    ROW(BIAS_GRAD, "bias_grad", BACKWARD, .weightGradResults = 1u << 0,
+        .cpuKernel = "prt_bias_bwd"),
+    ROW(ATTENTION_GRAD, "attention_grad", BACKWARD, .batch = PIPER_BATCH_ALL,
+        .cpuKernel = "prt_attention_bwd"),
+    ROW(GELU_GRAD, "gelu_grad", BACKWARD, .batch = PIPER_BATCH_ALL, .cpuKernel = "prt_gelu_bwd"),
+    ROW(CROSS_ENTROPY_GRAD, "cross_entropy_grad", BACKWARD, .batch = PIPER_BATCH_ALL,
+        .i32Operands = 1u << 1, .cpuKernel = "prt_cross_entropy_bwd"),
     /* ---- optimizer ---- */
-    {ROW("adamw", UPDATE), .alias = PIPER_ALIAS_UPDATES_OPERANDS, .cpuKernel = "prt_adamw"},
+    ROW(ADAMW, "adamw", UPDATE, .alias = PIPER_ALIAS_UPDATES_OPERANDS, .cpuKernel = "prt_adamw"),
     /* ---- gradient buckets: a bucket holds weight gradients ---- */
-    {ROW("bucket", BUFFER), .weightGradResults = 1u << 0},
-    {ROW("pack_into", BUFFER), .alias = PIPER_ALIAS_RESULT_IS_OPERAND0, .cpuKernel = "prt_copy"},
-    {ROW("view", BUFFER), .alias = PIPER_ALIAS_RESULT_VIEWS_OPERAND0},
+    ROW(BUCKET, "bucket", BUFFER, .weightGradResults = 1u << 0),
+    ROW(PACK_INTO, "pack_into", BUFFER, .alias = PIPER_ALIAS_RESULT_IS_OPERAND0,
+        .cpuKernel = "prt_copy"),
+    ROW(VIEW, "view", BUFFER, .alias = PIPER_ALIAS_RESULT_VIEWS_OPERAND0),
     /* ---- graph level: a node's results are what its ops compute, batched as before ---- */
-    {ROW("node", GRAPH), .batch = PIPER_BATCH_ALL},
+    ROW(NODE, "node", GRAPH, .batch = PIPER_BATCH_ALL),
 };
 
 #undef ROW
 
 const PiperOpFacts *piperOpFactsTable(size_t *n) {
-  *n = sizeof table / sizeof *table;
+  *n = PIPER_TDAG_OP_COUNT;
   return table;
 }
 
 const PiperOpFacts *piperOpFactsByName(MlirStringRef name) {
   if (name.length < 5 || memcmp(name.data, "tdag.", 5)) return NULL;
-  for (size_t i = 0; i < sizeof table / sizeof *table; ++i)
-    if (strlen(table[i].name) == name.length && !memcmp(table[i].name, name.data, name.length))
+  for (size_t i = 0; i < PIPER_TDAG_OP_COUNT; ++i)
+    if (table[i].name && strlen(table[i].name) == name.length &&
+        !memcmp(table[i].name, name.data, name.length))
       return &table[i];
   return NULL;
 }

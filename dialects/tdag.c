@@ -248,7 +248,10 @@ static bool checkElementTypes(Verifier *v, MlirOperation op) {
 /* Shape rule of one tdag op; see the op's comment in tdag.irdl.mlir. */
 static void verifyOp(Verifier *v, MlirOperation op) {
   MlirType a, b, r;
-  if (piperOpIs(op, "tdag.param")) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f) return; /* not a tdag op IRDL defines: IRDL has said so */
+  switch (f->id) {
+  case PIPER_TDAG_PARAM: {
     char init[16];
     if (!checkElementTypes(v, op)) return;
     piperGetStringAttr(op, "init", init, sizeof init);
@@ -256,7 +259,9 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "init must be \"normal\", \"zeros\" or \"ones\", got \"%s\"", init);
     if (piperTensorRank(resultType(op, 0)) > 4)
       fail(v, op, "parameters have at most 4 dims, got %s", typeStr(resultType(op, 0)));
-  } else if (piperOpIs(op, "tdag.adam_state")) {
+    break;
+  }
+  case PIPER_TDAG_ADAM_STATE: {
     /* The lowering declares a moment by the update that reads it (its parameter's full dims
      * under ZeRO): the moment must feed exactly one tdag.adamw, in its slot's operand. */
     char slot[16] = "";
@@ -273,7 +278,9 @@ static void verifyOp(Verifier *v, MlirOperation op) {
         mlirOpOperandGetOperandNumber(use) != (unsigned)want)
       fail(v, op, "an AdamW moment (slot \"%s\") must be used exactly once, as operand #%d of "
                   "a tdag.adamw", slot, want);
-  } else if (piperOpIs(op, "tdag.input")) {
+    break;
+  }
+  case PIPER_TDAG_INPUT: {
     char name[16];
     if (!checkElementTypes(v, op)) return;
     piperGetStringAttr(op, "name", name, sizeof name);
@@ -281,10 +288,14 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "input name must be \"tokens\" or \"targets\", got \"%s\"", name);
     if (piperTensorRank(resultType(op, 0)) != 2)
       fail(v, op, "input must be tensor<BxTxi32>, got %s", typeStr(resultType(op, 0)));
-  } else if (piperOpIs(op, "tdag.output")) {
+    break;
+  }
+  case PIPER_TDAG_OUTPUT: {
     if (checkElementTypes(v, op) && piperTensorNumel(operandType(op, 0)) != 1)
       fail(v, op, "output must be a scalar tensor<f32>, got %s", typeStr(operandType(op, 0)));
-  } else if (piperOpIs(op, "tdag.embedding")) {
+    break;
+  }
+  case PIPER_TDAG_EMBEDDING: {
     if (!checkElementTypes(v, op)) return;
     MlirType tok = operandType(op, 0), wte = operandType(op, 1), wpe = operandType(op, 2);
     r = resultType(op, 0);
@@ -297,8 +308,11 @@ static void verifyOp(Verifier *v, MlirOperation op) {
              piperTensorDim(r, 1) != T || piperTensorDim(r, 2) != C)
       fail(v, op, "result must be (B,T,C) = (%lld,%lld,%lld), got %s",
            (long long)piperTensorDim(tok, 0), (long long)T, (long long)C, typeStr(r));
-  } else if (piperOpIs(op, "tdag.layernorm") || piperOpIs(op, "tdag.layernorm_grad")) {
-    bool grad = piperOpIs(op, "tdag.layernorm_grad");
+    break;
+  }
+  case PIPER_TDAG_LAYERNORM:
+  case PIPER_TDAG_LAYERNORM_GRAD: {
+    bool grad = f->id == PIPER_TDAG_LAYERNORM_GRAD;
     if (!checkElementTypes(v, op)) return;
     MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
     int64_t C = piperTensorDim(x, -1);
@@ -309,7 +323,10 @@ static void verifyOp(Verifier *v, MlirOperation op) {
                   : (!sameShape(resultType(op, 0), x) || !shapeWithLast(resultType(op, 1), x, -1) ||
                      !shapeWithLast(resultType(op, 2), x, -1)))
       fail(v, op, "result shapes do not match x %s", typeStr(x));
-  } else if (piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) {
+    break;
+  }
+  case PIPER_TDAG_LINEAR:
+  case PIPER_TDAG_MATMUL_NT: {
     if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
     int64_t K = piperTensorDim(a, -1), N = piperTensorDim(b, 0);
@@ -320,27 +337,36 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "bias must be (%lld), got %s", (long long)N, typeStr(operandType(op, 2)));
     else if (!shapeWithLast(r, a, N))
       fail(v, op, "result must be x's shape with last dim %lld, got %s", (long long)N, typeStr(r));
-  } else if (piperOpIs(op, "tdag.linear_grad_input")) {
+    break;
+  }
+  case PIPER_TDAG_LINEAR_GRAD_INPUT: {
     if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
     if (piperTensorRank(b) != 2 || piperTensorDim(a, -1) != piperTensorDim(b, 0) ||
         !shapeWithLast(r, a, piperTensorDim(b, 1)))
       fail(v, op, "expects dout(...,N), weight(N,K) -> dx(...,K); got %s, %s -> %s", typeStr(a),
            typeStr(b), typeStr(r));
-  } else if (piperOpIs(op, "tdag.linear_grad_weight")) {
+    break;
+  }
+  case PIPER_TDAG_LINEAR_GRAD_WEIGHT: {
     if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
     if (!shapeWithLast(b, a, piperTensorDim(b, -1)) ||
         !isMatrix(r, piperTensorDim(a, -1), piperTensorDim(b, -1)))
       fail(v, op, "expects dout(...,N), x(...,K) -> dweight(N,K); got %s, %s -> %s",
            typeStr(a), typeStr(b), typeStr(r));
-  } else if (piperOpIs(op, "tdag.bias_grad")) {
+    break;
+  }
+  case PIPER_TDAG_BIAS_GRAD: {
     if (!checkElementTypes(v, op)) return;
     if (!isVector(resultType(op, 0), piperTensorDim(operandType(op, 0), -1)))
       fail(v, op, "expects dout(...,N) -> dbias(N); got %s -> %s", typeStr(operandType(op, 0)),
            typeStr(resultType(op, 0)));
-  } else if (piperOpIs(op, "tdag.attention") || piperOpIs(op, "tdag.attention_grad")) {
-    bool grad = piperOpIs(op, "tdag.attention_grad");
+    break;
+  }
+  case PIPER_TDAG_ATTENTION:
+  case PIPER_TDAG_ATTENTION_GRAD: {
+    bool grad = f->id == PIPER_TDAG_ATTENTION_GRAD;
     if (!checkElementTypes(v, op)) return;
     MlirType qkv = operandType(op, grad ? 1 : 0);
     int64_t H = piperGetIntAttr(op, "heads", 0);
@@ -359,8 +385,11 @@ static void verifyOp(Verifier *v, MlirOperation op) {
            typeStr(qkv), typeStr(out), typeStr(probs));
     else if (grad && !sameShape(resultType(op, 0), qkv))
       fail(v, op, "dqkv must have qkv's shape %s", typeStr(qkv));
-  } else if (piperOpIs(op, "tdag.gelu") || piperOpIs(op, "tdag.add") ||
-             piperOpIs(op, "tdag.gelu_grad")) {
+    break;
+  }
+  case PIPER_TDAG_GELU:
+  case PIPER_TDAG_ADD:
+  case PIPER_TDAG_GELU_GRAD: {
     if (!checkElementTypes(v, op)) return;
     r = resultType(op, 0);
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
@@ -369,8 +398,11 @@ static void verifyOp(Verifier *v, MlirOperation op) {
              typeStr(operandType(op, i)), typeStr(r));
         return;
       }
-  } else if (piperOpIs(op, "tdag.cross_entropy") || piperOpIs(op, "tdag.cross_entropy_grad")) {
-    bool grad = piperOpIs(op, "tdag.cross_entropy_grad");
+    break;
+  }
+  case PIPER_TDAG_CROSS_ENTROPY:
+  case PIPER_TDAG_CROSS_ENTROPY_GRAD: {
+    bool grad = f->id == PIPER_TDAG_CROSS_ENTROPY_GRAD;
     if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0);
     if (!shapeWithLast(operandType(op, 1), a, -1))
@@ -379,17 +411,23 @@ static void verifyOp(Verifier *v, MlirOperation op) {
     else if (grad ? !sameShape(resultType(op, 0), a)
                   : (piperTensorNumel(resultType(op, 0)) != 1 || !sameShape(resultType(op, 1), a)))
       fail(v, op, "result shapes do not match logits %s", typeStr(a));
-  } else if (piperOpIs(op, "tdag.embedding_grad")) {
+    break;
+  }
+  case PIPER_TDAG_EMBEDDING_GRAD: {
     if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0);
     if (piperTensorRank(a) != 3 || !shapeWithLast(operandType(op, 1), a, -1) ||
         piperTensorDim(resultType(op, 0), 1) != piperTensorDim(a, 2) ||
         piperTensorDim(resultType(op, 1), 1) != piperTensorDim(a, 2))
       fail(v, op, "expects dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C)");
-  } else if (piperOpIs(op, "tdag.bucket")) {
+    break;
+  }
+  case PIPER_TDAG_BUCKET: {
     if (checkElementTypes(v, op) && piperTensorRank(resultType(op, 0)) != 1)
       fail(v, op, "a bucket is a flat tensor, got %s", typeStr(resultType(op, 0)));
-  } else if (piperOpIs(op, "tdag.pack_into")) {
+    break;
+  }
+  case PIPER_TDAG_PACK_INTO: {
     if (!checkElementTypes(v, op)) return;
     int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
@@ -397,7 +435,9 @@ static void verifyOp(Verifier *v, MlirOperation op) {
         end > piperTensorNumel(operandType(op, 0)))
       fail(v, op, "packs %s at offset %lld into %s, which does not hold it",
            typeStr(operandType(op, 1)), (long long)offset, typeStr(operandType(op, 0)));
-  } else if (piperOpIs(op, "tdag.view")) {
+    break;
+  }
+  case PIPER_TDAG_VIEW: {
     if (!checkElementTypes(v, op)) return;
     int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
@@ -405,7 +445,9 @@ static void verifyOp(Verifier *v, MlirOperation op) {
         end > piperTensorNumel(operandType(op, 0)))
       fail(v, op, "views %s at offset %lld of %s, which is not a flat tensor that holds it",
            typeStr(resultType(op, 0)), (long long)offset, typeStr(operandType(op, 0)));
-  } else if (piperOpIs(op, "tdag.adamw")) {
+    break;
+  }
+  case PIPER_TDAG_ADAMW: {
     if (!checkElementTypes(v, op)) return;
     int64_t R = piperGetIntAttr(op, "shards", 0), n = piperTensorNumel(operandType(op, 0));
     int64_t c = R > 0 ? (n + R - 1) / R : 0;
@@ -428,6 +470,10 @@ static void verifyOp(Verifier *v, MlirOperation op) {
     MlirValue param = mlirOperationGetOperand(op, 0);
     if (!mlirValueIsAOpResult(param) || !piperOpIs(mlirOpResultGetOwner(param), "tdag.param"))
       fail(v, op, "the updated operand must be a tdag.param");
+    break;
+  }
+  case PIPER_TDAG_NODE: /* a graph-level op: IRDL checks it */
+    break;
   }
 }
 

@@ -2,8 +2,9 @@
  * that they ask the table (piperOpFacts(op)->batch, ->cpuKernel, ...) instead of keeping
  * their own lists of op names. A new op is one row in dialects/ops.c plus its rules: the shape
  * rule (verifyOp, dialects/tdag.c), the gradient rule (gradOp, passes/autodiff.c) and the
- * kernel call's arguments (lwLowerCompute, lowering/lower_compute.c). test/dialects/op-facts
- * checks that the table and dialects/tdag.irdl.mlir name the same ops, once each.
+ * kernel call's arguments (lwLowerCompute, lowering/lower_compute.c). test/dialects/op-facts.test
+ * checks that the table and dialects/tdag.irdl.mlir name the same ops, once each, in the same
+ * order; the three rules switch on PiperOpId, so the build refuses a rule missing for an id.
  *
  * What each fact means and who reads it:
  *   kind            what the op is in the training graph. split (STATE is never split),
@@ -48,6 +49,39 @@
 extern "C" {
 #endif
 
+/* One id per tdag op, in the order of dialects/tdag.irdl.mlir; the table in dialects/ops.c is
+ * indexed by it (row[id].id == id, which test/dialects/op-facts.test checks). The rules that
+ * are code dispatch on it with a `switch` that has no default (verifyOp, gradOp,
+ * lwLowerCompute), so -Werror=switch names every rule a new op still lacks. */
+typedef enum {
+  PIPER_TDAG_PARAM,
+  PIPER_TDAG_ADAM_STATE,
+  PIPER_TDAG_INPUT,
+  PIPER_TDAG_OUTPUT,
+  PIPER_TDAG_EMBEDDING,
+  PIPER_TDAG_LAYERNORM,
+  PIPER_TDAG_LINEAR,
+  PIPER_TDAG_MATMUL_NT,
+  PIPER_TDAG_ATTENTION,
+  PIPER_TDAG_GELU,
+  PIPER_TDAG_ADD,
+  PIPER_TDAG_CROSS_ENTROPY,
+  PIPER_TDAG_EMBEDDING_GRAD,
+  PIPER_TDAG_LAYERNORM_GRAD,
+  PIPER_TDAG_LINEAR_GRAD_INPUT,
+  PIPER_TDAG_LINEAR_GRAD_WEIGHT,
+  PIPER_TDAG_BIAS_GRAD,
+  PIPER_TDAG_ATTENTION_GRAD,
+  PIPER_TDAG_GELU_GRAD,
+  PIPER_TDAG_CROSS_ENTROPY_GRAD,
+  PIPER_TDAG_ADAMW,
+  PIPER_TDAG_BUCKET,
+  PIPER_TDAG_PACK_INTO,
+  PIPER_TDAG_VIEW,
+  PIPER_TDAG_NODE, /* the last: PIPER_TDAG_OP_COUNT follows it */
+} PiperOpId;
+enum { PIPER_TDAG_OP_COUNT = PIPER_TDAG_NODE + 1 }; /* rows in the table */
+
 /* What an op is in the training graph. */
 typedef enum {
   PIPER_OP_STATE,    /* param, adam_state: named storage that persists across steps */
@@ -81,6 +115,7 @@ typedef enum {
 } PiperElemType;
 
 typedef struct {
+  PiperOpId id;              /* its index in the table */
   const char *name;          /* full op name, "tdag.linear" */
   PiperOpKind kind;          /* see PiperOpKind */
   PiperBatchRule batch;      /* which results carry the batch (unless likeOperand0) */

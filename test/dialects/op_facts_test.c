@@ -92,6 +92,11 @@ int main(void) {
     return 2;
   }
   for (int i = 0; i < nOps; ++i) {
+    if (i < (int)nRows && strcmp(rows[i].name, ops[i].name)) {
+      printf("FAIL: row %d is %s, but op #%d of tdag.irdl.mlir is %s: keep PiperOpId in the "
+             "IRDL file's order\n", i, rows[i].name, i, ops[i].name);
+      return 8;
+    }
     int found = 0;
     for (size_t r = 0; r < nRows; ++r) found += !strcmp(rows[r].name, ops[i].name);
     if (found != 1) {
@@ -107,6 +112,11 @@ int main(void) {
 
   printf("@row_names_irdl_op\n");
   for (size_t r = 0; r < nRows; ++r) {
+    if (!rows[r].name || rows[r].id != (PiperOpId)r) {
+      printf("FAIL: row %zu is empty or has id %d: every PiperOpId needs its row\n", r,
+             (int)rows[r].id);
+      return 7;
+    }
     int found = 0;
     for (int i = 0; i < nOps; ++i) found += !strcmp(rows[r].name, ops[i].name);
     if (found != 1 || !mlirContextIsRegisteredOperation(ctx, piperStr(rows[r].name))) {

@@ -197,8 +197,9 @@ static bool isMatrix(MlirType t, int64_t rows, int64_t cols) {
  * arena's 64-byte alignment, fit in int64: the memory plan and the kernels' counts are int64
  * products of the dims, which must not wrap. */
 static bool sizeFits(MlirType t) {
-  int64_t numel = piperTensorNumel(t), bytes;
-  return numel >= 0 && piperMulI64(numel, 4, &bytes) && piperAddI64(bytes, 64, &bytes);
+  int64_t numel = piperTensorNumel(t), bytes, elemBytes = piperTensorElementBytes(t);
+  return numel >= 0 && piperMulI64(numel, elemBytes > 0 ? elemBytes : 4, &bytes) &&
+         piperAddI64(bytes, 64, &bytes);
 }
 
 /* Refuses a tensor operand or result whose size overflows int64 (see sizeFits). */
@@ -217,12 +218,13 @@ static bool checkSizes(Verifier *v, MlirOperation op) {
   return true;
 }
 
-/* Every operand and result must be a statically shaped f32 tensor, except those in `i32Mask`
- * (bit k = operand k) which must be i32 tensors, of a size int64 can count. */
-static bool checkElementTypes(Verifier *v, MlirOperation op, unsigned i32Mask) {
+/* Every operand and result must be a statically shaped tensor of the element type the op's row
+ * names (f32, or i32 for its i32Operands and an i32 resultElem), of a size int64 can count. */
+static bool checkElementTypes(Verifier *v, MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
     MlirType t = operandType(op, i);
-    bool wantI32 = (i32Mask >> i) & 1;
+    bool wantI32 = i < 8 && ((f->i32Operands >> i) & 1);
     if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
         (wantI32 ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
       fail(v, op, "operand #%d must be a statically shaped tensor of %s, got %s", (int)i,
@@ -232,11 +234,11 @@ static bool checkElementTypes(Verifier *v, MlirOperation op, unsigned i32Mask) {
   }
   for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
     MlirType t = resultType(op, i);
-    bool input = piperOpIs(op, "tdag.input");
+    bool wantI32 = f->resultElem == PIPER_ELEM_I32;
     if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
-        (input ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
+        (wantI32 ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
       fail(v, op, "result #%d must be a statically shaped tensor of %s, got %s", (int)i,
-           input ? "i32" : "f32", typeStr(t));
+           wantI32 ? "i32" : "f32", typeStr(t));
       return false;
     }
   }
@@ -246,19 +248,24 @@ static bool checkElementTypes(Verifier *v, MlirOperation op, unsigned i32Mask) {
 /* Shape rule of one tdag op; see the op's comment in tdag.irdl.mlir. */
 static void verifyOp(Verifier *v, MlirOperation op) {
   MlirType a, b, r;
-  if (piperOpIs(op, "tdag.param")) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f) return; /* not a tdag op IRDL defines: IRDL has said so */
+  switch (f->id) {
+  case PIPER_TDAG_PARAM: {
     char init[16];
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     piperGetStringAttr(op, "init", init, sizeof init);
     if (strcmp(init, "normal") && strcmp(init, "zeros") && strcmp(init, "ones"))
       fail(v, op, "init must be \"normal\", \"zeros\" or \"ones\", got \"%s\"", init);
     if (piperTensorRank(resultType(op, 0)) > 4)
       fail(v, op, "parameters have at most 4 dims, got %s", typeStr(resultType(op, 0)));
-  } else if (piperOpIs(op, "tdag.adam_state")) {
+    break;
+  }
+  case PIPER_TDAG_ADAM_STATE: {
     /* The lowering declares a moment by the update that reads it (its parameter's full dims
      * under ZeRO): the moment must feed exactly one tdag.adamw, in its slot's operand. */
     char slot[16] = "";
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     piperGetStringAttr(op, "slot", slot, sizeof slot);
     int want = !strcmp(slot, "exp_avg") ? 2 : !strcmp(slot, "exp_avg_sq") ? 3 : -1;
     if (want < 0) {
@@ -271,19 +278,25 @@ static void verifyOp(Verifier *v, MlirOperation op) {
         mlirOpOperandGetOperandNumber(use) != (unsigned)want)
       fail(v, op, "an AdamW moment (slot \"%s\") must be used exactly once, as operand #%d of "
                   "a tdag.adamw", slot, want);
-  } else if (piperOpIs(op, "tdag.input")) {
+    break;
+  }
+  case PIPER_TDAG_INPUT: {
     char name[16];
-    if (!checkElementTypes(v, op, 0)) return;
+    if (!checkElementTypes(v, op)) return;
     piperGetStringAttr(op, "name", name, sizeof name);
     if (strcmp(name, "tokens") && strcmp(name, "targets"))
       fail(v, op, "input name must be \"tokens\" or \"targets\", got \"%s\"", name);
     if (piperTensorRank(resultType(op, 0)) != 2)
       fail(v, op, "input must be tensor<BxTxi32>, got %s", typeStr(resultType(op, 0)));
-  } else if (piperOpIs(op, "tdag.output")) {
-    if (checkElementTypes(v, op, 0) && piperTensorNumel(operandType(op, 0)) != 1)
+    break;
+  }
+  case PIPER_TDAG_OUTPUT: {
+    if (checkElementTypes(v, op) && piperTensorNumel(operandType(op, 0)) != 1)
       fail(v, op, "output must be a scalar tensor<f32>, got %s", typeStr(operandType(op, 0)));
-  } else if (piperOpIs(op, "tdag.embedding")) {
-    if (!checkElementTypes(v, op, 1)) return;
+    break;
+  }
+  case PIPER_TDAG_EMBEDDING: {
+    if (!checkElementTypes(v, op)) return;
     MlirType tok = operandType(op, 0), wte = operandType(op, 1), wpe = operandType(op, 2);
     r = resultType(op, 0);
     int64_t C = piperTensorDim(wte, 1), T = piperTensorDim(tok, 1);
@@ -295,9 +308,12 @@ static void verifyOp(Verifier *v, MlirOperation op) {
              piperTensorDim(r, 1) != T || piperTensorDim(r, 2) != C)
       fail(v, op, "result must be (B,T,C) = (%lld,%lld,%lld), got %s",
            (long long)piperTensorDim(tok, 0), (long long)T, (long long)C, typeStr(r));
-  } else if (piperOpIs(op, "tdag.layernorm") || piperOpIs(op, "tdag.layernorm_grad")) {
-    bool grad = piperOpIs(op, "tdag.layernorm_grad");
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_LAYERNORM:
+  case PIPER_TDAG_LAYERNORM_GRAD: {
+    bool grad = f->id == PIPER_TDAG_LAYERNORM_GRAD;
+    if (!checkElementTypes(v, op)) return;
     MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
     int64_t C = piperTensorDim(x, -1);
     if (!isVector(w, C) || (!grad && !isVector(operandType(op, 2), C)))
@@ -307,8 +323,11 @@ static void verifyOp(Verifier *v, MlirOperation op) {
                   : (!sameShape(resultType(op, 0), x) || !shapeWithLast(resultType(op, 1), x, -1) ||
                      !shapeWithLast(resultType(op, 2), x, -1)))
       fail(v, op, "result shapes do not match x %s", typeStr(x));
-  } else if (piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_LINEAR:
+  case PIPER_TDAG_MATMUL_NT: {
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
     int64_t K = piperTensorDim(a, -1), N = piperTensorDim(b, 0);
     if (!isMatrix(b, N, K))
@@ -318,28 +337,37 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "bias must be (%lld), got %s", (long long)N, typeStr(operandType(op, 2)));
     else if (!shapeWithLast(r, a, N))
       fail(v, op, "result must be x's shape with last dim %lld, got %s", (long long)N, typeStr(r));
-  } else if (piperOpIs(op, "tdag.linear_grad_input")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_LINEAR_GRAD_INPUT: {
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
     if (piperTensorRank(b) != 2 || piperTensorDim(a, -1) != piperTensorDim(b, 0) ||
         !shapeWithLast(r, a, piperTensorDim(b, 1)))
       fail(v, op, "expects dout(...,N), weight(N,K) -> dx(...,K); got %s, %s -> %s", typeStr(a),
            typeStr(b), typeStr(r));
-  } else if (piperOpIs(op, "tdag.linear_grad_weight")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_LINEAR_GRAD_WEIGHT: {
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
     if (!shapeWithLast(b, a, piperTensorDim(b, -1)) ||
         !isMatrix(r, piperTensorDim(a, -1), piperTensorDim(b, -1)))
       fail(v, op, "expects dout(...,N), x(...,K) -> dweight(N,K); got %s, %s -> %s",
            typeStr(a), typeStr(b), typeStr(r));
-  } else if (piperOpIs(op, "tdag.bias_grad")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_BIAS_GRAD: {
+    if (!checkElementTypes(v, op)) return;
     if (!isVector(resultType(op, 0), piperTensorDim(operandType(op, 0), -1)))
       fail(v, op, "expects dout(...,N) -> dbias(N); got %s -> %s", typeStr(operandType(op, 0)),
            typeStr(resultType(op, 0)));
-  } else if (piperOpIs(op, "tdag.attention") || piperOpIs(op, "tdag.attention_grad")) {
-    bool grad = piperOpIs(op, "tdag.attention_grad");
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_ATTENTION:
+  case PIPER_TDAG_ATTENTION_GRAD: {
+    bool grad = f->id == PIPER_TDAG_ATTENTION_GRAD;
+    if (!checkElementTypes(v, op)) return;
     MlirType qkv = operandType(op, grad ? 1 : 0);
     int64_t H = piperGetIntAttr(op, "heads", 0);
     int64_t B = piperTensorDim(qkv, 0), T = piperTensorDim(qkv, 1), C3 = piperTensorDim(qkv, 2);
@@ -357,9 +385,12 @@ static void verifyOp(Verifier *v, MlirOperation op) {
            typeStr(qkv), typeStr(out), typeStr(probs));
     else if (grad && !sameShape(resultType(op, 0), qkv))
       fail(v, op, "dqkv must have qkv's shape %s", typeStr(qkv));
-  } else if (piperOpIs(op, "tdag.gelu") || piperOpIs(op, "tdag.add") ||
-             piperOpIs(op, "tdag.gelu_grad")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_GELU:
+  case PIPER_TDAG_ADD:
+  case PIPER_TDAG_GELU_GRAD: {
+    if (!checkElementTypes(v, op)) return;
     r = resultType(op, 0);
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
       if (!sameShape(operandType(op, i), r)) {
@@ -367,9 +398,12 @@ static void verifyOp(Verifier *v, MlirOperation op) {
              typeStr(operandType(op, i)), typeStr(r));
         return;
       }
-  } else if (piperOpIs(op, "tdag.cross_entropy") || piperOpIs(op, "tdag.cross_entropy_grad")) {
-    bool grad = piperOpIs(op, "tdag.cross_entropy_grad");
-    if (!checkElementTypes(v, op, 2)) return;
+    break;
+  }
+  case PIPER_TDAG_CROSS_ENTROPY:
+  case PIPER_TDAG_CROSS_ENTROPY_GRAD: {
+    bool grad = f->id == PIPER_TDAG_CROSS_ENTROPY_GRAD;
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0);
     if (!shapeWithLast(operandType(op, 1), a, -1))
       fail(v, op, "targets %s must be logits %s without the last dim",
@@ -377,34 +411,44 @@ static void verifyOp(Verifier *v, MlirOperation op) {
     else if (grad ? !sameShape(resultType(op, 0), a)
                   : (piperTensorNumel(resultType(op, 0)) != 1 || !sameShape(resultType(op, 1), a)))
       fail(v, op, "result shapes do not match logits %s", typeStr(a));
-  } else if (piperOpIs(op, "tdag.embedding_grad")) {
-    if (!checkElementTypes(v, op, 2)) return;
+    break;
+  }
+  case PIPER_TDAG_EMBEDDING_GRAD: {
+    if (!checkElementTypes(v, op)) return;
     a = operandType(op, 0);
     if (piperTensorRank(a) != 3 || !shapeWithLast(operandType(op, 1), a, -1) ||
         piperTensorDim(resultType(op, 0), 1) != piperTensorDim(a, 2) ||
         piperTensorDim(resultType(op, 1), 1) != piperTensorDim(a, 2))
       fail(v, op, "expects dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C)");
-  } else if (piperOpIs(op, "tdag.bucket")) {
-    if (checkElementTypes(v, op, 0) && piperTensorRank(resultType(op, 0)) != 1)
+    break;
+  }
+  case PIPER_TDAG_BUCKET: {
+    if (checkElementTypes(v, op) && piperTensorRank(resultType(op, 0)) != 1)
       fail(v, op, "a bucket is a flat tensor, got %s", typeStr(resultType(op, 0)));
-  } else if (piperOpIs(op, "tdag.pack_into")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_PACK_INTO: {
+    if (!checkElementTypes(v, op)) return;
     int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
         !piperAddI64(offset, piperTensorNumel(operandType(op, 1)), &end) ||
         end > piperTensorNumel(operandType(op, 0)))
       fail(v, op, "packs %s at offset %lld into %s, which does not hold it",
            typeStr(operandType(op, 1)), (long long)offset, typeStr(operandType(op, 0)));
-  } else if (piperOpIs(op, "tdag.view")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_VIEW: {
+    if (!checkElementTypes(v, op)) return;
     int64_t offset = piperGetIntAttr(op, "offset", -1), end;
     if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
         !piperAddI64(offset, piperTensorNumel(resultType(op, 0)), &end) ||
         end > piperTensorNumel(operandType(op, 0)))
       fail(v, op, "views %s at offset %lld of %s, which is not a flat tensor that holds it",
            typeStr(resultType(op, 0)), (long long)offset, typeStr(operandType(op, 0)));
-  } else if (piperOpIs(op, "tdag.adamw")) {
-    if (!checkElementTypes(v, op, 0)) return;
+    break;
+  }
+  case PIPER_TDAG_ADAMW: {
+    if (!checkElementTypes(v, op)) return;
     int64_t R = piperGetIntAttr(op, "shards", 0), n = piperTensorNumel(operandType(op, 0));
     int64_t c = R > 0 ? (n + R - 1) / R : 0;
     for (intptr_t i = 1; i < 4 && R == 0; ++i)
@@ -426,6 +470,10 @@ static void verifyOp(Verifier *v, MlirOperation op) {
     MlirValue param = mlirOperationGetOperand(op, 0);
     if (!mlirValueIsAOpResult(param) || !piperOpIs(mlirOpResultGetOwner(param), "tdag.param"))
       fail(v, op, "the updated operand must be a tdag.param");
+    break;
+  }
+  case PIPER_TDAG_NODE: /* a graph-level op: IRDL checks it */
+    break;
   }
 }
 

@@ -95,10 +95,11 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
      * from a whole parameter (ZeRO-1/2, after its sharded update) it is copied back into it. */
     MlirValue p = mlirOperationGetOperand(op, 0);
     Shard sh = lwShardOf(op, piperTensorNumel(lwInType(op, 0)));
-    MlirValue res = lwOut(L, op, 0), mine = lbOffset(b, res, sh.offset * 4);
+    int64_t elemBytes = piperTensorElementBytes(lwInType(op, 0));
+    MlirValue res = lwOut(L, op, 0), mine = lbOffset(b, res, sh.offset * elemBytes);
     bool fromShard = lwIsShardedParam(p);
     if (sh.len > 0) {
-      MlirValue copy[3] = {mine, fromShard ? lwIn(L, op, 0) : lbOffset(b, lwIn(L, op, 0), sh.offset * 4),
+      MlirValue copy[3] = {mine, fromShard ? lwIn(L, op, 0) : lbOffset(b, lwIn(L, op, 0), sh.offset * elemBytes),
                            lwI64(L, sh.len)};
       lwCall(L, "prt_copy", 3, copy);
     }

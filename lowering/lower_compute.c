@@ -7,50 +7,65 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "piper/runtime.h"
 
+/* The runtime function that computes `op` on this target: its row's cpuKernel (the one target
+ * today; the GPU backend picks the row's gpuKernel here). The rules below build its arguments. */
+static const char *kernelOf(MlirOperation op) { return piperOpFacts(op)->cpuKernel; }
+
 /* One tdag op -> its runtime kernel call. Each rule opens with the mapping it implements. */
 void lwLowerCompute(Lowering *L, MlirOperation op) {
   LlvmBuilder *b = &L->lb;
-  if (lwDeclaresTensor(op)) {
-    return; /* storage only: pointers are fetched where first used */
-  } else if (piperOpIs(op, "tdag.bucket") || piperOpIs(op, "tdag.view")) {
-    return; /* storage only: the bucket's arena bytes, or a view into them */
-  } else if (piperOpIs(op, "tdag.pack_into")) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f || !f->cpuKernel) /* storage only (declared tensors, a bucket's arena bytes, a view */
+    return;                /* into them): pointers are fetched where first used */
+  switch (f->id) {
+  case PIPER_TDAG_PACK_INTO: {
     /* tdag.pack_into(flat, g) {offset} -> prt_copy(flat + offset, g, numel(g)), in place */
-    MlirValue args[3] = {lbOffset(b, lwIn(L, op, 0), piperGetIntAttr(op, "offset", 0) * 4),
+    MlirValue args[3] = {lbOffset(b, lwIn(L, op, 0), piperGetIntAttr(op, "offset", 0) *
+                                                        piperTensorElementBytes(lwInType(op, 0))),
                          lwIn(L, op, 1), lwI64(L, piperTensorNumel(lwInType(op, 1)))};
-    lwCall(L, "prt_copy", 3, args);
-  } else if (piperOpIs(op, "tdag.output")) {
+    lwCall(L, kernelOf(op), 3, args);
+    break;
+  }
+  case PIPER_TDAG_OUTPUT: {
     /* tdag.output(v) -> prt_copy(prt_tensor(output id), v, numel) */
     intptr_t id = 0;
     piperPtrMapGet(&L->outputId, op.ptr, &id);
     MlirValue t[2] = {L->ctxArg, lwI64(L, id)};
     MlirValue dst = lbCall(b, "prt_tensor", b->ptr, 2, t);
     MlirValue args[3] = {dst, lwIn(L, op, 0), lwI64(L, piperTensorNumel(lwInType(op, 0)))};
-    lwCall(L, "prt_copy", 3, args);
-  } else if (piperOpIs(op, "tdag.embedding")) {
+    lwCall(L, kernelOf(op), 3, args);
+    break;
+  }
+  case PIPER_TDAG_EMBEDDING: {
     /* tdag.embedding(tok, wte, wpe) -> prt_embedding_fwd(out, tok, wte, wpe, B, T, C) */
     MlirType tok = lwInType(op, 0);
     MlirValue args[7] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), lwIn(L, op, 2),
                          lwI64(L, piperTensorDim(tok, 0)), lwI64(L, piperTensorDim(tok, 1)),
                          lwI64(L, piperTensorDim(lwInType(op, 1), 1))};
-    lwCall(L, "prt_embedding_fwd", 7, args);
-  } else if (piperOpIs(op, "tdag.embedding_grad")) {
+    lwCall(L, kernelOf(op), 7, args);
+    break;
+  }
+  case PIPER_TDAG_EMBEDDING_GRAD: {
     /* tdag.embedding_grad(dy, tok) -> prt_embedding_bwd(dwte, dwpe, dy, tok, B, T, C, V) */
     MlirType dy = lwInType(op, 0);
     MlirType wte = mlirValueGetType(mlirOperationGetResult(op, 0));
     MlirValue args[8] = {lwOut(L, op, 0), lwOut(L, op, 1), lwIn(L, op, 0), lwIn(L, op, 1),
                          lwI64(L, piperTensorDim(dy, 0)), lwI64(L, piperTensorDim(dy, 1)),
                          lwI64(L, piperTensorDim(dy, 2)), lwI64(L, piperTensorDim(wte, 0))};
-    lwCall(L, "prt_embedding_bwd", 8, args);
-  } else if (piperOpIs(op, "tdag.layernorm")) {
+    lwCall(L, kernelOf(op), 8, args);
+    break;
+  }
+  case PIPER_TDAG_LAYERNORM: {
     /* tdag.layernorm(x, w, b) -> prt_layernorm_fwd(y, mean, rstd, x, w, b, N, C, eps) */
     MlirType x = lwInType(op, 0);
     int64_t C = piperTensorDim(x, -1);
     MlirValue args[9] = {lwOut(L, op, 0), lwOut(L, op, 1), lwOut(L, op, 2), lwIn(L, op, 0),
                          lwIn(L, op, 1), lwIn(L, op, 2), lwI64(L, piperTensorNumel(x) / C),
                          lwI64(L, C), lbConstF32(b, (float)piperGetFloatAttr(op, "eps", 1e-5))};
-    lwCall(L, "prt_layernorm_fwd", 9, args);
-  } else if (piperOpIs(op, "tdag.layernorm_grad")) {
+    lwCall(L, kernelOf(op), 9, args);
+    break;
+  }
+  case PIPER_TDAG_LAYERNORM_GRAD: {
     /* tdag.layernorm_grad(dy, x, w, mean, rstd)
      *   -> prt_layernorm_bwd(dx, dw, db, dy, x, w, mean, rstd, N, C) */
     MlirType x = lwInType(op, 1);
@@ -58,40 +73,52 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
     MlirValue args[10] = {lwOut(L, op, 0), lwOut(L, op, 1), lwOut(L, op, 2), lwIn(L, op, 0),
                           lwIn(L, op, 1),  lwIn(L, op, 2),  lwIn(L, op, 3),  lwIn(L, op, 4),
                           lwI64(L, piperTensorNumel(x) / C), lwI64(L, C)};
-    lwCall(L, "prt_layernorm_bwd", 10, args);
-  } else if (piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) {
+    lwCall(L, kernelOf(op), 10, args);
+    break;
+  }
+  case PIPER_TDAG_LINEAR:
+  case PIPER_TDAG_MATMUL_NT: {
     /* tdag.linear(x, w, b) / tdag.matmul_nt(x, w) -> prt_linear_fwd(y, x, w, b|NULL, M, N, K) */
     MlirType x = lwInType(op, 0), w = lwInType(op, 1);
     int64_t N = piperTensorDim(w, 0), K = piperTensorDim(w, 1);
     MlirValue bias = mlirOperationGetNumOperands(op) == 3 ? lwIn(L, op, 2) : lbNullPtr(b);
     MlirValue args[7] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), bias,
                          lwI64(L, piperTensorNumel(x) / K), lwI64(L, N), lwI64(L, K)};
-    lwCall(L, "prt_linear_fwd", 7, args);
-  } else if (piperOpIs(op, "tdag.linear_grad_input")) {
+    lwCall(L, kernelOf(op), 7, args);
+    break;
+  }
+  case PIPER_TDAG_LINEAR_GRAD_INPUT: {
     /* tdag.linear_grad_input(dy, w) -> prt_linear_bwd_input(dx, dy, w, M, N, K) */
     MlirType dy = lwInType(op, 0), w = lwInType(op, 1);
     int64_t N = piperTensorDim(w, 0), K = piperTensorDim(w, 1);
     MlirValue args[6] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1),
                          lwI64(L, piperTensorNumel(dy) / N), lwI64(L, N), lwI64(L, K)};
-    lwCall(L, "prt_linear_bwd_input", 6, args);
-  } else if (piperOpIs(op, "tdag.linear_grad_weight")) {
+    lwCall(L, kernelOf(op), 6, args);
+    break;
+  }
+  case PIPER_TDAG_LINEAR_GRAD_WEIGHT: {
     /* tdag.linear_grad_weight(dy, x) -> prt_linear_bwd_weight(dw, dy, x, M, N, K) */
     MlirType dw = mlirValueGetType(mlirOperationGetResult(op, 0));
     int64_t N = piperTensorDim(dw, 0), K = piperTensorDim(dw, 1);
     MlirValue args[6] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1),
                          lwI64(L, piperTensorNumel(lwInType(op, 1)) / K), lwI64(L, N), lwI64(L, K)};
-    lwCall(L, "prt_linear_bwd_weight", 6, args);
-  } else if (piperOpIs(op, "tdag.bias_grad")) {
+    lwCall(L, kernelOf(op), 6, args);
+    break;
+  }
+  case PIPER_TDAG_BIAS_GRAD: {
     /* tdag.bias_grad(dy) -> prt_bias_bwd(db, dy, M, N) */
     MlirType dy = lwInType(op, 0);
     int64_t N = piperTensorDim(dy, -1);
     MlirValue args[4] = {lwOut(L, op, 0), lwIn(L, op, 0), lwI64(L, piperTensorNumel(dy) / N),
                          lwI64(L, N)};
-    lwCall(L, "prt_bias_bwd", 4, args);
-  } else if (piperOpIs(op, "tdag.attention") || piperOpIs(op, "tdag.attention_grad")) {
+    lwCall(L, kernelOf(op), 4, args);
+    break;
+  }
+  case PIPER_TDAG_ATTENTION:
+  case PIPER_TDAG_ATTENTION_GRAD: {
     /* tdag.attention(qkv) -> prt_attention_fwd(y, probs, qkv, B, T, C, H)
      * tdag.attention_grad(dy, qkv, probs) -> prt_attention_bwd(dqkv, dy, qkv, probs, B,T,C,H) */
-    bool grad = piperOpIs(op, "tdag.attention_grad");
+    bool grad = f->id == PIPER_TDAG_ATTENTION_GRAD;
     MlirType qkv = lwInType(op, grad ? 1 : 0);
     MlirValue dims[4] = {lwI64(L, piperTensorDim(qkv, 0)), lwI64(L, piperTensorDim(qkv, 1)),
                          lwI64(L, piperTensorDim(qkv, 2) / 3),
@@ -99,42 +126,53 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
     if (grad) {
       MlirValue args[8] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), lwIn(L, op, 2),
                            dims[0], dims[1], dims[2], dims[3]};
-      lwCall(L, "prt_attention_bwd", 8, args);
+      lwCall(L, kernelOf(op), 8, args);
     } else {
       MlirValue args[7] = {lwOut(L, op, 0), lwOut(L, op, 1), lwIn(L, op, 0),
                            dims[0], dims[1], dims[2], dims[3]};
-      lwCall(L, "prt_attention_fwd", 7, args);
+      lwCall(L, kernelOf(op), 7, args);
     }
-  } else if (piperOpIs(op, "tdag.gelu")) {
+    break;
+  }
+  case PIPER_TDAG_GELU: {
     /* tdag.gelu(x) -> prt_gelu_fwd(y, x, n) */
     MlirValue args[3] = {lwOut(L, op, 0), lwIn(L, op, 0), lwI64(L, piperTensorNumel(lwInType(op, 0)))};
-    lwCall(L, "prt_gelu_fwd", 3, args);
-  } else if (piperOpIs(op, "tdag.gelu_grad")) {
+    lwCall(L, kernelOf(op), 3, args);
+    break;
+  }
+  case PIPER_TDAG_GELU_GRAD: {
     /* tdag.gelu_grad(dy, x) -> prt_gelu_bwd(dx, dy, x, n) */
     MlirValue args[4] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1),
                          lwI64(L, piperTensorNumel(lwInType(op, 0)))};
-    lwCall(L, "prt_gelu_bwd", 4, args);
-  } else if (piperOpIs(op, "tdag.add")) {
+    lwCall(L, kernelOf(op), 4, args);
+    break;
+  }
+  case PIPER_TDAG_ADD: {
     /* tdag.add(a, b) -> prt_add(y, a, b, n) */
     MlirValue args[4] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1),
                          lwI64(L, piperTensorNumel(lwInType(op, 0)))};
-    lwCall(L, "prt_add", 4, args);
-  } else if (piperOpIs(op, "tdag.cross_entropy") || piperOpIs(op, "tdag.cross_entropy_grad")) {
+    lwCall(L, kernelOf(op), 4, args);
+    break;
+  }
+  case PIPER_TDAG_CROSS_ENTROPY:
+  case PIPER_TDAG_CROSS_ENTROPY_GRAD: {
     /* tdag.cross_entropy(logits, tgt) -> prt_cross_entropy_fwd(loss, probs, logits, tgt, N, V)
      * tdag.cross_entropy_grad(probs, tgt)
      *   -> prt_cross_entropy_bwd(dlogits, probs, tgt, N, V, total_rows) */
     MlirType logits = lwInType(op, 0);
     int64_t V = piperTensorDim(logits, -1);
     MlirValue n = lwI64(L, piperTensorNumel(logits) / V), v = lwI64(L, V);
-    if (piperOpIs(op, "tdag.cross_entropy")) {
+    if (f->id == PIPER_TDAG_CROSS_ENTROPY) {
       MlirValue args[6] = {lwOut(L, op, 0), lwOut(L, op, 1), lwIn(L, op, 0), lwIn(L, op, 1), n, v};
-      lwCall(L, "prt_cross_entropy_fwd", 6, args);
+      lwCall(L, kernelOf(op), 6, args);
     } else {
       int64_t total = piperGetIntAttr(op, "total_rows", piperTensorNumel(logits) / V);
       MlirValue args[6] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), n, v, lwI64(L, total)};
-      lwCall(L, "prt_cross_entropy_bwd", 6, args);
+      lwCall(L, kernelOf(op), 6, args);
     }
-  } else if (piperOpIs(op, "tdag.adamw")) {
+    break;
+  }
+  case PIPER_TDAG_ADAMW: {
     /* tdag.adamw(p, g, m, v) -> prt_observe_grad(ctx, p id, g);
      *                           prt_adamw(ctx, p, g, m, v, n, beta1, beta2, eps, decay)
      * With ZeRO shards the update covers this replica's len elements at offset k*c: of p
@@ -148,8 +186,10 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
     MlirValue g = mlirOperationGetOperand(op, 1);
     bool wholeGrad = !(mlirValueIsAOpResult(g) &&
                        piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter"));
-    MlirValue pp = lwIsShardedParam(p) ? lwIn(L, op, 0) : lbOffset(b, lwIn(L, op, 0), sh.offset * 4);
-    MlirValue gp = wholeGrad ? lbOffset(b, lwIn(L, op, 1), sh.offset * 4) : lwIn(L, op, 1);
+    int64_t pBytes = piperTensorElementBytes(lwInType(op, 0));
+    int64_t gBytes = piperTensorElementBytes(lwInType(op, 1));
+    MlirValue pp = lwIsShardedParam(p) ? lwIn(L, op, 0) : lbOffset(b, lwIn(L, op, 0), sh.offset * pBytes);
+    MlirValue gp = wholeGrad ? lbOffset(b, lwIn(L, op, 1), sh.offset * gBytes) : lwIn(L, op, 1);
     /* --dump-grads sees whole gradients (no ZeRO, ZeRO-1) and ZeRO-3's shards, which the
      * runtime assembles; ZeRO-2 holds neither (a shard of a whole parameter), so it is not
      * observed and --dump-grads reports the gradient missing */
@@ -169,7 +209,16 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
                           lbConstF32(b, (float)piperGetFloatAttr(op, "beta2", 0.95)),
                           lbConstF32(b, (float)piperGetFloatAttr(op, "eps", 1e-8)),
                           lbConstI32(b, (int32_t)piperGetIntAttr(op, "decay", 0))};
-    lwCall(L, "prt_adamw", 10, args);
+    lwCall(L, kernelOf(op), 10, args);
+    break;
+  }
+  case PIPER_TDAG_PARAM: /* no kernel: handled above */
+  case PIPER_TDAG_ADAM_STATE:
+  case PIPER_TDAG_INPUT:
+  case PIPER_TDAG_BUCKET:
+  case PIPER_TDAG_VIEW:
+  case PIPER_TDAG_NODE: /* refused by the pass before lowering */
+    break;
   }
 }
 
@@ -188,7 +237,9 @@ void lwLowerGradSq(Lowering *L, MlirOperation op) {
   MlirValue g = mlirOperationGetOperand(op, 1);
   bool wholeGrad = !(mlirValueIsAOpResult(g) &&
                      piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter"));
-  MlirValue gp = wholeGrad ? lbOffset(b, lwIn(L, op, 1), sh.offset * 4) : lwIn(L, op, 1);
+  MlirValue gp = wholeGrad ? lbOffset(b, lwIn(L, op, 1),
+                                      sh.offset * piperTensorElementBytes(lwInType(op, 1)))
+                           : lwIn(L, op, 1);
   int32_t counted = sharded || piperGetIntAttr(op, "replica", 0) == 0;
   MlirValue args[4] = {L->ctxArg, gp, lwI64(L, sh.len), lbConstI32(b, counted)};
   lwCall(L, "prt_grad_sq_accum", 4, args);

@@ -293,7 +293,8 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "func.return")) continue;
     if ((!piperOpInDialect(op, "tdag") && !piperOpInDialect(op, "comm")) ||
-        piperOpIs(op, "tdag.node") || piperOpIs(op, "comm.all_to_all")) {
+        (piperOpFacts(op) && piperOpFacts(op)->kind == PIPER_OP_GRAPH) ||
+        piperOpIs(op, "comm.all_to_all")) {
       mlirEmitError(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce/"
                     "reduce_scatter/all_gather can be lowered here; run the strategy passes "

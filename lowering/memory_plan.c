@@ -18,8 +18,17 @@ Buffer *lwBufferOf(Lowering *L, MlirValue v) {
 }
 
 bool lwDeclaresTensor(MlirOperation op) {
-  return piperOpIs(op, "tdag.param") || piperOpIs(op, "tdag.adam_state") ||
-         piperOpIs(op, "tdag.input");
+  const PiperOpFacts *f = piperOpFacts(op);
+  return f && f->declaresTensor;
+}
+
+/* Result #0 of `op` is its operand #0's buffer: a comm.all_reduce reduces in place; a row that
+ * writes its operand (pack_into) or views it (view) says so. */
+static bool sharesOperand0(MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  return piperOpIs(op, "comm.all_reduce") ||
+         (f && (f->alias == PIPER_ALIAS_RESULT_IS_OPERAND0 ||
+                f->alias == PIPER_ALIAS_RESULT_VIEWS_OPERAND0));
 }
 
 /* ---- memory plan ---- */
@@ -79,11 +88,13 @@ int64_t lwGatherElems(MlirOperation op) {
   return piperMulI64(s.R, s.c, &elems) ? elems : -1;
 }
 
-/* Arena bytes of `elems` f32 elements rounded up to ALIGN; -1 if that overflows int64 (the
- * verifier bounds tensor sizes, but a gather's padded size is R times a shard). */
-static int64_t arenaBytesOf(int64_t elems) {
+/* Arena bytes of `elems` elements of `elemBytes` bytes, rounded up to ALIGN; -1 if that
+ * overflows int64 (the verifier bounds tensor sizes, but a gather's padded size is R times a
+ * shard). */
+static int64_t arenaBytesOf(int64_t elems, int64_t elemBytes) {
   int64_t bytes;
-  if (elems < 0 || !piperMulI64(elems, 4, &bytes) || !piperAddI64(bytes, ALIGN - 1, &bytes))
+  if (elems < 0 || !piperMulI64(elems, elemBytes, &bytes) ||
+      !piperAddI64(bytes, ALIGN - 1, &bytes))
     return -1;
   return bytes / ALIGN * ALIGN;
 }
@@ -98,11 +109,9 @@ bool lwIsShardedParam(MlirValue v) {
 /* Weight gradients and what carries them (sums, buckets, reductions, transfers); what is
  * neither a parameter nor one of these is an activation or an activation's gradient. */
 static bool isGradient(Lowering *L, MlirOperation op, intptr_t r) {
-  if (piperOpIs(op, "tdag.linear_grad_weight") || piperOpIs(op, "tdag.bias_grad") ||
-      piperOpIs(op, "tdag.embedding_grad") || piperOpIs(op, "tdag.bucket") ||
-      piperOpIs(op, "comm.reduce_scatter") || (piperOpIs(op, "tdag.layernorm_grad") && r > 0))
-    return true;
-  if (piperOpIs(op, "tdag.add")) { /* a sum is what it sums */
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (piperFactsWeightGrad(f, r) || piperOpIs(op, "comm.reduce_scatter")) return true;
+  if (f && f->likeOperand0) { /* a sum is what it sums */
     Buffer *b = lwBufferOf(L, mlirOperationGetOperand(op, 0));
     return b && b->gradient;
   }
@@ -123,12 +132,14 @@ bool lwPlanMemory(Lowering *L) {
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       MlirValue v = mlirOperationGetResult(op, r);
       if (!mlirTypeIsARankedTensor(mlirValueGetType(v))) continue; /* !comm.token */
-      if ((piperOpIs(op, "comm.all_reduce") || piperOpIs(op, "tdag.pack_into") ||
-           piperOpIs(op, "tdag.view")) && r == 0) {
+      if (sharesOperand0(op) && r == 0) {
         /* in place (reduced, packed) or a view: the result is the operand's buffer; a view's
          * elements start at its offset */
-        if (piperOpIs(op, "tdag.view"))
-          piperPtrMapPut(&L->viewOffset, v.ptr, piperGetIntAttr(op, "offset", 0) * 4);
+        const PiperOpFacts *f = piperOpFacts(op);
+        if (f && f->alias == PIPER_ALIAS_RESULT_VIEWS_OPERAND0)
+          piperPtrMapPut(&L->viewOffset, v.ptr,
+                         piperGetIntAttr(op, "offset", 0) *
+                             piperTensorElementBytes(lwInType(op, 0)));
         intptr_t same;
         piperPtrMapGet(&L->bufOf, mlirOperationGetOperand(op, 0).ptr, &same);
         piperPtrMapPut(&L->bufOf, v.ptr, same);
@@ -138,9 +149,10 @@ bool lwPlanMemory(Lowering *L) {
       Buffer *b = &L->bufs[L->nBufs];
       b->tensorId = lwDeclaresTensor(op) ? L->nTensors++ : -1;
       b->gradient = isGradient(L, op, r);
-      b->bytes = arenaBytesOf(piperTensorNumel(mlirValueGetType(v)));
+      int64_t elemBytes = piperTensorElementBytes(mlirValueGetType(v));
+      b->bytes = arenaBytesOf(piperTensorNumel(mlirValueGetType(v)), elemBytes);
       if (piperOpIs(op, "comm.all_gather")) /* gathered into R padded shards of c */
-        b->bytes = arenaBytesOf(lwGatherElems(op));
+        b->bytes = arenaBytesOf(lwGatherElems(op), elemBytes);
       if (b->bytes < 0) ok = false;
       b->offset = 0;
       b->lastUse = i;
@@ -175,8 +187,7 @@ bool lwPlanMemory(Lowering *L) {
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       intptr_t idx;
       if (!mlirTypeIsARankedTensor(mlirValueGetType(mlirOperationGetResult(op, r))) ||
-          ((piperOpIs(op, "comm.all_reduce") || piperOpIs(op, "tdag.pack_into") ||
-            piperOpIs(op, "tdag.view")) && r == 0))
+          (sharesOperand0(op) && r == 0))
         continue;
       piperPtrMapGet(&L->bufOf, mlirOperationGetResult(op, r).ptr, &idx);
       Buffer *b = &L->bufs[idx];

@@ -86,15 +86,21 @@ static void gradLinear(Builder *b, MlirOperation op, MlirValue dy) {
 
 /* The vector-Jacobian product of one forward op, given its output gradient `dy`. */
 static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
-  if (piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) {
+  switch (piperOpFacts(op)->id) {
+  case PIPER_TDAG_LINEAR:
+  case PIPER_TDAG_MATMUL_NT:
     gradLinear(b, op, dy);
-  } else if (piperOpIs(op, "tdag.add")) {
+    return mlirLogicalResultSuccess();
+  case PIPER_TDAG_ADD:
     accumulate(b, op, operand(op, 0), dy);
     accumulate(b, op, operand(op, 1), dy);
-  } else if (piperOpIs(op, "tdag.gelu")) {
+    return mlirLogicalResultSuccess();
+  case PIPER_TDAG_GELU: {
     MlirValue ops[2] = {dy, operand(op, 0)};
     accumulate(b, op, operand(op, 0), emit1(b, "tdag.gelu_grad", op, 2, ops, operand(op, 0)));
-  } else if (piperOpIs(op, "tdag.layernorm")) {
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_LAYERNORM: {
     MlirValue x = operand(op, 0), w = operand(op, 1), bias = operand(op, 2);
     MlirValue ops[5] = {dy, x, w, result(op, 1), result(op, 2)};
     MlirType types[3] = {typeOf(x), typeOf(w), typeOf(bias)};
@@ -102,7 +108,9 @@ static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
     accumulate(b, op, x, result(g, 0));
     accumulate(b, op, w, result(g, 1));
     accumulate(b, op, bias, result(g, 2));
-  } else if (piperOpIs(op, "tdag.attention")) {
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_ATTENTION: {
     MlirValue qkv = operand(op, 0);
     MlirValue ops[3] = {dy, qkv, result(op, 1)};
     MlirType t = typeOf(qkv);
@@ -110,28 +118,51 @@ static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
         b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads")));
     MlirOperation g = emit(b, "tdag.attention_grad", op, "B", 3, ops, 1, &t, 1, &heads);
     accumulate(b, op, qkv, result(g, 0));
-  } else if (piperOpIs(op, "tdag.embedding")) {
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_EMBEDDING: {
     MlirValue wte = operand(op, 1), wpe = operand(op, 2);
     MlirValue ops[2] = {dy, operand(op, 0)};
     MlirType types[2] = {typeOf(wte), typeOf(wpe)};
     MlirOperation g = emit(b, "tdag.embedding_grad", op, "B", 2, ops, 2, types, 0, NULL);
     accumulate(b, op, wte, result(g, 0));
     accumulate(b, op, wpe, result(g, 1));
-  } else {
-    char msg[160];
-    MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-    snprintf(msg, sizeof msg, "piper-autodiff: no gradient rule for '%.*s'", (int)n.length,
-             n.data);
-    mlirEmitError(mlirOperationGetLocation(op), msg);
-    return mlirLogicalResultFailure();
+    return mlirLogicalResultSuccess();
   }
-  return mlirLogicalResultSuccess();
+  /* no gradient rule: leaves, the loss (seeded by differentiate), ops autodiff itself emits
+   * and ops of later passes */
+  case PIPER_TDAG_PARAM:
+  case PIPER_TDAG_ADAM_STATE:
+  case PIPER_TDAG_INPUT:
+  case PIPER_TDAG_OUTPUT:
+  case PIPER_TDAG_CROSS_ENTROPY:
+  case PIPER_TDAG_EMBEDDING_GRAD:
+  case PIPER_TDAG_LAYERNORM_GRAD:
+  case PIPER_TDAG_LINEAR_GRAD_INPUT:
+  case PIPER_TDAG_LINEAR_GRAD_WEIGHT:
+  case PIPER_TDAG_BIAS_GRAD:
+  case PIPER_TDAG_ATTENTION_GRAD:
+  case PIPER_TDAG_GELU_GRAD:
+  case PIPER_TDAG_CROSS_ENTROPY_GRAD:
+  case PIPER_TDAG_ADAMW:
+  case PIPER_TDAG_BUCKET:
+  case PIPER_TDAG_PACK_INTO:
+  case PIPER_TDAG_VIEW:
+  case PIPER_TDAG_NODE:
+    break;
+  }
+  char msg[160];
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  snprintf(msg, sizeof msg, "piper-autodiff: no gradient rule for '%.*s'", (int)n.length,
+           n.data);
+  mlirEmitError(mlirOperationGetLocation(op), msg);
+  return mlirLogicalResultFailure();
 }
 
+/* A gradient or an update: the function is a training graph already. */
 static bool isTrainingOp(MlirOperation op) {
-  if (piperOpIs(op, "tdag.adamw")) return true;
-  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-  return n.length > 5 && !memcmp(n.data + n.length - 5, "_grad", 5);
+  const PiperOpFacts *f = piperOpFacts(op);
+  return f && (f->kind == PIPER_OP_BACKWARD || f->kind == PIPER_OP_UPDATE);
 }
 
 /* AdamW for parameter `param` with gradient `g`: two state tensors and the in-place update. */
@@ -201,9 +232,9 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
 
   for (size_t i = n; i-- > 0 && mlirLogicalResultIsSuccess(status);) {
     MlirOperation op = ops[i];
-    if (!piperOpInDialect(op, "tdag") || op.ptr == lossOp.ptr ||
-        mlirOperationGetNumResults(op) == 0 || piperOpIs(op, "tdag.param") ||
-        piperOpIs(op, "tdag.input"))
+    const PiperOpFacts *f = piperOpFacts(op); /* leaves have no gradient rule */
+    if (!f || op.ptr == lossOp.ptr || mlirOperationGetNumResults(op) == 0 ||
+        f->kind == PIPER_OP_STATE || f->kind == PIPER_OP_IO)
       continue;
     MlirValue dy = mapGet(&b.grads, result(op, 0));
     if (!dy.ptr) continue; /* does not reach the loss */

@@ -19,8 +19,8 @@ static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
 
 static bool isSplittable(MlirOperation op) {
   char pass[8];
-  return piperOpInDialect(op, "tdag") && !piperOpIs(op, "tdag.param") &&
-         !piperOpIs(op, "tdag.adam_state") && strcmp(piperOpPass(op, pass, sizeof pass), "UPD");
+  const PiperOpFacts *f = piperOpFacts(op); /* state (params, moments) is never split */
+  return f && f->kind != PIPER_OP_STATE && strcmp(piperOpPass(op, pass, sizeof pass), "UPD");
 }
 
 /* Rows of the batch the op's batched results have (their leading dim), or -1 if none. */

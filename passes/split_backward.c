@@ -34,10 +34,14 @@ static bool namesSplitPass(MlirAttribute filter) {
 }
 
 static bool isWeightGradient(MlirOperation op) {
-  if (piperOpIs(op, "tdag.linear_grad_weight") || piperOpIs(op, "tdag.bias_grad") ||
-      piperOpIs(op, "tdag.embedding_grad"))
-    return true;
-  return piperOpIs(op, "tdag.add") && !piperResultIsBatched(op, 0);
+  const PiperOpFacts *f = piperOpFacts(op);
+  intptr_t n = mlirOperationGetNumResults(op);
+  if (!f) return false;
+  if (f->likeOperand0) return !piperResultIsBatched(op, 0); /* a sum of weight gradients */
+  if (f->kind != PIPER_OP_BACKWARD || n == 0) return false;
+  for (intptr_t r = 0; r < n; ++r) /* every result: a backward with an input gradient is BI */
+    if (!piperFactsWeightGrad(f, r)) return false;
+  return true;
 }
 
 static MlirLogicalResult runSplitBackward(MlirOperation module, const char *arg) {

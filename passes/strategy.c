@@ -48,7 +48,7 @@ MlirOperation piperTrainingFunction(MlirOperation module, const char *passName) 
     if (mlirBlockIsNull(body)) continue;
     for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o);
          o = mlirOperationGetNextInBlock(o))
-      if (piperOpIs(o, "tdag.adamw")) return op;
+      if (piperOpFacts(o) && piperOpFacts(o)->kind == PIPER_OP_UPDATE) return op;
   }
   char msg[160];
   snprintf(msg, sizeof msg, "%s: no training graph in the module (run --piper-autodiff first)",
@@ -58,23 +58,17 @@ MlirOperation piperTrainingFunction(MlirOperation module, const char *passName) 
 }
 
 bool piperResultIsBatched(MlirOperation op, intptr_t i) {
-  if (piperOpIs(op, "tdag.input")) return true;
-  if (piperOpIs(op, "tdag.param") || piperOpIs(op, "tdag.adam_state") ||
-      piperOpIs(op, "tdag.bucket") || piperOpIs(op, "tdag.pack_into") ||
-      piperOpIs(op, "tdag.view") ||
-      piperOpIs(op, "tdag.linear_grad_weight") || piperOpIs(op, "tdag.bias_grad") ||
-      piperOpIs(op, "tdag.embedding_grad"))
-    return false;
-  if (piperOpIs(op, "tdag.cross_entropy")) return i == 1;       /* probs; not the loss */
-  if (piperOpIs(op, "tdag.layernorm_grad")) return i == 0;      /* dx; not dweight, dbias */
-  if (piperOpIs(op, "tdag.add")) {                              /* follows its operands */
+  if (piperOpIs(op, "comm.recv")) /* marked by insert-comm after the value it carries */
+    return i == 0 && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("batched")));
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f) return false;
+  if (f->likeOperand0) { /* a sum follows what it sums */
     MlirValue a = mlirOperationGetOperand(op, 0);
     return mlirValueIsAOpResult(a) &&
            piperResultIsBatched(mlirOpResultGetOwner(a), mlirOpResultGetResultNumber(a));
   }
-  if (piperOpIs(op, "comm.recv")) /* marked by insert-comm after the value it carries */
-    return i == 0 && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("batched")));
-  return piperOpInDialect(op, "tdag");
+  if (f->batch == PIPER_BATCH_SOME) return i >= 0 && i < 8 && ((f->batchedResults >> i) & 1);
+  return f->batch == PIPER_BATCH_ALL;
 }
 
 MlirType piperSplitBatch(MlirType t, int64_t parts) {

@@ -12,6 +12,7 @@
 #include "mlir-c/IR.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/Pass.h"
+#include "piper/ops.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,156 @@
+/* Op facts: one row per tdag op holding what the passes and the lowering must know of it, so
+ * that they ask the table (piperOpFacts(op)->batch, ->cpuKernel, ...) instead of keeping
+ * their own lists of op names. A new op is one row in dialects/ops.c plus its rules: the shape
+ * rule (verifyOp, dialects/tdag.c), the gradient rule (gradOp, passes/autodiff.c) and the
+ * kernel call's arguments (lwLowerCompute, lowering/lower_compute.c). test/dialects/op-facts.test
+ * checks that the table and dialects/tdag.irdl.mlir name the same ops, once each, in the same
+ * order; the three rules switch on PiperOpId, so the build refuses a rule missing for an id.
+ *
+ * What each fact means and who reads it:
+ *   kind            what the op is in the training graph. split (STATE is never split),
+ *                   autodiff (BACKWARD/UPDATE: already a training graph; STATE/IO: no
+ *                   gradient rule is asked), the directive passes (UPDATE: the training graph
+ *                   is there), lower-to-llvm (GRAPH ops are refused).
+ *   batch, batchedResults, likeOperand0
+ *                   which results carry the batch in dim 0 (piperResultIsBatched,
+ *                   passes/strategy.c): split slices them into microbatches, extract gives
+ *                   each data-parallel replica its rows, insert-comm marks a recv that
+ *                   carries one, split-backward tells a sum of weight gradients (BW) from a
+ *                   sum of activation gradients.
+ *   weightGradResults, likeOperand0
+ *                   which results are weight gradients (or hold them: a bucket) rather than
+ *                   activations or activation gradients: split-backward puts an op whose
+ *                   results all are into BW, the rest of a backward into BI; the memory plan
+ *                   counts their bytes as the gradient class (peakGradients).
+ *   alias           whether the op writes its operands or its result is an operand's
+ *                   storage: the memory plan gives such a result its operand's buffer.
+ *   declaresTensor  the op names storage the runtime owns (prt_declare_tensor): the memory
+ *                   plan gives it a tensor id instead of arena bytes; nothing to compute.
+ *   i32Operands, resultElem
+ *                   element types: the verifier (checkElementTypes, dialects/tdag.c) requires
+ *                   them; sizes in bytes come from the tensor types (piperTensorElementBytes).
+ *   cpuKernel, gpuKernel
+ *                   the libpiper_rt function (include/piper/runtime.h) lower_compute.c calls
+ *                   for the op on each target; NULL where the op is storage only (leaves,
+ *                   bucket, view) or is not lowered (node). The argument lists stay rules of
+ *                   lower_compute.c. gpuKernel is NULL in every row today: the GPU backend
+ *                   fills it (the same argument list, device pointers).
+ * Comm ops have no rows: their handling is per op in insert_comm.c and lower_comm.c. */
+#ifndef PIPER_OPS_H
+#define PIPER_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlir-c/IR.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One id per tdag op, in the order of dialects/tdag.irdl.mlir; the table in dialects/ops.c is
+ * indexed by it (row[id].id == id, which test/dialects/op-facts.test checks). The rules that
+ * are code dispatch on it with a `switch` that has no default (verifyOp, gradOp,
+ * lwLowerCompute), so -Werror=switch names every rule a new op still lacks. */
+typedef enum {
+  PIPER_TDAG_PARAM,
+  PIPER_TDAG_ADAM_STATE,
+  PIPER_TDAG_INPUT,
+  PIPER_TDAG_OUTPUT,
+  PIPER_TDAG_EMBEDDING,
+  PIPER_TDAG_LAYERNORM,
+  PIPER_TDAG_LINEAR,
+  PIPER_TDAG_MATMUL_NT,
+  PIPER_TDAG_ATTENTION,
+  PIPER_TDAG_GELU,
+  PIPER_TDAG_ADD,
+  PIPER_TDAG_CROSS_ENTROPY,
+  PIPER_TDAG_EMBEDDING_GRAD,
+  PIPER_TDAG_LAYERNORM_GRAD,
+  PIPER_TDAG_LINEAR_GRAD_INPUT,
+  PIPER_TDAG_LINEAR_GRAD_WEIGHT,
+  PIPER_TDAG_BIAS_GRAD,
+  PIPER_TDAG_ATTENTION_GRAD,
+  PIPER_TDAG_GELU_GRAD,
+  PIPER_TDAG_CROSS_ENTROPY_GRAD,
+  PIPER_TDAG_ADAMW,
+  PIPER_TDAG_BUCKET,
+  PIPER_TDAG_PACK_INTO,
+  PIPER_TDAG_VIEW,
+  PIPER_TDAG_NODE, /* the last: PIPER_TDAG_OP_COUNT follows it */
+} PiperOpId;
+enum { PIPER_TDAG_OP_COUNT = PIPER_TDAG_NODE + 1 }; /* rows in the table */
+
+/* What an op is in the training graph. */
+typedef enum {
+  PIPER_OP_STATE,    /* param, adam_state: named storage that persists across steps */
+  PIPER_OP_IO,       /* input, output: a step's batch in, its reported scalars out */
+  PIPER_OP_FORWARD,  /* forward compute (add also sums gradients in a backward) */
+  PIPER_OP_BACKWARD, /* a gradient op, built by --piper-autodiff */
+  PIPER_OP_UPDATE,   /* the optimizer update, built by --piper-autodiff */
+  PIPER_OP_BUFFER,   /* bucket, pack_into, view: gradient buckets (replicate's bucket_size) */
+  PIPER_OP_GRAPH,    /* node: the global DAG's grouping of ops */
+} PiperOpKind;
+
+/* Which results carry the batch in dim 0. */
+typedef enum {
+  PIPER_BATCH_NONE, /* none: parameters, weight gradients, buckets */
+  PIPER_BATCH_ALL,  /* every result */
+  PIPER_BATCH_SOME, /* result r iff bit r of batchedResults */
+} PiperBatchRule;
+
+/* How the op's results or writes relate to its operands' storage. */
+typedef enum {
+  PIPER_ALIAS_NONE,                  /* fresh results; operands only read */
+  PIPER_ALIAS_UPDATES_OPERANDS,      /* adamw: writes param and moments in place, no results */
+  PIPER_ALIAS_RESULT_IS_OPERAND0,    /* pack_into: result #0 is operand #0, written in place */
+  PIPER_ALIAS_RESULT_VIEWS_OPERAND0, /* view: result #0 is operand #0's elements from `offset` */
+} PiperAliasRule;
+
+/* Element type of a row's results (every result has the same). */
+typedef enum {
+  PIPER_ELEM_F32, /* tensor<...xf32> */
+  PIPER_ELEM_I32, /* tensor<...xi32>: token ids, targets */
+} PiperElemType;
+
+typedef struct {
+  PiperOpId id;              /* its index in the table */
+  const char *name;          /* full op name, "tdag.linear" */
+  PiperOpKind kind;          /* see PiperOpKind */
+  PiperBatchRule batch;      /* which results carry the batch (unless likeOperand0) */
+  uint8_t batchedResults;    /* PIPER_BATCH_SOME: bit r = result r carries the batch */
+  uint8_t weightGradResults; /* bit r = result r is a weight gradient (or holds them) */
+  bool likeOperand0;         /* add: a sum is what it sums; its result is batched and a weight
+                                gradient exactly when its operand #0 is (overrides the two
+                                above) */
+  PiperAliasRule alias;      /* see PiperAliasRule */
+  bool declaresTensor;       /* names storage the runtime owns (prt_declare_tensor) */
+  uint8_t i32Operands;       /* bit k = operand k is an i32 tensor; the others are f32 */
+  PiperElemType resultElem;  /* element type of every result */
+  const char *cpuKernel;     /* libpiper_rt function on the CPU target, or NULL */
+  const char *gpuKernel;     /* the GPU target's; NULL until the GPU backend fills it */
+} PiperOpFacts;
+
+/* The row of `op`, or NULL for an op that is not a tdag op. */
+const PiperOpFacts *piperOpFacts(MlirOperation op);
+/* The row named `name` ("tdag.linear"), or NULL. */
+const PiperOpFacts *piperOpFactsByName(MlirStringRef name);
+/* The whole table: *n gets its row count. */
+const PiperOpFacts *piperOpFactsTable(size_t *n);
+
+/* True if result `r` of an op with row `f` is a weight gradient by the row alone (not through
+ * likeOperand0). */
+static inline bool piperFactsWeightGrad(const PiperOpFacts *f, intptr_t r) {
+  return f && r >= 0 && r < 8 && ((f->weightGradResults >> r) & 1);
+}
+
+/* Bytes of one element of the ranked tensor or memref type `t` (f32, i32: 4; any int or float
+ * width rounded up to whole bytes; index: 8); 0 if `t` has no such element type. Lowering
+ * scales element offsets and counts by it instead of assuming 4. */
+int64_t piperTensorElementBytes(MlirType t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

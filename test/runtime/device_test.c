@@ -24,37 +24,14 @@
 #include <unistd.h>
 
 #include "prt_internal.h"
+#include "check.h"
 
-static int failures;
-static int check_failed; /* set by fail() during the current check */
 
-static void begin(const char *name, const char *dev) {
-  printf(dev ? "@%s_%s\n" : "@%s\n", name, dev);
-  check_failed = 0;
-}
-
-static void fail(const char *fmt, ...) {
-  if (!check_failed) { /* one FAIL line per check: the first cause */
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL: ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-  }
-  check_failed = 1;
-}
-
-static void end(void) {
-  if (check_failed) failures++;
-  else printf("ok\n");
-  fflush(stdout);
-}
 
 /* ---- the vtable, on any device ---- */
 
 static void test_alloc(prt_device *d, const char *label) {
-  begin("alloc", label);
+  begin_on("alloc", label);
   prt_status st = {0};
   void *z = NULL, *p = NULL;
   if (prt_device_alloc(d, 0, &z, &st) || !z) fail("alloc of 0 bytes: %s", st.msg);
@@ -77,7 +54,7 @@ static void test_alloc(prt_device *d, const char *label) {
 }
 
 static void test_copies(prt_device *d, const char *label) {
-  begin("copies", label);
+  begin_on("copies", label);
   enum { N = 4096 };
   prt_status st = {0};
   static float a[N], b[N];
@@ -121,7 +98,7 @@ static void test_copies(prt_device *d, const char *label) {
 /* Two streams, an event between them, rounds that each overwrite what the last wrote: on a
  * real device a missing wait shows as a stale round's value. */
 static void test_streams_events(prt_device *d, const char *label) {
-  begin("streams_events", label);
+  begin_on("streams_events", label);
   enum { N = 1 << 22 }; /* 16 MiB: long enough on a GPU for a missing wait to show */
   prt_status st = {0};
   prt_dstream *s1 = NULL, *s2 = NULL;
@@ -175,7 +152,7 @@ static void expect_error(prt_status *st, int rc, const char *device, const char 
 }
 
 static void test_errors(prt_device *d, const char *label) {
-  begin("errors", label);
+  begin_on("errors", label);
   prt_status st = {0};
   float h[4] = {0};
   void *x = NULL;
@@ -240,7 +217,7 @@ static int same_storage(prt_ctx *a, prt_ctx *b, const char *when) {
 /* Everything the runtime does to storage outside piper_step, on `dev` and on the CPU: the
  * results must agree bit for bit. */
 static void test_runtime_on(prt_device *dev, const char *label) {
-  begin("runtime", label);
+  begin_on("runtime", label);
   prt_device *cpu = prt_device_cpu();
   prt_ctx *a = small_ctx(cpu), *b = small_ctx(dev);
   if (check_failed) goto out;
@@ -397,7 +374,7 @@ static void expect_open_error(const char *kind, int code, const char *what) {
 }
 
 int main(void) {
-  begin("device_open", NULL);
+  begin_on("device_open", NULL);
   prt_status st = {0};
   prt_device *cpu = NULL;
   if (prt_device_open("cpu", &cpu, &st) || cpu != prt_device_cpu())
@@ -414,7 +391,7 @@ int main(void) {
 
   test_vtable(prt_device_cpu(), "cpu");
 
-  begin("alloc_too_large", "cpu");
+  begin_on("alloc_too_large", "cpu");
   void *p = (void *)1;
   st = (prt_status){0};
   if (!prt_device_alloc(prt_device_cpu(), SIZE_MAX - 8, &p, &st) || p)
@@ -425,7 +402,7 @@ int main(void) {
 
   test_vtable(&fake_device, "staging");
   test_runtime_on(&fake_device, "staging");
-  begin("staging_copies_seen", NULL); /* the runtime really went through the device */
+  begin_on("staging_copies_seen", NULL); /* the runtime really went through the device */
   if (fake_h2d < 10 || fake_d2h < 10)
     fail("only %lld host->device and %lld device->host copies", (long long)fake_h2d,
          (long long)fake_d2h);
@@ -455,7 +432,7 @@ int main(int argc, char **argv) {
     prt_device_close(d);
     return 0;
   }
-  begin("cuda_device", NULL);
+  begin_on("cuda_device", NULL);
   if (prt_device_open("cuda:0", &d, &st)) {
     printf("skipped: %s\n", st.msg); /* no GPU here: nothing to check, and that is no fault */
     return 0;
@@ -468,7 +445,7 @@ int main(int argc, char **argv) {
     fail("cuda:1000 opened or said: %s", st.msg);
   end();
   test_vtable(d, "cuda");
-  begin("alloc_too_large", "cuda");
+  begin_on("alloc_too_large", "cuda");
   void *p = (void *)1;
   st = (prt_status){0};
   if (!prt_device_alloc(d, (size_t)1 << 50, &p, &st) || p)

@@ -27,36 +27,9 @@
 #include <unistd.h>
 
 #include "prt_internal.h"
+#include "check.h"
 
-static int failures;
 static char tmpdir[64];
-
-/* ---- reporting ---- */
-
-static int check_failed; /* set by fail() during the current check */
-
-static void begin(const char *name) {
-  printf("@%s\n", name);
-  check_failed = 0;
-}
-
-static void fail(const char *fmt, ...) {
-  if (!check_failed) { /* one FAIL line per check: the first cause */
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL: ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-  }
-  check_failed = 1;
-}
-
-static void end(void) {
-  if (check_failed) failures++;
-  else printf("ok\n");
-  fflush(stdout);
-}
 
 /* ---- random data ---- */
 

@@ -15,16 +15,10 @@ import json
 import math
 import sys
 
+from checks import exit_code, section
+
 path, first, steps, tokens, world = sys.argv[1], *map(int, sys.argv[2:6])
 lines = [json.loads(l) for l in open(path)]
-fails = 0
-
-
-def section(name, p):
-    global fails
-    print("@" + name)
-    print("FAIL: " + "; ".join(p[:3]) if p else "ok")
-    fails += bool(p)
 
 
 p = []
@@ -63,4 +57,4 @@ else:
                 not all(isinstance(v, int) and v >= 0 for v in r.values()) or r["peak_rss"] <= 0:
             p.append("rank entry %s" % r)
 section("summary", p)
-sys.exit(1 if fails else 0)
+sys.exit(exit_code())

@@ -13,18 +13,12 @@ import json
 import re
 import sys
 
+from checks import exit_code, section
+
 out, metrics, every = sys.argv[1], sys.argv[2], int(sys.argv[3])
 train = [m for m in map(json.loads, open(metrics)) if m["kind"] == "train"]
 LINE = re.compile(r"^step +(\d+)/(\d+) \| loss (\S+)( \| lr \S+)?( \| grad norm \S+)? \| "
                   r"(\S+) ms \| (\d+) tok/s \| eta (\d+:)?(\d+):(\d\d)$")
-fails = 0
-
-
-def section(name, p):
-    global fails
-    print("@" + name)
-    print("FAIL: " + "; ".join(p[:3]) if p else "ok")
-    fails += bool(p)
 
 
 lines = [l.rstrip("\n") for l in open(out) if l.startswith("step ")]
@@ -56,4 +50,4 @@ if shown != want_shown:
     p.append("lines for steps %s, want %s" % (shown, want_shown))
 section("lines", p)
 section("eta", e)
-sys.exit(1 if fails else 0)
+sys.exit(exit_code())

@@ -29,8 +29,10 @@
 #include "piper/checked.h"
 
 /* bucket_size when a replicate directive gives none (MB); `bucket_size: 0` turns buckets off.
- * PyTorch DDP's bucket_cap_mb is 25; see README "Strategies" for what was measured. */
-#define PIPER_DEFAULT_BUCKET_MB 25.0
+ * Smaller than PyTorch DDP's 25 (bucket_cap_mb): a bucket is reduced only once it is full, and
+ * 25 MB holds every gradient of the README's GPT (13 MB), whose one reduction then starts after
+ * the backward pass; 4 MB buckets overlap it (bench/bench_overlap.py, README "Performance"). */
+#define PIPER_DEFAULT_BUCKET_MB 4.0
 
 static bool sameDevices(MlirAttribute a, MlirAttribute b) {
   if (mlirArrayAttrGetNumElements(a) != mlirArrayAttrGetNumElements(b)) return false;

@@ -127,8 +127,8 @@ def main():
     rows = []  # (label, plan, progress)
     if before:
         rows.append(("before: one reduction in flight, no buckets", before, "off"))
-    for label, bucket in [("default buckets (4 MB)", None), ("bucket_size 25 (DDP's)", 25),
-                          ("bucket_size 1", 1), ("bucket_size 0 (per gradient)", 0)]:
+    for label, bucket in [("default buckets (1 MB)", None), ("bucket_size 25 (DDP's)", 25),
+                          ("bucket_size 4", 4), ("bucket_size 0 (per gradient)", 0)]:
         plan = compile_plan(bin_dir, work, b8, "dp2-b%s" % bucket, bucket)
         rows.append((label + ", progress between kernels", plan, "kernel"))
         if bucket is None:

@@ -4,4 +4,5 @@ set -euo pipefail
 build=${1:-build}
 /usr/bin/python3 "$(dirname "$0")/bench_gpt.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_pipeline.py" "$build"
+/usr/bin/python3 "$(dirname "$0")/bench_overlap.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_compile.py" "$build"

@@ -360,10 +360,10 @@ static MlirAttribute fieldAttr(Importer *im, const FieldSpec *f, const JNode *v,
     errorAt(im, v, "'%s': field '%s' must be an integer in [1, 1048576]", op, f->name);
     break;
   }
-  case F_NUMBER:
-    if (v->kind == J_NUM && isfinite(v->num) && v->num > 0)
+  case F_NUMBER: /* bucket_size, MB: 0 turns buckets off */
+    if (v->kind == J_NUM && isfinite(v->num) && v->num >= 0)
       return mlirFloatAttrDoubleGet(im->ctx, mlirF64TypeGet(im->ctx), v->num);
-    errorAt(im, v, "'%s': field '%s' must be a positive number", op, f->name);
+    errorAt(im, v, "'%s': field '%s' must be a number >= 0", op, f->name);
     break;
   case F_FILTER_GROUPS: {
     if (v->kind != J_ARR || v->n < 2) {

@@ -96,15 +96,15 @@ static void insertWaits(MlirBlock body, MlirOperation ret) {
     intptr_t n = mlirOperationGetNumResults(op);
     MlirValue token = mlirOperationGetResult(op, n - 1);
     MlirOperation first = ret;
-    if (piperOpIs(op, "comm.reduce_scatter") || piperOpIs(op, "comm.all_reduce")) {
-      /* One gradient reduction in flight: wait before the next one is issued. MPI advances a
-       * nonblocking collective only inside MPI calls, so reductions left outstanding make no
-       * progress during the backward pass and crawl through at the end (measured: DP2 193 ms
-       * a step with all waits at the updates, against 141 ms for ZeRO-2's one in flight); and a
-       * reduce-scatter's input, the full local gradient, is freed early (ZeRO-2/3 memory). */
+    if (piperOpIs(op, "comm.reduce_scatter")) {
+      /* One reduce-scatter in flight: wait before the next one is issued, so its input, the
+       * full local gradient, is freed early (ZeRO-2/3 memory). All-reduces (buckets) are
+       * waited for by their readers, several in flight: the runtime advances them between
+       * kernels (prt_comm_progress), as MPI moves a nonblocking collective only inside MPI
+       * calls. */
       for (MlirOperation o = mlirOperationGetNextInBlock(op); !mlirOperationIsNull(o);
            o = mlirOperationGetNextInBlock(o))
-        if (piperOpIs(o, "comm.reduce_scatter") || piperOpIs(o, "comm.all_reduce")) {
+        if (piperOpIs(o, "comm.reduce_scatter")) {
           first = o;
           break;
         }

@@ -242,6 +242,12 @@ void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
  * would, and must not be finished again), else 0. For the trace, which stamps a transfer's
  * end when the runtime first sees it complete. */
 int prt_comm_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+/* Local, never blocks: advances the plan's transfers in flight. MPI moves a nonblocking
+ * collective only inside MPI calls, so the CPU kernels call this at their entry (and between
+ * the slices of a long one) while the backward pass runs; it returns at once when nothing is
+ * in flight, when it ran less than PRT_PROGRESS_US ago, or with PIPER_PROGRESS=off. */
+void prt_comm_progress(void);
+#define PRT_PROGRESS_US 50
 
 /* ---- distributed plans (dist.c) ---- */
 

@@ -7,6 +7,16 @@
  * one to one: MPI_Isend / MPI_Irecv (MPI_FLOAT), MPI_Iallreduce (MPI_IN_PLACE, MPI_SUM),
  * MPI_Ireduce_scatter_block, MPI_Iallgather; prt_wait polls MPI_Test.
  *
+ * Progress: Open MPI advances a nonblocking collective (libnbc's rounds, the shared-memory
+ * fragments) only inside an MPI call, so a reduction issued early in the backward pass would
+ * otherwise sit untouched until its wait. prt_comm_progress, which the kernels call, runs the
+ * progress engine once (an MPI_Iprobe on a communicator nobody sends on: it matches nothing and
+ * completes no request, so it cannot disturb the plan's handles) while any of the plan's
+ * transfers is in flight, at most every PRT_PROGRESS_US. PIPER_PROGRESS (environment) picks
+ * another way, to measure what each buys (bench/bench_overlap.py): `off` (progress only in
+ * waits), `thread` (MPI_THREAD_MULTIPLE and a thread that probes every PRT_PROGRESS_US while
+ * anything is in flight; with one core per rank it preempts the kernels).
+ *
  * The watchdog (--timeout): every wait here, the plan's and the runtime's own collectives
  * alike (they are issued nonblocking too), polls MPI_Test against a deadline instead of
  * blocking in MPI_Wait. A rank that stops without dying (SIGSTOP, a stuck peer) would
@@ -20,6 +30,8 @@
  */
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +48,13 @@ static MPI_Comm prt_plan_world = MPI_COMM_NULL; /* the plan's send/recv; parent 
 static MPI_Comm prt_rt_world = MPI_COMM_NULL;   /* the runtime's own collectives */
 static int prt_mpi_rank;                        /* rank in MPI_COMM_WORLD */
 static int prt_mpi_size = 1;                    /* size of MPI_COMM_WORLD */
+static MPI_Comm prt_probe_world = MPI_COMM_NULL; /* never sent on: prt_comm_progress probes it */
+static atomic_llong prt_mpi_inflight;            /* plan transfers started, not yet finished */
+enum { PRT_PROGRESS_OFF, PRT_PROGRESS_KERNEL, PRT_PROGRESS_THREAD };
+static int prt_progress_mode = PRT_PROGRESS_KERNEL; /* PIPER_PROGRESS */
+static double prt_progress_last;                 /* prt_mpi_now() of the last progress call */
+static pthread_t prt_progress_tid;               /* PRT_PROGRESS_THREAD: the prober */
+static atomic_int prt_progress_stop;             /* asks the prober to return */
 
 /* MPI is usable: initialised and not finalised. */
 static int prt_mpi_running(void) {
@@ -139,11 +158,32 @@ static int prt_mpi_count(int64_t n, const char *where) {
   return (int)n;
 }
 
+/* PRT_PROGRESS_THREAD: probes while anything is in flight, sleeping PRT_PROGRESS_US between. */
+static void *prt_progress_thread(void *arg) {
+  (void)arg;
+  struct timespec nap = {0, PRT_PROGRESS_US * 1000};
+  while (!atomic_load(&prt_progress_stop)) {
+    if (atomic_load(&prt_mpi_inflight) > 0) {
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, prt_probe_world, &flag, MPI_STATUS_IGNORE);
+    }
+    nanosleep(&nap, NULL);
+  }
+  return NULL;
+}
+
 int prt_comm_init(int *argc, char ***argv) {
   int init = 0, started = 0;
+  const char *mode = getenv("PIPER_PROGRESS");
+  int want = !mode || !strcmp(mode, "kernel") ? PRT_PROGRESS_KERNEL
+             : !strcmp(mode, "off")           ? PRT_PROGRESS_OFF
+             : !strcmp(mode, "thread")        ? PRT_PROGRESS_THREAD
+                                              : -1;
   MPI_Initialized(&init);
   if (!init) {
-    MPI_Init(argc, argv);
+    int provided = MPI_THREAD_SINGLE;
+    if (want == PRT_PROGRESS_THREAD) MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    else MPI_Init(argc, argv);
     started = 1;
   }
   if (prt_plan_world == MPI_COMM_NULL) {
@@ -152,14 +192,40 @@ int prt_comm_init(int *argc, char ***argv) {
     PRT_MPI(MPI_Comm_size(MPI_COMM_WORLD, &prt_mpi_size), "prt_comm_init");
     PRT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &prt_plan_world), "prt_comm_init");
     PRT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &prt_rt_world), "prt_comm_init");
+    PRT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &prt_probe_world), "prt_comm_init");
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    if (want < 0 || (want == PRT_PROGRESS_THREAD && level < MPI_THREAD_MULTIPLE)) {
+      fprintf(stderr, "piper: error: PIPER_PROGRESS=%s: expected 'kernel' (the default: "
+              "advance transfers between kernels), 'off' or 'thread' (which needs an MPI "
+              "with MPI_THREAD_MULTIPLE); unset it or pick another\n", mode);
+      fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+      exit(2);
+    }
+    prt_progress_mode = want;
+    if (want == PRT_PROGRESS_THREAD &&
+        pthread_create(&prt_progress_tid, NULL, prt_progress_thread, NULL) != 0) {
+      fprintf(stderr, "piper: error: PIPER_PROGRESS=thread: cannot start the progress thread "
+              "(rank %d); unset PIPER_PROGRESS\n", prt_mpi_rank);
+      fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      exit(1);
+    }
   }
   return started;
 }
 
 void prt_comm_finalize(void) {
   if (!prt_mpi_running()) return;
+  if (prt_progress_mode == PRT_PROGRESS_THREAD) {
+    atomic_store(&prt_progress_stop, 1);
+    pthread_join(prt_progress_tid, NULL);
+    prt_progress_mode = PRT_PROGRESS_OFF;
+  }
   if (prt_plan_world != MPI_COMM_NULL) MPI_Comm_free(&prt_plan_world);
   if (prt_rt_world != MPI_COMM_NULL) MPI_Comm_free(&prt_rt_world);
+  if (prt_probe_world != MPI_COMM_NULL) MPI_Comm_free(&prt_probe_world);
   MPI_Finalize();
 }
 
@@ -328,6 +394,17 @@ void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   }
   memset(req, 0, sizeof *req);
   memcpy(req, &r, sizeof r);
+  prt_mpi_inflight++;
+}
+
+void prt_comm_progress(void) {
+  if (prt_progress_mode != PRT_PROGRESS_KERNEL || atomic_load(&prt_mpi_inflight) == 0) return;
+  double now = prt_mpi_now();
+  if (now - prt_progress_last < PRT_PROGRESS_US * 1e-6) return;
+  prt_progress_last = now;
+  int flag = 0;
+  PRT_MPI(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, prt_probe_world, &flag, MPI_STATUS_IGNORE),
+          "prt_comm_progress");
 }
 
 /* What a completed transfer's status must show: a receive got exactly what was expected. */
@@ -353,6 +430,7 @@ void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   prt_mpi_wait(&r, &status, NULL, ctx, op);
   prt_mpi_completed(op, &status);
   memset(req, 0, sizeof *req);
+  prt_mpi_inflight--;
 }
 
 int prt_comm_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
@@ -364,5 +442,6 @@ int prt_comm_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   if (!done) return 0;
   prt_mpi_completed(op, &status);
   memset(req, 0, sizeof *req);
+  prt_mpi_inflight--;
   return 1;
 }

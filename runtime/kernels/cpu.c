@@ -3,6 +3,9 @@
  * its outputs (never accumulates) and does exactly the math its comment in
  * <piper/runtime.h> states. Reductions over rows (bias, LayerNorm weight gradients, the
  * loss) accumulate in double so results do not drift with the batch size.
+ *
+ * Every kernel starts with prt_comm_progress() (attention once per (b, h) too): it advances
+ * the gradient reductions in flight while the backward pass computes (see prt_internal.h).
  */
 #include <cblas.h>
 #include <math.h>
@@ -26,6 +29,7 @@ static void prt_check_token(int32_t v, int64_t i, int64_t V, const char *kernel)
 
 void prt_embedding_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
                        int64_t B, int64_t T, int64_t C) {
+  prt_comm_progress();
   for (int64_t b = 0; b < B; b++)
     for (int64_t t = 0; t < T; t++) {
       int32_t ix = tok[b * T + t];
@@ -38,6 +42,7 @@ void prt_embedding_fwd(float *out, const int32_t *tok, const float *wte, const f
 
 void prt_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
                        int64_t B, int64_t T, int64_t C, int64_t V) {
+  prt_comm_progress();
   memset(dwte, 0, (size_t)(V * C) * sizeof(float));
   memset(dwpe, 0, (size_t)(T * C) * sizeof(float));
   for (int64_t b = 0; b < B; b++)
@@ -57,6 +62,7 @@ void prt_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_
 
 void prt_layernorm_fwd(float *out, float *mean, float *rstd, const float *x, const float *w,
                        const float *b, int64_t N, int64_t C, float eps) {
+  prt_comm_progress();
   for (int64_t i = 0; i < N; i++) {
     const float *xi = x + i * C;
     double s = 0.0;
@@ -78,6 +84,7 @@ void prt_layernorm_fwd(float *out, float *mean, float *rstd, const float *x, con
 void prt_layernorm_bwd(float *dx, float *dw, float *db, const float *dout, const float *x,
                        const float *w, const float *mean, const float *rstd, int64_t N,
                        int64_t C) {
+  prt_comm_progress();
   double *acc = prt_xmalloc((size_t)(2 * C) * sizeof(double), "prt_layernorm_bwd scratch");
   double *dw_acc = acc, *db_acc = acc + C;
   memset(acc, 0, (size_t)(2 * C) * sizeof(double));
@@ -112,6 +119,7 @@ void prt_layernorm_bwd(float *dx, float *dw, float *db, const float *dout, const
 
 void prt_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M,
                     int64_t N, int64_t K) {
+  prt_comm_progress();
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)M, (blasint)N, (blasint)K,
               1.0f, x, (blasint)K, w, (blasint)K, 0.0f, out, (blasint)N);
   if (!b) return;
@@ -123,17 +131,20 @@ void prt_linear_fwd(float *out, const float *x, const float *w, const float *b, 
 
 void prt_linear_bwd_input(float *dx, const float *dout, const float *w, int64_t M, int64_t N,
                           int64_t K) {
+  prt_comm_progress();
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)K, (blasint)N,
               1.0f, dout, (blasint)N, w, (blasint)K, 0.0f, dx, (blasint)K);
 }
 
 void prt_linear_bwd_weight(float *dw, const float *dout, const float *x, int64_t M, int64_t N,
                            int64_t K) {
+  prt_comm_progress();
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)N, (blasint)K, (blasint)M,
               1.0f, dout, (blasint)N, x, (blasint)K, 0.0f, dw, (blasint)K);
 }
 
 void prt_bias_bwd(float *db, const float *dout, int64_t M, int64_t N) {
+  prt_comm_progress();
   enum { CHUNK = 512 }; /* columns summed at once, in double, on the stack */
   double acc[CHUNK];
   for (int64_t j0 = 0; j0 < N; j0 += CHUNK) {
@@ -155,10 +166,12 @@ void prt_bias_bwd(float *db, const float *dout, int64_t M, int64_t N) {
 
 void prt_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
                        int64_t C, int64_t H) {
+  prt_comm_progress();
   int64_t hs = C / H, C3 = 3 * C;
   float scale = 1.0f / sqrtf((float)hs);
   for (int64_t b = 0; b < B; b++)
     for (int64_t h = 0; h < H; h++) {
+      prt_comm_progress();
       const float *q = qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
       float *P = probs + (b * H + h) * T * T;
       /* P = scale * Q K^T */
@@ -186,11 +199,13 @@ void prt_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, in
 
 void prt_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *probs,
                        int64_t B, int64_t T, int64_t C, int64_t H) {
+  prt_comm_progress();
   int64_t hs = C / H, C3 = 3 * C;
   float scale = 1.0f / sqrtf((float)hs);
   float *dS = prt_xmalloc((size_t)(T * T) * sizeof(float), "prt_attention_bwd scratch");
   for (int64_t b = 0; b < B; b++)
     for (int64_t h = 0; h < H; h++) {
+      prt_comm_progress();
       const float *q = qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
       const float *P = probs + (b * H + h) * T * T;
       const float *dO = dout + b * T * C + h * hs;
@@ -255,6 +270,7 @@ float prt_tanh_approx(float u) { return tanh_vec(u); }
 
 PRT_VECTOR_CLONES
 void prt_gelu_fwd(float *out, const float *x, int64_t n) {
+  prt_comm_progress();
   for (int64_t i = 0; i < n; i++) {
     float xi = x[i], cube = 0.044715f * xi * xi * xi;
     out[i] = 0.5f * xi * (1.0f + tanh_vec(GELU_SCALE * (xi + cube)));
@@ -263,6 +279,7 @@ void prt_gelu_fwd(float *out, const float *x, int64_t n) {
 
 PRT_VECTOR_CLONES
 void prt_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
+  prt_comm_progress();
   for (int64_t i = 0; i < n; i++) {
     float xi = x[i], cube = 0.044715f * xi * xi * xi;
     float th = tanh_vec(GELU_SCALE * (xi + cube));
@@ -274,10 +291,12 @@ void prt_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
 }
 
 void prt_add(float *out, const float *a, const float *b, int64_t n) {
+  prt_comm_progress();
   for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
 void prt_copy(float *dst, const float *src, int64_t n) {
+  prt_comm_progress();
   if (dst != src) memmove(dst, src, (size_t)n * sizeof(float));
 }
 
@@ -285,6 +304,7 @@ void prt_copy(float *dst, const float *src, int64_t n) {
 
 void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
                            const int32_t *targets, int64_t N, int64_t V) {
+  prt_comm_progress();
   double total = 0.0;
   for (int64_t i = 0; i < N; i++) {
     const float *l = logits + i * V;
@@ -308,6 +328,7 @@ void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
 
 void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
                            int64_t N, int64_t V, int64_t total_rows) {
+  prt_comm_progress();
   float inv_n = 1.0f / (float)total_rows;
   for (int64_t i = 0; i < N; i++) {
     const float *p = probs + i * V;
@@ -350,6 +371,7 @@ static double prt_decimal_of(float x) {
  * fuse a multiply-add, so the last bit can differ). */
 void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                float beta1, float beta2, float eps, int32_t decay) {
+  prt_comm_progress();
   /* --adam-beta1/--adam-beta2/--adam-eps win over the plan's attributes when given */
   double b1 = isnan(ctx->adam_beta1) ? prt_decimal_of(beta1) : ctx->adam_beta1;
   double b2 = isnan(ctx->adam_beta2) ? prt_decimal_of(beta2) : ctx->adam_beta2;

@@ -76,8 +76,13 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     bool send = piperOpIs(op, "comm.send"), into = piperOpIs(op, "comm.recv_into");
     MlirValue buf = (send || into) ? lwIn(L, op, 0) : lwOut(L, op, 0);
     MlirType t = (send || into) ? lwInType(op, 0) : mlirValueGetType(mlirOperationGetResult(op, 0));
-    MlirValue args[6] = {L->ctxArg, buf, lwI64(L, piperTensorNumel(t)),
-                         lwI64(L, piperGetIntAttr(op, "peer", 0)),
+    /* in a role's plan the peer is replica k of the other role: peer + k * peer_stride */
+    MlirValue peer = lwI64(L, piperGetIntAttr(op, "peer", 0));
+    if (L->role && piperGetIntAttr(op, "peer_stride", 0)) {
+      MlirValue affine[3] = {L->ctxArg, peer, lwI64(L, piperGetIntAttr(op, "peer_stride", 0))};
+      peer = lbCall(b, "prt_replica_affine", b->i64, 3, affine);
+    }
+    MlirValue args[6] = {L->ctxArg, buf, lwI64(L, piperTensorNumel(t)), peer,
                          lwI64(L, piperGetIntAttr(op, "tag", 0)), lwI64(L, lwStreamOf(L, op))};
     MlirValue h = lbCall(b, send ? "prt_isend" : "prt_irecv", b->i64, 6, args);
     setHandle(L, op, h);

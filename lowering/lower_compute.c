@@ -241,6 +241,11 @@ void lwLowerGradSq(Lowering *L, MlirOperation op) {
                                       sh.offset * piperTensorElementBytes(lwInType(op, 1)))
                            : lwIn(L, op, 1);
   int32_t counted = sharded || piperGetIntAttr(op, "replica", 0) == 0;
-  MlirValue args[4] = {L->ctxArg, gp, lwI64(L, sh.len), lbConstI32(b, counted)};
+  /* in a role's plan a replicated update is counted on replica 0, known at run time */
+  bool replicated = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("replica")));
+  MlirValue count = L->role && !sharded && replicated
+                        ? lbCall(b, "prt_first_replica", b->i32, 1, &L->ctxArg)
+                        : lbConstI32(b, counted);
+  MlirValue args[4] = {L->ctxArg, gp, lwI64(L, sh.len), count};
   lwCall(L, "prt_grad_sq_accum", 4, args);
 }

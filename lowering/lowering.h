@@ -50,6 +50,8 @@ typedef struct {
   MlirValue arena;      /* prt_arena(ctx) in piper_step */
   PiperPtrMap handleOf; /* comm token ptr -> its i64 handle value (0: already complete) */
   size_t normAt;        /* index into ops where the gradient norm is taken (placeGradNorm) */
+  bool role;            /* a plan per role (piper.role): k-dependent values are read at run
+                           time from the rank's replica index (prt_replica_affine) */
 } Lowering;
 
 /* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:

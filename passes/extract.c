@@ -1,4 +1,18 @@
-/* --piper-extract: global DAG -> one function per device, ops in execution order.
+/* --piper-extract: global DAG -> one function per role (or per device), ops in execution
+ * order.
+ *
+ * Roles. Replicas of a pipeline device differ only by their index k. When the DAG's device
+ * lists partition the N devices into P lists of one size R > 1, each an arithmetic range
+ * start + k * stride; every transfer's peers and every collective's group is one of them; and
+ * no update is ZeRO-sharded, the pass writes one function per list, @role_<p> with
+ * piper.role = [start, stride, R] (roles ordered by first device), instantiated for replica
+ * k = 0, and sets piper.roles = P on the module. The k-dependent values stay symbolic: an
+ * input's rows start at first_sample + k * first_sample_stride; a transfer's peer is
+ * peer + k * peer_stride (replica k of the other role; the lowering ignores `peers`); a
+ * replicated update's `replica` is read as "k == 0" at run time. The lowering reads k from the
+ * rank (prt_declare_roles: rank -> (role, k) from the P ranges, O(P)), so the plan, the
+ * compile time and the binary are flat in R. Otherwise (ZeRO shards, uneven or non-range
+ * lists, R = 1 as in pure pipelines) the plan has one function per device, @device_<d>.
  *
  * Order. Each device runs its ops sorted by (rank, program position). An op's rank is the
  * index of the first group of the `order` directive that governs the device (the first one
@@ -302,7 +316,8 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
     MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
     if (!mlirAttributeIsNull(peers)) {
       mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, k));
-      if (role >= 0) /* replica k's peer: peer + k * peer_stride (replica k of the other role) */
+      if (role >= 0) /* replica k's peer: peer + k * peer_stride (replica k of the other role;
+                      * the comm dialect keeps the `peers` list, one uniqued attribute a stage) */
         mlirOperationSetAttributeByName(c, piperStr("peer_stride"),
                                         i64Attr(ex->ctx, rangeStride(peers)));
     }

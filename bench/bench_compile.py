@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Compile time against device count: piper-compile (autodiff, directives, extraction, no-hang
 proof, lowering, x86-64 object) for a small GPT (L8 C32 H2 T16) under pure data parallelism
-(DP 8 .. 16384) and under PP8 x DP (8 .. 2048 replicas a stage, up to 16384 devices), as the
-device count grows. Prints wall time, the compiler's peak memory (/usr/bin/time max RSS) and
+(DP 8 .. 16384; ZeRO-3 at 512 and 16384) and under PP8 x DP (8 .. 2048 replicas a stage, up
+to 16384 devices), as the device count grows. Prints wall time, the compiler's peak memory (/usr/bin/time max RSS) and
 the object's size, a line per size. BENCH_QUICK=1 stops at DP 512 and PP8 x DP 64.
 Usage: bench_compile.py BUILD_DIR
 """
@@ -14,7 +14,7 @@ import time
 LAYERS = 8
 
 
-def compile_time(bin_dir, work, tag, stages, microbatches, dp):
+def compile_time(bin_dir, work, tag, stages, microbatches, dp, zero=0):
     mlir, strategy = os.path.join(work, tag + ".mlir"), os.path.join(work, tag + ".json")
     with open(mlir, "w") as f:
         subprocess.run([os.path.join(bin_dir, "piper-gen"), "gpt", "--layers", str(LAYERS),
@@ -23,7 +23,8 @@ def compile_time(bin_dir, work, tag, stages, microbatches, dp):
                        stdout=f, check=True)
     with open(strategy, "w") as f:
         subprocess.run([os.path.join(bin_dir, "piper-sched"), "gpipe", "--stages", str(stages),
-                        "--microbatches", str(microbatches), "--dp", str(dp)],
+                        "--microbatches", str(microbatches), "--dp", str(dp),
+                        "--zero", str(zero)],
                        stdout=f, check=True)
     rss, obj = os.path.join(work, tag + ".rss"), os.path.join(work, tag + ".o")
     t0 = time.perf_counter()
@@ -49,6 +50,9 @@ def main():
     for dp in (8, 64, 512) + (() if quick else (4096, 16384)):
         s, mb, kb = compile_time(bin_dir, work, "dp%d" % dp, 1, 1, dp)
         print("| DP%d | %d | %.2f | %.0f | %.0f |" % (dp, dp, s, mb, kb), flush=True)
+    for dp in (512,) + (() if quick else (16384,)):
+        s, mb, kb = compile_time(bin_dir, work, "dp%dz3" % dp, 1, 1, dp, 3)
+        print("| DP%d ZeRO-3 | %d | %.2f | %.0f | %.0f |" % (dp, dp, s, mb, kb), flush=True)
     for dp in (8, 64) + (() if quick else (512, 2048)):
         s, mb, kb = compile_time(bin_dir, work, "pp8dp%d" % dp, 8, 8, dp)
         print("| PP8 x DP%d, 8 microbatches | %d | %.2f | %.0f | %.0f |" % (dp, 8 * dp, s, mb, kb),

@@ -101,11 +101,17 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     MlirValue p = mlirOperationGetOperand(op, 0);
     Shard sh = lwShardOf(op, piperTensorNumel(lwInType(op, 0)));
     int64_t elemBytes = piperTensorElementBytes(lwInType(op, 0));
-    MlirValue res = lwOut(L, op, 0), mine = lbOffset(b, res, sh.offset * elemBytes);
+    MlirValue off = {NULL}, len; /* k-dependent in a role's plan */
+    if (L->role) lwShardValues(L, L->ctxArg, sh, elemBytes, &off, &len);
+    else len = lwI64(L, sh.len);
+    MlirValue res = lwOut(L, op, 0), mine = L->role ? lbOffsetV(b, res, off)
+                                                    : lbOffset(b, res, sh.offset * elemBytes);
     bool fromShard = lwIsShardedParam(p);
-    if (sh.len > 0) {
-      MlirValue copy[3] = {mine, fromShard ? lwIn(L, op, 0) : lbOffset(b, lwIn(L, op, 0), sh.offset * elemBytes),
-                           lwI64(L, sh.len)};
+    if (L->role || sh.len > 0) {
+      MlirValue src = fromShard ? lwIn(L, op, 0)
+                      : L->role ? lbOffsetV(b, lwIn(L, op, 0), off)
+                                : lbOffset(b, lwIn(L, op, 0), sh.offset * elemBytes);
+      MlirValue copy[3] = {mine, src, len};
       lwCall(L, "prt_copy", 3, copy);
     }
     MlirValue args[6] = {L->ctxArg, mine, res, lwI64(L, sh.c), lwI64(L, lwGroupOf(L, op)),

@@ -95,8 +95,9 @@ static void emitSetup(Lowering *L, const char *fnName) {
       if (lwIsShardedParam(mlirOperationGetResult(op, 0))) {
         /* ZeRO-3: declared with its full dims, stored as this replica's shard */
         Shard sh = lwShardOf(op, piperTensorNumel(t));
-        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), lbConstI64(b, sh.offset),
-                             lbConstI64(b, sh.len), lbConstI64(b, sh.n)};
+        MlirValue off, len;
+        lwShardValues(L, ctx, sh, 1, &off, &len);
+        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), off, len, lbConstI64(b, sh.n)};
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
       }
     } else if (piperOpIs(op, "tdag.adam_state")) {
@@ -117,8 +118,9 @@ static void emitSetup(Lowering *L, const char *fnName) {
         MlirType full = lwInType(upd, 0);
         Shard sh = lwShardOf(op, piperTensorNumel(full));
         declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS, full, 0);
-        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), lbConstI64(b, sh.offset),
-                             lbConstI64(b, sh.len), lbConstI64(b, sh.n)};
+        MlirValue off, len;
+        lwShardValues(L, ctx, sh, 1, &off, &len);
+        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), off, len, lbConstI64(b, sh.n)};
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
         /* ZeRO-2: a whole parameter updated from a reduce-scattered gradient. No device holds
          * that gradient whole, so the runtime refuses --dump-grads up front (lower_compute.c

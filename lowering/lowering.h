@@ -67,6 +67,12 @@ bool lwDeclaresTensor(MlirOperation op);
 /* Lays out the arena; false if a size or offset would overflow int64 (nothing usable). */
 bool lwPlanMemory(Lowering *L);
 Shard lwShardOf(MlirOperation op, int64_t n);
+/* This replica's shard for the emitted code: its offset in units of elemBytes bytes and its
+ * length in elements; constants in a device's plan, computed from the replica index k at run
+ * time in a role's plan (offset k * c, length min(c, n - k * c) clamped at 0: the last shard
+ * may be shorter or empty). */
+void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, MlirValue *offset,
+                   MlirValue *len);
 int64_t lwGatherElems(MlirOperation op);
 bool lwIsShardedParam(MlirValue v);
 

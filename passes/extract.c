@@ -3,16 +3,17 @@
  *
  * Roles. Replicas of a pipeline device differ only by their index k. When the DAG's device
  * lists partition the N devices into P lists of one size R > 1, each an arithmetic range
- * start + k * stride; every transfer's peers and every collective's group is one of them; and
- * no update is ZeRO-sharded, the pass writes one function per list, @role_<p> with
+ * start + k * stride, and every transfer's peers and every collective's group is one of them,
+ * the pass writes one function per list, @role_<p> with
  * piper.role = [start, stride, R] (roles ordered by first device), instantiated for replica
  * k = 0, and sets piper.roles = P on the module. The k-dependent values stay symbolic: an
  * input's rows start at first_sample + k * first_sample_stride; a transfer's peer is
  * peer + k * peer_stride (replica k of the other role; the lowering ignores `peers`); a
- * replicated update's `replica` is read as "k == 0" at run time. The lowering reads k from the
+ * replicated update's `replica` is read as "k == 0" at run time; a ZeRO op's `shard` is k
+ * (offset k * c, length min(c, n - k * c): the last shard may be shorter). The lowering reads k from the
  * rank (prt_declare_roles: rank -> (role, k) from the P ranges, O(P)), so the plan, the
- * compile time and the binary are flat in R. Otherwise (ZeRO shards, uneven or non-range
- * lists, R = 1 as in pure pipelines) the plan has one function per device, @device_<d>.
+ * compile time and the binary are flat in R. Otherwise (uneven or non-range lists, R = 1 as in
+ * pure pipelines) the plan has one function per device, @device_<d>.
  *
  * Order. Each device runs its ops sorted by (rank, program position). An op's rank is the
  * index of the first group of the `order` directive that governs the device (the first one
@@ -337,9 +338,8 @@ static int byStart(const void *a, const void *b) {
 }
 
 /* Role mode applies when the plan's device lists partition the N devices into lists of one
- * size R > 1, each start + k * stride; every transfer's peers and every collective's group is
- * one of those lists; and no update is ZeRO-sharded (its shard offset and length are still
- * baked in per device). Then device start + k * stride of a list runs exactly that list's ops,
+ * size R > 1, each start + k * stride, and every transfer's peers and every collective's group
+ * is one of those lists. Then device start + k * stride of a list runs exactly that list's ops,
  * as replica k, and its neighbours are replica k of theirs. Fills ex->roles; false: per device. */
 static bool findRoles(Extractor *ex, int64_t devices) {
   if (devices < 2) return false;
@@ -349,8 +349,7 @@ static bool findRoles(Extractor *ex, int64_t devices) {
   for (size_t i = 0; i < ex->nOps && ok; ++i) {
     MlirOperation op = ex->ops[i];
     MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    if (mlirAttributeIsNull(devs) || !mlirAttributeIsNull(mlirOperationGetAttributeByName(
-                                         op, piperStr("shards")))) {
+    if (mlirAttributeIsNull(devs)) {
       ok = false;
       break;
     }

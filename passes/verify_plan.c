@@ -117,8 +117,11 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
    * count of 1) and each transfer to replica 0 of the peer role. Why that covers every k:
    * --piper-extract makes roles only when every role has the same R, every collective's
    * group is exactly one role's R devices and every transfer of replica k goes to replica k of
-   * the other role (peer + k * peer_stride). Replica k's ops, sizes (batch slice, comm
-   * element counts: no ZeRO shard in role mode) and tags do not depend on k, so the N-device
+   * the other role (peer + k * peer_stride). Replica k's ops, sizes and tags do not depend on
+   * k: its batch slice has the same rows, and a ZeRO collective moves c = ceil(n/R) elements
+   * on every replica (the reduce-scatter's input and the all-gather's buffer are padded to
+   * R * c), so only the local offset and length of the shard (shorter or empty at the end)
+   * vary with k, and they never touch communication. So the N-device
    * machine is R copies of the P-device machine (one per k), coupled only through collectives
    * over whole roles and the world barrier. The machine is deterministic (straight-line plans,
    * blocking receives, collectives that wait for all members), so the copies advance in lock

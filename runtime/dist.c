@@ -71,6 +71,11 @@ int64_t prt_replica_affine(prt_ctx *ctx, int64_t base, int64_t stride) {
 
 int32_t prt_first_replica(prt_ctx *ctx) { return ctx->replica == 0; }
 
+int64_t prt_shard_len(prt_ctx *ctx, int64_t n, int64_t c) {
+  int64_t left = n - ctx->replica * c;
+  return left < 0 ? 0 : left < c ? left : c;
+}
+
 void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t start,
                              int64_t stride) {
   if (n < 1 || n > (int64_t)1 << 24 || start < 0 || stride < 1) {

@@ -147,6 +147,9 @@ int64_t prt_role(prt_ctx *ctx);
 /* base + k * stride for this rank's replica index k: the k-dependent values of a role's plan
  * (its first batch row, the peer device of a transfer). */
 int64_t prt_replica_affine(prt_ctx *ctx, int64_t base, int64_t stride);
+/* Length of replica k's ZeRO shard of an n-element tensor cut into shards of c elements:
+ * min(c, n - k * c), 0 past the end (the last shard may be shorter or empty). */
+int64_t prt_shard_len(prt_ctx *ctx, int64_t n, int64_t c);
 /* 1 on replica 0 of its role, else 0 (the gradient norm counts a replicated update once). */
 int32_t prt_first_replica(prt_ctx *ctx);
 /* Global batch rows of one step, over all devices and microbatches. The data loader places

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Compile time against device count: piper-compile (autodiff, directives, extraction, no-hang
-proof, lowering, x86-64 object) for a small GPT (L2 C32 H2 T16) under pure data parallelism
-and under PP x DP, as the device count grows. Prints wall time and peak memory of the compiler.
+proof, lowering, x86-64 object) for a small GPT (L8 C32 H2 T16) under pure data parallelism
+(DP 8 .. 16384; ZeRO-3 at 512 and 16384) and under PP8 x DP (8 .. 2048 replicas a stage, up
+to 16384 devices), as the device count grows. Prints wall time, the compiler's peak memory (/usr/bin/time max RSS) and
+the object's size, a line per size. BENCH_QUICK=1 stops at DP 512 and PP8 x DP 64.
 Usage: bench_compile.py BUILD_DIR
 """
 import os
@@ -9,44 +11,57 @@ import subprocess
 import sys
 import time
 
+LAYERS = 8
 
-def compile_time(bin_dir, work, tag, stages, batch, sched_args):
+
+def compile_time(bin_dir, work, tag, stages, microbatches, dp, zero=0):
     mlir, strategy = os.path.join(work, tag + ".mlir"), os.path.join(work, tag + ".json")
     with open(mlir, "w") as f:
-        subprocess.run([os.path.join(bin_dir, "piper-gen"), "gpt", "--layers", "2", "--dim", "32",
-                        "--heads", "2", "--seq", "16", "--batch", str(batch),
-                        "--stages", str(stages)], stdout=f, check=True)
+        subprocess.run([os.path.join(bin_dir, "piper-gen"), "gpt", "--layers", str(LAYERS),
+                        "--dim", "32", "--heads", "2", "--seq", "16",
+                        "--batch", str(microbatches * dp), "--stages", str(stages)],
+                       stdout=f, check=True)
     with open(strategy, "w") as f:
-        subprocess.run([os.path.join(bin_dir, "piper-sched")] + sched_args, stdout=f, check=True)
-    rss = os.path.join(work, tag + ".rss")
+        subprocess.run([os.path.join(bin_dir, "piper-sched"), "gpipe", "--stages", str(stages),
+                        "--microbatches", str(microbatches), "--dp", str(dp),
+                        "--zero", str(zero)],
+                       stdout=f, check=True)
+    rss, obj = os.path.join(work, tag + ".rss"), os.path.join(work, tag + ".o")
     t0 = time.perf_counter()
     subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss, os.path.join(bin_dir, "piper-compile"),
-                    mlir, "--strategy", strategy, "-o", os.path.join(work, tag + ".o"),
-                    "--emit=obj"], check=True)
+                    mlir, "--strategy", strategy, "-o", obj, "--emit=obj"], check=True)
     seconds = time.perf_counter() - t0
-    return seconds, int(open(rss).read().split()[-1]) / 1024
+    mb = int(open(rss).read().split()[-1]) / 1024
+    size = os.path.getsize(obj) / 1024
+    for p in (mlir, strategy, rss, obj):
+        os.remove(p)
+    return seconds, mb, size
 
 
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
+    quick = os.environ.get("BENCH_QUICK") == "1"
     bin_dir, work = os.path.join(build, "bin"), os.path.join(build, "bench", "compile")
     os.makedirs(work, exist_ok=True)
-    print("## Compile time against devices (L2 C32 GPT; one process, this machine)\n")
-    print("| strategy | devices | compile s | s per device | compiler peak RSS MB |")
+    print("## Compile time against devices (GPT L%d C32 H2 T16, gpipe; one process, this "
+          "machine)\n" % LAYERS)
+    print("| strategy | devices | compile s | compiler peak RSS MB | object KB |")
     print("|---|---|---|---|---|")
-    for dp in (2, 8, 32, 128, 512, 1024):
-        s, mb = compile_time(bin_dir, work, "dp%d" % dp, 1, dp,
-                             ["gpipe", "--stages", "1", "--microbatches", "1", "--dp", str(dp)])
-        print("| DP%d | %d | %.2f | %.3f | %.0f |" % (dp, dp, s, s / dp, mb))
-    for dp in (2, 8, 32):
-        n = 2 * dp
-        s, mb = compile_time(bin_dir, work, "pp2dp%d" % dp, 2, 4 * dp,
-                             ["1f1b", "--stages", "2", "--microbatches", "4", "--dp", str(dp)])
-        print("| PP2 x DP%d 1F1B, 4 microbatches | %d | %.2f | %.3f | %.0f |" % (dp, n, s, s / n, mb))
-    print("\nExtraction writes one function per device, so time grows linearly with devices. "
-          "Data-parallel replicas differ only in their batch offset, peers and shard index: "
-          "sharing one function per role (those values read from the rank at run time) is the "
-          "planned step to constant time in the replica count.")
+    for dp in (8, 64, 512) + (() if quick else (4096, 16384)):
+        s, mb, kb = compile_time(bin_dir, work, "dp%d" % dp, 1, 1, dp)
+        print("| DP%d | %d | %.2f | %.0f | %.0f |" % (dp, dp, s, mb, kb), flush=True)
+    for dp in (512,) + (() if quick else (16384,)):
+        s, mb, kb = compile_time(bin_dir, work, "dp%dz3" % dp, 1, 1, dp, 3)
+        print("| DP%d ZeRO-3 | %d | %.2f | %.0f | %.0f |" % (dp, dp, s, mb, kb), flush=True)
+    for dp in (8, 64) + (() if quick else (512, 2048)):
+        s, mb, kb = compile_time(bin_dir, work, "pp8dp%d" % dp, 8, 8, dp)
+        print("| PP8 x DP%d, 8 microbatches | %d | %.2f | %.0f | %.0f |" % (dp, 8 * dp, s, mb, kb),
+              flush=True)
+    print("\nExtraction writes one function per role (a pipeline stage), not per device: a "
+          "replica reads its index k from its rank at run time, so compile time and the object "
+          "stay flat in the DP degree. What still grows with the device count is the global "
+          "DAG's device-list attributes (one per stage, N entries in all), walked by placement "
+          "and the passes that compare them.")
 
 
 if __name__ == "__main__":

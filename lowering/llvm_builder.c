@@ -123,7 +123,11 @@ MlirValue lbNullPtr(LlvmBuilder *b) {
 
 MlirValue lbOffset(LlvmBuilder *b, MlirValue base, int64_t byteOffset) {
   if (byteOffset == 0) return base;
-  MlirValue ops[2] = {base, lbConstI64(b, byteOffset)};
+  return lbOffsetV(b, base, lbConstI64(b, byteOffset));
+}
+
+MlirValue lbOffsetV(LlvmBuilder *b, MlirValue base, MlirValue byteOffset) {
+  MlirValue ops[2] = {base, byteOffset};
   int32_t dynamic = INT32_MIN; /* GEP's marker for "index is an operand" */
   MlirNamedAttribute attrs[3] = {
       named(b, "elem_type", mlirTypeAttrGet(mlirIntegerTypeGet(b->ctx, 8))),

@@ -38,6 +38,8 @@ MlirValue lbConstF32(LlvmBuilder *b, float v);
 MlirValue lbNullPtr(LlvmBuilder *b);
 /* base + byteOffset as a pointer */
 MlirValue lbOffset(LlvmBuilder *b, MlirValue base, int64_t byteOffset);
+/* The same with the byte offset an i64 value computed at run time. */
+MlirValue lbOffsetV(LlvmBuilder *b, MlirValue base, MlirValue byteOffset);
 /* A pointer to a private NUL-terminated copy of `s`. */
 MlirValue lbString(LlvmBuilder *b, const char *s);
 /* A new block at the end of the current function; makes it current when `enter`. */

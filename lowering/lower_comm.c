@@ -76,8 +76,13 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     bool send = piperOpIs(op, "comm.send"), into = piperOpIs(op, "comm.recv_into");
     MlirValue buf = (send || into) ? lwIn(L, op, 0) : lwOut(L, op, 0);
     MlirType t = (send || into) ? lwInType(op, 0) : mlirValueGetType(mlirOperationGetResult(op, 0));
-    MlirValue args[6] = {L->ctxArg, buf, lwI64(L, piperTensorNumel(t)),
-                         lwI64(L, piperGetIntAttr(op, "peer", 0)),
+    /* in a role's plan the peer is replica k of the other role: peer + k * peer_stride */
+    MlirValue peer = lwI64(L, piperGetIntAttr(op, "peer", 0));
+    if (L->role && piperGetIntAttr(op, "peer_stride", 0)) {
+      MlirValue affine[3] = {L->ctxArg, peer, lwI64(L, piperGetIntAttr(op, "peer_stride", 0))};
+      peer = lbCall(b, "prt_replica_affine", b->i64, 3, affine);
+    }
+    MlirValue args[6] = {L->ctxArg, buf, lwI64(L, piperTensorNumel(t)), peer,
                          lwI64(L, piperGetIntAttr(op, "tag", 0)), lwI64(L, lwStreamOf(L, op))};
     MlirValue h = lbCall(b, send ? "prt_isend" : "prt_irecv", b->i64, 6, args);
     setHandle(L, op, h);
@@ -96,11 +101,17 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     MlirValue p = mlirOperationGetOperand(op, 0);
     Shard sh = lwShardOf(op, piperTensorNumel(lwInType(op, 0)));
     int64_t elemBytes = piperTensorElementBytes(lwInType(op, 0));
-    MlirValue res = lwOut(L, op, 0), mine = lbOffset(b, res, sh.offset * elemBytes);
+    MlirValue off = {NULL}, len; /* k-dependent in a role's plan */
+    if (L->role) lwShardValues(L, L->ctxArg, sh, elemBytes, &off, &len);
+    else len = lwI64(L, sh.len);
+    MlirValue res = lwOut(L, op, 0), mine = L->role ? lbOffsetV(b, res, off)
+                                                    : lbOffset(b, res, sh.offset * elemBytes);
     bool fromShard = lwIsShardedParam(p);
-    if (sh.len > 0) {
-      MlirValue copy[3] = {mine, fromShard ? lwIn(L, op, 0) : lbOffset(b, lwIn(L, op, 0), sh.offset * elemBytes),
-                           lwI64(L, sh.len)};
+    if (L->role || sh.len > 0) {
+      MlirValue src = fromShard ? lwIn(L, op, 0)
+                      : L->role ? lbOffsetV(b, lwIn(L, op, 0), off)
+                                : lbOffset(b, lwIn(L, op, 0), sh.offset * elemBytes);
+      MlirValue copy[3] = {mine, src, len};
       lwCall(L, "prt_copy", 3, copy);
     }
     MlirValue args[6] = {L->ctxArg, mine, res, lwI64(L, sh.c), lwI64(L, lwGroupOf(L, op)),

@@ -188,8 +188,18 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
                        piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter"));
     int64_t pBytes = piperTensorElementBytes(lwInType(op, 0));
     int64_t gBytes = piperTensorElementBytes(lwInType(op, 1));
-    MlirValue pp = lwIsShardedParam(p) ? lwIn(L, op, 0) : lbOffset(b, lwIn(L, op, 0), sh.offset * pBytes);
-    MlirValue gp = wholeGrad ? lbOffset(b, lwIn(L, op, 1), sh.offset * gBytes) : lwIn(L, op, 1);
+    MlirValue pp, gp, len;
+    if (L->role && sharded) { /* k-dependent in a role's plan */
+      MlirValue pOff, gOff;
+      lwShardValues(L, L->ctxArg, sh, pBytes, &pOff, &len);
+      lwShardValues(L, L->ctxArg, sh, gBytes, &gOff, &len);
+      pp = lwIsShardedParam(p) ? lwIn(L, op, 0) : lbOffsetV(b, lwIn(L, op, 0), pOff);
+      gp = wholeGrad ? lbOffsetV(b, lwIn(L, op, 1), gOff) : lwIn(L, op, 1);
+    } else {
+      pp = lwIsShardedParam(p) ? lwIn(L, op, 0) : lbOffset(b, lwIn(L, op, 0), sh.offset * pBytes);
+      gp = wholeGrad ? lbOffset(b, lwIn(L, op, 1), sh.offset * gBytes) : lwIn(L, op, 1);
+      len = lwI64(L, sh.len);
+    }
     /* --dump-grads sees whole gradients (no ZeRO, ZeRO-1) and ZeRO-3's shards, which the
      * runtime assembles; ZeRO-2 holds neither (a shard of a whole parameter), so it is not
      * observed and --dump-grads reports the gradient missing */
@@ -198,13 +208,14 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
                               lwIsShardedParam(p) ? gp : lwIn(L, op, 1)};
       lwCall(L, "prt_observe_grad", 3, observe);
     }
-    if (sh.len == 0) return; /* a replica past the end of a small tensor owns nothing */
+    /* a replica past the end of a small tensor owns nothing (in a role's plan: len 0) */
+    if (!L->role && sh.len == 0) return;
     MlirValue args[10] = {L->ctxArg,
                           pp,
                           gp,
                           lwIn(L, op, 2),
                           lwIn(L, op, 3),
-                          lwI64(L, sh.len),
+                          len,
                           lbConstF32(b, (float)piperGetFloatAttr(op, "beta1", 0.9)),
                           lbConstF32(b, (float)piperGetFloatAttr(op, "beta2", 0.95)),
                           lbConstF32(b, (float)piperGetFloatAttr(op, "eps", 1e-8)),
@@ -233,14 +244,26 @@ void lwLowerGradSq(Lowering *L, MlirOperation op) {
   int64_t n = piperTensorNumel(lwInType(op, 0));
   bool sharded = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards")));
   Shard sh = sharded ? lwShardOf(op, n) : (Shard){n, 1, 0, n, 0, n};
-  if (sh.len == 0) return;
+  if (sh.len == 0) return; /* k = 0 in a role's plan: never empty */
   MlirValue g = mlirOperationGetOperand(op, 1);
   bool wholeGrad = !(mlirValueIsAOpResult(g) &&
                      piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter"));
-  MlirValue gp = wholeGrad ? lbOffset(b, lwIn(L, op, 1),
-                                      sh.offset * piperTensorElementBytes(lwInType(op, 1)))
-                           : lwIn(L, op, 1);
+  int64_t gBytes = piperTensorElementBytes(lwInType(op, 1));
+  MlirValue gp, len;
+  if (L->role && sharded) { /* replica k's shard, at run time (possibly empty) */
+    MlirValue off;
+    lwShardValues(L, L->ctxArg, sh, gBytes, &off, &len);
+    gp = wholeGrad ? lbOffsetV(b, lwIn(L, op, 1), off) : lwIn(L, op, 1);
+  } else {
+    gp = wholeGrad ? lbOffset(b, lwIn(L, op, 1), sh.offset * gBytes) : lwIn(L, op, 1);
+    len = lwI64(L, sh.len);
+  }
   int32_t counted = sharded || piperGetIntAttr(op, "replica", 0) == 0;
-  MlirValue args[4] = {L->ctxArg, gp, lwI64(L, sh.len), lbConstI32(b, counted)};
+  /* in a role's plan a replicated update is counted on replica 0, known at run time */
+  bool replicated = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("replica")));
+  MlirValue count = L->role && !sharded && replicated
+                        ? lbCall(b, "prt_first_replica", b->i32, 1, &L->ctxArg)
+                        : lbConstI32(b, counted);
+  MlirValue args[4] = {L->ctxArg, gp, len, count};
   lwCall(L, "prt_grad_sq_accum", 4, args);
 }

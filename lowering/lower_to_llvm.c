@@ -38,15 +38,22 @@
 
 /* ---- piper_setup ---- */
 
-static void declare(Lowering *L, MlirValue ctx, int64_t id, const char *name, int kind,
-                    int init, MlirType t, int64_t aux) {
+/* prt_declare_tensor with aux given as a value (auxV), or the constant aux when auxV is null */
+static void declareV(Lowering *L, MlirValue ctx, int64_t id, const char *name, int kind,
+                     int init, MlirType t, int64_t aux, MlirValue auxV) {
   LlvmBuilder *b = &L->lb;
   int64_t rank = piperTensorRank(t);
   MlirValue args[11] = {ctx, lbConstI64(b, id), lbString(b, name), lbConstI32(b, kind),
                         lbConstI32(b, init), lbConstI64(b, rank)};
   for (int d = 0; d < 4; ++d) args[6 + d] = lbConstI64(b, d < rank ? piperTensorDim(t, d) : 0);
-  args[10] = lbConstI64(b, aux); /* inputs: first batch row; loss: rows it averages */
+  /* inputs: first batch row; loss: rows it averages */
+  args[10] = auxV.ptr ? auxV : lbConstI64(b, aux);
   lbCall(b, "prt_declare_tensor", (MlirType){NULL}, 11, args);
+}
+
+static void declare(Lowering *L, MlirValue ctx, int64_t id, const char *name, int kind,
+                    int init, MlirType t, int64_t aux) {
+  declareV(L, ctx, id, name, kind, init, t, aux, (MlirValue){NULL});
 }
 
 static int initKind(MlirOperation param) {
@@ -88,8 +95,9 @@ static void emitSetup(Lowering *L, const char *fnName) {
       if (lwIsShardedParam(mlirOperationGetResult(op, 0))) {
         /* ZeRO-3: declared with its full dims, stored as this replica's shard */
         Shard sh = lwShardOf(op, piperTensorNumel(t));
-        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), lbConstI64(b, sh.offset),
-                             lbConstI64(b, sh.len), lbConstI64(b, sh.n)};
+        MlirValue off, len;
+        lwShardValues(L, ctx, sh, 1, &off, &len);
+        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), off, len, lbConstI64(b, sh.n)};
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
       }
     } else if (piperOpIs(op, "tdag.adam_state")) {
@@ -110,8 +118,9 @@ static void emitSetup(Lowering *L, const char *fnName) {
         MlirType full = lwInType(upd, 0);
         Shard sh = lwShardOf(op, piperTensorNumel(full));
         declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS, full, 0);
-        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), lbConstI64(b, sh.offset),
-                             lbConstI64(b, sh.len), lbConstI64(b, sh.n)};
+        MlirValue off, len;
+        lwShardValues(L, ctx, sh, 1, &off, &len);
+        MlirValue args[5] = {ctx, lbConstI64(b, id - 1), off, len, lbConstI64(b, sh.n)};
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
         /* ZeRO-2: a whole parameter updated from a reduce-scattered gradient. No device holds
          * that gradient whole, so the runtime refuses --dump-grads up front (lower_compute.c
@@ -125,8 +134,15 @@ static void emitSetup(Lowering *L, const char *fnName) {
       }
     } else if (piperOpIs(op, "tdag.input")) {
       name = attrText(op, "name");
-      declare(L, ctx, id++, name, PRT_INPUT, 0, mlirValueGetType(mlirOperationGetResult(op, 0)),
-              piperGetIntAttr(op, "first_sample", 0));
+      int64_t first = piperGetIntAttr(op, "first_sample", 0);
+      int64_t stride = piperGetIntAttr(op, "first_sample_stride", 0);
+      MlirValue row = {NULL};
+      if (L->role && stride) { /* replica k's rows: first_sample + k * stride, at run time */
+        MlirValue affine[3] = {ctx, lbConstI64(b, first), lbConstI64(b, stride)};
+        row = lbCall(b, "prt_replica_affine", b->i64, 3, affine);
+      }
+      declareV(L, ctx, id++, name, PRT_INPUT, 0, mlirValueGetType(mlirOperationGetResult(op, 0)),
+               first, row);
     } else if (piperOpIs(op, "tdag.output")) {
       name = attrText(op, "name");
       declare(L, ctx, id++, name, PRT_OUTPUT, 0, mlirValueGetType(mlirOperationGetOperand(op, 0)),
@@ -288,6 +304,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   Lowering L = {0};
   L.func = func;
   L.shared = shared;
+  L.role = !mlirAttributeIsNull(mlirOperationGetAttributeByName(func, piperStr("piper.role")));
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
@@ -363,7 +380,24 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
  *   member list as a constant array); prt_declare_stream per stream; switch (rank) -> dev<d>
  * piper_step  -> switch (prt_rank(ctx)) { case d: piper_step_dev<d>(ctx) }
  * piper_eval_step alike with piper_eval_step_dev<d> */
-static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, int64_t batch) {
+/* A plan per role (roles > 0, role functions role_<p> with piper.role = [start, stride, R]):
+ * piper_setup also calls prt_declare_roles(start[], stride[], count[]) before the groups;
+ * groups that are ranges are declared as ranges (prt_declare_group_range: three numbers, not
+ * R members); and the switch is on prt_role, one case per role, calling _role<p>. The binary
+ * thus has the same size for every replica count. */
+static bool groupRange(MlirAttribute g, int64_t *start, int64_t *stride) {
+  intptr_t n = mlirArrayAttrGetNumElements(g);
+  *start = n ? mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, 0)) : 0;
+  *stride = n > 1 ? mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, 1)) - *start : 1;
+  if (*stride < 1 || n < 1) return false;
+  for (intptr_t i = 2; i < n; ++i)
+    if (mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, i)) != *start + i * *stride)
+      return false;
+  return true;
+}
+
+static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, int64_t batch,
+                         int64_t roles, const int64_t *roleRange) {
   LlvmBuilder lb;
   lbInitShared(&lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(moduleOp),
                "_plan", &sh->declared);
@@ -379,9 +413,26 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
         MlirValue bt[2] = {ctx, lbConstI64(&lb, batch)};
         lbCall(&lb, "prt_declare_batch", (MlirType){NULL}, 2, bt);
       }
+      if (roles > 0) {
+        int64_t *col = malloc(3 * roles * sizeof *col);
+        for (int c = 0; c < 3; ++c)
+          for (int64_t p = 0; p < roles; ++p) col[c * roles + p] = roleRange[3 * p + c];
+        MlirValue args[5] = {ctx, lbConstI64(&lb, roles), lbI64Array(&lb, roles, col),
+                             lbI64Array(&lb, roles, col + roles),
+                             lbI64Array(&lb, roles, col + 2 * roles)};
+        lbCall(&lb, "prt_declare_roles", (MlirType){NULL}, 5, args);
+        free(col);
+      }
       for (size_t g = 0; g < sh->nGroups; ++g) {
-        /* every member, however many: the verifier bounds them to device ids */
+        int64_t start, stride;
         intptr_t n = mlirArrayAttrGetNumElements(sh->groups[g]);
+        if (roles > 0 && groupRange(sh->groups[g], &start, &stride)) {
+          MlirValue args[5] = {ctx, lbConstI64(&lb, (int64_t)g), lbConstI64(&lb, n),
+                               lbConstI64(&lb, start), lbConstI64(&lb, stride)};
+          lbCall(&lb, "prt_declare_group_range", (MlirType){NULL}, 5, args);
+          continue;
+        }
+        /* every member, however many: the verifier bounds them to device ids */
         int64_t *members = malloc((n ? n : 1) * sizeof *members);
         for (intptr_t i = 0; i < n; ++i)
           members[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(sh->groups[g], i));
@@ -395,7 +446,7 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
         lbCall(&lb, "prt_declare_stream", (MlirType){NULL}, 3, args);
       }
     }
-    if (devices == 1) {
+    if (devices == 1 && roles == 0) {
       char fn0[48];
       snprintf(fn0, sizeof fn0, "%s_dev0", prefix);
       lbCall(&lb, fn0, (MlirType){NULL}, 1, &ctx);
@@ -404,18 +455,19 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
     }
     /* one switch on the rank; a rank beyond the plan runs nothing: the runtime's world check
      * then reports the mismatch */
-    MlirValue rank = lbCall(&lb, "prt_rank", lb.i64, 1, &ctx);
+    MlirValue rank = lbCall(&lb, roles > 0 ? "prt_role" : "prt_rank", lb.i64, 1, &ctx);
     MlirBlock entry = lb.block, done = lbNewBlock(&lb, false);
-    for (int64_t d = 0; d < devices; ++d) {
+    int64_t cases = roles > 0 ? roles : devices;
+    for (int64_t d = 0; d < cases; ++d) {
       ranks[d] = d;
       calls[d] = lbNewBlock(&lb, true);
       char fn[48];
-      snprintf(fn, sizeof fn, "%s_dev%lld", prefix, (long long)d);
+      snprintf(fn, sizeof fn, roles > 0 ? "%s_role%lld" : "%s_dev%lld", prefix, (long long)d);
       lbCall(&lb, fn, (MlirType){NULL}, 1, &ctx);
       lbReturn(&lb);
     }
     lbSetBlock(&lb, entry);
-    lbSwitch(&lb, rank, done, devices, ranks, calls);
+    lbSwitch(&lb, rank, done, cases, ranks, calls);
     lbSetBlock(&lb, done);
     lbReturn(&lb);
   }
@@ -458,10 +510,15 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
                     : plan ? -1 : 1;
   /* A plan has exactly one function per device, device_0 .. device_{N-1}: the rank dispatch
    * calls each of them, and is as large as the plan (never a loop over a hostile count). */
-  if (plan && (devices < 1 || devices > PIPER_MAX_DEVICES || (size_t)devices != nGraphs)) {
+  /* A plan per role (piper.roles = P): exactly the functions role_0 .. role_{P-1}. */
+  int64_t roles = plan ? piperGetIntAttr(moduleOp, "piper.roles", 0) : 0;
+  int64_t units = roles > 0 ? roles : devices;
+  if (plan && (devices < 1 || devices > PIPER_MAX_DEVICES || roles < 0 || roles > devices ||
+               (size_t)units != nGraphs)) {
     piperEmitErrorf(mlirOperationGetLocation(moduleOp),
                     "piper-lower-to-llvm: piper.devices must be an integer in [1, %d] equal to "
-                    "the number of device functions (%zu here)",
+                    "the number of device functions, or piper.roles to that of role functions "
+                    "(%zu here)",
                     PIPER_MAX_DEVICES, nGraphs);
     free(graphs);
     return mlirLogicalResultFailure();
@@ -473,17 +530,32 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
     return mlirLogicalResultFailure();
   }
   int64_t *deviceOf = calloc(nGraphs, sizeof *deviceOf);
-  bool *seen = plan ? calloc(devices, sizeof *seen) : NULL;
+  bool *seen = plan ? calloc(units, sizeof *seen) : NULL;
+  int64_t *roleRange = roles > 0 ? calloc(3 * roles, sizeof *roleRange) : NULL;
   for (size_t g = 0; plan && g < nGraphs; ++g) {
     MlirAttribute sym = mlirOperationGetAttributeByName(graphs[g], piperStr("sym_name"));
-    int64_t d = piperDeviceFunctionNumber(mlirStringAttrGetValue(sym));
-    if (d < 0 || d >= devices || seen[d]) {
+    MlirStringRef name = mlirStringAttrGetValue(sym);
+    int64_t d = -1;
+    MlirAttribute range = mlirOperationGetAttributeByName(graphs[g], piperStr("piper.role"));
+    if (roles == 0) {
+      d = piperDeviceFunctionNumber(name);
+    } else if (name.length > 5 && !memcmp(name.data, "role_", 5) && !mlirAttributeIsNull(range) &&
+               mlirAttributeIsAArray(range) && mlirArrayAttrGetNumElements(range) == 3) {
+      char buf[24];
+      snprintf(buf, sizeof buf, "%.*s", (int)(name.length - 5), name.data + 5);
+      if (!piperParseI64(buf, 0, roles - 1, &d)) d = -1;
+      for (int c = 0; c < 3 && d >= 0; ++c)
+        roleRange[3 * d + c] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, c));
+    }
+    if (d < 0 || d >= units || seen[d]) {
       mlirEmitError(mlirOperationGetLocation(graphs[g]),
                     "piper-lower-to-llvm: in a plan of piper.devices devices, graph functions "
-                    "must be named device_0 .. device_{N-1}, each once (run --piper-extract)");
+                    "must be named device_0 .. device_{N-1} (or role_0 .. role_{P-1} with "
+                    "piper.role in a plan of piper.roles), each once (run --piper-extract)");
       free(graphs);
       free(deviceOf);
       free(seen);
+      free(roleRange);
       return mlirLogicalResultFailure();
     }
     seen[d] = true;
@@ -495,6 +567,7 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   if (!piperGrow((void **)&shared.streams, &shared.capStreams, 1, sizeof *shared.streams)) {
     free(graphs);
     free(deviceOf);
+    free(roleRange);
     return mlirLogicalResultFailure();
   }
   shared.streams[shared.nStreams++] = strdup("compute");
@@ -509,9 +582,15 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   for (size_t g = 0; g < nGraphs; ++g) {
     char setup[48], step[48], prefix[32] = "";
     int64_t d = deviceOf[g], arena = 0;
-    if (plan) snprintf(prefix, sizeof prefix, "_dev%lld_", (long long)d);
-    snprintf(setup, sizeof setup, plan ? "piper_setup_dev%lld" : "piper_setup", (long long)d);
-    snprintf(step, sizeof step, plan ? "piper_step_dev%lld" : "piper_step", (long long)d);
+    const char *unit = roles > 0 ? "role" : "dev";
+    if (plan) snprintf(prefix, sizeof prefix, "_%s%lld_", unit, (long long)d);
+    if (plan) {
+      snprintf(setup, sizeof setup, "piper_setup_%s%lld", unit, (long long)d);
+      snprintf(step, sizeof step, "piper_step_%s%lld", unit, (long long)d);
+    } else {
+      snprintf(setup, sizeof setup, "piper_setup");
+      snprintf(step, sizeof step, "piper_step");
+    }
     status = lowerFunction(moduleOp, graphs[g], &shared, setup, step, prefix, &arena);
     if (mlirLogicalResultIsFailure(status)) break;
     peak = arena > peak ? arena : peak;
@@ -519,13 +598,14 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   if (mlirLogicalResultIsSuccess(status)) {
     if (plan)
       emitDispatch(moduleOp, &shared, devices,
-                   piperGetIntAttr(moduleOp, "piper.global_batch", 0));
+                   piperGetIntAttr(moduleOp, "piper.global_batch", 0), roles, roleRange);
     mlirOperationSetAttributeByName(moduleOp, piperStr("piper.arena_bytes"),
                                     mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), peak));
   }
   freeShared(&shared);
   free(graphs);
   free(deviceOf);
+  free(roleRange);
   return status;
 }
 

@@ -50,6 +50,8 @@ typedef struct {
   MlirValue arena;      /* prt_arena(ctx) in piper_step */
   PiperPtrMap handleOf; /* comm token ptr -> its i64 handle value (0: already complete) */
   size_t normAt;        /* index into ops where the gradient norm is taken (placeGradNorm) */
+  bool role;            /* a plan per role (piper.role): k-dependent values are read at run
+                           time from the rank's replica index (prt_replica_affine) */
 } Lowering;
 
 /* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:
@@ -65,6 +67,12 @@ bool lwDeclaresTensor(MlirOperation op);
 /* Lays out the arena; false if a size or offset would overflow int64 (nothing usable). */
 bool lwPlanMemory(Lowering *L);
 Shard lwShardOf(MlirOperation op, int64_t n);
+/* This replica's shard for the emitted code: its offset in units of elemBytes bytes and its
+ * length in elements; constants in a device's plan, computed from the replica index k at run
+ * time in a role's plan (offset k * c, length min(c, n - k * c) clamped at 0: the last shard
+ * may be shorter or empty). */
+void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, MlirValue *offset,
+                   MlirValue *len);
 int64_t lwGatherElems(MlirOperation op);
 bool lwIsShardedParam(MlirValue v);
 

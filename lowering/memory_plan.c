@@ -81,6 +81,20 @@ Shard lwShardOf(MlirOperation op, int64_t n) {
   return s;
 }
 
+void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, MlirValue *offset,
+                   MlirValue *len) {
+  LlvmBuilder *b = &L->lb;
+  if (!L->role || sh.R < 2) {
+    *offset = lbConstI64(b, sh.offset * elemBytes);
+    *len = lbConstI64(b, sh.len);
+    return;
+  }
+  MlirValue at[3] = {ctx, lbConstI64(b, 0), lbConstI64(b, sh.c * elemBytes)};
+  *offset = lbCall(b, "prt_replica_affine", b->i64, 3, at);
+  MlirValue n[3] = {ctx, lbConstI64(b, sh.n), lbConstI64(b, sh.c)};
+  *len = lbCall(b, "prt_shard_len", b->i64, 3, n);
+}
+
 /* Elements an all_gather's buffer holds: every member's padded shard; -1 if that overflows. */
 int64_t lwGatherElems(MlirOperation op) {
   Shard s = lwShardOf(op, piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(op, 0))));

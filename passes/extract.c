@@ -1,4 +1,19 @@
-/* --piper-extract: global DAG -> one function per device, ops in execution order.
+/* --piper-extract: global DAG -> one function per role (or per device), ops in execution
+ * order.
+ *
+ * Roles. Replicas of a pipeline device differ only by their index k. When the DAG's device
+ * lists partition the N devices into P lists of one size R > 1, each an arithmetic range
+ * start + k * stride, and every transfer's peers and every collective's group is one of them,
+ * the pass writes one function per list, @role_<p> with
+ * piper.role = [start, stride, R] (roles ordered by first device), instantiated for replica
+ * k = 0, and sets piper.roles = P on the module. The k-dependent values stay symbolic: an
+ * input's rows start at first_sample + k * first_sample_stride; a transfer's peer is
+ * peer + k * peer_stride (replica k of the other role; the lowering ignores `peers`); a
+ * replicated update's `replica` is read as "k == 0" at run time; a ZeRO op's `shard` is k
+ * (offset k * c, length min(c, n - k * c): the last shard may be shorter). The lowering reads k from the
+ * rank (prt_declare_roles: rank -> (role, k) from the P ranges, O(P)), so the plan, the
+ * compile time and the binary are flat in R. Otherwise (uneven or non-range lists, R = 1 as in
+ * pure pipelines) the plan has one function per device, @device_<d>.
  *
  * Order. Each device runs its ops sorted by (rank, program position). An op's rank is the
  * index of the first group of the `order` directive that governs the device (the first one
@@ -27,6 +42,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
+#include "piper/checked.h"
 #include "piper/ptrmap.h"
 
 enum { RANK_FIRST = -1, RANK_LAST = 1 << 30 };
@@ -76,8 +92,29 @@ static int64_t groupOf(MlirOperation order, MlirOperation op) {
   return -1;
 }
 
+/* A role: devices start + k * stride, k = 0 .. count-1, that run the same plan. */
+typedef struct {
+  int64_t start, stride, count; /* device ids; stride >= 1 */
+  MlirAttribute devices;        /* the uniqued device-list attribute they come from */
+} Role;
+
+/* Stride of an ascending device list whose elements are start + k * stride, or 0 if it is not
+ * of that form (a single device has stride 1). */
+static int64_t rangeStride(MlirAttribute devs) {
+  intptr_t n = mlirArrayAttrGetNumElements(devs);
+  if (n < 2) return 1;
+  int64_t a = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, 0));
+  int64_t s = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, 1)) - a;
+  if (s < 1) return 0;
+  for (intptr_t k = 2; k < n; ++k)
+    if (mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, k)) != a + k * s) return 0;
+  return s;
+}
+
 typedef struct {
   MlirContext ctx;
+  Role *roles;            /* the plan's roles (role mode), ordered by first device */
+  size_t nRoles, capRoles;
   MlirOperation *ops;     /* global DAG ops in program order (no terminator) */
   size_t nOps;
   MlirOperation *orders;  /* sched.order directives */
@@ -127,7 +164,9 @@ static void insertWaits(MlirBlock body, MlirOperation ret) {
   }
 }
 
-static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
+/* The plan of device d, or (role >= 0) of role `role`, whose replica 0 is device d: then its
+ * k-dependent values stay symbolic (see the file comment). */
+static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
   Scheduled *s = malloc((ex->nOps ? ex->nOps : 1) * sizeof *s);
   size_t n = 0;
   for (size_t i = 0; i < ex->nOps; ++i) {
@@ -193,7 +232,8 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
 
   /* func.func @device_<d>() with the instantiated ops */
   char name[32];
-  snprintf(name, sizeof name, "device_%lld", (long long)d);
+  if (role >= 0) snprintf(name, sizeof name, "role_%lld", (long long)role);
+  else snprintf(name, sizeof name, "device_%lld", (long long)d);
   MlirLocation loc = mlirOperationGetLocation(ex->insertBefore);
   MlirType fnType = mlirFunctionTypeGet(ex->ctx, 0, NULL, 0, NULL);
   MlirNamedAttribute fattrs[2] = {
@@ -207,6 +247,13 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
   mlirOperationStateAddOwnedRegions(&st, 1, &region);
   MlirOperation fn = mlirOperationCreate(&st);
   mlirBlockInsertOwnedOperationBefore(ex->moduleBody, ex->insertBefore, fn);
+  if (role >= 0) {
+    const Role *r = &ex->roles[role];
+    MlirAttribute range[3] = {i64Attr(ex->ctx, r->start), i64Attr(ex->ctx, r->stride),
+                              i64Attr(ex->ctx, r->count)};
+    mlirOperationSetAttributeByName(fn, piperStr("piper.role"),
+                                    mlirArrayAttrGet(ex->ctx, 3, range));
+  }
   MlirLocation orderLoc = mlirOperationIsNull(order) ? loc : mlirOperationGetLocation(order);
   if (!mlirOperationIsNull(order) && mlirLocationIsAFileLineColRange(orderLoc)) {
     MlirStringRef file = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(orderLoc));
@@ -254,6 +301,8 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
       mlirOperationSetAttributeByName(
           c, piperStr("first_sample"),
           i64Attr(ex->ctx, piperGetIntAttr(op, "first_sample", 0) + k * rows));
+      if (role >= 0) /* replica k's first row: first_sample + k * first_sample_stride */
+        mlirOperationSetAttributeByName(c, piperStr("first_sample_stride"), i64Attr(ex->ctx, rows));
     } else if (piperOpIs(op, "tdag.cross_entropy_grad") &&
                mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("total_rows")))) {
       MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0));
@@ -266,8 +315,13 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
     else if (R > 1 && piperOpIs(op, "tdag.adamw")) /* a whole-tensor update on R replicas: */
       mlirOperationSetAttributeByName(c, piperStr("replica"), i64Attr(ex->ctx, k)); /* norm once */
     MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
-    if (!mlirAttributeIsNull(peers))
+    if (!mlirAttributeIsNull(peers)) {
       mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, k));
+      if (role >= 0) /* replica k's peer: peer + k * peer_stride (replica k of the other role;
+                      * the comm dialect keeps the `peers` list, one uniqued attribute a stage) */
+        mlirOperationSetAttributeByName(c, piperStr("peer_stride"),
+                                        i64Attr(ex->ctx, rangeStride(peers)));
+    }
     mlirOperationRemoveAttributeByName(c, piperStr("devices"));
   }
   MlirOperation ret = piperOpCreate("func.return", loc, 0, NULL, 0, NULL, 0, NULL);
@@ -276,6 +330,67 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d) {
   piperPtrMapFree(&cloneOf);
   free(s);
   return status;
+}
+
+static int byStart(const void *a, const void *b) {
+  const Role *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Role mode applies when the plan's device lists partition the N devices into lists of one
+ * size R > 1, each start + k * stride, and every transfer's peers and every collective's group
+ * is one of those lists. Then device start + k * stride of a list runs exactly that list's ops,
+ * as replica k, and its neighbours are replica k of theirs. Fills ex->roles; false: per device. */
+static bool findRoles(Extractor *ex, int64_t devices) {
+  if (devices < 2) return false;
+  PiperPtrMap listOf; /* device-list attribute -> role index */
+  piperPtrMapInit(&listOf, 16);
+  bool ok = true;
+  for (size_t i = 0; i < ex->nOps && ok; ++i) {
+    MlirOperation op = ex->ops[i];
+    MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    if (mlirAttributeIsNull(devs)) {
+      ok = false;
+      break;
+    }
+    if (piperPtrMapGet(&listOf, devs.ptr, NULL)) continue;
+    int64_t stride = rangeStride(devs), count = mlirArrayAttrGetNumElements(devs);
+    if (!stride || !count ||
+        !piperGrow((void **)&ex->roles, &ex->capRoles, ex->nRoles + 1, sizeof *ex->roles)) {
+      ok = false;
+      break;
+    }
+    ex->roles[ex->nRoles] = (Role){mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, 0)),
+                                   stride, count, devs};
+    piperPtrMapPut(&listOf, devs.ptr, (intptr_t)ex->nRoles++);
+  }
+  for (size_t i = 0; i < ex->nOps && ok; ++i) { /* peers and groups are whole roles */
+    static const char *lists[] = {"peers", "group"};
+    for (int l = 0; l < 2; ++l) {
+      MlirAttribute a = mlirOperationGetAttributeByName(ex->ops[i], piperStr(lists[l]));
+      if (!mlirAttributeIsNull(a) && !piperPtrMapGet(&listOf, a.ptr, NULL)) ok = false;
+    }
+  }
+  piperPtrMapFree(&listOf);
+  int64_t R = ok && ex->nRoles ? ex->roles[0].count : 0, covered = 0;
+  for (size_t p = 0; p < ex->nRoles && ok; ++p) {
+    ok = ex->roles[p].count == R;
+    covered += ex->roles[p].count;
+  }
+  ok = ok && R > 1 && covered == devices;
+  if (ok) { /* a partition: R * roles devices, each in exactly one list */
+    qsort(ex->roles, ex->nRoles, sizeof *ex->roles, byStart);
+    unsigned char *seen = calloc(devices, 1);
+    for (size_t p = 0; p < ex->nRoles && ok; ++p)
+      for (int64_t k = 0; k < R && ok; ++k) {
+        int64_t d = ex->roles[p].start + k * ex->roles[p].stride;
+        ok = d >= 0 && d < devices && !seen[d];
+        if (ok) seen[d] = 1;
+      }
+    free(seen);
+  }
+  if (!ok) ex->nRoles = 0;
+  return ok;
 }
 
 static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
@@ -317,8 +432,11 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
                     PIPER_MAX_DEVICES);
     status = mlirLogicalResultFailure();
   }
-  for (int64_t d = 0; d < devices && mlirLogicalResultIsSuccess(status); ++d)
-    status = extractDevice(&ex, d);
+  bool roles = mlirLogicalResultIsSuccess(status) && findRoles(&ex, devices);
+  for (size_t p = 0; roles && p < ex.nRoles && mlirLogicalResultIsSuccess(status); ++p)
+    status = extractDevice(&ex, ex.roles[p].start, (int64_t)p);
+  for (int64_t d = 0; !roles && d < devices && mlirLogicalResultIsSuccess(status); ++d)
+    status = extractDevice(&ex, d, -1);
   if (mlirLogicalResultIsSuccess(status)) {
     mlirOperationDestroy(func);
     /* the directives are applied: the plans are all that remains */
@@ -330,9 +448,13 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
     mlirOperationSetAttributeByName(module, piperStr("piper.devices"), i64Attr(ex.ctx, devices));
     mlirOperationSetAttributeByName(module, piperStr("piper.global_batch"),
                                     i64Attr(ex.ctx, globalBatch));
+    if (roles)
+      mlirOperationSetAttributeByName(module, piperStr("piper.roles"),
+                                      i64Attr(ex.ctx, (int64_t)ex.nRoles));
   }
   free(ex.ops);
   free(ex.orders);
+  free(ex.roles);
   return status;
 }
 

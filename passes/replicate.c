@@ -36,15 +36,29 @@
  * of the step, 4 MB 3.6%, 1 MB 2.6%, no buckets 2.4%, at equal step times. */
 #define PIPER_DEFAULT_BUCKET_MB 1.0
 
+static int byValue(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The same set of devices, in any order: O(R log R) (sorted copies), O(1) for the same
+ * uniqued list. Asked for every selected op, so never O(R^2): 16,384 replicas would take
+ * minutes. */
 static bool sameDevices(MlirAttribute a, MlirAttribute b) {
-  if (mlirArrayAttrGetNumElements(a) != mlirArrayAttrGetNumElements(b)) return false;
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(a); ++i) {
-    int64_t x = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(a, i)), found = 0;
-    for (intptr_t j = 0; j < mlirArrayAttrGetNumElements(b); ++j)
-      found |= x == mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(b, j));
-    if (!found) return false;
+  if (mlirAttributeEqual(a, b)) return true;
+  intptr_t n = mlirArrayAttrGetNumElements(a);
+  if (n != mlirArrayAttrGetNumElements(b)) return false;
+  int64_t *x = malloc(2 * (n ? n : 1) * sizeof *x), *y = x + n;
+  if (!x) return false;
+  for (intptr_t i = 0; i < n; ++i) {
+    x[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(a, i));
+    y[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(b, i));
   }
-  return true;
+  qsort(x, n, sizeof *x, byValue);
+  qsort(y, n, sizeof *y, byValue);
+  bool same = !memcmp(x, y, n * sizeof *x);
+  free(x);
+  return same;
 }
 
 static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {

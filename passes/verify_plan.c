@@ -90,8 +90,46 @@ static bool passIs(MlirOperation op, const char *want) {
 
 /* One proof: the training step (evalStep false, with the gradient-norm barrier) or the
  * forward-only evaluation step. */
+/* Role number of a function named role_<p>, or -1. */
+static int64_t roleNumber(MlirStringRef name) {
+  char buf[32];
+  if (name.length < 6 || name.length >= sizeof buf || memcmp(name.data, "role_", 5)) return -1;
+  memcpy(buf, name.data + 5, name.length - 5);
+  buf[name.length - 5] = 0;
+  int64_t p;
+  if (!(buf[0] >= '0' && buf[0] <= '9') || (buf[0] == '0' && buf[1]) ||
+      !piperParseI64(buf, 0, PIPER_MAX_DEVICES - 1, &p))
+    return -1;
+  return p;
+}
+
+/* In a plan per role, the role whose replica 0 is device `d` (a transfer's `peer` there), or
+ * -1. */
+static int64_t roleOfDevice(const int64_t *start, int64_t P, int64_t d) {
+  for (int64_t p = 0; p < P; ++p)
+    if (start[p] == d) return p;
+  return -1;
+}
+
 static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
-  int64_t N = piperGetIntAttr(module, "piper.devices", 0);
+  /* Plans per role (piper.roles = P, functions role_<p> with piper.role = [start, stride, R]):
+   * the proof runs the P plans of replica 0 only, each collective over one role (a member
+   * count of 1) and each transfer to replica 0 of the peer role. Why that covers every k:
+   * --piper-extract makes roles only when every role has the same R, every collective's
+   * group is exactly one role's R devices and every transfer of replica k goes to replica k of
+   * the other role (peer + k * peer_stride). Replica k's ops, sizes and tags do not depend on
+   * k: its batch slice has the same rows, and a ZeRO collective moves c = ceil(n/R) elements
+   * on every replica (the reduce-scatter's input and the all-gather's buffer are padded to
+   * R * c), so only the local offset and length of the shard (shorter or empty at the end)
+   * vary with k, and they never touch communication. So the N-device
+   * machine is R copies of the P-device machine (one per k), coupled only through collectives
+   * over whole roles and the world barrier. The machine is deterministic (straight-line plans,
+   * blocking receives, collectives that wait for all members), so the copies advance in lock
+   * step: a collective of role p is reached by all R replicas exactly when replica 0 reaches
+   * it, and every k's run equals k = 0's. A deadlock or mismatch for some k is one for k = 0,
+   * and a clean run for k = 0 is one for all k. */
+  int64_t P = piperGetIntAttr(module, "piper.roles", 0);
+  int64_t N = P > 0 ? P : piperGetIntAttr(module, "piper.devices", 0);
   if (N <= 0) {
     mlirEmitError(mlirOperationGetLocation(module),
                   "piper-verify-plan: no per-device plans (run --piper-extract first)");
@@ -105,6 +143,8 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
     return mlirLogicalResultFailure();
   }
   Device *dev = calloc(N, sizeof *dev);
+  int64_t *roleStart = P > 0 ? calloc(P, sizeof *roleStart) : NULL;
+  MlirLogicalResult status = mlirLogicalResultSuccess();
   /* Communicator groups, id = index: a plan for thousands of devices has thousands. Group
    * attributes are uniqued by MLIR, so the pointer is the lookup key. */
   PiperPtrMap groupId;
@@ -114,8 +154,22 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
        f = mlirOperationGetNextInBlock(f)) {
     MlirAttribute sym = mlirOperationGetAttributeByName(f, piperStr("sym_name"));
     if (!piperOpIs(f, "func.func") || mlirAttributeIsNull(sym)) continue;
-    int64_t d = piperDeviceFunctionNumber(mlirStringAttrGetValue(sym));
+    int64_t d = P > 0 ? roleNumber(mlirStringAttrGetValue(sym))
+                      : piperDeviceFunctionNumber(mlirStringAttrGetValue(sym));
     if (d < 0 || d >= N) continue;
+    if (P > 0) {
+      MlirAttribute range = mlirOperationGetAttributeByName(f, piperStr("piper.role"));
+      if (mlirAttributeIsNull(range) || !mlirAttributeIsAArray(range) ||
+          mlirArrayAttrGetNumElements(range) != 3) {
+        mlirEmitError(mlirOperationGetLocation(f), "piper-verify-plan: a role's plan needs "
+                                                   "piper.role = [start, stride, count]");
+        free(dev);
+        free(roleStart);
+        piperPtrMapFree(&groupId);
+        return mlirLogicalResultFailure();
+      }
+      roleStart[d] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, 0));
+    }
     /* one function per device: symbol names are unique and the exact-name rule is one to
      * one (`device_0x` or `device_00` is no device's plan) */
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
@@ -138,6 +192,12 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
       dev[d].ops[dev[d].n++] = op;
       if (isCollective(op)) {
         MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+        if (P > 0 && (mlirArrayAttrGetNumElements(g) < 1 ||
+                      mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, 0)) != roleStart[d])) {
+          mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: in a plan per role, a "
+                                                      "collective's group must be its own role");
+          status = mlirLogicalResultFailure();
+        }
         if (!piperPtrMapGet(&groupId, g.ptr, NULL)) piperPtrMapPut(&groupId, g.ptr, nGroups++);
       }
     }
@@ -150,7 +210,6 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
   size_t nSent = 0, capSent = 256;
   Sent *sent = malloc(capSent * sizeof *sent);
   int64_t normArrived = 0; /* devices at the gradient-norm barrier (one per step) */
-  MlirLogicalResult status = mlirLogicalResultSuccess();
   for (bool progress = true; progress && mlirLogicalResultIsSuccess(status);) {
     progress = false;
     for (int64_t d = 0; d < N && mlirLogicalResultIsSuccess(status); ++d) {
@@ -164,10 +223,12 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
           if (normArrived < N) break;
         } else if (piperOpIs(op, "comm.send")) {
           if (nSent == capSent) sent = realloc(sent, (capSent *= 2) * sizeof *sent);
+          int64_t to = piperGetIntAttr(op, "peer", -1);
           sent[nSent++] = (Sent){piperGetIntAttr(op, "tag", -1), d,
-                                 piperGetIntAttr(op, "peer", -1), numelOf(op)};
+                                 P > 0 ? roleOfDevice(roleStart, P, to) : to, numelOf(op)};
         } else if (piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into")) {
           int64_t tag = piperGetIntAttr(op, "tag", -1), peer = piperGetIntAttr(op, "peer", -1);
+          if (P > 0) peer = roleOfDevice(roleStart, P, peer);
           size_t k = 0;
           while (k < nSent && !(sent[k].tag == tag && sent[k].from == peer && sent[k].to == d)) ++k;
           if (k == nSent) break; /* blocked: the send has not been issued yet */
@@ -220,7 +281,8 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
             }
             a->count++;
           }
-          if (a->count < mlirArrayAttrGetNumElements(g)) break; /* wait for the others */
+          /* wait for the others (per role: the group is one role, its replica 0 stands for it) */
+          if (a->count < (P > 0 ? 1 : mlirArrayAttrGetNumElements(g))) break;
           piperPtrMapPut(&collSeq, seqKey(d, nGroups, gid), seq + 1);
           if (++a->passed == a->count) a->count = a->passed = 0; /* the slot is free again */
         }
@@ -265,6 +327,7 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
     free(dev[d].ops);
   }
   free(dev);
+  free(roleStart);
   free(sent);
   free(arrivals);
   piperPtrMapFree(&groupId);

@@ -42,6 +42,55 @@ void prt_declare_world(prt_ctx *ctx, int64_t devices) {
 
 int64_t prt_rank(prt_ctx *ctx) { return ctx->rank; }
 
+void prt_declare_roles(prt_ctx *ctx, int64_t nroles, const int64_t *start, const int64_t *stride,
+                       const int64_t *count) {
+  if (!prt_decl_open(ctx, "prt_declare_roles")) return;
+  ctx->role = -1;
+  ctx->replica = 0;
+  for (int64_t p = 0; p < nroles; p++) {
+    int64_t off = ctx->rank - start[p];
+    if (stride[p] < 1 || count[p] < 1) {
+      prt_fail(&ctx->decl_status, 1, "role %lld has stride %lld and %lld devices: "
+               "prt_declare_roles; %s", (long long)p, (long long)stride[p],
+               (long long)count[p], PLAN_BUG);
+      return;
+    }
+    if (off >= 0 && off % stride[p] == 0 && off / stride[p] < count[p]) {
+      ctx->role = p;
+      ctx->replica = off / stride[p];
+      return;
+    }
+  }
+}
+
+int64_t prt_role(prt_ctx *ctx) { return ctx->role; }
+
+int64_t prt_replica_affine(prt_ctx *ctx, int64_t base, int64_t stride) {
+  return base + ctx->replica * stride;
+}
+
+int32_t prt_first_replica(prt_ctx *ctx) { return ctx->replica == 0; }
+
+int64_t prt_shard_len(prt_ctx *ctx, int64_t n, int64_t c) {
+  int64_t left = n - ctx->replica * c;
+  return left < 0 ? 0 : left < c ? left : c;
+}
+
+void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t start,
+                             int64_t stride) {
+  if (n < 1 || n > (int64_t)1 << 24 || start < 0 || stride < 1) {
+    prt_fail(&ctx->decl_status, 1, "group %lld: %lld members from %lld by %lld: "
+             "prt_declare_group_range; %s", (long long)group, (long long)n, (long long)start,
+             (long long)stride, PLAN_BUG);
+    return;
+  }
+  int64_t *members = malloc((size_t)n * sizeof *members);
+  if (!members) prt_fatal("out of memory declaring group %lld", (long long)group);
+  for (int64_t k = 0; k < n; k++) members[k] = start + k * stride;
+  prt_declare_group(ctx, group, n, members);
+  free(members);
+}
+
 void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *members) {
   prt_status *st = &ctx->decl_status;
   if (!prt_decl_open(ctx, "prt_declare_group")) return;

@@ -149,6 +149,8 @@ struct prt_ctx {
   int64_t declared_batch;   /* prt_declare_batch's rows; 0 = never called */
   int64_t global_batch;     /* rows of one step over the world: declared, else the B of this
                                rank's first "tokens" (prt_main agrees on it over ranks) */
+  int64_t role;             /* prt_declare_roles: this rank's role, -1 none (0 if never called) */
+  int64_t replica;          /* and its replica index k in that role (0 if never called) */
   int64_t seq_len;          /* T shared by every input of this rank; 0 if it has none */
 
   prt_group *groups;        /* owned array (ngroups), indexed by group id */

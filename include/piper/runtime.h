@@ -133,6 +133,25 @@ int64_t prt_rank(prt_ctx *ctx);
  * declares every group of the plan in the same order, so creation is collective and
  * deterministic; ranks outside a group just skip it. */
 void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *members);
+/* The same for the `n` members start, start + stride, ... (a role's devices): the binary
+ * holds three numbers, not the member list. */
+void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t start,
+                             int64_t stride);
+/* Plans per role (--piper-extract): role p runs on the count[p] devices start[p] +
+ * k * stride[p], k = 0 .. count[p]-1 (its replica index). Finds this rank's (role, k) once,
+ * O(roles); a rank no role covers gets role -1 (runs nothing; prt_main's world check stops it). */
+void prt_declare_roles(prt_ctx *ctx, int64_t nroles, const int64_t *start, const int64_t *stride,
+                       const int64_t *count);
+/* This rank's role (-1 before prt_declare_roles or outside every role). */
+int64_t prt_role(prt_ctx *ctx);
+/* base + k * stride for this rank's replica index k: the k-dependent values of a role's plan
+ * (its first batch row, the peer device of a transfer). */
+int64_t prt_replica_affine(prt_ctx *ctx, int64_t base, int64_t stride);
+/* Length of replica k's ZeRO shard of an n-element tensor cut into shards of c elements:
+ * min(c, n - k * c), 0 past the end (the last shard may be shorter or empty). */
+int64_t prt_shard_len(prt_ctx *ctx, int64_t n, int64_t c);
+/* 1 on replica 0 of its role, else 0 (the gradient norm counts a replicated update once). */
+int32_t prt_first_replica(prt_ctx *ctx);
 /* Global batch rows of one step, over all devices and microbatches. The data loader places
  * row g of step s at ((s * global_batch + g) * T) mod (N - T - 1); without this call the
  * global batch is the B of the "tokens" input. */

@@ -42,7 +42,7 @@ func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
 
 // A huge piper.devices once made the rank dispatch emit a billion compares (a hang); it must
 // equal the number of device functions.
-// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions (1 here)}}
+// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions, or piper.roles to that of role functions (1 here)}}
 module attributes {piper.devices = 1000000000 : i64} {
   func.func @device_0() {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
@@ -52,7 +52,7 @@ module attributes {piper.devices = 1000000000 : i64} {
 
 // -----
 
-// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions (1 here)}}
+// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions, or piper.roles to that of role functions (1 here)}}
 module attributes {piper.devices = 0 : i64} {
   func.func @device_0() {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
@@ -67,7 +67,7 @@ module attributes {piper.devices = 2 : i64} {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
     return
   }
-  // expected-error@+1 {{piper-lower-to-llvm: in a plan of piper.devices devices, graph functions must be named device_0 .. device_{N-1}, each once (run --piper-extract)}}
+  // expected-error@+1 {{piper-lower-to-llvm: in a plan of piper.devices devices, graph functions must be named device_0 .. device_{N-1} (or role_0 .. role_{P-1} with piper.role in a plan of piper.roles), each once (run --piper-extract)}}
   func.func @device_00() {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
     return

@@ -917,6 +917,47 @@ static const plan plans[] = {
     {"zero1d", zero1d_setup, zero_step},
 };
 
+/* ---- plans per role: rank -> (role, k), range groups, more than 256 groups ---- */
+
+static void test_roles_and_many_groups(void) {
+  begin("roles");
+  prt_ctx *ctx = prt_ctx_create();
+  prt_declare_world(ctx, W);
+  /* two roles, like PP2 x DP(W/2): role 0 on the even ranks, role 1 on the odd ones */
+  int64_t start[2] = {0, 1}, stride[2] = {2, 2}, count[2] = {W / 2, W / 2};
+  prt_declare_roles(ctx, 2, start, stride, count);
+  if (prt_role(ctx) != R % 2 || prt_replica_affine(ctx, 0, 1) != R / 2 ||
+      prt_replica_affine(ctx, 5, 3) != 5 + 3 * (R / 2) || prt_first_replica(ctx) != (R < 2))
+    fail("rank %lld: role %lld, k %lld", (long long)R, (long long)prt_role(ctx),
+         (long long)prt_replica_affine(ctx, 0, 1));
+  prt_ctx_destroy(ctx);
+  end();
+
+  begin("many_range_groups");
+  /* 300 groups (once a fixed table of 256): group g holds ranks g % W .. W-1, declared as a
+   * range; each is all-reduced on and checked */
+  enum { G = 300, N = 16 };
+  static float a[N];
+  ctx = prt_ctx_create();
+  prt_declare_world(ctx, W);
+  for (int g = 0; g < G; g++) prt_declare_group_range(ctx, g, W - g % W, g % W, 1);
+  prt_declare_stream(ctx, 1, "comm");
+  prt_status st = {0};
+  if (prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
+  prt_comm_groups_create(ctx);
+  ctx->groups_created = 1;
+  for (int g = 0; g < G && !check_failed; g++) {
+    int64_t first = g % W;
+    if (R < first) continue; /* ranks outside a group skip it */
+    for (int i = 0; i < N; i++) a[i] = (float)(R + 1);
+    prt_wait(ctx, prt_iall_reduce(ctx, a, N, g, 1));
+    float want = (float)((W * (W + 1) - first * (first + 1)) / 2);
+    if (a[0] != want || a[N - 1] != want) fail("group %d: sum %g, want %g", g, a[0], want);
+  }
+  prt_ctx_destroy(ctx);
+  end();
+}
+
 int main(int argc, char **argv) {
   int owner = prt_comm_init(&argc, &argv);
   R = prt_comm_rank();
@@ -952,6 +993,7 @@ int main(int argc, char **argv) {
       test_transfers();
       test_agreement();
       test_assembly();
+      test_roles_and_many_groups();
       prt_comm_barrier();
       if (R == 0) rmdir(tmpdir);
       if (R == 0) printf(failures ? "%d check(s) FAILED\n" : "all checks passed\n", failures);

@@ -306,14 +306,16 @@ int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
 }
 
 /* Tracing only: tests every transfer in flight that is not yet seen complete, and stamps
- * those that are with `now` (the time of this observation). A send waited at the end of the
+ * those that are with the time the test saw it. A send waited at the end of the
  * step then ends where it completed, not at its own late prt_wait. */
-static void prt_poll_inflight(prt_ctx *ctx, double now) {
+static void prt_poll_inflight(prt_ctx *ctx) {
   for (int64_t k = 0; k < ctx->ops_cap; k++) {
     prt_op_slot *o = &ctx->ops[k];
     if (o->busy && !o->done && prt_comm_test(ctx, &o->op, &o->req)) {
       o->done = 1;
-      o->t_done = now;
+      /* stamped when the test returns: the test itself may drive the transfer to its end
+       * (MPI progress), so a time taken before it could precede the completion */
+      o->t_done = prt_trace_now(ctx);
     }
   }
 }
@@ -330,12 +332,12 @@ void prt_wait(prt_ctx *ctx, int64_t handle) {
     prt_comm_finish(ctx, &s->op, &s->req);
   } else { /* the span ends when the runtime first sees the transfer complete */
     double w0 = prt_trace_now(ctx);
-    prt_poll_inflight(ctx, w0);
+    prt_poll_inflight(ctx);
     if (!s->done) {
       prt_comm_finish(ctx, &s->op, &s->req);
       s->done = 1; /* finished: its request is gone, the poll must not test it */
       s->t_done = prt_trace_now(ctx);
-      prt_poll_inflight(ctx, s->t_done);
+      prt_poll_inflight(ctx);
     }
     prt_trace_transfer(ctx, &s->op, s->t_issue, s->t_done, w0, prt_trace_now(ctx));
   }

@@ -62,6 +62,7 @@ void piperNodeLabel(MlirOperation op, char *buf, size_t size) {
   piperGetStringAttr(op, "pass", pass, sizeof pass);
   size_t n = (size_t)snprintf(buf, size, "%s", pass);
   MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
+  if (!mlirAttributeIsNull(tags) && !mlirAttributeIsADictionary(tags)) tags = (MlirAttribute){NULL};
   for (intptr_t i = 0; !mlirAttributeIsNull(tags) && i < mlirDictionaryAttrGetNumElements(tags) &&
                        n < size;
        ++i) {
@@ -505,10 +506,22 @@ static bool verifyIntAttr(Verifier *v, MlirOperation op, const char *name, int64
   return false;
 }
 
+/* `tags`, if present, is a dictionary of integer tags (the annotations: PP = 1, layer = 3,
+ * mb = 2): every pass that groups or filters ops reads it as one. */
+static void verifyTags(Verifier *v, MlirOperation op) {
+  MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
+  if (mlirAttributeIsNull(tags)) return;
+  bool ok = mlirAttributeIsADictionary(tags);
+  for (intptr_t i = 0; ok && i < mlirDictionaryAttrGetNumElements(tags); ++i)
+    ok = mlirAttributeIsAInteger(mlirDictionaryAttrGetElement(tags, i).attribute);
+  if (!ok) fail(v, op, "tags must be a dictionary of integer tags, e.g. {PP = 0 : i64, layer = 1 : i64}");
+}
+
 /* What passes read from any tdag or comm op: device lists, ZeRO shard geometry (shards = R
  * replicas >= 1, shard = k in [0, R): the memory plan divides by R and offsets by k), tensor
  * sizes int64 can count. */
 static void verifyPlacement(Verifier *v, MlirOperation op) {
+  verifyTags(v, op);
   verifyDeviceList(v, op, "devices");
   verifyDeviceList(v, op, "group");
   verifyDeviceList(v, op, "peers");

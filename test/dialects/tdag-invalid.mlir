@@ -241,3 +241,21 @@ func.func @peers_not_per_device(%p: tensor<4xf32>) {
   %t = "comm.send"(%p) {devices = [0, 1], peers = [2], tag = 0 : i64} : (tensor<4xf32>) -> !comm.token
   return
 }
+
+// -----
+
+// Every pass that groups or filters ops reads `tags` as a dictionary (a string here crashed
+// the lowering's trace labels; found by the opt fuzz target).
+func.func @tags_not_a_dictionary(%x: tensor<4xf32>) {
+  // expected-error@+1 {{tags must be a dictionary of integer tags}}
+  %g = "tdag.gelu"(%x) {tags = "B"} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @tag_not_an_integer(%x: tensor<4xf32>) {
+  // expected-error@+1 {{tags must be a dictionary of integer tags}}
+  %g = "tdag.gelu"(%x) {tags = {PP = "0"}} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}

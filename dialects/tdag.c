@@ -602,14 +602,20 @@ MlirLogicalResult piperVerifyTdag(MlirOperation root) {
   return v.errors ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
 }
 
-int64_t piperDeviceFunctionNumber(MlirStringRef name) {
+int64_t piperPlanFunctionNumber(MlirStringRef name, const char *prefix) {
+  size_t k = strlen(prefix);
   char buf[32];
-  if (name.length < 8 || name.length >= sizeof buf || memcmp(name.data, "device_", 7)) return -1;
-  memcpy(buf, name.data + 7, name.length - 7);
-  buf[name.length - 7] = 0;
+  if (name.length <= k || name.length - k >= sizeof buf || memcmp(name.data, prefix, k))
+    return -1;
+  memcpy(buf, name.data + k, name.length - k);
+  buf[name.length - k] = 0;
   int64_t d;
   if (!(buf[0] >= '0' && buf[0] <= '9') || (buf[0] == '0' && buf[1]) ||
       !piperParseI64(buf, 0, PIPER_MAX_DEVICES - 1, &d))
     return -1;
   return d;
+}
+
+int64_t piperDeviceFunctionNumber(MlirStringRef name) {
+  return piperPlanFunctionNumber(name, "device_");
 }

@@ -297,6 +297,16 @@ static bool isGraph(MlirOperation op) {
   return false;
 }
 
+/* Frees what lowering one function built (maps never initialised free as empty). */
+static void freeLowering(Lowering *L) {
+  piperPtrMapFree(&L->bufOf);
+  piperPtrMapFree(&L->outputId);
+  piperPtrMapFree(&L->handleOf);
+  piperPtrMapFree(&L->viewOffset);
+  free(L->bufs);
+  free(L->ops);
+}
+
 /* Lowers one graph function into `setupName` / `stepName`; erases it. */
 static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation func, Shared *shared,
                                        const char *setupName, const char *stepName,
@@ -348,11 +358,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
     mlirEmitError(mlirOperationGetLocation(func),
                   "piper-lower-to-llvm: the activation arena of this function would need more "
                   "bytes than int64 can count; use smaller tensors or more devices");
-    piperPtrMapFree(&L.bufOf);
-    piperPtrMapFree(&L.outputId);
-    piperPtrMapFree(&L.viewOffset);
-    free(L.bufs);
-    free(L.ops);
+    freeLowering(&L);
     return mlirLogicalResultFailure();
   }
   piperPtrMapInit(&L.handleOf, 64); /* emitStep starts it afresh for each function */
@@ -366,12 +372,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   lbFree(&L.lb);
   *arenaBytes = L.arenaBytes;
   mlirOperationDestroy(func);
-  piperPtrMapFree(&L.bufOf);
-  piperPtrMapFree(&L.outputId);
-  piperPtrMapFree(&L.handleOf);
-  piperPtrMapFree(&L.viewOffset);
-  free(L.bufs);
-  free(L.ops);
+  freeLowering(&L);
   return mlirLogicalResultSuccess();
 }
 
@@ -539,11 +540,11 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
     MlirAttribute range = mlirOperationGetAttributeByName(graphs[g], piperStr("piper.role"));
     if (roles == 0) {
       d = piperDeviceFunctionNumber(name);
-    } else if (name.length > 5 && !memcmp(name.data, "role_", 5) && !mlirAttributeIsNull(range) &&
-               mlirAttributeIsAArray(range) && mlirArrayAttrGetNumElements(range) == 3) {
-      char buf[24];
-      snprintf(buf, sizeof buf, "%.*s", (int)(name.length - 5), name.data + 5);
-      if (!piperParseI64(buf, 0, roles - 1, &d)) d = -1;
+    } else if (!mlirAttributeIsNull(range) && mlirAttributeIsAArray(range) &&
+               mlirArrayAttrGetNumElements(range) == 3) {
+      /* the name rule verify-plan proves by: role_01 is no role's plan */
+      d = piperPlanFunctionNumber(name, "role_");
+      if (d >= roles) d = -1;
       for (int c = 0; c < 3 && d >= 0; ++c)
         roleRange[3 * d + c] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, c));
     }

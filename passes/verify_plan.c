@@ -88,21 +88,6 @@ static bool passIs(MlirOperation op, const char *want) {
   return !strcmp(piperOpPass(op, pass, sizeof pass), want);
 }
 
-/* One proof: the training step (evalStep false, with the gradient-norm barrier) or the
- * forward-only evaluation step. */
-/* Role number of a function named role_<p>, or -1. */
-static int64_t roleNumber(MlirStringRef name) {
-  char buf[32];
-  if (name.length < 6 || name.length >= sizeof buf || memcmp(name.data, "role_", 5)) return -1;
-  memcpy(buf, name.data + 5, name.length - 5);
-  buf[name.length - 5] = 0;
-  int64_t p;
-  if (!(buf[0] >= '0' && buf[0] <= '9') || (buf[0] == '0' && buf[1]) ||
-      !piperParseI64(buf, 0, PIPER_MAX_DEVICES - 1, &p))
-    return -1;
-  return p;
-}
-
 /* In a plan per role, the role whose replica 0 is device `d` (a transfer's `peer` there), or
  * -1. */
 static int64_t roleOfDevice(const int64_t *start, int64_t P, int64_t d) {
@@ -111,6 +96,8 @@ static int64_t roleOfDevice(const int64_t *start, int64_t P, int64_t d) {
   return -1;
 }
 
+/* One proof: the training step (evalStep false, with the gradient-norm barrier) or the
+ * forward-only evaluation step. */
 static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
   /* Plans per role (piper.roles = P, functions role_<p> with piper.role = [start, stride, R]):
    * the proof runs the P plans of replica 0 only, each collective over one role (a member
@@ -154,7 +141,7 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
        f = mlirOperationGetNextInBlock(f)) {
     MlirAttribute sym = mlirOperationGetAttributeByName(f, piperStr("sym_name"));
     if (!piperOpIs(f, "func.func") || mlirAttributeIsNull(sym)) continue;
-    int64_t d = P > 0 ? roleNumber(mlirStringAttrGetValue(sym))
+    int64_t d = P > 0 ? piperPlanFunctionNumber(mlirStringAttrGetValue(sym), "role_")
                       : piperDeviceFunctionNumber(mlirStringAttrGetValue(sym));
     if (d < 0 || d >= N) continue;
     if (P > 0) {

@@ -112,6 +112,9 @@ void piperNodeLabel(MlirOperation op, char *buf, size_t size);
 /* d if `name` is exactly "device_<d>" (decimal, no sign, no leading zeros, below
  * PIPER_MAX_DEVICES): the per-device plan functions --piper-extract writes; else -1. */
 int64_t piperDeviceFunctionNumber(MlirStringRef name);
+/* The same rule for any plan-function prefix ("device_", "role_"): n if `name` is exactly
+ * `prefix` followed by n, else -1. */
+int64_t piperPlanFunctionNumber(MlirStringRef name, const char *prefix);
 
 /* Ranked tensor helpers. numel of a 0-d tensor is 1; -1 if the count overflows int64 (the
  * verifier refuses such types, so passes that run on verified IR never see -1). */

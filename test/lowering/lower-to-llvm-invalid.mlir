@@ -85,3 +85,15 @@ func.func @arena_overflows() {
   %g2 = "tdag.gelu"(%g1) : (tensor<1152921504606846976xf32>) -> tensor<1152921504606846976xf32>
   return
 }
+
+// -----
+
+// Role plans follow the name rule verify-plan proves by: `role_00` is no role's plan (the
+// lowering once read it as role 0 while verify-plan skipped it).
+module attributes {piper.devices = 2 : i64, piper.roles = 1 : i64} {
+  // expected-error@+1 {{graph functions must be named device_0 .. device_{N-1} (or role_0 .. role_{P-1}}}
+  func.func @role_00() attributes {piper.role = [0, 1, 2]} {
+    %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
+    return
+  }
+}

@@ -6,3 +6,6 @@ build=${1:-build}
 /usr/bin/python3 "$(dirname "$0")/bench_pipeline.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_overlap.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_compile.py" "$build"
+/usr/bin/python3 "$(dirname "$0")/bench_moe.py" "$build"
+/usr/bin/python3 "$(dirname "$0")/bench_tp.py" "$build"
+/usr/bin/python3 "$(dirname "$0")/bench_gpu.py" "$build"

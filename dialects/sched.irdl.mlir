@@ -29,6 +29,14 @@ irdl.dialect @sched {
     %i3 = irdl.base "#builtin.integer"
     irdl.attributes { "filter" = %d1, "dim_name" = %s2, "num_microbatches" = %i3 }
   }
+  // Tensor parallelism (Megatron): the selected attention/MLP regions are split over the
+  // group `devices` (column-parallel, then row-parallel + all-reduce); `stream` is optional.
+  // Applied by --piper-shard-tensor (passes/shard_tensor.c).
+  irdl.operation @shard_tensor {
+    %d1 = irdl.base "#builtin.dictionary"
+    %a2 = irdl.base "#builtin.array"
+    irdl.attributes { "filter" = %d1, "devices" = %a2 }
+  }
   // Temporal edges: every node matching group k runs before every node matching group k+1.
   irdl.operation @order {
     %a1 = irdl.base "#builtin.array"

@@ -339,6 +339,9 @@ static const DirectiveSpec directives[] = {
     {"split",
      {{"filter", F_FILTER, true}, {"dim_name", F_STRING, true}, {"num_microbatches", F_COUNT, true}}},
     {"order", {{"filters", F_FILTER_GROUPS, true}}},
+    /* tensor parallelism (passes/shard_tensor.c) */
+    {"shard_tensor",
+     {{"filter", F_FILTER, true}, {"devices", F_DEVICES, true}, {"stream", F_STRING, false}}},
 };
 
 static MlirAttribute fieldAttr(Importer *im, const FieldSpec *f, const JNode *v, const char *op) {
@@ -403,7 +406,7 @@ static void importDirective(Importer *im, const JNode *d) {
   const JNode *opNode = field(d, "op");
   if (!opNode || opNode->kind != J_STR) {
     errorAt(im, d, "directive without \"op\": expected one of place, replicate, shard, split, "
-                   "order", NULL, NULL);
+                   "order, shard_tensor", NULL, NULL);
     return;
   }
   const DirectiveSpec *spec = NULL;
@@ -411,7 +414,7 @@ static void importDirective(Importer *im, const JNode *d) {
     if (!strcmp(directives[i].op, opNode->str)) spec = &directives[i];
   if (!spec) {
     errorAt(im, opNode, "unknown directive '%s': expected one of place, replicate, shard, split, "
-                        "order", opNode->str, NULL);
+                        "order, shard_tensor", opNode->str, NULL);
     return;
   }
   /* one attribute per key at most (keys are unique, see parseContainer) */

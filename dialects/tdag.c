@@ -220,7 +220,7 @@ static bool checkSizes(Verifier *v, MlirOperation op) {
 }
 
 /* Every operand and result must be a statically shaped tensor of the element type the op's row
- * names (f32, or i32 for its i32Operands and an i32 resultElem), of a size int64 can count. */
+ * names (f32, or i32 for its i32Operands, an i32 resultElem and its i32Results), of a size int64 can count. */
 static bool checkElementTypes(Verifier *v, MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
@@ -235,7 +235,7 @@ static bool checkElementTypes(Verifier *v, MlirOperation op) {
   }
   for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
     MlirType t = resultType(op, i);
-    bool wantI32 = f->resultElem == PIPER_ELEM_I32;
+    bool wantI32 = f->resultElem == PIPER_ELEM_I32 || (i < 8 && ((f->i32Results >> i) & 1));
     if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
         (wantI32 ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
       fail(v, op, "result #%d must be a statically shaped tensor of %s, got %s", (int)i,
@@ -244,6 +244,106 @@ static bool checkElementTypes(Verifier *v, MlirOperation op) {
     }
   }
   return checkSizes(v, op);
+}
+
+/* ---- mixture of experts: the shared geometry (see the MoE ops in tdag.irdl.mlir) ---- */
+
+/* The most experts a MoE op may name: kernels keep a per-expert table of this size. */
+enum { PIPER_MOE_MAX_EXPERTS = 1 << 20 };
+
+/* Same leading dims (all but the last) in `a` and `b`, and rank >= 2 (tokens, then a last dim). */
+static bool sameLeading(MlirType a, MlirType b) {
+  int64_t r = piperTensorRank(a);
+  if (r < 2 || piperTensorRank(b) != r) return false;
+  for (int64_t i = 0; i < r - 1; ++i)
+    if (piperTensorDim(a, i) != piperTensorDim(b, i)) return false;
+  return true;
+}
+
+/* Checks num_experts E >= 1, groups G >= 1 dividing E, K in [1, E] (from the (...,K) expert
+ * ids `ex`) and that `rows` is (R, C) with R = G * N * min(K, E/G) for the N tokens of `ex`:
+ * the static bound every MoE op's rows share. */
+static bool moeGeometry(Verifier *v, MlirOperation op, MlirType ex, MlirType rows, int64_t C) {
+  /* R stays -1 in the message when G*N*min(K,E/G) overflows int64 */
+  int64_t E = piperGetIntAttr(op, "num_experts", 0), G = piperGetIntAttr(op, "groups", 1);
+  int64_t K = piperTensorDim(ex, -1), N = piperTensorNumel(ex) / (K > 0 ? K : 1), R = -1, GK;
+  if (E < 1 || E > PIPER_MOE_MAX_EXPERTS || G < 1 || G > PIPER_MAX_DEVICES || E % G) {
+    fail(v, op, "num_experts = %lld must be in [1, %d] and divisible by groups = %lld (in "
+                "[1, %d])", (long long)E, PIPER_MOE_MAX_EXPERTS, (long long)G,
+         PIPER_MAX_DEVICES);
+    return false;
+  }
+  if (piperTensorRank(ex) < 2 || K < 1 || K > E) {
+    fail(v, op, "experts must be (...,K) with 1 <= K <= num_experts = %lld, got %s",
+         (long long)E, typeStr(ex));
+    return false;
+  }
+  int64_t per = K < E / G ? K : E / G;
+  if (!piperMulI64(G, per, &GK) || !piperMulI64(GK, N, &R) || !isMatrix(rows, R, C)) {
+    fail(v, op, "rows must be (G*N*min(K,E/G), C) = (%lld,%lld) for %lld tokens, K = %lld, "
+                "E = %lld, G = %lld; got %s", (long long)R, (long long)C, (long long)N,
+         (long long)K, (long long)E, (long long)G, typeStr(rows));
+    return false;
+  }
+  return true;
+}
+
+/* The expert operands of moe_experts / moe_experts_grad_input from operand #`first` on: El
+ * gates (Fe,C), El ups (Fe,C), El downs (C,Fe), El >= 1, the same Fe throughout; rows
+ * `rows` (R,C) with R divisible by groups G, counts (G*El) i32, hidden (R,2Fe). */
+static bool moeExperts(Verifier *v, MlirOperation op, intptr_t first, MlirType rows,
+                       MlirType counts, MlirType hidden) {
+  intptr_t nw = mlirOperationGetNumOperands(op) - first;
+  int64_t G = piperGetIntAttr(op, "groups", 1), C = piperTensorDim(rows, -1), GEl = -1;
+  if (nw < 3 || nw % 3) {
+    fail(v, op, "expects a gate, an up and a down weight for each local expert: a positive "
+                "multiple of 3 weights, got %lld", (long long)nw);
+    return false;
+  }
+  /* the three variadic groups hold one weight per expert each */
+  MlirAttribute seg = mlirOperationGetAttributeByName(op, piperStr("operandSegmentSizes"));
+  intptr_t nSeg = mlirAttributeIsNull(seg) || !mlirAttributeIsADenseI32Array(seg)
+                      ? 0
+                      : mlirDenseArrayGetNumElements(seg);
+  if (nSeg < 3 || mlirDenseI32ArrayGetElement(seg, nSeg - 1) != nw / 3 ||
+      mlirDenseI32ArrayGetElement(seg, nSeg - 2) != nw / 3 ||
+      mlirDenseI32ArrayGetElement(seg, nSeg - 3) != nw / 3) {
+    fail(v, op, "the gates, ups and downs must be %lld weights each (operandSegmentSizes)",
+         (long long)(nw / 3));
+    return false;
+  }
+  int64_t El = nw / 3, Fe = piperTensorDim(operandType(op, first), 0);
+  for (int64_t j = 0; j < El; ++j) {
+    MlirType g = operandType(op, first + j), u = operandType(op, first + El + j),
+             d = operandType(op, first + 2 * El + j);
+    if (!isMatrix(g, Fe, C) || !isMatrix(u, Fe, C) || !isMatrix(d, C, Fe)) {
+      fail(v, op, "expert %lld: expects gate (Fe,C), up (Fe,C), down (C,Fe) with C = %lld, Fe = "
+                  "%lld; got %s, %s, %s", (long long)j, (long long)C, (long long)Fe, typeStr(g),
+           typeStr(u), typeStr(d));
+      return false;
+    }
+  }
+  if (G < 1 || G > PIPER_MAX_DEVICES || piperTensorRank(rows) != 2 || piperTensorDim(rows, 0) % G) {
+    fail(v, op, "rows must be (R,C) with R divisible by groups = %lld, got %s", (long long)G,
+         typeStr(rows));
+    return false;
+  }
+  /* A device's op holds its El own experts, counts (G*El). Before --piper-extract (the global
+   * DAG that `--piper-apply-strategy` prints) the op of a shard directive still holds all E
+   * experts of its G replicas, E/G each: counts (G*E/G) = (E). The lowering takes only the
+   * first form (lower_to_llvm.c, moeGlobalForm). */
+  bool global = G > 1 && El % G == 0 && isVector(counts, El);
+  if (!global && (!piperMulI64(G, El, &GEl) || !isVector(counts, GEl))) {
+    fail(v, op, "counts must be (groups * local experts) = (%lld), got %s", (long long)GEl,
+         typeStr(counts));
+    return false;
+  }
+  if (!isMatrix(hidden, piperTensorDim(rows, 0), 2 * Fe)) {
+    fail(v, op, "hidden must be (R, 2Fe) = (%lld,%lld), got %s",
+         (long long)piperTensorDim(rows, 0), (long long)(2 * Fe), typeStr(hidden));
+    return false;
+  }
+  return true;
 }
 
 /* Shape rule of one tdag op; see the op's comment in tdag.irdl.mlir. */
@@ -356,6 +456,14 @@ static void verifyOp(Verifier *v, MlirOperation op) {
         !isMatrix(r, piperTensorDim(a, -1), piperTensorDim(b, -1)))
       fail(v, op, "expects dout(...,N), x(...,K) -> dweight(N,K); got %s, %s -> %s",
            typeStr(a), typeStr(b), typeStr(r));
+    break;
+  }
+  case PIPER_TDAG_BIAS_ADD: {
+    if (!checkElementTypes(v, op)) return;
+    a = operandType(op, 0);
+    if (!isVector(operandType(op, 1), piperTensorDim(a, -1)) || !sameShape(resultType(op, 0), a))
+      fail(v, op, "expects x(...,N), bias(N) -> y(...,N); got %s, %s -> %s", typeStr(a),
+           typeStr(operandType(op, 1)), typeStr(resultType(op, 0)));
     break;
   }
   case PIPER_TDAG_BIAS_GRAD: {
@@ -473,6 +581,200 @@ static void verifyOp(Verifier *v, MlirOperation op) {
       fail(v, op, "the updated operand must be a tdag.param");
     break;
   }
+  case PIPER_TDAG_EMBED:
+  case PIPER_TDAG_EMBED_GRAD: {
+    /* embed: tokens(B,T), wte(V,C) -> (B,T,C); embed_grad: dout(B,T,C), tokens(B,T) -> (V,C) */
+    bool grad = f->id == PIPER_TDAG_EMBED_GRAD;
+    if (!checkElementTypes(v, op)) return;
+    MlirType tok = operandType(op, grad ? 1 : 0);
+    MlirType wte = grad ? resultType(op, 0) : operandType(op, 1);
+    MlirType x = grad ? operandType(op, 0) : resultType(op, 0);
+    if (piperTensorRank(tok) != 2 || piperTensorRank(wte) != 2 || piperTensorRank(x) != 3 ||
+        piperTensorDim(x, 0) != piperTensorDim(tok, 0) ||
+        piperTensorDim(x, 1) != piperTensorDim(tok, 1) ||
+        piperTensorDim(x, 2) != piperTensorDim(wte, 1))
+      fail(v, op, "expects tokens(B,T), wte(V,C) and x(B,T,C); got tokens %s, wte %s, x %s",
+           typeStr(tok), typeStr(wte), typeStr(x));
+    break;
+  }
+  case PIPER_TDAG_RMSNORM:
+  case PIPER_TDAG_RMSNORM_GRAD: {
+    /* x(...,N), w(D) with D dividing N; rstd is x's shape with last dim N/D */
+    bool grad = f->id == PIPER_TDAG_RMSNORM_GRAD;
+    if (!checkElementTypes(v, op)) return;
+    MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
+    MlirType rstd = grad ? operandType(op, 3) : resultType(op, 1);
+    int64_t N = piperTensorDim(x, -1), D = piperTensorDim(w, 0);
+    if (piperTensorRank(x) < 1 || piperTensorRank(w) != 1 || D <= 0 || N % D != 0)
+      fail(v, op, "weight must be (D) with D dividing the last dim of x %s, got %s", typeStr(x),
+           typeStr(w));
+    else if (!shapeWithLast(rstd, x, N / D))
+      fail(v, op, "rstd must be x's shape with last dim %lld (one per chunk of %lld), got %s",
+           (long long)(N / D), (long long)D, typeStr(rstd));
+    else if (!sameShape(resultType(op, 0), x) ||
+             (grad && (!sameShape(operandType(op, 0), x) || !sameShape(resultType(op, 1), w))))
+      fail(v, op, "shapes do not match x %s and weight %s", typeStr(x), typeStr(w));
+    else if (!grad && !(piperGetFloatAttr(op, "eps", -1.0) > 0.0))
+      fail(v, op, "eps must be positive");
+    break;
+  }
+  case PIPER_TDAG_ROPE:
+  case PIPER_TDAG_ROPE_GRAD: {
+    /* x(B,T,H*D) -> same shape; D = head_dim even and dividing the last dim; theta > 0 */
+    if (!checkElementTypes(v, op)) return;
+    a = operandType(op, 0);
+    int64_t D = piperGetIntAttr(op, "head_dim", 0), N = piperTensorDim(a, -1);
+    double theta = piperGetFloatAttr(op, "theta", 0.0);
+    if (piperTensorRank(a) != 3)
+      fail(v, op, "x must be (B,T,H*D), got %s", typeStr(a));
+    else if (D <= 0 || D % 2 != 0 || N % D != 0)
+      fail(v, op, "head_dim = %lld must be positive, even and divide the last dim of %s",
+           (long long)D, typeStr(a));
+    else if (!(theta > 0.0))
+      fail(v, op, "theta must be positive, got %g", theta);
+    else if (!sameShape(resultType(op, 0), a))
+      fail(v, op, "result %s must have x's shape %s", typeStr(resultType(op, 0)), typeStr(a));
+    break;
+  }
+  case PIPER_TDAG_SWIGLU:
+  case PIPER_TDAG_SWIGLU_GRAD: {
+    /* every operand and result has one shape */
+    if (!checkElementTypes(v, op)) return;
+    a = operandType(op, 0);
+    for (int res = 0; res < 2; ++res)
+      for (intptr_t i = 0; i < (res ? mlirOperationGetNumResults(op)
+                                    : mlirOperationGetNumOperands(op)); ++i)
+        if (!sameShape(res ? resultType(op, i) : operandType(op, i), a)) {
+          fail(v, op, "%s #%d %s must have operand #0's shape %s", res ? "result" : "operand",
+               (int)i, typeStr(res ? resultType(op, i) : operandType(op, i)), typeStr(a));
+          return;
+        }
+    break;
+  }
+  case PIPER_TDAG_GQA_ATTENTION:
+  case PIPER_TDAG_GQA_ATTENTION_GRAD: {
+    /* q(B,T,H*D), k, v(B,T,KV*D), KV dividing H; out like q, probs(B,H,T,T); grads like q,k,v */
+    bool grad = f->id == PIPER_TDAG_GQA_ATTENTION_GRAD;
+    if (!checkElementTypes(v, op)) return;
+    int o = grad ? 1 : 0;
+    MlirType q = operandType(op, o), k = operandType(op, o + 1), vv = operandType(op, o + 2);
+    MlirType out = grad ? operandType(op, 0) : resultType(op, 0);
+    MlirType probs = grad ? operandType(op, 4) : resultType(op, 1);
+    int64_t H = piperGetIntAttr(op, "heads", 0), KV = piperGetIntAttr(op, "kv_heads", 0);
+    int64_t B = piperTensorDim(q, 0), T = piperTensorDim(q, 1), HD = piperTensorDim(q, 2);
+    if (H <= 0 || KV <= 0 || H % KV != 0)
+      fail(v, op, "heads = %lld and kv_heads = %lld must be positive, kv_heads dividing heads",
+           (long long)H, (long long)KV);
+    else if (piperTensorRank(q) != 3 || HD % H != 0)
+      fail(v, op, "q must be (B,T,H*D) with H = %lld, got %s", (long long)H, typeStr(q));
+    else if (!shapeWithLast(k, q, HD / H * KV) || !sameShape(vv, k))
+      fail(v, op, "k and v must be (B,T,KV*D) = (%lld,%lld,%lld) for q %s, got %s and %s",
+           (long long)B, (long long)T, (long long)(HD / H * KV), typeStr(q), typeStr(k),
+           typeStr(vv));
+    else if (!sameShape(out, q) || piperTensorRank(probs) != 4 ||
+             piperTensorDim(probs, 0) != B || piperTensorDim(probs, 1) != H ||
+             piperTensorDim(probs, 2) != T || piperTensorDim(probs, 3) != T)
+      fail(v, op, "expects out like q %s and probs (B,H,T,T), got %s and %s", typeStr(q),
+           typeStr(out), typeStr(probs));
+    else if (grad && (!sameShape(resultType(op, 0), q) || !sameShape(resultType(op, 1), k) ||
+                      !sameShape(resultType(op, 2), vv)))
+      fail(v, op, "dq, dk, dv must have the shapes of q, k, v");
+    break;
+  }
+  case PIPER_TDAG_MOE_TOPK:
+  case PIPER_TDAG_MOE_TOPK_GRAD: {
+    bool grad = f->id == PIPER_TDAG_MOE_TOPK_GRAD;
+    if (!checkElementTypes(v, op)) return;
+    MlirType logits = grad ? resultType(op, 0) : operandType(op, 0);
+    MlirType w = grad ? operandType(op, 1) : resultType(op, 0);
+    MlirType ex = grad ? operandType(op, 2) : resultType(op, 1);
+    int64_t E = piperTensorDim(logits, -1), K = piperTensorDim(w, -1);
+    if (!grad && piperGetIntAttr(op, "top_k", 0) != K)
+      fail(v, op, "top_k = %lld must be the last dim of the weights %s",
+           (long long)piperGetIntAttr(op, "top_k", 0), typeStr(w));
+    else if (!sameLeading(w, logits) || !sameShape(ex, w) || K < 1 || K > E ||
+             (grad && !sameShape(operandType(op, 0), w)))
+      fail(v, op, "expects logits (...,E), weights and experts (...,K) with 1 <= K <= E; got %s, "
+                  "%s, %s", typeStr(logits), typeStr(w), typeStr(ex));
+    break;
+  }
+  case PIPER_TDAG_MOE_DISPATCH:
+  case PIPER_TDAG_MOE_DISPATCH_GRAD: {
+    bool grad = f->id == PIPER_TDAG_MOE_DISPATCH_GRAD;
+    if (!checkElementTypes(v, op)) return;
+    MlirType h = grad ? resultType(op, 0) : operandType(op, 0);
+    MlirType rows = grad ? operandType(op, 0) : resultType(op, 0);
+    MlirType ex = operandType(op, 1);
+    if (!sameLeading(h, ex)) {
+      fail(v, op, "h %s and experts %s must have the same leading (token) dims", typeStr(h),
+           typeStr(ex));
+      return;
+    }
+    if (!moeGeometry(v, op, ex, rows, piperTensorDim(h, -1))) return;
+    if (!grad && !isVector(resultType(op, 1), piperGetIntAttr(op, "num_experts", 0)))
+      fail(v, op, "counts must be (num_experts) = (%lld), got %s",
+           (long long)piperGetIntAttr(op, "num_experts", 0), typeStr(resultType(op, 1)));
+    break;
+  }
+  case PIPER_TDAG_MOE_EXPERTS: {
+    if (!checkElementTypes(v, op)) return;
+    MlirType rows = operandType(op, 0);
+    if (moeExperts(v, op, 2, rows, operandType(op, 1), resultType(op, 1)) &&
+        !sameShape(resultType(op, 0), rows))
+      fail(v, op, "out must have the rows' shape %s, got %s", typeStr(rows),
+           typeStr(resultType(op, 0)));
+    break;
+  }
+  case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT: {
+    if (!checkElementTypes(v, op)) return;
+    MlirType dout = operandType(op, 0);
+    if (moeExperts(v, op, 3, dout, operandType(op, 1), operandType(op, 2)) &&
+        !sameShape(resultType(op, 0), dout))
+      fail(v, op, "drows must have dout's shape %s, got %s", typeStr(dout),
+           typeStr(resultType(op, 0)));
+    break;
+  }
+  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT: {
+    if (!checkElementTypes(v, op)) return;
+    MlirType dout = operandType(op, 0), rows = operandType(op, 1), counts = operandType(op, 2);
+    MlirType hidden = operandType(op, 3), down = operandType(op, 4);
+    int64_t G = piperGetIntAttr(op, "groups", 1), j = piperGetIntAttr(op, "expert", -1);
+    int64_t C = piperTensorDim(rows, -1), Fe = piperTensorDim(down, 1), R = piperTensorDim(rows, 0);
+    int64_t El = G > 0 ? piperTensorNumel(counts) / G : 0;
+    if (G < 1 || G > PIPER_MAX_DEVICES || piperTensorRank(rows) != 2 || R % G || !sameShape(dout, rows) ||
+        !isMatrix(down, C, Fe) || !isMatrix(hidden, R, 2 * Fe) || piperTensorRank(counts) != 1 ||
+        piperTensorNumel(counts) % G)
+      fail(v, op, "expects dout and rows (R,C), counts (G*El), hidden (R,2Fe), down (C,Fe) with "
+                  "groups = %lld dividing R; got %s, %s, %s, %s, %s", (long long)G, typeStr(dout),
+           typeStr(rows), typeStr(counts), typeStr(hidden), typeStr(down));
+    else if (j < 0 || j >= El)
+      fail(v, op, "expert = %lld must be a local expert index in [0, %lld)", (long long)j,
+           (long long)El);
+    else if (!isMatrix(resultType(op, 0), Fe, C) || !isMatrix(resultType(op, 1), Fe, C) ||
+             !isMatrix(resultType(op, 2), C, Fe))
+      fail(v, op, "results must be dgate (Fe,C), dup (Fe,C), ddown (C,Fe) = (%lld,%lld), "
+                  "(%lld,%lld), (%lld,%lld)", (long long)Fe, (long long)C, (long long)Fe,
+           (long long)C, (long long)C, (long long)Fe);
+    break;
+  }
+  case PIPER_TDAG_MOE_COMBINE:
+  case PIPER_TDAG_MOE_COMBINE_GRAD: {
+    bool grad = f->id == PIPER_TDAG_MOE_COMBINE_GRAD;
+    if (!checkElementTypes(v, op)) return;
+    intptr_t o = grad ? 1 : 0; /* the grad's operands are dy, then the forward's */
+    MlirType out = operandType(op, o), w = operandType(op, o + 1), ex = operandType(op, o + 2);
+    MlirType y = grad ? operandType(op, 0) : resultType(op, 0);
+    if (!sameShape(w, ex) || !sameLeading(y, ex) || piperTensorDim(y, -1) != piperTensorDim(out, -1)) {
+      fail(v, op, "expects weights and experts (...,K) and y (...,C) over the same tokens, C = "
+                  "the rows' last dim; got %s, %s, %s, %s", typeStr(w), typeStr(ex), typeStr(y),
+           typeStr(out));
+      return;
+    }
+    if (!moeGeometry(v, op, ex, out, piperTensorDim(y, -1))) return;
+    if (grad && (!sameShape(resultType(op, 0), out) || !sameShape(resultType(op, 1), w)))
+      fail(v, op, "results must be dout %s and dweights %s", typeStr(out), typeStr(w));
+    break;
+  }
   case PIPER_TDAG_NODE: /* a graph-level op: IRDL checks it */
     break;
   }
@@ -537,6 +839,15 @@ static void verifyPlacement(Verifier *v, MlirOperation op) {
          (long long)mlirArrayAttrGetNumElements(peers));
   if (verifyIntAttr(v, op, "shards", 1, PIPER_MAX_DEVICES))
     verifyIntAttr(v, op, "shard", 0, piperGetIntAttr(op, "shards", 1) - 1);
+  /* piperGetIntAttr reads a non-integer as its fallback: `groups = "2"` would pass as one
+   * group, `tp_offset = 1.5` as offset 0; their ranges are checked where they are used
+   * (the MoE shape rules, verifyTpSlice) */
+  static const char *intAttrs[] = {"groups", "tp_offset"};
+  for (int i = 0; i < 2; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(intAttrs[i]));
+    if (!mlirAttributeIsNull(a) && !mlirAttributeIsAInteger(a))
+      fail(v, op, "%s must be an integer", intAttrs[i]);
+  }
   if (piperOpInDialect(op, "comm")) checkSizes(v, op);
 }
 
@@ -587,9 +898,63 @@ static void verifySched(Verifier *v, MlirOperation op) {
   }
   verifyDeviceList(v, op, "devices");
   verifyIntAttr(v, op, "num_microbatches", 1, 1 << 20);
+  /* stream names, as the importer's string fields: the passes copy them onto comm ops, whose
+   * lowering would read a non-string as "compute" without a word */
+  static const char *names[] = {"stream", "reduce_stream", "gather_stream", "dim_name"};
+  for (int i = 0; i < 4; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(names[i]));
+    if (!mlirAttributeIsNull(a) &&
+        (!mlirAttributeIsAString(a) || mlirStringAttrGetValue(a).length == 0))
+      fail(v, op, "%s must be a non-empty string", names[i]);
+  }
+}
+
+/* An array of n (n_lo..n_hi) integers >= lo into out; false if it is not one. */
+static bool intList(MlirAttribute a, intptr_t nLo, intptr_t nHi, int64_t lo, int64_t *out) {
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAArray(a)) return false;
+  intptr_t n = mlirArrayAttrGetNumElements(a);
+  if (n < nLo || n > nHi) return false;
+  for (intptr_t i = 0; i < n; ++i) {
+    MlirAttribute e = mlirArrayAttrGetElement(a, i);
+    if (!mlirAttributeIsAInteger(e) || mlirIntegerAttrGetValueInt(e) < lo) return false;
+    out[i] = mlirIntegerAttrGetValueInt(e);
+  }
+  return true;
+}
+
+/* Tensor parallelism (passes/shard_tensor.c): a split parameter or moment's tp_full (the
+ * whole shape, 1..4 dims) and tp_slice = [block, stride, blocks, step] must describe its own
+ * type: blocks * block elements, inside the whole tensor (with tp_offset, the member's first
+ * element, when extraction set it). The lowering and the runtime size storage from them. */
+static void verifyTpSlice(Verifier *v, MlirOperation op) {
+  MlirAttribute full = mlirOperationGetAttributeByName(op, piperStr("tp_full"));
+  MlirAttribute slice = mlirOperationGetAttributeByName(op, piperStr("tp_slice"));
+  if (mlirAttributeIsNull(full) && mlirAttributeIsNull(slice)) return;
+  if (!piperOpIs(op, "tdag.param") && !piperOpIs(op, "tdag.adam_state")) {
+    fail(v, op, "tp_full and tp_slice belong on a tdag.param or tdag.adam_state");
+    return;
+  }
+  int64_t dims[4], sl[4], wholeN = 1, local, last;
+  bool ok = intList(full, 1, 4, 1, dims) && intList(slice, 4, 4, 1, sl);
+  for (intptr_t i = 0; ok && i < mlirArrayAttrGetNumElements(full); ++i)
+    ok = piperMulI64(wholeN, dims[i], &wholeN);
+  int64_t offset = piperGetIntAttr(op, "tp_offset", 0);
+  /* ZeRO over the data-parallel replicas of a slice types a moment as ceil(local / shards)
+   * elements (a ZeRO-3 parameter keeps the slice's type) */
+  int64_t R = piperGetIntAttr(op, "shards", 1), n = piperTensorNumel(resultType(op, 0));
+  ok = ok && offset >= 0 && R >= 1 && piperMulI64(sl[0], sl[2], &local) &&
+       (local == n || (R > 1 && (local + R - 1) / R == n)) && (sl[2] == 1 || sl[1] >= sl[0]) &&
+       piperMulI64(sl[2] - 1, sl[1], &last) && piperAddI64(last, sl[0], &last) &&
+       piperAddI64(last, offset, &last) && last <= wholeN;
+  if (!ok)
+    fail(v, op, "tp_full and tp_slice must be the whole shape and [block, stride, blocks, "
+                "step] (positive integers) of blocks * block = %lld elements (or, with shards, "
+                "a ZeRO shard of that many) inside it",
+         (long long)piperTensorNumel(resultType(op, 0)));
 }
 
 static MlirWalkResult verifyWalk(MlirOperation op, void *userData) {
+  if (piperOpInDialect(op, "tdag")) verifyTpSlice(userData, op);
   if (piperOpInDialect(op, "tdag")) verifyOp(userData, op);
   if (piperOpInDialect(op, "tdag") || piperOpInDialect(op, "comm")) verifyPlacement(userData, op);
   if (piperOpInDialect(op, "sched")) verifySched(userData, op);

@@ -220,6 +220,240 @@ irdl.dialect @tdag {
     irdl.results(out: %b)
   }
 
+  // ---- Qwen3 (piper-gen qwen3). Forward ----
+  // x(B,T,C) = wte(V,C)[tokens(B,T)]: a token embedding without a position table.
+  irdl.operation @embed {
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    irdl.operands(tokens: %t1, wte: %t2)
+    irdl.results(out: %t3)
+  }
+  // RMSNorm of every contiguous chunk of D elements of x's last dim N (w is (D), D divides N):
+  // y = x * rstd * w with rstd = 1 / sqrt(mean(x^2) + eps) per chunk, saved for backward
+  // (x's shape with last dim N/D). D = N is a plain RMSNorm; D = head dim normalizes each head.
+  irdl.operation @rmsnorm {
+    %f1 = irdl.base "#builtin.float"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    %t5 = irdl.base "!builtin.tensor"
+    irdl.attributes { "eps" = %f1 }
+    irdl.operands(x: %t2, weight: %t3)
+    irdl.results(out: %t4, rstd: %t5)
+  }
+  // Rotary position embedding of x(B,T,H*D), rotate-half convention per head of `head_dim` D:
+  // for j < D/2, angle a = t * theta^(-2j/D) at position t (dim 1),
+  // (x_j, x_{j+D/2}) -> (x_j cos a - x_{j+D/2} sin a, x_{j+D/2} cos a + x_j sin a).
+  irdl.operation @rope {
+    %i1 = irdl.base "#builtin.integer"
+    %f2 = irdl.base "#builtin.float"
+    %t = irdl.base "!builtin.tensor"
+    irdl.attributes { "head_dim" = %i1, "theta" = %f2 }
+    irdl.operands(x: %t)
+    irdl.results(out: %t)
+  }
+  // y = silu(gate) * up, elementwise.
+  irdl.operation @swiglu {
+    %t = irdl.base "!builtin.tensor"
+    irdl.operands(gate: %t, up: %t)
+    irdl.results(out: %t)
+  }
+  // Causal grouped-query attention: q(B,T,H*D), k, v(B,T,KV*D) -> out(B,T,H*D) =
+  // softmax(q k^T / sqrt(D)) v per query head j, which reads kv head floor(j*KV/H);
+  // probs(B,H,T,T) saved for backward.
+  irdl.operation @gqa_attention {
+    %i1 = irdl.base "#builtin.integer"
+    %i2 = irdl.base "#builtin.integer"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    %t5 = irdl.base "!builtin.tensor"
+    %t6 = irdl.base "!builtin.tensor"
+    %t7 = irdl.base "!builtin.tensor"
+    irdl.attributes { "heads" = %i1, "kv_heads" = %i2 }
+    irdl.operands(q: %t3, k: %t4, v: %t5)
+    irdl.results(out: %t6, probs: %t7)
+  }
+  // ---- Qwen3 backward (built by --piper-autodiff) ----
+  // dwte(V,C) = scatter-sum of dout(B,T,C) by tokens(B,T).
+  irdl.operation @embed_grad {
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    irdl.operands(dout: %t1, tokens: %t2)
+    irdl.results(dwte: %t3)
+  }
+  irdl.operation @rmsnorm_grad {
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    %t5 = irdl.base "!builtin.tensor"
+    %t6 = irdl.base "!builtin.tensor"
+    irdl.operands(dout: %t1, x: %t2, weight: %t3, rstd: %t4)
+    irdl.results(dx: %t5, dweight: %t6)
+  }
+  // The inverse rotation (the rotation is orthogonal, so its transpose).
+  irdl.operation @rope_grad {
+    %i1 = irdl.base "#builtin.integer"
+    %f2 = irdl.base "#builtin.float"
+    %t = irdl.base "!builtin.tensor"
+    irdl.attributes { "head_dim" = %i1, "theta" = %f2 }
+    irdl.operands(dout: %t)
+    irdl.results(dx: %t)
+  }
+  irdl.operation @swiglu_grad {
+    %t = irdl.base "!builtin.tensor"
+    irdl.operands(dout: %t, gate: %t, up: %t)
+    irdl.results(dgate: %t, dup: %t)
+  }
+  irdl.operation @gqa_attention_grad {
+    %i1 = irdl.base "#builtin.integer"
+    %i2 = irdl.base "#builtin.integer"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    %t5 = irdl.base "!builtin.tensor"
+    %t6 = irdl.base "!builtin.tensor"
+    %t7 = irdl.base "!builtin.tensor"
+    %t8 = irdl.base "!builtin.tensor"
+    %t9 = irdl.base "!builtin.tensor"
+    %t10 = irdl.base "!builtin.tensor"
+    irdl.attributes { "heads" = %i1, "kv_heads" = %i2 }
+    irdl.operands(dout: %t3, q: %t4, k: %t5, v: %t6, probs: %t7)
+    irdl.results(dq: %t8, dk: %t9, dv: %t10)
+  }
+
+  // ---- mixture of experts (issue 9). Letters: N tokens (the leading dims of h), C channels,
+  // E experts, K experts per token, G expert groups (devices under expert parallelism; 1 on one
+  // device), El = E/G experts per group, Fe expert FFN dim. A token's K copies are dispatched
+  // into R = G * cap rows, cap = N * min(K, El): group g's rows [g*cap, (g+1)*cap) hold the
+  // copies for its experts, expert by expert, each expert's copies in token order, the rest
+  // zero. `groups` (G) is optional, default 1. ----
+  // weights(...,K) = the top-K softmax(logits) probabilities renormalised to sum 1, experts
+  // (...,K) i32 their indices, largest first (ties: the lower index).
+  irdl.operation @moe_topk {
+    %i1 = irdl.base "#builtin.integer"
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    irdl.attributes { "top_k" = %i1 }
+    irdl.operands(logits: %t1)
+    irdl.results(weights: %t2, experts: %t3)
+  }
+  // dlogits(...,E): zero but at the chosen experts, where dlogits[e_m] = w_m (dw_m - sum_k dw_k w_k)
+  // (the renormalised weights are a softmax over the K chosen logits).
+  irdl.operation @moe_topk_grad {
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    irdl.operands(dweights: %t1, weights: %t2, experts: %t3)
+    irdl.results(dlogits: %t4)
+  }
+  // rows(R,C): each token's copy for each of its K experts, laid out as above; counts(E) i32:
+  // the copies each expert gets.
+  irdl.operation @moe_dispatch {
+    %i1 = irdl.base "#builtin.integer"
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    irdl.attributes { "num_experts" = %i1 }
+    irdl.operands(h: %t1, experts: %t2)
+    irdl.results(rows: %t3, counts: %t4)
+  }
+  // dh(...,C) = the sum of the gradients of a token's K rows.
+  irdl.operation @moe_dispatch_grad {
+    %i1 = irdl.base "#builtin.integer"
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    irdl.attributes { "num_experts" = %i1 }
+    irdl.operands(drows: %t1, experts: %t2)
+    irdl.results(dh: %t3)
+  }
+  // The El local experts: gates gate_0..gate_{El-1} (Fe,C), ups (Fe,C), downs (C,Fe), three
+  // variadic groups (so operandSegmentSizes = array<i32: 1, 1, El, El, El>: one IRDL constraint
+  // makes every operand of a variadic group the same type). counts (G*El) i32: block s, expert
+  // j has counts[s*El + j] rows. Each used row x of expert j: out = down_j(silu(gate_j x) *
+  // up_j x); hidden(R, 2Fe) saves [gate_j x, up_j x] for the backward. Unused rows are zero.
+  irdl.operation @moe_experts {
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    %t5 = irdl.base "!builtin.tensor"
+    %t6 = irdl.base "!builtin.tensor"
+    %t7 = irdl.base "!builtin.tensor"
+    irdl.operands(rows: %t1, counts: %t2, gates: variadic %t3, ups: variadic %t4,
+                  downs: variadic %t5)
+    irdl.results(out: %t6, hidden: %t7)
+  }
+  // drows(R,C): the gradient of the rows through their experts (zero on unused rows); the
+  // weights as moe_experts' (operandSegmentSizes = array<i32: 1, 1, 1, El, El, El>).
+  irdl.operation @moe_experts_grad_input {
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    %t5 = irdl.base "!builtin.tensor"
+    %t6 = irdl.base "!builtin.tensor"
+    %t7 = irdl.base "!builtin.tensor"
+    irdl.operands(dout: %t1, counts: %t2, hidden: %t3, gates: variadic %t4, ups: variadic %t5,
+                  downs: variadic %t6)
+    irdl.results(drows: %t7)
+  }
+  // The weight gradients of local expert `expert` (j): its gate, up (Fe,C) and down (C,Fe).
+  irdl.operation @moe_experts_grad_weight {
+    %i1 = irdl.base "#builtin.integer"
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    %t5 = irdl.base "!builtin.tensor"
+    %t6 = irdl.base "!builtin.tensor"
+    %t7 = irdl.base "!builtin.tensor"
+    %t8 = irdl.base "!builtin.tensor"
+    irdl.attributes { "expert" = %i1 }
+    irdl.operands(dout: %t1, rows: %t2, counts: %t3, hidden: %t4, down: %t5)
+    irdl.results(dgate: %t6, dup: %t7, ddown: %t8)
+  }
+  // y(...,C) = sum_k weights_k * out[the row of the token's k-th copy].
+  irdl.operation @moe_combine {
+    %i1 = irdl.base "#builtin.integer"
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    irdl.attributes { "num_experts" = %i1 }
+    irdl.operands(out: %t1, weights: %t2, experts: %t3)
+    irdl.results(y: %t4)
+  }
+  // dout(R,C) = weights_k * dy at each copy's row (zero on unused rows);
+  // dweights(...,K) = dy . out[row of copy k].
+  irdl.operation @moe_combine_grad {
+    %i1 = irdl.base "#builtin.integer"
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    %t4 = irdl.base "!builtin.tensor"
+    %t5 = irdl.base "!builtin.tensor"
+    %t6 = irdl.base "!builtin.tensor"
+    irdl.attributes { "num_experts" = %i1 }
+    irdl.operands(dy: %t1, out: %t2, weights: %t3, experts: %t4)
+    irdl.results(dout: %t5, dweights: %t6)
+  }
+  // ---- tensor parallelism ----
+  // y(...,N) = x(...,N) + b(N): a row-parallel linear's bias, added once after the
+  // all-reduce of its partial products (passes/shard_tensor.c).
+  irdl.operation @bias_add {
+    %t1 = irdl.base "!builtin.tensor"
+    %t2 = irdl.base "!builtin.tensor"
+    %t3 = irdl.base "!builtin.tensor"
+    irdl.operands(x: %t1, bias: %t2)
+    irdl.results(out: %t3)
+  }
+
   // ---- graph level (global training DAG) ----
   // One node of the global DAG: the ops of one tag group, pass and microbatch, outlined into
   // the function `callee` (the way gpu.launch_func names its kernel: IRDL ops cannot declare a

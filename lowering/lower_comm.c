@@ -112,7 +112,7 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
                       : L->role ? lbOffsetV(b, lwIn(L, op, 0), off)
                                 : lbOffset(b, lwIn(L, op, 0), sh.offset * elemBytes);
       MlirValue copy[3] = {mine, src, len};
-      lwCall(L, "prt_copy", 3, copy);
+      lwCall(L, lwTargetFn(L, "prt_copy", "prt_cuda_copy"), 3, copy);
     }
     MlirValue args[6] = {L->ctxArg, mine, res, lwI64(L, sh.c), lwI64(L, lwGroupOf(L, op)),
                          lwI64(L, lwStreamOf(L, op))};
@@ -123,9 +123,16 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
       MlirValue wait[2] = {L->ctxArg, h};
       lwCall(L, "prt_wait", 2, wait);
       MlirValue back[3] = {lwIn(L, op, 0), res, lwI64(L, sh.n)};
-      lwCall(L, "prt_copy", 3, back);
+      lwCall(L, lwTargetFn(L, "prt_copy", "prt_cuda_copy"), 3, back);
       setHandle(L, op, (MlirValue){NULL});
     }
+  } else if (piperOpIs(op, "comm.all_to_all")) {
+    /* comm.all_to_all(x) -> h = prt_iall_to_all(ctx, x, out, n, group, stream): block k of x
+     * to member k, block s of out from member s; wait at the first use of out */
+    MlirValue args[6] = {L->ctxArg, lwIn(L, op, 0), lwOut(L, op, 0),
+                         lwI64(L, piperTensorNumel(lwInType(op, 0))), lwI64(L, lwGroupOf(L, op)),
+                         lwI64(L, lwStreamOf(L, op))};
+    setHandle(L, op, lbCall(b, "prt_iall_to_all", b->i64, 6, args));
   } else if (piperOpIs(op, "comm.all_reduce")) {
     /* comm.all_reduce(g) -> h = prt_iall_reduce(ctx, g, n, group, stream) in place; wait at
      * the first use of the result */

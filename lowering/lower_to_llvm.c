@@ -81,9 +81,80 @@ static char *attrText(MlirOperation op, const char *name) {
   return strndup(s.data, s.length);
 }
 
+/* Tensor parallelism (passes/shard_tensor.c): a split parameter or moment carries tp_full
+ * (the whole tensor's dims) and, per member, tp_slice = [block, stride, blocks, step] with
+ * tp_offset. It is declared with the whole dims (the checkpoint's shape); `local` otherwise. */
+static MlirType tpWholeType(MlirOperation op, MlirType local) {
+  MlirAttribute full = mlirOperationGetAttributeByName(op, piperStr("tp_full"));
+  if (mlirAttributeIsNull(full)) return local;
+  int64_t dims[4], rank = mlirArrayAttrGetNumElements(full);
+  for (int64_t d = 0; d < rank && d < 4; ++d)
+    dims[d] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(full, d));
+  return mlirRankedTensorTypeGet(rank < 4 ? rank : 4, dims, mlirShapedTypeGetElementType(local),
+                                 mlirAttributeGetNull());
+}
+
+/* prt_declare_tp_slice(ctx, id, offset, block, stride, blocks) for a split tensor: this
+ * member's blocks of the whole one (before any ZeRO shard of them). */
+static void tpDeclareSlice(Lowering *L, MlirValue ctx, MlirOperation op, int64_t id) {
+  MlirAttribute slice = mlirOperationGetAttributeByName(op, piperStr("tp_slice"));
+  if (mlirAttributeIsNull(slice)) return;
+  LlvmBuilder *b = &L->lb;
+  MlirValue args[6] = {ctx, lbConstI64(b, id), lbConstI64(b, piperGetIntAttr(op, "tp_offset", 0))};
+  for (int i = 0; i < 3; ++i)
+    args[3 + i] = lbConstI64(b, mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(slice, i)));
+  lbCall(b, "prt_declare_tp_slice", (MlirType){NULL}, 6, args);
+}
+
+/* Expert parallelism in a plan per role (passes/shard.c, extract.c): a parameter or moment
+ * with ep_expert = [at, len, e, El] is replica 0's expert e; prt_declare_expert renames it to
+ * replica k's expert e + k * El. `prefix` is how many bytes precede the parameter's name in the
+ * tensor's name ("optim.<slot>." for a moment). Per-device plans hold the right names already. */
+static void epDeclareExpert(Lowering *L, MlirValue ctx, MlirOperation op, int64_t id,
+                            int64_t prefix) {
+  MlirAttribute mark = mlirOperationGetAttributeByName(op, piperStr("ep_expert"));
+  if (!L->role || mlirAttributeIsNull(mark) || mlirArrayAttrGetNumElements(mark) != 4) return;
+  LlvmBuilder *b = &L->lb;
+  MlirValue args[6] = {ctx, lbConstI64(b, id)};
+  for (int i = 0; i < 4; ++i)
+    args[2 + i] = lbConstI64(b, mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(mark, i)) +
+                                    (i == 0 ? prefix : 0));
+  lbCall(b, "prt_declare_expert", (MlirType){NULL}, 6, args);
+}
+
+/* A hand-written plan's ep_expert must say what prt_declare_expert checks at run time: four
+ * integers [at, len, e, stride] with e >= 0, stride >= 1 and e's `len` decimal digits at byte
+ * `at` of the parameter's name (the `param` of a moment). Refused at the op otherwise. */
+static bool epExpertOk(MlirOperation op) {
+  MlirAttribute mark = mlirOperationGetAttributeByName(op, piperStr("ep_expert"));
+  if (mlirAttributeIsNull(mark)) return true;
+  bool ok = mlirAttributeIsAArray(mark) && mlirArrayAttrGetNumElements(mark) == 4;
+  int64_t v[4] = {0};
+  for (int i = 0; ok && i < 4; ++i) {
+    MlirAttribute x = mlirArrayAttrGetElement(mark, i);
+    ok = mlirAttributeIsAInteger(x);
+    if (ok) v[i] = mlirIntegerAttrGetValueInt(x);
+  }
+  char *name = attrText(op, piperOpIs(op, "tdag.param") ? "name" : "param"), digits[24];
+  ok = ok && (piperOpIs(op, "tdag.param") || piperOpIs(op, "tdag.adam_state")) && v[2] >= 0 &&
+       v[3] >= 1 && v[0] >= 0 && (size_t)v[0] <= strlen(name) &&
+       v[1] == snprintf(digits, sizeof digits, "%lld", (long long)v[2]) &&
+       (size_t)v[1] <= strlen(name) - (size_t)v[0] && !memcmp(name + v[0], digits, (size_t)v[1]);
+  free(name);
+  if (!ok)
+    mlirEmitError(mlirOperationGetLocation(op),
+                  "piper-lower-to-llvm: ep_expert must be [at, len, e, stride] on a tdag.param or "
+                  "tdag.adam_state, with the expert index e (len decimal digits) at byte `at` of "
+                  "the parameter's name and stride >= 1 (passes/shard.c writes it)");
+  return ok;
+}
+
 static void emitSetup(Lowering *L, const char *fnName) {
   LlvmBuilder *b = &L->lb;
   MlirValue ctx = lbBeginFunction(b, fnName);
+  /* a GPU plan opens the GPU, loads its kernels (the PTX piper-compile embeds as piper_ptx)
+   * and makes the GPU the context's device before anything is declared or allocated */
+  if (L->shared->cuda) lwCall(L, "prt_cuda_setup", 1, &ctx);
   int64_t id = 0;
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
@@ -91,7 +162,9 @@ static void emitSetup(Lowering *L, const char *fnName) {
     if (piperOpIs(op, "tdag.param")) {
       name = attrText(op, "name");
       MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
-      declare(L, ctx, id++, name, PRT_PARAM, initKind(op), t, 0);
+      declare(L, ctx, id++, name, PRT_PARAM, initKind(op), tpWholeType(op, t), 0);
+      tpDeclareSlice(L, ctx, op, id - 1);
+      epDeclareExpert(L, ctx, op, id - 1, 0);
       if (lwIsShardedParam(mlirOperationGetResult(op, 0))) {
         /* ZeRO-3: declared with its full dims, stored as this replica's shard */
         Shard sh = lwShardOf(op, piperTensorNumel(t));
@@ -105,11 +178,15 @@ static void emitSetup(Lowering *L, const char *fnName) {
       size_t size = strlen(slot) + strlen(param) + sizeof "optim..";
       name = malloc(size);
       snprintf(name, size, "optim.%s.%s", slot, param);
+      int64_t paramAt = (int64_t)(strlen(name) - strlen(param)); /* where the param's name is */
       free(slot);
       free(param);
       MlirValue state = mlirOperationGetResult(op, 0);
       if (mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards")))) {
-        declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS, mlirValueGetType(state), 0);
+        declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS,
+                tpWholeType(op, mlirValueGetType(state)), 0);
+        tpDeclareSlice(L, ctx, op, id - 1);
+        epDeclareExpert(L, ctx, op, id - 1, paramAt);
       } else {
         /* ZeRO: declared with its parameter's full dims, so checkpoints hold the whole moment
          * whatever the layout, and stored as this replica's shard of it. The verifier makes
@@ -117,7 +194,9 @@ static void emitSetup(Lowering *L, const char *fnName) {
         MlirOperation upd = mlirOpOperandGetOwner(mlirValueGetFirstUse(state));
         MlirType full = lwInType(upd, 0);
         Shard sh = lwShardOf(op, piperTensorNumel(full));
-        declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS, full, 0);
+        declare(L, ctx, id++, name, PRT_OPTIM, PRT_INIT_ZEROS, tpWholeType(op, full), 0);
+        tpDeclareSlice(L, ctx, op, id - 1);
+        epDeclareExpert(L, ctx, op, id - 1, paramAt);
         MlirValue off, len;
         lwShardValues(L, ctx, sh, 1, &off, &len);
         MlirValue args[5] = {ctx, lbConstI64(b, id - 1), off, len, lbConstI64(b, sh.n)};
@@ -227,7 +306,7 @@ static void placeGradNorm(Lowering *L) {
 static void emitGradNorm(Lowering *L) {
   for (size_t i = 0; i < L->nOps; ++i)
     if (piperOpIs(L->ops[i], "tdag.adamw")) lwLowerGradSq(L, L->ops[i]);
-  lwCall(L, "prt_grad_norm_sync", 1, &L->ctxArg);
+  lwCall(L, lwTargetFn(L, "prt_grad_norm_sync", "prt_cuda_grad_norm_sync"), 1, &L->ctxArg);
 }
 
 /* True if the evaluation step runs `op`: a forward op or transfer, or the wait for one. */
@@ -307,6 +386,21 @@ static void freeLowering(Lowering *L) {
   free(L->ops);
 }
 
+/* True for a moe_experts / moe_experts_grad_input that still holds the experts of all its
+ * `groups` replicas (the global DAG's form, counts (E) rather than (groups * local experts);
+ * see moeExperts in dialects/tdag.c): the kernels index counts by G*El, so only a device's
+ * op, after --piper-extract, can be lowered. */
+static bool moeGlobalForm(MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f || (f->id != PIPER_TDAG_MOE_EXPERTS && f->id != PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT))
+    return false;
+  intptr_t first = f->id == PIPER_TDAG_MOE_EXPERTS ? 2 : 3;
+  int64_t G = piperGetIntAttr(op, "groups", 1), GEl;
+  int64_t El = (mlirOperationGetNumOperands(op) - first) / 3;
+  return !piperMulI64(G, El, &GEl) ||
+         piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(op, 1))) != GEl;
+}
+
 /* Lowers one graph function into `setupName` / `stepName`; erases it. */
 static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation func, Shared *shared,
                                        const char *setupName, const char *stepName,
@@ -320,17 +414,40 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "func.return")) continue;
     if ((!piperOpInDialect(op, "tdag") && !piperOpInDialect(op, "comm")) ||
-        (piperOpFacts(op) && piperOpFacts(op)->kind == PIPER_OP_GRAPH) ||
-        piperOpIs(op, "comm.all_to_all")) {
+        (piperOpFacts(op) && piperOpFacts(op)->kind == PIPER_OP_GRAPH)) {
       mlirEmitError(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce/"
-                    "reduce_scatter/all_gather can be lowered here; run the strategy passes "
-                    "first for graph-level ops");
+                    "reduce_scatter/all_gather/all_to_all can be lowered here; run the strategy "
+                    "passes first for graph-level ops");
+      return mlirLogicalResultFailure();
+    }
+    /* a kernel on the CPU and none on the target: the op cannot run there */
+    const PiperOpFacts *f = piperOpFacts(op);
+    if (f && f->cpuKernel && !lwKernelOf(shared, op)) {
+      piperEmitErrorf(mlirOperationGetLocation(op),
+                      "piper-lower-to-llvm: '%s' has no GPU kernel (its op-facts row in "
+                      "dialects/ops.c has no gpuKernel), so --target cuda cannot compile this "
+                      "plan; compile it for the CPU (no --target), or give the op a kernel in "
+                      "runtime/kernels/cuda.c and its row a gpuKernel", f->name);
       return mlirLogicalResultFailure();
     }
     L.nOps++;
   }
   if (mlirLogicalResultIsFailure(piperVerifyTdag(func))) return mlirLogicalResultFailure();
+  bool experts = true;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    experts = epExpertOk(op) && experts;
+  if (!experts) return mlirLogicalResultFailure();
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (moeGlobalForm(op)) {
+      mlirEmitError(mlirOperationGetLocation(op),
+                    "piper-lower-to-llvm: this expert op still holds the experts of all its "
+                    "groups' devices (a shard directive's global DAG); run --piper-extract first, "
+                    "which gives each device its own experts");
+      return mlirLogicalResultFailure();
+    }
   /* piper_step(ctx) has no other inputs or outputs: every tensor comes from a tdag.param,
    * adam_state or input op and leaves through a tdag.output, so a value from an argument would
    * have no storage, and a returned one would be dropped. */
@@ -486,6 +603,23 @@ static void freeShared(Shared *sh) {
   piperPtrMapFree(&sh->declared);
 }
 
+enum { TARGET_CPU, TARGET_CUDA }; /* what piper.target names */
+
+/* The module's target: its piper.target string attribute ("cpu" when absent, or "cuda"); -1
+ * with a diagnostic at the module for anything else. */
+static int targetOf(MlirOperation moduleOp) {
+  MlirAttribute t = mlirOperationGetAttributeByName(moduleOp, piperStr("piper.target"));
+  if (mlirAttributeIsNull(t)) return TARGET_CPU;
+  if (mlirAttributeIsAString(t)) {
+    MlirStringRef v = mlirStringAttrGetValue(t);
+    if (v.length == 3 && !memcmp(v.data, "cpu", 3)) return TARGET_CPU;
+    if (v.length == 4 && !memcmp(v.data, "cuda", 4)) return TARGET_CUDA;
+  }
+  mlirEmitError(mlirOperationGetLocation(moduleOp),
+                "piper-lower-to-llvm: piper.target must be the string \"cpu\" or \"cuda\"");
+  return -1;
+}
+
 MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(moduleOp, 0));
   MlirOperation *graphs = NULL; /* every graph function, however many devices the plan has */
@@ -507,6 +641,11 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   }
   MlirAttribute devAttr = mlirOperationGetAttributeByName(moduleOp, piperStr("piper.devices"));
   bool plan = !mlirAttributeIsNull(devAttr);
+  int target = targetOf(moduleOp);
+  if (target < 0) {
+    free(graphs);
+    return mlirLogicalResultFailure();
+  }
   int64_t devices = plan && mlirAttributeIsAInteger(devAttr) ? mlirIntegerAttrGetValueInt(devAttr)
                     : plan ? -1 : 1;
   /* A plan has exactly one function per device, device_0 .. device_{N-1}: the rank dispatch
@@ -564,6 +703,7 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   }
   free(seen);
   Shared shared = {0};
+  shared.cuda = target == TARGET_CUDA;
   piperPtrMapInit(&shared.groupOf, 16);
   if (!piperGrow((void **)&shared.streams, &shared.capStreams, 1, sizeof *shared.streams)) {
     free(graphs);

@@ -30,6 +30,9 @@ typedef struct {
   char **streams;            /* stream names, id = index; 0 is "compute"; owned strings */
   size_t nStreams, capStreams; /* used, allocated */
   PiperPtrMap declared;      /* llvm functions declared or defined so far (see lbInitShared) */
+  bool cuda;                 /* the module's piper.target is "cuda": ops call their rows'
+                                gpuKernel (libpiper_rt_cuda) instead of cpuKernel, and the
+                                host plan opens the GPU first (prt_cuda_setup) */
 } Shared;
 
 typedef struct {
@@ -87,6 +90,14 @@ void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args);
 int64_t lwStreamOf(Lowering *L, MlirOperation op);
 int64_t lwGroupOf(Lowering *L, MlirOperation op);
 void lwLowerCompute(Lowering *L, MlirOperation op);
+/* The runtime function serving `op` on the module's target (its row's cpuKernel or
+ * gpuKernel); NULL where the op is storage only, or has no kernel on that target. */
+const char *lwKernelOf(const Shared *sh, MlirOperation op);
+/* The target's name for a runtime helper the lowering calls itself (the gradient norm):
+ * `cpu` on the CPU, `gpu` under --target cuda. */
+static inline const char *lwTargetFn(const Lowering *L, const char *cpu, const char *gpu) {
+  return L->shared->cuda ? gpu : cpu;
+}
 /* The --grad-clip norm term of one tdag.adamw (see lower_compute.c). */
 void lwLowerGradSq(Lowering *L, MlirOperation op);
 void lwLowerComm(Lowering *L, MlirOperation op);

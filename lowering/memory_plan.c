@@ -164,7 +164,15 @@ bool lwPlanMemory(Lowering *L) {
       b->tensorId = lwDeclaresTensor(op) ? L->nTensors++ : -1;
       b->gradient = isGradient(L, op, r);
       int64_t elemBytes = piperTensorElementBytes(mlirValueGetType(v));
-      b->bytes = arenaBytesOf(piperTensorNumel(mlirValueGetType(v)), elemBytes);
+      int64_t elems = piperTensorNumel(mlirValueGetType(v));
+      if (L->shared->cuda && piperFactsGpuRowResult(piperOpFacts(op), r)) {
+        /* the GPU kernel writes one element per row of the last dim (ops.h gpuRowResults) */
+        MlirType t = mlirValueGetType(v);
+        intptr_t rank = mlirShapedTypeGetRank(t);
+        int64_t last = rank > 0 ? mlirShapedTypeGetDimSize(t, rank - 1) : 1;
+        if (last > 0) elems /= last;
+      }
+      b->bytes = arenaBytesOf(elems, elemBytes);
       if (piperOpIs(op, "comm.all_gather")) /* gathered into R padded shards of c */
         b->bytes = arenaBytesOf(lwGatherElems(op), elemBytes);
       if (b->bytes < 0) ok = false;

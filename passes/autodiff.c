@@ -84,6 +84,51 @@ static void gradLinear(Builder *b, MlirOperation op, MlirValue dy) {
     accumulate(b, op, operand(op, 2), emit1(b, "tdag.bias_grad", op, 1, &dy, operand(op, 2)));
 }
 
+/* The MoE ops' geometry attributes (num_experts, groups) that the gradient op of `op` repeats,
+ * when present; returns how many were written to `attrs` (at most 2). */
+static intptr_t moeAttrs(Builder *b, MlirOperation op, MlirNamedAttribute *attrs) {
+  static const char *names[2] = {"num_experts", "groups"};
+  intptr_t n = 0;
+  for (int i = 0; i < 2; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(names[i]));
+    if (!mlirAttributeIsNull(a)) attrs[n++] = piperNamedAttr(b->ctx, names[i], a);
+  }
+  return n;
+}
+
+/* moe_experts(rows, counts, gates..., ups..., downs...): the rows' gradient in one op (BI),
+ * each expert's three weight gradients in an op of its own (BW). */
+static void gradMoeExperts(Builder *b, MlirOperation op, MlirValue dy) {
+  intptr_t n = mlirOperationGetNumOperands(op), El = (n - 2) / 3;
+  MlirValue rows = operand(op, 0), counts = operand(op, 1), hidden = result(op, 1);
+  MlirValue *ins = malloc((size_t)(n + 1) * sizeof *ins);
+  ins[0] = dy;
+  ins[1] = counts;
+  ins[2] = hidden;
+  for (intptr_t i = 2; i < n; ++i) ins[i + 1] = operand(op, i);
+  MlirNamedAttribute attrs[3];
+  intptr_t na = moeAttrs(b, op, attrs);
+  int32_t seg[6] = {1, 1, 1, (int32_t)El, (int32_t)El, (int32_t)El};
+  attrs[na] = piperNamedAttr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 6, seg));
+  MlirType rt = typeOf(rows);
+  MlirOperation gi =
+      emit(b, "tdag.moe_experts_grad_input", op, "B", n + 1, ins, 1, &rt, na + 1, attrs);
+  accumulate(b, op, rows, result(gi, 0));
+  free(ins);
+  MlirType i64 = mlirIntegerTypeGet(b->ctx, 64);
+  for (intptr_t j = 0; j < El; ++j) {
+    MlirValue g = operand(op, 2 + j), u = operand(op, 2 + El + j), d = operand(op, 2 + 2 * El + j);
+    MlirValue wIns[5] = {dy, rows, counts, hidden, d};
+    MlirType types[3] = {typeOf(g), typeOf(u), typeOf(d)};
+    attrs[na] = piperNamedAttr(b->ctx, "expert", mlirIntegerAttrGet(i64, j));
+    MlirOperation gw =
+        emit(b, "tdag.moe_experts_grad_weight", op, "B", 5, wIns, 3, types, na + 1, attrs);
+    accumulate(b, op, g, result(gw, 0));
+    accumulate(b, op, u, result(gw, 1));
+    accumulate(b, op, d, result(gw, 2));
+  }
+}
+
 /* The vector-Jacobian product of one forward op, given its output gradient `dy`. */
 static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
   switch (piperOpFacts(op)->id) {
@@ -94,6 +139,10 @@ static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
   case PIPER_TDAG_ADD:
     accumulate(b, op, operand(op, 0), dy);
     accumulate(b, op, operand(op, 1), dy);
+    return mlirLogicalResultSuccess();
+  case PIPER_TDAG_BIAS_ADD: /* dx = dy; db = the column sums of dy */
+    accumulate(b, op, operand(op, 0), dy);
+    accumulate(b, op, operand(op, 1), emit1(b, "tdag.bias_grad", op, 1, &dy, operand(op, 1)));
     return mlirLogicalResultSuccess();
   case PIPER_TDAG_GELU: {
     MlirValue ops[2] = {dy, operand(op, 0)};
@@ -129,6 +178,89 @@ static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
     accumulate(b, op, wpe, result(g, 1));
     return mlirLogicalResultSuccess();
   }
+  case PIPER_TDAG_EMBED: {
+    /* x = wte[tokens]: dwte = scatter-sum of dy by token */
+    MlirValue wte = operand(op, 1);
+    MlirValue ops[2] = {dy, operand(op, 0)};
+    accumulate(b, op, wte, emit1(b, "tdag.embed_grad", op, 2, ops, wte));
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_RMSNORM: {
+    /* y = x * rstd * w: (dx, dw) from dy, x, w and the saved rstd */
+    MlirValue x = operand(op, 0), w = operand(op, 1);
+    MlirValue ops[4] = {dy, x, w, result(op, 1)};
+    MlirType types[2] = {typeOf(x), typeOf(w)};
+    MlirOperation g = emit(b, "tdag.rmsnorm_grad", op, "B", 4, ops, 2, types, 0, NULL);
+    accumulate(b, op, x, result(g, 0));
+    accumulate(b, op, w, result(g, 1));
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_ROPE: {
+    /* a rotation per (position, pair): dx = the inverse rotation of dy, same attributes */
+    MlirValue x = operand(op, 0);
+    MlirType t = typeOf(x);
+    MlirNamedAttribute attrs[2] = {
+        piperNamedAttr(b->ctx, "head_dim",
+                       mlirOperationGetAttributeByName(op, piperStr("head_dim"))),
+        piperNamedAttr(b->ctx, "theta", mlirOperationGetAttributeByName(op, piperStr("theta")))};
+    MlirOperation g = emit(b, "tdag.rope_grad", op, "B", 1, &dy, 1, &t, 2, attrs);
+    accumulate(b, op, x, result(g, 0));
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_SWIGLU: {
+    /* y = silu(gate) * up: (dgate, dup) from dy, gate, up */
+    MlirValue gate = operand(op, 0), up = operand(op, 1);
+    MlirValue ops[3] = {dy, gate, up};
+    MlirType types[2] = {typeOf(gate), typeOf(up)};
+    MlirOperation g = emit(b, "tdag.swiglu_grad", op, "B", 3, ops, 2, types, 0, NULL);
+    accumulate(b, op, gate, result(g, 0));
+    accumulate(b, op, up, result(g, 1));
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_GQA_ATTENTION: {
+    /* (dq, dk, dv) from dy, q, k, v and the saved probs; heads and kv_heads carried over */
+    MlirValue q = operand(op, 0), k = operand(op, 1), v = operand(op, 2);
+    MlirValue ops[5] = {dy, q, k, v, result(op, 1)};
+    MlirType types[3] = {typeOf(q), typeOf(k), typeOf(v)};
+    MlirNamedAttribute attrs[2] = {
+        piperNamedAttr(b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads"))),
+        piperNamedAttr(b->ctx, "kv_heads",
+                       mlirOperationGetAttributeByName(op, piperStr("kv_heads")))};
+    MlirOperation g = emit(b, "tdag.gqa_attention_grad", op, "B", 5, ops, 3, types, 2, attrs);
+    accumulate(b, op, q, result(g, 0));
+    accumulate(b, op, k, result(g, 1));
+    accumulate(b, op, v, result(g, 2));
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_MOE_TOPK: {
+    /* only the weights (#0) have a gradient; the expert ids are integers */
+    MlirValue ops[3] = {dy, result(op, 0), result(op, 1)};
+    accumulate(b, op, operand(op, 0), emit1(b, "tdag.moe_topk_grad", op, 3, ops, operand(op, 0)));
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_MOE_DISPATCH: {
+    MlirValue h = operand(op, 0), ops[2] = {dy, operand(op, 1)};
+    MlirNamedAttribute attrs[2];
+    intptr_t na = moeAttrs(b, op, attrs);
+    MlirType t = typeOf(h);
+    MlirOperation g = emit(b, "tdag.moe_dispatch_grad", op, "B", 2, ops, 1, &t, na, attrs);
+    accumulate(b, op, h, result(g, 0));
+    return mlirLogicalResultSuccess();
+  }
+  case PIPER_TDAG_MOE_EXPERTS:
+    gradMoeExperts(b, op, dy);
+    return mlirLogicalResultSuccess();
+  case PIPER_TDAG_MOE_COMBINE: {
+    MlirValue out = operand(op, 0), w = operand(op, 1);
+    MlirValue ops[4] = {dy, out, w, operand(op, 2)};
+    MlirNamedAttribute attrs[2];
+    intptr_t na = moeAttrs(b, op, attrs);
+    MlirType types[2] = {typeOf(out), typeOf(w)};
+    MlirOperation g = emit(b, "tdag.moe_combine_grad", op, "B", 4, ops, 2, types, na, attrs);
+    accumulate(b, op, out, result(g, 0));
+    accumulate(b, op, w, result(g, 1));
+    return mlirLogicalResultSuccess();
+  }
   /* no gradient rule: leaves, the loss (seeded by differentiate), ops autodiff itself emits
    * and ops of later passes */
   case PIPER_TDAG_PARAM:
@@ -148,6 +280,16 @@ static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
   case PIPER_TDAG_BUCKET:
   case PIPER_TDAG_PACK_INTO:
   case PIPER_TDAG_VIEW:
+  case PIPER_TDAG_EMBED_GRAD:
+  case PIPER_TDAG_RMSNORM_GRAD:
+  case PIPER_TDAG_ROPE_GRAD:
+  case PIPER_TDAG_SWIGLU_GRAD:
+  case PIPER_TDAG_GQA_ATTENTION_GRAD:
+  case PIPER_TDAG_MOE_TOPK_GRAD:
+  case PIPER_TDAG_MOE_DISPATCH_GRAD:
+  case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT:
+  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT:
+  case PIPER_TDAG_MOE_COMBINE_GRAD:
   case PIPER_TDAG_NODE:
     break;
   }

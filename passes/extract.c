@@ -12,8 +12,12 @@
  * replicated update's `replica` is read as "k == 0" at run time; a ZeRO op's `shard` is k
  * (offset k * c, length min(c, n - k * c): the last shard may be shorter). The lowering reads k from the
  * rank (prt_declare_roles: rank -> (role, k) from the P ranges, O(P)), so the plan, the
- * compile time and the binary are flat in R. Otherwise (uneven or non-range lists, R = 1 as in
- * pure pipelines) the plan has one function per device, @device_<d>.
+ * compile time and the binary are flat in R. Expert parallelism (shard.c) keeps roles: an
+ * expert's ops sit on its owner replica alone (ep_local), replica k's experts being replica
+ * 0's shifted by k * E/G, so the role plan holds replica 0's and the lowering renames them
+ * for k (epRolesOk below). Otherwise (uneven or non-range lists, R = 1 as in pure pipelines,
+ * tensor parallelism, expert names shard.c cannot place) the plan has one function per
+ * device, @device_<d>.
  *
  * Order. Each device runs its ops sorted by (rank, program position). An op's rank is the
  * index of the first group of the `order` directive that governs the device (the first one
@@ -120,6 +124,7 @@ typedef struct {
   MlirOperation *orders;  /* sched.order directives */
   size_t nOrders;
   MlirBlock moduleBody;
+  PiperTpLayout tp;           /* its tensor-parallel layout (shard_tensor.c) */
   MlirOperation insertBefore; /* new functions go before the training function */
 } Extractor;
 
@@ -162,6 +167,114 @@ static void insertWaits(MlirBlock body, MlirOperation ret) {
         piperOpCreate("comm.wait", mlirOperationGetLocation(op), 1, &token, 0, NULL, 0, NULL);
     mlirBlockInsertOwnedOperationBefore(body, first, wait);
   }
+}
+
+/* ---- order groups of several filters (piper-sched dualpipev --ep: an overlapped F&B pair) ----
+ * The ops of one such group share a rank, so program position alone would run one node's
+ * ops, then the other's (forwards come first in the program), and every all-to-all would wait
+ * right after it is issued. Instead the group's ops are interleaved by lane (the filter that
+ * selects them; an op no filter selects goes with the op before it): a lane runs until it
+ * issues an all-to-all, then the other lane runs until it issues one, and so on, so one
+ * microbatch's exchange is in flight while the other computes (DualPipe's overlap). Each lane
+ * keeps its program order; if an op would then precede one whose result it reads (a value
+ * crossing lanes), the group keeps program order. */
+
+/* Index of the first filter of group `g` of `order` that selects `op`, or -1. */
+static int64_t filterOf(MlirOperation order, int64_t g, MlirOperation op) {
+  MlirAttribute groups = mlirOperationGetAttributeByName(order, piperStr("filters"));
+  if (g < 0 || g >= mlirArrayAttrGetNumElements(groups)) return -1;
+  MlirAttribute filters = mlirArrayAttrGetElement(groups, g);
+  for (intptr_t f = 0; f < mlirArrayAttrGetNumElements(filters); ++f)
+    if (piperFilterMatches(op, mlirArrayAttrGetElement(filters, f))) return f;
+  return -1;
+}
+
+static void interleaveRun(MlirOperation order, Scheduled *run, size_t m, int64_t lanes) {
+  int64_t *lane = malloc(m * sizeof *lane);
+  size_t *next = calloc((size_t)lanes, sizeof *next); /* per lane: next index into run to scan */
+  Scheduled *out = malloc(m * sizeof *out);
+  PiperPtrMap at; /* op ptr -> its index in out */
+  piperPtrMapInit(&at, m * 2);
+  for (size_t i = 0; i < m; ++i) {
+    int64_t f = filterOf(order, run[i].rank, run[i].op);
+    lane[i] = f >= 0 ? f : i ? lane[i - 1] : 0;
+  }
+  int64_t cur = 0;
+  for (size_t k = 0; k < m; ++k) {
+    size_t pick = m;
+    for (int64_t tries = 0; tries < lanes && pick == m; ++tries, cur = (cur + 1) % lanes) {
+      while (next[cur] < m && lane[next[cur]] != cur) next[cur]++;
+      if (next[cur] < m) {
+        pick = next[cur]++;
+        break;
+      }
+    }
+    out[k] = run[pick];
+    piperPtrMapPut(&at, run[pick].op.ptr, (intptr_t)k);
+    if (piperOpIs(run[pick].op, "comm.all_to_all")) { /* after a run of exchanges issued, */
+      size_t q = next[cur];                             /* the other lane's turn */
+      while (q < m && lane[q] != cur) ++q;
+      if (q == m || !piperOpIs(run[q].op, "comm.all_to_all")) cur = (cur + 1) % lanes;
+    }
+  }
+  bool ok = true; /* every producer in the run still comes first */
+  for (size_t k = 0; k < m && ok; ++k)
+    for (intptr_t a = 0; a < mlirOperationGetNumOperands(out[k].op) && ok; ++a) {
+      MlirValue v = mlirOperationGetOperand(out[k].op, a);
+      intptr_t p;
+      if (mlirValueIsAOpResult(v) && piperPtrMapGet(&at, mlirOpResultGetOwner(v).ptr, &p))
+        ok = (size_t)p < k;
+    }
+  if (ok) memcpy(run, out, m * sizeof *out);
+  piperPtrMapFree(&at);
+  free(out);
+  free(next);
+  free(lane);
+}
+
+/* Interleaves each run of ops whose rank is a group of several filters (see above). */
+static void interleaveGroups(MlirOperation order, Scheduled *s, size_t n) {
+  if (mlirOperationIsNull(order)) return;
+  MlirAttribute groups = mlirOperationGetAttributeByName(order, piperStr("filters"));
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i; j < n && s[j].rank == s[i].rank; ++j) {
+    }
+    int64_t g = s[i].rank;
+    intptr_t lanes = g >= 0 && g < mlirArrayAttrGetNumElements(groups)
+                         ? mlirArrayAttrGetNumElements(mlirArrayAttrGetElement(groups, g))
+                         : 0;
+    if (lanes >= 2) interleaveRun(order, s + i, j - i, lanes);
+  }
+}
+
+/* Expert parallelism (passes/shard.c): the instance `c` on device d of a sharded moe_experts or
+ * moe_experts_grad_input `op` keeps only the weights of the experts device d owns (their
+ * parameters are placed there alone), each of the three groups (gates, ups, downs) cut alike,
+ * and its operandSegmentSizes follows. Other ops are left alone. */
+static void epLocalWeights(MlirContext ctx, MlirOperation op, MlirOperation c, int64_t d) {
+  bool fwd = piperOpIs(op, "tdag.moe_experts");
+  if ((!fwd && !piperOpIs(op, "tdag.moe_experts_grad_input")) ||
+      piperGetIntAttr(op, "groups", 1) <= 1)
+    return;
+  intptr_t first = fwd ? 2 : 3, n = mlirOperationGetNumOperands(op), E = (n - first) / 3;
+  MlirValue *keep = malloc((size_t)n * sizeof *keep);
+  intptr_t k = 0, local = 0;
+  for (intptr_t i = 0; i < first; ++i) keep[k++] = mlirOperationGetOperand(op, i);
+  for (int w = 0; w < 3; ++w)
+    for (intptr_t e = 0; e < E; ++e) {
+      MlirValue v = mlirOperationGetOperand(op, first + w * E + e);
+      int64_t R;
+      if (mlirValueIsAOpResult(v) && replicaIndex(mlirOpResultGetOwner(v), d, &R) >= 0) {
+        keep[k++] = v;
+        local += w == 0;
+      }
+    }
+  mlirOperationSetOperands(c, k, keep);
+  int32_t seg[6] = {1, 1, 1, (int32_t)local, (int32_t)local, (int32_t)local};
+  int32_t *s = fwd ? seg + 1 : seg;
+  mlirOperationSetAttributeByName(c, piperStr("operandSegmentSizes"),
+                                  mlirDenseI32ArrayGet(ctx, fwd ? 5 : 6, s));
+  free(keep);
 }
 
 /* The plan of device d, or (role >= 0) of role `role`, whose replica 0 is device d: then its
@@ -229,6 +342,7 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
     return status;
   }
   qsort(s, n, sizeof *s, byRank);
+  interleaveGroups(order, s, n);
 
   /* func.func @device_<d>() with the instantiated ops */
   char name[32];
@@ -270,7 +384,11 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
   for (size_t i = 0; i < n && mlirLogicalResultIsSuccess(status); ++i) {
     MlirOperation op = s[i].op, c = mlirOperationClone(op);
     int64_t R, k = replicaIndex(op, d, &R);
+    /* tensor parallelism (shard_tensor.c): on a TP list R and k count data-parallel
+     * replicas; flatK is the position in the device list (peers pair up by it) */
+    int64_t flatK = k, tpT = piperTpSplitReplicas(&ex->tp, op, &R, &k);
     mlirBlockAppendOwnedOperation(body, c);
+    epLocalWeights(ex->ctx, op, c, d);
     for (intptr_t a = 0; a < mlirOperationGetNumOperands(c); ++a) {
       intptr_t v;
       if (!piperPtrMapGet(&cloneOf, mlirOperationGetOperand(c, a).ptr, &v)) {
@@ -316,12 +434,13 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
       mlirOperationSetAttributeByName(c, piperStr("replica"), i64Attr(ex->ctx, k)); /* norm once */
     MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
     if (!mlirAttributeIsNull(peers)) {
-      mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, k));
+      mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, flatK));
       if (role >= 0) /* replica k's peer: peer + k * peer_stride (replica k of the other role;
                       * the comm dialect keeps the `peers` list, one uniqued attribute a stage) */
         mlirOperationSetAttributeByName(c, piperStr("peer_stride"),
                                         i64Attr(ex->ctx, rangeStride(peers)));
     }
+    if (tpT > 1 && piperTpInstantiate(c, op, flatK, tpT)) continue;
     mlirOperationRemoveAttributeByName(c, piperStr("devices"));
   }
   MlirOperation ret = piperOpCreate("func.return", loc, 0, NULL, 0, NULL, 0, NULL);
@@ -335,6 +454,52 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
 static int byStart(const void *a, const void *b) {
   const Role *x = a, *y = b;
   return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* ---- expert parallelism under roles (passes/shard.c) ----
+ * An expert's parameters, moments, updates and weight gradients are `ep_local`: placed on the
+ * one replica that owns the expert. Replica k owns replica 0's experts shifted by k * E/G and
+ * runs the same ops on them (shard.c builds every expert alike), so replica 0's plan serves
+ * every k if what differs, the names, can be computed from k: every ep_local parameter and
+ * moment carries ep_expert (shard.c: the expert index's place in the name), which the lowering
+ * turns into prt_declare_expert. Role mode then also needs each ep_local op on a device of a
+ * role and, as a check of the symmetry, every replica of a role holding the same sequence of
+ * them (op names and result types, in program order, compared by a hash per device). */
+
+static bool epLocal(MlirOperation op) {
+  return !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")));
+}
+
+/* The ep_local ops agree with the roles (see above); ex->roles is the partition. */
+static bool epRolesOk(Extractor *ex, int64_t devices) {
+  uint64_t *sig = calloc((size_t)devices, sizeof *sig); /* per device: its ep_local ops' hash */
+  bool ok = sig != NULL;
+  for (size_t i = 0; i < ex->nOps && ok; ++i) {
+    MlirOperation op = ex->ops[i];
+    if (!epLocal(op)) continue;
+    MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    int64_t d = mlirArrayAttrGetNumElements(devs) == 1
+                    ? mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, 0))
+                    : -1;
+    bool nameless = !piperOpIs(op, "tdag.param") && !piperOpIs(op, "tdag.adam_state");
+    ok = d >= 0 && d < devices &&
+         (nameless ||
+          !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_expert"))));
+    if (!ok) break;
+    /* FNV-1a over the uniqued name and result types (context-owned, so pointers compare) */
+    uint64_t h = sig[d] ^ (uint64_t)(uintptr_t)mlirIdentifierStr(mlirOperationGetName(op)).data;
+    h *= 1099511628211ull;
+    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+      h ^= (uint64_t)(uintptr_t)mlirValueGetType(mlirOperationGetResult(op, r)).ptr;
+      h *= 1099511628211ull;
+    }
+    sig[d] = h;
+  }
+  for (size_t p = 0; p < ex->nRoles && ok; ++p) /* the partition covers every device */
+    for (int64_t k = 1; k < ex->roles[p].count && ok; ++k)
+      ok = sig[ex->roles[p].start + k * ex->roles[p].stride] == sig[ex->roles[p].start];
+  free(sig);
+  return ok;
 }
 
 /* Role mode applies when the plan's device lists partition the N devices into lists of one
@@ -353,6 +518,7 @@ static bool findRoles(Extractor *ex, int64_t devices) {
       ok = false;
       break;
     }
+    if (epLocal(op)) continue; /* one replica's expert: epRolesOk checks these */
     if (piperPtrMapGet(&listOf, devs.ptr, NULL)) continue;
     int64_t stride = rangeStride(devs), count = mlirArrayAttrGetNumElements(devs);
     if (!stride || !count ||
@@ -389,6 +555,7 @@ static bool findRoles(Extractor *ex, int64_t devices) {
       }
     free(seen);
   }
+  ok = ok && epRolesOk(ex, devices);
   if (!ok) ex->nRoles = 0;
   return ok;
 }
@@ -399,6 +566,7 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
   Extractor ex = {.ctx = mlirOperationGetContext(module),
                   .moduleBody = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)),
                   .insertBefore = func};
+  piperTpLayoutInit(&ex.tp, module);
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   size_t cap = 256;
   ex.ops = malloc(cap * sizeof *ex.ops);
@@ -432,7 +600,9 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
                     PIPER_MAX_DEVICES);
     status = mlirLogicalResultFailure();
   }
-  bool roles = mlirLogicalResultIsSuccess(status) && findRoles(&ex, devices);
+  /* tensor-parallel members differ by more than k (slices, groups): per-device plans */
+  bool roles = mlirLogicalResultIsSuccess(status) && !piperHasTensorParallel(module) &&
+               findRoles(&ex, devices);
   for (size_t p = 0; roles && p < ex.nRoles && mlirLogicalResultIsSuccess(status); ++p)
     status = extractDevice(&ex, ex.roles[p].start, (int64_t)p);
   for (int64_t d = 0; !roles && d < devices && mlirLogicalResultIsSuccess(status); ++d)
@@ -455,6 +625,7 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
   free(ex.ops);
   free(ex.orders);
   free(ex.roles);
+  piperTpLayoutFree(&ex.tp);
   return status;
 }
 

@@ -27,7 +27,8 @@ static MlirLogicalResult importMlir(MlirOperation module, const char *path, cons
       mlirBlockAppendOwnedOperation(into, op);
     } else if (!nonSched++) {
       mlirEmitError(mlirOperationGetLocation(op),
-                    "a strategy file holds only sched ops (place, replicate, shard, split, order)");
+                    "a strategy file holds only sched ops (place, replicate, shard, split, order, "
+                    "shard_tensor)");
     }
     op = next;
   }

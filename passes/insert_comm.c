@@ -116,6 +116,48 @@ static bool overlap(MlirAttribute a, MlirAttribute b) {
   return shared;
 }
 
+/* ---- expert parallelism (passes/shard.c) ---- */
+
+/* True if every device of `a` is in `b`. */
+static bool subsetOf(MlirAttribute a, MlirAttribute b) {
+  if (mlirArrayAttrGetNumElements(a) > mlirArrayAttrGetNumElements(b)) return false;
+  if (mlirArrayAttrGetNumElements(a) == 1) { /* an expert's one owner: a binary search, as place
+                                              * sorts lists (sorting `b` for each of E experts'
+                                              * edges made EP compiles quadratic in devices) */
+    int64_t d = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(a, 0));
+    intptr_t lo = 0, hi = mlirArrayAttrGetNumElements(b) - 1;
+    while (lo <= hi) {
+      intptr_t mid = lo + (hi - lo) / 2;
+      int64_t v = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(b, mid));
+      if (v == d) return true;
+      if (v < d) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return false;
+  }
+  intptr_t na, nb, j = 0;
+  int64_t *x = sortedDevices(a, &na), *y = sortedDevices(b, &nb);
+  bool sub = x && y;
+  for (intptr_t i = 0; sub && i < na; ++i) {
+    while (j < nb && y[j] < x[i]) ++j;
+    sub = j < nb && y[j] == x[i];
+  }
+  free(x);
+  free(y);
+  return sub;
+}
+
+/* An edge the shard directive made local: an expert's parameter (on its owner replica) read by
+ * the stage's moe_experts, or a replica's own rows read by its owner-only weight-gradient op.
+ * One side is `ep_local` and runs on a subset of the other's devices: on each device the value
+ * is its own replica's (extract keeps a replica's own experts' weights), nothing to send. */
+static bool epLocalEdge(MlirOperation op, MlirOperation producer, MlirAttribute from,
+                        MlirAttribute to) {
+  bool marked = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local"))) ||
+                !mlirAttributeIsNull(mlirOperationGetAttributeByName(producer, piperStr("ep_local")));
+  return marked && (subsetOf(from, to) || subsetOf(to, from));
+}
+
 static MlirOperation updateOf(MlirBlock body, MlirValue param) {
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
@@ -176,6 +218,7 @@ static MlirLogicalResult runInsertComm(MlirOperation module, const char *arg) {
       MlirOperation producer = mlirOpResultGetOwner(v);
       MlirAttribute from = devicesOf(producer);
       if (mlirAttributeIsNull(from) || mlirAttributeEqual(from, to)) continue;
+      if (epLocalEdge(op, producer, from, to)) continue;
       if (!sameSize(from, to) || overlap(from, to)) {
         mlirEmitError(mlirOperationGetLocation(op),
                       "insert-comm: this op's input comes from a different set of devices with "

@@ -1,5 +1,6 @@
 /* --piper-place: the `place` directive. Sets `devices` on every op its filter selects (a
- * later directive overrides an earlier one, as in Piper). Afterwards every op of the training
+ * later directive overrides an earlier one, as in Piper), then applies the `shard` directives
+ * (expert parallelism: passes/shard.c). Afterwards every op of the training
  * graph must be placed; a strategy without any place directive puts everything on device 0.
  * Device ids must be dense from 0: the plan's world size is the number of devices used, and
  * is recorded on the module as `piper.devices`. */
@@ -10,6 +11,7 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
 #include "piper/checked.h"
+#include "piper/ptrmap.h"
 
 static int64_t deviceAt(MlirAttribute devices, intptr_t i) {
   return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
@@ -84,13 +86,20 @@ static MlirLogicalResult checkNoDeviceLeftEmpty(MlirBlock body, const MlirOperat
                                                 const bool *used, int64_t maxDevice) {
   bool *holds = calloc((size_t)maxDevice + 1, sizeof *holds);
   if (!holds) return mlirLogicalResultFailure();
+  PiperPtrMap seen; /* device lists already walked (uniqued attributes): each list once, not
+                     * once per op, which was O(ops x devices) with thousands of experts */
+  piperPtrMapInit(&seen, 16);
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    if (!piperOpInDialect(op, "tdag") || mlirAttributeIsNull(devices)) continue;
+    if (!piperOpInDialect(op, "tdag") || mlirAttributeIsNull(devices) ||
+        piperPtrMapGet(&seen, devices.ptr, NULL))
+      continue;
+    piperPtrMapPut(&seen, devices.ptr, 1);
     for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices); ++i)
       holds[deviceAt(devices, i)] = true;
   }
+  piperPtrMapFree(&seen);
   MlirLogicalResult status = mlirLogicalResultSuccess();
   for (int64_t dev = 0; dev <= maxDevice; ++dev) {
     if (!used[dev] || holds[dev]) continue;
@@ -131,13 +140,6 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
 
   for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
        d = mlirOperationGetNextInBlock(d)) {
-    if (piperOpIs(d, "sched.shard")) {
-      /* parsed (and validated) by the importer; its all-to-all lowering comes with MoE ops */
-      piperDirectiveError(d, "shard: expert parallelism needs MoE (expert) ops, and the tdag "
-                             "dialect has none yet; remove the shard directive");
-      status = mlirLogicalResultFailure();
-      goto done; /* one place frees the tables */
-    }
     if (!piperOpIs(d, "sched.place")) continue;
     if (mlirOperationIsNull(firstPlace)) firstPlace = d;
     if (!piperGrow((void **)&places, &capPlaces, (size_t)nPlaces + 1, sizeof *places)) {
@@ -216,6 +218,12 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
         status = mlirLogicalResultFailure();
       }
   }
+  /* shard directives (expert parallelism, passes/shard.c) re-place the experts' parameters on
+   * the stage's replicas once every op has its stage */
+  for (MlirOperation d = mlirBlockGetFirstOperation(top);
+       !mlirOperationIsNull(d) && mlirLogicalResultIsSuccess(status);
+       d = mlirOperationGetNextInBlock(d))
+    if (piperOpIs(d, "sched.shard")) status = piperApplyShard(d, body);
 done:
   free(used);
   free(listedBy);

@@ -56,8 +56,8 @@ static const PiperPassInfo registry[] = {
      "append the directives of a Piper JSON (or sched .mlir) strategy file as sched ops",
      "piper-import-strategy=FILE", piperCreateImportStrategyPass},
     {"piper-apply-strategy",
-     "import FILE and apply its directives: split, split-backward, place, insert-comm, "
-     "replicate (the global "
+     "import FILE and apply its directives: split, split-backward, place, shard-tensor, "
+     "insert-comm, replicate (the global "
      "DAG; add --piper-extract for per-device plans)",
      "piper-apply-strategy=FILE", NULL},
     {"piper-split", "split directive: copy forward/backward ops per microbatch", NULL,
@@ -66,6 +66,10 @@ static const PiperPassInfo registry[] = {
      NULL, piperCreateSplitBackwardPass},
     {"piper-place", "place directive: set the devices of the selected ops", NULL,
      piperCreatePlacePass},
+    {"piper-shard-tensor",
+     "shard_tensor directive: Megatron column/row splits of the selected regions over a "
+     "tensor-parallel group, with their all-reduces",
+     NULL, piperCreateShardTensorPass},
     {"piper-insert-comm", "send/recv for values crossing devices; copies of shared parameters",
      NULL, piperCreateInsertCommPass},
     {"piper-replicate", "replicate directive: gradient all-reduce over data-parallel replicas",
@@ -89,10 +93,11 @@ static const PiperPassInfo registry[] = {
 const PiperPassInfo *piperPassRegistry(void) { return registry; }
 
 int piperStrategyPasses(const char *file, MlirPass *out, int max) {
-  MlirPass all[6] = {piperCreateImportStrategyPass(file), piperCreateSplitPass(NULL),
+  MlirPass all[7] = {piperCreateImportStrategyPass(file), piperCreateSplitPass(NULL),
                      piperCreateSplitBackwardPass(NULL), piperCreatePlacePass(NULL),
-                     piperCreateInsertCommPass(NULL), piperCreateReplicatePass(NULL)};
-  int n = max < 6 ? max : 6;
+                     piperCreateShardTensorPass(NULL), piperCreateInsertCommPass(NULL),
+                     piperCreateReplicatePass(NULL)};
+  int n = max < 7 ? max : 7;
   for (int i = 0; i < n; ++i) out[i] = all[i];
   return n;
 }

@@ -92,10 +92,13 @@ static MlirOperation collective(MlirContext ctx, MlirBlock body, const char *nam
  * `upd` (see the file comment). */
 static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, MlirAttribute devices,
                         MlirAttribute stream, MlirAttribute gatherStream, int zero,
-                        bool bucketed) {
+                        bool bucketed, int64_t tp) {
   MlirValue p = mlirOperationGetOperand(upd, 0), g = mlirOperationGetOperand(upd, 1);
   MlirOperation producer = mlirOpResultGetOwner(g), param = mlirOpResultGetOwner(p);
-  int64_t R = mlirArrayAttrGetNumElements(devices), n = piperTensorNumel(mlirValueGetType(p));
+  /* on a tensor-parallel list (shard_tensor.c) the replicas are its tp-size runs; extraction
+   * narrows each collective's group to the member's data-parallel peers */
+  int64_t R = mlirArrayAttrGetNumElements(devices) / tp;
+  int64_t n = piperTensorNumel(mlirValueGetType(p));
   int64_t c = (n + R - 1) / R;
   MlirType f32 = mlirF32TypeGet(ctx);
   MlirType chunk = mlirRankedTensorTypeGet(1, &c, f32, mlirAttributeGetNull());
@@ -266,12 +269,16 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
   MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
   MlirAttribute stream = mlirOperationGetAttributeByName(d, piperStr("reduce_stream"));
   int matched = 0;
+  int64_t tp = 0; /* tensor-parallel group size of the placed list (shard_tensor.c), 1 none */
   MlirOperation *updates = NULL; /* the selected updates: one per parameter, any number */
   size_t nUpdates = 0, capUpdates = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     if (!piperOpInDialect(op, "tdag") || !piperFilterMatches(op, filter)) continue;
     matched++;
+    /* an expert's parameter, gradient and update, owned by one replica (the shard directive,
+     * passes/shard.c): not reduced over the replicas */
+    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")))) continue;
     MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
     /* a parameter's copy lives with the consumers that read it (insert-comm), elsewhere */
     if (!piperOpIs(op, "tdag.param") && !sameDevices(placed, devices)) {
@@ -280,7 +287,11 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
       free(updates);
       return mlirLogicalResultFailure();
     }
-    if (!piperOpIs(op, "tdag.adamw") || mlirArrayAttrGetNumElements(devices) < 2) continue;
+    /* of the placed (sorted) list, not of a parameter copy elsewhere; the directive's own
+     * list may be in any order */
+    if (!tp && (piperOpIs(op, "tdag.adamw") || sameDevices(placed, devices)))
+      tp = piperTpSize(mlirOperationGetParentOperation(d), placed);
+    if (!piperOpIs(op, "tdag.adamw") || mlirArrayAttrGetNumElements(devices) / tp < 2) continue;
     if (!piperGrow((void **)&updates, &capUpdates, nUpdates + 1, sizeof *updates)) {
       piperDirectiveError(d, "replicate: out of memory");
       free(updates);
@@ -319,8 +330,9 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
     fprintf(stderr, "warning: replicate: bucket_size buckets all-reduced gradients; with "
                     "shard_grads each gradient is reduce-scattered on its own\n");
   }
+  if (!tp) tp = 1;
   for (size_t u = 0; u < nUpdates; ++u)
-    shardUpdate(ctx, body, updates[u], devices, stream, gatherStream, zero, bucketed[u]);
+    shardUpdate(ctx, body, updates[u], devices, stream, gatherStream, zero, bucketed[u], tp);
   free(bucketed);
   free(updates);
   return mlirLogicalResultSuccess();

@@ -60,6 +60,20 @@ MlirOperation piperTrainingFunction(MlirOperation module, const char *passName) 
 bool piperResultIsBatched(MlirOperation op, intptr_t i) {
   if (piperOpIs(op, "comm.recv")) /* marked by insert-comm after the value it carries */
     return i == 0 && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("batched")));
+  if (piperOpIs(op, "comm.all_to_all")) { /* expert parallelism: exchanged rows stay per replica, */
+    MlirValue a = mlirOperationGetOperand(op, 0); /* exchanged counts stay per expert */
+    return i == 0 && mlirValueIsAOpResult(a) &&
+           piperResultIsBatched(mlirOpResultGetOwner(a), mlirOpResultGetResultNumber(a));
+  }
+  if (piperOpIs(op, "comm.all_reduce")) {
+    /* a tensor-parallel sum (shard_tensor.c) is batched as what it sums: activations are, a
+     * per-head norm's weight gradient (qwen3's q_norm, k_norm) is not */
+    MlirValue a = mlirOperationGetOperand(op, 0);
+    return i == 0 &&
+           !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce"))) &&
+           mlirValueIsAOpResult(a) &&
+           piperResultIsBatched(mlirOpResultGetOwner(a), mlirOpResultGetResultNumber(a));
+  }
   const PiperOpFacts *f = piperOpFacts(op);
   if (!f) return false;
   if (f->likeOperand0) { /* a sum follows what it sums */

@@ -13,6 +13,7 @@
 #define PIPER_PASSES_STRATEGY_H
 
 #include "piper/piper.h"
+#include "piper/ptrmap.h"
 
 /* "F" when the op has no pass attribute. */
 const char *piperOpPass(MlirOperation op, char *buf, size_t size);
@@ -39,10 +40,38 @@ typedef MlirLogicalResult (*PiperDirectiveFn)(MlirOperation directive, MlirBlock
 MlirLogicalResult piperApplyDirectives(MlirOperation module, const char *directive,
                                        const char *passName, PiperDirectiveFn apply);
 
+/* Applies one `shard` directive (expert parallelism, passes/shard.c) to the placed training
+ * graph `body`; --piper-place calls it after every place directive. */
+MlirLogicalResult piperApplyShard(MlirOperation directive, MlirBlock body);
+
 /* piper.order on a device function (see extract.c): "FILE:LINE:COL" of the order directive
  * that ordered it, at most this many bytes with the NUL. */
 enum { PIPER_ORDER_WHERE_MAX = 4096 };
 /* The location piper.order of `deviceFn` names, or false if it has none (or a malformed one). */
 bool piperOrderDirectiveLoc(MlirOperation deviceFn, MlirLocation *loc);
+
+/* ---- tensor parallelism (passes/shard_tensor.c) ----
+ * A "TP list" is a device list that the module's piper.tp_groups cut into runs of T consecutive
+ * entries, one tensor-parallel group per data-parallel replica; position k of it is member
+ * k % T of replica k / T. */
+/* True if shard_tensor recorded groups on the module (extract then writes per-device plans). */
+bool piperHasTensorParallel(MlirOperation module);
+/* T if `devices` is a TP list, else 1. */
+int64_t piperTpSize(MlirOperation module, MlirAttribute devices);
+/* The module's groups and, per device-list attribute asked about, its T: a pass that asks for
+ * every op holds one (lists are few, ops many; asking piperTpSize costs O(list x groups)). */
+typedef struct {
+  MlirAttribute groups; /* piper.tp_groups, null without tensor parallelism */
+  PiperPtrMap sizeOf;   /* device-list attribute -> T (1: not a TP list) */
+} PiperTpLayout;
+void piperTpLayoutInit(PiperTpLayout *l, MlirOperation module);
+void piperTpLayoutFree(PiperTpLayout *l);
+/* For an op on a TP list: divides *replicas and *k (its position in the list) by T, so they
+ * count data-parallel replicas (batch slices, ZeRO shards), and returns T; else returns 1. */
+int64_t piperTpSplitReplicas(PiperTpLayout *l, MlirOperation op, int64_t *replicas, int64_t *k);
+/* Instantiates the TP facts of global op `op` on clone `c`, member flatK % T of a TP list:
+ * slice offsets, collective groups narrowed to the member's TP or DP group,
+ * gradient-norm counting. Returns true if it destroyed `c` (an op member 0 alone runs). */
+bool piperTpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t T);
 
 #endif

@@ -248,9 +248,10 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
             if (a->count == 0) {
               a->first = op;
               a->firstDevice = d;
-            } else if (mlirIdentifierStr(mlirOperationGetName(a->first)).length !=
-                           mlirIdentifierStr(mlirOperationGetName(op)).length ||
+            } else if (!mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(a->first)),
+                                           mlirIdentifierStr(mlirOperationGetName(op))) ||
                        numelOf(a->first) != numelOf(op)) {
+              /* the whole name: comm.all_reduce and comm.all_to_all have the same length */
               char msg[256];
               snprintf(msg, sizeof msg, "piper-verify-plan: devices %lld and %lld reach "
                                         "different collectives on the same group at the same "

@@ -38,6 +38,8 @@ typedef struct prt_piece {
   int64_t id;     /* its tensor id on that rank */
   int64_t offset; /* first element of the flattened full tensor */
   int64_t numel;  /* elements */
+  int64_t local;  /* where they start in the holder's local storage (a tensor-parallel slice
+                     holds several runs of the full tensor, one piece each) */
 } prt_piece;
 
 /* One parameter or optimizer-state name of the world. */
@@ -70,9 +72,11 @@ typedef struct prt_chunk {
 
 /* ---- building ---- */
 
-/* The wire record of one local tensor: id, ndim, shard offset, numel, kind, dims (int64 each)
- * then the name, NUL-padded to a multiple of 8 bytes. */
-enum { PRT_REC_WORDS = 5 + PRT_MAX_DIMS };
+/* The wire record of one contiguous run of a local tensor (a whole tensor or a shard is one
+ * run; a tensor-parallel slice one per block): id, ndim, first element in the full tensor,
+ * numel, kind, first local element, dims (int64 each) then the name, NUL-padded to a multiple
+ * of 8 bytes. */
+enum { PRT_REC_WORDS = 6 + PRT_MAX_DIMS };
 
 /* The kinds the catalog holds. */
 static int prt_cataloged(int32_t kind) { return kind == PRT_PARAM || kind == PRT_OPTIM; }
@@ -87,20 +91,31 @@ static void prt_shape_text(char *out, size_t cap, int64_t ndim, const int64_t *d
 static void *prt_pack_tensors(const prt_ctx *ctx, int64_t *bytes) {
   int64_t total = 0;
   for (int64_t i = 0; i < ctx->ntensors; i++)
-    if (prt_cataloged(ctx->tensors[i].kind))
-      total += 8 * PRT_REC_WORDS + (int64_t)(strlen(ctx->tensors[i].name) + 8) / 8 * 8;
-  char *buf = prt_xmalloc((size_t)total, "the tensor catalog"), *p = buf;
+    if (prt_cataloged(ctx->tensors[i].kind)) {
+      const prt_tensor_info *t = &ctx->tensors[i];
+      int64_t runs = 0, full;
+      for (int64_t j = 0; j < t->numel; j += prt_tensor_run(t, j, &full)) runs++;
+      if (!runs) runs = 1; /* an empty tensor still has its record */
+      total += runs * (8 * PRT_REC_WORDS + (int64_t)(strlen(t->name) + 8) / 8 * 8);
+    }
+  char *buf = prt_xmalloc((size_t)(total ? total : 1), "the tensor catalog"), *p = buf;
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     const prt_tensor_info *t = &ctx->tensors[i];
     if (!prt_cataloged(t->kind)) continue;
     int64_t len = (int64_t)strlen(t->name);
-    int64_t w[PRT_REC_WORDS] = {i, t->ndim, t->shard_offset, t->numel, t->kind};
-    memcpy(w + 5, t->dims, sizeof t->dims);
-    memcpy(p, w, sizeof w);
-    p += sizeof w;
-    memset(p, 0, (size_t)(len + 8) / 8 * 8);
-    memcpy(p, t->name, (size_t)len);
-    p += (len + 8) / 8 * 8;
+    int64_t j = 0; /* one record per contiguous run, at least one */
+    do {
+      int64_t full = t->shard_offset, run = 0;
+      if (t->numel) run = prt_tensor_run(t, j, &full);
+      int64_t w[PRT_REC_WORDS] = {i, t->ndim, full, run, t->kind, j};
+      memcpy(w + 6, t->dims, sizeof t->dims);
+      memcpy(p, w, sizeof w);
+      p += sizeof w;
+      memset(p, 0, (size_t)(len + 8) / 8 * 8);
+      memcpy(p, t->name, (size_t)len);
+      p += (len + 8) / 8 * 8;
+      j += run;
+    } while (j < t->numel);
   }
   *bytes = total;
   return buf;
@@ -240,7 +255,7 @@ int prt_catalog_build(prt_ctx *ctx, prt_status *st) {
         memcpy(en->name, name, len + 1);
         en->kind = (int32_t)w[4];
         en->ndim = w[1];
-        memcpy(en->dims, w + 5, sizeof en->dims);
+        memcpy(en->dims, w + 6, sizeof en->dims);
         en->numel = 1;
         for (int64_t d = 0; d < en->ndim; d++) en->numel *= en->dims[d];
         c->noptim += en->kind == PRT_OPTIM;
@@ -252,9 +267,9 @@ int prt_catalog_build(prt_ctx *ctx, prt_status *st) {
                  kind_name[w[4] == PRT_OPTIM], (long long)r, PLAN_BUG);
         break;
       }
-      if (w[1] != en->ndim || memcmp(w + 5, en->dims, sizeof en->dims) != 0) {
+      if (w[1] != en->ndim || memcmp(w + 6, en->dims, sizeof en->dims) != 0) {
         prt_shape_text(want, sizeof want, en->ndim, en->dims);
-        prt_shape_text(got, sizeof got, w[1], w + 5);
+        prt_shape_text(got, sizeof got, w[1], w + 6);
         if (en->kind == PRT_OPTIM) { /* the layout is unusable, the run is not */
           prt_optim_problem(c, "optimizer state '%s' has shape %s on rank %lld and %s on rank "
                             "%lld", name, want, (long long)en->pieces[0].rank, got,
@@ -269,7 +284,7 @@ int prt_catalog_build(prt_ctx *ctx, prt_status *st) {
       prt_piece *g = realloc(en->pieces, (size_t)(en->npieces + 1) * sizeof *g);
       if (!g) prt_fatal("out of memory building the tensor catalog");
       en->pieces = g;
-      en->pieces[en->npieces++] = (prt_piece){r, w[0], w[2], w[3]};
+      en->pieces[en->npieces++] = (prt_piece){r, w[0], w[2], w[3], w[5]};
     }
     p = end;
   }
@@ -313,6 +328,15 @@ int32_t prt_catalog_kind(const prt_ctx *ctx, const char *name) {
 int64_t prt_catalog_dim0(const prt_ctx *ctx, const char *name) {
   int64_t k = ctx->catalog ? prt_catalog_index(ctx->catalog, name) : -1;
   return k < 0 || ctx->catalog->e[k].ndim < 1 ? 0 : ctx->catalog->e[k].dims[0];
+}
+
+int64_t prt_catalog_vocab(const prt_ctx *ctx) {
+  static const char *const embeddings[] = {"wte.weight", "model.embed_tokens.weight"};
+  for (size_t i = 0; i < sizeof embeddings / sizeof embeddings[0]; i++) {
+    int64_t V = prt_catalog_dim0(ctx, embeddings[i]);
+    if (V > 0) return V;
+  }
+  return 0;
 }
 
 int64_t prt_catalog_numel(const prt_ctx *ctx) {
@@ -412,7 +436,7 @@ int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *pa
     for (int64_t k = 0; k < nch; k++) {
       const prt_piece *pc = &c->e[ch[k].entry].pieces[ch[k].piece];
       if (pc->rank != ctx->rank) continue;
-      const float *src = prt_source(ctx, pc->id, grads) + (ch[k].pos - pc->offset);
+      const float *src = prt_source(ctx, pc->id, grads) + pc->local + (ch[k].pos - pc->offset);
       const char *name = c->e[ch[k].entry].name;
       if (prt_source_on_host(ctx, grads)) {
         prt_comm_send_bytes(src, 4 * ch[k].len, 0);
@@ -444,7 +468,8 @@ int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *pa
       const prt_piece *pc = &en->pieces[ch[j].piece];
       if (pc->rank == 0)
         prt_read_source(ctx, grads, buf + ch[j].pos,
-                        prt_source(ctx, pc->id, grads) + (ch[j].pos - pc->offset), ch[j].len,
+                        prt_source(ctx, pc->id, grads) + pc->local + (ch[j].pos - pc->offset),
+                        ch[j].len,
                         en->name);
       else
         prt_comm_recv_bytes(buf + ch[j].pos, 4 * ch[j].len, pc->rank);

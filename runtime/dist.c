@@ -154,7 +154,9 @@ void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
     return;
   }
   prt_tensor_info *t = &ctx->tensors[id];
-  if (t->is_shard || full_numel != t->full_numel || offset < 0 || numel < 1 ||
+  /* a shard of a tensor-parallel slice counts slice elements */
+  int64_t whole = t->tp_blocks ? t->tp_block * t->tp_blocks : t->full_numel;
+  if (t->is_shard || full_numel != whole || offset < 0 || numel < 1 ||
       offset > full_numel - numel) {
     prt_fail(st, 1, "%s '%s' (id %lld, %lld elements) cannot hold elements "
              "[%lld, %lld) of %lld%s: prt_declare_shard; %s",
@@ -166,6 +168,87 @@ void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
   t->is_shard = 1;
   t->shard_offset = offset;
   t->numel = numel;
+}
+
+void prt_declare_tp_slice(prt_ctx *ctx, int64_t id, int64_t offset, int64_t block,
+                          int64_t stride, int64_t blocks) {
+  prt_status *st = &ctx->decl_status;
+  if (!prt_decl_open(ctx, "prt_declare_tp_slice")) return;
+  if (id < 0 || id >= ctx->ntensors || !ctx->tensors[id].name ||
+      (ctx->tensors[id].kind != PRT_PARAM && ctx->tensors[id].kind != PRT_OPTIM)) {
+    prt_fail(st, 1, "slice of tensor id %lld, which is not a parameter or optimizer state "
+             "declared before it: prt_declare_tp_slice; %s", (long long)id, PLAN_BUG);
+    return;
+  }
+  prt_tensor_info *t = &ctx->tensors[id];
+  /* blocks in order, disjoint, inside the tensor: the last one ends by full_numel */
+  int64_t last = 0, numel = 0;
+  int ok = !t->is_shard && !t->tp_blocks && offset >= 0 && block >= 1 && blocks >= 1 &&
+           (blocks == 1 || stride >= block) &&
+           !__builtin_mul_overflow(blocks - 1, stride, &last) &&
+           !__builtin_add_overflow(last, offset, &last) &&
+           !__builtin_add_overflow(last, block, &last) && last <= t->full_numel &&
+           !__builtin_mul_overflow(block, blocks, &numel);
+  if (!ok) {
+    prt_fail(st, 1, "%s '%s' (id %lld, %lld elements) cannot hold %lld blocks of %lld "
+             "elements at %lld + i * %lld%s: prt_declare_tp_slice; %s",
+             t->kind == PRT_PARAM ? "parameter" : "optimizer state", t->name, (long long)id,
+             (long long)t->full_numel, (long long)blocks, (long long)block, (long long)offset,
+             (long long)stride, t->is_shard || t->tp_blocks ? " (declared twice, or after "
+             "its shard)" : "", PLAN_BUG);
+    return;
+  }
+  t->tp_blocks = blocks;
+  t->tp_block = block;
+  t->tp_stride = stride;
+  t->tp_offset = offset;
+  t->numel = numel;
+}
+
+/* ---- expert parallelism under roles (passes/shard.c, extract.c) ----
+ * Replica k of a role owns the experts of replica 0 shifted by k * stride; its expert tensors'
+ * names differ only in the decimal expert index, which this rewrites in place. */
+void prt_declare_expert(prt_ctx *ctx, int64_t id, int64_t at, int64_t len, int64_t base,
+                        int64_t stride) {
+  prt_status *st = &ctx->decl_status;
+  if (!prt_decl_open(ctx, "prt_declare_expert")) return;
+  if (id < 0 || id >= ctx->ntensors || !ctx->tensors[id].name ||
+      (ctx->tensors[id].kind != PRT_PARAM && ctx->tensors[id].kind != PRT_OPTIM)) {
+    prt_fail(st, 1, "expert index of tensor id %lld, which is not a parameter or optimizer "
+             "state declared before it: prt_declare_expert; %s", (long long)id, PLAN_BUG);
+    return;
+  }
+  prt_tensor_info *t = &ctx->tensors[id];
+  size_t n = strlen(t->name);
+  char digits[24];
+  int dl = snprintf(digits, sizeof digits, "%lld", (long long)base);
+  /* the name must hold replica 0's index `base`, `len` digits at byte `at` */
+  if (base < 0 || stride < 1 || at < 0 || len != dl || (size_t)at > n ||
+      (size_t)len > n - (size_t)at || memcmp(t->name + at, digits, (size_t)len)) {
+    prt_fail(st, 1, "tensor '%s' (id %lld) has no expert index %lld at byte %lld "
+             "(%lld digits): prt_declare_expert; %s", t->name, (long long)id, (long long)base,
+             (long long)at, (long long)len, PLAN_BUG);
+    return;
+  }
+  int64_t e = base + ctx->replica * stride; /* no overflow: replica < 2^24, stride a count */
+  dl = snprintf(digits, sizeof digits, "%lld", (long long)e);
+  char *name = prt_xmalloc(n - (size_t)len + (size_t)dl + 1, "a tensor name");
+  memcpy(name, t->name, (size_t)at);
+  memcpy(name + at, digits, (size_t)dl);
+  memcpy(name + at + dl, t->name + at + len, n - (size_t)at - (size_t)len + 1);
+  free(t->name);
+  t->name = name;
+}
+
+int64_t prt_tensor_run(const prt_tensor_info *t, int64_t j, int64_t *full) {
+  int64_t i = t->shard_offset + j; /* slice (or full) coordinates */
+  if (!t->tp_blocks) {
+    *full = i;
+    return t->numel - j;
+  }
+  int64_t b = i / t->tp_block, w = i % t->tp_block, run = t->tp_block - w;
+  *full = t->tp_offset + b * t->tp_stride + w;
+  return run < t->numel - j ? run : t->numel - j;
 }
 
 void prt_declare_grad_scattered(prt_ctx *ctx, int64_t param_id) {
@@ -203,7 +286,8 @@ void prt_declare_stream(prt_ctx *ctx, int64_t stream, const char *name) {
 /* ---- nonblocking transfers ---- */
 
 static const char *const PRT_OP_ABI[] = {"prt_isend", "prt_irecv", "prt_iall_reduce",
-                                         "prt_ireduce_scatter", "prt_iall_gather"};
+                                         "prt_ireduce_scatter", "prt_iall_gather",
+                                         "prt_iall_to_all"};
 
 /* Checks what every transfer needs; prt_fatal on a plan bug. */
 static void prt_check_op(prt_ctx *ctx, const prt_comm_op *op) {
@@ -218,7 +302,7 @@ static void prt_check_op(prt_ctx *ctx, const prt_comm_op *op) {
     prt_fatal("%s on stream %d, expected 0..%d: %s (rank %lld); %s", fn, op->stream,
               PRT_MAX_STREAMS - 1, fn, (long long)ctx->rank, PLAN_BUG);
   int needs_in = op->kind == PRT_OP_SEND || op->kind == PRT_OP_REDUCE_SCATTER ||
-                 op->kind == PRT_OP_ALL_GATHER;
+                 op->kind == PRT_OP_ALL_GATHER || op->kind == PRT_OP_ALL_TO_ALL;
   int needs_out = op->kind != PRT_OP_SEND;
   if (op->n > 0 && ((needs_in && !op->in) || (needs_out && !op->out)))
     prt_fatal("%s got a NULL buffer: %s (rank %lld); %s", fn, fn, (long long)ctx->rank,
@@ -242,6 +326,60 @@ static void prt_check_op(prt_ctx *ctx, const prt_comm_op *op) {
               (long long)op->group, (long long)ctx->rank, fn, PLAN_BUG);
 }
 
+/* Elements the op's input and output hold (comm_op's comment); the group's size scales the
+ * gathered or scattered side. */
+static void prt_op_sizes(const prt_ctx *ctx, const prt_comm_op *op, int64_t *nin,
+                         int64_t *nout) {
+  int64_t g = op->group >= 0 ? ctx->groups[op->group].n : 1;
+  *nin = op->kind == PRT_OP_RECV ? 0 : op->kind == PRT_OP_REDUCE_SCATTER ? op->n * g : op->n;
+  *nout = op->kind == PRT_OP_SEND ? 0 : op->kind == PRT_OP_ALL_GATHER ? op->n * g : op->n;
+}
+
+/* A transfer of device memory the backend cannot read (a GPU's, with MPI): the device's work
+ * so far is waited for, the input copied to a host buffer, and the backend runs on host
+ * buffers; prt_wait copies the output back (prt_unstage). Correct and simple, not fast: it
+ * lets several ranks share one GPU (tests), where NCCL refuses. */
+static void prt_stage_out(prt_ctx *ctx, prt_op_slot *s) {
+  prt_comm_op *op = &s->op;
+  int64_t nin, nout;
+  prt_op_sizes(ctx, op, &nin, &nout);
+  prt_status st = {0};
+  /* the copy on the default stream follows the compute stream's kernels; only that stream
+   * is waited for, not the device: a collective in flight on its own stream (NCCL) may need
+   * this rank's transfer first */
+  s->host_in = nin ? prt_xmalloc((size_t)nin * sizeof(float), "a staged transfer") : NULL;
+  if (nin && (prt_device_d2h(ctx->device, s->host_in, op->in, (size_t)nin * sizeof(float),
+                             NULL, &st) ||
+              prt_device_stream_sync(ctx->device, NULL, &st)))
+    prt_fatal("staging %s on rank %lld: %s", PRT_OP_ABI[op->kind], (long long)ctx->rank,
+              st.msg);
+  s->dev_out = op->out;
+  s->out_bytes = (size_t)nout * sizeof(float);
+  s->host_out = NULL;
+  if (op->kind == PRT_OP_ALL_REDUCE) { /* in place: one host buffer */
+    s->host_out = s->host_in;
+    s->host_in = NULL;
+  } else if (nout) {
+    s->host_out = prt_xmalloc(s->out_bytes, "a staged transfer");
+  }
+  op->in = op->kind == PRT_OP_ALL_REDUCE ? s->host_out : s->host_in;
+  op->out = s->host_out;
+}
+
+/* The end of a staged transfer: its output back to the device, the host copies freed. */
+static void prt_unstage(prt_ctx *ctx, prt_op_slot *s) {
+  prt_status st = {0};
+  if (s->out_bytes && (prt_device_h2d(ctx->device, s->dev_out, s->host_out, s->out_bytes,
+                                      NULL, &st) ||
+                       prt_device_stream_sync(ctx->device, NULL, &st)))
+    prt_fatal("unstaging %s on rank %lld: %s", PRT_OP_ABI[s->op.kind], (long long)ctx->rank,
+              st.msg);
+  free(s->host_in);
+  free(s->host_out);
+  s->host_in = s->host_out = s->dev_out = NULL;
+  s->out_bytes = 0;
+}
+
 /* Checks op, takes a free slot, starts the transfer and returns its handle. */
 static int64_t prt_issue(prt_ctx *ctx, const prt_comm_op *op) {
   prt_check_op(ctx, op);
@@ -263,11 +401,14 @@ static int64_t prt_issue(prt_ctx *ctx, const prt_comm_op *op) {
   int64_t k = ctx->ops_free[--ctx->ops_nfree];
   prt_op_slot *s = &ctx->ops[k];
   s->op = *op;
+  s->on_device = ctx->dev_comm && op->kind != PRT_OP_SEND && op->kind != PRT_OP_RECV;
+  if (!s->on_device && !ctx->device->host_visible) prt_stage_out(ctx, s);
   s->busy = 1;
   s->gen++;
   ctx->ops_busy++;
   if (ctx->trace) s->t_issue = prt_trace_now(ctx);
-  prt_comm_start(ctx, &s->op, &s->req);
+  if (s->on_device) ctx->dev_comm->start(ctx, &s->op, &s->req);
+  else prt_comm_start(ctx, &s->op, &s->req);
   return (int64_t)s->gen << 32 | k;
 }
 
@@ -305,13 +446,27 @@ int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
   return prt_issue(ctx, &op);
 }
 
+int64_t prt_iall_to_all(prt_ctx *ctx, const float *in, float *out, int64_t n, int64_t group,
+                        int64_t stream) {
+  prt_comm_op op = {PRT_OP_ALL_TO_ALL, (int32_t)stream, in, out, n, -1, 0, group};
+  if (stream != op.stream) op.stream = -1;
+  prt_check_op(ctx, &op);
+  if (ctx->groups[group].n < 1 || n % ctx->groups[group].n)
+    prt_fatal("prt_iall_to_all of %lld elements over %lld ranks: the blocks are not equal "
+              "(rank %lld); %s", (long long)n, (long long)ctx->groups[group].n,
+              (long long)ctx->rank, PLAN_BUG);
+  return prt_issue(ctx, &op);
+}
+
 /* Tracing only: tests every transfer in flight that is not yet seen complete, and stamps
  * those that are with the time the test saw it. A send waited at the end of the
  * step then ends where it completed, not at its own late prt_wait. */
 static void prt_poll_inflight(prt_ctx *ctx) {
   for (int64_t k = 0; k < ctx->ops_cap; k++) {
     prt_op_slot *o = &ctx->ops[k];
-    if (o->busy && !o->done && prt_comm_test(ctx, &o->op, &o->req)) {
+    if (o->busy && !o->done &&
+        (o->on_device ? ctx->dev_comm->test(ctx, &o->op, &o->req)
+                      : prt_comm_test(ctx, &o->op, &o->req))) {
       o->done = 1;
       /* stamped when the test returns: the test itself may drive the transfer to its end
        * (MPI progress), so a time taken before it could precede the completion */
@@ -328,7 +483,13 @@ void prt_wait(prt_ctx *ctx, int64_t handle) {
               "never issued): prt_wait (rank %lld); %s", (long long)handle,
               (long long)ctx->rank, PLAN_BUG);
   prt_op_slot *s = &ctx->ops[k];
-  if (!ctx->trace) {
+  if (s->on_device) {
+    ctx->dev_comm->finish(ctx, &s->op, &s->req);
+    if (ctx->trace) { /* host times: the device completes it later, on its own stream */
+      double now = prt_trace_now(ctx);
+      prt_trace_transfer(ctx, &s->op, s->t_issue, now, now, now);
+    }
+  } else if (!ctx->trace) {
     prt_comm_finish(ctx, &s->op, &s->req);
   } else { /* the span ends when the runtime first sees the transfer complete */
     double w0 = prt_trace_now(ctx);
@@ -341,6 +502,7 @@ void prt_wait(prt_ctx *ctx, int64_t handle) {
     }
     prt_trace_transfer(ctx, &s->op, s->t_issue, s->t_done, w0, prt_trace_now(ctx));
   }
+  if (s->host_in || s->host_out) prt_unstage(ctx, s);
   s->busy = 0;
   s->done = 0;
   ctx->ops_busy--;

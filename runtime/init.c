@@ -91,7 +91,11 @@ void prt_init_params(prt_ctx *ctx, uint64_t seed) {
     float *p = prt_host_view_begin(ctx->device, t->data, bytes, PRT_VIEW_WRITE, t->name);
     switch (t->init) {
     case PRT_INIT_NORMAL:
-      prt_init_normal_range(p, t->shard_offset, t->numel, seed, t->name, 0.02);
+      /* each run of the full tensor held here (a tensor-parallel slice has several) */
+      for (int64_t j = 0, full, run; j < t->numel; j += run) {
+        run = prt_tensor_run(t, j, &full);
+        prt_init_normal_range(p + j, full, run, seed, t->name, 0.02);
+      }
       break;
     case PRT_INIT_ZEROS: memset(p, 0, (size_t)t->numel * sizeof(float)); break;
     case PRT_INIT_ONES:

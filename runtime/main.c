@@ -38,10 +38,12 @@
 
 static const char *const USAGE =
     "usage: %s [options]\n"
-    "Trains the compiled model (one Piper plan) on the bytes of a file (vocabulary 256).\n"
+    "Trains the compiled model (one Piper plan) on the tokens of a file.\n"
     "  --steps N               training steps (default 20)\n"
     "  --data FILE             training data: its bytes are the tokens\n"
     "                          (default: a built-in English corpus)\n"
+    "  --data-format F         how --data and --eval-data hold tokens: bytes (default),\n"
+    "                          u16 or u32 (little-endian ids, nanoGPT's train.bin is u16)\n"
     "  --seed S                parameter init seed, a non-negative integer (default 1337)\n"
     "  --lr X                  AdamW learning rate (default 1e-3)\n"
     "  --weight-decay X        AdamW decoupled weight decay for 2-D weights (default 0)\n"
@@ -87,6 +89,10 @@ static const char *const USAGE =
     "  --quiet                 no per-step lines on stdout\n"
     "  --log-every N           print every N-th step's line, and the first and last\n"
     "                          (default 1; --metrics still gets every step)\n"
+    "  --comm mpi|nccl         a --target cuda binary's transfers: nccl runs collectives\n"
+    "                          on the GPUs (needs NCCL and one GPU per rank), mpi stages\n"
+    "                          them through host memory (ranks may share a GPU); default\n"
+    "                          nccl where possible, else mpi (PIPER_COMM=... if not given)\n"
     "  --help                  this text\n"
     "A plan for D devices runs as D MPI ranks: mpirun -np D %s [options]\n"
     "(as root, Open MPI also wants --allow-run-as-root; more ranks than cores, --oversubscribe).\n"
@@ -155,12 +161,16 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
                   .loop = {.total = -1, .grad_clip = -1, .beta1 = NAN, .beta2 = NAN,
                            .eps = NAN, .eval_batches = 1}};
   o->log_every = 1;
+  o->data_format = PRT_DATA_BYTES;
+  const char *data_format = NULL; /* --data-format's name, parsed after the loop */
+  const char *comm = NULL;        /* --comm's name, parsed after the loop */
   const prt_flag flags[] = {
       {"--steps", PRT_FLAG_COUNT, &o->steps},
       {"--seed", PRT_FLAG_SEED, &o->seed},
       {"--lr", PRT_FLAG_REAL, &o->lr},
       {"--weight-decay", PRT_FLAG_REAL, &o->weight_decay},
       {"--data", PRT_FLAG_FILE, &o->data},
+      {"--data-format", PRT_FLAG_WORD, &data_format},
       {"--metrics", PRT_FLAG_FILE, &o->metrics},
       {"--init-checkpoint", PRT_FLAG_FILE, &o->init_ckpt},
       {"--save-checkpoint", PRT_FLAG_FILE, &o->save_ckpt},
@@ -180,6 +190,7 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--eval-every", PRT_FLAG_COUNT, &o->loop.eval_every},
       {"--eval-batches", PRT_FLAG_COUNT, &o->loop.eval_batches},
       {"--log-every", PRT_FLAG_COUNT, &o->log_every},
+      {"--comm", PRT_FLAG_WORD, &comm},
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -235,6 +246,14 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   if (o->restart_steps && !o->init_ckpt)
     return prt_fail(st, 2, "--restart-steps needs --init-checkpoint (a run without one "
                     "starts at step 0 anyway): command line; run with --help for usage");
+  if (comm) {
+    if (!strcmp(comm, "mpi")) o->comm = PRT_COMM_MPI;
+    else if (!strcmp(comm, "nccl")) o->comm = PRT_COMM_NCCL;
+    else
+      return prt_fail(st, 2, "--comm expects mpi (transfers staged through host memory) or "
+                      "nccl (collectives on the GPUs), got '%s': command line", comm);
+  }
+  if (data_format && prt_data_format_parse(data_format, &o->data_format, st)) return st->code;
   if (o->lr_schedule && prt_schedule_parse(o->lr_schedule, &o->loop.schedule, st))
     return st->code;
   return prt_loop_check(&o->loop, o->lr, o->steps, st);
@@ -405,6 +424,7 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   int stop_signal = 0;   /* SIGINT/SIGTERM agreed by every rank: stop after this step */
   prt_loop loop = o->loop; /* the schedule's length is resolved once the start is known */
   ctx->lr = o->lr;
+  ctx->comm = o->comm;
   ctx->weight_decay = o->weight_decay;
   ctx->adam_beta1 = loop.beta1;
   ctx->adam_beta2 = loop.beta2;
@@ -414,13 +434,16 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   setup(ctx);
   prt_watch.timeout_s = o->timeout;
   prt_watch.step = -1;
-  if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
+  if (ctx->comm == PRT_COMM_NCCL && !ctx->comm_resolved) /* no GPU setup consumed it */
+    prt_fail(st, 2, "--comm nccl needs a binary compiled with --target cuda (this one runs on "
+             "the CPU, over MPI): command line; drop --comm or pass --comm mpi");
+  else if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
     prt_check_dump(ctx, o, st);
   if (prt_agree(ctx, st)) goto done;
   if (!prt_dist_setup(ctx, &T, st)) prt_catalog_build(ctx, st); /* alike on every rank */
   if (prt_agree(ctx, st)) goto done;
 
-  if (prt_data_open(&data, o->data, T, prt_catalog_dim0(ctx, "wte.weight"), st) == 0) {
+  if (prt_data_open(&data, o->data, o->data_format, T, prt_catalog_vocab(ctx), st) == 0) {
     prt_ckpt_info info;
     if (!o->init_ckpt) prt_init_params(ctx, o->seed);
     else if (prt_checkpoint_load(ctx, o->init_ckpt, &info, st) == 0)
@@ -436,7 +459,8 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
              "compile the model again with this version of piper-compile");
   if (!st->code && loop.eval_data) { /* the loader's message names --data: say which file */
     prt_status es = {0};
-    if (prt_data_open(&eval_data, loop.eval_data, T, prt_catalog_dim0(ctx, "wte.weight"), &es))
+    if (prt_data_open(&eval_data, loop.eval_data, o->data_format, T, prt_catalog_vocab(ctx),
+                      &es))
       prt_fail(st, es.code, "--eval-data: %s", es.msg);
   }
   if (prt_agree(ctx, st)) goto done;

@@ -48,6 +48,10 @@ void prt_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 /* malloc that never returns NULL: out of memory is prt_fatal. (Tensor storage comes from
  * the device: prt_device_alloc, device.h.) */
 void *prt_xmalloc(size_t bytes, const char *what);
+/* The rotary embedding's table: cs[2 (t D/2 + j)] = cos(a), cs[... + 1] = dir sin(a) with
+ * a = t theta^(-2j/D) in double, for t < T, j < D/2 (kernels/cpu_qwen3.c; the GPU's
+ * prt_cuda_rope_* upload the same table, so both targets rotate by the same floats). */
+void prt_rope_table(float *cs, int64_t T, int64_t D, float theta, double dir);
 
 /* ---- the context ---- */
 
@@ -64,6 +68,11 @@ typedef struct prt_tensor_info {
   int64_t full_numel;          /* product of dims (numel unless the tensor is a shard) */
   int64_t shard_offset;        /* first element of the full flattened tensor held here (0) */
   int is_shard;                /* 1 after prt_declare_shard */
+  int64_t tp_blocks;           /* a tensor-parallel slice (prt_declare_tp_slice): tp_blocks
+                                  blocks of tp_block elements of the full tensor, block i at
+                                  tp_offset + i * tp_stride; 0 = not sliced. A shard's
+                                  shard_offset then counts slice elements */
+  int64_t tp_block, tp_stride, tp_offset;
   int64_t first_sample;        /* PRT_INPUT: global index of this tensor's first batch row;
                                   PRT_OUTPUT "loss": batch rows it averages over (0 = all) */
   void *data;                  /* owned device memory (ctx->device), PRT_ALIGN-aligned:
@@ -73,6 +82,11 @@ typedef struct prt_tensor_info {
   float *grad_copy;            /* owned host (numel) copy of the gradient handed to
                                   prt_observe_grad during the dump step; NULL otherwise */
 } prt_tensor_info;
+
+/* Local element j of t lies at element *full of the full flattened tensor; returns how many
+ * local elements from j on are contiguous there (>= 1 for 0 <= j < numel). Through a
+ * tensor-parallel slice and a shard alike. */
+int64_t prt_tensor_run(const prt_tensor_info *t, int64_t j, int64_t *full);
 
 /* A backend object (MPI_Request, MPI_Comm) stored by value; each backend checks it fits. */
 typedef union prt_opaque {
@@ -97,20 +111,39 @@ typedef enum {
   PRT_OP_ALL_REDUCE = 2,
   PRT_OP_REDUCE_SCATTER = 3,
   PRT_OP_ALL_GATHER = 4,
+  PRT_OP_ALL_TO_ALL = 5, /* expert parallelism: block k of in goes to member k */
 } prt_op_kind;
 
 /* One nonblocking transfer, as the backend sees it. */
 typedef struct prt_comm_op {
   int32_t kind;     /* prt_op_kind */
   int32_t stream;   /* trace lane */
-  const float *in;  /* SEND: source (n); REDUCE_SCATTER: in (n * |group|); ALL_GATHER: in (n) */
+  const float *in;  /* SEND: source (n); REDUCE_SCATTER: in (n * |group|); ALL_GATHER: in (n);
+                       ALL_TO_ALL: in (n) */
   float *out;       /* RECV: destination (n); ALL_REDUCE: buffer (n); REDUCE_SCATTER: out (n);
-                       ALL_GATHER: out (n * |group|) */
+                       ALL_GATHER: out (n * |group|); ALL_TO_ALL: out (n) */
   int64_t n;        /* floats, as passed to the ABI call (n, n_out or n_in) */
   int64_t peer;     /* SEND/RECV: the other device; -1 otherwise */
   int64_t tag;      /* SEND/RECV: message tag */
   int64_t group;    /* collectives: group id; -1 otherwise */
 } prt_comm_op;
+
+/* Collectives run by the device itself (a GPU's NCCL: comm/nccl.c) instead of the comm
+ * backend: dist.c hands them over when ctx->dev_comm is set; point-to-point transfers always
+ * go to the backend. */
+/* How a GPU binary's ranks exchange data (--comm; PIPER_COMM stands in when the flag is not
+ * given): AUTO picks NCCL where the binary has the NCCL backend and each rank of the node has
+ * its own GPU, MPI staging through host memory otherwise (kernels/cuda.c prt_cuda_setup). */
+typedef enum { PRT_COMM_AUTO = 0, PRT_COMM_MPI, PRT_COMM_NCCL } prt_comm_choice;
+
+typedef struct prt_dev_comm {
+  /* Starts the collective, ordered after the device's work so far; fills req. */
+  void (*start)(struct prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+  /* Orders the device's later work after the collective (the host need not wait). */
+  void (*finish)(struct prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+  /* 1 if it has completed (tracing), else 0; never blocks. */
+  int (*test)(struct prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+} prt_dev_comm;
 
 /* A slot of the handle table: handle = gen << 32 | slot index. */
 typedef struct prt_op_slot {
@@ -122,6 +155,13 @@ typedef struct prt_op_slot {
   double t_issue;   /* microseconds on the trace clock when issued (if tracing) */
   double t_done;    /* microseconds on the trace clock when the runtime first saw it complete:
                        a prt_wait (its own, or another's poll of every transfer in flight) */
+  /* Staged through host memory (a device that is not host visible, e.g. a GPU under
+   * --comm mpi): op's buffers are these owned host copies, and prt_wait copies host_out back
+   * to dev_out (out_bytes). NULL / 0 when the transfer runs on the tensors themselves. */
+  float *host_in, *host_out;
+  float *dev_out;
+  size_t out_bytes;
+  int on_device;    /* 1: ctx->dev_comm runs it (start, finish and test go there) */
 } prt_op_slot;
 
 typedef struct prt_trace prt_trace;     /* trace.c */
@@ -156,6 +196,12 @@ struct prt_ctx {
   prt_group *groups;        /* owned array (ngroups), indexed by group id */
   int64_t ngroups;          /* 1 + the largest group id declared */
   int groups_created;       /* 1 once prt_comm_groups_create ran */
+  const prt_dev_comm *dev_comm; /* NULL, or the device's own collectives (PIPER_COMM=nccl on
+                               GPUs, set by prt_cuda_setup) */
+  int comm;                 /* --comm as a prt_comm_choice (prt_run sets it before the plan's
+                               setup; prt_cuda_setup resolves AUTO) */
+  int comm_resolved;        /* 1 once a GPU setup consumed `comm`: a CPU binary given
+                               --comm nccl is refused after its setup */
   char **stream_names;      /* owned array (nstreams) of owned names; NULL entries unnamed */
   int64_t nstreams;         /* 1 + the largest stream id named */
 
@@ -380,6 +426,9 @@ int32_t prt_catalog_kind(const prt_ctx *ctx, const char *name);
 /* The first dimension of the parameter called `name` (its full shape) on any rank, or 0 if
  * no rank declares it: "wte.weight" gives the vocabulary V. */
 int64_t prt_catalog_dim0(const prt_ctx *ctx, const char *name);
+/* The model's vocabulary V: dim 0 of its token embedding (GPT's wte.weight, Qwen3's
+ * model.embed_tokens.weight); 0 if the plan declares neither. */
+int64_t prt_catalog_vocab(const prt_ctx *ctx);
 /* Sum of the full sizes of every parameter in the world. */
 int64_t prt_catalog_numel(const prt_ctx *ctx);
 /* Optimizer-state names declared in the world (0: the plan has no optimizer state). */
@@ -404,17 +453,32 @@ void prt_init_normal_range(float *out, int64_t begin, int64_t n, uint64_t seed,
 
 /* ---- data (data.c) ---- */
 
-/* Training tokens: the bytes of a file (or the built-in corpus), V = 256. */
+/* How a data file holds its tokens (--data-format). The values are the bytes per token. */
+typedef enum {
+  PRT_DATA_BYTES = 1, /* "bytes": each byte is a token (V <= 256); the default */
+  PRT_DATA_U16 = 2,   /* "u16": little-endian uint16 ids, nanoGPT's train.bin */
+  PRT_DATA_U32 = 4,   /* "u32": little-endian uint32 ids, for vocabularies past 65536 */
+} prt_data_format;
+
+/* "bytes" | "u16" | "u32" -> *out; 2 with a message naming --data-format otherwise. */
+int prt_data_format_parse(const char *name, prt_data_format *out, prt_status *st);
+
+/* Training tokens: a file's (or the built-in corpus's) tokens in one of the formats. */
 typedef struct prt_data {
-  const uint8_t *bytes; /* N bytes: the file's mmap (owned) or prt_default_corpus (borrowed) */
-  int64_t n;            /* N, in bytes = tokens */
-  int mapped;           /* 1 if bytes is an mmap to unmap */
-  const char *name;     /* borrowed: the file name, or "<built-in corpus>" */
+  const uint8_t *bytes;   /* the file's mmap (owned) or prt_default_corpus (borrowed) */
+  int64_t n;              /* N, in tokens (the file's size over the token width) */
+  prt_data_format format; /* the token width and so how bytes is read */
+  int mapped;             /* 1 if bytes is an mmap to unmap */
+  size_t mapped_bytes;    /* the mapping's length, for munmap */
+  const char *name;       /* borrowed: the file name, or "<built-in corpus>" */
 } prt_data;
 
-/* Opens `path` (NULL: the built-in corpus) and checks it holds at least T + 2 tokens and,
- * for 0 < V < 256, that every token is below V (naming the first one that is not). */
-int prt_data_open(prt_data *d, const char *path, int64_t T, int64_t V, prt_status *st);
+/* Opens `path` (NULL: the built-in corpus, bytes only) as `format` and checks its size is a
+ * whole number of tokens, it holds at least T + 2 of them and, when V > 0, that every token is
+ * below V (naming the first one that is not and its position). A wide format needs V > 0: an
+ * id the model cannot embed would index past its table. */
+int prt_data_open(prt_data *d, const char *path, prt_data_format format, int64_t T, int64_t V,
+                  prt_status *st);
 void prt_data_close(prt_data *d);
 /* Fills every "tokens" and "targets" input for step s (see data.c for the offsets). */
 void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step);
@@ -546,6 +610,7 @@ typedef struct prt_opts {
   double lr;              /* --lr: AdamW learning rate */
   double weight_decay;    /* --weight-decay: AdamW decoupled weight decay */
   const char *data;       /* --data: borrowed from argv; NULL = built-in corpus */
+  prt_data_format data_format; /* --data-format: how --data and --eval-data hold tokens */
   const char *metrics;    /* --metrics: JSON-lines file, borrowed; NULL = none */
   const char *init_ckpt;  /* --init-checkpoint: borrowed; NULL = fresh init */
   const char *save_ckpt;  /* --save-checkpoint: borrowed; NULL = none */
@@ -560,6 +625,7 @@ typedef struct prt_opts {
   int help;               /* --help: print usage and exit 0 */
   const char *lr_schedule; /* --lr-schedule: borrowed name, parsed into loop.schedule */
   prt_loop loop;          /* schedule, clipping, AdamW overrides, evaluation (schedule.c) */
+  int comm;               /* --comm: a prt_comm_choice; PRT_COMM_AUTO when not given */
 } prt_opts;
 /* Reads argv into *o (defaults first; strings borrow from argv). Only parses: no file is
  * touched, nothing is printed, nothing exits; a bad command line fills st (code 2) naming the
@@ -584,5 +650,17 @@ int prt_loop_check(const prt_loop *lp, double lr, int64_t steps, prt_status *st)
 /* Once the first step K is known: sets the schedule length (K + steps unless --total-steps)
  * and checks it against the warm-up and the steps run (exit 2 on failure). */
 int prt_loop_resolve(prt_loop *lp, int64_t start, int64_t steps, prt_status *st);
+
+/* The scalars of one AdamW update at the context's step, lr and flags, as prt_adamw computes
+ * them (kernels/cpu.c); the GPU's update (kernels/cuda.c) takes the same ones. */
+typedef struct {
+  float beta1, beta2, eps; /* the plan's, or --adam-beta1/--adam-beta2/--adam-eps */
+  float clip;              /* ctx->clip_scale: every gradient is multiplied by it */
+  float keep;              /* 1 - lr * weight_decay (decoupled decay) */
+  float one_minus_b1, one_minus_b2; /* 1 - beta in double, then rounded, as torch */
+  float bc2_sqrt;          /* sqrt(1 - beta2^t) */
+  float neg_step;          /* -lr / (1 - beta1^t) */
+} prt_adam_scalars;
+prt_adam_scalars prt_adam_scalars_of(const prt_ctx *ctx, float beta1, float beta2, float eps);
 
 #endif

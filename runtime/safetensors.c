@@ -765,12 +765,17 @@ int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_ckpt_info *info, prt
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     if (!idx[i]) continue;
     prt_tensor_info *t = &ctx->tensors[i];
-    off_t at = (off_t)(8 + hlen + idx[i]->begin + 4 * (uint64_t)t->shard_offset);
-    /* Straight into storage on a host-visible device; else through a host buffer. */
+    /* Straight into storage on a host-visible device; else through a host buffer. Each
+     * contiguous run of the full tensor (one for a whole tensor or a shard, one per block of a
+     * tensor-parallel slice). */
     size_t bytes = (size_t)t->numel * 4;
-    void *view = prt_host_view_begin(ctx->device, t->data, bytes, PRT_VIEW_WRITE, t->name);
-    int ok = fseeko(f, at, SEEK_SET) == 0 &&
-             fread(view, 4, (size_t)t->numel, f) == (size_t)t->numel;
+    float *view = prt_host_view_begin(ctx->device, t->data, bytes, PRT_VIEW_WRITE, t->name);
+    int ok = 1;
+    for (int64_t j = 0, full, run; ok && j < t->numel; j += run) {
+      run = prt_tensor_run(t, j, &full);
+      off_t at = (off_t)(8 + hlen + idx[i]->begin + 4 * (uint64_t)full);
+      ok = fseeko(f, at, SEEK_SET) == 0 && fread(view + j, 4, (size_t)run, f) == (size_t)run;
+    }
     prt_host_view_end(ctx->device, t->data, view, bytes, ok ? PRT_VIEW_WRITE : 0, t->name);
     if (!ok) {
       prt_fail(st, 1, "cannot read %s '%s' from checkpoint: %s; the file changed or "

@@ -24,7 +24,7 @@
  * span on its stream from issue to the moment the runtime first saw it complete (tested by
  * its own prt_wait, or by another prt_wait, which polls every transfer in flight while
  * tracing), named "send->3 (4096 B)", "recv<-1 (...)", "all_reduce g0 (...)",
- * "reduce_scatter g1 (...)", "all_gather g1 (...)" (bytes: the whole buffer, for collectives
+ * "reduce_scatter g1 (...)", "all_gather g1 (...)", "all_to_all g1 (...)" (bytes: the whole buffer, for collectives
  * the full side), with args {"bytes", "wait_begin_us", "wait_end_us"}: its own prt_wait.
  * Memory is bounded: at most PRT_TRACE_MAX_EVENTS events (64 bytes each) are kept per rank;
  * later ones are counted in "dropped" and "truncated" says so.
@@ -232,7 +232,7 @@ static void prt_json_string(FILE *f, const char *s) {
  * comma when `first`): process and lane names, then every span. */
 static void prt_trace_events(FILE *f, const prt_ctx *ctx, int first) {
   static const char *const op_name[] = {"send", "recv", "all_reduce", "reduce_scatter",
-                                        "all_gather"};
+                                        "all_gather", "all_to_all"};
   const prt_trace *t = ctx->trace;
   long long pid = (long long)ctx->rank;
   fprintf(f, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %lld, \"tid\": 0, "

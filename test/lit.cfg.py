@@ -29,6 +29,7 @@ config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%piper_src", config.piper_src_root))
 config.substitutions.append(("%oracle", os.path.join(config.piper_src_root, "test", "oracle")))
 config.substitutions.append(("%piper_bin", config.piper_bin_dir))
+config.substitutions.append(("%piper_lib", os.path.join(config.piper_obj_root, "lib")))
 
 # CUDA (runtime/device/cuda.c). "cuda-toolkit": libpiper_rt_cuda and prt-cuda-test were built
 # (the CUDA toolkit was found at configure time). "cuda-gpu": prt-cuda-test can open cuda:0
@@ -44,3 +45,13 @@ if getattr(config, "piper_cuda", "OFF") == "ON":
         opened = False
     if opened:
         config.available_features.add("cuda-gpu")
+        config.available_features.add("gpu")  # what the GPU end-to-end tests (test/gpu) ask
+
+# "ptxas": NVIDIA's PTX assembler is here (it needs no GPU), so tests check that the PTX
+# piper-compile --target cuda writes assembles. %ptxas names it.
+import shutil
+ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
+                                  if os.access("/usr/local/cuda/bin/ptxas", os.X_OK) else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -1,6 +1,9 @@
 /* piper-compile: model.mlir -> an ahead-of-time compiled training binary.
  *   parse + verify -> --piper-autodiff -> --piper-lower-to-llvm -> LLVM IR -> x86-64 object
  *   -> linked with libpiper_rt (and its main) by the system C compiler driver.
+ * --target cuda: the host plan calls libpiper_rt_cuda, and the device kernels it needs
+ *   (lowering/gpu_kernels.c) go gpu dialect -> NVVM -> PTX (lowering/emit_ptx.c), embedded in
+ *   the binary as piper_ptx; piper-compile itself links no CUDA library.
  * Exit codes: 0 success, 1 bad input or a failed step, 2 bad command line. */
 #include <libgen.h>
 #include <limits.h>
@@ -18,6 +21,8 @@ extern char **environ;
 static void usage(FILE *out) {
   fprintf(out,
           "usage: piper-compile MODEL.mlir -o OUTPUT [--strategy FILE] [--emit=exe|obj|asm|ll|mlir]\n"
+          "                     [--target cpu|cuda] [--gpu-arch sm_NN] [--emit-ptx FILE]\n"
+          "                     [--emit-gpu-mlir FILE]\n"
           "Compiles a tdag model (forward graph, or a training graph already built by\n"
           "--piper-autodiff) into a training binary linked with libpiper_rt.\n\n"
           "  -o OUTPUT      the file to write (required)\n"
@@ -27,6 +32,12 @@ static void usage(FILE *out) {
           "  --emit=KIND    exe (default): linked binary; obj: object file; asm: assembly;\n"
           "                 ll: LLVM IR; mlir: the lowered llvm-dialect module\n"
           "  --cc=DRIVER    C compiler driver used to link (default: $CC or cc)\n"
+          "  --target T     cpu (default): OpenBLAS and C kernels; cuda: one NVIDIA GPU (CUDA\n"
+          "                 kernels, cuBLAS); the binary needs the CUDA runtime, not piper-compile\n"
+          "  --gpu-arch A   the PTX target for --target cuda (default sm_80: A100 and newer)\n"
+          "  --emit-ptx F   with --target cuda: also write the plan's device kernels as PTX\n"
+          "                 (-o is then optional)\n"
+          "  --emit-gpu-mlir F  with --target cuda: write them in the gpu dialect, before NVVM\n"
           "Run the binary with --help for its flags.\n");
 }
 
@@ -40,6 +51,32 @@ static void runtimeLibDir(char *out, size_t size) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = 0;
   snprintf(out, size, "%s/../lib", dirname(exe));
+}
+
+/* Writes `text` to `path` through PiperOutput (no half-written file on failure); 0 on
+ * success. */
+static int writeText(const char *path, const char *text) {
+  PiperOutput out;
+  if (!piperOutputOpen(&out, path)) return 1;
+  fputs(text, out.file);
+  return piperOutputCommit(&out, true);
+}
+
+/* --target cuda after lowering: the device kernels the host plan calls, in the gpu dialect
+ * (--emit-gpu-mlir), as PTX for `arch` (--emit-ptx), and embedded in the host module as
+ * piper_ptx when a binary or object is made (`embed`). 0 on success. */
+static int emitDeviceCode(MlirOperation module, const char *arch, const char *ptxOut,
+                          const char *gpuMlirOut, bool embed) {
+  char *text = piperGpuModuleForHost(module);
+  if (!text) return 1;
+  int rc = gpuMlirOut ? writeText(gpuMlirOut, text) : 0;
+  char *ptx = rc || (!ptxOut && !embed) ? NULL : piperGpuKernelsToPtx(text, arch, NULL);
+  if (!rc && (ptxOut || embed) && !ptx) rc = 1;
+  if (!rc && ptxOut) rc = writeText(ptxOut, ptx);
+  if (!rc && embed) piperEmbedPtx(module, ptx);
+  free(ptx);
+  free(text);
+  return rc;
 }
 
 static int run(char *const argv[]) {
@@ -56,6 +93,9 @@ static int run(char *const argv[]) {
 
 int main(int argc, char **argv) {
   const char *input = NULL, *output = NULL, *emit = "exe", *strategy = NULL;
+  /* --target cuda and its outputs: the arch of the PTX, where the PTX and the gpu-dialect
+   * kernels go (NULL: not written) */
+  const char *target = "cpu", *gpuArch = "sm_80", *ptxOut = NULL, *gpuMlirOut = NULL;
   const char *cc = getenv("CC") ? getenv("CC") : "cc";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -73,6 +113,16 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(argv[i], "--strategy") && i + 1 < argc) {
       strategy = argv[++i];
+    } else if ((!strcmp(argv[i], "--target") || !strcmp(argv[i], "--gpu-arch") ||
+                !strcmp(argv[i], "--emit-ptx") || !strcmp(argv[i], "--emit-gpu-mlir")) &&
+               i + 1 < argc) {
+      const char **slot = argv[i][2] == 't' ? &target : argv[i][2] == 'g' ? &gpuArch
+                          : !strcmp(argv[i], "--emit-ptx") ? &ptxOut : &gpuMlirOut;
+      *slot = argv[++i];
+    } else if (!strcmp(argv[i], "--target") || !strcmp(argv[i], "--gpu-arch") ||
+               !strcmp(argv[i], "--emit-ptx") || !strcmp(argv[i], "--emit-gpu-mlir")) {
+      fprintf(stderr, "piper-compile: error: %s needs a value\n", argv[i]);
+      return 2;
     } else if (!strcmp(argv[i], "--strategy=") || !strcmp(argv[i], "--cc=")) {
       fprintf(stderr, "piper-compile: error: %s needs a value\n", argv[i]);
       return 2;
@@ -95,7 +145,22 @@ int main(int argc, char **argv) {
       input = argv[i];
     }
   }
-  if (!input || !output) {
+  bool cuda = !strcmp(target, "cuda");
+  if (!cuda && strcmp(target, "cpu")) {
+    fprintf(stderr, "piper-compile: error: --target %s: expected cpu or cuda\n", target);
+    return 2;
+  }
+  if (!cuda && (ptxOut || gpuMlirOut)) {
+    fprintf(stderr, "piper-compile: error: %s needs --target cuda\n",
+            ptxOut ? "--emit-ptx" : "--emit-gpu-mlir");
+    return 2;
+  }
+  if (cuda && !piperGpuArchValid(gpuArch)) {
+    fprintf(stderr, "piper-compile: error: --gpu-arch %s: expected sm_NN with NN >= 50 "
+                    "(sm_80: A100, sm_90: H100)\n", gpuArch);
+    return 2;
+  }
+  if (!input || (!output && !ptxOut && !gpuMlirOut)) {
     fprintf(stderr, "piper-compile: error: %s; see piper-compile --help\n",
             !input ? "no input model given" : "no output given (-o OUTPUT)");
     return 2;
@@ -110,6 +175,9 @@ int main(int argc, char **argv) {
   free(text);
   if (mlirModuleIsNull(module)) return 1;
 
+  if (cuda) /* the lowering reads the target from the module (lower_to_llvm.c, targetOf) */
+    mlirOperationSetAttributeByName(mlirModuleGetOperation(module), piperStr("piper.target"),
+                                    mlirStringAttrGet(ctx, piperStr("cuda")));
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
   if (strategy) {
@@ -123,6 +191,12 @@ int main(int argc, char **argv) {
   MlirOperation op = mlirModuleGetOperation(module);
   int rc = mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op));
   mlirPassManagerDestroy(pm);
+  if (!rc && cuda) rc = emitDeviceCode(op, gpuArch, ptxOut, gpuMlirOut, output != NULL);
+  if (!output) { /* only device code was asked for */
+    mlirModuleDestroy(module);
+    mlirContextDestroy(ctx);
+    return rc;
+  }
 
   if (!rc && !strcmp(emit, "mlir")) {
     PiperOutput out;
@@ -168,12 +242,14 @@ int main(int argc, char **argv) {
       int n = 5;
       char linkFile[PATH_MAX + 32], lines[48][PATH_MAX];
       snprintf(linkFile, sizeof linkFile, "%s/piper_rt_%s.link", libDir,
-               devices > 1 ? "mpi" : "serial");
+               cuda ? (devices > 1 ? "cuda_mpi" : "cuda") : devices > 1 ? "mpi" : "serial");
       FILE *f = fopen(linkFile, "r");
       if (!f) {
         fprintf(stderr, "piper-compile: error: cannot read %s (the runtime's link flags, written "
                         "by the build); rebuild piper%s\n", linkFile,
-                devices > 1 ? " with Open MPI installed" : "");
+                cuda ? " where the CUDA toolkit is found (/usr/local/cuda), or compile for the "
+                       "CPU (no --target)"
+                : devices > 1 ? " with Open MPI installed" : "");
         rc = 1;
       }
       for (int k = 0; f && k < 48 && n < 62 && fgets(lines[k], sizeof lines[k], f); ++k) {

@@ -32,6 +32,8 @@ typedef struct {
   int stage; /* PP tag, 0..S-1 */
   int mb;    /* microbatch, 0..M-1 */
   Pass pass;
+  bool withNext; /* dualpipev --ep: one order group with the next op (an overlapped F&B pair,
+                    so one microbatch's all-to-all hides behind the other's compute) */
 } Op;
 
 typedef struct {
@@ -50,6 +52,8 @@ typedef struct {
   int P;             /* pipeline devices */
   int D;             /* data-parallel replicas of every pipeline device */
   int zero;          /* ZeRO level 0..3 */
+  int ep;            /* expert parallelism over each stage's D replicas (--ep, 0: none) */
+  int T;             /* tensor-parallel group size (--tp), 1 without */
   int costF, costB;  /* time units of a forward and a whole backward (BI + BW) of one stage */
   int costW;         /* time units of the weight-gradient part BW; BI takes costB - costW */
 } Config;
@@ -59,7 +63,7 @@ static Config cfg;
 static void usage(FILE *out) {
   fprintf(out,
       "usage: piper-sched SCHEDULE --stages S --microbatches M [--devices P] [--dp D]\n"
-      "                   [--zero Z] [--cost F,B,W] [--simulate]\n"
+      "                   [--tp T] [--zero Z] [--ep N] [--cost F,B,W] [--simulate]\n"
       "Prints a Piper JSON strategy (a list of directives) that runs a model annotated with\n"
       "PP = 0..S-1 (piper-gen gpt --stages S) under a pipeline schedule.\n"
       "\n"
@@ -83,9 +87,21 @@ static void usage(FILE *out) {
       "                    schedule's own (S, or S/2 for dualpipev)\n"
       "  --dp D            replicate every pipeline device D times (default 1); device id =\n"
       "                    dp_rank * P + pipeline device, e.g. PP2xDP2: stage 0 on [0,2]\n"
+      "  --tp T            tensor parallelism: every pipeline device replica becomes a group\n"
+      "                    of T devices (a shard_tensor directive per stage and replica over\n"
+      "                    the TP-tagged blocks); device id = (dp_rank * P + pipeline device)\n"
+      "                    * T + tp_rank, e.g. PP2xTP2: stage 0 on [0,1], stage 1 on [2,3]\n"
       "  --zero Z          0: all-reduce gradients (default); 1: shard optimizer state;\n"
       "                    2: and gradients (reduce-scatter); 3: and parameters (all-gather);\n"
       "                    Z >= 1 needs --dp >= 2\n"
+      "  --ep N            expert parallelism: a shard directive per stage splits the experts\n"
+      "                    (tag EP, piper-gen qwen3-moe) over its N = D replicas; with\n"
+      "                    dualpipev each overlapped F&B pair is one order group of two\n"
+      "                    filters, so one microbatch's all-to-all hides behind the other's\n"
+      "                    compute. With --tp T the shard lists the stage's D*T devices: the\n"
+      "                    experts split over the D replicas (both members of a group own\n"
+      "                    its experts; the MoE block runs replicated in the group), each\n"
+      "                    all-to-all between the members with the same tp_rank\n"
       "  --cost F,B,W      time units for the simulation (default 1,2,1): F a forward, B a whole\n"
       "                    backward, W its weight-gradient part (BI takes B-W)\n"
       "  --simulate        print the simulated timeline and bubble instead of the JSON\n"
@@ -93,8 +109,9 @@ static void usage(FILE *out) {
       "                    the check: for testing that the check catches a deadlock\n"
       "  --help            this text\n"
       "\n"
-      "JSON: [split, place per stage, replicate per stage (only with --dp >= 2), order per\n"
-      "pipeline device]. An order lists one single-filter group per compute pass, e.g.\n"
+      "JSON: [split, place per stage, shard_tensor per stage and replica (only with --tp >= 2),\n"
+      "replicate per stage (only with --dp >= 2), order per pipeline device]. An order lists\n"
+      "one single-filter group per compute pass, e.g.\n"
       "[[{\"PP\":0,\"mb\":0,\"PASS\":\"F\"}],[{\"PP\":0,\"mb\":1,\"PASS\":\"F\"}],...]: each group runs\n"
       "before the next. PASS is F, B (whole backward), BI or BW. Replicas share the order.\n"
       "The schedule is simulated before it is printed (every pass once, on its stage's device,\n"
@@ -166,7 +183,12 @@ static void push(int device, int stage, int mb, Pass pass) {
       exit(1);
     }
   }
-  l->ops[l->n++] = (Op){stage, mb, pass};
+  l->ops[l->n++] = (Op){stage, mb, pass, false};
+}
+
+/* --ep: the op just pushed on `device` and the next one form one order group. */
+static void pairWithNext(int device) {
+  if (cfg.ep && lists[device].n) lists[device].ops[lists[device].n - 1].withNext = true;
 }
 
 /* The pipeline device that holds stage s. */
@@ -246,7 +268,7 @@ static void dpF(DualPipe *q, int phase) { push(q->d, dpStage(q, phase), q->nextF
 static void dpB(DualPipe *q, int phase, bool zb) {
   int s = dpStage(q, phase), mb = q->nextB[phase]++;
   push(q->d, s, mb, zb ? PASS_BI : PASS_B);
-  if (zb) q->queue[q->tail++] = (Op){s, mb, PASS_BW};
+  if (zb) q->queue[q->tail++] = (Op){s, mb, PASS_BW, false};
 }
 static void dpW(DualPipe *q) {
   if (q->head < q->tail) push(q->d, q->queue[q->head].stage, q->queue[q->head].mb, PASS_BW);
@@ -262,8 +284,10 @@ static void genDualPipeV(int d) {
   for (int i = 0; i < d + 1; ++i) dpF(q, 0), dpF(q, 1);     /* 2: nF0F1 */
   for (int i = 0; i < P - 1 - d; ++i)                        /* 3: nB1W1F1, zero bubble */
     dpB(q, 1, true), dpW(q), dpF(q, 1);
-  for (int i = 0; i < M - 2 * P + d + 1; ++i)                /* 4: nF0B1F1B0, overlapped */
-    dpF(q, 0), dpB(q, 1, false), dpF(q, 1), dpB(q, 0, false);
+  for (int i = 0; i < M - 2 * P + d + 1; ++i) {              /* 4: nF0B1F1B0, overlapped */
+    dpF(q, 0), pairWithNext(d), dpB(q, 1, false);
+    dpF(q, 1), pairWithNext(d), dpB(q, 0, false);
+  }
   for (int i = 0; i < P - 1 - d; ++i)                        /* 5: nB1F1B0 */
     dpB(q, 1, false), dpF(q, 1), dpB(q, 0, false);
   bool zb = false;                                           /* 6: nB1B0, 2nd half zero bubble */
@@ -402,10 +426,25 @@ static Sim simulate(void) {
 
 /* ---- output ---- */
 
+/* Device ids of pipeline device d: replica r, tensor-parallel member t is (r*P + d)*T + t (the
+ * mesh; T = 1 without --tp gives the data-parallel layout r*P + d). */
 static void printDevices(int d) {
   putchar('[');
-  for (int r = 0; r < cfg.D; ++r) printf("%s%d", r ? "," : "", r * cfg.P + d);
+  for (int r = 0; r < cfg.D; ++r)
+    for (int t = 0; t < cfg.T; ++t)
+      printf("%s%d", r || t ? "," : "", (r * cfg.P + d) * cfg.T + t);
   putchar(']');
+}
+
+/* --tp: a shard_tensor directive per stage and replica, over that replica's T devices. */
+static void emitShardTensor(void) {
+  for (int s = 0; s < cfg.S && cfg.T > 1; ++s)
+    for (int r = 0; r < cfg.D; ++r) {
+      printf(",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},\"devices\":[", s);
+      for (int t = 0; t < cfg.T; ++t)
+        printf("%s%d", t ? "," : "", (r * cfg.P + deviceOf(s)) * cfg.T + t);
+      printf("],\"stream\":\"tp\"}");
+    }
 }
 
 /* The strategy: split, place per stage, replicate per stage (D >= 2), order per device. */
@@ -417,6 +456,7 @@ static void emitJson(void) {
     printDevices(deviceOf(s));
     printf(",\"stream\":\"compute\"}");
   }
+  emitShardTensor();
   const char *tf[] = {"false", "true"};
   for (int s = 0; s < cfg.S && cfg.D > 1; ++s) {
     printf(",\n  {\"op\":\"replicate\",\"filter\":{\"PP\":%d},\"devices\":", s);
@@ -425,12 +465,21 @@ static void emitJson(void) {
            "\"shard_grads\":%s,\"shard_params\":%s}",
            tf[cfg.zero >= 1], tf[cfg.zero >= 2], tf[cfg.zero >= 3]);
   }
+  for (int s = 0; s < cfg.S && cfg.ep; ++s) { /* the experts over the stage's replicas */
+    printf(",\n  {\"op\":\"shard\",\"filter\":{\"PP\":%d,\"EP\":\"*\"},\"devices\":", s);
+    printDevices(deviceOf(s));
+    printf(",\"stream\":\"ep\"}");
+  }
   for (int d = 0; d < cfg.P; ++d) {
     printf(",\n  {\"op\":\"order\",\"filters\":[");
     for (int i = 0; i < lists[d].n; ++i) {
       Op o = lists[d].ops[i];
-      printf("%s[{\"PP\":%d,\"mb\":%d,\"PASS\":\"%s\"}]", i ? "," : "", o.stage, o.mb,
+      printf("%s[{\"PP\":%d,\"mb\":%d,\"PASS\":\"%s\"}", i ? "," : "", o.stage, o.mb,
              passJson[o.pass]);
+      for (; o.withNext && i + 1 < lists[d].n; o = lists[d].ops[++i]) /* a pair: one group */
+        printf(",{\"PP\":%d,\"mb\":%d,\"PASS\":\"%s\"}", lists[d].ops[i + 1].stage,
+               lists[d].ops[i + 1].mb, passJson[lists[d].ops[i + 1].pass]);
+      printf("]");
     }
     printf("]}");
   }
@@ -535,7 +584,7 @@ int main(int argc, char **argv) {
   if (k == nSched)
     die("unknown schedule '%s'; choose one of: gpipe, 1f1b, interleaved-1f1b, zb-h1, dualpipev",
         argv[1]);
-  cfg = (Config){.sched = (Sched)k, .D = 1, .costF = 1, .costB = 2, .costW = 1};
+  cfg = (Config){.sched = (Sched)k, .D = 1, .T = 1, .costF = 1, .costB = 2, .costW = 1};
   bool simulateOnly = false;
   int devices = 0, swap[3] = {-1, -1, -1};
   for (int i = 2; i < argc; ++i) {
@@ -556,6 +605,10 @@ int main(int argc, char **argv) {
       cfg.D = intFlag(a, v, 1);
     } else if (!strcmp(a, "--zero")) {
       cfg.zero = intFlag(a, v, 0);
+    } else if (!strcmp(a, "--ep")) {
+      cfg.ep = intFlag(a, v, 1);
+    } else if (!strcmp(a, "--tp")) {
+      cfg.T = intFlag(a, v, 1);
     } else if (!strcmp(a, "--cost")) {
       parseCost(v);
     } else if (!strcmp(a, "--test-swap")) {
@@ -577,6 +630,10 @@ int main(int argc, char **argv) {
   if (cfg.zero && cfg.D < 2)
     die("--zero %d shards over data-parallel replicas: add --dp D with D >= 2, or use --zero 0",
         cfg.zero);
+  if (cfg.ep && cfg.ep != cfg.D)
+    die("--ep %d: the experts are split over each stage's data-parallel replicas, so --ep must "
+        "equal --dp (%d)", cfg.ep, cfg.D);
+  if (cfg.ep == 1) cfg.ep = 0; /* one replica: nothing to split */
   bool splitsBackward = cfg.sched == SCHED_ZBH1 || cfg.sched == SCHED_DUALPIPEV;
   if (splitsBackward && cfg.costW < 1)
     die("%s splits the backward into BI and BW: --cost needs 1 <= W < B", name);
@@ -607,9 +664,9 @@ int main(int argc, char **argv) {
   if (devices && devices != cfg.P)
     die("%s puts its stages on %d pipeline devices; --devices %d does not match (leave it out)",
         name, cfg.P, devices);
-  if ((long)cfg.P * cfg.D > 100000 || (long)cfg.S * cfg.M > 1000000)
+  if ((long)cfg.P * cfg.D * cfg.T > 100000 || (long)cfg.S * cfg.M > 1000000)
     die("%ld devices or %ld (stage, microbatch) pairs is more than piper-sched handles",
-        (long)cfg.P * cfg.D, (long)cfg.S * cfg.M);
+        (long)cfg.P * cfg.D * cfg.T, (long)cfg.S * cfg.M);
 
   lists = calloc(cfg.P, sizeof *lists);
   for (int d = 0; d < cfg.P; ++d) {

@@ -26,15 +26,16 @@
  *                   storage: the memory plan gives such a result its operand's buffer.
  *   declaresTensor  the op names storage the runtime owns (prt_declare_tensor): the memory
  *                   plan gives it a tensor id instead of arena bytes; nothing to compute.
- *   i32Operands, resultElem
+ *   i32Operands, resultElem, i32Results
  *                   element types: the verifier (checkElementTypes, dialects/tdag.c) requires
  *                   them; sizes in bytes come from the tensor types (piperTensorElementBytes).
  *   cpuKernel, gpuKernel
  *                   the libpiper_rt function (include/piper/runtime.h) lower_compute.c calls
  *                   for the op on each target; NULL where the op is storage only (leaves,
  *                   bucket, view) or is not lowered (node). The argument lists stay rules of
- *                   lower_compute.c. gpuKernel is NULL in every row today: the GPU backend
- *                   fills it (the same argument list, device pointers).
+ *                   lower_compute.c. gpuKernel is the libpiper_rt_cuda function (the same
+ *                   argument list, device pointers; runtime/kernels/cuda.c), NULL where the
+ *                   op has no GPU kernel yet: --target cuda then refuses a plan holding it.
  * Comm ops have no rows: their handling is per op in insert_comm.c and lower_comm.c. */
 #ifndef PIPER_OPS_H
 #define PIPER_OPS_H
@@ -78,6 +79,29 @@ typedef enum {
   PIPER_TDAG_BUCKET,
   PIPER_TDAG_PACK_INTO,
   PIPER_TDAG_VIEW,
+  /* Qwen3 (piper-gen qwen3) */
+  PIPER_TDAG_EMBED,
+  PIPER_TDAG_RMSNORM,
+  PIPER_TDAG_ROPE,
+  PIPER_TDAG_SWIGLU,
+  PIPER_TDAG_GQA_ATTENTION,
+  PIPER_TDAG_EMBED_GRAD,
+  PIPER_TDAG_RMSNORM_GRAD,
+  PIPER_TDAG_ROPE_GRAD,
+  PIPER_TDAG_SWIGLU_GRAD,
+  PIPER_TDAG_GQA_ATTENTION_GRAD,
+  /* ---- mixture of experts (issue 9): router top-k, dispatch, experts, combine ---- */
+  PIPER_TDAG_MOE_TOPK,
+  PIPER_TDAG_MOE_TOPK_GRAD,
+  PIPER_TDAG_MOE_DISPATCH,
+  PIPER_TDAG_MOE_DISPATCH_GRAD,
+  PIPER_TDAG_MOE_EXPERTS,
+  PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT,
+  PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT,
+  PIPER_TDAG_MOE_COMBINE,
+  PIPER_TDAG_MOE_COMBINE_GRAD,
+  /* tensor parallelism (passes/shard_tensor.c) */
+  PIPER_TDAG_BIAS_ADD,
   PIPER_TDAG_NODE, /* the last: PIPER_TDAG_OP_COUNT follows it */
 } PiperOpId;
 enum { PIPER_TDAG_OP_COUNT = PIPER_TDAG_NODE + 1 }; /* rows in the table */
@@ -127,9 +151,15 @@ typedef struct {
   PiperAliasRule alias;      /* see PiperAliasRule */
   bool declaresTensor;       /* names storage the runtime owns (prt_declare_tensor) */
   uint8_t i32Operands;       /* bit k = operand k is an i32 tensor; the others are f32 */
-  PiperElemType resultElem;  /* element type of every result */
+  PiperElemType resultElem;  /* element type of every result (but those of i32Results) */
+  uint8_t i32Results;        /* bit r = result r is an i32 tensor whatever resultElem says: the
+                                MoE ops that return expert ids or counts next to f32 values */
   const char *cpuKernel;     /* libpiper_rt function on the CPU target, or NULL */
-  const char *gpuKernel;     /* the GPU target's; NULL until the GPU backend fills it */
+  const char *gpuKernel;     /* the GPU target's (--target cuda), or NULL: none yet */
+  uint8_t gpuRowResults;     /* bit r = under --target cuda, result r holds one element per
+                                row of its last dim (numel / last dim): the fused attention
+                                keeps each query row's log-sum-exp where the CPU keeps the
+                                T x T probabilities, so the memory plan reserves only that */
 } PiperOpFacts;
 
 /* The row of `op`, or NULL for an op that is not a tdag op. */
@@ -141,6 +171,11 @@ const PiperOpFacts *piperOpFactsTable(size_t *n);
 
 /* True if result `r` of an op with row `f` is a weight gradient by the row alone (not through
  * likeOperand0). */
+/* True if result `r` of an op with row `f` needs only numel / last dim elements on the GPU. */
+static inline bool piperFactsGpuRowResult(const PiperOpFacts *f, intptr_t r) {
+  return f && r >= 0 && r < 8 && ((f->gpuRowResults >> r) & 1);
+}
+
 static inline bool piperFactsWeightGrad(const PiperOpFacts *f, intptr_t r) {
   return f && r >= 0 && r < 8 && ((f->weightGradResults >> r) & 1);
 }

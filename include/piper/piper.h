@@ -172,6 +172,7 @@ MlirPass piperCreateSplitBackwardPass(const char *arg);
 MlirPass piperCreatePlacePass(const char *arg);
 MlirPass piperCreateInsertCommPass(const char *arg);
 MlirPass piperCreateReplicatePass(const char *arg);
+MlirPass piperCreateShardTensorPass(const char *arg);
 MlirPass piperCreateExtractPass(const char *arg);
 MlirPass piperCreateVerifyPlanPass(const char *arg);
 MlirPass piperCreatePrintDagPass(const char *arg);
@@ -183,6 +184,25 @@ MlirPass piperCreateLowerToLLVMPass(const char *arg);
 /* llvm-dialect module -> LLVM IR -> file. `kind` is "obj", "asm" or "ll". Returns 0 on
  * success; otherwise prints `piper: error: ...` and returns non-zero. */
 int piperEmitModule(MlirOperation module, const char *path, const char *kind);
+
+/* ---- the GPU target (--target cuda): lowering/gpu_kernels.c, lowering/emit_ptx.c ---- */
+/* The gpu-dialect module (MLIR text, owned by the caller) holding the device kernels that the
+ * given libpiper_rt_cuda functions launch, and the math helpers; NULL when out of memory. */
+char *piperGpuKernelModule(const char *const *runtimeFns, size_t nFns);
+/* True if `runtimeFn` is a libpiper_rt_cuda function gpu_kernels.c knows. */
+bool piperGpuRuntimeFnKnown(const char *runtimeFn);
+/* True for an NVPTX arch name LLVM knows: sm_NN (NN >= 50), optionally with an `a` suffix. */
+bool piperGpuArchValid(const char *arch);
+/* The PTX text (owned by the caller) of the gpu-dialect module `mlirText` for `arch`; the
+ * NVVM-level module is printed to dumpLowered when not NULL. NULL after a message on stderr. */
+char *piperGpuKernelsToPtx(const char *mlirText, const char *arch, FILE *dumpLowered);
+/* The gpu-dialect module of the kernels a lowered host module (--piper-lower-to-llvm with
+ * piper.target = "cuda") calls: one per libpiper_rt_cuda function it declares. Owned; NULL
+ * after a message. */
+char *piperGpuModuleForHost(MlirOperation hostModule);
+/* Adds `ptx` to the lowered host module as the NUL-terminated constant @piper_ptx, which
+ * libpiper_rt_cuda's prt_cuda_setup loads at start-up (cudaLibraryLoadData). */
+void piperEmbedPtx(MlirOperation hostModule, const char *ptx);
 
 #ifdef __cplusplus
 }

@@ -97,6 +97,8 @@ void prt_attention_bwd(float *dqkv, const float *dout, const float *qkv, const f
 void prt_gelu_fwd(float *out, const float *x, int64_t n);
 void prt_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n);
 void prt_add(float *out, const float *a, const float *b, int64_t n);
+/* out(M,N) = x(M,N) + b(N) on every row (tensor parallelism: a row-parallel bias) */
+void prt_bias_add(float *out, const float *x, const float *b, int64_t M, int64_t N);
 void prt_copy(float *dst, const float *src, int64_t n);
 /* loss(1) = mean over N rows of -log softmax(logits)[target]; probs(N,V) saved */
 void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
@@ -106,10 +108,89 @@ void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
  * microbatches or data-parallel slices, whose gradients then sum to the full-batch one). */
 void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
                            int64_t N, int64_t V, int64_t total_rows);
+/* ---- mixture of experts (tdag.moe_*; the layout is tdag.irdl.mlir's): N tokens, K experts
+ * per token, E experts in G groups of El = E/G, R = G*cap rows, cap = N*min(K,El). An expert
+ * id outside [0, E), or the same expert twice for a token, is prt_fatal. ---- */
+/* weights(N,K) = the K largest softmax(logits(N,E)) probabilities renormalised to sum 1,
+ * experts(N,K) their indices (largest first; ties: the lower index) */
+void prt_moe_topk_fwd(float *weights, int32_t *experts, const float *logits, int64_t N,
+                      int64_t E, int64_t K);
+/* dlogits(N,E) = 0 but dlogits[n, e_m] = w_m (dw_m - sum_k dw_k w_k) */
+void prt_moe_topk_bwd(float *dlogits, const float *dweights, const float *weights,
+                      const int32_t *experts, int64_t N, int64_t E, int64_t K);
+/* rows(R,C): token n's copy for its k-th expert at its row, the other rows zero;
+ * counts(E) = copies per expert */
+void prt_moe_dispatch_fwd(float *rows, int32_t *counts, const float *h, const int32_t *experts,
+                          int64_t N, int64_t K, int64_t C, int64_t E, int64_t G);
+/* dh(N,C) = sum over k of drows[row of token n's k-th copy] */
+void prt_moe_dispatch_bwd(float *dh, const float *drows, const int32_t *experts, int64_t N,
+                          int64_t K, int64_t C, int64_t E, int64_t G);
+/* y(N,C) = sum over k of weights(n,k) * out[row of token n's k-th copy] */
+void prt_moe_combine_fwd(float *y, const float *out, const float *weights,
+                         const int32_t *experts, int64_t N, int64_t K, int64_t C, int64_t E,
+                         int64_t G);
+/* dout(R,C) = weights(n,k) dy(n) at each copy's row, zero elsewhere;
+ * dweights(N,K) = dy(n) . out[row of copy (n,k)] */
+void prt_moe_combine_bwd(float *dout, float *dweights, const float *dy, const float *out,
+                         const float *weights, const int32_t *experts, int64_t N, int64_t K,
+                         int64_t C, int64_t E, int64_t G);
+/* Local expert j of El on rows(R,C) (R = G*cap; block s, expert j: counts[s*El+j] rows after
+ * experts 0..j-1's): out = (silu(x wg^T) * x wu^T) wd^T, hidden = [x wg^T, x wu^T] (R,2Fe).
+ * wg, wu (Fe,C), wd (C,Fe). The call for j = El-1 also zeroes each block's unused rows of out
+ * and hidden. Counts that overflow a block are prt_fatal. */
+void prt_moe_expert_fwd(float *out, float *hidden, const float *rows, const int32_t *counts,
+                        int64_t G, int64_t cap, int64_t El, int64_t j, const float *wg,
+                        const float *wu, const float *wd, int64_t C, int64_t Fe);
+/* drows of local expert j's rows = dg wg + du wu, dg = dact * u * silu'(g), du = dact * silu(g),
+ * dact = dout wd; the call for j = El-1 zeroes the unused rows */
+void prt_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
+                              const float *hidden, int64_t G, int64_t cap, int64_t El,
+                              int64_t j, const float *wg, const float *wu, const float *wd,
+                              int64_t C, int64_t Fe);
+/* expert j's dwg = dg^T x, dwu = du^T x (Fe,C), dwd = dout^T (silu(g) * u) (C,Fe), summed over
+ * its rows in every block (zero if it has none) */
+void prt_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
+                               const float *rows, const int32_t *counts, const float *hidden,
+                               int64_t G, int64_t cap, int64_t El, int64_t j, const float *wd,
+                               int64_t C, int64_t Fe);
 /* torch.optim.AdamW for one tensor: lr and weight decay come from the run's flags, the step
  * count from the runtime; `decay` != 0 applies decoupled weight decay (2-D weights only). */
 void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                float beta1, float beta2, float eps, int32_t decay);
+
+/* ---- Qwen3 kernels (runtime/kernels/cpu_qwen3.c) ---- */
+/* out(N,C) = wte(V,C)[tok(N)]; a token outside [0, V) is a fatal error naming its position */
+void prt_embed_fwd(float *out, const int32_t *tok, const float *wte, int64_t N, int64_t C,
+                   int64_t V);
+/* dwte(V,C) = scatter-sum of dout(N,C) by tok; overwritten */
+void prt_embed_bwd(float *dwte, const float *dout, const int32_t *tok, int64_t N, int64_t C,
+                   int64_t V);
+/* Per row i of R rows of D: rstd(i) = 1/sqrt(mean(x_i^2) + eps), out_i = x_i * rstd(i) * w */
+void prt_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int64_t R,
+                     int64_t D, float eps);
+/* dx(R,D) and dw(D) (summed over rows) of prt_rmsnorm_fwd, from its saved rstd */
+void prt_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x, const float *w,
+                     const float *rstd, int64_t R, int64_t D);
+/* x(B,T,N), N = H*D: per head, for j < D/2 and a = t * theta^(-2j/D),
+ * (x_j, x_{j+D/2}) -> (x_j cos a - x_{j+D/2} sin a, x_{j+D/2} cos a + x_j sin a) */
+void prt_rope_fwd(float *out, const float *x, int64_t B, int64_t T, int64_t N, int64_t D,
+                  float theta);
+/* the inverse rotation (angle -a): the gradient of prt_rope_fwd */
+void prt_rope_bwd(float *dx, const float *dout, int64_t B, int64_t T, int64_t N, int64_t D,
+                  float theta);
+/* out = silu(gate) * up = gate / (1 + e^-gate) * up, elementwise */
+void prt_swiglu_fwd(float *out, const float *gate, const float *up, int64_t n);
+void prt_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate,
+                    const float *up, int64_t n);
+/* q(B,T,H*D), k, v(B,T,KV*D) -> out(B,T,H*D), probs(B,H,T,T): causal
+ * softmax(q_h k_kh^T / sqrt(D)) v_kh per query head h, kh = floor(h * KV / H) */
+void prt_gqa_attention_fwd(float *out, float *probs, const float *q, const float *k,
+                           const float *v, int64_t B, int64_t T, int64_t H, int64_t KV,
+                           int64_t D);
+/* dq, dk, dv (overwritten) of prt_gqa_attention_fwd, from its saved probs */
+void prt_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                           const float *k, const float *v, const float *probs, int64_t B,
+                           int64_t T, int64_t H, int64_t KV, int64_t D);
 
 /* --grad-clip and the metrics' grad_norm: every device's plan calls prt_grad_sq_accum for the
  * gradient slice of each of its updates (counted != 0 when that slice counts towards the global
@@ -152,6 +233,13 @@ int64_t prt_replica_affine(prt_ctx *ctx, int64_t base, int64_t stride);
 int64_t prt_shard_len(prt_ctx *ctx, int64_t n, int64_t c);
 /* 1 on replica 0 of its role, else 0 (the gradient norm counts a replicated update once). */
 int32_t prt_first_replica(prt_ctx *ctx);
+/* Expert parallelism in a plan per role: tensor `id` (a parameter or AdamW moment just
+ * declared) belongs to an expert whose index in the name is the `len` decimal digits at byte
+ * `at`, replica 0's index `base`; on replica k it is renamed to index base + k * stride (the
+ * experts a device owns shift by E/G a replica), so checkpoints, init and --dump-grads see the
+ * model's names. */
+void prt_declare_expert(prt_ctx *ctx, int64_t id, int64_t at, int64_t len, int64_t base,
+                        int64_t stride);
 /* Global batch rows of one step, over all devices and microbatches. The data loader places
  * row g of step s at ((s * global_batch + g) * T) mod (N - T - 1); without this call the
  * global batch is the B of the "tokens" input. */
@@ -165,6 +253,15 @@ void prt_declare_batch(prt_ctx *ctx, int64_t global_batch);
  * the gradient of a parameter's slice (numel floats). */
 void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
                        int64_t full_numel);
+/* Tensor parallelism: declared parameter or optimizer state `id` holds `blocks` blocks of
+ * `block` elements of the full flattened tensor of its name, block i starting at element
+ * offset + i * stride (a Megatron row or column slice; the blocks are concatenated in local
+ * storage). Call it right after prt_declare_tensor(id, ...) with the FULL dims; storage
+ * narrows to block * blocks floats. A later prt_declare_shard(id, ...) (ZeRO over the
+ * data-parallel replicas of a slice) counts its offset and full_numel in slice elements.
+ * Init, checkpoints and --dump-grads see the full tensor, as for a shard. */
+void prt_declare_tp_slice(prt_ctx *ctx, int64_t id, int64_t offset, int64_t block,
+                          int64_t stride, int64_t blocks);
 /* Declared parameter `param_id` (whole on this device) has its gradient only ever
  * reduce-scattered (ZeRO-2, shard_grads without shard_params): no device holds that gradient
  * whole, so prt_observe_grad never sees it and --dump-grads is refused before the first step.
@@ -187,6 +284,11 @@ int64_t prt_ireduce_scatter(prt_ctx *ctx, const float *in, float *out, int64_t n
 /* out(n_in * |group|) = concatenation of every member's in(n_in), in member order. */
 int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
                         int64_t group, int64_t stream);
+/* Expert parallelism: in and out hold n 4-byte elements (f32 rows or i32 counts) in |group|
+ * equal blocks; block k of in goes to member k, and block s of out comes from member s (block
+ * s of its in). A static-size exchange: every block is sent whole, used rows or not. */
+int64_t prt_iall_to_all(prt_ctx *ctx, const float *in, float *out, int64_t n, int64_t group,
+                        int64_t stream);
 void prt_wait(prt_ctx *ctx, int64_t handle);
 
 /* Trace spans for --trace (Chrome trace / Perfetto JSON, one file per rank, one lane per

@@ -89,7 +89,7 @@ static double prt_mpi_now(void) {
 /* "recv from rank 1 (tag 4, stream 2 'pp')", "all_reduce over group 0 (2 ranks, ...)". */
 static void prt_op_what(const prt_ctx *ctx, const prt_comm_op *op, char *what, size_t cap) {
   static const char *const name[] = {"send", "recv", "all_reduce", "reduce_scatter",
-                                     "all_gather"};
+                                     "all_gather", "all_to_all"};
   char lane[96] = "";
   int64_t s = op->stream;
   if (s >= 0 && s < ctx->nstreams && ctx->stream_names[s])
@@ -356,7 +356,8 @@ void prt_comm_group_free(prt_group *g) {
 
 void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   static const char *const where[] = {"prt_isend", "prt_irecv", "prt_iall_reduce",
-                                      "prt_ireduce_scatter", "prt_iall_gather"};
+                                      "prt_ireduce_scatter", "prt_iall_gather",
+                                      "prt_iall_to_all"};
   const char *w = where[op->kind];
   int n = prt_mpi_count(op->n, w);
   MPI_Request r = MPI_REQUEST_NULL;
@@ -389,6 +390,13 @@ void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
     prt_mpi_count(op->n * members, w);
     PRT_MPI(MPI_Iallgather(op->in == op->out + index * op->n ? MPI_IN_PLACE : op->in, n,
                            MPI_FLOAT, op->out, n, MPI_FLOAT, c, &r),
+            w);
+    break;
+  case PRT_OP_ALL_TO_ALL: /* static size: n/members elements (4 bytes each) per block, as bytes
+                           * so i32 counts cross untouched */
+    prt_mpi_count(op->n / members * 4, w);
+    PRT_MPI(MPI_Ialltoall(op->in, (int)(op->n / members * 4), MPI_BYTE, op->out,
+                          (int)(op->n / members * 4), MPI_BYTE, c, &r),
             w);
     break;
   }

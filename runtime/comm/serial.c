@@ -46,6 +46,7 @@ void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   case PRT_OP_ALL_REDUCE: break; /* the sum over one member */
   case PRT_OP_REDUCE_SCATTER:    /* block 0 of in (n), summed over one member */
   case PRT_OP_ALL_GATHER:        /* in (n), concatenated over one member */
+  case PRT_OP_ALL_TO_ALL:        /* block 0 of in to member 0 */
     if (op->out != op->in) memmove(op->out, op->in, (size_t)op->n * sizeof(float));
     break;
   default:

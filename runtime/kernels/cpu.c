@@ -9,6 +9,7 @@
  */
 #include <cblas.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,80 +159,7 @@ void prt_bias_bwd(float *db, const float *dout, int64_t M, int64_t N) {
   }
 }
 
-/* ---- attention ----
- * For each (b, h): Q, K, V are (T, hs) views into qkv with row stride 3C (q at channel
- * h*hs, k at C + h*hs, v at 2C + h*hs); P = probs[b, h] is (T, T) with stride T. The full
- * T x T product is computed by sgemm and the part above the diagonal is zeroed, which is
- * cheaper in practice than T small triangular calls. */
-
-void prt_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
-                       int64_t C, int64_t H) {
-  prt_comm_progress();
-  int64_t hs = C / H, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t h = 0; h < H; h++) {
-      prt_comm_progress();
-      const float *q = qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-      float *P = probs + (b * H + h) * T * T;
-      /* P = scale * Q K^T */
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T,
-                  (blasint)hs, scale, q, (blasint)C3, k, (blasint)C3, 0.0f, P, (blasint)T);
-      for (int64_t t = 0; t < T; t++) { /* causal softmax of row t over 0..t */
-        float *row = P + t * T;
-        float mx = row[0];
-        for (int64_t j = 1; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
-        float sum = 0.0f;
-        for (int64_t j = 0; j <= t; j++) {
-          row[j] = expf(row[j] - mx);
-          sum += row[j];
-        }
-        float inv = 1.0f / sum;
-        for (int64_t j = 0; j <= t; j++) row[j] *= inv;
-        for (int64_t j = t + 1; j < T; j++) row[j] = 0.0f;
-      }
-      /* out[b, :, h*hs:(h+1)*hs] = P V */
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)hs,
-                  (blasint)T, 1.0f, P, (blasint)T, v, (blasint)C3, 0.0f,
-                  out + b * T * C + h * hs, (blasint)C);
-    }
-}
-
-void prt_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *probs,
-                       int64_t B, int64_t T, int64_t C, int64_t H) {
-  prt_comm_progress();
-  int64_t hs = C / H, C3 = 3 * C;
-  float scale = 1.0f / sqrtf((float)hs);
-  float *dS = prt_xmalloc((size_t)(T * T) * sizeof(float), "prt_attention_bwd scratch");
-  for (int64_t b = 0; b < B; b++)
-    for (int64_t h = 0; h < H; h++) {
-      prt_comm_progress();
-      const float *q = qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
-      const float *P = probs + (b * H + h) * T * T;
-      const float *dO = dout + b * T * C + h * hs;
-      float *dq = dqkv + b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
-      /* dV = P^T dO */
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)T, (blasint)hs,
-                  (blasint)T, 1.0f, P, (blasint)T, dO, (blasint)C, 0.0f, dv, (blasint)C3);
-      /* dP = dO V^T, then softmax backward in place: dS = P * (dP - sum_j P dP) */
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)T, (blasint)T,
-                  (blasint)hs, 1.0f, dO, (blasint)C, v, (blasint)C3, 0.0f, dS, (blasint)T);
-      for (int64_t t = 0; t < T; t++) {
-        float *row = dS + t * T;
-        const float *prow = P + t * T;
-        float dot = 0.0f;
-        for (int64_t j = 0; j <= t; j++) dot += prow[j] * row[j];
-        for (int64_t j = 0; j <= t; j++) row[j] = prow[j] * (row[j] - dot);
-        for (int64_t j = t + 1; j < T; j++) row[j] = 0.0f;
-      }
-      /* S = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q */
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)T, (blasint)hs,
-                  (blasint)T, scale, dS, (blasint)T, k, (blasint)C3, 0.0f, dq, (blasint)C3);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)T, (blasint)hs,
-                  (blasint)T, scale, dS, (blasint)T, q, (blasint)C3, 0.0f, dk, (blasint)C3);
-    }
-  free(dS);
-}
+/* ---- attention: kernels/cpu_attention.c ---- */
 
 /* ---- elementwise ---- */
 
@@ -293,6 +221,12 @@ void prt_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
 void prt_add(float *out, const float *a, const float *b, int64_t n) {
   prt_comm_progress();
   for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void prt_bias_add(float *out, const float *x, const float *b, int64_t M, int64_t N) {
+  prt_comm_progress();
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) out[i * N + j] = x[i * N + j] + b[j];
 }
 
 void prt_copy(float *dst, const float *src, int64_t n) {
@@ -369,22 +303,34 @@ static double prt_decimal_of(float x) {
  * Scalars are computed in double as Python does and rounded to float where torch's kernels
  * see them; tensor arithmetic is float in the same order (torch's vectorised paths may
  * fuse a multiply-add, so the last bit can differ). */
-void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-               float beta1, float beta2, float eps, int32_t decay) {
-  prt_comm_progress();
+prt_adam_scalars prt_adam_scalars_of(const prt_ctx *ctx, float beta1, float beta2, float eps) {
   /* --adam-beta1/--adam-beta2/--adam-eps win over the plan's attributes when given */
   double b1 = isnan(ctx->adam_beta1) ? prt_decimal_of(beta1) : ctx->adam_beta1;
   double b2 = isnan(ctx->adam_beta2) ? prt_decimal_of(beta2) : ctx->adam_beta2;
-  if (!isnan(ctx->adam_beta1)) beta1 = (float)ctx->adam_beta1;
-  if (!isnan(ctx->adam_beta2)) beta2 = (float)ctx->adam_beta2;
-  if (!isnan(ctx->adam_eps)) eps = (float)ctx->adam_eps;
-  float clip = ctx->clip_scale; /* --grad-clip: g * min(1, G / (norm + 1e-6)), as torch */
+  prt_adam_scalars a;
+  a.beta1 = isnan(ctx->adam_beta1) ? beta1 : (float)ctx->adam_beta1;
+  a.beta2 = isnan(ctx->adam_beta2) ? beta2 : (float)ctx->adam_beta2;
+  a.eps = isnan(ctx->adam_eps) ? eps : (float)ctx->adam_eps;
+  a.clip = ctx->clip_scale; /* --grad-clip: g * min(1, G / (norm + 1e-6)), as torch */
   double t = (double)ctx->adam_t;
   double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
-  float keep = (float)(1.0 - ctx->lr * ctx->weight_decay);
-  float one_minus_b1 = (float)(1.0 - b1), one_minus_b2 = (float)(1.0 - b2);
-  float bc2_sqrt = (float)sqrt(bc2);
-  float neg_step = (float)(-(ctx->lr / bc1));
+  a.keep = (float)(1.0 - ctx->lr * ctx->weight_decay);
+  a.one_minus_b1 = (float)(1.0 - b1);
+  a.one_minus_b2 = (float)(1.0 - b2);
+  a.bc2_sqrt = (float)sqrt(bc2);
+  a.neg_step = (float)(-(ctx->lr / bc1));
+  return a;
+}
+
+void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+               float beta1, float beta2, float eps, int32_t decay) {
+  prt_comm_progress();
+  prt_adam_scalars a = prt_adam_scalars_of(ctx, beta1, beta2, eps);
+  beta1 = a.beta1;
+  beta2 = a.beta2;
+  eps = a.eps;
+  float clip = a.clip, keep = a.keep, one_minus_b1 = a.one_minus_b1;
+  float one_minus_b2 = a.one_minus_b2, bc2_sqrt = a.bc2_sqrt, neg_step = a.neg_step;
   for (int64_t i = 0; i < n; i++) {
     float pi = p[i], gi = clip == 1.0f ? g[i] : g[i] * clip;
     if (decay) pi = pi * keep;
@@ -394,5 +340,288 @@ void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64
     p[i] = pi + neg_step * mi / denom;
     m[i] = mi;
     v[i] = vi;
+  }
+}
+
+/* ---- mixture of experts (layout: dialects/tdag.irdl.mlir, "mixture of experts") ---- */
+
+/* pos[n*K+k] = the row of token n's k-th copy; counts[e] (may be NULL) = copies per expert.
+ * Group g's rows start at g*cap, expert e's after those of the lower experts of its group, each
+ * expert's copies in token order: a stable counting sort, so every op recomputes the same rows
+ * from the expert ids alone. */
+static void prt_moe_positions(int32_t *pos, int32_t *counts, const int32_t *ex, int64_t N,
+                              int64_t K, int64_t E, int64_t G, const char *kernel) {
+  int64_t El = E / G, cap = N * (K < El ? K : El);
+  int64_t *next = prt_xmalloc((size_t)E * sizeof *next, "MoE positions scratch");
+  memset(next, 0, (size_t)E * sizeof *next);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < K; k++) {
+      int32_t e = ex[n * K + k];
+      if (e < 0 || e >= E)
+        prt_fatal("%s: expert id %d of token %lld is outside [0, %lld)", kernel, e, (long long)n,
+                  (long long)E);
+      for (int64_t q = 0; q < k; q++)
+        if (ex[n * K + q] == e)
+          prt_fatal("%s: token %lld names expert %d twice", kernel, (long long)n, e);
+      next[e]++;
+    }
+  if (counts)
+    for (int64_t e = 0; e < E; e++) counts[e] = (int32_t)next[e];
+  /* next[e] = the first row of expert e */
+  for (int64_t g = 0; g < G; g++) {
+    int64_t row = g * cap;
+    for (int64_t e = g * El; e < (g + 1) * El; e++) {
+      int64_t c = next[e];
+      next[e] = row;
+      row += c;
+    }
+  }
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < K; k++) pos[n * K + k] = (int32_t)next[ex[n * K + k]]++;
+  free(next);
+}
+
+void prt_moe_topk_fwd(float *weights, int32_t *experts, const float *logits, int64_t N,
+                      int64_t E, int64_t K) {
+  prt_comm_progress();
+  for (int64_t n = 0; n < N; n++) {
+    const float *l = logits + n * E;
+    int32_t *ex = experts + n * K;
+    float *w = weights + n * K;
+    float m = l[0];
+    for (int64_t e = 1; e < E; e++) m = l[e] > m ? l[e] : m;
+    double z = 0.0; /* softmax denominator: p_e = exp(l_e - m) / z */
+    for (int64_t e = 0; e < E; e++) z += exp((double)(l[e] - m));
+    double sum = 0.0;
+    for (int64_t k = 0; k < K; k++) {
+      int64_t best = -1; /* the largest not yet chosen; ">" keeps the lower index on ties */
+      for (int64_t e = 0; e < E; e++) {
+        bool taken = false;
+        for (int64_t q = 0; q < k; q++) taken |= ex[q] == e;
+        if (!taken && (best < 0 || l[e] > l[best])) best = e;
+      }
+      ex[k] = (int32_t)best;
+      w[k] = (float)(exp((double)(l[best] - m)) / z); /* p, as torch's softmax */
+      sum += w[k];
+    }
+    for (int64_t k = 0; k < K; k++) w[k] = (float)(w[k] / sum);
+  }
+}
+
+void prt_moe_topk_bwd(float *dlogits, const float *dweights, const float *weights,
+                      const int32_t *experts, int64_t N, int64_t E, int64_t K) {
+  prt_comm_progress();
+  memset(dlogits, 0, (size_t)(N * E) * sizeof(float));
+  for (int64_t n = 0; n < N; n++) {
+    const float *dw = dweights + n * K, *w = weights + n * K;
+    double s = 0.0;
+    for (int64_t k = 0; k < K; k++) s += (double)dw[k] * w[k];
+    for (int64_t k = 0; k < K; k++) {
+      int32_t e = experts[n * K + k];
+      if (e < 0 || e >= E)
+        prt_fatal("prt_moe_topk_bwd: expert id %d of token %lld is outside [0, %lld)", e,
+                  (long long)n, (long long)E);
+      dlogits[n * E + e] = (float)(w[k] * (dw[k] - s));
+    }
+  }
+}
+
+void prt_moe_dispatch_fwd(float *rows, int32_t *counts, const float *h, const int32_t *experts,
+                          int64_t N, int64_t K, int64_t C, int64_t E, int64_t G) {
+  prt_comm_progress();
+  int64_t El = E / G, R = G * N * (K < El ? K : El);
+  int32_t *pos = prt_xmalloc((size_t)(N * K) * sizeof *pos, "prt_moe_dispatch_fwd scratch");
+  prt_moe_positions(pos, counts, experts, N, K, E, G, "prt_moe_dispatch_fwd");
+  memset(rows, 0, (size_t)(R * C) * sizeof(float));
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < K; k++)
+      memcpy(rows + (int64_t)pos[n * K + k] * C, h + n * C, (size_t)C * sizeof(float));
+  free(pos);
+}
+
+void prt_moe_dispatch_bwd(float *dh, const float *drows, const int32_t *experts, int64_t N,
+                          int64_t K, int64_t C, int64_t E, int64_t G) {
+  prt_comm_progress();
+  int32_t *pos = prt_xmalloc((size_t)(N * K) * sizeof *pos, "prt_moe_dispatch_bwd scratch");
+  prt_moe_positions(pos, NULL, experts, N, K, E, G, "prt_moe_dispatch_bwd");
+  for (int64_t n = 0; n < N; n++) {
+    float *d = dh + n * C;
+    memset(d, 0, (size_t)C * sizeof(float));
+    for (int64_t k = 0; k < K; k++) {
+      const float *r = drows + (int64_t)pos[n * K + k] * C;
+      for (int64_t c = 0; c < C; c++) d[c] += r[c];
+    }
+  }
+  free(pos);
+}
+
+void prt_moe_combine_fwd(float *y, const float *out, const float *weights,
+                         const int32_t *experts, int64_t N, int64_t K, int64_t C, int64_t E,
+                         int64_t G) {
+  prt_comm_progress();
+  int32_t *pos = prt_xmalloc((size_t)(N * K) * sizeof *pos, "prt_moe_combine_fwd scratch");
+  prt_moe_positions(pos, NULL, experts, N, K, E, G, "prt_moe_combine_fwd");
+  for (int64_t n = 0; n < N; n++) {
+    float *yn = y + n * C;
+    memset(yn, 0, (size_t)C * sizeof(float));
+    for (int64_t k = 0; k < K; k++) {
+      const float *o = out + (int64_t)pos[n * K + k] * C;
+      float w = weights[n * K + k];
+      for (int64_t c = 0; c < C; c++) yn[c] += w * o[c];
+    }
+  }
+  free(pos);
+}
+
+void prt_moe_combine_bwd(float *dout, float *dweights, const float *dy, const float *out,
+                         const float *weights, const int32_t *experts, int64_t N, int64_t K,
+                         int64_t C, int64_t E, int64_t G) {
+  prt_comm_progress();
+  int64_t El = E / G, R = G * N * (K < El ? K : El);
+  int32_t *pos = prt_xmalloc((size_t)(N * K) * sizeof *pos, "prt_moe_combine_bwd scratch");
+  prt_moe_positions(pos, NULL, experts, N, K, E, G, "prt_moe_combine_bwd");
+  memset(dout, 0, (size_t)(R * C) * sizeof(float));
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < K; k++) {
+      const float *d = dy + n * C, *o = out + (int64_t)pos[n * K + k] * C;
+      float *g = dout + (int64_t)pos[n * K + k] * C, w = weights[n * K + k];
+      double s = 0.0;
+      for (int64_t c = 0; c < C; c++) {
+        g[c] = w * d[c];
+        s += (double)d[c] * o[c];
+      }
+      dweights[n * K + k] = (float)s;
+    }
+  free(pos);
+}
+
+/* First row and row count of local expert j in block s; counts that are negative or overflow
+ * the block (a corrupt exchange) are fatal rather than out-of-bounds writes. */
+static void prt_moe_segment(const int32_t *counts, int64_t s, int64_t cap, int64_t El,
+                            int64_t j, int64_t *first, int64_t *len, const char *kernel) {
+  int64_t off = 0;
+  for (int64_t q = 0; q < El; q++) {
+    int32_t c = counts[s * El + q];
+    if (c < 0 || off + c > cap)
+      prt_fatal("%s: block %lld's expert counts overflow its %lld rows", kernel, (long long)s,
+                (long long)cap);
+    if (q < j) off += c;
+  }
+  *first = s * cap + off;
+  *len = counts[s * El + j];
+}
+
+/* Rows of block s past its last expert's, which the j = El-1 calls zero. */
+static int64_t prt_moe_block_used(const int32_t *counts, int64_t s, int64_t El) {
+  int64_t used = 0;
+  for (int64_t q = 0; q < El; q++) used += counts[s * El + q];
+  return used;
+}
+
+static float prt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+void prt_moe_expert_fwd(float *out, float *hidden, const float *rows, const int32_t *counts,
+                        int64_t G, int64_t cap, int64_t El, int64_t j, const float *wg,
+                        const float *wu, const float *wd, int64_t C, int64_t Fe) {
+  prt_comm_progress();
+  for (int64_t s = 0; s < G; s++) {
+    int64_t first, n;
+    prt_moe_segment(counts, s, cap, El, j, &first, &n, "prt_moe_expert_fwd");
+    if (n > 0) {
+      const float *x = rows + first * C;
+      float *hid = hidden + first * 2 * Fe, *o = out + first * C;
+      /* hidden[:, :Fe] = x wg^T, hidden[:, Fe:] = x wu^T (row stride 2Fe) */
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)Fe, (blasint)C,
+                  1.0f, x, (blasint)C, wg, (blasint)C, 0.0f, hid, (blasint)(2 * Fe));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)Fe, (blasint)C,
+                  1.0f, x, (blasint)C, wu, (blasint)C, 0.0f, hid + Fe, (blasint)(2 * Fe));
+      float *act = prt_xmalloc((size_t)(n * Fe) * sizeof *act, "prt_moe_expert_fwd scratch");
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t f = 0; f < Fe; f++) {
+          float g = hid[i * 2 * Fe + f], u = hid[i * 2 * Fe + Fe + f];
+          act[i * Fe + f] = g * prt_sigmoid(g) * u;
+        }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)C, (blasint)Fe,
+                  1.0f, act, (blasint)Fe, wd, (blasint)Fe, 0.0f, o, (blasint)C);
+      free(act);
+    }
+    if (j == El - 1) {
+      int64_t used = prt_moe_block_used(counts, s, El);
+      memset(out + (s * cap + used) * C, 0, (size_t)((cap - used) * C) * sizeof(float));
+      memset(hidden + (s * cap + used) * 2 * Fe, 0,
+             (size_t)((cap - used) * 2 * Fe) * sizeof(float));
+    }
+  }
+}
+
+/* dact = dout wd for n rows, then dg, du in place of two (n, Fe) buffers, from hidden. */
+static void prt_moe_expert_dgu(float *dg, float *du, const float *dout, const float *hid,
+                               const float *wd, int64_t n, int64_t C, int64_t Fe) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)Fe, (blasint)C,
+              1.0f, dout, (blasint)C, wd, (blasint)Fe, 0.0f, dg, (blasint)Fe);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t f = 0; f < Fe; f++) {
+      float g = hid[i * 2 * Fe + f], u = hid[i * 2 * Fe + Fe + f], sg = prt_sigmoid(g);
+      float da = dg[i * Fe + f];
+      du[i * Fe + f] = da * g * sg;                             /* d/du of silu(g) u */
+      dg[i * Fe + f] = da * u * sg * (1.0f + g * (1.0f - sg)); /* silu'(g) */
+    }
+}
+
+void prt_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
+                              const float *hidden, int64_t G, int64_t cap, int64_t El,
+                              int64_t j, const float *wg, const float *wu, const float *wd,
+                              int64_t C, int64_t Fe) {
+  prt_comm_progress();
+  for (int64_t s = 0; s < G; s++) {
+    int64_t first, n;
+    prt_moe_segment(counts, s, cap, El, j, &first, &n, "prt_moe_expert_bwd_input");
+    if (n > 0) {
+      float *buf = prt_xmalloc((size_t)(2 * n * Fe) * sizeof *buf, "prt_moe_expert_bwd_input");
+      float *dg = buf, *du = buf + n * Fe;
+      prt_moe_expert_dgu(dg, du, dout + first * C, hidden + first * 2 * Fe, wd, n, C, Fe);
+      float *dx = drows + first * C;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)C, (blasint)Fe,
+                  1.0f, dg, (blasint)Fe, wg, (blasint)C, 0.0f, dx, (blasint)C);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)C, (blasint)Fe,
+                  1.0f, du, (blasint)Fe, wu, (blasint)C, 1.0f, dx, (blasint)C);
+      free(buf);
+    }
+    if (j == El - 1) {
+      int64_t used = prt_moe_block_used(counts, s, El);
+      memset(drows + (s * cap + used) * C, 0, (size_t)((cap - used) * C) * sizeof(float));
+    }
+  }
+}
+
+void prt_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
+                               const float *rows, const int32_t *counts, const float *hidden,
+                               int64_t G, int64_t cap, int64_t El, int64_t j, const float *wd,
+                               int64_t C, int64_t Fe) {
+  prt_comm_progress();
+  memset(dwg, 0, (size_t)(Fe * C) * sizeof(float));
+  memset(dwu, 0, (size_t)(Fe * C) * sizeof(float));
+  memset(dwd, 0, (size_t)(C * Fe) * sizeof(float));
+  for (int64_t s = 0; s < G; s++) {
+    int64_t first, n;
+    prt_moe_segment(counts, s, cap, El, j, &first, &n, "prt_moe_expert_bwd_weight");
+    if (n == 0) continue;
+    const float *x = rows + first * C, *d = dout + first * C, *hid = hidden + first * 2 * Fe;
+    float *buf = prt_xmalloc((size_t)(3 * n * Fe) * sizeof *buf, "prt_moe_expert_bwd_weight");
+    float *dg = buf, *du = buf + n * Fe, *act = buf + 2 * n * Fe;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t f = 0; f < Fe; f++) {
+        float g = hid[i * 2 * Fe + f], u = hid[i * 2 * Fe + Fe + f];
+        act[i * Fe + f] = g * prt_sigmoid(g) * u;
+      }
+    prt_moe_expert_dgu(dg, du, d, hid, wd, n, C, Fe);
+    /* dwd += dout^T act, dwg += dg^T x, dwu += du^T x */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)C, (blasint)Fe, (blasint)n,
+                1.0f, d, (blasint)C, act, (blasint)Fe, 1.0f, dwd, (blasint)Fe);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)Fe, (blasint)C, (blasint)n,
+                1.0f, dg, (blasint)Fe, x, (blasint)C, 1.0f, dwg, (blasint)C);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)Fe, (blasint)C, (blasint)n,
+                1.0f, du, (blasint)Fe, x, (blasint)C, 1.0f, dwu, (blasint)C);
+    free(buf);
   }
 }

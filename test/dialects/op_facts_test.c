@@ -132,7 +132,8 @@ int main(void) {
     bool some = f->batch == PIPER_BATCH_SOME;
     if (!bitsFit(f->i32Operands, ops[i].nOperands) ||
         !bitsFit(f->batchedResults, ops[i].nResults) ||
-        !bitsFit(f->weightGradResults, ops[i].nResults) || (some && !f->batchedResults) ||
+        !bitsFit(f->weightGradResults, ops[i].nResults) ||
+        !bitsFit(f->i32Results, ops[i].nResults) || (some && !f->batchedResults) ||
         (!some && f->batchedResults) || (f->likeOperand0 && ops[i].nOperands == 0) ||
         (f->alias >= PIPER_ALIAS_RESULT_IS_OPERAND0 &&
          (ops[i].nOperands == 0 || ops[i].nResults == 0)) ||

@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Strategy invariance for one strategy: the same GPT (L4 C32 H2 T16 B8, built-in corpus) trained
-# 10 steps on one device and under a piper-sched strategy on NP real MPI ranks must give the
-# same per-step losses and the same final, unsharded checkpoint (compare_runs.py states the
-# tolerances).
+# Strategy invariance for one strategy: the same model (by default GPT L4 C32 H2 T16 B8, built-in
+# corpus) trained 10 steps on one device and under a piper-sched strategy on NP real MPI ranks
+# must give the same per-step losses and the same final, unsharded checkpoint (compare_runs.py
+# states the tolerances).
 # Usage: invariance.sh WORKDIR NP STAGES PIPER-SCHED-ARGS...
 # INVARIANCE_TRAIN_ARGS (environment): more training flags for both runs (e.g. --grad-clip 0.5).
+# INVARIANCE_MODEL (environment): the piper-gen model and its flags, without --stages (e.g.
+#   "qwen3 --layers 4 --dim 32 --heads 4 --kv-heads 2 --ffn-dim 64 --seq 16 --batch 8"; tensor
+#   parallelism needs heads divisible by the group size).
+# INVARIANCE_COMPARE_ARGS (environment): more compare_runs.py flags (e.g. --param-tol).
+# INVARIANCE_GRADS=1 (environment): also compare both runs' step-0 gradients (--dump-grads, a
+# separate 1-step run of each) with compare_grads.py.
 set -euo pipefail
 dir=$1 np=$2 stages=$3
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
-model="--layers 4 --dim 32 --heads 2 --seq 16 --batch 8"
+model=${INVARIANCE_MODEL:-gpt --layers 4 --dim 32 --heads 2 --seq 16 --batch 8}
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
-piper-gen gpt $model > single.mlir
-piper-gen gpt $model --stages "$stages" > staged.mlir
+piper-gen $model > single.mlir
+piper-gen $model --stages "$stages" > staged.mlir
 piper-sched "$@" > strategy.json
 piper-compile single.mlir -o single
 piper-compile staged.mlir --strategy strategy.json -o plan
@@ -21,4 +27,12 @@ extra=(${INVARIANCE_TRAIN_ARGS:-})
 # timeout: a plan that hangs fails the test instead of blocking the suite
 timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
   ./plan --steps 10 --quiet "${extra[@]}" --metrics plan.jsonl --save-checkpoint plan.safetensors
-/usr/bin/python3 "$here/compare_runs.py" single.jsonl single.safetensors plan.jsonl plan.safetensors
+if [ "${INVARIANCE_GRADS:-0}" = 1 ]; then
+  ./single --steps 1 --quiet "${extra[@]}" --dump-grads single.grads.safetensors
+  timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+    ./plan --steps 1 --quiet "${extra[@]}" --dump-grads plan.grads.safetensors
+  /usr/bin/python3 "$here/compare_grads.py" single.grads.safetensors plan.grads.safetensors
+fi
+compare=(${INVARIANCE_COMPARE_ARGS:-})
+/usr/bin/python3 "$here/compare_runs.py" single.jsonl single.safetensors plan.jsonl plan.safetensors \
+  "${compare[@]}"

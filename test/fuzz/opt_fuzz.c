@@ -19,10 +19,12 @@ static void runPipelines(MlirContext ctx, MlirOperation module) {
   }
   { /* directives written inline as sched ops, applied in Piper's order, down to llvm */
     MlirPass p[] = {piperCreateSplitPass(NULL),   piperCreateSplitBackwardPass(NULL),
-                    piperCreatePlacePass(NULL),   piperCreateInsertCommPass(NULL),
-                    piperCreateReplicatePass(NULL), piperCreateExtractPass(NULL),
-                    piperCreateVerifyPlanPass(NULL), piperCreateLowerToLLVMPass(NULL)};
-    fuzzRunOnClone(ctx, module, p, 8, "directives + extract + verify-plan + lower-to-llvm");
+                    piperCreatePlacePass(NULL),   piperCreateShardTensorPass(NULL),
+                    piperCreateInsertCommPass(NULL), piperCreateReplicatePass(NULL),
+                    piperCreateExtractPass(NULL), piperCreateVerifyPlanPass(NULL),
+                    piperCreateLowerToLLVMPass(NULL)};
+    fuzzRunOnClone(ctx, module, p, sizeof p / sizeof *p,
+                   "directives + extract + verify-plan + lower-to-llvm");
   }
   { /* a global DAG: per-device plans, the no-hang proof, lowering */
     MlirPass p[] = {piperCreateExtractPass(NULL), piperCreateVerifyPlanPass(NULL),

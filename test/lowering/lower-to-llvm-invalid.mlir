@@ -11,7 +11,7 @@ func.func @no_tdag() {
 
 func.func private @body(%a: tensor<2xf32>) -> tensor<2xf32>
 func.func @graph_level(%a: tensor<2xf32>) {
-  // expected-error@+1 {{piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce/reduce_scatter/all_gather can be lowered here}}
+  // expected-error@+1 {{piper-lower-to-llvm: only tdag compute ops and comm send/recv/all_reduce/reduce_scatter/all_gather/all_to_all can be lowered here}}
   %0 = "tdag.node"(%a) {callee = @body, kind = "F"} : (tensor<2xf32>) -> tensor<2xf32>
   return
 }
@@ -94,6 +94,20 @@ module attributes {piper.devices = 2 : i64, piper.roles = 1 : i64} {
   // expected-error@+1 {{graph functions must be named device_0 .. device_{N-1} (or role_0 .. role_{P-1}}}
   func.func @role_00() attributes {piper.role = [0, 1, 2]} {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+// Expert parallelism per role: ep_expert names where the expert index sits in the name; one
+// whose digits are not there (here byte 2 of "e.3.w" is "3", not "4") is refused at the op.
+module attributes {piper.devices = 2 : i64, piper.roles = 1 : i64} {
+  func.func @role_0() attributes {piper.role = [0, 1, 2]} {
+    // expected-error@+1 {{piper-lower-to-llvm: ep_expert must be [at, len, e, stride] on a tdag.param or tdag.adam_state, with the expert index e (len decimal digits) at byte `at` of the parameter's name and stride >= 1 (passes/shard.c writes it)}}
+    %p = "tdag.param"() {ep_expert = [2, 1, 4, 2], init = "normal", name = "e.3.w"} : () -> tensor<4xf32>
+    // expected-error@+1 {{piper-lower-to-llvm: ep_expert must be [at, len, e, stride]}}
+    %q = "tdag.param"() {ep_expert = [2, 1], init = "normal", name = "e.0.v"} : () -> tensor<4xf32>
     return
   }
 }

@@ -933,6 +933,32 @@ static void test_roles_and_many_groups(void) {
   prt_ctx_destroy(ctx);
   end();
 
+  begin("expert_names");
+  /* expert parallelism per role: replica k's expert is replica 0's index 9 + k * 3 (9 + 3k
+   * digits may grow: 9 -> 12), the rest of the name kept; a name without that index at that
+   * place fails setup with a plan-bug message */
+  ctx = prt_ctx_create();
+  prt_declare_world(ctx, W);
+  int64_t one[1] = {0}, stride1[1] = {1}, countW[1] = {W};
+  prt_declare_roles(ctx, 1, one, stride1, countW);
+  prt_declare_tensor(ctx, 0, "layers.0.experts.9.w", PRT_PARAM, PRT_INIT_NORMAL, 1, 4, 0, 0, 0, 0);
+  prt_declare_tensor(ctx, 1, "optim.exp_avg.layers.0.experts.9.w", PRT_OPTIM, PRT_INIT_ZEROS, 1,
+                     4, 0, 0, 0, 0);
+  prt_declare_expert(ctx, 0, 17, 1, 9, 3);
+  prt_declare_expert(ctx, 1, 31, 1, 9, 3);
+  char want[64];
+  snprintf(want, sizeof want, "layers.0.experts.%lld.w", (long long)(9 + 3 * R));
+  if (prt_ctx_find(ctx, want) != 0) fail("rank %lld: no tensor '%s'", (long long)R, want);
+  snprintf(want, sizeof want, "optim.exp_avg.layers.0.experts.%lld.w", (long long)(9 + 3 * R));
+  if (prt_ctx_find(ctx, want) != 1) fail("rank %lld: no tensor '%s'", (long long)R, want);
+  if (ctx->decl_status.code) fail("rank %lld: %s", (long long)R, ctx->decl_status.msg);
+  prt_declare_expert(ctx, 0, 2, 1, 9, 3); /* "y" is no index 9 */
+  if (!ctx->decl_status.code || !strstr(ctx->decl_status.msg, "no expert index 9 at byte 2"))
+    fail("rank %lld: a wrong expert index was accepted: '%s'", (long long)R,
+         ctx->decl_status.msg);
+  prt_ctx_destroy(ctx);
+  end();
+
   begin("many_range_groups");
   /* 300 groups (once a fixed table of 256): group g holds ranks g % W .. W-1, declared as a
    * range; each is all-reduced on and checked */

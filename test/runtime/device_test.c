@@ -225,7 +225,7 @@ static void test_runtime_on(prt_device *dev, const char *label) {
     fail("the plan's two streams have no device streams");
   prt_status st = {0};
   prt_data data;
-  if (prt_data_open(&data, NULL, 4, 256, &st)) {
+  if (prt_data_open(&data, NULL, PRT_DATA_BYTES, 4, 256, &st)) {
     fail("data: %s", st.msg);
     goto out;
   }

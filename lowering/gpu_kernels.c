@@ -1,0 +1,1145 @@
+/* The GPU target's device kernels, written in the gpu dialect as MLIR text templates that
+ * emit_ptx.c parses and lowers (upstream convert-gpu-to-nvvm, then NVPTX through the LLVM C
+ * API). Text rather than C API builder calls: a kernel reads as the MLIR it is (the form the
+ * upstream passes document and shared/examples/gpu-smoke verified on an H100), a reviewer
+ * can check it line by line against the CPU kernel it mirrors (runtime/kernels/cpu.c), and
+ * FileCheck tests see the same text. Nothing in a kernel depends on the plan's shapes:
+ * sizes are arguments, so one module serves every plan and the PTX is a pure function of
+ * which runtime functions the plan calls.
+ *
+ * Conventions. Pointers are bare !llvm.ptr (device addresses from the arena or a declared
+ * tensor; a memref argument would expand to five values per buffer), sizes are i64, one
+ * thread per output element, per row, or per (chunk of rows, column) for sums over rows (the
+ * grid is ceil(threads / 256) blocks of 256, chosen by the host launcher in
+ * runtime/kernels/cuda.c). Each kernel does the CPU kernel's arithmetic in the same order
+ * (f64 accumulators where the CPU has them; sums over rows associated by chunks), so the two
+ * targets agree to float rounding (test/gpu/gpu-kernels-emu.test runs these kernels on the
+ * host against the CPU's). exp, tanh and log are the helpers below (polynomials in arith
+ * ops): no libdevice, so piper-compile needs no CUDA toolkit.
+ *
+ * Which kernels a plan needs: the runtime functions its host code calls (the op table's
+ * gpuKernel column, include/piper/ops.h) map to device kernels through `uses` below; matmuls
+ * (cuBLAS) and attention (runtime/kernels/cuda_attention.cu) need none. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "piper/piper.h"
+
+/* Global thread index %i (i64) in a 1-D grid. */
+#define TID                                                                                \
+  "    %tid_b = gpu.block_id x\n"                                                          \
+  "    %tid_d = gpu.block_dim x\n"                                                         \
+  "    %tid_t = gpu.thread_id x\n"                                                         \
+  "    %tid_o = arith.muli %tid_b, %tid_d : index\n"                                       \
+  "    %tid_x = arith.addi %tid_o, %tid_t : index\n"                                       \
+  "    %i = arith.index_cast %tid_x : index to i64\n"
+/* %pN = &ptr[idx] for f32 (or another element type) */
+#define GEP(res, ptr, idx, ty)                                                             \
+  "    " res " = llvm.getelementptr " ptr "[" idx "] : (!llvm.ptr, i64) -> !llvm.ptr, " ty "\n"
+
+/* Helpers every kernel module carries (private: inlined by O3 and then dropped).
+ *   @piper_exp(x)   e^x in f32 for x <= 88 (0 below -87: the CPU's expf gives < 1.7e-38
+ *                   there, nothing against a softmax sum >= 1): Cephes' range reduction
+ *                   x = n ln2 + r with ln2 split in two, a degree-7 Taylor polynomial for e^r,
+ *                   2^n put into the exponent bits; the CPU's tanh_vec does the same. floor
+ *                   is a truncation corrected by one below zero (exact for |t| < 2^23):
+ *                   convert-gpu-to-nvvm turns llvm.intr.floor and sqrt into libdevice calls,
+ *                   so sqrt is PTX's sqrt.rn.f32 (IEEE, as sqrtf) through inline asm.
+ *   @piper_tanh(u)  1 - 2 / (e^(2u) + 1) with u clamped to [-9, 9]: runtime/kernels/cpu.c's
+ *                   tanh_vec, operation for operation.
+ *   @piper_log(s)   ln s in f64 for a finite s >= 1 (a softmax sum): s = m 2^e with m in
+ *                   [sqrt(1/2), sqrt(2)), ln m = 2 atanh((m-1)/(m+1)) by 16 terms of its
+ *                   series (|z| <= 0.172: the last term is below 1e-24 relative). */
+static const char helpers[] =
+    "  func.func private @piper_exp(%x0: f32) -> f32\n"
+    "      attributes {llvm.linkage = #llvm.linkage<internal>} {\n"
+    "    %lo = arith.constant -87.0 : f32\n"
+    "    %under = arith.cmpf olt, %x0, %lo : f32\n"
+    "    %x = arith.select %under, %lo, %x0 : f32\n"
+    "    %log2e = arith.constant 1.44269502 : f32\n"
+    "    %half = arith.constant 0.5 : f32\n"
+    "    %t0 = arith.mulf %x, %log2e : f32\n"
+    "    %t = arith.addf %t0, %half : f32\n"
+    "    %tr = arith.fptosi %t : f32 to i32\n"
+    "    %trf = arith.sitofp %tr : i32 to f32\n"
+    "    %above = arith.cmpf ogt, %trf, %t : f32\n"
+    "    %c1 = arith.constant 1 : i32\n"
+    "    %trm = arith.subi %tr, %c1 : i32\n"
+    "    %ni = arith.select %above, %trm, %tr : i32\n"
+    "    %n = arith.sitofp %ni : i32 to f32\n"
+    "    %ln2hi = arith.constant 0.693359375 : f32\n"
+    "    %ln2lo = arith.constant -0.000212194442 : f32\n"
+    "    %a1 = arith.mulf %n, %ln2hi : f32\n"
+    "    %r1 = arith.subf %x, %a1 : f32\n"
+    "    %a2 = arith.mulf %n, %ln2lo : f32\n"
+    "    %r = arith.subf %r1, %a2 : f32\n"
+    "    %k7 = arith.constant 0.000198412701 : f32\n"
+    "    %k6 = arith.constant 0.00138888892 : f32\n"
+    "    %k5 = arith.constant 0.00833333377 : f32\n"
+    "    %k4 = arith.constant 0.0416666679 : f32\n"
+    "    %k3 = arith.constant 0.166666672 : f32\n"
+    "    %one = arith.constant 1.0 : f32\n"
+    "    %m6 = arith.mulf %k7, %r : f32\n"
+    "    %p6 = arith.addf %m6, %k6 : f32\n"
+    "    %m5 = arith.mulf %p6, %r : f32\n"
+    "    %p5 = arith.addf %m5, %k5 : f32\n"
+    "    %m4 = arith.mulf %p5, %r : f32\n"
+    "    %p4 = arith.addf %m4, %k4 : f32\n"
+    "    %m3 = arith.mulf %p4, %r : f32\n"
+    "    %p3 = arith.addf %m3, %k3 : f32\n"
+    "    %m2 = arith.mulf %p3, %r : f32\n"
+    "    %p2 = arith.addf %m2, %half : f32\n"
+    "    %m1 = arith.mulf %p2, %r : f32\n"
+    "    %p1 = arith.addf %m1, %one : f32\n"
+    "    %m0 = arith.mulf %p1, %r : f32\n"
+    "    %p0 = arith.addf %m0, %one : f32\n"
+    "    %bias = arith.constant 127 : i32\n"
+    "    %sh = arith.constant 23 : i32\n"
+    "    %eb = arith.addi %ni, %bias : i32\n"
+    "    %bits = arith.shli %eb, %sh : i32\n"
+    "    %scale = arith.bitcast %bits : i32 to f32\n"
+    "    %e = arith.mulf %p0, %scale : f32\n"
+    "    %zero = arith.constant 0.0 : f32\n"
+    "    %res = arith.select %under, %zero, %e : f32\n"
+    "    return %res : f32\n"
+    "  }\n"
+    "  func.func private @piper_tanh(%u0: f32) -> f32\n"
+    "      attributes {llvm.linkage = #llvm.linkage<internal>} {\n"
+    "    %lo = arith.constant -9.0 : f32\n"
+    "    %hi = arith.constant 9.0 : f32\n"
+    "    %c1 = arith.cmpf olt, %u0, %lo : f32\n"
+    "    %u1 = arith.select %c1, %lo, %u0 : f32\n"
+    "    %c2 = arith.cmpf ogt, %u1, %hi : f32\n"
+    "    %u = arith.select %c2, %hi, %u1 : f32\n"
+    "    %two = arith.constant 2.0 : f32\n"
+    "    %one = arith.constant 1.0 : f32\n"
+    "    %z = arith.mulf %two, %u : f32\n"
+    "    %e = func.call @piper_exp(%z) : (f32) -> f32\n"
+    "    %d = arith.addf %e, %one : f32\n"
+    "    %q = arith.divf %two, %d : f32\n"
+    "    %t = arith.subf %one, %q : f32\n"
+    "    return %t : f32\n"
+    "  }\n"
+    "  func.func private @piper_log(%s: f64) -> f64\n"
+    "      attributes {llvm.linkage = #llvm.linkage<internal>} {\n"
+    "    %bits = arith.bitcast %s : f64 to i64\n"
+    "    %c52 = arith.constant 52 : i64\n"
+    "    %c1023 = arith.constant 1023 : i64\n"
+    "    %mmask = arith.constant 4503599627370495 : i64\n"
+    "    %one_bits = arith.constant 4607182418800017408 : i64\n"
+    "    %eb = arith.shrui %bits, %c52 : i64\n"
+    "    %e0 = arith.subi %eb, %c1023 : i64\n"
+    "    %mant = arith.andi %bits, %mmask : i64\n"
+    "    %mb = arith.ori %mant, %one_bits : i64\n"
+    "    %m0 = arith.bitcast %mb : i64 to f64\n"
+    "    %sqrt2 = arith.constant 1.4142135623730951 : f64\n"
+    "    %big = arith.cmpf ogt, %m0, %sqrt2 : f64\n"
+    "    %half = arith.constant 0.5 : f64\n"
+    "    %mh = arith.mulf %m0, %half : f64\n"
+    "    %m = arith.select %big, %mh, %m0 : f64\n"
+    "    %c1i = arith.constant 1 : i64\n"
+    "    %e1 = arith.addi %e0, %c1i : i64\n"
+    "    %e = arith.select %big, %e1, %e0 : i64\n"
+    "    %one = arith.constant 1.0 : f64\n"
+    "    %num = arith.subf %m, %one : f64\n"
+    "    %den = arith.addf %m, %one : f64\n"
+    "    %z = arith.divf %num, %den : f64\n"
+    "    %z2 = arith.mulf %z, %z : f64\n"
+    "    %zero = arith.constant 0.0 : f64\n"
+    "    %k0 = arith.constant 0 : i64\n"
+    "    %k16 = arith.constant 16 : i64\n"
+    "    %sum, %pw = scf.for %k = %k0 to %k16 step %c1i iter_args(%acc = %zero, %p = %z)"
+    " -> (f64, f64) : i64 {\n"
+    "      %two_k = arith.addi %k, %k : i64\n"
+    "      %odd = arith.addi %two_k, %c1i : i64\n"
+    "      %oddf = arith.sitofp %odd : i64 to f64\n"
+    "      %term = arith.divf %p, %oddf : f64\n"
+    "      %acc2 = arith.addf %acc, %term : f64\n"
+    "      %p2 = arith.mulf %p, %z2 : f64\n"
+    "      scf.yield %acc2, %p2 : f64, f64\n"
+    "    }\n"
+    "    %two = arith.constant 2.0 : f64\n"
+    "    %lnm = arith.mulf %two, %sum : f64\n"
+    "    %ef = arith.sitofp %e : i64 to f64\n"
+    "    %ln2 = arith.constant 0.69314718055994531 : f64\n"
+    "    %ee = arith.mulf %ef, %ln2 : f64\n"
+    "    %r = arith.addf %ee, %lnm : f64\n"
+    "    return %r : f64\n"
+    "  }\n";
+
+/* One device kernel: its name (the PTX .entry the runtime launches) and its gpu.func. */
+typedef struct {
+  const char *name;
+  const char *text;
+} GpuKernel;
+
+static const GpuKernel kernels[] = {
+    /* y[i] = a[i] + b[i] (prt_add) */
+    {"piper_add",
+     "  gpu.func @piper_add(%y: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr, %n: i64) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n" GEP("%pa", "%a", "%i", "f32") GEP("%pb", "%b", "%i", "f32")
+     "      %va = llvm.load %pa : !llvm.ptr -> f32\n"
+     "      %vb = llvm.load %pb : !llvm.ptr -> f32\n"
+     "      %s = arith.addf %va, %vb : f32\n" GEP("%py", "%y", "%i", "f32")
+     "      llvm.store %s, %py : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* dst[i] = src[i] (prt_copy: outputs, pack_into) */
+    {"piper_copy",
+     "  gpu.func @piper_copy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n" GEP("%ps", "%src", "%i", "f32")
+     "      %v = llvm.load %ps : !llvm.ptr -> f32\n" GEP("%pd", "%dst", "%i", "f32")
+     "      llvm.store %v, %pd : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (prt_gelu_fwd) */
+    {"piper_gelu_fwd",
+     "  gpu.func @piper_gelu_fwd(%y: !llvm.ptr, %x: !llvm.ptr, %n: i64) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n" GEP("%px", "%x", "%i", "f32")
+     "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "      %k = arith.constant 0.0447149985 : f32\n"
+     "      %s = arith.constant 0.797884583 : f32\n"
+     "      %half = arith.constant 0.5 : f32\n"
+     "      %one = arith.constant 1.0 : f32\n"
+     "      %c1 = arith.mulf %k, %xv : f32\n"
+     "      %c2 = arith.mulf %c1, %xv : f32\n"
+     "      %cube = arith.mulf %c2, %xv : f32\n"
+     "      %inner = arith.addf %xv, %cube : f32\n"
+     "      %u = arith.mulf %s, %inner : f32\n"
+     "      %th = func.call @piper_tanh(%u) : (f32) -> f32\n"
+     "      %hx = arith.mulf %half, %xv : f32\n"
+     "      %opt = arith.addf %one, %th : f32\n"
+     "      %r = arith.mulf %hx, %opt : f32\n" GEP("%py", "%y", "%i", "f32")
+     "      llvm.store %r, %py : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* dx = gelu'(x) dy (prt_gelu_bwd) */
+    {"piper_gelu_bwd",
+     "  gpu.func @piper_gelu_bwd(%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %n: i64)"
+     " kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n" GEP("%px", "%x", "%i", "f32") GEP("%pdy", "%dy", "%i", "f32")
+     "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "      %dyv = llvm.load %pdy : !llvm.ptr -> f32\n"
+     "      %k = arith.constant 0.0447149985 : f32\n"
+     "      %k3 = arith.constant 0.134144992 : f32\n"
+     "      %s = arith.constant 0.797884583 : f32\n"
+     "      %half = arith.constant 0.5 : f32\n"
+     "      %one = arith.constant 1.0 : f32\n"
+     "      %c1 = arith.mulf %k, %xv : f32\n"
+     "      %c2 = arith.mulf %c1, %xv : f32\n"
+     "      %cube = arith.mulf %c2, %xv : f32\n"
+     "      %inner = arith.addf %xv, %cube : f32\n"
+     "      %u = arith.mulf %s, %inner : f32\n"
+     "      %th = func.call @piper_tanh(%u) : (f32) -> f32\n"
+     "      %th2 = arith.mulf %th, %th : f32\n"
+     "      %sech2 = arith.subf %one, %th2 : f32\n"
+     "      %opt = arith.addf %one, %th : f32\n"
+     "      %l1 = arith.mulf %half, %opt : f32\n"
+     "      %q1 = arith.mulf %xv, %half : f32\n"
+     "      %q2 = arith.mulf %q1, %sech2 : f32\n"
+     "      %q3 = arith.mulf %q2, %s : f32\n"
+     "      %w1 = arith.mulf %k3, %xv : f32\n"
+     "      %w2 = arith.mulf %w1, %xv : f32\n"
+     "      %w3 = arith.addf %one, %w2 : f32\n"
+     "      %q4 = arith.mulf %q3, %w3 : f32\n"
+     "      %local = arith.addf %l1, %q4 : f32\n"
+     "      %r = arith.mulf %local, %dyv : f32\n" GEP("%pdx", "%dx", "%i", "f32")
+     "      llvm.store %r, %pdx : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* out[b,t,:] = wte[tok[b,t],:] + wpe[t,:], one thread per element (prt_embedding_fwd);
+     * a negative token (the CPU stops on it) gives NaN, which the loss then shows */
+    {"piper_embedding_fwd",
+     "  gpu.func @piper_embedding_fwd(%out: !llvm.ptr, %tok: !llvm.ptr, %wte: !llvm.ptr,"
+     " %wpe: !llvm.ptr, %B: i64, %T: i64, %C: i64) kernel {\n" TID
+     "    %bt_n = arith.muli %B, %T : i64\n"
+     "    %n = arith.muli %bt_n, %C : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %bt = arith.divsi %i, %C : i64\n"
+     "      %c = arith.remsi %i, %C : i64\n"
+     "      %t = arith.remsi %bt, %T : i64\n" GEP("%ptk", "%tok", "%bt", "i32")
+     "      %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
+     "      %tk = arith.extsi %tk32 : i32 to i64\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %bad = arith.cmpi slt, %tk, %z : i64\n"
+     "      %tks = arith.select %bad, %z, %tk : i64\n"
+     "      %eo = arith.muli %tks, %C : i64\n"
+     "      %ei = arith.addi %eo, %c : i64\n"
+     "      %po = arith.muli %t, %C : i64\n"
+     "      %pi = arith.addi %po, %c : i64\n" GEP("%pe", "%wte", "%ei", "f32")
+     GEP("%pp", "%wpe", "%pi", "f32")
+     "      %ev = llvm.load %pe : !llvm.ptr -> f32\n"
+     "      %pv = llvm.load %pp : !llvm.ptr -> f32\n"
+     "      %s = arith.addf %ev, %pv : f32\n"
+     "      %nan = arith.constant 0x7FC00000 : f32\n"
+     "      %r = arith.select %bad, %nan, %s : f32\n" GEP("%po2", "%out", "%i", "f32")
+     "      llvm.store %r, %po2 : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* dwpe[t, c] = sum over b of dy[b, t, c], one thread per (t, c), in b order */
+    {"piper_embedding_bwd_wpe",
+     "  gpu.func @piper_embedding_bwd_wpe(%dwpe: !llvm.ptr, %dy: !llvm.ptr, %B: i64, %T: i64,"
+     " %C: i64) kernel {\n" TID
+     "    %n = arith.muli %T, %C : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %zf = arith.constant 0.0 : f32\n"
+     "      %s = scf.for %b = %z to %B step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
+     "        %bo = arith.muli %b, %n : i64\n"
+     "        %bi = arith.addi %bo, %i : i64\n" GEP("%pd", "%dy", "%bi", "f32")
+     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "        %acc2 = arith.addf %acc, %dv : f32\n"
+     "        scf.yield %acc2 : f32\n"
+     "      }\n" GEP("%pw", "%dwpe", "%i", "f32")
+     "      llvm.store %s, %pw : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* one row per thread: mean, biased variance and rstd in f64 sums, then
+     * y = (x - mean) rstd w + b (prt_layernorm_fwd) */
+    {"piper_layernorm_fwd",
+     "  gpu.func @piper_layernorm_fwd(%y: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr,"
+     " %x: !llvm.ptr, %w: !llvm.ptr, %b: !llvm.ptr, %N: i64, %C: i64, %eps: f32) kernel {\n"
+     TID
+     "    %in = arith.cmpi slt, %i, %N : i64\n"
+     "    scf.if %in {\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %base = arith.muli %i, %C : i64\n"
+     "      %Cd = arith.sitofp %C : i64 to f64\n"
+     "      %s = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %xd = arith.extf %xv : f32 to f64\n"
+     "        %acc2 = arith.addf %acc, %xd : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n"
+     "      %md = arith.divf %s, %Cd : f64\n"
+     "      %m = arith.truncf %md : f64 to f32\n"
+     "      %v = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %d = arith.subf %xv, %m : f32\n"
+     "        %dd = arith.extf %d : f32 to f64\n"
+     "        %sq = arith.mulf %dd, %dd : f64\n"
+     "        %acc2 = arith.addf %acc, %sq : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n"
+     "      %vd = arith.divf %v, %Cd : f64\n"
+     "      %var = arith.truncf %vd : f64 to f32\n"
+     "      %ve = arith.addf %var, %eps : f32\n"
+     "      %sd = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %ve : (f32) -> f32\n"
+     "      %onef = arith.constant 1.0 : f32\n"
+     "      %r = arith.divf %onef, %sd : f32\n"
+     "      scf.for %c = %z to %C step %one : i64 {\n"
+     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     GEP("%pw", "%w", "%c", "f32") GEP("%pb", "%b", "%c", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+     "        %bv = llvm.load %pb : !llvm.ptr -> f32\n"
+     "        %d = arith.subf %xv, %m : f32\n"
+     "        %n1 = arith.mulf %d, %r : f32\n"
+     "        %n2 = arith.mulf %n1, %wv : f32\n"
+     "        %o = arith.addf %n2, %bv : f32\n" GEP("%py", "%y", "%xi", "f32")
+     "        llvm.store %o, %py : f32, !llvm.ptr\n"
+     "      }\n" GEP("%pm", "%mean", "%i", "f32") GEP("%pr", "%rstd", "%i", "f32")
+     "      llvm.store %m, %pm : f32, !llvm.ptr\n"
+     "      llvm.store %r, %pr : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* dx of one row per thread: rstd (w dy - mean(w dy) - norm mean(w dy norm)) */
+    {"piper_layernorm_bwd_dx",
+     "  gpu.func @piper_layernorm_bwd_dx(%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr,"
+     " %w: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr, %N: i64, %C: i64) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %N : i64\n"
+     "    scf.if %in {\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %base = arith.muli %i, %C : i64\n"
+     "      %Cd = arith.sitofp %C : i64 to f64\n" GEP("%pm", "%mean", "%i", "f32")
+     GEP("%pr", "%rstd", "%i", "f32")
+     "      %m = llvm.load %pm : !llvm.ptr -> f32\n"
+     "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
+     "      %s1, %s2 = scf.for %c = %z to %C step %one iter_args(%a1 = %zd, %a2 = %zd)"
+     " -> (f64, f64) : i64 {\n"
+     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+     "        %d = arith.subf %xv, %m : f32\n"
+     "        %norm = arith.mulf %d, %r : f32\n"
+     "        %dn = arith.mulf %wv, %dv : f32\n"
+     "        %dnd = arith.extf %dn : f32 to f64\n"
+     "        %nd = arith.extf %norm : f32 to f64\n"
+     "        %a1n = arith.addf %a1, %dnd : f64\n"
+     "        %pr2 = arith.mulf %dnd, %nd : f64\n"
+     "        %a2n = arith.addf %a2, %pr2 : f64\n"
+     "        scf.yield %a1n, %a2n : f64, f64\n"
+     "      }\n"
+     "      %md = arith.divf %s1, %Cd : f64\n"
+     "      %mdn = arith.divf %s2, %Cd : f64\n"
+     "      %mean_d = arith.truncf %md : f64 to f32\n"
+     "      %mean_dn = arith.truncf %mdn : f64 to f32\n"
+     "      scf.for %c = %z to %C step %one : i64 {\n"
+     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+     "        %d = arith.subf %xv, %m : f32\n"
+     "        %norm = arith.mulf %d, %r : f32\n"
+     "        %dn = arith.mulf %wv, %dv : f32\n"
+     "        %t1 = arith.subf %dn, %mean_d : f32\n"
+     "        %t2 = arith.mulf %norm, %mean_dn : f32\n"
+     "        %t3 = arith.subf %t1, %t2 : f32\n"
+     "        %o = arith.mulf %t3, %r : f32\n" GEP("%po", "%dx", "%xi", "f32")
+     "        llvm.store %o, %po : f32, !llvm.ptr\n"
+     "      }\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* Column sums in two deterministic steps, so that thousands of threads share a reduction
+     * over M rows (one thread per column would leave the GPU idle): partial[r, j] = the f64
+     * sum of dy[i, j] over rows i of chunk r (R rows, the last one shorter), one thread per
+     * (r, j); then piper_col_finish adds the chunks in order (prt_bias_bwd's f64 sum,
+     * associated by chunks). */
+    {"piper_col_partials",
+     "  gpu.func @piper_col_partials(%partial: !llvm.ptr, %dy: !llvm.ptr, %M: i64, %N: i64,"
+     " %R: i64) kernel {\n" TID
+     "    %one = arith.constant 1 : i64\n"
+     "    %Rm1 = arith.subi %R, %one : i64\n"
+     "    %Mr = arith.addi %M, %Rm1 : i64\n"
+     "    %chunks = arith.divsi %Mr, %R : i64\n"
+     "    %n = arith.muli %chunks, %N : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %r = arith.divsi %i, %N : i64\n"
+     "      %j = arith.remsi %i, %N : i64\n"
+     "      %lo = arith.muli %r, %R : i64\n"
+     "      %hi0 = arith.addi %lo, %R : i64\n"
+     "      %short = arith.cmpi slt, %M, %hi0 : i64\n"
+     "      %hi = arith.select %short, %M, %hi0 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     "        %ro = arith.muli %row, %N : i64\n"
+     "        %xi = arith.addi %ro, %j : i64\n" GEP("%pd", "%dy", "%xi", "f32")
+     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "        %dd = arith.extf %dv : f32 to f64\n"
+     "        %acc2 = arith.addf %acc, %dd : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n" GEP("%pp", "%partial", "%i", "f64")
+     "      llvm.store %s, %pp : f64, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* out[j] = sum over chunks r of partial[r, j], in order, rounded to f32 */
+    {"piper_col_finish",
+     "  gpu.func @piper_col_finish(%out: !llvm.ptr, %partial: !llvm.ptr, %chunks: i64,"
+     " %N: i64) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %N : i64\n"
+     "    scf.if %in {\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %s = scf.for %r = %z to %chunks step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     "        %ro = arith.muli %r, %N : i64\n"
+     "        %xi = arith.addi %ro, %i : i64\n" GEP("%pp", "%partial", "%xi", "f64")
+     "        %v = llvm.load %pp : !llvm.ptr -> f64\n"
+     "        %acc2 = arith.addf %acc, %v : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n"
+     "      %f = arith.truncf %s : f64 to f32\n" GEP("%po", "%out", "%i", "f32")
+     "      llvm.store %f, %po : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* LayerNorm's weight and bias gradients in chunks of R rows: pw[r, c] = f64 sum of
+     * norm[i, c] dy[i, c], pb[r, c] of dy[i, c], one thread per (r, c); piper_col_finish
+     * then gives dw and db (prt_layernorm_bwd's f64 sums, associated by chunks) */
+    {"piper_layernorm_dwdb_partials",
+     "  gpu.func @piper_layernorm_dwdb_partials(%pw: !llvm.ptr, %pb: !llvm.ptr, %dy: !llvm.ptr,"
+     " %x: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr, %N: i64, %C: i64, %R: i64)"
+     " kernel {\n" TID
+     "    %one = arith.constant 1 : i64\n"
+     "    %Rm1 = arith.subi %R, %one : i64\n"
+     "    %Nr = arith.addi %N, %Rm1 : i64\n"
+     "    %chunks = arith.divsi %Nr, %R : i64\n"
+     "    %n = arith.muli %chunks, %C : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %rc = arith.divsi %i, %C : i64\n"
+     "      %c = arith.remsi %i, %C : i64\n"
+     "      %lo = arith.muli %rc, %R : i64\n"
+     "      %hi0 = arith.addi %lo, %R : i64\n"
+     "      %short = arith.cmpi slt, %N, %hi0 : i64\n"
+     "      %hi = arith.select %short, %N, %hi0 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %sw, %sb = scf.for %r = %lo to %hi step %one iter_args(%aw = %zd, %ab = %zd)"
+     " -> (f64, f64) : i64 {\n"
+     "        %ro = arith.muli %r, %C : i64\n"
+     "        %xi = arith.addi %ro, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     GEP("%pd", "%dy", "%xi", "f32") GEP("%pm", "%mean", "%r", "f32")
+     GEP("%prs", "%rstd", "%r", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "        %m = llvm.load %pm : !llvm.ptr -> f32\n"
+     "        %rs = llvm.load %prs : !llvm.ptr -> f32\n"
+     "        %d = arith.subf %xv, %m : f32\n"
+     "        %norm = arith.mulf %d, %rs : f32\n"
+     "        %dvd = arith.extf %dv : f32 to f64\n"
+     "        %nd = arith.extf %norm : f32 to f64\n"
+     "        %ab2 = arith.addf %ab, %dvd : f64\n"
+     "        %p = arith.mulf %nd, %dvd : f64\n"
+     "        %aw2 = arith.addf %aw, %p : f64\n"
+     "        scf.yield %aw2, %ab2 : f64, f64\n"
+     "      }\n" GEP("%ow", "%pw", "%i", "f64") GEP("%ob", "%pb", "%i", "f64")
+     "      llvm.store %sw, %ow : f64, !llvm.ptr\n"
+     "      llvm.store %sb, %ob : f64, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* The token-embedding gradient in chunks of R token rows: partial[r] (V x C, f32) is
+     * zeroed and then gets chunk r's dy rows added at their tokens, in token order, one thread
+     * per (r, channel c) (no two threads write one element: no atomics); tokens outside
+     * [0, V) are skipped. piper_sum_slabs then adds the chunks in order. */
+    {"piper_embedding_wte_partials",
+     "  gpu.func @piper_embedding_wte_partials(%partial: !llvm.ptr, %dy: !llvm.ptr,"
+     " %tok: !llvm.ptr, %BT: i64, %C: i64, %V: i64, %R: i64) kernel {\n" TID
+     "    %one = arith.constant 1 : i64\n"
+     "    %z = arith.constant 0 : i64\n"
+     "    %Rm1 = arith.subi %R, %one : i64\n"
+     "    %Br = arith.addi %BT, %Rm1 : i64\n"
+     "    %chunks = arith.divsi %Br, %R : i64\n"
+     "    %n = arith.muli %chunks, %C : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %rc = arith.divsi %i, %C : i64\n"
+     "      %c = arith.remsi %i, %C : i64\n"
+     "      %VC = arith.muli %V, %C : i64\n"
+     "      %slab = arith.muli %rc, %VC : i64\n"
+     "      %zf = arith.constant 0.0 : f32\n"
+     "      scf.for %v = %z to %V step %one : i64 {\n"
+     "        %vo = arith.muli %v, %C : i64\n"
+     "        %vc = arith.addi %vo, %c : i64\n"
+     "        %vi = arith.addi %slab, %vc : i64\n" GEP("%pz", "%partial", "%vi", "f32")
+     "        llvm.store %zf, %pz : f32, !llvm.ptr\n"
+     "      }\n"
+     "      %lo = arith.muli %rc, %R : i64\n"
+     "      %hi0 = arith.addi %lo, %R : i64\n"
+     "      %short = arith.cmpi slt, %BT, %hi0 : i64\n"
+     "      %hi = arith.select %short, %BT, %hi0 : i64\n"
+     "      scf.for %r = %lo to %hi step %one : i64 {\n" GEP("%ptk", "%tok", "%r", "i32")
+     "        %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
+     "        %tk = arith.extsi %tk32 : i32 to i64\n"
+     "        %ge = arith.cmpi sge, %tk, %z : i64\n"
+     "        %lt = arith.cmpi slt, %tk, %V : i64\n"
+     "        %ok = arith.andi %ge, %lt : i1\n"
+     "        scf.if %ok {\n"
+     "          %eo = arith.muli %tk, %C : i64\n"
+     "          %ec = arith.addi %eo, %c : i64\n"
+     "          %ei = arith.addi %slab, %ec : i64\n"
+     "          %ro = arith.muli %r, %C : i64\n"
+     "          %ri = arith.addi %ro, %c : i64\n" GEP("%pe", "%partial", "%ei", "f32")
+     GEP("%pd", "%dy", "%ri", "f32")
+     "          %ev = llvm.load %pe : !llvm.ptr -> f32\n"
+     "          %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "          %s = arith.addf %ev, %dv : f32\n"
+     "          llvm.store %s, %pe : f32, !llvm.ptr\n"
+     "        }\n"
+     "      }\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* out[e] = sum over slabs r of partial[r * n + e] (f32, in order), one thread per e < n */
+    {"piper_sum_slabs",
+     "  gpu.func @piper_sum_slabs(%out: !llvm.ptr, %partial: !llvm.ptr, %slabs: i64, %n: i64)"
+     " kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %zf = arith.constant 0.0 : f32\n"
+     "      %s = scf.for %r = %z to %slabs step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
+     "        %ro = arith.muli %r, %n : i64\n"
+     "        %xi = arith.addi %ro, %i : i64\n" GEP("%pp", "%partial", "%xi", "f32")
+     "        %v = llvm.load %pp : !llvm.ptr -> f32\n"
+     "        %acc2 = arith.addf %acc, %v : f32\n"
+     "        scf.yield %acc2 : f32\n"
+     "      }\n" GEP("%po", "%out", "%i", "f32")
+     "      llvm.store %s, %po : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* out[i, j] = b[j]: the bias rows a linear's sgemm then adds its product to (beta 1) */
+    {"piper_bias_rows",
+     "  gpu.func @piper_bias_rows(%out: !llvm.ptr, %b: !llvm.ptr, %M: i64, %N: i64) kernel {\n"
+     TID
+     "    %n = arith.muli %M, %N : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %j = arith.remsi %i, %N : i64\n" GEP("%pb", "%b", "%j", "f32")
+     "      %v = llvm.load %pb : !llvm.ptr -> f32\n" GEP("%po", "%out", "%i", "f32")
+     "      llvm.store %v, %po : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* one row per thread: probs = softmax(logits) and the row's loss
+     * log(sum) - (l[y] - max) in f64 (NaN for a target outside [0, V)) */
+    {"piper_cross_entropy_fwd",
+     "  gpu.func @piper_cross_entropy_fwd(%probs: !llvm.ptr, %rowloss: !llvm.ptr,"
+     " %logits: !llvm.ptr, %tgt: !llvm.ptr, %N: i64, %V: i64) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %N : i64\n"
+     "    scf.if %in {\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %base = arith.muli %i, %V : i64\n" GEP("%pl0", "%logits", "%base", "f32")
+     "      %l0 = llvm.load %pl0 : !llvm.ptr -> f32\n"
+     "      %mx = scf.for %j = %one to %V step %one iter_args(%m = %l0) -> (f32) : i64 {\n"
+     "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
+     "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
+     "        %gt = arith.cmpf ogt, %lv, %m : f32\n"
+     "        %m2 = arith.select %gt, %lv, %m : f32\n"
+     "        scf.yield %m2 : f32\n"
+     "      }\n"
+     "      %s = scf.for %j = %z to %V step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
+     "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
+     "        %d = arith.subf %lv, %mx : f32\n"
+     "        %e = func.call @piper_exp(%d) : (f32) -> f32\n" GEP("%pp", "%probs", "%li", "f32")
+     "        llvm.store %e, %pp : f32, !llvm.ptr\n"
+     "        %ed = arith.extf %e : f32 to f64\n"
+     "        %acc2 = arith.addf %acc, %ed : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n"
+     "      %oned = arith.constant 1.0 : f64\n"
+     "      %invd = arith.divf %oned, %s : f64\n"
+     "      %inv = arith.truncf %invd : f64 to f32\n"
+     "      scf.for %j = %z to %V step %one : i64 {\n"
+     "        %li = arith.addi %base, %j : i64\n" GEP("%pp", "%probs", "%li", "f32")
+     "        %pv = llvm.load %pp : !llvm.ptr -> f32\n"
+     "        %pn = arith.mulf %pv, %inv : f32\n"
+     "        llvm.store %pn, %pp : f32, !llvm.ptr\n"
+     "      }\n" GEP("%pt", "%tgt", "%i", "i32")
+     "      %y32 = llvm.load %pt : !llvm.ptr -> i32\n"
+     "      %y = arith.extsi %y32 : i32 to i64\n"
+     "      %ge = arith.cmpi sge, %y, %z : i64\n"
+     "      %lt = arith.cmpi slt, %y, %V : i64\n"
+     "      %ok = arith.andi %ge, %lt : i1\n"
+     "      %ys = arith.select %ok, %y, %z : i64\n"
+     "      %yi = arith.addi %base, %ys : i64\n" GEP("%ply", "%logits", "%yi", "f32")
+     "      %ly = llvm.load %ply : !llvm.ptr -> f32\n"
+     "      %lym = arith.subf %ly, %mx : f32\n"
+     "      %lymd = arith.extf %lym : f32 to f64\n"
+     "      %lg = func.call @piper_log(%s) : (f64) -> f64\n"
+     "      %rl = arith.subf %lg, %lymd : f64\n"
+     "      %nan = arith.constant 0x7FF8000000000000 : f64\n"
+     "      %res = arith.select %ok, %rl, %nan : f64\n" GEP("%pr", "%rowloss", "%i", "f64")
+     "      llvm.store %res, %pr : f64, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* loss[0] = (sum of the N row losses, in row order) / N: one thread */
+    {"piper_mean_rows",
+     "  gpu.func @piper_mean_rows(%loss: !llvm.ptr, %rowloss: !llvm.ptr, %N: i64) kernel {\n"
+     TID
+     "    %z = arith.constant 0 : i64\n"
+     "    %first = arith.cmpi eq, %i, %z : i64\n"
+     "    scf.if %first {\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %s = scf.for %r = %z to %N step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     GEP("%pr", "%rowloss", "%r", "f64")
+     "        %v = llvm.load %pr : !llvm.ptr -> f64\n"
+     "        %acc2 = arith.addf %acc, %v : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n"
+     "      %Nd = arith.sitofp %N : i64 to f64\n"
+     "      %m = arith.divf %s, %Nd : f64\n"
+     "      %mf = arith.truncf %m : f64 to f32\n"
+     "      llvm.store %mf, %loss : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* dlogits = (probs - onehot(y)) / total_rows, one thread per element */
+    {"piper_cross_entropy_bwd",
+     "  gpu.func @piper_cross_entropy_bwd(%dl: !llvm.ptr, %probs: !llvm.ptr, %tgt: !llvm.ptr,"
+     " %N: i64, %V: i64, %total: i64) kernel {\n" TID
+     "    %n = arith.muli %N, %V : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %row = arith.divsi %i, %V : i64\n"
+     "      %j = arith.remsi %i, %V : i64\n" GEP("%pt", "%tgt", "%row", "i32")
+     "      %y32 = llvm.load %pt : !llvm.ptr -> i32\n"
+     "      %y = arith.extsi %y32 : i32 to i64\n" GEP("%pp", "%probs", "%i", "f32")
+     "      %p = llvm.load %pp : !llvm.ptr -> f32\n"
+     "      %tf = arith.sitofp %total : i64 to f32\n"
+     "      %onef = arith.constant 1.0 : f32\n"
+     "      %invn = arith.divf %onef, %tf : f32\n"
+     "      %hit = arith.cmpi eq, %j, %y : i64\n"
+     "      %pm1 = arith.subf %p, %onef : f32\n"
+     "      %v = arith.select %hit, %pm1, %p : f32\n"
+     "      %d = arith.mulf %v, %invn : f32\n" GEP("%pd", "%dl", "%i", "f32")
+     "      llvm.store %d, %pd : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* torch's AdamW element for element, the scalars computed on the host as prt_adamw
+     * does (keep = 1 - lr wd, 1 - beta1, 1 - beta2, sqrt(1 - beta2^t), -lr / (1 - beta1^t),
+     * the clip scale) */
+    {"piper_adamw",
+     "  gpu.func @piper_adamw(%p: !llvm.ptr, %g: !llvm.ptr, %m: !llvm.ptr, %v: !llvm.ptr,"
+     " %n: i64, %beta1: f32, %beta2: f32, %eps: f32, %keep: f32, %omb1: f32, %omb2: f32,"
+     " %bc2s: f32, %negstep: f32, %clip: f32, %decay: i32) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n" GEP("%pp", "%p", "%i", "f32") GEP("%pg", "%g", "%i", "f32")
+     GEP("%pm", "%m", "%i", "f32") GEP("%pv", "%v", "%i", "f32")
+     "      %p0 = llvm.load %pp : !llvm.ptr -> f32\n"
+     "      %g0 = llvm.load %pg : !llvm.ptr -> f32\n"
+     "      %m0 = llvm.load %pm : !llvm.ptr -> f32\n"
+     "      %v0 = llvm.load %pv : !llvm.ptr -> f32\n"
+     "      %onef = arith.constant 1.0 : f32\n"
+     "      %noclip = arith.cmpf oeq, %clip, %onef : f32\n"
+     "      %gc = arith.mulf %g0, %clip : f32\n"
+     "      %gi = arith.select %noclip, %g0, %gc : f32\n"
+     "      %zi = arith.constant 0 : i32\n"
+     "      %dec = arith.cmpi ne, %decay, %zi : i32\n"
+     "      %pk = arith.mulf %p0, %keep : f32\n"
+     "      %pi = arith.select %dec, %pk, %p0 : f32\n"
+     "      %m1 = arith.mulf %m0, %beta1 : f32\n"
+     "      %m2 = arith.mulf %omb1, %gi : f32\n"
+     "      %mi = arith.addf %m1, %m2 : f32\n"
+     "      %v1 = arith.mulf %v0, %beta2 : f32\n"
+     "      %v2 = arith.mulf %omb2, %gi : f32\n"
+     "      %v3 = arith.mulf %v2, %gi : f32\n"
+     "      %vi = arith.addf %v1, %v3 : f32\n"
+     "      %sv = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %vi : (f32) -> f32\n"
+     "      %d1 = arith.divf %sv, %bc2s : f32\n"
+     "      %den = arith.addf %d1, %eps : f32\n"
+     "      %s1 = arith.mulf %negstep, %mi : f32\n"
+     "      %s2 = arith.divf %s1, %den : f32\n"
+     "      %pn = arith.addf %pi, %s2 : f32\n"
+     "      llvm.store %pn, %pp : f32, !llvm.ptr\n"
+     "      llvm.store %mi, %pm : f32, !llvm.ptr\n"
+     "      llvm.store %vi, %pv : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* partial[i] = sum of g[k]^2 (f64) over k = i, i + P, ... < n: P threads */
+    {"piper_sum_squares",
+     "  gpu.func @piper_sum_squares(%partial: !llvm.ptr, %g: !llvm.ptr, %n: i64, %P: i64)"
+     " kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %P : i64\n"
+     "    scf.if %in {\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %s = scf.for %k = %i to %n step %P iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     GEP("%pg", "%g", "%k", "f32")
+     "        %v = llvm.load %pg : !llvm.ptr -> f32\n"
+     "        %vd = arith.extf %v : f32 to f64\n"
+     "        %sq = arith.mulf %vd, %vd : f64\n"
+     "        %acc2 = arith.addf %acc, %sq : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n" GEP("%pp", "%partial", "%i", "f64")
+     "      llvm.store %s, %pp : f64, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* acc[0] += partial[0] + ... + partial[P-1], in order: one thread */
+    {"piper_sum_partials",
+     "  gpu.func @piper_sum_partials(%acc: !llvm.ptr, %partial: !llvm.ptr, %P: i64) kernel {\n"
+     TID
+     "    %z = arith.constant 0 : i64\n"
+     "    %first = arith.cmpi eq, %i, %z : i64\n"
+     "    scf.if %first {\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %a0 = llvm.load %acc : !llvm.ptr -> f64\n"
+     "      %s = scf.for %k = %z to %P step %one iter_args(%a = %a0) -> (f64) : i64 {\n"
+     GEP("%pp", "%partial", "%k", "f64")
+     "        %v = llvm.load %pp : !llvm.ptr -> f64\n"
+     "        %a2 = arith.addf %a, %v : f64\n"
+     "        scf.yield %a2 : f64\n"
+     "      }\n"
+     "      llvm.store %s, %acc : f64, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* ---- Qwen3's ops (runtime/kernels/cpu_qwen3.c), in the same conventions ---- */
+    /* out[i, c] = wte[tok[i], c], one thread per element (prt_embed_fwd); a token outside
+     * [0, V) (the CPU stops on it) gives NaN, which the loss then shows */
+    {"piper_embed_fwd",
+     "  gpu.func @piper_embed_fwd(%out: !llvm.ptr, %tok: !llvm.ptr, %wte: !llvm.ptr, %N: i64,"
+     " %C: i64, %V: i64) kernel {\n" TID
+     "    %n = arith.muli %N, %C : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %row = arith.divsi %i, %C : i64\n"
+     "      %c = arith.remsi %i, %C : i64\n" GEP("%ptk", "%tok", "%row", "i32")
+     "      %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
+     "      %tk = arith.extsi %tk32 : i32 to i64\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %neg = arith.cmpi slt, %tk, %z : i64\n"
+     "      %big = arith.cmpi sge, %tk, %V : i64\n"
+     "      %bad = arith.ori %neg, %big : i1\n"
+     "      %tks = arith.select %bad, %z, %tk : i64\n"
+     "      %eo = arith.muli %tks, %C : i64\n"
+     "      %ei = arith.addi %eo, %c : i64\n" GEP("%pe", "%wte", "%ei", "f32")
+     "      %ev = llvm.load %pe : !llvm.ptr -> f32\n"
+     "      %nan = arith.constant 0x7FC00000 : f32\n"
+     "      %r = arith.select %bad, %nan, %ev : f32\n" GEP("%po", "%out", "%i", "f32")
+     "      llvm.store %r, %po : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* one row per thread: rstd = 1 / sqrt(mean(x^2) + eps) from an f64 sum of squares, then
+     * y = x rstd w (prt_rmsnorm_fwd) */
+    {"piper_rmsnorm_fwd",
+     "  gpu.func @piper_rmsnorm_fwd(%y: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr,"
+     " %w: !llvm.ptr, %R: i64, %D: i64, %eps: f32) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %R : i64\n"
+     "    scf.if %in {\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %base = arith.muli %i, %D : i64\n"
+     "      %Dd = arith.sitofp %D : i64 to f64\n"
+     "      %ss = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %xd = arith.extf %xv : f32 to f64\n"
+     "        %sq = arith.mulf %xd, %xd : f64\n"
+     "        %acc2 = arith.addf %acc, %sq : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n"
+     "      %md = arith.divf %ss, %Dd : f64\n"
+     "      %m = arith.truncf %md : f64 to f32\n"
+     "      %ve = arith.addf %m, %eps : f32\n"
+     "      %sd = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %ve : (f32) -> f32\n"
+     "      %onef = arith.constant 1.0 : f32\n"
+     "      %r = arith.divf %onef, %sd : f32\n"
+     "      scf.for %c = %z to %D step %one : i64 {\n"
+     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     GEP("%pw", "%w", "%c", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+     "        %n1 = arith.mulf %xv, %r : f32\n"
+     "        %o = arith.mulf %n1, %wv : f32\n" GEP("%py", "%y", "%xi", "f32")
+     "        llvm.store %o, %py : f32, !llvm.ptr\n"
+     "      }\n" GEP("%pr", "%rstd", "%i", "f32")
+     "      llvm.store %r, %pr : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* dx of one row per thread: n = x rstd, dn = w dy, dx = rstd (dn - n mean(dn n)), the
+     * mean from an f64 sum (prt_rmsnorm_bwd) */
+    {"piper_rmsnorm_bwd_dx",
+     "  gpu.func @piper_rmsnorm_bwd_dx(%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr,"
+     " %w: !llvm.ptr, %rstd: !llvm.ptr, %R: i64, %D: i64) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %R : i64\n"
+     "    scf.if %in {\n"
+     "      %z = arith.constant 0 : i64\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %base = arith.muli %i, %D : i64\n"
+     "      %Dd = arith.sitofp %D : i64 to f64\n" GEP("%pr", "%rstd", "%i", "f32")
+     "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
+     "      %s = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+     "        %n = arith.mulf %xv, %r : f32\n"
+     "        %dn = arith.mulf %wv, %dv : f32\n"
+     "        %dnd = arith.extf %dn : f32 to f64\n"
+     "        %nd = arith.extf %n : f32 to f64\n"
+     "        %p = arith.mulf %dnd, %nd : f64\n"
+     "        %acc2 = arith.addf %acc, %p : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n"
+     "      %md = arith.divf %s, %Dd : f64\n"
+     "      %mean_dn = arith.truncf %md : f64 to f32\n"
+     "      scf.for %c = %z to %D step %one : i64 {\n"
+     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+     GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+     "        %dn = arith.mulf %wv, %dv : f32\n"
+     "        %n = arith.mulf %xv, %r : f32\n"
+     "        %t1 = arith.mulf %n, %mean_dn : f32\n"
+     "        %t2 = arith.subf %dn, %t1 : f32\n"
+     "        %o = arith.mulf %t2, %r : f32\n" GEP("%po", "%dx", "%xi", "f32")
+     "        llvm.store %o, %po : f32, !llvm.ptr\n"
+     "      }\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* RMSNorm's weight gradient in chunks of R rows: pw[r, c] = f64 sum of n[i, c] dy[i, c]
+     * (n = x rstd), one thread per (r, c); piper_col_finish then adds the chunks in order
+     * (prt_rmsnorm_bwd's f64 sum, associated by chunks: no atomics) */
+    {"piper_rmsnorm_dw_partials",
+     "  gpu.func @piper_rmsnorm_dw_partials(%pw: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr,"
+     " %rstd: !llvm.ptr, %M: i64, %D: i64, %R: i64) kernel {\n" TID
+     "    %one = arith.constant 1 : i64\n"
+     "    %Rm1 = arith.subi %R, %one : i64\n"
+     "    %Mr = arith.addi %M, %Rm1 : i64\n"
+     "    %chunks = arith.divsi %Mr, %R : i64\n"
+     "    %n = arith.muli %chunks, %D : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %rc = arith.divsi %i, %D : i64\n"
+     "      %j = arith.remsi %i, %D : i64\n"
+     "      %lo = arith.muli %rc, %R : i64\n"
+     "      %hi0 = arith.addi %lo, %R : i64\n"
+     "      %short = arith.cmpi slt, %M, %hi0 : i64\n"
+     "      %hi = arith.select %short, %M, %hi0 : i64\n"
+     "      %zd = arith.constant 0.0 : f64\n"
+     "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+     "        %ro = arith.muli %row, %D : i64\n"
+     "        %xi = arith.addi %ro, %j : i64\n" GEP("%px", "%x", "%xi", "f32")
+     GEP("%pd", "%dy", "%xi", "f32") GEP("%pr", "%rstd", "%row", "f32")
+     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "        %rv = llvm.load %pr : !llvm.ptr -> f32\n"
+     "        %nv = arith.mulf %xv, %rv : f32\n"
+     "        %nd = arith.extf %nv : f32 to f64\n"
+     "        %dd = arith.extf %dv : f32 to f64\n"
+     "        %p = arith.mulf %nd, %dd : f64\n"
+     "        %acc2 = arith.addf %acc, %p : f64\n"
+     "        scf.yield %acc2 : f64\n"
+     "      }\n" GEP("%pp", "%pw", "%i", "f64")
+     "      llvm.store %s, %pp : f64, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* Rotary embedding of x (BT rows of N = H heads x D), one thread per (row, head, pair
+     * j < D/2): (x1, x2) = (x[j], x[j + D/2]) -> (x1 c - x2 s, x2 c + x1 s) with (c, s) =
+     * cs[t, j], the cos/sin table the host computes as the CPU does (sin negated for the
+     * gradient: prt_rope_bwd is the same kernel over the inverse rotation's table) */
+    {"piper_rope",
+     "  gpu.func @piper_rope(%out: !llvm.ptr, %x: !llvm.ptr, %cs: !llvm.ptr, %BT: i64,"
+     " %T: i64, %N: i64, %D: i64) kernel {\n" TID
+     "    %two = arith.constant 2 : i64\n"
+     "    %half = arith.divsi %D, %two : i64\n"
+     "    %H = arith.divsi %N, %D : i64\n"
+     "    %rows = arith.muli %BT, %H : i64\n"
+     "    %n = arith.muli %rows, %half : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %j = arith.remsi %i, %half : i64\n"
+     "      %rh = arith.divsi %i, %half : i64\n"
+     "      %h = arith.remsi %rh, %H : i64\n"
+     "      %bt = arith.divsi %rh, %H : i64\n"
+     "      %t = arith.remsi %bt, %T : i64\n"
+     "      %to = arith.muli %t, %half : i64\n"
+     "      %tj = arith.addi %to, %j : i64\n"
+     "      %ci = arith.muli %tj, %two : i64\n"
+     "      %one = arith.constant 1 : i64\n"
+     "      %si = arith.addi %ci, %one : i64\n" GEP("%pc", "%cs", "%ci", "f32")
+     GEP("%ps", "%cs", "%si", "f32")
+     "      %c = llvm.load %pc : !llvm.ptr -> f32\n"
+     "      %s = llvm.load %ps : !llvm.ptr -> f32\n"
+     "      %ro = arith.muli %bt, %N : i64\n"
+     "      %ho = arith.muli %h, %D : i64\n"
+     "      %base = arith.addi %ro, %ho : i64\n"
+     "      %i1 = arith.addi %base, %j : i64\n"
+     "      %i2 = arith.addi %i1, %half : i64\n" GEP("%p1", "%x", "%i1", "f32")
+     GEP("%p2", "%x", "%i2", "f32")
+     "      %x1 = llvm.load %p1 : !llvm.ptr -> f32\n"
+     "      %x2 = llvm.load %p2 : !llvm.ptr -> f32\n"
+     "      %a1 = arith.mulf %x1, %c : f32\n"
+     "      %a2 = arith.mulf %x2, %s : f32\n"
+     "      %o1 = arith.subf %a1, %a2 : f32\n"
+     "      %b1 = arith.mulf %x2, %c : f32\n"
+     "      %b2 = arith.mulf %x1, %s : f32\n"
+     "      %o2 = arith.addf %b1, %b2 : f32\n" GEP("%q1", "%out", "%i1", "f32")
+     GEP("%q2", "%out", "%i2", "f32")
+     "      llvm.store %o1, %q1 : f32, !llvm.ptr\n"
+     "      llvm.store %o2, %q2 : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* y = g / (1 + e^-g) up (prt_swiglu_fwd); e^-g clamped at e^88 (the CPU's expf
+     * overflows to inf there and gives -0; this gives below 1e-35) */
+    {"piper_swiglu_fwd",
+     "  gpu.func @piper_swiglu_fwd(%y: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr, %n: i64)"
+     " kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n" GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
+     "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
+     "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
+     "      %ng0 = arith.negf %g : f32\n"
+     "      %hi = arith.constant 88.0 : f32\n"
+     "      %over = arith.cmpf ogt, %ng0, %hi : f32\n"
+     "      %ng = arith.select %over, %hi, %ng0 : f32\n"
+     "      %e = func.call @piper_exp(%ng) : (f32) -> f32\n"
+     "      %one = arith.constant 1.0 : f32\n"
+     "      %d = arith.addf %one, %e : f32\n"
+     "      %q = arith.divf %g, %d : f32\n"
+     "      %r = arith.mulf %q, %u : f32\n" GEP("%py", "%y", "%i", "f32")
+     "      llvm.store %r, %py : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* sig = 1 / (1 + e^-g): dgate = dy up sig (1 + g (1 - sig)), dup = dy g sig
+     * (prt_swiglu_bwd) */
+    {"piper_swiglu_bwd",
+     "  gpu.func @piper_swiglu_bwd(%dgate: !llvm.ptr, %dup: !llvm.ptr, %dy: !llvm.ptr,"
+     " %gate: !llvm.ptr, %up: !llvm.ptr, %n: i64) kernel {\n" TID
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n" GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
+     GEP("%pd", "%dy", "%i", "f32")
+     "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
+     "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
+     "      %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+     "      %ng0 = arith.negf %g : f32\n"
+     "      %hi = arith.constant 88.0 : f32\n"
+     "      %over = arith.cmpf ogt, %ng0, %hi : f32\n"
+     "      %ng = arith.select %over, %hi, %ng0 : f32\n"
+     "      %e = func.call @piper_exp(%ng) : (f32) -> f32\n"
+     "      %one = arith.constant 1.0 : f32\n"
+     "      %d = arith.addf %one, %e : f32\n"
+     "      %sig = arith.divf %one, %d : f32\n"
+     "      %a1 = arith.mulf %dv, %u : f32\n"
+     "      %a2 = arith.mulf %a1, %sig : f32\n"
+     "      %oms = arith.subf %one, %sig : f32\n"
+     "      %go = arith.mulf %g, %oms : f32\n"
+     "      %f = arith.addf %one, %go : f32\n"
+     "      %dg = arith.mulf %a2, %f : f32\n"
+     "      %b1 = arith.mulf %dv, %g : f32\n"
+     "      %du = arith.mulf %b1, %sig : f32\n" GEP("%pdg", "%dgate", "%i", "f32")
+     GEP("%pdu", "%dup", "%i", "f32")
+     "      llvm.store %dg, %pdg : f32, !llvm.ptr\n"
+     "      llvm.store %du, %pdu : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+    /* out[i, j] = x[i, j] + b[j] (prt_bias_add) */
+    {"piper_bias_add",
+     "  gpu.func @piper_bias_add(%out: !llvm.ptr, %x: !llvm.ptr, %b: !llvm.ptr, %M: i64,"
+     " %N: i64) kernel {\n" TID
+     "    %n = arith.muli %M, %N : i64\n"
+     "    %in = arith.cmpi slt, %i, %n : i64\n"
+     "    scf.if %in {\n"
+     "      %j = arith.remsi %i, %N : i64\n" GEP("%pb", "%b", "%j", "f32")
+     GEP("%px", "%x", "%i", "f32")
+     "      %bv = llvm.load %pb : !llvm.ptr -> f32\n"
+     "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+     "      %s = arith.addf %xv, %bv : f32\n" GEP("%po", "%out", "%i", "f32")
+     "      llvm.store %s, %po : f32, !llvm.ptr\n"
+     "    }\n"
+     "    gpu.return\n"
+     "  }\n"},
+};
+enum { N_KERNELS = sizeof kernels / sizeof kernels[0] };
+
+/* The device kernels each libpiper_rt_cuda function launches (at most 3; NULL-terminated).
+ * A runtime function not listed launches none of ours (cuBLAS, the attention .cu, or host
+ * work). runtime/kernels/cuda.c launches exactly these names. */
+typedef struct {
+  const char *runtimeFn;
+  const char *kernels[4];
+} KernelUse;
+
+static const KernelUse uses[] = {
+    {"prt_cuda_add", {"piper_add"}},
+    {"prt_cuda_copy", {"piper_copy"}},
+    {"prt_cuda_gelu_fwd", {"piper_gelu_fwd"}},
+    {"prt_cuda_gelu_bwd", {"piper_gelu_bwd"}},
+    {"prt_cuda_embedding_fwd", {"piper_embedding_fwd"}},
+    {"prt_cuda_embedding_bwd",
+     {"piper_embedding_wte_partials", "piper_sum_slabs", "piper_embedding_bwd_wpe"}},
+    {"prt_cuda_layernorm_fwd", {"piper_layernorm_fwd"}},
+    {"prt_cuda_layernorm_bwd",
+     {"piper_layernorm_bwd_dx", "piper_layernorm_dwdb_partials", "piper_col_finish"}},
+    {"prt_cuda_bias_bwd", {"piper_col_partials", "piper_col_finish"}},
+    {"prt_cuda_linear_fwd", {"piper_bias_rows"}},
+    {"prt_cuda_cross_entropy_fwd", {"piper_cross_entropy_fwd", "piper_mean_rows"}},
+    {"prt_cuda_cross_entropy_bwd", {"piper_cross_entropy_bwd"}},
+    {"prt_cuda_adamw", {"piper_adamw"}},
+    {"prt_cuda_grad_sq_accum", {"piper_sum_squares", "piper_sum_partials"}},
+    /* Qwen3's ops */
+    {"prt_cuda_embed_fwd", {"piper_embed_fwd"}},
+    {"prt_cuda_embed_bwd", {"piper_embedding_wte_partials", "piper_sum_slabs"}},
+    {"prt_cuda_rmsnorm_fwd", {"piper_rmsnorm_fwd"}},
+    {"prt_cuda_rmsnorm_bwd",
+     {"piper_rmsnorm_bwd_dx", "piper_rmsnorm_dw_partials", "piper_col_finish"}},
+    {"prt_cuda_rope_fwd", {"piper_rope"}},
+    {"prt_cuda_rope_bwd", {"piper_rope"}},
+    {"prt_cuda_swiglu_fwd", {"piper_swiglu_fwd"}},
+    {"prt_cuda_swiglu_bwd", {"piper_swiglu_bwd"}},
+    {"prt_cuda_bias_add", {"piper_bias_add"}},
+};
+enum { N_USES = sizeof uses / sizeof uses[0] };
+
+static const GpuKernel *kernelNamed(const char *name) {
+  for (size_t k = 0; k < N_KERNELS; ++k)
+    if (!strcmp(kernels[k].name, name)) return &kernels[k];
+  return NULL;
+}
+
+bool piperGpuRuntimeFnKnown(const char *runtimeFn) {
+  for (size_t u = 0; u < N_USES; ++u)
+    if (!strcmp(uses[u].runtimeFn, runtimeFn)) return true;
+  return false;
+}
+
+/* Appends s to the growing buffer *buf (length *len, capacity *cap); false when out of
+ * memory (the buffer is then freed and NULL). */
+static bool append(char **buf, size_t *len, size_t *cap, const char *s) {
+  size_t n = strlen(s);
+  if (*len + n + 1 > *cap) {
+    size_t want = (*len + n + 1) * 2;
+    char *b = realloc(*buf, want);
+    if (!b) {
+      free(*buf);
+      *buf = NULL;
+      return false;
+    }
+    *buf = b;
+    *cap = want;
+  }
+  memcpy(*buf + *len, s, n + 1);
+  *len += n;
+  return true;
+}
+
+char *piperGpuKernelModule(const char *const *runtimeFns, size_t nFns) {
+  bool want[N_KERNELS] = {false};
+  for (size_t f = 0; f < nFns; ++f)
+    for (size_t u = 0; u < N_USES; ++u) {
+      if (strcmp(uses[u].runtimeFn, runtimeFns[f])) continue;
+      for (size_t k = 0; k < 4 && uses[u].kernels[k]; ++k) {
+        const GpuKernel *g = kernelNamed(uses[u].kernels[k]);
+        if (g) want[g - kernels] = true;
+      }
+    }
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  bool ok = append(&buf, &len, &cap,
+                   "module attributes {gpu.container_module} {\n"
+                   "gpu.module @piper_kernels {\n") &&
+            append(&buf, &len, &cap, helpers);
+  for (size_t k = 0; ok && k < N_KERNELS; ++k)
+    if (want[k]) ok = append(&buf, &len, &cap, kernels[k].text);
+  if (ok) ok = append(&buf, &len, &cap, "}\n}\n");
+  if (!ok) fprintf(stderr, "piper: error: out of memory building the GPU kernels' module\n");
+  return ok ? buf : NULL;
+}

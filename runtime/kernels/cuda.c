@@ -1,0 +1,590 @@
+/* The GPU target's kernels (libpiper_rt_cuda): what a plan compiled with --target cuda calls
+ * instead of runtime/kernels/cpu.c. Each prt_cuda_* function has its CPU twin's argument
+ * list (include/piper/ops.h, gpuKernel) with device pointers, and launches on the plan's
+ * compute stream (ctx->streams[0]) without waiting for the device:
+ *   - the device kernels piper-compile generated (lowering/gpu_kernels.c) from the PTX it
+ *     embedded in the binary as piper_ptx, JIT-loaded once by prt_cuda_setup through
+ *     cudaLibraryLoadData (the CUDA runtime API; the binary never links libcuda);
+ *   - cuBLAS sgemm for the matmuls, in CUBLAS_PEDANTIC_MATH (true fp32, no TF32), so the GPU
+ *     computes what the CPU and PyTorch with TF32 off compute;
+ *   - the fused causal attention of kernels/cuda_attention.cu (built by nvcc).
+ * The host waits for the device only where it must read a value: the loss (the runtime's
+ * host view of the output tensor) and the gradient norm (prt_cuda_grad_norm_sync).
+ *
+ * Errors: a failed launch or cuBLAS call is prt_fatal naming the runtime function (the op),
+ * the kernel, this file and line, and what to do. A kernel's own fault surfaces at the next
+ * synchronization; PIPER_CUDA_SYNC=1 synchronizes after every launch so the failing op is
+ * named. */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda.h"
+#include "kernels/cuda_gemm.h"
+#include "prt_internal.h"
+
+/* The PTX of the plan's kernels: a constant the compiled plan defines (piper-compile
+ * --target cuda, piperEmbedPtx). */
+extern const char piper_ptx[];
+/* NCCL collectives (comm/nccl.c, libpiper_rt_nccl): linked into multi-device GPU binaries
+ * only, hence weak. */
+extern int prt_nccl_attach(prt_ctx *ctx) __attribute__((weak));
+
+/* The device kernels, by name as in lowering/gpu_kernels.c (their PTX .entry names). */
+enum {
+  K_ADD, K_COPY, K_GELU_FWD, K_GELU_BWD, K_EMBEDDING_FWD, K_EMBEDDING_WTE_PARTIALS,
+  K_SUM_SLABS, K_EMBEDDING_BWD_WPE, K_LAYERNORM_FWD, K_LAYERNORM_BWD_DX,
+  K_LAYERNORM_DWDB_PARTIALS, K_COL_PARTIALS, K_COL_FINISH, K_BIAS_ROWS, K_CROSS_ENTROPY_FWD,
+  K_MEAN_ROWS, K_CROSS_ENTROPY_BWD, K_ADAMW, K_SUM_SQUARES, K_SUM_PARTIALS,
+  /* Qwen3's ops */
+  K_EMBED_FWD, K_RMSNORM_FWD, K_RMSNORM_BWD_DX, K_RMSNORM_DW_PARTIALS, K_ROPE, K_SWIGLU_FWD,
+  K_SWIGLU_BWD, K_BIAS_ADD, K_COUNT
+};
+static const char *const kernel_names[K_COUNT] = {
+    "piper_add", "piper_copy", "piper_gelu_fwd", "piper_gelu_bwd", "piper_embedding_fwd",
+    "piper_embedding_wte_partials", "piper_sum_slabs", "piper_embedding_bwd_wpe",
+    "piper_layernorm_fwd", "piper_layernorm_bwd_dx", "piper_layernorm_dwdb_partials",
+    "piper_col_partials", "piper_col_finish", "piper_bias_rows", "piper_cross_entropy_fwd",
+    "piper_mean_rows", "piper_cross_entropy_bwd", "piper_adamw", "piper_sum_squares",
+    "piper_sum_partials", "piper_embed_fwd", "piper_rmsnorm_fwd", "piper_rmsnorm_bwd_dx",
+    "piper_rmsnorm_dw_partials", "piper_rope", "piper_swiglu_fwd", "piper_swiglu_bwd",
+    "piper_bias_add"};
+
+enum {
+  BLOCK = 256,          /* threads per block */
+  NORM_THREADS = 4096,  /* grad-norm partial sums */
+  COL_CHUNK = 64,       /* rows a thread of a column reduction sums (bias, LayerNorm dw/db) */
+  WTE_SLAB_FLOATS = 1 << 24, /* scratch of the token-embedding gradient's chunks (64 MB) */
+};
+
+/* Device scratch buffers, grown on first use (the first step): what each holds. */
+enum { SCR_ROWLOSS, SCR_COLS, SCR_WTE, SCR_ROPE_FWD, SCR_ROPE_BWD, SCR_COUNT };
+
+/* What prt_cuda_setup opens once per process (one plan, one GPU per process). */
+static struct {
+  prt_ctx *ctx;              /* the plan's context: its compute stream, the optimizer state */
+  prt_device *dev;           /* the GPU (device/cuda.c); the context's device */
+  cudaLibrary_t lib;         /* the loaded piper_ptx */
+  cudaKernel_t k[K_COUNT];   /* its kernels; NULL where the plan's PTX lacks one */
+  cublasHandle_t blas;       /* pedantic fp32 math */
+  void *scratch[SCR_COUNT];  /* device scratch: cross-entropy's per-row losses (f64), column
+                                reductions' chunk sums (f64), the embedding gradient's
+                                chunks (f32), the rotary tables (forward, inverse) */
+  size_t scratch_cap[SCR_COUNT]; /* their sizes in bytes */
+  double *norm_partial;      /* device scratch: NORM_THREADS partial sums of squares */
+  double *norm_sq;           /* device: this step's sum of squared gradients so far */
+  int sync_each;             /* PIPER_CUDA_SYNC=1: synchronize after every launch */
+  int nccl;                  /* the resolved --comm: 1 when the collectives run on NCCL */
+  int64_t rope_key[2][3];    /* (T, D, theta bits) the rotary tables in SCR_ROPE_FWD/BWD hold,
+                                so each is computed and uploaded once per shape */
+} S;
+
+/* A CUDA failure in `fn` (the runtime function serving an op): fatal, with what to do. */
+static void fail_cuda(const char *fn, const char *what, cudaError_t e, int line) {
+  prt_fatal("CUDA error in %s (%s): %s: %s at %s:%d; %s", fn, what, cudaGetErrorName(e),
+            cudaGetErrorString(e), __FILE__, line,
+            e == cudaErrorMemoryAllocation
+                ? "free GPU memory (another process?) or shrink the model or batch"
+                : "rerun with PIPER_CUDA_SYNC=1 to stop at the failing op; check nvidia-smi "
+                  "and the driver version (CUDA 13 needs driver >= 580)");
+}
+#define CUDA_OR_DIE(fn, what, call)                                                        \
+  do {                                                                                     \
+    cudaError_t e_ = (call);                                                               \
+    if (e_ != cudaSuccess) fail_cuda((fn), (what), e_, __LINE__);                          \
+  } while (0)
+
+static cudaStream_t compute_stream(void) {
+  prt_ctx *c = S.ctx;
+  return c && c->streams && c->nstreams > 0 ? (cudaStream_t)c->streams[0] : (cudaStream_t)0;
+}
+
+/* The plan's kernel k, or fatal when the embedded PTX lacks it (a compiler defect). */
+static const void *kernel(int k, const char *fn) {
+  if (!S.k[k])
+    prt_fatal("%s: kernel %s is not in the plan's PTX (a piper-compile defect: "
+              "lowering/gpu_kernels.c `uses`); recompile the plan with --target cuda", fn,
+              kernel_names[k]);
+  return (const void *)S.k[k];
+}
+
+/* Launches kernel k over `threads` threads (blocks of BLOCK) on the compute stream. */
+static void launch(int k, int64_t threads, void **args, const char *fn) {
+  if (threads <= 0) return;
+  int64_t blocks = (threads + BLOCK - 1) / BLOCK;
+  if (blocks > INT_MAX)
+    prt_fatal("%s: %lld threads exceed one CUDA grid (kernel %s); use a smaller batch", fn,
+              (long long)threads, kernel_names[k]);
+  dim3 grid = {(unsigned)blocks, 1, 1}, block = {BLOCK, 1, 1};
+  CUDA_OR_DIE(fn, kernel_names[k],
+              cudaLaunchKernel(kernel(k, fn), grid, block, args, 0, compute_stream()));
+  if (S.sync_each) CUDA_OR_DIE(fn, kernel_names[k], cudaStreamSynchronize(compute_stream()));
+}
+
+/* Scratch buffer `slot` of at least `bytes`, grown after the stream's work so far (it may still
+ * read the old buffer). */
+static void *scratch(int slot, size_t bytes, const char *fn) {
+  if (bytes > S.scratch_cap[slot]) {
+    CUDA_OR_DIE(fn, "cudaStreamSynchronize", cudaStreamSynchronize(compute_stream()));
+    cudaFree(S.scratch[slot]);
+    S.scratch[slot] = NULL;
+    S.scratch_cap[slot] = 0;
+    CUDA_OR_DIE(fn, "device scratch", cudaMalloc(&S.scratch[slot], bytes));
+    S.scratch_cap[slot] = bytes;
+  }
+  return S.scratch[slot];
+}
+
+/* out[j] = sum of the chunk sums partial[r, j] (launches piper_col_finish) */
+static void col_finish(float *out, double *partial, int64_t chunks, int64_t N, const char *fn) {
+  void *args[] = {&out, &partial, &chunks, &N};
+  launch(K_COL_FINISH, N, args, fn);
+}
+
+static void check_blas(cublasStatus_t s, const char *fn, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    prt_fatal("cuBLAS error in %s: status %d at %s:%d; rerun with PIPER_CUDA_SYNC=1 to find "
+              "an earlier failing op, or check the GPU with nvidia-smi", fn, (int)s, __FILE__,
+              line);
+}
+
+/* cuBLAS takes int dimensions. */
+static int blas_dim(int64_t v, const char *fn) {
+  if (v < 0 || v > INT_MAX)
+    prt_fatal("%s: matrix dimension %lld exceeds cuBLAS's int range; split the op", fn,
+              (long long)v);
+  return (int)v;
+}
+
+void prt_cuda_setup(prt_ctx *ctx) {
+  prt_status st = {0};
+  /* How the ranks exchange data: --comm (ctx->comm), else PIPER_COMM (the environment
+   * variable the flag replaced; still read so existing scripts keep working), else AUTO:
+   * nccl where this binary has the NCCL backend, the plan has several ranks and each rank of
+   * this node has its own GPU, otherwise mpi (every transfer staged through host memory,
+   * which lets ranks share a GPU: NCCL refuses that). Checked before the GPU is opened, so a
+   * typo is named first. */
+  int choice = ctx->comm;
+  const char *comm = getenv("PIPER_COMM");
+  if (choice == PRT_COMM_AUTO && comm) {
+    if (!strcmp(comm, "nccl")) choice = PRT_COMM_NCCL;
+    else if (!strcmp(comm, "mpi")) choice = PRT_COMM_MPI;
+    else
+      prt_fatal("PIPER_COMM=%s: expected nccl (collectives on the GPUs) or mpi (transfers "
+                "staged through host memory); --comm does the same", comm);
+  }
+  ctx->comm_resolved = 1;
+  if (choice == PRT_COMM_NCCL && ctx->world > 1 && !prt_nccl_attach)
+    prt_fatal("--comm nccl (or PIPER_COMM=nccl), but this binary has no NCCL backend (piper "
+              "was built without NCCL); pass --comm mpi");
+  if (!S.dev) {
+    /* one GPU per rank of a node (mpirun's local rank, modulo the GPUs there): ranks
+     * beyond the GPU count share them, which the staged MPI transfers allow */
+    int ngpu = 0, ordinal = 0;
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    if (!local) local = getenv("MPI_LOCALRANKID");
+    if (!local) local = getenv("SLURM_LOCALID");
+    if (local && cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0)
+      ordinal = atoi(local) % ngpu;
+    (void)cudaGetLastError();
+    char kind[32];
+    snprintf(kind, sizeof kind, "cuda:%d", ordinal);
+    if (prt_device_open(kind, &S.dev, &st))
+      prt_fatal("this binary was compiled with --target cuda and needs an NVIDIA GPU: %s",
+                st.msg);
+    /* one GPU per rank of this node, or ranks sharing GPUs (then only MPI staging works) */
+    const char *lsize = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!lsize) lsize = getenv("MPI_LOCALNRANKS");
+    int local_ranks = lsize ? atoi(lsize) : ctx->world > 0 ? (int)ctx->world : 1;
+    if (ngpu <= 0 && cudaGetDeviceCount(&ngpu) != cudaSuccess) ngpu = 0;
+    (void)cudaGetLastError();
+    int own_gpu = ngpu >= local_ranks;
+    if (choice == PRT_COMM_NCCL && ctx->world > 1 && !own_gpu)
+      prt_fatal("--comm nccl needs one GPU per rank, but %d ranks on this node share %d "
+                "GPU(s) (NCCL refuses two ranks on one GPU); pass --comm mpi to stage the "
+                "transfers through host memory, or run at most %d ranks per node",
+                local_ranks, ngpu, ngpu);
+    if (choice == PRT_COMM_AUTO)
+      choice = ctx->world > 1 && own_gpu && prt_nccl_attach ? PRT_COMM_NCCL : PRT_COMM_MPI;
+    S.nccl = choice == PRT_COMM_NCCL;
+    const char *sync = getenv("PIPER_CUDA_SYNC");
+    S.sync_each = sync && !strcmp(sync, "1");
+    cudaError_t e = cudaLibraryLoadData(&S.lib, piper_ptx, NULL, NULL, 0, NULL, NULL, 0);
+    if (e != cudaSuccess)
+      prt_fatal("CUDA error in prt_cuda_setup: the driver could not load the plan's PTX "
+                "(cudaLibraryLoadData): %s: %s at %s:%d; update the NVIDIA driver (CUDA 13 "
+                "needs >= 580), or recompile with piper-compile --gpu-arch set to this GPU's "
+                "sm_NN or lower", cudaGetErrorName(e), cudaGetErrorString(e), __FILE__, __LINE__);
+    for (int k = 0; k < K_COUNT; k++)
+      if (cudaLibraryGetKernel(&S.k[k], S.lib, kernel_names[k]) != cudaSuccess) {
+        (void)cudaGetLastError(); /* a plan without this op's kernel: fine until called */
+        S.k[k] = NULL;
+      }
+    check_blas(cublasCreate(&S.blas), "prt_cuda_setup", __LINE__);
+    check_blas(cublasSetMathMode(S.blas, CUBLAS_PEDANTIC_MATH), "prt_cuda_setup", __LINE__);
+    CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
+                cudaMalloc((void **)&S.norm_partial, NORM_THREADS * sizeof(double)));
+    CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
+                cudaMalloc((void **)&S.norm_sq, sizeof(double)));
+    CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
+                cudaMemset(S.norm_sq, 0, sizeof(double)));
+  }
+  S.ctx = ctx;
+  ctx->device = S.dev; /* every tensor and the arena are then device memory */
+  if (S.nccl && ctx->world > 1 && !ctx->dev_comm) prt_nccl_attach(ctx);
+}
+
+/* ---- elementwise ---- */
+
+void prt_cuda_add(float *out, const float *a, const float *b, int64_t n) {
+  void *args[] = {&out, &a, &b, &n};
+  launch(K_ADD, n, args, "prt_cuda_add");
+}
+
+void prt_cuda_copy(float *dst, const float *src, int64_t n) {
+  if (dst == src) return;
+  void *args[] = {&dst, &src, &n};
+  launch(K_COPY, n, args, "prt_cuda_copy");
+}
+
+void prt_cuda_gelu_fwd(float *out, const float *x, int64_t n) {
+  void *args[] = {&out, &x, &n};
+  launch(K_GELU_FWD, n, args, "prt_cuda_gelu_fwd");
+}
+
+void prt_cuda_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
+  void *args[] = {&dx, &dout, &x, &n};
+  launch(K_GELU_BWD, n, args, "prt_cuda_gelu_bwd");
+}
+
+/* ---- embedding ---- */
+
+void prt_cuda_embedding_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
+                            int64_t B, int64_t T, int64_t C) {
+  void *args[] = {&out, &tok, &wte, &wpe, &B, &T, &C};
+  launch(K_EMBEDDING_FWD, B * T * C, args, "prt_cuda_embedding_fwd");
+}
+
+/* dwte in chunks of R token rows, as many chunks as 64 MB of V x C slabs hold (at least one,
+ * at most one per 256 rows), then the slabs summed in order; dwpe one thread per (t, c). */
+void prt_cuda_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+                            int64_t B, int64_t T, int64_t C, int64_t V) {
+  const char *fn = "prt_cuda_embedding_bwd";
+  int64_t BT = B * T, VC = V * C;
+  int64_t chunks = VC > 0 ? WTE_SLAB_FLOATS / VC : 1;
+  if (chunks > (BT + 255) / 256) chunks = (BT + 255) / 256;
+  if (chunks < 1) chunks = 1;
+  int64_t R = (BT + chunks - 1) / chunks;
+  if (R < 1) R = 1;
+  chunks = (BT + R - 1) / R;
+  float *slabs = scratch(SCR_WTE, (size_t)(chunks > 0 ? chunks : 1) * VC * sizeof(float), fn);
+  void *a1[] = {&slabs, &dout, &tok, &BT, &C, &V, &R};
+  launch(K_EMBEDDING_WTE_PARTIALS, chunks * C, a1, fn);
+  void *a3[] = {&dwte, &slabs, &chunks, &VC};
+  launch(K_SUM_SLABS, VC, a3, fn);
+  void *a2[] = {&dwpe, &dout, &B, &T, &C};
+  launch(K_EMBEDDING_BWD_WPE, T * C, a2, fn);
+}
+
+/* ---- layernorm ---- */
+
+void prt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
+                            const float *w, const float *b, int64_t N, int64_t C, float eps) {
+  void *args[] = {&out, &mean, &rstd, &x, &w, &b, &N, &C, &eps};
+  launch(K_LAYERNORM_FWD, N, args, "prt_cuda_layernorm_fwd");
+}
+
+void prt_cuda_layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
+                            const float *x, const float *w, const float *mean,
+                            const float *rstd, int64_t N, int64_t C) {
+  const char *fn = "prt_cuda_layernorm_bwd";
+  void *a1[] = {&dx, &dout, &x, &w, &mean, &rstd, &N, &C};
+  launch(K_LAYERNORM_BWD_DX, N, a1, fn);
+  int64_t R = COL_CHUNK, chunks = (N + R - 1) / R;
+  double *pw = scratch(SCR_COLS, (size_t)(2 * chunks * C + 1) * sizeof(double), fn);
+  double *pb = pw + chunks * C;
+  void *a2[] = {&pw, &pb, &dout, &x, &mean, &rstd, &N, &C, &R};
+  launch(K_LAYERNORM_DWDB_PARTIALS, chunks * C, a2, fn);
+  col_finish(dw, pw, chunks, C, fn);
+  col_finish(db, pb, chunks, C, fn);
+}
+
+/* ---- linear: cuBLAS on the row-major matrices, seen column-major as their transposes
+ * (kernels/cuda_gemm.h holds the arguments; test/gpu checks them through CBLAS) ---- */
+
+static void sgemm(prt_gemm g, const char *fn) {
+  float one = 1.0f;
+  check_blas(cublasSetStream(S.blas, compute_stream()), fn, __LINE__);
+  check_blas(cublasSgemm(S.blas, g.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                         g.transB ? CUBLAS_OP_T : CUBLAS_OP_N, blas_dim(g.m, fn),
+                         blas_dim(g.n, fn), blas_dim(g.k, fn), &one, g.A, blas_dim(g.lda, fn),
+                         g.B, blas_dim(g.ldb, fn), &g.beta, g.C, blas_dim(g.ldc, fn)),
+             fn, __LINE__);
+  if (S.sync_each) CUDA_OR_DIE(fn, "cublasSgemm", cudaStreamSynchronize(compute_stream()));
+}
+
+void prt_cuda_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M,
+                         int64_t N, int64_t K) {
+  const char *fn = "prt_cuda_linear_fwd";
+  if (b) { /* out = bias rows, then out += x w^T: the CPU's (x w^T) + b, one rounding */
+    void *args[] = {&out, &b, &M, &N};
+    launch(K_BIAS_ROWS, M * N, args, fn);
+  }
+  sgemm(prt_gemm_linear_fwd(out, x, w, M, N, K, b ? 1.0f : 0.0f), fn);
+}
+
+void prt_cuda_linear_bwd_input(float *dx, const float *dout, const float *w, int64_t M,
+                               int64_t N, int64_t K) {
+  sgemm(prt_gemm_linear_bwd_input(dx, dout, w, M, N, K), "prt_cuda_linear_bwd_input");
+}
+
+void prt_cuda_linear_bwd_weight(float *dw, const float *dout, const float *x, int64_t M,
+                                int64_t N, int64_t K) {
+  sgemm(prt_gemm_linear_bwd_weight(dw, dout, x, M, N, K), "prt_cuda_linear_bwd_weight");
+}
+
+void prt_cuda_bias_bwd(float *db, const float *dout, int64_t M, int64_t N) {
+  const char *fn = "prt_cuda_bias_bwd";
+  int64_t R = COL_CHUNK, chunks = (M + R - 1) / R;
+  double *partial = scratch(SCR_COLS, (size_t)(chunks * N + 1) * sizeof(double), fn);
+  void *args[] = {&partial, &dout, &M, &N, &R};
+  launch(K_COL_PARTIALS, chunks * N, args, fn);
+  col_finish(db, partial, chunks, N, fn);
+}
+
+/* ---- attention: kernels/cuda_attention.cu ---- */
+
+/* The fused kernels hold a head in registers: a larger head is refused by name. */
+static void check_heads(int64_t C, int64_t H, const char *fn) {
+  if (H <= 0 || C % H || C / H > PRT_CUDA_ATTENTION_MAX_HEAD)
+    prt_fatal("%s: head size C/H = %lld/%lld is not an integer <= %d, which the GPU attention "
+              "kernel (kernels/cuda_attention.cu) needs; use more heads or the CPU target", fn,
+              (long long)C, (long long)H, PRT_CUDA_ATTENTION_MAX_HEAD);
+}
+
+void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
+                            int64_t C, int64_t H) {
+  check_heads(C, H, "prt_cuda_attention_fwd");
+  cudaError_t e = prt_cuda_attention_fwd_launch(out, probs, qkv, B, T, C, H, compute_stream());
+  if (e != cudaSuccess) fail_cuda("prt_cuda_attention_fwd", "flash attention forward", e, __LINE__);
+  if (S.sync_each)
+    CUDA_OR_DIE("prt_cuda_attention_fwd", "flash attention forward",
+                cudaStreamSynchronize(compute_stream()));
+}
+
+void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv,
+                            const float *probs, int64_t B, int64_t T, int64_t C, int64_t H) {
+  check_heads(C, H, "prt_cuda_attention_bwd");
+  cudaError_t e =
+      prt_cuda_attention_bwd_launch(dqkv, dout, qkv, probs, B, T, C, H, compute_stream());
+  if (e != cudaSuccess) fail_cuda("prt_cuda_attention_bwd", "flash attention backward", e, __LINE__);
+  if (S.sync_each)
+    CUDA_OR_DIE("prt_cuda_attention_bwd", "flash attention backward",
+                cudaStreamSynchronize(compute_stream()));
+}
+
+/* ---- loss ---- */
+
+void prt_cuda_cross_entropy_fwd(float *loss, float *probs, const float *logits,
+                                const int32_t *targets, int64_t N, int64_t V) {
+  const char *fn = "prt_cuda_cross_entropy_fwd";
+  double *rows = scratch(SCR_ROWLOSS, (size_t)(N > 0 ? N : 1) * sizeof(double), fn);
+  void *a1[] = {&probs, &rows, &logits, &targets, &N, &V};
+  launch(K_CROSS_ENTROPY_FWD, N, a1, fn);
+  void *a2[] = {&loss, &rows, &N};
+  launch(K_MEAN_ROWS, 1, a2, fn);
+}
+
+void prt_cuda_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
+                                int64_t N, int64_t V, int64_t total_rows) {
+  void *args[] = {&dlogits, &probs, &targets, &N, &V, &total_rows};
+  launch(K_CROSS_ENTROPY_BWD, N * V, args, "prt_cuda_cross_entropy_bwd");
+}
+
+/* ---- optimizer and gradient norm ---- */
+
+/* prt_adamw's scalars (runtime/kernels/cpu.c: in double as Python computes them, rounded to
+ * float where torch's kernels see them), then one thread per element. */
+void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
+                    float beta1, float beta2, float eps, int32_t decay) {
+  prt_adam_scalars a = prt_adam_scalars_of(ctx, beta1, beta2, eps);
+  void *args[] = {&p,      &g,        &m,        &v,          &n,
+                  &a.beta1, &a.beta2, &a.eps,    &a.keep,     &a.one_minus_b1,
+                  &a.one_minus_b2, &a.bc2_sqrt, &a.neg_step, &a.clip, &decay};
+  launch(K_ADAMW, n, args, "prt_cuda_adamw");
+}
+
+/* Adds sum(g^2) to the device's running sum: NORM_THREADS strided partial sums, then one
+ * thread adds them in order (deterministic; no atomics). */
+void prt_cuda_grad_sq_accum(prt_ctx *ctx, const float *g, int64_t n, int32_t counted) {
+  if (!counted || n <= 0) return;
+  int64_t P = n < NORM_THREADS ? n : NORM_THREADS;
+  double *partial = S.norm_partial, *acc = S.norm_sq;
+  void *a1[] = {&partial, &g, &n, &P};
+  launch(K_SUM_SQUARES, P, a1, "prt_cuda_grad_sq_accum");
+  void *a2[] = {&acc, &partial, &P};
+  launch(K_SUM_PARTIALS, 1, a2, "prt_cuda_grad_sq_accum");
+}
+
+/* The step's squared norm to the host (a wait for the backward pass: the norm scales every
+ * update), then the CPU path's all-reduce and clip scale. */
+void prt_cuda_grad_norm_sync(prt_ctx *ctx) {
+  const char *fn = "prt_cuda_grad_norm_sync";
+  double sq = 0.0;
+  CUDA_OR_DIE(fn, "copy of the squared gradient norm",
+              cudaMemcpyAsync(&sq, S.norm_sq, sizeof sq, cudaMemcpyDeviceToHost,
+                              compute_stream()));
+  CUDA_OR_DIE(fn, "cudaMemsetAsync",
+              cudaMemsetAsync(S.norm_sq, 0, sizeof(double), compute_stream()));
+  CUDA_OR_DIE(fn, "cudaStreamSynchronize", cudaStreamSynchronize(compute_stream()));
+  ctx->grad_sq += sq;
+  prt_grad_norm_sync(ctx);
+}
+
+/* ---- Qwen3's ops (runtime/kernels/cpu_qwen3.c's twins) ---- */
+
+void prt_cuda_embed_fwd(float *out, const int32_t *tok, const float *wte, int64_t N, int64_t C,
+                        int64_t V) {
+  void *args[] = {&out, &tok, &wte, &N, &C, &V};
+  launch(K_EMBED_FWD, N * C, args, "prt_cuda_embed_fwd");
+}
+
+/* dwte as prt_cuda_embedding_bwd's: chunks of R token rows summed into V x C slabs, then the
+ * slabs added in order (no atomics); no position table. */
+void prt_cuda_embed_bwd(float *dwte, const float *dout, const int32_t *tok, int64_t N,
+                        int64_t C, int64_t V) {
+  const char *fn = "prt_cuda_embed_bwd";
+  int64_t VC = V * C;
+  int64_t chunks = VC > 0 ? WTE_SLAB_FLOATS / VC : 1;
+  if (chunks > (N + 255) / 256) chunks = (N + 255) / 256;
+  if (chunks < 1) chunks = 1;
+  int64_t R = (N + chunks - 1) / chunks;
+  if (R < 1) R = 1;
+  chunks = (N + R - 1) / R;
+  float *slabs = scratch(SCR_WTE, (size_t)(chunks > 0 ? chunks : 1) * VC * sizeof(float), fn);
+  void *a1[] = {&slabs, &dout, &tok, &N, &C, &V, &R};
+  launch(K_EMBEDDING_WTE_PARTIALS, chunks * C, a1, fn);
+  void *a2[] = {&dwte, &slabs, &chunks, &VC};
+  launch(K_SUM_SLABS, VC, a2, fn);
+}
+
+void prt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int64_t R,
+                          int64_t D, float eps) {
+  void *args[] = {&out, &rstd, &x, &w, &R, &D, &eps};
+  launch(K_RMSNORM_FWD, R, args, "prt_cuda_rmsnorm_fwd");
+}
+
+/* dx one row per thread; dw by chunks of COL_CHUNK rows (f64), the chunks added in order. */
+void prt_cuda_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x,
+                          const float *w, const float *rstd, int64_t R, int64_t D) {
+  const char *fn = "prt_cuda_rmsnorm_bwd";
+  void *a1[] = {&dx, &dout, &x, &w, &rstd, &R, &D};
+  launch(K_RMSNORM_BWD_DX, R, a1, fn);
+  int64_t Rc = COL_CHUNK, chunks = (R + Rc - 1) / Rc;
+  double *pw = scratch(SCR_COLS, (size_t)(chunks * D + 1) * sizeof(double), fn);
+  void *a2[] = {&pw, &dout, &x, &rstd, &R, &D, &Rc};
+  launch(K_RMSNORM_DW_PARTIALS, chunks * D, a2, fn);
+  col_finish(dw, pw, chunks, D, fn);
+}
+
+/* The rotary table for (T, D, theta) and direction (slot SCR_ROPE_FWD: +angle, SCR_ROPE_BWD:
+ * -angle), computed on the host by the CPU's prt_rope_table and uploaded the first time a
+ * shape is seen (the host waits for that copy only then). */
+static const float *rope_table(int slot, int64_t T, int64_t D, float theta, const char *fn) {
+  int dir = slot == SCR_ROPE_FWD ? 0 : 1;
+  uint32_t tb;
+  memcpy(&tb, &theta, sizeof tb);
+  int64_t key[3] = {T, D, (int64_t)tb};
+  size_t bytes = (size_t)(2 * T * (D / 2)) * sizeof(float);
+  if (bytes == 0) bytes = sizeof(float);
+  if (S.scratch[slot] && S.scratch_cap[slot] >= bytes && !memcmp(S.rope_key[dir], key, sizeof key))
+    return S.scratch[slot];
+  float *dev = scratch(slot, bytes, fn);
+  float *host = prt_xmalloc(bytes, "rotary table");
+  prt_rope_table(host, T, D, theta, dir ? -1.0 : 1.0);
+  CUDA_OR_DIE(fn, "rotary table upload",
+              cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, compute_stream()));
+  CUDA_OR_DIE(fn, "rotary table upload", cudaStreamSynchronize(compute_stream()));
+  free(host);
+  memcpy(S.rope_key[dir], key, sizeof key);
+  return dev;
+}
+
+static void rope(float *out, const float *x, int64_t B, int64_t T, int64_t N, int64_t D,
+                 float theta, int slot, const char *fn) {
+  if (D <= 0 || D % 2 || N % D)
+    prt_fatal("%s: head size %lld must be even and divide the row width %lld", fn,
+              (long long)D, (long long)N);
+  const float *cs = rope_table(slot, T, D, theta, fn);
+  int64_t BT = B * T;
+  void *args[] = {&out, &x, &cs, &BT, &T, &N, &D};
+  launch(K_ROPE, BT * (N / D) * (D / 2), args, fn);
+}
+
+void prt_cuda_rope_fwd(float *out, const float *x, int64_t B, int64_t T, int64_t N, int64_t D,
+                       float theta) {
+  rope(out, x, B, T, N, D, theta, SCR_ROPE_FWD, "prt_cuda_rope_fwd");
+}
+
+void prt_cuda_rope_bwd(float *dx, const float *dout, int64_t B, int64_t T, int64_t N,
+                       int64_t D, float theta) {
+  rope(dx, dout, B, T, N, D, theta, SCR_ROPE_BWD, "prt_cuda_rope_bwd");
+}
+
+void prt_cuda_swiglu_fwd(float *out, const float *gate, const float *up, int64_t n) {
+  void *args[] = {&out, &gate, &up, &n};
+  launch(K_SWIGLU_FWD, n, args, "prt_cuda_swiglu_fwd");
+}
+
+void prt_cuda_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate,
+                         const float *up, int64_t n) {
+  void *args[] = {&dgate, &dup, &dout, &gate, &up, &n};
+  launch(K_SWIGLU_BWD, n, args, "prt_cuda_swiglu_bwd");
+}
+
+void prt_cuda_bias_add(float *out, const float *x, const float *b, int64_t M, int64_t N) {
+  void *args[] = {&out, &x, &b, &M, &N};
+  launch(K_BIAS_ADD, M * N, args, "prt_cuda_bias_add");
+}
+
+/* Grouped-query attention (kernels/cuda_attention.cu): probs is the CPU's (B, H, T, T) result,
+ * of which the first B*H*T floats hold each query row's log-sum-exp, as in
+ * prt_cuda_attention_fwd. */
+static void check_gqa(int64_t H, int64_t KV, int64_t D, const char *fn) {
+  if (H <= 0 || KV <= 0 || KV > H || D <= 0 || D > PRT_CUDA_ATTENTION_MAX_HEAD)
+    prt_fatal("%s: %lld query heads over %lld kv heads of size %lld: the GPU attention kernel "
+              "(kernels/cuda_attention.cu) needs 0 < KV <= H and a head size <= %d; use the "
+              "CPU target", fn, (long long)H, (long long)KV, (long long)D,
+              PRT_CUDA_ATTENTION_MAX_HEAD);
+}
+
+void prt_cuda_gqa_attention_fwd(float *out, float *probs, const float *q, const float *k,
+                                const float *v, int64_t B, int64_t T, int64_t H, int64_t KV,
+                                int64_t D) {
+  const char *fn = "prt_cuda_gqa_attention_fwd";
+  check_gqa(H, KV, D, fn);
+  cudaError_t e =
+      prt_cuda_gqa_attention_fwd_launch(out, probs, q, k, v, B, T, H, KV, D, compute_stream());
+  if (e != cudaSuccess) fail_cuda(fn, "flash GQA forward", e, __LINE__);
+  if (S.sync_each)
+    CUDA_OR_DIE(fn, "flash GQA forward", cudaStreamSynchronize(compute_stream()));
+}
+
+void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *dout,
+                                const float *q, const float *k, const float *v,
+                                const float *probs, int64_t B, int64_t T, int64_t H, int64_t KV,
+                                int64_t D) {
+  const char *fn = "prt_cuda_gqa_attention_bwd";
+  check_gqa(H, KV, D, fn);
+  cudaError_t e = prt_cuda_gqa_attention_bwd_launch(dq, dk, dv, dout, q, k, v, probs, B, T, H,
+                                                    KV, D, compute_stream());
+  if (e != cudaSuccess) fail_cuda(fn, "flash GQA backward", e, __LINE__);
+  if (S.sync_each)
+    CUDA_OR_DIE(fn, "flash GQA backward", cudaStreamSynchronize(compute_stream()));
+}

@@ -1,0 +1,196 @@
+// Fused causal attention for the GPU target, flash-style: the T x T score matrix is never
+// stored. Written in CUDA C and built by nvcc into libpiper_rt_cuda rather than generated
+// in the gpu dialect: it needs warp shuffles, per-lane register arrays and an online softmax
+// whose loop carries several values -- expressible in the gpu dialect, but far clearer and
+// easier to tune here, and it does not depend on the plan (shapes are arguments), so
+// generating it per plan would buy nothing.
+//
+// The math of a row is kernels/cuda_attention.cuh (shared with the host check in
+// test/gpu/attention_emu.cu); here each warp runs one row: the forward and dq kernels a query
+// row each, the dk/dv kernel a key row each (after the dq kernel wrote every D_t), with the
+// row's own vectors staged in the warp's slice of shared memory.
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/cuda.h"
+#include "kernels/cuda_attention.cuh"
+
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kRegs = PRT_CUDA_ATTENTION_MAX_HEAD / kWarp; // elements of a head per lane
+constexpr int kWarpsPerBlock = 4;
+
+// The warp's row index over (b, h, t) rows, or -1 past the end (a whole warp alike).
+__device__ inline int64_t warp_row(int64_t rows) {
+  int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / kWarp;
+  return w < rows ? w : -1;
+}
+
+// Each warp's staging buffer for its row (q; q and dO; k and v), in shared memory.
+#define WARP_BUF()                                                                         \
+  __shared__ float buf_[kWarpsPerBlock][2 * PRT_CUDA_ATTENTION_MAX_HEAD];                  \
+  float *buf = buf_[threadIdx.x / kWarp]
+
+__global__ void attention_fwd(float *out, float *lse, const float *qkv, int64_t B, int64_t T,
+                              int64_t C, int64_t H, float scale) {
+  WARP_BUF();
+  int64_t row = warp_row(B * H * T);
+  if (row >= 0)
+    attention_fwd_row<kWarp, kRegs>(row, threadIdx.x % kWarp, out, lse, qkv, T, C, H, scale,
+                                    buf);
+}
+
+__global__ void attention_bwd_dq(float *dqkv, float *Dbuf, const float *dout, const float *qkv,
+                                 const float *lse, int64_t B, int64_t T, int64_t C, int64_t H,
+                                 float scale) {
+  WARP_BUF();
+  int64_t row = warp_row(B * H * T);
+  if (row >= 0)
+    attention_bwd_dq_row<kWarp, kRegs>(row, threadIdx.x % kWarp, dqkv, Dbuf, dout, qkv, lse, T,
+                                       C, H, scale, buf);
+}
+
+__global__ void attention_bwd_dkdv(float *dqkv, const float *Dbuf, const float *dout,
+                                   const float *qkv, const float *lse, int64_t B, int64_t T,
+                                   int64_t C, int64_t H, float scale) {
+  WARP_BUF();
+  int64_t row = warp_row(B * H * T);
+  if (row >= 0)
+    attention_bwd_dkdv_row<kWarp, kRegs>(row, threadIdx.x % kWarp, dqkv, Dbuf, dout, qkv, lse,
+                                         T, C, H, scale, buf);
+}
+
+__global__ void gqa_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
+                        int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D, float scale) {
+  WARP_BUF();
+  int64_t row = warp_row(B * H * T);
+  if (row >= 0)
+    gqa_fwd_row<kWarp, kRegs>(row, threadIdx.x % kWarp, out, lse, q, k, v, T, H, KV, D, scale,
+                              buf);
+}
+
+__global__ void gqa_bwd_dq(float *dq, float *Dbuf, const float *dout, const float *q,
+                           const float *k, const float *v, const float *lse, int64_t B,
+                           int64_t T, int64_t H, int64_t KV, int64_t D, float scale) {
+  WARP_BUF();
+  int64_t row = warp_row(B * H * T);
+  if (row >= 0)
+    gqa_bwd_dq_row<kWarp, kRegs>(row, threadIdx.x % kWarp, dq, Dbuf, dout, q, k, v, lse, T, H,
+                                 KV, D, scale, buf);
+}
+
+__global__ void gqa_bwd_dkdv(float *dk, float *dv, const float *Dbuf, const float *dout,
+                             const float *q, const float *k, const float *v, const float *lse,
+                             int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
+                             float scale) {
+  WARP_BUF();
+  int64_t row = warp_row(B * KV * T);
+  if (row >= 0)
+    gqa_bwd_dkdv_row<kWarp, kRegs>(row, threadIdx.x % kWarp, dk, dv, Dbuf, dout, q, k, v, lse,
+                                   T, H, KV, D, scale, buf);
+}
+
+// Device scratch for D (one float per (b, h, t) row), grown on first use.
+float *g_D = nullptr;
+int64_t g_Dcap = 0;
+
+dim3 grid_for(int64_t rows) {
+  int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  return dim3((unsigned)blocks, 1, 1);
+}
+
+} // namespace
+
+extern "C" cudaError_t prt_cuda_attention_fwd_launch(float *out, float *lse, const float *qkv,
+                                                     int64_t B, int64_t T, int64_t C,
+                                                     int64_t H, cudaStream_t stream) {
+  int64_t rows = B * H * T, hs = C / H;
+  if (rows <= 0) return cudaSuccess;
+  if (hs > PRT_CUDA_ATTENTION_MAX_HEAD || (rows + kWarpsPerBlock - 1) / kWarpsPerBlock > INT32_MAX)
+    return cudaErrorInvalidValue;
+  float scale = 1.0f / sqrtf((float)hs);
+  attention_fwd<<<grid_for(rows), kWarpsPerBlock * kWarp, 0, stream>>>(out, lse, qkv, B, T, C,
+                                                                       H, scale);
+  return cudaGetLastError();
+}
+
+// D's scratch of at least `rows` floats (the first backward waits for the stream, then grows).
+static cudaError_t grow_D(int64_t rows, cudaStream_t stream) {
+  if (rows <= g_Dcap) return cudaSuccess;
+  cudaError_t e = cudaStreamSynchronize(stream);
+  if (e == cudaSuccess) {
+    cudaFree(g_D);
+    g_D = nullptr;
+    g_Dcap = 0;
+    e = cudaMalloc((void **)&g_D, rows * sizeof(float));
+  }
+  if (e != cudaSuccess) return e;
+  g_Dcap = rows;
+  return cudaSuccess;
+}
+extern "C" cudaError_t prt_cuda_attention_bwd_launch(float *dqkv, const float *dout,
+                                                     const float *qkv, const float *lse,
+                                                     int64_t B, int64_t T, int64_t C,
+                                                     int64_t H, cudaStream_t stream) {
+  int64_t rows = B * H * T, hs = C / H;
+  if (rows <= 0) return cudaSuccess;
+  if (hs > PRT_CUDA_ATTENTION_MAX_HEAD || (rows + kWarpsPerBlock - 1) / kWarpsPerBlock > INT32_MAX)
+    return cudaErrorInvalidValue;
+  if (rows > g_Dcap) { // the first backward: wait for the stream, then grow
+    cudaError_t e = cudaStreamSynchronize(stream);
+    if (e == cudaSuccess) {
+      cudaFree(g_D);
+      g_D = nullptr;
+      g_Dcap = 0;
+      e = cudaMalloc((void **)&g_D, rows * sizeof(float));
+    }
+    if (e != cudaSuccess) return e;
+    g_Dcap = rows;
+  }
+  float scale = 1.0f / sqrtf((float)hs);
+  attention_bwd_dq<<<grid_for(rows), kWarpsPerBlock * kWarp, 0, stream>>>(
+      dqkv, g_D, dout, qkv, lse, B, T, C, H, scale);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  attention_bwd_dkdv<<<grid_for(rows), kWarpsPerBlock * kWarp, 0, stream>>>(
+      dqkv, g_D, dout, qkv, lse, B, T, C, H, scale);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(float *out, float *lse, const float *q,
+                                                         const float *k, const float *v,
+                                                         int64_t B, int64_t T, int64_t H,
+                                                         int64_t KV, int64_t D,
+                                                         cudaStream_t stream) {
+  int64_t rows = B * H * T;
+  if (rows <= 0) return cudaSuccess;
+  if (D > PRT_CUDA_ATTENTION_MAX_HEAD || (rows + kWarpsPerBlock - 1) / kWarpsPerBlock > INT32_MAX)
+    return cudaErrorInvalidValue;
+  float scale = 1.0f / sqrtf((float)D);
+  gqa_fwd<<<grid_for(rows), kWarpsPerBlock * kWarp, 0, stream>>>(out, lse, q, k, v, B, T, H, KV,
+                                                                 D, scale);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t prt_cuda_gqa_attention_bwd_launch(float *dq, float *dk, float *dv,
+                                                         const float *dout, const float *q,
+                                                         const float *k, const float *v,
+                                                         const float *lse, int64_t B, int64_t T,
+                                                         int64_t H, int64_t KV, int64_t D,
+                                                         cudaStream_t stream) {
+  int64_t rows = B * H * T, krows = B * KV * T;
+  if (rows <= 0) return cudaSuccess;
+  if (D > PRT_CUDA_ATTENTION_MAX_HEAD || (rows + kWarpsPerBlock - 1) / kWarpsPerBlock > INT32_MAX)
+    return cudaErrorInvalidValue;
+  cudaError_t e = grow_D(rows, stream);
+  if (e != cudaSuccess) return e;
+  float scale = 1.0f / sqrtf((float)D);
+  gqa_bwd_dq<<<grid_for(rows), kWarpsPerBlock * kWarp, 0, stream>>>(dq, g_D, dout, q, k, v, lse,
+                                                                    B, T, H, KV, D, scale);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  gqa_bwd_dkdv<<<grid_for(krows), kWarpsPerBlock * kWarp, 0, stream>>>(
+      dk, dv, g_D, dout, q, k, v, lse, B, T, H, KV, D, scale);
+  return cudaGetLastError();
+}

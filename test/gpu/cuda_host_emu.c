@@ -1,0 +1,216 @@
+/* The GPU target's host launchers (runtime/kernels/cuda.c) checked without a GPU: this test
+ * links kernels/cuda.c against the fake CUDA runtime and cuBLAS of fake_cuda.c (kernels run by
+ * the host JIT with the launcher's own argument array, so their order, types and count are
+ * what is checked; sgemm by CBLAS) and the attention rows on the host (fake_attention.cc).
+ * Each prt_cuda_* function is called as a compiled plan calls it and compared with its CPU
+ * twin (runtime/kernels/cpu.c), with gpu_kernels_emu.c's tolerances. Not checked here:
+ * everything only a GPU runs. */
+#include <cblas.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda.h"
+#include "piper/runtime.h"
+#include "prt_internal.h"
+#include "../runtime/check.h"
+
+/* The fakes: fake_cuda.c, fake_attention.cc. */
+extern int fake_cuda_launches;
+void fake_cuda_destroy(void);
+
+/* ---- the checks ---- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float uni(void) { /* in [-1, 1) */
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+static void *arrays[96]; /* every test array, freed at the end */
+static int narrays;
+static float *track(float *p) {
+  if (narrays == 96) exit(2);
+  return arrays[narrays++] = p;
+}
+static float *rnd(int64_t n, float scale) {
+  float *p = track(malloc((size_t)n * sizeof *p));
+  for (int64_t i = 0; i < n; i++) p[i] = scale * uni();
+  return p;
+}
+static float *zeros(int64_t n) { return track(calloc((size_t)n, sizeof(float))); }
+
+static void same(const char *what, const float *got, const float *want, int64_t n, double tol) {
+  double worst = 0;
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - want[i]) / fmax(1.0, fabs((double)want[i]));
+    if (!(d <= worst)) {
+      worst = isnan(d) ? INFINITY : d;
+      at = i;
+    }
+  }
+  printf("%s: max rel diff %.3g (tol %.1g)\n", what, worst, tol);
+  if (!(worst <= tol))
+    fail("%s[%lld]: prt_cuda %.9g, CPU %.9g", what, (long long)at, got[at], want[at]);
+}
+
+/* Sizes with ragged edges: rows not a multiple of the 64-row chunks, columns not of 256. */
+enum { B = 3, T = 50, C = 20, V = 13, N = B * T };
+
+int main(void) {
+  prt_ctx *ctx = prt_ctx_create();
+  prt_cuda_setup(ctx);
+  begin("setup");
+  if (!ctx->device || ctx->device->host_visible || strncmp(ctx->device->name, "fakecuda", 8))
+    fail("prt_cuda_setup did not make the (fake) GPU the context's device");
+  end();
+
+  begin("elementwise");
+  {
+    int64_t n = N * C;
+    float *a = rnd(n, 3), *b = rnd(n, 3), *g = zeros(n), *w = zeros(n), *dy = rnd(n, 1);
+    prt_cuda_add(g, a, b, n);
+    prt_add(w, a, b, n);
+    same("add", g, w, n, 0);
+    prt_cuda_copy(g, a, n);
+    same("copy", g, a, n, 0);
+    prt_cuda_gelu_fwd(g, a, n);
+    prt_gelu_fwd(w, a, n);
+    same("gelu_fwd", g, w, n, 1e-6);
+    prt_cuda_gelu_bwd(g, dy, a, n);
+    prt_gelu_bwd(w, dy, a, n);
+    same("gelu_bwd", g, w, n, 1e-6);
+  }
+  end();
+
+  begin("embedding");
+  {
+    int32_t tok[N];
+    for (int i = 0; i < N; i++) tok[i] = (i * 7 + 3) % V;
+    float *wte = rnd(V * C, 1), *wpe = rnd(T * C, 1), *g = zeros(N * C), *w = zeros(N * C);
+    prt_cuda_embedding_fwd(g, tok, wte, wpe, B, T, C);
+    prt_embedding_fwd(w, tok, wte, wpe, B, T, C);
+    same("embedding_fwd", g, w, N * C, 0);
+    float *dy = rnd(N * C, 1), *gte = rnd(V * C, 9), *gpe = rnd(T * C, 9);
+    float *wte2 = zeros(V * C), *wpe2 = zeros(T * C);
+    prt_cuda_embedding_bwd(gte, gpe, dy, tok, B, T, C, V);
+    prt_embedding_bwd(wte2, wpe2, dy, tok, B, T, C, V);
+    same("embedding_bwd dwte", gte, wte2, V * C, 1e-6);
+    same("embedding_bwd dwpe", gpe, wpe2, T * C, 0);
+  }
+  end();
+
+  begin("layernorm");
+  {
+    float *x = rnd(N * C, 2), *lw = rnd(C, 1), *lb = rnd(C, 1), *dy = rnd(N * C, 1);
+    float *g = zeros(N * C), *w = zeros(N * C), *gm = zeros(N), *gr = zeros(N), *wm = zeros(N);
+    float *wr = zeros(N), *gdw = zeros(C), *gdb = zeros(C), *wdw = zeros(C), *wdb = zeros(C);
+    prt_cuda_layernorm_fwd(g, gm, gr, x, lw, lb, N, C, 1e-5f);
+    prt_layernorm_fwd(w, wm, wr, x, lw, lb, N, C, 1e-5f);
+    same("layernorm_fwd y", g, w, N * C, 0);
+    same("layernorm_fwd rstd", gr, wr, N, 0);
+    prt_cuda_layernorm_bwd(g, gdw, gdb, dy, x, lw, wm, wr, N, C);
+    prt_layernorm_bwd(w, wdw, wdb, dy, x, lw, wm, wr, N, C);
+    same("layernorm_bwd dx", g, w, N * C, 0);
+    same("layernorm_bwd dw", gdw, wdw, C, 1e-7);
+    same("layernorm_bwd db", gdb, wdb, C, 1e-7);
+    prt_cuda_bias_bwd(gdb, dy, N, C);
+    prt_bias_bwd(wdb, dy, N, C);
+    same("bias_bwd", gdb, wdb, C, 1e-7);
+  }
+  end();
+
+  begin("linear");
+  {
+    enum { K = 7, Nn = 11 };
+    float *x = rnd(N * K, 1), *w = rnd(Nn * K, 1), *b = rnd(Nn, 1), *dy = rnd(N * Nn, 1);
+    float *g = zeros(N * Nn), *want = zeros(N * Nn), *gx = zeros(N * K), *wx = zeros(N * K);
+    float *gw = zeros(Nn * K), *ww = zeros(Nn * K);
+    prt_cuda_linear_fwd(g, x, w, b, N, Nn, K);
+    prt_linear_fwd(want, x, w, b, N, Nn, K);
+    same("linear_fwd bias", g, want, N * Nn, 1e-6);
+    prt_cuda_linear_fwd(g, x, w, NULL, N, Nn, K);
+    prt_linear_fwd(want, x, w, NULL, N, Nn, K);
+    same("linear_fwd", g, want, N * Nn, 1e-6);
+    prt_cuda_linear_bwd_input(gx, dy, w, N, Nn, K);
+    prt_linear_bwd_input(wx, dy, w, N, Nn, K);
+    same("linear_bwd_input", gx, wx, N * K, 1e-6);
+    prt_cuda_linear_bwd_weight(gw, dy, x, N, Nn, K);
+    prt_linear_bwd_weight(ww, dy, x, N, Nn, K);
+    same("linear_bwd_weight", gw, ww, Nn * K, 1e-6);
+  }
+  end();
+
+  begin("cross_entropy");
+  {
+    float *logits = rnd(N * V, 8), *gp = zeros(N * V), *wp = zeros(N * V), gl = 0, wl = 0;
+    int32_t tgt[N];
+    for (int i = 0; i < N; i++) tgt[i] = (i * 5 + 1) % V;
+    prt_cuda_cross_entropy_fwd(&gl, gp, logits, tgt, N, V);
+    prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V);
+    same("cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
+    same("cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
+    float *gd = zeros(N * V), *wd = zeros(N * V);
+    prt_cuda_cross_entropy_bwd(gd, wp, tgt, N, V, 2 * N);
+    prt_cross_entropy_bwd(wd, wp, tgt, N, V, 2 * N);
+    same("cross_entropy_bwd", gd, wd, N * V, 0);
+  }
+  end();
+
+  begin("adamw_and_norm");
+  {
+    int64_t n = 5000; /* more than the norm's 4096 partial sums */
+    ctx->lr = 3e-3;
+    ctx->weight_decay = 0.1;
+    ctx->adam_t = 2;
+    float *p = rnd(n, 1), *g = rnd(n, 1), *m = rnd(n, 0.1f), *v = zeros(n);
+    float *p2 = zeros(n), *m2 = zeros(n), *v2 = zeros(n);
+    for (int64_t i = 0; i < n; i++) v[i] = fabsf(uni()) * 0.01f;
+    memcpy(p2, p, n * 4);
+    memcpy(m2, m, n * 4);
+    memcpy(v2, v, n * 4);
+    double want = 0;
+    for (int64_t i = 0; i < n; i++) want += (double)g[i] * g[i];
+    prt_cuda_grad_sq_accum(ctx, g, n, 1);
+    prt_cuda_grad_sq_accum(ctx, g, n, 0); /* not counted */
+    ctx->grad_clip = 1.0;
+    prt_cuda_grad_norm_sync(ctx);
+    float gn = (float)ctx->grad_norm, wn = (float)sqrt(want);
+    same("grad_norm", &gn, &wn, 1, 1e-7);
+    prt_cuda_adamw(ctx, p, g, m, v, n, 0.9f, 0.95f, 1e-8f, 1);
+    prt_adamw(ctx, p2, g, m2, v2, n, 0.9f, 0.95f, 1e-8f, 1);
+    same("adamw p", p, p2, n, 1e-6);
+    same("adamw m", m, m2, n, 1e-6);
+    same("adamw v", v, v2, n, 1e-6);
+  }
+  end();
+  begin("attention");
+  {
+    enum { H = 4, Ca = 32 }; /* head size 8 */
+    float *qkv = rnd(B * T * 3 * Ca, 2), *dy = rnd(B * T * Ca, 1);
+    float *g = zeros(B * T * Ca), *w = zeros(B * T * Ca);
+    float *probs = zeros(B * H * T * T), *lse = zeros(B * H * T * T);
+    float *gd = zeros(B * T * 3 * Ca), *wd = zeros(B * T * 3 * Ca);
+    prt_cuda_attention_fwd(g, lse, qkv, B, T, Ca, H);
+    prt_attention_fwd(w, probs, qkv, B, T, Ca, H);
+    same("attention_fwd", g, w, B * T * Ca, 1e-6);
+    prt_cuda_attention_bwd(gd, dy, qkv, lse, B, T, Ca, H);
+    prt_attention_bwd(wd, dy, qkv, probs, B, T, Ca, H);
+    same("attention_bwd", gd, wd, B * T * 3 * Ca, 1e-6);
+  }
+  end();
+  printf("%d kernel launches\n", fake_cuda_launches);
+
+  prt_ctx_destroy(ctx);
+  fake_cuda_destroy();
+  for (int i = 0; i < narrays; i++) free(arrays[i]);
+  printf("%d failed\n", failures);
+  return failures;
+}

@@ -1,0 +1,156 @@
+/* A fake CUDA runtime and cuBLAS on host memory, for running libpiper_rt_cuda's host side
+ * (runtime/kernels/cuda.c) without a GPU: test/gpu/cuda_host_emu.c calls its launchers, and
+ * test/gpu/fake-cuda-train.test links a whole --target cuda training binary against it.
+ *   cudaLibraryLoadData   JIT-compiles the kernels of lowering/gpu_kernels.c for the host
+ *                         (kernel_jit.h) instead of loading the PTX;
+ *   cudaLibraryGetKernel  returns the kernel's name; cudaLaunchKernel runs that kernel of the
+ *                         host JIT for every thread of grid x block, with the launcher's own
+ *                         argument array;
+ *   cublasSgemm           is CBLAS's column-major sgemm (the same contract);
+ *   cudaMalloc, copies    are calloc and memmove; streams and events do nothing;
+ *   prt_device_cuda_open  gives the CPU device's memory, marked not host visible (staged);
+ * the attention launchers are fake_attention.cc's. Only what cuda.c calls is defined. */
+#include <cblas.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "kernel_jit.h"
+#include "prt_internal.h"
+
+const char piper_ptx[] __attribute__((weak)) = "// the kernels are the host JIT's";
+static MlirExecutionEngine jit;
+int fake_cuda_launches; /* kernels launched so far (the tests print it) */
+
+/* prt_device_open("cuda:N") gets a device that is the CPU's (host memory, which the tests
+ * read) but says it is not host visible, so the runtime stages its host reads and writes and
+ * its transfers through host buffers as it does for a GPU. */
+static prt_device fake_gpu;
+int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st) {
+  fake_gpu = *prt_device_cpu();
+  fake_gpu.host_visible = 0;
+  snprintf(fake_gpu.name, sizeof fake_gpu.name, "fakecuda:%d", ordinal);
+  *out = &fake_gpu;
+  return 0;
+}
+
+cudaError_t cudaGetDeviceCount(int *n) {
+  *n = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+const char *cudaGetErrorName(cudaError_t e) { return "fakeError"; }
+const char *cudaGetErrorString(cudaError_t e) { return "an error of the fake CUDA runtime"; }
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,
+                                enum cudaJitOption *jo, void **jv, unsigned int nj,
+                                enum cudaLibraryOption *lo, void **lv, unsigned int nl) {
+  if (mlirExecutionEngineIsNull(jit)) jit = kernelJitCreate();
+  *lib = (cudaLibrary_t)(void *)&jit;
+  return cudaSuccess;
+}
+cudaError_t cudaLibraryGetKernel(cudaKernel_t *k, cudaLibrary_t lib, const char *name) {
+  *k = (cudaKernel_t)(void *)name; /* cuda.c's kernel_names: static strings */
+  return cudaSuccess;
+}
+cudaError_t cudaMalloc(void **p, size_t n) {
+  *p = calloc(1, n ? n : 1);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFree(void *p) {
+  free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void *p, int v, size_t n) {
+  memset(p, v, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
+  memset(p, v, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k,
+                            cudaStream_t st) {
+  memmove(d, s, n);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { return cudaSuccess; }
+
+/* Kernel arguments by name: how many the launcher must pass (the kernel's signature). */
+static int nargs_of(const char *name) {
+  static const struct {
+    const char *name;
+    int n;
+  } sig[] = {{"piper_add", 4},
+             {"piper_copy", 3},
+             {"piper_gelu_fwd", 3},
+             {"piper_gelu_bwd", 4},
+             {"piper_embedding_fwd", 7},
+             {"piper_embedding_wte_partials", 7},
+             {"piper_sum_slabs", 4},
+             {"piper_embedding_bwd_wpe", 5},
+             {"piper_layernorm_fwd", 9},
+             {"piper_layernorm_bwd_dx", 8},
+             {"piper_layernorm_dwdb_partials", 9},
+             {"piper_col_partials", 5},
+             {"piper_col_finish", 4},
+             {"piper_bias_rows", 4},
+             {"piper_cross_entropy_fwd", 6},
+             {"piper_mean_rows", 3},
+             {"piper_cross_entropy_bwd", 6},
+             {"piper_adamw", 15},
+             {"piper_sum_squares", 4},
+             {"piper_sum_partials", 3},
+             {"piper_embed_fwd", 6},
+             {"piper_rmsnorm_fwd", 7},
+             {"piper_rmsnorm_bwd_dx", 7},
+             {"piper_rmsnorm_dw_partials", 7},
+             {"piper_rope", 7},
+             {"piper_swiglu_fwd", 4},
+             {"piper_swiglu_bwd", 6},
+             {"piper_bias_add", 5}};
+  for (size_t k = 0; k < sizeof sig / sizeof sig[0]; k++)
+    if (!strcmp(sig[k].name, name)) return sig[k].n;
+  fprintf(stderr, "fake cudaLaunchKernel: unknown kernel %s\n", name);
+  exit(2);
+}
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
+                             size_t shmem, cudaStream_t s) {
+  const char *name = (const char *)func;
+  int64_t threads = (int64_t)grid.x * grid.y * grid.z * block.x * block.y * block.z;
+  fake_cuda_launches++;
+  if (kernelJitLaunch(jit, name, threads, args, nargs_of(name))) {
+    fprintf(stderr, "fake cudaLaunchKernel: %s failed in the JIT\n", name);
+    exit(2);
+  }
+  return cudaSuccess;
+}
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t *h) {
+  *h = (cublasHandle_t)(void *)&jit;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
+  return mode == CUBLAS_PEDANTIC_MATH ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                              int m, int n, int k, const float *alpha, const float *A, int lda,
+                              const float *B, int ldb, const float *beta, float *C, int ldc) {
+  cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
+              tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, *alpha, A, lda, B, ldb,
+              *beta, C, ldc);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The engine, for a test that ends cleanly (a training binary just exits). */
+void fake_cuda_destroy(void) {
+  if (!mlirExecutionEngineIsNull(jit)) kernelJitDestroy(jit);
+  jit = (MlirExecutionEngine){NULL};
+}

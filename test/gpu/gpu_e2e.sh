@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The GPU end-to-end checks in two phases, because the GPU machine has no LLVM/MLIR (no
+# piper-compile) and the build machine has no GPU:
+#   gpu_e2e.sh prepare DIR   (where piper is built: build/bin on PATH, Debian's python3-torch)
+#       compiles the --target cuda binaries, writes the data, the init checkpoint and the
+#       PyTorch references (test/oracle/gpt_torch.py, CPU: the oracle needs no GPU)
+#   gpu_e2e.sh run DIR       (on the GPU machine, DIR copied there; mpirun, python3 with torch)
+#       runs them and compares; prints PASS/FAIL lines and "N passed, 0 failed" per check;
+#       exits non-zero if any check fails
+# Checks (tolerances in the compare scripts):
+#   @pytorch     GPT L4 C128 H4 T64 B8 fp32 on one GPU, 20 steps, against PyTorch (losses 1e-4
+#                relative, step-0 gradients, final parameters: test/e2e/gpt_vs_pytorch.test's)
+#   @dp2 @pp2_1f1b @pp2xdp2_zero1 @dualpipev_4on2
+#                GPT L4 C32 H2 T16 B8: the strategy on MPI ranks sharing the GPU (transfers
+#                staged through host memory) against the single-GPU run, 10 steps
+#                (test/e2e/compare_runs.py: losses 1e-5 relative, final parameters)
+# test/gpu/gpu-e2e.test runs both phases where a GPU and LLVM meet.
+set -euo pipefail
+phase=$1 dir=$2
+src=$(cd "$(dirname "$0")/../.." && pwd)
+py=${PYTHON:-/usr/bin/python3}
+strategies=("dp2 2 1 gpipe --stages 1 --microbatches 1 --dp 2"
+            "pp2_1f1b 2 2 1f1b --stages 2 --microbatches 4"
+            "pp2xdp2_zero1 4 2 1f1b --stages 2 --microbatches 4 --dp 2 --zero 1"
+            "dualpipev_4on2 2 4 dualpipev --stages 4 --microbatches 4")
+big="--layers 4 --dim 128 --heads 4 --seq 64"
+small="--layers 4 --dim 32 --heads 2 --seq 16 --batch 8"
+train="--steps 20 --lr 1e-3 --weight-decay 0.1"
+
+if [ "$phase" = prepare ]; then
+  rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+  mkdir e2e && cp -r "$src/test/oracle" . && cp "$src/test/e2e/compare_runs.py" e2e/
+  "$py" -c "import random; r = random.Random(7); words = [bytes(r.choice(b'etaoinshrdlu ') for _ in range(r.randint(1, 8))) for _ in range(400)]; open('data.bin', 'wb').write(b' '.join(r.choice(words) for _ in range(3000)))"
+  piper-gen gpt $big --batch 8 > gpt.mlir
+  piper-compile gpt.mlir --target cuda -o train
+  "$py" oracle/gpt_torch.py init $big --seed 3 -o init.safetensors
+  "$py" oracle/gpt_torch.py train $big --batch 8 $train --data data.bin \
+    --init init.safetensors --losses ref_losses.json --grads ref_grads.safetensors \
+    --final ref_final.safetensors
+  piper-gen gpt $small > single.mlir
+  piper-compile single.mlir --target cuda -o single
+  for s in "${strategies[@]}"; do
+    read -r name np stages sched <<< "$s"
+    piper-gen gpt $small --stages "$stages" > "$name.mlir"
+    piper-sched $sched > "$name.json"
+    piper-compile "$name.mlir" --target cuda --strategy "$name.json" -o "$name"
+  done
+  echo "prepared $dir"
+elif [ "$phase" = run ]; then
+  cd "$dir"
+  # every check runs even if one fails (a GPU session is short): each prints its lines, a
+  # failed one also "FAILED: @name (exit N)", and the script exits 1 if any failed
+  failed=0
+  check() { # NAME COMMAND...: runs the command, reporting a failure by name
+    local name=$1 rc=0
+    shift
+    "$@" || rc=$?
+    if [ "$rc" != 0 ]; then echo "FAILED: @$name (exit $rc)"; failed=1; fi
+    return 0
+  }
+  pytorch() {
+    ./train $train --data data.bin --init-checkpoint init.safetensors --metrics metrics.jsonl \
+      --dump-grads grads.safetensors --save-checkpoint final.safetensors --quiet &&
+    "$py" oracle/gpt_torch.py compare --losses-ref ref_losses.json --metrics metrics.jsonl \
+      --grads-ref ref_grads.safetensors --grads grads.safetensors \
+      --final-ref ref_final.safetensors --final final.safetensors
+  }
+  strategy() { # NAME NP
+    timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$2" \
+      "./$1" --steps 10 --quiet --metrics "$1.jsonl" --save-checkpoint "$1.safetensors" &&
+    "$py" e2e/compare_runs.py single.jsonl single.safetensors "$1.jsonl" "$1.safetensors"
+  }
+  echo "@pytorch"
+  check pytorch pytorch
+  echo "@single"
+  check single ./single --steps 10 --quiet --metrics single.jsonl \
+    --save-checkpoint single.safetensors
+  for s in "${strategies[@]}"; do
+    read -r name np stages sched <<< "$s"
+    echo "@$name"
+    check "$name" strategy "$name" "$np"
+  done
+  exit $failed
+else
+  echo "usage: gpu_e2e.sh prepare|run DIR" >&2
+  exit 2
+fi

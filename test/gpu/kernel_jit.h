@@ -1,0 +1,145 @@
+/* The GPU kernels (lowering/gpu_kernels.c) JIT-compiled for the host, for the tests that run
+ * them without a GPU (gpu_kernels_emu.c, cuda_host_emu.c): every gpu.func becomes a host
+ * function of (thread index, its arguments) -- the six lines that compute the thread index
+ * from gpu.block_id/block_dim/thread_id become the argument %i, gpu.return becomes return,
+ * and PTX's sqrt.rn.f32 (inline asm) becomes llvm.intr.sqrt, both IEEE-rounded -- lowered by
+ * upstream passes and JIT-compiled by the MLIR execution engine. Each function is callable
+ * directly (its C signature with the index first) and packed (kernelJitLaunch: arguments as
+ * cudaLaunchKernel takes them). Static functions: one copy per test. */
+#ifndef PIPER_TEST_GPU_KERNEL_JIT_H
+#define PIPER_TEST_GPU_KERNEL_JIT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/ExecutionEngine.h"
+#include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+#include "piper/piper.h"
+
+/* The kernel module rewritten for the host (see the file comment); owned. */
+static char *hostText(const char *gpu) {
+  size_t cap = strlen(gpu) * 2 + 64, len = 0;
+  char *out = malloc(cap);
+  const char *asmHead = "llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" ";
+  for (const char *p = gpu; *p;) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) + 1 : strlen(p);
+    char line[512];
+    if (n >= sizeof line) n = sizeof line - 1;
+    memcpy(line, p, n);
+    line[n] = 0;
+    p += n;
+    char buf[640];
+    char *s;
+    if (strstr(line, "%tid_") || strstr(line, "gpu.module @piper_kernels")) continue;
+    if (strstr(line, "module attributes {gpu.container_module}")) {
+      snprintf(buf, sizeof buf, "module {\n");
+    } else if ((s = strstr(line, "gpu.func @"))) {
+      char *paren = strchr(s, '(');
+      char *kernel = strstr(line, ") kernel {");
+      if (kernel) memmove(kernel + 1, kernel + 8, strlen(kernel + 8) + 1);
+      /* the packed form (kernelJitLaunch) needs the C interface */
+      char *brace = strrchr(paren, '{');
+      if (brace) *brace = 0;
+      snprintf(buf, sizeof buf,
+               "%.*sfunc.func %.*s(%%i: i64, %sattributes {llvm.emit_c_interface} {\n",
+               (int)(s - line), line, (int)(paren - s - 9), s + 9, paren + 1);
+    } else if ((s = strstr(line, "gpu.return"))) {
+      snprintf(buf, sizeof buf, "%.*sreturn\n", (int)(s - line), line);
+    } else if ((s = strstr(line, asmHead))) {
+      char *arg = s + strlen(asmHead), *sp = strchr(arg, ' ');
+      snprintf(buf, sizeof buf, "%.*sllvm.intr.sqrt(%.*s)%s", (int)(s - line), line,
+               (int)(sp - arg), arg, sp);
+    } else {
+      snprintf(buf, sizeof buf, "%s", line);
+    }
+    size_t bl = strlen(buf);
+    if (len + bl + 1 > cap) {
+      fprintf(stderr, "the host rewrite outgrew its buffer\n");
+      exit(2);
+    }
+    memcpy(out + len, buf, bl);
+    len += bl;
+  }
+  out[len] = 0;
+  /* the gpu.module's closing brace: the text ended "}\n}\n", keep one */
+  char *last = strrchr(out, '}');
+  if (last) {
+    *last = 0;
+    char *prev = strrchr(out, '}');
+    if (prev) strcpy(prev, "}\n");
+  }
+  return out;
+}
+
+/* The context and module the engine was made from: they live until kernelJitDestroy. */
+static MlirContext kernelJitCtx;
+static MlirModule kernelJitModule;
+
+/* Every kernel of gpu_kernels.c, JIT-compiled for the host; exits 2 when that fails. */
+static MlirExecutionEngine kernelJitCreate(void) {
+  MlirContext ctx = kernelJitCtx = piperContextCreate();
+  const char *all[] = {"prt_cuda_add", "prt_cuda_copy", "prt_cuda_gelu_fwd", "prt_cuda_gelu_bwd",
+                       "prt_cuda_embedding_fwd", "prt_cuda_embedding_bwd",
+                       "prt_cuda_layernorm_fwd", "prt_cuda_layernorm_bwd", "prt_cuda_bias_bwd",
+                       "prt_cuda_linear_fwd", "prt_cuda_cross_entropy_fwd",
+                       "prt_cuda_cross_entropy_bwd", "prt_cuda_adamw",
+                       "prt_cuda_grad_sq_accum", "prt_cuda_embed_fwd",
+                       "prt_cuda_embed_bwd", "prt_cuda_rmsnorm_fwd", "prt_cuda_rmsnorm_bwd",
+                       "prt_cuda_rope_fwd", "prt_cuda_rope_bwd", "prt_cuda_swiglu_fwd",
+                       "prt_cuda_swiglu_bwd", "prt_cuda_bias_add"};
+  char *gpu = piperGpuKernelModule(all, sizeof all / sizeof all[0]);
+  char *text = hostText(gpu);
+  MlirModule m = kernelJitModule =
+      mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(text));
+  if (mlirModuleIsNull(m)) {
+    fprintf(stderr, "the host rewrite of the kernels did not parse:\n%s\n", text);
+    exit(2);
+  }
+  MlirPassManager pm = mlirPassManagerCreate(ctx);
+  if (mlirLogicalResultIsFailure(mlirParsePassPipeline(
+          mlirPassManagerGetAsOpPassManager(pm),
+          mlirStringRefCreateFromCString(
+              "builtin.module(convert-scf-to-cf,convert-to-llvm,reconcile-unrealized-casts)"),
+          NULL, NULL)) ||
+      mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(m)))) {
+    fprintf(stderr, "lowering the host rewrite failed\n");
+    exit(2);
+  }
+  MlirExecutionEngine jit = mlirExecutionEngineCreate(m, 2, 0, NULL, false, false);
+  if (mlirExecutionEngineIsNull(jit)) {
+    fprintf(stderr, "the JIT did not start\n");
+    exit(2);
+  }
+  mlirPassManagerDestroy(pm);
+  free(text);
+  free(gpu);
+  return jit;
+}
+
+static void kernelJitDestroy(MlirExecutionEngine jit) {
+  mlirExecutionEngineDestroy(jit);
+  mlirModuleDestroy(kernelJitModule);
+  mlirContextDestroy(kernelJitCtx);
+}
+
+/* Runs kernel `name` for thread indices 0 .. threads-1, its arguments as cudaLaunchKernel
+ * takes them (args[k] points at argument k); 0, or 1 if the engine has no such kernel. */
+__attribute__((unused)) static int kernelJitLaunch(MlirExecutionEngine jit, const char *name, int64_t threads,
+                           void **args, int nargs) {
+  void *packed[32];
+  if (nargs + 1 > 32) return 1;
+  int64_t i = 0;
+  packed[0] = &i;
+  for (int k = 0; k < nargs; k++) packed[k + 1] = args[k];
+  for (i = 0; i < threads; i++)
+    if (mlirLogicalResultIsFailure(mlirExecutionEngineInvokePacked(
+            jit, mlirStringRefCreateFromCString(name), packed)))
+      return 1;
+  return 0;
+}
+
+#endif

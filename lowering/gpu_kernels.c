@@ -174,879 +174,765 @@ typedef struct {
   const char *text;
 } GpuKernel;
 
+/* A kernel of one thread per index %i below `bound` (an i64 argument, or a value that the
+ * `sizing` lines compute from the arguments; "" when there are none): the gpu.func header
+ * with `args`, the thread index, `sizing`, the bounds check and, inside it, `body` (the lines
+ * that are this kernel's own), then the return. Threads at or past the bound do nothing: the
+ * grid is rounded up to whole blocks (runtime/kernels/cuda.c). */
+#define KERNEL(name, args, sizing, bound, body)                                            \
+  {name, "  gpu.func @" name "(" args ") kernel {\n" TID sizing                            \
+         "    %in = arith.cmpi slt, %i, " bound " : i64\n"                                 \
+         "    scf.if %in {\n" body "    }\n"                                               \
+         "    gpu.return\n"                                                                \
+         "  }\n"}
+/* A kernel whose `body` only thread 0 runs (a sequential sum in a fixed order); %z, the i64
+ * zero its guard compares with, is there for the body too. */
+#define ONE_THREAD_KERNEL(name, args, body)                                                \
+  {name, "  gpu.func @" name "(" args ") kernel {\n" TID                                   \
+         "    %z = arith.constant 0 : i64\n"                                               \
+         "    %first = arith.cmpi eq, %i, %z : i64\n"                                      \
+         "    scf.if %first {\n" body "    }\n"                                            \
+         "    gpu.return\n"                                                                \
+         "  }\n"}
+
 static const GpuKernel kernels[] = {
     /* y[i] = a[i] + b[i] (prt_add) */
-    {"piper_add",
-     "  gpu.func @piper_add(%y: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr, %n: i64) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n" GEP("%pa", "%a", "%i", "f32") GEP("%pb", "%b", "%i", "f32")
-     "      %va = llvm.load %pa : !llvm.ptr -> f32\n"
-     "      %vb = llvm.load %pb : !llvm.ptr -> f32\n"
-     "      %s = arith.addf %va, %vb : f32\n" GEP("%py", "%y", "%i", "f32")
-     "      llvm.store %s, %py : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_add", "%y: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%pa", "%a", "%i", "f32") GEP("%pb", "%b", "%i", "f32")
+           "      %va = llvm.load %pa : !llvm.ptr -> f32\n"
+           "      %vb = llvm.load %pb : !llvm.ptr -> f32\n"
+           "      %s = arith.addf %va, %vb : f32\n" GEP("%py", "%y", "%i", "f32")
+           "      llvm.store %s, %py : f32, !llvm.ptr\n"),
     /* dst[i] = src[i] (prt_copy: outputs, pack_into) */
-    {"piper_copy",
-     "  gpu.func @piper_copy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n" GEP("%ps", "%src", "%i", "f32")
-     "      %v = llvm.load %ps : !llvm.ptr -> f32\n" GEP("%pd", "%dst", "%i", "f32")
-     "      llvm.store %v, %pd : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_copy", "%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%ps", "%src", "%i", "f32")
+           "      %v = llvm.load %ps : !llvm.ptr -> f32\n" GEP("%pd", "%dst", "%i", "f32")
+           "      llvm.store %v, %pd : f32, !llvm.ptr\n"),
     /* y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (prt_gelu_fwd) */
-    {"piper_gelu_fwd",
-     "  gpu.func @piper_gelu_fwd(%y: !llvm.ptr, %x: !llvm.ptr, %n: i64) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n" GEP("%px", "%x", "%i", "f32")
-     "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "      %k = arith.constant 0.0447149985 : f32\n"
-     "      %s = arith.constant 0.797884583 : f32\n"
-     "      %half = arith.constant 0.5 : f32\n"
-     "      %one = arith.constant 1.0 : f32\n"
-     "      %c1 = arith.mulf %k, %xv : f32\n"
-     "      %c2 = arith.mulf %c1, %xv : f32\n"
-     "      %cube = arith.mulf %c2, %xv : f32\n"
-     "      %inner = arith.addf %xv, %cube : f32\n"
-     "      %u = arith.mulf %s, %inner : f32\n"
-     "      %th = func.call @piper_tanh(%u) : (f32) -> f32\n"
-     "      %hx = arith.mulf %half, %xv : f32\n"
-     "      %opt = arith.addf %one, %th : f32\n"
-     "      %r = arith.mulf %hx, %opt : f32\n" GEP("%py", "%y", "%i", "f32")
-     "      llvm.store %r, %py : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_gelu_fwd", "%y: !llvm.ptr, %x: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%px", "%x", "%i", "f32")
+           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "      %k = arith.constant 0.0447149985 : f32\n"
+           "      %s = arith.constant 0.797884583 : f32\n"
+           "      %half = arith.constant 0.5 : f32\n"
+           "      %one = arith.constant 1.0 : f32\n"
+           "      %c1 = arith.mulf %k, %xv : f32\n"
+           "      %c2 = arith.mulf %c1, %xv : f32\n"
+           "      %cube = arith.mulf %c2, %xv : f32\n"
+           "      %inner = arith.addf %xv, %cube : f32\n"
+           "      %u = arith.mulf %s, %inner : f32\n"
+           "      %th = func.call @piper_tanh(%u) : (f32) -> f32\n"
+           "      %hx = arith.mulf %half, %xv : f32\n"
+           "      %opt = arith.addf %one, %th : f32\n"
+           "      %r = arith.mulf %hx, %opt : f32\n" GEP("%py", "%y", "%i", "f32")
+           "      llvm.store %r, %py : f32, !llvm.ptr\n"),
     /* dx = gelu'(x) dy (prt_gelu_bwd) */
-    {"piper_gelu_bwd",
-     "  gpu.func @piper_gelu_bwd(%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %n: i64)"
-     " kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n" GEP("%px", "%x", "%i", "f32") GEP("%pdy", "%dy", "%i", "f32")
-     "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "      %dyv = llvm.load %pdy : !llvm.ptr -> f32\n"
-     "      %k = arith.constant 0.0447149985 : f32\n"
-     "      %k3 = arith.constant 0.134144992 : f32\n"
-     "      %s = arith.constant 0.797884583 : f32\n"
-     "      %half = arith.constant 0.5 : f32\n"
-     "      %one = arith.constant 1.0 : f32\n"
-     "      %c1 = arith.mulf %k, %xv : f32\n"
-     "      %c2 = arith.mulf %c1, %xv : f32\n"
-     "      %cube = arith.mulf %c2, %xv : f32\n"
-     "      %inner = arith.addf %xv, %cube : f32\n"
-     "      %u = arith.mulf %s, %inner : f32\n"
-     "      %th = func.call @piper_tanh(%u) : (f32) -> f32\n"
-     "      %th2 = arith.mulf %th, %th : f32\n"
-     "      %sech2 = arith.subf %one, %th2 : f32\n"
-     "      %opt = arith.addf %one, %th : f32\n"
-     "      %l1 = arith.mulf %half, %opt : f32\n"
-     "      %q1 = arith.mulf %xv, %half : f32\n"
-     "      %q2 = arith.mulf %q1, %sech2 : f32\n"
-     "      %q3 = arith.mulf %q2, %s : f32\n"
-     "      %w1 = arith.mulf %k3, %xv : f32\n"
-     "      %w2 = arith.mulf %w1, %xv : f32\n"
-     "      %w3 = arith.addf %one, %w2 : f32\n"
-     "      %q4 = arith.mulf %q3, %w3 : f32\n"
-     "      %local = arith.addf %l1, %q4 : f32\n"
-     "      %r = arith.mulf %local, %dyv : f32\n" GEP("%pdx", "%dx", "%i", "f32")
-     "      llvm.store %r, %pdx : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_gelu_bwd", "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%px", "%x", "%i", "f32") GEP("%pdy", "%dy", "%i", "f32")
+           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "      %dyv = llvm.load %pdy : !llvm.ptr -> f32\n"
+           "      %k = arith.constant 0.0447149985 : f32\n"
+           "      %k3 = arith.constant 0.134144992 : f32\n"
+           "      %s = arith.constant 0.797884583 : f32\n"
+           "      %half = arith.constant 0.5 : f32\n"
+           "      %one = arith.constant 1.0 : f32\n"
+           "      %c1 = arith.mulf %k, %xv : f32\n"
+           "      %c2 = arith.mulf %c1, %xv : f32\n"
+           "      %cube = arith.mulf %c2, %xv : f32\n"
+           "      %inner = arith.addf %xv, %cube : f32\n"
+           "      %u = arith.mulf %s, %inner : f32\n"
+           "      %th = func.call @piper_tanh(%u) : (f32) -> f32\n"
+           "      %th2 = arith.mulf %th, %th : f32\n"
+           "      %sech2 = arith.subf %one, %th2 : f32\n"
+           "      %opt = arith.addf %one, %th : f32\n"
+           "      %l1 = arith.mulf %half, %opt : f32\n"
+           "      %q1 = arith.mulf %xv, %half : f32\n"
+           "      %q2 = arith.mulf %q1, %sech2 : f32\n"
+           "      %q3 = arith.mulf %q2, %s : f32\n"
+           "      %w1 = arith.mulf %k3, %xv : f32\n"
+           "      %w2 = arith.mulf %w1, %xv : f32\n"
+           "      %w3 = arith.addf %one, %w2 : f32\n"
+           "      %q4 = arith.mulf %q3, %w3 : f32\n"
+           "      %local = arith.addf %l1, %q4 : f32\n"
+           "      %r = arith.mulf %local, %dyv : f32\n" GEP("%pdx", "%dx", "%i", "f32")
+           "      llvm.store %r, %pdx : f32, !llvm.ptr\n"),
     /* out[b,t,:] = wte[tok[b,t],:] + wpe[t,:], one thread per element (prt_embedding_fwd);
      * a negative token (the CPU stops on it) gives NaN, which the loss then shows */
-    {"piper_embedding_fwd",
-     "  gpu.func @piper_embedding_fwd(%out: !llvm.ptr, %tok: !llvm.ptr, %wte: !llvm.ptr,"
-     " %wpe: !llvm.ptr, %B: i64, %T: i64, %C: i64) kernel {\n" TID
-     "    %bt_n = arith.muli %B, %T : i64\n"
-     "    %n = arith.muli %bt_n, %C : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %bt = arith.divsi %i, %C : i64\n"
-     "      %c = arith.remsi %i, %C : i64\n"
-     "      %t = arith.remsi %bt, %T : i64\n" GEP("%ptk", "%tok", "%bt", "i32")
-     "      %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
-     "      %tk = arith.extsi %tk32 : i32 to i64\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %bad = arith.cmpi slt, %tk, %z : i64\n"
-     "      %tks = arith.select %bad, %z, %tk : i64\n"
-     "      %eo = arith.muli %tks, %C : i64\n"
-     "      %ei = arith.addi %eo, %c : i64\n"
-     "      %po = arith.muli %t, %C : i64\n"
-     "      %pi = arith.addi %po, %c : i64\n" GEP("%pe", "%wte", "%ei", "f32")
-     GEP("%pp", "%wpe", "%pi", "f32")
-     "      %ev = llvm.load %pe : !llvm.ptr -> f32\n"
-     "      %pv = llvm.load %pp : !llvm.ptr -> f32\n"
-     "      %s = arith.addf %ev, %pv : f32\n"
-     "      %nan = arith.constant 0x7FC00000 : f32\n"
-     "      %r = arith.select %bad, %nan, %s : f32\n" GEP("%po2", "%out", "%i", "f32")
-     "      llvm.store %r, %po2 : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_embedding_fwd",
+           "%out: !llvm.ptr, %tok: !llvm.ptr, %wte: !llvm.ptr, %wpe: !llvm.ptr, %B: i64, %T: i64,"
+           " %C: i64",
+           "    %bt_n = arith.muli %B, %T : i64\n"
+           "    %n = arith.muli %bt_n, %C : i64\n",
+           "%n",
+           "      %bt = arith.divsi %i, %C : i64\n"
+           "      %c = arith.remsi %i, %C : i64\n"
+           "      %t = arith.remsi %bt, %T : i64\n" GEP("%ptk", "%tok", "%bt", "i32")
+           "      %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
+           "      %tk = arith.extsi %tk32 : i32 to i64\n"
+           "      %z = arith.constant 0 : i64\n"
+           "      %bad = arith.cmpi slt, %tk, %z : i64\n"
+           "      %tks = arith.select %bad, %z, %tk : i64\n"
+           "      %eo = arith.muli %tks, %C : i64\n"
+           "      %ei = arith.addi %eo, %c : i64\n"
+           "      %po = arith.muli %t, %C : i64\n"
+           "      %pi = arith.addi %po, %c : i64\n" GEP("%pe", "%wte", "%ei", "f32")
+           GEP("%pp", "%wpe", "%pi", "f32")
+           "      %ev = llvm.load %pe : !llvm.ptr -> f32\n"
+           "      %pv = llvm.load %pp : !llvm.ptr -> f32\n"
+           "      %s = arith.addf %ev, %pv : f32\n"
+           "      %nan = arith.constant 0x7FC00000 : f32\n"
+           "      %r = arith.select %bad, %nan, %s : f32\n" GEP("%po2", "%out", "%i", "f32")
+           "      llvm.store %r, %po2 : f32, !llvm.ptr\n"),
     /* dwpe[t, c] = sum over b of dy[b, t, c], one thread per (t, c), in b order */
-    {"piper_embedding_bwd_wpe",
-     "  gpu.func @piper_embedding_bwd_wpe(%dwpe: !llvm.ptr, %dy: !llvm.ptr, %B: i64, %T: i64,"
-     " %C: i64) kernel {\n" TID
-     "    %n = arith.muli %T, %C : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %zf = arith.constant 0.0 : f32\n"
-     "      %s = scf.for %b = %z to %B step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
-     "        %bo = arith.muli %b, %n : i64\n"
-     "        %bi = arith.addi %bo, %i : i64\n" GEP("%pd", "%dy", "%bi", "f32")
-     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "        %acc2 = arith.addf %acc, %dv : f32\n"
-     "        scf.yield %acc2 : f32\n"
-     "      }\n" GEP("%pw", "%dwpe", "%i", "f32")
-     "      llvm.store %s, %pw : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_embedding_bwd_wpe", "%dwpe: !llvm.ptr, %dy: !llvm.ptr, %B: i64, %T: i64, %C: i64",
+           "    %n = arith.muli %T, %C : i64\n",
+           "%n",
+           "      %z = arith.constant 0 : i64\n"
+           "      %one = arith.constant 1 : i64\n"
+           "      %zf = arith.constant 0.0 : f32\n"
+           "      %s = scf.for %b = %z to %B step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
+           "        %bo = arith.muli %b, %n : i64\n"
+           "        %bi = arith.addi %bo, %i : i64\n" GEP("%pd", "%dy", "%bi", "f32")
+           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %acc2 = arith.addf %acc, %dv : f32\n"
+           "        scf.yield %acc2 : f32\n"
+           "      }\n" GEP("%pw", "%dwpe", "%i", "f32")
+           "      llvm.store %s, %pw : f32, !llvm.ptr\n"),
     /* one row per thread: mean, biased variance and rstd in f64 sums, then
      * y = (x - mean) rstd w + b (prt_layernorm_fwd) */
-    {"piper_layernorm_fwd",
-     "  gpu.func @piper_layernorm_fwd(%y: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr,"
-     " %x: !llvm.ptr, %w: !llvm.ptr, %b: !llvm.ptr, %N: i64, %C: i64, %eps: f32) kernel {\n"
-     TID
-     "    %in = arith.cmpi slt, %i, %N : i64\n"
-     "    scf.if %in {\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %base = arith.muli %i, %C : i64\n"
-     "      %Cd = arith.sitofp %C : i64 to f64\n"
-     "      %s = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %xd = arith.extf %xv : f32 to f64\n"
-     "        %acc2 = arith.addf %acc, %xd : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n"
-     "      %md = arith.divf %s, %Cd : f64\n"
-     "      %m = arith.truncf %md : f64 to f32\n"
-     "      %v = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %d = arith.subf %xv, %m : f32\n"
-     "        %dd = arith.extf %d : f32 to f64\n"
-     "        %sq = arith.mulf %dd, %dd : f64\n"
-     "        %acc2 = arith.addf %acc, %sq : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n"
-     "      %vd = arith.divf %v, %Cd : f64\n"
-     "      %var = arith.truncf %vd : f64 to f32\n"
-     "      %ve = arith.addf %var, %eps : f32\n"
-     "      %sd = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %ve : (f32) -> f32\n"
-     "      %onef = arith.constant 1.0 : f32\n"
-     "      %r = arith.divf %onef, %sd : f32\n"
-     "      scf.for %c = %z to %C step %one : i64 {\n"
-     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     GEP("%pw", "%w", "%c", "f32") GEP("%pb", "%b", "%c", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
-     "        %bv = llvm.load %pb : !llvm.ptr -> f32\n"
-     "        %d = arith.subf %xv, %m : f32\n"
-     "        %n1 = arith.mulf %d, %r : f32\n"
-     "        %n2 = arith.mulf %n1, %wv : f32\n"
-     "        %o = arith.addf %n2, %bv : f32\n" GEP("%py", "%y", "%xi", "f32")
-     "        llvm.store %o, %py : f32, !llvm.ptr\n"
-     "      }\n" GEP("%pm", "%mean", "%i", "f32") GEP("%pr", "%rstd", "%i", "f32")
-     "      llvm.store %m, %pm : f32, !llvm.ptr\n"
-     "      llvm.store %r, %pr : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_layernorm_fwd",
+           "%y: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr,"
+           " %b: !llvm.ptr, %N: i64, %C: i64, %eps: f32",
+           "", "%N",
+           "      %z = arith.constant 0 : i64\n"
+           "      %one = arith.constant 1 : i64\n"
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %base = arith.muli %i, %C : i64\n"
+           "      %Cd = arith.sitofp %C : i64 to f64\n"
+           "      %s = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %xd = arith.extf %xv : f32 to f64\n"
+           "        %acc2 = arith.addf %acc, %xd : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      %md = arith.divf %s, %Cd : f64\n"
+           "      %m = arith.truncf %md : f64 to f32\n"
+           "      %v = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %d = arith.subf %xv, %m : f32\n"
+           "        %dd = arith.extf %d : f32 to f64\n"
+           "        %sq = arith.mulf %dd, %dd : f64\n"
+           "        %acc2 = arith.addf %acc, %sq : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      %vd = arith.divf %v, %Cd : f64\n"
+           "      %var = arith.truncf %vd : f64 to f32\n"
+           "      %ve = arith.addf %var, %eps : f32\n"
+           "      %sd = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %ve : (f32) -> f32\n"
+           "      %onef = arith.constant 1.0 : f32\n"
+           "      %r = arith.divf %onef, %sd : f32\n"
+           "      scf.for %c = %z to %C step %one : i64 {\n"
+           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           GEP("%pw", "%w", "%c", "f32") GEP("%pb", "%b", "%c", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %bv = llvm.load %pb : !llvm.ptr -> f32\n"
+           "        %d = arith.subf %xv, %m : f32\n"
+           "        %n1 = arith.mulf %d, %r : f32\n"
+           "        %n2 = arith.mulf %n1, %wv : f32\n"
+           "        %o = arith.addf %n2, %bv : f32\n" GEP("%py", "%y", "%xi", "f32")
+           "        llvm.store %o, %py : f32, !llvm.ptr\n"
+           "      }\n" GEP("%pm", "%mean", "%i", "f32") GEP("%pr", "%rstd", "%i", "f32")
+           "      llvm.store %m, %pm : f32, !llvm.ptr\n"
+           "      llvm.store %r, %pr : f32, !llvm.ptr\n"),
     /* dx of one row per thread: rstd (w dy - mean(w dy) - norm mean(w dy norm)) */
-    {"piper_layernorm_bwd_dx",
-     "  gpu.func @piper_layernorm_bwd_dx(%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr,"
-     " %w: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr, %N: i64, %C: i64) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %N : i64\n"
-     "    scf.if %in {\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %base = arith.muli %i, %C : i64\n"
-     "      %Cd = arith.sitofp %C : i64 to f64\n" GEP("%pm", "%mean", "%i", "f32")
-     GEP("%pr", "%rstd", "%i", "f32")
-     "      %m = llvm.load %pm : !llvm.ptr -> f32\n"
-     "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
-     "      %s1, %s2 = scf.for %c = %z to %C step %one iter_args(%a1 = %zd, %a2 = %zd)"
-     " -> (f64, f64) : i64 {\n"
-     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
-     "        %d = arith.subf %xv, %m : f32\n"
-     "        %norm = arith.mulf %d, %r : f32\n"
-     "        %dn = arith.mulf %wv, %dv : f32\n"
-     "        %dnd = arith.extf %dn : f32 to f64\n"
-     "        %nd = arith.extf %norm : f32 to f64\n"
-     "        %a1n = arith.addf %a1, %dnd : f64\n"
-     "        %pr2 = arith.mulf %dnd, %nd : f64\n"
-     "        %a2n = arith.addf %a2, %pr2 : f64\n"
-     "        scf.yield %a1n, %a2n : f64, f64\n"
-     "      }\n"
-     "      %md = arith.divf %s1, %Cd : f64\n"
-     "      %mdn = arith.divf %s2, %Cd : f64\n"
-     "      %mean_d = arith.truncf %md : f64 to f32\n"
-     "      %mean_dn = arith.truncf %mdn : f64 to f32\n"
-     "      scf.for %c = %z to %C step %one : i64 {\n"
-     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
-     "        %d = arith.subf %xv, %m : f32\n"
-     "        %norm = arith.mulf %d, %r : f32\n"
-     "        %dn = arith.mulf %wv, %dv : f32\n"
-     "        %t1 = arith.subf %dn, %mean_d : f32\n"
-     "        %t2 = arith.mulf %norm, %mean_dn : f32\n"
-     "        %t3 = arith.subf %t1, %t2 : f32\n"
-     "        %o = arith.mulf %t3, %r : f32\n" GEP("%po", "%dx", "%xi", "f32")
-     "        llvm.store %o, %po : f32, !llvm.ptr\n"
-     "      }\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_layernorm_bwd_dx",
+           "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %mean: !llvm.ptr,"
+           " %rstd: !llvm.ptr, %N: i64, %C: i64",
+           "", "%N",
+           "      %z = arith.constant 0 : i64\n"
+           "      %one = arith.constant 1 : i64\n"
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %base = arith.muli %i, %C : i64\n"
+           "      %Cd = arith.sitofp %C : i64 to f64\n" GEP("%pm", "%mean", "%i", "f32")
+           GEP("%pr", "%rstd", "%i", "f32")
+           "      %m = llvm.load %pm : !llvm.ptr -> f32\n"
+           "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
+           "      %s1, %s2 = scf.for %c = %z to %C step %one iter_args(%a1 = %zd, %a2 = %zd)"
+           " -> (f64, f64) : i64 {\n"
+           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %d = arith.subf %xv, %m : f32\n"
+           "        %norm = arith.mulf %d, %r : f32\n"
+           "        %dn = arith.mulf %wv, %dv : f32\n"
+           "        %dnd = arith.extf %dn : f32 to f64\n"
+           "        %nd = arith.extf %norm : f32 to f64\n"
+           "        %a1n = arith.addf %a1, %dnd : f64\n"
+           "        %pr2 = arith.mulf %dnd, %nd : f64\n"
+           "        %a2n = arith.addf %a2, %pr2 : f64\n"
+           "        scf.yield %a1n, %a2n : f64, f64\n"
+           "      }\n"
+           "      %md = arith.divf %s1, %Cd : f64\n"
+           "      %mdn = arith.divf %s2, %Cd : f64\n"
+           "      %mean_d = arith.truncf %md : f64 to f32\n"
+           "      %mean_dn = arith.truncf %mdn : f64 to f32\n"
+           "      scf.for %c = %z to %C step %one : i64 {\n"
+           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %d = arith.subf %xv, %m : f32\n"
+           "        %norm = arith.mulf %d, %r : f32\n"
+           "        %dn = arith.mulf %wv, %dv : f32\n"
+           "        %t1 = arith.subf %dn, %mean_d : f32\n"
+           "        %t2 = arith.mulf %norm, %mean_dn : f32\n"
+           "        %t3 = arith.subf %t1, %t2 : f32\n"
+           "        %o = arith.mulf %t3, %r : f32\n" GEP("%po", "%dx", "%xi", "f32")
+           "        llvm.store %o, %po : f32, !llvm.ptr\n"
+           "      }\n"),
     /* Column sums in two deterministic steps, so that thousands of threads share a reduction
      * over M rows (one thread per column would leave the GPU idle): partial[r, j] = the f64
      * sum of dy[i, j] over rows i of chunk r (R rows, the last one shorter), one thread per
      * (r, j); then piper_col_finish adds the chunks in order (prt_bias_bwd's f64 sum,
      * associated by chunks). */
-    {"piper_col_partials",
-     "  gpu.func @piper_col_partials(%partial: !llvm.ptr, %dy: !llvm.ptr, %M: i64, %N: i64,"
-     " %R: i64) kernel {\n" TID
-     "    %one = arith.constant 1 : i64\n"
-     "    %Rm1 = arith.subi %R, %one : i64\n"
-     "    %Mr = arith.addi %M, %Rm1 : i64\n"
-     "    %chunks = arith.divsi %Mr, %R : i64\n"
-     "    %n = arith.muli %chunks, %N : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %r = arith.divsi %i, %N : i64\n"
-     "      %j = arith.remsi %i, %N : i64\n"
-     "      %lo = arith.muli %r, %R : i64\n"
-     "      %hi0 = arith.addi %lo, %R : i64\n"
-     "      %short = arith.cmpi slt, %M, %hi0 : i64\n"
-     "      %hi = arith.select %short, %M, %hi0 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     "        %ro = arith.muli %row, %N : i64\n"
-     "        %xi = arith.addi %ro, %j : i64\n" GEP("%pd", "%dy", "%xi", "f32")
-     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "        %dd = arith.extf %dv : f32 to f64\n"
-     "        %acc2 = arith.addf %acc, %dd : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n" GEP("%pp", "%partial", "%i", "f64")
-     "      llvm.store %s, %pp : f64, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_col_partials", "%partial: !llvm.ptr, %dy: !llvm.ptr, %M: i64, %N: i64, %R: i64",
+           "    %one = arith.constant 1 : i64\n"
+           "    %Rm1 = arith.subi %R, %one : i64\n"
+           "    %Mr = arith.addi %M, %Rm1 : i64\n"
+           "    %chunks = arith.divsi %Mr, %R : i64\n"
+           "    %n = arith.muli %chunks, %N : i64\n",
+           "%n",
+           "      %r = arith.divsi %i, %N : i64\n"
+           "      %j = arith.remsi %i, %N : i64\n"
+           "      %lo = arith.muli %r, %R : i64\n"
+           "      %hi0 = arith.addi %lo, %R : i64\n"
+           "      %short = arith.cmpi slt, %M, %hi0 : i64\n"
+           "      %hi = arith.select %short, %M, %hi0 : i64\n"
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %ro = arith.muli %row, %N : i64\n"
+           "        %xi = arith.addi %ro, %j : i64\n" GEP("%pd", "%dy", "%xi", "f32")
+           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %dd = arith.extf %dv : f32 to f64\n"
+           "        %acc2 = arith.addf %acc, %dd : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n" GEP("%pp", "%partial", "%i", "f64")
+           "      llvm.store %s, %pp : f64, !llvm.ptr\n"),
     /* out[j] = sum over chunks r of partial[r, j], in order, rounded to f32 */
-    {"piper_col_finish",
-     "  gpu.func @piper_col_finish(%out: !llvm.ptr, %partial: !llvm.ptr, %chunks: i64,"
-     " %N: i64) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %N : i64\n"
-     "    scf.if %in {\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %s = scf.for %r = %z to %chunks step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     "        %ro = arith.muli %r, %N : i64\n"
-     "        %xi = arith.addi %ro, %i : i64\n" GEP("%pp", "%partial", "%xi", "f64")
-     "        %v = llvm.load %pp : !llvm.ptr -> f64\n"
-     "        %acc2 = arith.addf %acc, %v : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n"
-     "      %f = arith.truncf %s : f64 to f32\n" GEP("%po", "%out", "%i", "f32")
-     "      llvm.store %f, %po : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_col_finish", "%out: !llvm.ptr, %partial: !llvm.ptr, %chunks: i64, %N: i64",
+           "", "%N",
+           "      %z = arith.constant 0 : i64\n"
+           "      %one = arith.constant 1 : i64\n"
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %s = scf.for %r = %z to %chunks step %one iter_args(%acc = %zd) -> (f64)"
+           " : i64 {\n"
+           "        %ro = arith.muli %r, %N : i64\n"
+           "        %xi = arith.addi %ro, %i : i64\n" GEP("%pp", "%partial", "%xi", "f64")
+           "        %v = llvm.load %pp : !llvm.ptr -> f64\n"
+           "        %acc2 = arith.addf %acc, %v : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      %f = arith.truncf %s : f64 to f32\n" GEP("%po", "%out", "%i", "f32")
+           "      llvm.store %f, %po : f32, !llvm.ptr\n"),
     /* LayerNorm's weight and bias gradients in chunks of R rows: pw[r, c] = f64 sum of
      * norm[i, c] dy[i, c], pb[r, c] of dy[i, c], one thread per (r, c); piper_col_finish
      * then gives dw and db (prt_layernorm_bwd's f64 sums, associated by chunks) */
-    {"piper_layernorm_dwdb_partials",
-     "  gpu.func @piper_layernorm_dwdb_partials(%pw: !llvm.ptr, %pb: !llvm.ptr, %dy: !llvm.ptr,"
-     " %x: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr, %N: i64, %C: i64, %R: i64)"
-     " kernel {\n" TID
-     "    %one = arith.constant 1 : i64\n"
-     "    %Rm1 = arith.subi %R, %one : i64\n"
-     "    %Nr = arith.addi %N, %Rm1 : i64\n"
-     "    %chunks = arith.divsi %Nr, %R : i64\n"
-     "    %n = arith.muli %chunks, %C : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %rc = arith.divsi %i, %C : i64\n"
-     "      %c = arith.remsi %i, %C : i64\n"
-     "      %lo = arith.muli %rc, %R : i64\n"
-     "      %hi0 = arith.addi %lo, %R : i64\n"
-     "      %short = arith.cmpi slt, %N, %hi0 : i64\n"
-     "      %hi = arith.select %short, %N, %hi0 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %sw, %sb = scf.for %r = %lo to %hi step %one iter_args(%aw = %zd, %ab = %zd)"
-     " -> (f64, f64) : i64 {\n"
-     "        %ro = arith.muli %r, %C : i64\n"
-     "        %xi = arith.addi %ro, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     GEP("%pd", "%dy", "%xi", "f32") GEP("%pm", "%mean", "%r", "f32")
-     GEP("%prs", "%rstd", "%r", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "        %m = llvm.load %pm : !llvm.ptr -> f32\n"
-     "        %rs = llvm.load %prs : !llvm.ptr -> f32\n"
-     "        %d = arith.subf %xv, %m : f32\n"
-     "        %norm = arith.mulf %d, %rs : f32\n"
-     "        %dvd = arith.extf %dv : f32 to f64\n"
-     "        %nd = arith.extf %norm : f32 to f64\n"
-     "        %ab2 = arith.addf %ab, %dvd : f64\n"
-     "        %p = arith.mulf %nd, %dvd : f64\n"
-     "        %aw2 = arith.addf %aw, %p : f64\n"
-     "        scf.yield %aw2, %ab2 : f64, f64\n"
-     "      }\n" GEP("%ow", "%pw", "%i", "f64") GEP("%ob", "%pb", "%i", "f64")
-     "      llvm.store %sw, %ow : f64, !llvm.ptr\n"
-     "      llvm.store %sb, %ob : f64, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_layernorm_dwdb_partials",
+           "%pw: !llvm.ptr, %pb: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %mean: !llvm.ptr,"
+           " %rstd: !llvm.ptr, %N: i64, %C: i64, %R: i64",
+           "    %one = arith.constant 1 : i64\n"
+           "    %Rm1 = arith.subi %R, %one : i64\n"
+           "    %Nr = arith.addi %N, %Rm1 : i64\n"
+           "    %chunks = arith.divsi %Nr, %R : i64\n"
+           "    %n = arith.muli %chunks, %C : i64\n",
+           "%n",
+           "      %rc = arith.divsi %i, %C : i64\n"
+           "      %c = arith.remsi %i, %C : i64\n"
+           "      %lo = arith.muli %rc, %R : i64\n"
+           "      %hi0 = arith.addi %lo, %R : i64\n"
+           "      %short = arith.cmpi slt, %N, %hi0 : i64\n"
+           "      %hi = arith.select %short, %N, %hi0 : i64\n"
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %sw, %sb = scf.for %r = %lo to %hi step %one iter_args(%aw = %zd, %ab = %zd)"
+           " -> (f64, f64) : i64 {\n"
+           "        %ro = arith.muli %r, %C : i64\n"
+           "        %xi = arith.addi %ro, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           GEP("%pd", "%dy", "%xi", "f32") GEP("%pm", "%mean", "%r", "f32")
+           GEP("%prs", "%rstd", "%r", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %m = llvm.load %pm : !llvm.ptr -> f32\n"
+           "        %rs = llvm.load %prs : !llvm.ptr -> f32\n"
+           "        %d = arith.subf %xv, %m : f32\n"
+           "        %norm = arith.mulf %d, %rs : f32\n"
+           "        %dvd = arith.extf %dv : f32 to f64\n"
+           "        %nd = arith.extf %norm : f32 to f64\n"
+           "        %ab2 = arith.addf %ab, %dvd : f64\n"
+           "        %p = arith.mulf %nd, %dvd : f64\n"
+           "        %aw2 = arith.addf %aw, %p : f64\n"
+           "        scf.yield %aw2, %ab2 : f64, f64\n"
+           "      }\n" GEP("%ow", "%pw", "%i", "f64") GEP("%ob", "%pb", "%i", "f64")
+           "      llvm.store %sw, %ow : f64, !llvm.ptr\n"
+           "      llvm.store %sb, %ob : f64, !llvm.ptr\n"),
     /* The token-embedding gradient in chunks of R token rows: partial[r] (V x C, f32) is
      * zeroed and then gets chunk r's dy rows added at their tokens, in token order, one thread
      * per (r, channel c) (no two threads write one element: no atomics); tokens outside
      * [0, V) are skipped. piper_sum_slabs then adds the chunks in order. */
-    {"piper_embedding_wte_partials",
-     "  gpu.func @piper_embedding_wte_partials(%partial: !llvm.ptr, %dy: !llvm.ptr,"
-     " %tok: !llvm.ptr, %BT: i64, %C: i64, %V: i64, %R: i64) kernel {\n" TID
-     "    %one = arith.constant 1 : i64\n"
-     "    %z = arith.constant 0 : i64\n"
-     "    %Rm1 = arith.subi %R, %one : i64\n"
-     "    %Br = arith.addi %BT, %Rm1 : i64\n"
-     "    %chunks = arith.divsi %Br, %R : i64\n"
-     "    %n = arith.muli %chunks, %C : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %rc = arith.divsi %i, %C : i64\n"
-     "      %c = arith.remsi %i, %C : i64\n"
-     "      %VC = arith.muli %V, %C : i64\n"
-     "      %slab = arith.muli %rc, %VC : i64\n"
-     "      %zf = arith.constant 0.0 : f32\n"
-     "      scf.for %v = %z to %V step %one : i64 {\n"
-     "        %vo = arith.muli %v, %C : i64\n"
-     "        %vc = arith.addi %vo, %c : i64\n"
-     "        %vi = arith.addi %slab, %vc : i64\n" GEP("%pz", "%partial", "%vi", "f32")
-     "        llvm.store %zf, %pz : f32, !llvm.ptr\n"
-     "      }\n"
-     "      %lo = arith.muli %rc, %R : i64\n"
-     "      %hi0 = arith.addi %lo, %R : i64\n"
-     "      %short = arith.cmpi slt, %BT, %hi0 : i64\n"
-     "      %hi = arith.select %short, %BT, %hi0 : i64\n"
-     "      scf.for %r = %lo to %hi step %one : i64 {\n" GEP("%ptk", "%tok", "%r", "i32")
-     "        %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
-     "        %tk = arith.extsi %tk32 : i32 to i64\n"
-     "        %ge = arith.cmpi sge, %tk, %z : i64\n"
-     "        %lt = arith.cmpi slt, %tk, %V : i64\n"
-     "        %ok = arith.andi %ge, %lt : i1\n"
-     "        scf.if %ok {\n"
-     "          %eo = arith.muli %tk, %C : i64\n"
-     "          %ec = arith.addi %eo, %c : i64\n"
-     "          %ei = arith.addi %slab, %ec : i64\n"
-     "          %ro = arith.muli %r, %C : i64\n"
-     "          %ri = arith.addi %ro, %c : i64\n" GEP("%pe", "%partial", "%ei", "f32")
-     GEP("%pd", "%dy", "%ri", "f32")
-     "          %ev = llvm.load %pe : !llvm.ptr -> f32\n"
-     "          %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "          %s = arith.addf %ev, %dv : f32\n"
-     "          llvm.store %s, %pe : f32, !llvm.ptr\n"
-     "        }\n"
-     "      }\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_embedding_wte_partials",
+           "%partial: !llvm.ptr, %dy: !llvm.ptr, %tok: !llvm.ptr, %BT: i64, %C: i64, %V: i64,"
+           " %R: i64",
+           "    %one = arith.constant 1 : i64\n"
+           "    %z = arith.constant 0 : i64\n"
+           "    %Rm1 = arith.subi %R, %one : i64\n"
+           "    %Br = arith.addi %BT, %Rm1 : i64\n"
+           "    %chunks = arith.divsi %Br, %R : i64\n"
+           "    %n = arith.muli %chunks, %C : i64\n",
+           "%n",
+           "      %rc = arith.divsi %i, %C : i64\n"
+           "      %c = arith.remsi %i, %C : i64\n"
+           "      %VC = arith.muli %V, %C : i64\n"
+           "      %slab = arith.muli %rc, %VC : i64\n"
+           "      %zf = arith.constant 0.0 : f32\n"
+           "      scf.for %v = %z to %V step %one : i64 {\n"
+           "        %vo = arith.muli %v, %C : i64\n"
+           "        %vc = arith.addi %vo, %c : i64\n"
+           "        %vi = arith.addi %slab, %vc : i64\n" GEP("%pz", "%partial", "%vi", "f32")
+           "        llvm.store %zf, %pz : f32, !llvm.ptr\n"
+           "      }\n"
+           "      %lo = arith.muli %rc, %R : i64\n"
+           "      %hi0 = arith.addi %lo, %R : i64\n"
+           "      %short = arith.cmpi slt, %BT, %hi0 : i64\n"
+           "      %hi = arith.select %short, %BT, %hi0 : i64\n"
+           "      scf.for %r = %lo to %hi step %one : i64 {\n" GEP("%ptk", "%tok", "%r", "i32")
+           "        %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
+           "        %tk = arith.extsi %tk32 : i32 to i64\n"
+           "        %ge = arith.cmpi sge, %tk, %z : i64\n"
+           "        %lt = arith.cmpi slt, %tk, %V : i64\n"
+           "        %ok = arith.andi %ge, %lt : i1\n"
+           "        scf.if %ok {\n"
+           "          %eo = arith.muli %tk, %C : i64\n"
+           "          %ec = arith.addi %eo, %c : i64\n"
+           "          %ei = arith.addi %slab, %ec : i64\n"
+           "          %ro = arith.muli %r, %C : i64\n"
+           "          %ri = arith.addi %ro, %c : i64\n" GEP("%pe", "%partial", "%ei", "f32")
+           GEP("%pd", "%dy", "%ri", "f32")
+           "          %ev = llvm.load %pe : !llvm.ptr -> f32\n"
+           "          %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "          %s = arith.addf %ev, %dv : f32\n"
+           "          llvm.store %s, %pe : f32, !llvm.ptr\n"
+           "        }\n"
+           "      }\n"),
     /* out[e] = sum over slabs r of partial[r * n + e] (f32, in order), one thread per e < n */
-    {"piper_sum_slabs",
-     "  gpu.func @piper_sum_slabs(%out: !llvm.ptr, %partial: !llvm.ptr, %slabs: i64, %n: i64)"
-     " kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %zf = arith.constant 0.0 : f32\n"
-     "      %s = scf.for %r = %z to %slabs step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
-     "        %ro = arith.muli %r, %n : i64\n"
-     "        %xi = arith.addi %ro, %i : i64\n" GEP("%pp", "%partial", "%xi", "f32")
-     "        %v = llvm.load %pp : !llvm.ptr -> f32\n"
-     "        %acc2 = arith.addf %acc, %v : f32\n"
-     "        scf.yield %acc2 : f32\n"
-     "      }\n" GEP("%po", "%out", "%i", "f32")
-     "      llvm.store %s, %po : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_sum_slabs", "%out: !llvm.ptr, %partial: !llvm.ptr, %slabs: i64, %n: i64",
+           "", "%n",
+           "      %z = arith.constant 0 : i64\n"
+           "      %one = arith.constant 1 : i64\n"
+           "      %zf = arith.constant 0.0 : f32\n"
+           "      %s = scf.for %r = %z to %slabs step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
+           "        %ro = arith.muli %r, %n : i64\n"
+           "        %xi = arith.addi %ro, %i : i64\n" GEP("%pp", "%partial", "%xi", "f32")
+           "        %v = llvm.load %pp : !llvm.ptr -> f32\n"
+           "        %acc2 = arith.addf %acc, %v : f32\n"
+           "        scf.yield %acc2 : f32\n"
+           "      }\n" GEP("%po", "%out", "%i", "f32")
+           "      llvm.store %s, %po : f32, !llvm.ptr\n"),
     /* out[i, j] = b[j]: the bias rows a linear's sgemm then adds its product to (beta 1) */
-    {"piper_bias_rows",
-     "  gpu.func @piper_bias_rows(%out: !llvm.ptr, %b: !llvm.ptr, %M: i64, %N: i64) kernel {\n"
-     TID
-     "    %n = arith.muli %M, %N : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %j = arith.remsi %i, %N : i64\n" GEP("%pb", "%b", "%j", "f32")
-     "      %v = llvm.load %pb : !llvm.ptr -> f32\n" GEP("%po", "%out", "%i", "f32")
-     "      llvm.store %v, %po : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_bias_rows", "%out: !llvm.ptr, %b: !llvm.ptr, %M: i64, %N: i64",
+           "    %n = arith.muli %M, %N : i64\n",
+           "%n",
+           "      %j = arith.remsi %i, %N : i64\n" GEP("%pb", "%b", "%j", "f32")
+           "      %v = llvm.load %pb : !llvm.ptr -> f32\n" GEP("%po", "%out", "%i", "f32")
+           "      llvm.store %v, %po : f32, !llvm.ptr\n"),
     /* one row per thread: probs = softmax(logits) and the row's loss
      * log(sum) - (l[y] - max) in f64 (NaN for a target outside [0, V)) */
-    {"piper_cross_entropy_fwd",
-     "  gpu.func @piper_cross_entropy_fwd(%probs: !llvm.ptr, %rowloss: !llvm.ptr,"
-     " %logits: !llvm.ptr, %tgt: !llvm.ptr, %N: i64, %V: i64) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %N : i64\n"
-     "    scf.if %in {\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %base = arith.muli %i, %V : i64\n" GEP("%pl0", "%logits", "%base", "f32")
-     "      %l0 = llvm.load %pl0 : !llvm.ptr -> f32\n"
-     "      %mx = scf.for %j = %one to %V step %one iter_args(%m = %l0) -> (f32) : i64 {\n"
-     "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
-     "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
-     "        %gt = arith.cmpf ogt, %lv, %m : f32\n"
-     "        %m2 = arith.select %gt, %lv, %m : f32\n"
-     "        scf.yield %m2 : f32\n"
-     "      }\n"
-     "      %s = scf.for %j = %z to %V step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
-     "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
-     "        %d = arith.subf %lv, %mx : f32\n"
-     "        %e = func.call @piper_exp(%d) : (f32) -> f32\n" GEP("%pp", "%probs", "%li", "f32")
-     "        llvm.store %e, %pp : f32, !llvm.ptr\n"
-     "        %ed = arith.extf %e : f32 to f64\n"
-     "        %acc2 = arith.addf %acc, %ed : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n"
-     "      %oned = arith.constant 1.0 : f64\n"
-     "      %invd = arith.divf %oned, %s : f64\n"
-     "      %inv = arith.truncf %invd : f64 to f32\n"
-     "      scf.for %j = %z to %V step %one : i64 {\n"
-     "        %li = arith.addi %base, %j : i64\n" GEP("%pp", "%probs", "%li", "f32")
-     "        %pv = llvm.load %pp : !llvm.ptr -> f32\n"
-     "        %pn = arith.mulf %pv, %inv : f32\n"
-     "        llvm.store %pn, %pp : f32, !llvm.ptr\n"
-     "      }\n" GEP("%pt", "%tgt", "%i", "i32")
-     "      %y32 = llvm.load %pt : !llvm.ptr -> i32\n"
-     "      %y = arith.extsi %y32 : i32 to i64\n"
-     "      %ge = arith.cmpi sge, %y, %z : i64\n"
-     "      %lt = arith.cmpi slt, %y, %V : i64\n"
-     "      %ok = arith.andi %ge, %lt : i1\n"
-     "      %ys = arith.select %ok, %y, %z : i64\n"
-     "      %yi = arith.addi %base, %ys : i64\n" GEP("%ply", "%logits", "%yi", "f32")
-     "      %ly = llvm.load %ply : !llvm.ptr -> f32\n"
-     "      %lym = arith.subf %ly, %mx : f32\n"
-     "      %lymd = arith.extf %lym : f32 to f64\n"
-     "      %lg = func.call @piper_log(%s) : (f64) -> f64\n"
-     "      %rl = arith.subf %lg, %lymd : f64\n"
-     "      %nan = arith.constant 0x7FF8000000000000 : f64\n"
-     "      %res = arith.select %ok, %rl, %nan : f64\n" GEP("%pr", "%rowloss", "%i", "f64")
-     "      llvm.store %res, %pr : f64, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_cross_entropy_fwd",
+           "%probs: !llvm.ptr, %rowloss: !llvm.ptr, %logits: !llvm.ptr, %tgt: !llvm.ptr, %N: i64,"
+           " %V: i64",
+           "", "%N",
+           "      %z = arith.constant 0 : i64\n"
+           "      %one = arith.constant 1 : i64\n"
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %base = arith.muli %i, %V : i64\n" GEP("%pl0", "%logits", "%base", "f32")
+           "      %l0 = llvm.load %pl0 : !llvm.ptr -> f32\n"
+           "      %mx = scf.for %j = %one to %V step %one iter_args(%m = %l0) -> (f32) : i64 {\n"
+           "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
+           "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
+           "        %gt = arith.cmpf ogt, %lv, %m : f32\n"
+           "        %m2 = arith.select %gt, %lv, %m : f32\n"
+           "        scf.yield %m2 : f32\n"
+           "      }\n"
+           "      %s = scf.for %j = %z to %V step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
+           "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
+           "        %d = arith.subf %lv, %mx : f32\n"
+           "        %e = func.call @piper_exp(%d) : (f32) -> f32\n"
+           GEP("%pp", "%probs", "%li", "f32")
+           "        llvm.store %e, %pp : f32, !llvm.ptr\n"
+           "        %ed = arith.extf %e : f32 to f64\n"
+           "        %acc2 = arith.addf %acc, %ed : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      %oned = arith.constant 1.0 : f64\n"
+           "      %invd = arith.divf %oned, %s : f64\n"
+           "      %inv = arith.truncf %invd : f64 to f32\n"
+           "      scf.for %j = %z to %V step %one : i64 {\n"
+           "        %li = arith.addi %base, %j : i64\n" GEP("%pp", "%probs", "%li", "f32")
+           "        %pv = llvm.load %pp : !llvm.ptr -> f32\n"
+           "        %pn = arith.mulf %pv, %inv : f32\n"
+           "        llvm.store %pn, %pp : f32, !llvm.ptr\n"
+           "      }\n" GEP("%pt", "%tgt", "%i", "i32")
+           "      %y32 = llvm.load %pt : !llvm.ptr -> i32\n"
+           "      %y = arith.extsi %y32 : i32 to i64\n"
+           "      %ge = arith.cmpi sge, %y, %z : i64\n"
+           "      %lt = arith.cmpi slt, %y, %V : i64\n"
+           "      %ok = arith.andi %ge, %lt : i1\n"
+           "      %ys = arith.select %ok, %y, %z : i64\n"
+           "      %yi = arith.addi %base, %ys : i64\n" GEP("%ply", "%logits", "%yi", "f32")
+           "      %ly = llvm.load %ply : !llvm.ptr -> f32\n"
+           "      %lym = arith.subf %ly, %mx : f32\n"
+           "      %lymd = arith.extf %lym : f32 to f64\n"
+           "      %lg = func.call @piper_log(%s) : (f64) -> f64\n"
+           "      %rl = arith.subf %lg, %lymd : f64\n"
+           "      %nan = arith.constant 0x7FF8000000000000 : f64\n"
+           "      %res = arith.select %ok, %rl, %nan : f64\n" GEP("%pr", "%rowloss", "%i", "f64")
+           "      llvm.store %res, %pr : f64, !llvm.ptr\n"),
     /* loss[0] = (sum of the N row losses, in row order) / N: one thread */
-    {"piper_mean_rows",
-     "  gpu.func @piper_mean_rows(%loss: !llvm.ptr, %rowloss: !llvm.ptr, %N: i64) kernel {\n"
-     TID
-     "    %z = arith.constant 0 : i64\n"
-     "    %first = arith.cmpi eq, %i, %z : i64\n"
-     "    scf.if %first {\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %s = scf.for %r = %z to %N step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     GEP("%pr", "%rowloss", "%r", "f64")
-     "        %v = llvm.load %pr : !llvm.ptr -> f64\n"
-     "        %acc2 = arith.addf %acc, %v : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n"
-     "      %Nd = arith.sitofp %N : i64 to f64\n"
-     "      %m = arith.divf %s, %Nd : f64\n"
-     "      %mf = arith.truncf %m : f64 to f32\n"
-     "      llvm.store %mf, %loss : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    ONE_THREAD_KERNEL("piper_mean_rows", "%loss: !llvm.ptr, %rowloss: !llvm.ptr, %N: i64",
+                      "      %one = arith.constant 1 : i64\n"
+                      "      %zd = arith.constant 0.0 : f64\n"
+                      "      %s = scf.for %r = %z to %N step %one iter_args(%acc = %zd)"
+                      " -> (f64) : i64 {\n"
+                      GEP("%pr", "%rowloss", "%r", "f64")
+                      "        %v = llvm.load %pr : !llvm.ptr -> f64\n"
+                      "        %acc2 = arith.addf %acc, %v : f64\n"
+                      "        scf.yield %acc2 : f64\n"
+                      "      }\n"
+                      "      %Nd = arith.sitofp %N : i64 to f64\n"
+                      "      %m = arith.divf %s, %Nd : f64\n"
+                      "      %mf = arith.truncf %m : f64 to f32\n"
+                      "      llvm.store %mf, %loss : f32, !llvm.ptr\n"),
     /* dlogits = (probs - onehot(y)) / total_rows, one thread per element */
-    {"piper_cross_entropy_bwd",
-     "  gpu.func @piper_cross_entropy_bwd(%dl: !llvm.ptr, %probs: !llvm.ptr, %tgt: !llvm.ptr,"
-     " %N: i64, %V: i64, %total: i64) kernel {\n" TID
-     "    %n = arith.muli %N, %V : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %row = arith.divsi %i, %V : i64\n"
-     "      %j = arith.remsi %i, %V : i64\n" GEP("%pt", "%tgt", "%row", "i32")
-     "      %y32 = llvm.load %pt : !llvm.ptr -> i32\n"
-     "      %y = arith.extsi %y32 : i32 to i64\n" GEP("%pp", "%probs", "%i", "f32")
-     "      %p = llvm.load %pp : !llvm.ptr -> f32\n"
-     "      %tf = arith.sitofp %total : i64 to f32\n"
-     "      %onef = arith.constant 1.0 : f32\n"
-     "      %invn = arith.divf %onef, %tf : f32\n"
-     "      %hit = arith.cmpi eq, %j, %y : i64\n"
-     "      %pm1 = arith.subf %p, %onef : f32\n"
-     "      %v = arith.select %hit, %pm1, %p : f32\n"
-     "      %d = arith.mulf %v, %invn : f32\n" GEP("%pd", "%dl", "%i", "f32")
-     "      llvm.store %d, %pd : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_cross_entropy_bwd",
+           "%dl: !llvm.ptr, %probs: !llvm.ptr, %tgt: !llvm.ptr, %N: i64, %V: i64, %total: i64",
+           "    %n = arith.muli %N, %V : i64\n",
+           "%n",
+           "      %row = arith.divsi %i, %V : i64\n"
+           "      %j = arith.remsi %i, %V : i64\n" GEP("%pt", "%tgt", "%row", "i32")
+           "      %y32 = llvm.load %pt : !llvm.ptr -> i32\n"
+           "      %y = arith.extsi %y32 : i32 to i64\n" GEP("%pp", "%probs", "%i", "f32")
+           "      %p = llvm.load %pp : !llvm.ptr -> f32\n"
+           "      %tf = arith.sitofp %total : i64 to f32\n"
+           "      %onef = arith.constant 1.0 : f32\n"
+           "      %invn = arith.divf %onef, %tf : f32\n"
+           "      %hit = arith.cmpi eq, %j, %y : i64\n"
+           "      %pm1 = arith.subf %p, %onef : f32\n"
+           "      %v = arith.select %hit, %pm1, %p : f32\n"
+           "      %d = arith.mulf %v, %invn : f32\n" GEP("%pd", "%dl", "%i", "f32")
+           "      llvm.store %d, %pd : f32, !llvm.ptr\n"),
     /* torch's AdamW element for element, the scalars computed on the host as prt_adamw
      * does (keep = 1 - lr wd, 1 - beta1, 1 - beta2, sqrt(1 - beta2^t), -lr / (1 - beta1^t),
      * the clip scale) */
-    {"piper_adamw",
-     "  gpu.func @piper_adamw(%p: !llvm.ptr, %g: !llvm.ptr, %m: !llvm.ptr, %v: !llvm.ptr,"
-     " %n: i64, %beta1: f32, %beta2: f32, %eps: f32, %keep: f32, %omb1: f32, %omb2: f32,"
-     " %bc2s: f32, %negstep: f32, %clip: f32, %decay: i32) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n" GEP("%pp", "%p", "%i", "f32") GEP("%pg", "%g", "%i", "f32")
-     GEP("%pm", "%m", "%i", "f32") GEP("%pv", "%v", "%i", "f32")
-     "      %p0 = llvm.load %pp : !llvm.ptr -> f32\n"
-     "      %g0 = llvm.load %pg : !llvm.ptr -> f32\n"
-     "      %m0 = llvm.load %pm : !llvm.ptr -> f32\n"
-     "      %v0 = llvm.load %pv : !llvm.ptr -> f32\n"
-     "      %onef = arith.constant 1.0 : f32\n"
-     "      %noclip = arith.cmpf oeq, %clip, %onef : f32\n"
-     "      %gc = arith.mulf %g0, %clip : f32\n"
-     "      %gi = arith.select %noclip, %g0, %gc : f32\n"
-     "      %zi = arith.constant 0 : i32\n"
-     "      %dec = arith.cmpi ne, %decay, %zi : i32\n"
-     "      %pk = arith.mulf %p0, %keep : f32\n"
-     "      %pi = arith.select %dec, %pk, %p0 : f32\n"
-     "      %m1 = arith.mulf %m0, %beta1 : f32\n"
-     "      %m2 = arith.mulf %omb1, %gi : f32\n"
-     "      %mi = arith.addf %m1, %m2 : f32\n"
-     "      %v1 = arith.mulf %v0, %beta2 : f32\n"
-     "      %v2 = arith.mulf %omb2, %gi : f32\n"
-     "      %v3 = arith.mulf %v2, %gi : f32\n"
-     "      %vi = arith.addf %v1, %v3 : f32\n"
-     "      %sv = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %vi : (f32) -> f32\n"
-     "      %d1 = arith.divf %sv, %bc2s : f32\n"
-     "      %den = arith.addf %d1, %eps : f32\n"
-     "      %s1 = arith.mulf %negstep, %mi : f32\n"
-     "      %s2 = arith.divf %s1, %den : f32\n"
-     "      %pn = arith.addf %pi, %s2 : f32\n"
-     "      llvm.store %pn, %pp : f32, !llvm.ptr\n"
-     "      llvm.store %mi, %pm : f32, !llvm.ptr\n"
-     "      llvm.store %vi, %pv : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_adamw",
+           "%p: !llvm.ptr, %g: !llvm.ptr, %m: !llvm.ptr, %v: !llvm.ptr, %n: i64, %beta1: f32,"
+           " %beta2: f32, %eps: f32, %keep: f32, %omb1: f32, %omb2: f32, %bc2s: f32,"
+           " %negstep: f32, %clip: f32, %decay: i32",
+           "", "%n",
+           GEP("%pp", "%p", "%i", "f32") GEP("%pg", "%g", "%i", "f32")
+           GEP("%pm", "%m", "%i", "f32") GEP("%pv", "%v", "%i", "f32")
+           "      %p0 = llvm.load %pp : !llvm.ptr -> f32\n"
+           "      %g0 = llvm.load %pg : !llvm.ptr -> f32\n"
+           "      %m0 = llvm.load %pm : !llvm.ptr -> f32\n"
+           "      %v0 = llvm.load %pv : !llvm.ptr -> f32\n"
+           "      %onef = arith.constant 1.0 : f32\n"
+           "      %noclip = arith.cmpf oeq, %clip, %onef : f32\n"
+           "      %gc = arith.mulf %g0, %clip : f32\n"
+           "      %gi = arith.select %noclip, %g0, %gc : f32\n"
+           "      %zi = arith.constant 0 : i32\n"
+           "      %dec = arith.cmpi ne, %decay, %zi : i32\n"
+           "      %pk = arith.mulf %p0, %keep : f32\n"
+           "      %pi = arith.select %dec, %pk, %p0 : f32\n"
+           "      %m1 = arith.mulf %m0, %beta1 : f32\n"
+           "      %m2 = arith.mulf %omb1, %gi : f32\n"
+           "      %mi = arith.addf %m1, %m2 : f32\n"
+           "      %v1 = arith.mulf %v0, %beta2 : f32\n"
+           "      %v2 = arith.mulf %omb2, %gi : f32\n"
+           "      %v3 = arith.mulf %v2, %gi : f32\n"
+           "      %vi = arith.addf %v1, %v3 : f32\n"
+           "      %sv = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %vi : (f32) -> f32\n"
+           "      %d1 = arith.divf %sv, %bc2s : f32\n"
+           "      %den = arith.addf %d1, %eps : f32\n"
+           "      %s1 = arith.mulf %negstep, %mi : f32\n"
+           "      %s2 = arith.divf %s1, %den : f32\n"
+           "      %pn = arith.addf %pi, %s2 : f32\n"
+           "      llvm.store %pn, %pp : f32, !llvm.ptr\n"
+           "      llvm.store %mi, %pm : f32, !llvm.ptr\n"
+           "      llvm.store %vi, %pv : f32, !llvm.ptr\n"),
     /* partial[i] = sum of g[k]^2 (f64) over k = i, i + P, ... < n: P threads */
-    {"piper_sum_squares",
-     "  gpu.func @piper_sum_squares(%partial: !llvm.ptr, %g: !llvm.ptr, %n: i64, %P: i64)"
-     " kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %P : i64\n"
-     "    scf.if %in {\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %s = scf.for %k = %i to %n step %P iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     GEP("%pg", "%g", "%k", "f32")
-     "        %v = llvm.load %pg : !llvm.ptr -> f32\n"
-     "        %vd = arith.extf %v : f32 to f64\n"
-     "        %sq = arith.mulf %vd, %vd : f64\n"
-     "        %acc2 = arith.addf %acc, %sq : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n" GEP("%pp", "%partial", "%i", "f64")
-     "      llvm.store %s, %pp : f64, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_sum_squares", "%partial: !llvm.ptr, %g: !llvm.ptr, %n: i64, %P: i64",
+           "", "%P",
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %s = scf.for %k = %i to %n step %P iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           GEP("%pg", "%g", "%k", "f32")
+           "        %v = llvm.load %pg : !llvm.ptr -> f32\n"
+           "        %vd = arith.extf %v : f32 to f64\n"
+           "        %sq = arith.mulf %vd, %vd : f64\n"
+           "        %acc2 = arith.addf %acc, %sq : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n" GEP("%pp", "%partial", "%i", "f64")
+           "      llvm.store %s, %pp : f64, !llvm.ptr\n"),
     /* acc[0] += partial[0] + ... + partial[P-1], in order: one thread */
-    {"piper_sum_partials",
-     "  gpu.func @piper_sum_partials(%acc: !llvm.ptr, %partial: !llvm.ptr, %P: i64) kernel {\n"
-     TID
-     "    %z = arith.constant 0 : i64\n"
-     "    %first = arith.cmpi eq, %i, %z : i64\n"
-     "    scf.if %first {\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %a0 = llvm.load %acc : !llvm.ptr -> f64\n"
-     "      %s = scf.for %k = %z to %P step %one iter_args(%a = %a0) -> (f64) : i64 {\n"
-     GEP("%pp", "%partial", "%k", "f64")
-     "        %v = llvm.load %pp : !llvm.ptr -> f64\n"
-     "        %a2 = arith.addf %a, %v : f64\n"
-     "        scf.yield %a2 : f64\n"
-     "      }\n"
-     "      llvm.store %s, %acc : f64, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    ONE_THREAD_KERNEL("piper_sum_partials", "%acc: !llvm.ptr, %partial: !llvm.ptr, %P: i64",
+                      "      %one = arith.constant 1 : i64\n"
+                      "      %a0 = llvm.load %acc : !llvm.ptr -> f64\n"
+                      "      %s = scf.for %k = %z to %P step %one iter_args(%a = %a0)"
+                      " -> (f64) : i64 {\n"
+                      GEP("%pp", "%partial", "%k", "f64")
+                      "        %v = llvm.load %pp : !llvm.ptr -> f64\n"
+                      "        %a2 = arith.addf %a, %v : f64\n"
+                      "        scf.yield %a2 : f64\n"
+                      "      }\n"
+                      "      llvm.store %s, %acc : f64, !llvm.ptr\n"),
     /* ---- Qwen3's ops (runtime/kernels/cpu_qwen3.c), in the same conventions ---- */
     /* out[i, c] = wte[tok[i], c], one thread per element (prt_embed_fwd); a token outside
      * [0, V) (the CPU stops on it) gives NaN, which the loss then shows */
-    {"piper_embed_fwd",
-     "  gpu.func @piper_embed_fwd(%out: !llvm.ptr, %tok: !llvm.ptr, %wte: !llvm.ptr, %N: i64,"
-     " %C: i64, %V: i64) kernel {\n" TID
-     "    %n = arith.muli %N, %C : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %row = arith.divsi %i, %C : i64\n"
-     "      %c = arith.remsi %i, %C : i64\n" GEP("%ptk", "%tok", "%row", "i32")
-     "      %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
-     "      %tk = arith.extsi %tk32 : i32 to i64\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %neg = arith.cmpi slt, %tk, %z : i64\n"
-     "      %big = arith.cmpi sge, %tk, %V : i64\n"
-     "      %bad = arith.ori %neg, %big : i1\n"
-     "      %tks = arith.select %bad, %z, %tk : i64\n"
-     "      %eo = arith.muli %tks, %C : i64\n"
-     "      %ei = arith.addi %eo, %c : i64\n" GEP("%pe", "%wte", "%ei", "f32")
-     "      %ev = llvm.load %pe : !llvm.ptr -> f32\n"
-     "      %nan = arith.constant 0x7FC00000 : f32\n"
-     "      %r = arith.select %bad, %nan, %ev : f32\n" GEP("%po", "%out", "%i", "f32")
-     "      llvm.store %r, %po : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_embed_fwd",
+           "%out: !llvm.ptr, %tok: !llvm.ptr, %wte: !llvm.ptr, %N: i64, %C: i64, %V: i64",
+           "    %n = arith.muli %N, %C : i64\n",
+           "%n",
+           "      %row = arith.divsi %i, %C : i64\n"
+           "      %c = arith.remsi %i, %C : i64\n" GEP("%ptk", "%tok", "%row", "i32")
+           "      %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
+           "      %tk = arith.extsi %tk32 : i32 to i64\n"
+           "      %z = arith.constant 0 : i64\n"
+           "      %neg = arith.cmpi slt, %tk, %z : i64\n"
+           "      %big = arith.cmpi sge, %tk, %V : i64\n"
+           "      %bad = arith.ori %neg, %big : i1\n"
+           "      %tks = arith.select %bad, %z, %tk : i64\n"
+           "      %eo = arith.muli %tks, %C : i64\n"
+           "      %ei = arith.addi %eo, %c : i64\n" GEP("%pe", "%wte", "%ei", "f32")
+           "      %ev = llvm.load %pe : !llvm.ptr -> f32\n"
+           "      %nan = arith.constant 0x7FC00000 : f32\n"
+           "      %r = arith.select %bad, %nan, %ev : f32\n" GEP("%po", "%out", "%i", "f32")
+           "      llvm.store %r, %po : f32, !llvm.ptr\n"),
     /* one row per thread: rstd = 1 / sqrt(mean(x^2) + eps) from an f64 sum of squares, then
      * y = x rstd w (prt_rmsnorm_fwd) */
-    {"piper_rmsnorm_fwd",
-     "  gpu.func @piper_rmsnorm_fwd(%y: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr,"
-     " %w: !llvm.ptr, %R: i64, %D: i64, %eps: f32) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %R : i64\n"
-     "    scf.if %in {\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %base = arith.muli %i, %D : i64\n"
-     "      %Dd = arith.sitofp %D : i64 to f64\n"
-     "      %ss = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %xd = arith.extf %xv : f32 to f64\n"
-     "        %sq = arith.mulf %xd, %xd : f64\n"
-     "        %acc2 = arith.addf %acc, %sq : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n"
-     "      %md = arith.divf %ss, %Dd : f64\n"
-     "      %m = arith.truncf %md : f64 to f32\n"
-     "      %ve = arith.addf %m, %eps : f32\n"
-     "      %sd = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %ve : (f32) -> f32\n"
-     "      %onef = arith.constant 1.0 : f32\n"
-     "      %r = arith.divf %onef, %sd : f32\n"
-     "      scf.for %c = %z to %D step %one : i64 {\n"
-     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     GEP("%pw", "%w", "%c", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
-     "        %n1 = arith.mulf %xv, %r : f32\n"
-     "        %o = arith.mulf %n1, %wv : f32\n" GEP("%py", "%y", "%xi", "f32")
-     "        llvm.store %o, %py : f32, !llvm.ptr\n"
-     "      }\n" GEP("%pr", "%rstd", "%i", "f32")
-     "      llvm.store %r, %pr : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_rmsnorm_fwd",
+           "%y: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %R: i64, %D: i64,"
+           " %eps: f32",
+           "", "%R",
+           "      %z = arith.constant 0 : i64\n"
+           "      %one = arith.constant 1 : i64\n"
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %base = arith.muli %i, %D : i64\n"
+           "      %Dd = arith.sitofp %D : i64 to f64\n"
+           "      %ss = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %xd = arith.extf %xv : f32 to f64\n"
+           "        %sq = arith.mulf %xd, %xd : f64\n"
+           "        %acc2 = arith.addf %acc, %sq : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      %md = arith.divf %ss, %Dd : f64\n"
+           "      %m = arith.truncf %md : f64 to f32\n"
+           "      %ve = arith.addf %m, %eps : f32\n"
+           "      %sd = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %ve : (f32) -> f32\n"
+           "      %onef = arith.constant 1.0 : f32\n"
+           "      %r = arith.divf %onef, %sd : f32\n"
+           "      scf.for %c = %z to %D step %one : i64 {\n"
+           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           GEP("%pw", "%w", "%c", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %n1 = arith.mulf %xv, %r : f32\n"
+           "        %o = arith.mulf %n1, %wv : f32\n" GEP("%py", "%y", "%xi", "f32")
+           "        llvm.store %o, %py : f32, !llvm.ptr\n"
+           "      }\n" GEP("%pr", "%rstd", "%i", "f32")
+           "      llvm.store %r, %pr : f32, !llvm.ptr\n"),
     /* dx of one row per thread: n = x rstd, dn = w dy, dx = rstd (dn - n mean(dn n)), the
      * mean from an f64 sum (prt_rmsnorm_bwd) */
-    {"piper_rmsnorm_bwd_dx",
-     "  gpu.func @piper_rmsnorm_bwd_dx(%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr,"
-     " %w: !llvm.ptr, %rstd: !llvm.ptr, %R: i64, %D: i64) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %R : i64\n"
-     "    scf.if %in {\n"
-     "      %z = arith.constant 0 : i64\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %base = arith.muli %i, %D : i64\n"
-     "      %Dd = arith.sitofp %D : i64 to f64\n" GEP("%pr", "%rstd", "%i", "f32")
-     "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
-     "      %s = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
-     "        %n = arith.mulf %xv, %r : f32\n"
-     "        %dn = arith.mulf %wv, %dv : f32\n"
-     "        %dnd = arith.extf %dn : f32 to f64\n"
-     "        %nd = arith.extf %n : f32 to f64\n"
-     "        %p = arith.mulf %dnd, %nd : f64\n"
-     "        %acc2 = arith.addf %acc, %p : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n"
-     "      %md = arith.divf %s, %Dd : f64\n"
-     "      %mean_dn = arith.truncf %md : f64 to f32\n"
-     "      scf.for %c = %z to %D step %one : i64 {\n"
-     "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-     GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
-     "        %dn = arith.mulf %wv, %dv : f32\n"
-     "        %n = arith.mulf %xv, %r : f32\n"
-     "        %t1 = arith.mulf %n, %mean_dn : f32\n"
-     "        %t2 = arith.subf %dn, %t1 : f32\n"
-     "        %o = arith.mulf %t2, %r : f32\n" GEP("%po", "%dx", "%xi", "f32")
-     "        llvm.store %o, %po : f32, !llvm.ptr\n"
-     "      }\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_rmsnorm_bwd_dx",
+           "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %rstd: !llvm.ptr,"
+           " %R: i64, %D: i64",
+           "", "%R",
+           "      %z = arith.constant 0 : i64\n"
+           "      %one = arith.constant 1 : i64\n"
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %base = arith.muli %i, %D : i64\n"
+           "      %Dd = arith.sitofp %D : i64 to f64\n" GEP("%pr", "%rstd", "%i", "f32")
+           "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
+           "      %s = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %n = arith.mulf %xv, %r : f32\n"
+           "        %dn = arith.mulf %wv, %dv : f32\n"
+           "        %dnd = arith.extf %dn : f32 to f64\n"
+           "        %nd = arith.extf %n : f32 to f64\n"
+           "        %p = arith.mulf %dnd, %nd : f64\n"
+           "        %acc2 = arith.addf %acc, %p : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      %md = arith.divf %s, %Dd : f64\n"
+           "      %mean_dn = arith.truncf %md : f64 to f32\n"
+           "      scf.for %c = %z to %D step %one : i64 {\n"
+           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
+           GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %dn = arith.mulf %wv, %dv : f32\n"
+           "        %n = arith.mulf %xv, %r : f32\n"
+           "        %t1 = arith.mulf %n, %mean_dn : f32\n"
+           "        %t2 = arith.subf %dn, %t1 : f32\n"
+           "        %o = arith.mulf %t2, %r : f32\n" GEP("%po", "%dx", "%xi", "f32")
+           "        llvm.store %o, %po : f32, !llvm.ptr\n"
+           "      }\n"),
     /* RMSNorm's weight gradient in chunks of R rows: pw[r, c] = f64 sum of n[i, c] dy[i, c]
      * (n = x rstd), one thread per (r, c); piper_col_finish then adds the chunks in order
      * (prt_rmsnorm_bwd's f64 sum, associated by chunks: no atomics) */
-    {"piper_rmsnorm_dw_partials",
-     "  gpu.func @piper_rmsnorm_dw_partials(%pw: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr,"
-     " %rstd: !llvm.ptr, %M: i64, %D: i64, %R: i64) kernel {\n" TID
-     "    %one = arith.constant 1 : i64\n"
-     "    %Rm1 = arith.subi %R, %one : i64\n"
-     "    %Mr = arith.addi %M, %Rm1 : i64\n"
-     "    %chunks = arith.divsi %Mr, %R : i64\n"
-     "    %n = arith.muli %chunks, %D : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %rc = arith.divsi %i, %D : i64\n"
-     "      %j = arith.remsi %i, %D : i64\n"
-     "      %lo = arith.muli %rc, %R : i64\n"
-     "      %hi0 = arith.addi %lo, %R : i64\n"
-     "      %short = arith.cmpi slt, %M, %hi0 : i64\n"
-     "      %hi = arith.select %short, %M, %hi0 : i64\n"
-     "      %zd = arith.constant 0.0 : f64\n"
-     "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-     "        %ro = arith.muli %row, %D : i64\n"
-     "        %xi = arith.addi %ro, %j : i64\n" GEP("%px", "%x", "%xi", "f32")
-     GEP("%pd", "%dy", "%xi", "f32") GEP("%pr", "%rstd", "%row", "f32")
-     "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "        %rv = llvm.load %pr : !llvm.ptr -> f32\n"
-     "        %nv = arith.mulf %xv, %rv : f32\n"
-     "        %nd = arith.extf %nv : f32 to f64\n"
-     "        %dd = arith.extf %dv : f32 to f64\n"
-     "        %p = arith.mulf %nd, %dd : f64\n"
-     "        %acc2 = arith.addf %acc, %p : f64\n"
-     "        scf.yield %acc2 : f64\n"
-     "      }\n" GEP("%pp", "%pw", "%i", "f64")
-     "      llvm.store %s, %pp : f64, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_rmsnorm_dw_partials",
+           "%pw: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %rstd: !llvm.ptr, %M: i64, %D: i64,"
+           " %R: i64",
+           "    %one = arith.constant 1 : i64\n"
+           "    %Rm1 = arith.subi %R, %one : i64\n"
+           "    %Mr = arith.addi %M, %Rm1 : i64\n"
+           "    %chunks = arith.divsi %Mr, %R : i64\n"
+           "    %n = arith.muli %chunks, %D : i64\n",
+           "%n",
+           "      %rc = arith.divsi %i, %D : i64\n"
+           "      %j = arith.remsi %i, %D : i64\n"
+           "      %lo = arith.muli %rc, %R : i64\n"
+           "      %hi0 = arith.addi %lo, %R : i64\n"
+           "      %short = arith.cmpi slt, %M, %hi0 : i64\n"
+           "      %hi = arith.select %short, %M, %hi0 : i64\n"
+           "      %zd = arith.constant 0.0 : f64\n"
+           "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %ro = arith.muli %row, %D : i64\n"
+           "        %xi = arith.addi %ro, %j : i64\n" GEP("%px", "%x", "%xi", "f32")
+           GEP("%pd", "%dy", "%xi", "f32") GEP("%pr", "%rstd", "%row", "f32")
+           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %rv = llvm.load %pr : !llvm.ptr -> f32\n"
+           "        %nv = arith.mulf %xv, %rv : f32\n"
+           "        %nd = arith.extf %nv : f32 to f64\n"
+           "        %dd = arith.extf %dv : f32 to f64\n"
+           "        %p = arith.mulf %nd, %dd : f64\n"
+           "        %acc2 = arith.addf %acc, %p : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n" GEP("%pp", "%pw", "%i", "f64")
+           "      llvm.store %s, %pp : f64, !llvm.ptr\n"),
     /* Rotary embedding of x (BT rows of N = H heads x D), one thread per (row, head, pair
      * j < D/2): (x1, x2) = (x[j], x[j + D/2]) -> (x1 c - x2 s, x2 c + x1 s) with (c, s) =
      * cs[t, j], the cos/sin table the host computes as the CPU does (sin negated for the
      * gradient: prt_rope_bwd is the same kernel over the inverse rotation's table) */
-    {"piper_rope",
-     "  gpu.func @piper_rope(%out: !llvm.ptr, %x: !llvm.ptr, %cs: !llvm.ptr, %BT: i64,"
-     " %T: i64, %N: i64, %D: i64) kernel {\n" TID
-     "    %two = arith.constant 2 : i64\n"
-     "    %half = arith.divsi %D, %two : i64\n"
-     "    %H = arith.divsi %N, %D : i64\n"
-     "    %rows = arith.muli %BT, %H : i64\n"
-     "    %n = arith.muli %rows, %half : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %j = arith.remsi %i, %half : i64\n"
-     "      %rh = arith.divsi %i, %half : i64\n"
-     "      %h = arith.remsi %rh, %H : i64\n"
-     "      %bt = arith.divsi %rh, %H : i64\n"
-     "      %t = arith.remsi %bt, %T : i64\n"
-     "      %to = arith.muli %t, %half : i64\n"
-     "      %tj = arith.addi %to, %j : i64\n"
-     "      %ci = arith.muli %tj, %two : i64\n"
-     "      %one = arith.constant 1 : i64\n"
-     "      %si = arith.addi %ci, %one : i64\n" GEP("%pc", "%cs", "%ci", "f32")
-     GEP("%ps", "%cs", "%si", "f32")
-     "      %c = llvm.load %pc : !llvm.ptr -> f32\n"
-     "      %s = llvm.load %ps : !llvm.ptr -> f32\n"
-     "      %ro = arith.muli %bt, %N : i64\n"
-     "      %ho = arith.muli %h, %D : i64\n"
-     "      %base = arith.addi %ro, %ho : i64\n"
-     "      %i1 = arith.addi %base, %j : i64\n"
-     "      %i2 = arith.addi %i1, %half : i64\n" GEP("%p1", "%x", "%i1", "f32")
-     GEP("%p2", "%x", "%i2", "f32")
-     "      %x1 = llvm.load %p1 : !llvm.ptr -> f32\n"
-     "      %x2 = llvm.load %p2 : !llvm.ptr -> f32\n"
-     "      %a1 = arith.mulf %x1, %c : f32\n"
-     "      %a2 = arith.mulf %x2, %s : f32\n"
-     "      %o1 = arith.subf %a1, %a2 : f32\n"
-     "      %b1 = arith.mulf %x2, %c : f32\n"
-     "      %b2 = arith.mulf %x1, %s : f32\n"
-     "      %o2 = arith.addf %b1, %b2 : f32\n" GEP("%q1", "%out", "%i1", "f32")
-     GEP("%q2", "%out", "%i2", "f32")
-     "      llvm.store %o1, %q1 : f32, !llvm.ptr\n"
-     "      llvm.store %o2, %q2 : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_rope",
+           "%out: !llvm.ptr, %x: !llvm.ptr, %cs: !llvm.ptr, %BT: i64, %T: i64, %N: i64, %D: i64",
+           "    %two = arith.constant 2 : i64\n"
+           "    %half = arith.divsi %D, %two : i64\n"
+           "    %H = arith.divsi %N, %D : i64\n"
+           "    %rows = arith.muli %BT, %H : i64\n"
+           "    %n = arith.muli %rows, %half : i64\n",
+           "%n",
+           "      %j = arith.remsi %i, %half : i64\n"
+           "      %rh = arith.divsi %i, %half : i64\n"
+           "      %h = arith.remsi %rh, %H : i64\n"
+           "      %bt = arith.divsi %rh, %H : i64\n"
+           "      %t = arith.remsi %bt, %T : i64\n"
+           "      %to = arith.muli %t, %half : i64\n"
+           "      %tj = arith.addi %to, %j : i64\n"
+           "      %ci = arith.muli %tj, %two : i64\n"
+           "      %one = arith.constant 1 : i64\n"
+           "      %si = arith.addi %ci, %one : i64\n" GEP("%pc", "%cs", "%ci", "f32")
+           GEP("%ps", "%cs", "%si", "f32")
+           "      %c = llvm.load %pc : !llvm.ptr -> f32\n"
+           "      %s = llvm.load %ps : !llvm.ptr -> f32\n"
+           "      %ro = arith.muli %bt, %N : i64\n"
+           "      %ho = arith.muli %h, %D : i64\n"
+           "      %base = arith.addi %ro, %ho : i64\n"
+           "      %i1 = arith.addi %base, %j : i64\n"
+           "      %i2 = arith.addi %i1, %half : i64\n" GEP("%p1", "%x", "%i1", "f32")
+           GEP("%p2", "%x", "%i2", "f32")
+           "      %x1 = llvm.load %p1 : !llvm.ptr -> f32\n"
+           "      %x2 = llvm.load %p2 : !llvm.ptr -> f32\n"
+           "      %a1 = arith.mulf %x1, %c : f32\n"
+           "      %a2 = arith.mulf %x2, %s : f32\n"
+           "      %o1 = arith.subf %a1, %a2 : f32\n"
+           "      %b1 = arith.mulf %x2, %c : f32\n"
+           "      %b2 = arith.mulf %x1, %s : f32\n"
+           "      %o2 = arith.addf %b1, %b2 : f32\n" GEP("%q1", "%out", "%i1", "f32")
+           GEP("%q2", "%out", "%i2", "f32")
+           "      llvm.store %o1, %q1 : f32, !llvm.ptr\n"
+           "      llvm.store %o2, %q2 : f32, !llvm.ptr\n"),
     /* y = g / (1 + e^-g) up (prt_swiglu_fwd); e^-g clamped at e^88 (the CPU's expf
      * overflows to inf there and gives -0; this gives below 1e-35) */
-    {"piper_swiglu_fwd",
-     "  gpu.func @piper_swiglu_fwd(%y: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr, %n: i64)"
-     " kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n" GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
-     "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
-     "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
-     "      %ng0 = arith.negf %g : f32\n"
-     "      %hi = arith.constant 88.0 : f32\n"
-     "      %over = arith.cmpf ogt, %ng0, %hi : f32\n"
-     "      %ng = arith.select %over, %hi, %ng0 : f32\n"
-     "      %e = func.call @piper_exp(%ng) : (f32) -> f32\n"
-     "      %one = arith.constant 1.0 : f32\n"
-     "      %d = arith.addf %one, %e : f32\n"
-     "      %q = arith.divf %g, %d : f32\n"
-     "      %r = arith.mulf %q, %u : f32\n" GEP("%py", "%y", "%i", "f32")
-     "      llvm.store %r, %py : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_swiglu_fwd", "%y: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
+           "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
+           "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
+           "      %ng0 = arith.negf %g : f32\n"
+           "      %hi = arith.constant 88.0 : f32\n"
+           "      %over = arith.cmpf ogt, %ng0, %hi : f32\n"
+           "      %ng = arith.select %over, %hi, %ng0 : f32\n"
+           "      %e = func.call @piper_exp(%ng) : (f32) -> f32\n"
+           "      %one = arith.constant 1.0 : f32\n"
+           "      %d = arith.addf %one, %e : f32\n"
+           "      %q = arith.divf %g, %d : f32\n"
+           "      %r = arith.mulf %q, %u : f32\n" GEP("%py", "%y", "%i", "f32")
+           "      llvm.store %r, %py : f32, !llvm.ptr\n"),
     /* sig = 1 / (1 + e^-g): dgate = dy up sig (1 + g (1 - sig)), dup = dy g sig
      * (prt_swiglu_bwd) */
-    {"piper_swiglu_bwd",
-     "  gpu.func @piper_swiglu_bwd(%dgate: !llvm.ptr, %dup: !llvm.ptr, %dy: !llvm.ptr,"
-     " %gate: !llvm.ptr, %up: !llvm.ptr, %n: i64) kernel {\n" TID
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n" GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
-     GEP("%pd", "%dy", "%i", "f32")
-     "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
-     "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
-     "      %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-     "      %ng0 = arith.negf %g : f32\n"
-     "      %hi = arith.constant 88.0 : f32\n"
-     "      %over = arith.cmpf ogt, %ng0, %hi : f32\n"
-     "      %ng = arith.select %over, %hi, %ng0 : f32\n"
-     "      %e = func.call @piper_exp(%ng) : (f32) -> f32\n"
-     "      %one = arith.constant 1.0 : f32\n"
-     "      %d = arith.addf %one, %e : f32\n"
-     "      %sig = arith.divf %one, %d : f32\n"
-     "      %a1 = arith.mulf %dv, %u : f32\n"
-     "      %a2 = arith.mulf %a1, %sig : f32\n"
-     "      %oms = arith.subf %one, %sig : f32\n"
-     "      %go = arith.mulf %g, %oms : f32\n"
-     "      %f = arith.addf %one, %go : f32\n"
-     "      %dg = arith.mulf %a2, %f : f32\n"
-     "      %b1 = arith.mulf %dv, %g : f32\n"
-     "      %du = arith.mulf %b1, %sig : f32\n" GEP("%pdg", "%dgate", "%i", "f32")
-     GEP("%pdu", "%dup", "%i", "f32")
-     "      llvm.store %dg, %pdg : f32, !llvm.ptr\n"
-     "      llvm.store %du, %pdu : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_swiglu_bwd",
+           "%dgate: !llvm.ptr, %dup: !llvm.ptr, %dy: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr,"
+           " %n: i64",
+           "", "%n",
+           GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
+           GEP("%pd", "%dy", "%i", "f32")
+           "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
+           "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
+           "      %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "      %ng0 = arith.negf %g : f32\n"
+           "      %hi = arith.constant 88.0 : f32\n"
+           "      %over = arith.cmpf ogt, %ng0, %hi : f32\n"
+           "      %ng = arith.select %over, %hi, %ng0 : f32\n"
+           "      %e = func.call @piper_exp(%ng) : (f32) -> f32\n"
+           "      %one = arith.constant 1.0 : f32\n"
+           "      %d = arith.addf %one, %e : f32\n"
+           "      %sig = arith.divf %one, %d : f32\n"
+           "      %a1 = arith.mulf %dv, %u : f32\n"
+           "      %a2 = arith.mulf %a1, %sig : f32\n"
+           "      %oms = arith.subf %one, %sig : f32\n"
+           "      %go = arith.mulf %g, %oms : f32\n"
+           "      %f = arith.addf %one, %go : f32\n"
+           "      %dg = arith.mulf %a2, %f : f32\n"
+           "      %b1 = arith.mulf %dv, %g : f32\n"
+           "      %du = arith.mulf %b1, %sig : f32\n" GEP("%pdg", "%dgate", "%i", "f32")
+           GEP("%pdu", "%dup", "%i", "f32")
+           "      llvm.store %dg, %pdg : f32, !llvm.ptr\n"
+           "      llvm.store %du, %pdu : f32, !llvm.ptr\n"),
     /* out[i, j] = x[i, j] + b[j] (prt_bias_add) */
-    {"piper_bias_add",
-     "  gpu.func @piper_bias_add(%out: !llvm.ptr, %x: !llvm.ptr, %b: !llvm.ptr, %M: i64,"
-     " %N: i64) kernel {\n" TID
-     "    %n = arith.muli %M, %N : i64\n"
-     "    %in = arith.cmpi slt, %i, %n : i64\n"
-     "    scf.if %in {\n"
-     "      %j = arith.remsi %i, %N : i64\n" GEP("%pb", "%b", "%j", "f32")
-     GEP("%px", "%x", "%i", "f32")
-     "      %bv = llvm.load %pb : !llvm.ptr -> f32\n"
-     "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
-     "      %s = arith.addf %xv, %bv : f32\n" GEP("%po", "%out", "%i", "f32")
-     "      llvm.store %s, %po : f32, !llvm.ptr\n"
-     "    }\n"
-     "    gpu.return\n"
-     "  }\n"},
+    KERNEL("piper_bias_add", "%out: !llvm.ptr, %x: !llvm.ptr, %b: !llvm.ptr, %M: i64, %N: i64",
+           "    %n = arith.muli %M, %N : i64\n",
+           "%n",
+           "      %j = arith.remsi %i, %N : i64\n" GEP("%pb", "%b", "%j", "f32")
+           GEP("%px", "%x", "%i", "f32")
+           "      %bv = llvm.load %pb : !llvm.ptr -> f32\n"
+           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "      %s = arith.addf %xv, %bv : f32\n" GEP("%po", "%out", "%i", "f32")
+           "      llvm.store %s, %po : f32, !llvm.ptr\n"),
 };
 enum { N_KERNELS = sizeof kernels / sizeof kernels[0] };
 

@@ -15,7 +15,11 @@
  * (f64 accumulators where the CPU has them; sums over rows associated by chunks), so the two
  * targets agree to float rounding (test/gpu/gpu-kernels-emu.test runs these kernels on the
  * host against the CPU's). exp, tanh and log are the helpers below (polynomials in arith
- * ops): no libdevice, so piper-compile needs no CUDA toolkit.
+ * ops): no libdevice, so piper-compile needs no CUDA toolkit. A kernel is written as
+ * KERNEL(name, arguments, sizing, bound, body): the macro writes what every kernel has (the
+ * header, the thread index, the bounds check, the return), and the fragments before the table
+ * what several share, so that each states only its own lines; the text is the same as if
+ * written out.
  *
  * Which kernels a plan needs: the runtime functions its host code calls (the op table's
  * gpuKernel column, include/piper/ops.h) map to device kernels through `uses` below; matmuls
@@ -195,6 +199,68 @@ typedef struct {
          "    gpu.return\n"                                                                \
          "  }\n"}
 
+/* Fragments more than one kernel shares, each defining the values its comment names. */
+/* %res = sqrt(x) in f32, IEEE-rounded as the CPU's sqrtf: PTX's sqrt.rn.f32 through inline
+ * asm (convert-gpu-to-nvvm would make the math dialect's sqrt a libdevice call) */
+#define SQRT_RN(res, x)                                                                    \
+  "      " res " = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" " x " : (f32) -> f32\n"
+/* %z, %one: an i64 loop's bounds and step; sum0: a sum's 0.0 of type fty */
+#define LOOP_CONSTANTS(sum0, fty)                                                          \
+  "      %z = arith.constant 0 : i64\n"                                                    \
+  "      %one = arith.constant 1 : i64\n"                                                  \
+  "      " sum0 " = arith.constant 0.0 : " fty "\n"
+/* One row of `cols` elements per thread (thread %i, row %i): LOOP_CONSTANTS with an f64
+ * sum's %zd, and %base, the row's first element */
+#define ROW_START(cols)                                                                    \
+  LOOP_CONSTANTS("%zd", "f64") "      %base = arith.muli %i, " cols " : i64\n"
+/* In a loop over a row's columns %c (ROW_START): %xi = %base + %c and %xv = x[%xi] */
+#define LOAD_X                                                                             \
+  "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")              \
+  "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+/* The same for the backward kernels: %xv = x[%xi], %dv = dy[%xi] and %wv = w[%c] */
+#define LOAD_X_DY_W                                                                        \
+  "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")              \
+  GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")                            \
+  "        %xv = llvm.load %px : !llvm.ptr -> f32\n"                                       \
+  "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"                                       \
+  "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+/* Sums over `rows` rows in chunks of %R rows (the sizing lines; %one defined before):
+ * %chunks = ceil(rows / %R) (`rounded` names rows + %R - 1) and %n = %chunks * cols
+ * threads, one per (chunk, column) */
+#define CHUNK_COUNT(rows, rounded, cols)                                                   \
+  "    %Rm1 = arith.subi %R, %one : i64\n"                                                 \
+  "    " rounded " = arith.addi " rows ", %Rm1 : i64\n"                                    \
+  "    %chunks = arith.divsi " rounded ", %R : i64\n"                                      \
+  "    %n = arith.muli %chunks, " cols " : i64\n"
+/* Chunk `chunk`'s rows [%lo, %hi): %R of them, the last chunk's cut at `rows` */
+#define CHUNK_ROWS(chunk, rows)                                                            \
+  "      %lo = arith.muli " chunk ", %R : i64\n"                                           \
+  "      %hi0 = arith.addi %lo, %R : i64\n"                                                \
+  "      %short = arith.cmpi slt, " rows ", %hi0 : i64\n"                                  \
+  "      %hi = arith.select %short, " rows ", %hi0 : i64\n"
+/* GELU's %th = tanh(%s (x + k x^3)) for x = %xv, k = %k (0.044715, defined before it) and
+ * %s = sqrt(2/pi); defines %half and %one (f32) for the rest of the formula too */
+#define GELU_TANH                                                                          \
+  "      %s = arith.constant 0.797884583 : f32\n"                                          \
+  "      %half = arith.constant 0.5 : f32\n"                                               \
+  "      %one = arith.constant 1.0 : f32\n"                                                \
+  "      %c1 = arith.mulf %k, %xv : f32\n"                                                 \
+  "      %c2 = arith.mulf %c1, %xv : f32\n"                                                \
+  "      %cube = arith.mulf %c2, %xv : f32\n"                                              \
+  "      %inner = arith.addf %xv, %cube : f32\n"                                           \
+  "      %u = arith.mulf %s, %inner : f32\n"                                               \
+  "      %th = func.call @piper_tanh(%u) : (f32) -> f32\n"
+/* SwiGLU's %d = 1 + e^-g for g = %g, with e^-g clamped at e^88 (the CPU's expf overflows
+ * to inf there and gives -0; this gives below 1e-35); defines %one (f32) */
+#define ONE_PLUS_EXP_NEG_G                                                                 \
+  "      %ng0 = arith.negf %g : f32\n"                                                     \
+  "      %hi = arith.constant 88.0 : f32\n"                                                \
+  "      %over = arith.cmpf ogt, %ng0, %hi : f32\n"                                        \
+  "      %ng = arith.select %over, %hi, %ng0 : f32\n"                                      \
+  "      %e = func.call @piper_exp(%ng) : (f32) -> f32\n"                                  \
+  "      %one = arith.constant 1.0 : f32\n"                                                \
+  "      %d = arith.addf %one, %e : f32\n"
+
 static const GpuKernel kernels[] = {
     /* y[i] = a[i] + b[i] (prt_add) */
     KERNEL("piper_add", "%y: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr, %n: i64",
@@ -216,15 +282,7 @@ static const GpuKernel kernels[] = {
            GEP("%px", "%x", "%i", "f32")
            "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
            "      %k = arith.constant 0.0447149985 : f32\n"
-           "      %s = arith.constant 0.797884583 : f32\n"
-           "      %half = arith.constant 0.5 : f32\n"
-           "      %one = arith.constant 1.0 : f32\n"
-           "      %c1 = arith.mulf %k, %xv : f32\n"
-           "      %c2 = arith.mulf %c1, %xv : f32\n"
-           "      %cube = arith.mulf %c2, %xv : f32\n"
-           "      %inner = arith.addf %xv, %cube : f32\n"
-           "      %u = arith.mulf %s, %inner : f32\n"
-           "      %th = func.call @piper_tanh(%u) : (f32) -> f32\n"
+           GELU_TANH
            "      %hx = arith.mulf %half, %xv : f32\n"
            "      %opt = arith.addf %one, %th : f32\n"
            "      %r = arith.mulf %hx, %opt : f32\n" GEP("%py", "%y", "%i", "f32")
@@ -237,15 +295,7 @@ static const GpuKernel kernels[] = {
            "      %dyv = llvm.load %pdy : !llvm.ptr -> f32\n"
            "      %k = arith.constant 0.0447149985 : f32\n"
            "      %k3 = arith.constant 0.134144992 : f32\n"
-           "      %s = arith.constant 0.797884583 : f32\n"
-           "      %half = arith.constant 0.5 : f32\n"
-           "      %one = arith.constant 1.0 : f32\n"
-           "      %c1 = arith.mulf %k, %xv : f32\n"
-           "      %c2 = arith.mulf %c1, %xv : f32\n"
-           "      %cube = arith.mulf %c2, %xv : f32\n"
-           "      %inner = arith.addf %xv, %cube : f32\n"
-           "      %u = arith.mulf %s, %inner : f32\n"
-           "      %th = func.call @piper_tanh(%u) : (f32) -> f32\n"
+           GELU_TANH
            "      %th2 = arith.mulf %th, %th : f32\n"
            "      %sech2 = arith.subf %one, %th2 : f32\n"
            "      %opt = arith.addf %one, %th : f32\n"
@@ -291,9 +341,7 @@ static const GpuKernel kernels[] = {
     KERNEL("piper_embedding_bwd_wpe", "%dwpe: !llvm.ptr, %dy: !llvm.ptr, %B: i64, %T: i64, %C: i64",
            "    %n = arith.muli %T, %C : i64\n",
            "%n",
-           "      %z = arith.constant 0 : i64\n"
-           "      %one = arith.constant 1 : i64\n"
-           "      %zf = arith.constant 0.0 : f32\n"
+           LOOP_CONSTANTS("%zf", "f32")
            "      %s = scf.for %b = %z to %B step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
            "        %bo = arith.muli %b, %n : i64\n"
            "        %bi = arith.addi %bo, %i : i64\n" GEP("%pd", "%dy", "%bi", "f32")
@@ -308,14 +356,10 @@ static const GpuKernel kernels[] = {
            "%y: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr,"
            " %b: !llvm.ptr, %N: i64, %C: i64, %eps: f32",
            "", "%N",
-           "      %z = arith.constant 0 : i64\n"
-           "      %one = arith.constant 1 : i64\n"
-           "      %zd = arith.constant 0.0 : f64\n"
-           "      %base = arith.muli %i, %C : i64\n"
+           ROW_START("%C")
            "      %Cd = arith.sitofp %C : i64 to f64\n"
            "      %s = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           LOAD_X
            "        %xd = arith.extf %xv : f32 to f64\n"
            "        %acc2 = arith.addf %acc, %xd : f64\n"
            "        scf.yield %acc2 : f64\n"
@@ -323,8 +367,7 @@ static const GpuKernel kernels[] = {
            "      %md = arith.divf %s, %Cd : f64\n"
            "      %m = arith.truncf %md : f64 to f32\n"
            "      %v = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           LOAD_X
            "        %d = arith.subf %xv, %m : f32\n"
            "        %dd = arith.extf %d : f32 to f64\n"
            "        %sq = arith.mulf %dd, %dd : f64\n"
@@ -334,7 +377,7 @@ static const GpuKernel kernels[] = {
            "      %vd = arith.divf %v, %Cd : f64\n"
            "      %var = arith.truncf %vd : f64 to f32\n"
            "      %ve = arith.addf %var, %eps : f32\n"
-           "      %sd = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %ve : (f32) -> f32\n"
+           SQRT_RN("%sd", "%ve")
            "      %onef = arith.constant 1.0 : f32\n"
            "      %r = arith.divf %onef, %sd : f32\n"
            "      scf.for %c = %z to %C step %one : i64 {\n"
@@ -356,21 +399,14 @@ static const GpuKernel kernels[] = {
            "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %mean: !llvm.ptr,"
            " %rstd: !llvm.ptr, %N: i64, %C: i64",
            "", "%N",
-           "      %z = arith.constant 0 : i64\n"
-           "      %one = arith.constant 1 : i64\n"
-           "      %zd = arith.constant 0.0 : f64\n"
-           "      %base = arith.muli %i, %C : i64\n"
+           ROW_START("%C")
            "      %Cd = arith.sitofp %C : i64 to f64\n" GEP("%pm", "%mean", "%i", "f32")
            GEP("%pr", "%rstd", "%i", "f32")
            "      %m = llvm.load %pm : !llvm.ptr -> f32\n"
            "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
            "      %s1, %s2 = scf.for %c = %z to %C step %one iter_args(%a1 = %zd, %a2 = %zd)"
            " -> (f64, f64) : i64 {\n"
-           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           LOAD_X_DY_W
            "        %d = arith.subf %xv, %m : f32\n"
            "        %norm = arith.mulf %d, %r : f32\n"
            "        %dn = arith.mulf %wv, %dv : f32\n"
@@ -386,11 +422,7 @@ static const GpuKernel kernels[] = {
            "      %mean_d = arith.truncf %md : f64 to f32\n"
            "      %mean_dn = arith.truncf %mdn : f64 to f32\n"
            "      scf.for %c = %z to %C step %one : i64 {\n"
-           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           LOAD_X_DY_W
            "        %d = arith.subf %xv, %m : f32\n"
            "        %norm = arith.mulf %d, %r : f32\n"
            "        %dn = arith.mulf %wv, %dv : f32\n"
@@ -407,17 +439,11 @@ static const GpuKernel kernels[] = {
      * associated by chunks). */
     KERNEL("piper_col_partials", "%partial: !llvm.ptr, %dy: !llvm.ptr, %M: i64, %N: i64, %R: i64",
            "    %one = arith.constant 1 : i64\n"
-           "    %Rm1 = arith.subi %R, %one : i64\n"
-           "    %Mr = arith.addi %M, %Rm1 : i64\n"
-           "    %chunks = arith.divsi %Mr, %R : i64\n"
-           "    %n = arith.muli %chunks, %N : i64\n",
+           CHUNK_COUNT("%M", "%Mr", "%N"),
            "%n",
            "      %r = arith.divsi %i, %N : i64\n"
            "      %j = arith.remsi %i, %N : i64\n"
-           "      %lo = arith.muli %r, %R : i64\n"
-           "      %hi0 = arith.addi %lo, %R : i64\n"
-           "      %short = arith.cmpi slt, %M, %hi0 : i64\n"
-           "      %hi = arith.select %short, %M, %hi0 : i64\n"
+           CHUNK_ROWS("%r", "%M")
            "      %zd = arith.constant 0.0 : f64\n"
            "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
            "        %ro = arith.muli %row, %N : i64\n"
@@ -431,9 +457,7 @@ static const GpuKernel kernels[] = {
     /* out[j] = sum over chunks r of partial[r, j], in order, rounded to f32 */
     KERNEL("piper_col_finish", "%out: !llvm.ptr, %partial: !llvm.ptr, %chunks: i64, %N: i64",
            "", "%N",
-           "      %z = arith.constant 0 : i64\n"
-           "      %one = arith.constant 1 : i64\n"
-           "      %zd = arith.constant 0.0 : f64\n"
+           LOOP_CONSTANTS("%zd", "f64")
            "      %s = scf.for %r = %z to %chunks step %one iter_args(%acc = %zd) -> (f64)"
            " : i64 {\n"
            "        %ro = arith.muli %r, %N : i64\n"
@@ -451,17 +475,11 @@ static const GpuKernel kernels[] = {
            "%pw: !llvm.ptr, %pb: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %mean: !llvm.ptr,"
            " %rstd: !llvm.ptr, %N: i64, %C: i64, %R: i64",
            "    %one = arith.constant 1 : i64\n"
-           "    %Rm1 = arith.subi %R, %one : i64\n"
-           "    %Nr = arith.addi %N, %Rm1 : i64\n"
-           "    %chunks = arith.divsi %Nr, %R : i64\n"
-           "    %n = arith.muli %chunks, %C : i64\n",
+           CHUNK_COUNT("%N", "%Nr", "%C"),
            "%n",
            "      %rc = arith.divsi %i, %C : i64\n"
            "      %c = arith.remsi %i, %C : i64\n"
-           "      %lo = arith.muli %rc, %R : i64\n"
-           "      %hi0 = arith.addi %lo, %R : i64\n"
-           "      %short = arith.cmpi slt, %N, %hi0 : i64\n"
-           "      %hi = arith.select %short, %N, %hi0 : i64\n"
+           CHUNK_ROWS("%rc", "%N")
            "      %zd = arith.constant 0.0 : f64\n"
            "      %sw, %sb = scf.for %r = %lo to %hi step %one iter_args(%aw = %zd, %ab = %zd)"
            " -> (f64, f64) : i64 {\n"
@@ -493,10 +511,7 @@ static const GpuKernel kernels[] = {
            " %R: i64",
            "    %one = arith.constant 1 : i64\n"
            "    %z = arith.constant 0 : i64\n"
-           "    %Rm1 = arith.subi %R, %one : i64\n"
-           "    %Br = arith.addi %BT, %Rm1 : i64\n"
-           "    %chunks = arith.divsi %Br, %R : i64\n"
-           "    %n = arith.muli %chunks, %C : i64\n",
+           CHUNK_COUNT("%BT", "%Br", "%C"),
            "%n",
            "      %rc = arith.divsi %i, %C : i64\n"
            "      %c = arith.remsi %i, %C : i64\n"
@@ -509,10 +524,7 @@ static const GpuKernel kernels[] = {
            "        %vi = arith.addi %slab, %vc : i64\n" GEP("%pz", "%partial", "%vi", "f32")
            "        llvm.store %zf, %pz : f32, !llvm.ptr\n"
            "      }\n"
-           "      %lo = arith.muli %rc, %R : i64\n"
-           "      %hi0 = arith.addi %lo, %R : i64\n"
-           "      %short = arith.cmpi slt, %BT, %hi0 : i64\n"
-           "      %hi = arith.select %short, %BT, %hi0 : i64\n"
+           CHUNK_ROWS("%rc", "%BT")
            "      scf.for %r = %lo to %hi step %one : i64 {\n" GEP("%ptk", "%tok", "%r", "i32")
            "        %tk32 = llvm.load %ptk : !llvm.ptr -> i32\n"
            "        %tk = arith.extsi %tk32 : i32 to i64\n"
@@ -535,9 +547,7 @@ static const GpuKernel kernels[] = {
     /* out[e] = sum over slabs r of partial[r * n + e] (f32, in order), one thread per e < n */
     KERNEL("piper_sum_slabs", "%out: !llvm.ptr, %partial: !llvm.ptr, %slabs: i64, %n: i64",
            "", "%n",
-           "      %z = arith.constant 0 : i64\n"
-           "      %one = arith.constant 1 : i64\n"
-           "      %zf = arith.constant 0.0 : f32\n"
+           LOOP_CONSTANTS("%zf", "f32")
            "      %s = scf.for %r = %z to %slabs step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
            "        %ro = arith.muli %r, %n : i64\n"
            "        %xi = arith.addi %ro, %i : i64\n" GEP("%pp", "%partial", "%xi", "f32")
@@ -559,10 +569,7 @@ static const GpuKernel kernels[] = {
            "%probs: !llvm.ptr, %rowloss: !llvm.ptr, %logits: !llvm.ptr, %tgt: !llvm.ptr, %N: i64,"
            " %V: i64",
            "", "%N",
-           "      %z = arith.constant 0 : i64\n"
-           "      %one = arith.constant 1 : i64\n"
-           "      %zd = arith.constant 0.0 : f64\n"
-           "      %base = arith.muli %i, %V : i64\n" GEP("%pl0", "%logits", "%base", "f32")
+           ROW_START("%V") GEP("%pl0", "%logits", "%base", "f32")
            "      %l0 = llvm.load %pl0 : !llvm.ptr -> f32\n"
            "      %mx = scf.for %j = %one to %V step %one iter_args(%m = %l0) -> (f32) : i64 {\n"
            "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
@@ -668,7 +675,7 @@ static const GpuKernel kernels[] = {
            "      %v2 = arith.mulf %omb2, %gi : f32\n"
            "      %v3 = arith.mulf %v2, %gi : f32\n"
            "      %vi = arith.addf %v1, %v3 : f32\n"
-           "      %sv = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %vi : (f32) -> f32\n"
+           SQRT_RN("%sv", "%vi")
            "      %d1 = arith.divf %sv, %bc2s : f32\n"
            "      %den = arith.addf %d1, %eps : f32\n"
            "      %s1 = arith.mulf %negstep, %mi : f32\n"
@@ -730,14 +737,10 @@ static const GpuKernel kernels[] = {
            "%y: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %R: i64, %D: i64,"
            " %eps: f32",
            "", "%R",
-           "      %z = arith.constant 0 : i64\n"
-           "      %one = arith.constant 1 : i64\n"
-           "      %zd = arith.constant 0.0 : f64\n"
-           "      %base = arith.muli %i, %D : i64\n"
+           ROW_START("%D")
            "      %Dd = arith.sitofp %D : i64 to f64\n"
            "      %ss = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           LOAD_X
            "        %xd = arith.extf %xv : f32 to f64\n"
            "        %sq = arith.mulf %xd, %xd : f64\n"
            "        %acc2 = arith.addf %acc, %sq : f64\n"
@@ -746,7 +749,7 @@ static const GpuKernel kernels[] = {
            "      %md = arith.divf %ss, %Dd : f64\n"
            "      %m = arith.truncf %md : f64 to f32\n"
            "      %ve = arith.addf %m, %eps : f32\n"
-           "      %sd = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" %ve : (f32) -> f32\n"
+           SQRT_RN("%sd", "%ve")
            "      %onef = arith.constant 1.0 : f32\n"
            "      %r = arith.divf %onef, %sd : f32\n"
            "      scf.for %c = %z to %D step %one : i64 {\n"
@@ -765,18 +768,11 @@ static const GpuKernel kernels[] = {
            "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %rstd: !llvm.ptr,"
            " %R: i64, %D: i64",
            "", "%R",
-           "      %z = arith.constant 0 : i64\n"
-           "      %one = arith.constant 1 : i64\n"
-           "      %zd = arith.constant 0.0 : f64\n"
-           "      %base = arith.muli %i, %D : i64\n"
+           ROW_START("%D")
            "      %Dd = arith.sitofp %D : i64 to f64\n" GEP("%pr", "%rstd", "%i", "f32")
            "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
            "      %s = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           LOAD_X_DY_W
            "        %n = arith.mulf %xv, %r : f32\n"
            "        %dn = arith.mulf %wv, %dv : f32\n"
            "        %dnd = arith.extf %dn : f32 to f64\n"
@@ -788,11 +784,7 @@ static const GpuKernel kernels[] = {
            "      %md = arith.divf %s, %Dd : f64\n"
            "      %mean_dn = arith.truncf %md : f64 to f32\n"
            "      scf.for %c = %z to %D step %one : i64 {\n"
-           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           LOAD_X_DY_W
            "        %dn = arith.mulf %wv, %dv : f32\n"
            "        %n = arith.mulf %xv, %r : f32\n"
            "        %t1 = arith.mulf %n, %mean_dn : f32\n"
@@ -807,17 +799,11 @@ static const GpuKernel kernels[] = {
            "%pw: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %rstd: !llvm.ptr, %M: i64, %D: i64,"
            " %R: i64",
            "    %one = arith.constant 1 : i64\n"
-           "    %Rm1 = arith.subi %R, %one : i64\n"
-           "    %Mr = arith.addi %M, %Rm1 : i64\n"
-           "    %chunks = arith.divsi %Mr, %R : i64\n"
-           "    %n = arith.muli %chunks, %D : i64\n",
+           CHUNK_COUNT("%M", "%Mr", "%D"),
            "%n",
            "      %rc = arith.divsi %i, %D : i64\n"
            "      %j = arith.remsi %i, %D : i64\n"
-           "      %lo = arith.muli %rc, %R : i64\n"
-           "      %hi0 = arith.addi %lo, %R : i64\n"
-           "      %short = arith.cmpi slt, %M, %hi0 : i64\n"
-           "      %hi = arith.select %short, %M, %hi0 : i64\n"
+           CHUNK_ROWS("%rc", "%M")
            "      %zd = arith.constant 0.0 : f64\n"
            "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
            "        %ro = arith.muli %row, %D : i64\n"
@@ -876,20 +862,13 @@ static const GpuKernel kernels[] = {
            GEP("%q2", "%out", "%i2", "f32")
            "      llvm.store %o1, %q1 : f32, !llvm.ptr\n"
            "      llvm.store %o2, %q2 : f32, !llvm.ptr\n"),
-    /* y = g / (1 + e^-g) up (prt_swiglu_fwd); e^-g clamped at e^88 (the CPU's expf
-     * overflows to inf there and gives -0; this gives below 1e-35) */
+    /* y = g / (1 + e^-g) up (prt_swiglu_fwd; e^-g clamped, see ONE_PLUS_EXP_NEG_G) */
     KERNEL("piper_swiglu_fwd", "%y: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr, %n: i64",
            "", "%n",
            GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
            "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
            "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
-           "      %ng0 = arith.negf %g : f32\n"
-           "      %hi = arith.constant 88.0 : f32\n"
-           "      %over = arith.cmpf ogt, %ng0, %hi : f32\n"
-           "      %ng = arith.select %over, %hi, %ng0 : f32\n"
-           "      %e = func.call @piper_exp(%ng) : (f32) -> f32\n"
-           "      %one = arith.constant 1.0 : f32\n"
-           "      %d = arith.addf %one, %e : f32\n"
+           ONE_PLUS_EXP_NEG_G
            "      %q = arith.divf %g, %d : f32\n"
            "      %r = arith.mulf %q, %u : f32\n" GEP("%py", "%y", "%i", "f32")
            "      llvm.store %r, %py : f32, !llvm.ptr\n"),
@@ -904,13 +883,7 @@ static const GpuKernel kernels[] = {
            "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
            "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
            "      %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-           "      %ng0 = arith.negf %g : f32\n"
-           "      %hi = arith.constant 88.0 : f32\n"
-           "      %over = arith.cmpf ogt, %ng0, %hi : f32\n"
-           "      %ng = arith.select %over, %hi, %ng0 : f32\n"
-           "      %e = func.call @piper_exp(%ng) : (f32) -> f32\n"
-           "      %one = arith.constant 1.0 : f32\n"
-           "      %d = arith.addf %one, %e : f32\n"
+           ONE_PLUS_EXP_NEG_G
            "      %sig = arith.divf %one, %d : f32\n"
            "      %a1 = arith.mulf %dv, %u : f32\n"
            "      %a2 = arith.mulf %a1, %sig : f32\n"

@@ -18,7 +18,7 @@
 #include "kernels/cuda.h"
 #include "piper/runtime.h"
 #include "prt_internal.h"
-#include "../runtime/check.h"
+#include "emu_check.h"
 
 /* The fakes: fake_cuda.c, fake_attention.cc. */
 extern int fake_cuda_launches;
@@ -26,45 +26,11 @@ void fake_cuda_destroy(void);
 
 /* ---- the checks ---- */
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static float uni(void) { /* in [-1, 1) */
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
-static void *arrays[96]; /* every test array, freed at the end */
-static int narrays;
-static float *track(float *p) {
-  if (narrays == 96) exit(2);
-  return arrays[narrays++] = p;
-}
-static float *rnd(int64_t n, float scale) {
-  float *p = track(malloc((size_t)n * sizeof *p));
-  for (int64_t i = 0; i < n; i++) p[i] = scale * uni();
-  return p;
-}
-static float *zeros(int64_t n) { return track(calloc((size_t)n, sizeof(float))); }
-
-static void same(const char *what, const float *got, const float *want, int64_t n, double tol) {
-  double worst = 0;
-  int64_t at = 0;
-  for (int64_t i = 0; i < n; i++) {
-    double d = fabs((double)got[i] - want[i]) / fmax(1.0, fabs((double)want[i]));
-    if (!(d <= worst)) {
-      worst = isnan(d) ? INFINITY : d;
-      at = i;
-    }
-  }
-  printf("%s: max rel diff %.3g (tol %.1g)\n", what, worst, tol);
-  if (!(worst <= tol))
-    fail("%s[%lld]: prt_cuda %.9g, CPU %.9g", what, (long long)at, got[at], want[at]);
-}
-
 /* Sizes with ragged edges: rows not a multiple of the 64-row chunks, columns not of 256. */
 enum { B = 3, T = 50, C = 20, V = 13, N = B * T };
 
 int main(void) {
+  emuSetup(0x2545f4914f6cdd1dull, "prt_cuda", "CPU");
   prt_ctx *ctx = prt_ctx_create();
   prt_cuda_setup(ctx);
   begin("setup");
@@ -210,7 +176,7 @@ int main(void) {
 
   prt_ctx_destroy(ctx);
   fake_cuda_destroy();
-  for (int i = 0; i < narrays; i++) free(arrays[i]);
+  emuFreeArrays();
   printf("%d failed\n", failures);
   return failures;
 }

@@ -22,7 +22,7 @@
 #include "piper/piper.h"
 #include "piper/runtime.h"
 #include "prt_internal.h"
-#include "../runtime/check.h"
+#include "emu_check.h"
 #include "kernel_jit.h"
 
 static MlirExecutionEngine jit;
@@ -36,49 +36,10 @@ static void *fn(const char *name) {
   return f;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static float uni(void) { /* in [-1, 1) */
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
-/* Every test array, freed at the end (a sanitized build checks for leaks). */
-static void *arrays[128];
-static int narrays;
-static float *track(float *p) {
-  if (narrays == 128) {
-    fprintf(stderr, "more than 128 test arrays\n");
-    exit(2);
-  }
-  return arrays[narrays++] = p;
-}
-static float *rnd(int64_t n, float scale) {
-  float *p = track(malloc((size_t)n * sizeof *p));
-  for (int64_t i = 0; i < n; i++) p[i] = scale * uni();
-  return p;
-}
-static float *zeros(int64_t n) { return track(calloc((size_t)n, sizeof(float))); }
-
-/* Fails the check if got and want differ by more than tol relative (to max(1, |want|)). */
-static void same(const char *what, const float *got, const float *want, int64_t n, double tol) {
-  double worst = 0;
-  int64_t at = 0;
-  for (int64_t i = 0; i < n; i++) {
-    double d = fabs((double)got[i] - want[i]) / fmax(1.0, fabs((double)want[i]));
-    if (!(d <= worst)) { /* NaN counts */
-      worst = isnan(d) ? INFINITY : d;
-      at = i;
-    }
-  }
-  printf("%s: max rel diff %.3g (tol %.1g)\n", what, worst, tol);
-  if (!(worst <= tol))
-    fail("%s[%lld]: GPU kernel %.9g, CPU kernel %.9g", what, (long long)at, got[at], want[at]);
-}
-
 enum { B = 3, T = 5, C = 12, V = 11, N = B * T };
 
 int main(void) {
+  emuSetup(0x9e3779b97f4a7c15ull, "GPU kernel", "CPU kernel");
   jit = kernelJitCreate();
 
   /* ---- elementwise ---- */
@@ -386,7 +347,7 @@ int main(void) {
     }
   }
   kernelJitDestroy(jit);
-  for (int i = 0; i < narrays; i++) free(arrays[i]);
+  emuFreeArrays();
   printf("%d failed\n", failures);
   return failures;
 }

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_common as oc  # noqa: E402  (the init/train flags and loop)
 import safetensors_io as st  # noqa: E402
 
 LN_EPS = 1e-5
@@ -186,51 +187,23 @@ def cmd_init(a):
 def cmd_train(a):
     L, C, H, T, V, B = a.layers, a.dim, a.heads, a.seq, a.vocab, a.batch
     check_config(L, C, H, T, V)
-    torch.set_num_threads(a.threads)
-    dtype = {"float32": torch.float32, "float64": torch.float64}[a.dtype]
-
-    init = st.read(a.init)
-    specs = param_specs(L, C, V, T)
-    want = {n: s for n, s, _ in specs}
-    missing = sorted(set(want) - set(init))
-    extra = sorted(set(init) - set(want))
-    bad = [n for n in want if n in init and tuple(init[n].shape) != want[n]]
-    if missing or extra or bad:
-        raise SystemExit(f"init checkpoint mismatch: missing={missing} extra={extra} "
-                         f"misshaped={[(n, tuple(init[n].shape), want[n]) for n in bad]}")
-    P = {n: init[n].to(dtype).clone().requires_grad_(True) for n, _, _ in specs}
+    P = oc.load_init(a, {n: shape for n, shape, _ in param_specs(L, C, V, T)})
     opt = make_optimizer(P, a.lr, a.weight_decay, (a.adam_beta1, a.adam_beta2), a.adam_eps)
     data = load_data(a.data, V)
 
-    losses, norms = [], []
-    for s in range(a.steps):
-        x, y = get_batch(data, s, B, T)
-        opt.zero_grad(set_to_none=True)
-        loss, _ = forward(P, x, y, L, H)
-        loss.backward()
-        losses.append(float(loss.item()))
-        if s == 0 and a.grads:
-            st.write(a.grads, {n: P[n].grad for n in P}, {"step": "0"})
+    norms = []
+
+    def clip_and_schedule(s):
         if a.grad_clip is not None:
             norms.append(float(torch.nn.utils.clip_grad_norm_(list(P.values()), a.grad_clip)))
         for g in opt.param_groups:
             g["lr"] = lr_at(s, a.lr, a.lr_schedule, a.warmup_steps, a.steps, a.min_lr)
-        opt.step()
-        if a.verbose:
-            print(f"step {s} loss {losses[-1]:.6f}", flush=True)
 
-    if a.losses:
-        with open(a.losses, "w") as f:
-            json.dump(losses, f)
-            f.write("\n")
+    losses = oc.train_steps(a, P, opt, lambda s: get_batch(data, s, B, T),
+                            lambda x, y: forward(P, x, y, L, H)[0], clip_and_schedule)
     if a.norms:
-        with open(a.norms, "w") as f:
-            json.dump(norms, f)
-            f.write("\n")
-    if a.final:
-        st.write(a.final, {n: P[n].detach() for n in P}, {"steps": str(a.steps)})
-    if losses:
-        print(f"trained {a.steps} steps: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+        oc.write_json(a.norms, norms)
+    oc.write_outputs(a, P, losses)
 
 
 # ----------------------------------------------------------------------------- compare
@@ -439,20 +412,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
-    p = sub.add_parser("init", help="write a random initial checkpoint")
-    add_model_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("-o", "--output", required=True)
+    p = oc.init_parser(sub, add_model_args)
     p.set_defaults(fn=cmd_init)
 
-    p = sub.add_parser("train", help="train N steps, write losses, step-0 grads and final params")
-    add_model_args(p, batch=True)
-    p.add_argument("--init", required=True, help="initial checkpoint (safetensors)")
-    p.add_argument("--data", required=True, help="training data file (bytes are tokens)")
-    p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--lr", type=float, required=True)
-    p.add_argument("--weight-decay", type=float, default=0.0, help="applied to 2-D tensors only")
-    p.add_argument("--losses", help="output JSON list of per-step losses")
+    p = oc.train_parser(sub, add_model_args)
     p.add_argument("--grad-clip", type=float, help="clip_grad_norm_ to this max norm each step")
     p.add_argument("--norms", help="output JSON list of per-step gradient norms (--grad-clip)")
     p.add_argument("--lr-schedule", choices=["constant", "cosine", "linear"], default="constant")
@@ -461,12 +424,6 @@ def main(argv=None):
     p.add_argument("--adam-beta2", type=float, default=BETAS[1])
     p.add_argument("--adam-eps", type=float, default=ADAM_EPS)
     p.add_argument("--min-lr", type=float, default=0.0)
-    p.add_argument("--grads", help="output safetensors of all gradients at step 0")
-    p.add_argument("--final", help="output safetensors of parameters after --steps steps")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32",
-                   help="compute dtype (float64 only for calibrating tolerances; outputs are F32)")
-    p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(fn=cmd_train)
 
     p = sub.add_parser(

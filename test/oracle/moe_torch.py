@@ -17,7 +17,6 @@ Data, AdamW and `compare` are gpt_torch.py's.
 Subcommands: init, train (block model), ir (the block model as tdag IR, for piper-compile).
 """
 import argparse
-import json
 import os
 import sys
 
@@ -26,6 +25,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_torch as gt  # noqa: E402
+import oracle_common as oc  # noqa: E402  (the init/train flags and loop)
 import safetensors_io as st  # noqa: E402
 
 
@@ -99,27 +99,13 @@ def cmd_init(a):
 
 
 def cmd_train(a):
-    torch.set_num_threads(1)
-    specs = block_specs(a.layers, a.dim, a.vocab, a.seq, a.experts, a.expert_ffn_dim)
-    init = st.read(a.init)
-    P = {n: init[n].clone().requires_grad_(True) for n, _ in specs}
+    P = oc.load_init(a, dict(block_specs(a.layers, a.dim, a.vocab, a.seq, a.experts,
+                                         a.expert_ffn_dim)))
     opt = gt.make_optimizer(P, a.lr, a.weight_decay)
     data = gt.load_data(a.data, a.vocab)
-    losses = []
-    for s in range(a.steps):
-        x, y = gt.get_batch(data, s, a.batch, a.seq)
-        opt.zero_grad(set_to_none=True)
-        loss = block_forward(P, x, y, a.layers, a.experts, a.top_k)
-        loss.backward()
-        losses.append(float(loss.item()))
-        if s == 0 and a.grads:
-            st.write(a.grads, {n: P[n].grad if P[n].grad is not None else torch.zeros_like(P[n])
-                               for n in P}, {"step": "0"})
-        opt.step()
-    json.dump(losses, open(a.losses, "w"))
-    if a.final:
-        st.write(a.final, {n: P[n].detach() for n in P}, {"steps": str(a.steps)})
-    print(f"trained {a.steps} steps: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+    losses = oc.train_steps(a, P, opt, lambda s: gt.get_batch(data, s, a.batch, a.seq),
+                            lambda x, y: block_forward(P, x, y, a.layers, a.experts, a.top_k))
+    oc.write_outputs(a, P, losses)
 
 
 def cmd_ir(a):
@@ -156,37 +142,33 @@ def cmd_ir(a):
     print("\n".join(out))
 
 
+def add_block_args(p, batch=False):
+    """The block model's flags; with batch (train, ir) also --top-k and --batch."""
+    p.add_argument("--layers", type=int, required=True)
+    p.add_argument("--dim", type=int, required=True)
+    p.add_argument("--seq", type=int, required=True)
+    p.add_argument("--vocab", type=int, default=256)
+    p.add_argument("--experts", type=int, required=True)
+    p.add_argument("--expert-ffn-dim", type=int, required=True)
+    if batch:
+        p.add_argument("--top-k", type=int, required=True)
+        p.add_argument("--batch", type=int, required=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("init", "train", "ir"):
-        p = sub.add_parser(name)
-        p.add_argument("--layers", type=int, required=True)
-        p.add_argument("--dim", type=int, required=True)
-        p.add_argument("--seq", type=int, required=True)
-        p.add_argument("--vocab", type=int, default=256)
-        p.add_argument("--experts", type=int, required=True)
-        p.add_argument("--expert-ffn-dim", type=int, required=True)
-        if name == "init":
-            p.add_argument("--seed", type=int, default=0)
-            p.add_argument("--std", type=float, default=0.02)
-            p.add_argument("--tie-router", action="store_true",
-                           help="router rows of experts 1 and 2 equal (a tie in every token)")
-            p.add_argument("-o", "--output", required=True)
-        else:
-            p.add_argument("--top-k", type=int, required=True)
-            p.add_argument("--batch", type=int, required=True)
-        if name == "train":
-            p.add_argument("--init", required=True)
-            p.add_argument("--data", required=True)
-            p.add_argument("--steps", type=int, required=True)
-            p.add_argument("--lr", type=float, required=True)
-            p.add_argument("--weight-decay", type=float, default=0.0)
-            p.add_argument("--losses", required=True)
-            p.add_argument("--grads")
-            p.add_argument("--final")
+    p = oc.init_parser(sub, add_block_args)
+    p.add_argument("--std", type=float, default=0.02)
+    p.add_argument("--tie-router", action="store_true",
+                   help="router rows of experts 1 and 2 equal (a tie in every token)")
+    p.set_defaults(fn=cmd_init)
+    oc.train_parser(sub, add_block_args).set_defaults(fn=cmd_train)
+    p = sub.add_parser("ir", help="the block model as tdag IR")
+    add_block_args(p, batch=True)
+    p.set_defaults(fn=cmd_ir)
     a = ap.parse_args(argv)
-    return {"init": cmd_init, "train": cmd_train, "ir": cmd_ir}[a.cmd](a) or 0
+    return a.fn(a) or 0
 
 
 if __name__ == "__main__":

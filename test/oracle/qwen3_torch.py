@@ -33,7 +33,6 @@ in add_model_args; forward() takes the MLP by name.
 Subcommands: init, train (as gpt_torch.py's), compare (gpt_torch.py's compare, unchanged).
 """
 import argparse
-import json
 import math
 import os
 import sys
@@ -44,6 +43,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_torch as common  # noqa: E402  (optimizer, data, lr schedule, compare)
 import moe_torch  # noqa: E402  (the MoE mlp)
+import oracle_common as oc  # noqa: E402  (the init/train flags and loop)
 import safetensors_io as st  # noqa: E402
 
 RMS_EPS = 1e-6
@@ -221,41 +221,12 @@ def cmd_init(a, cfg):
 
 
 def cmd_train(a, cfg):
-    torch.set_num_threads(a.threads)
-    dtype = {"float32": torch.float32, "float64": torch.float64}[a.dtype]
-    init = st.read(a.init)
-    specs = param_specs(cfg)
-    want = {n: s for n, s, _ in specs}
-    missing = sorted(set(want) - set(init))
-    extra = sorted(set(init) - set(want))
-    bad = [n for n in want if n in init and tuple(init[n].shape) != want[n]]
-    if missing or extra or bad:
-        raise SystemExit(f"init checkpoint mismatch: missing={missing} extra={extra} "
-                         f"misshaped={[(n, tuple(init[n].shape), want[n]) for n in bad]}")
-    P = {n: init[n].to(dtype).clone().requires_grad_(True) for n, _, _ in specs}
+    P = oc.load_init(a, {n: shape for n, shape, _ in param_specs(cfg)})
     opt = common.make_optimizer(P, a.lr, a.weight_decay)
     data = common.load_data(a.data, cfg.V)
-    losses = []
-    for s in range(a.steps):
-        x, y = common.get_batch(data, s, a.batch, cfg.T)
-        opt.zero_grad(set_to_none=True)
-        loss, _ = forward(P, x, y, cfg)
-        loss.backward()
-        losses.append(float(loss.item()))
-        if s == 0 and a.grads:
-            st.write(a.grads, {n: P[n].grad if P[n].grad is not None else torch.zeros_like(P[n])
-                               for n in P}, {"step": "0"})  # an expert no token reached: 0
-        opt.step()
-        if a.verbose:
-            print(f"step {s} loss {losses[-1]:.6f}", flush=True)
-    if a.losses:
-        with open(a.losses, "w") as f:
-            json.dump(losses, f)
-            f.write("\n")
-    if a.final:
-        st.write(a.final, {n: P[n].detach() for n in P}, {"steps": str(a.steps)})
-    if losses:
-        print(f"trained {a.steps} steps: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+    losses = oc.train_steps(a, P, opt, lambda s: common.get_batch(data, s, a.batch, cfg.T),
+                            lambda x, y: forward(P, x, y, cfg)[0])
+    oc.write_outputs(a, P, losses)
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -264,26 +235,8 @@ def build_parser():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("init", help="write a random initial checkpoint")
-    add_model_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("-o", "--output", required=True)
-    p.set_defaults(fn=cmd_init)
-    p = sub.add_parser("train", help="train N steps, write losses, step-0 grads and final params")
-    add_model_args(p, batch=True)
-    p.add_argument("--init", required=True, help="initial checkpoint (safetensors)")
-    p.add_argument("--data", required=True, help="training data file (bytes are tokens)")
-    p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--lr", type=float, required=True)
-    p.add_argument("--weight-decay", type=float, default=0.0, help="applied to 2-D tensors only")
-    p.add_argument("--losses", help="output JSON list of per-step losses")
-    p.add_argument("--grads", help="output safetensors of all gradients at step 0")
-    p.add_argument("--final", help="output safetensors of parameters after --steps steps")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    p.add_argument("--dtype", choices=["float32", "float64"], default="float32",
-                   help="compute dtype (float64 only for calibrating tolerances)")
-    p.add_argument("-v", "--verbose", action="store_true")
-    p.set_defaults(fn=cmd_train)
+    oc.init_parser(sub, add_model_args).set_defaults(fn=cmd_init)
+    oc.train_parser(sub, add_model_args).set_defaults(fn=cmd_train)
     sub.add_parser("compare", help="gpt_torch.py's compare (same flags and metrics)")
     return ap
 

@@ -58,8 +58,9 @@ def get_batch_shift(data, s, B, T):
     return x2, y2
 
 
-def make_optimizer_wd_all(P, lr, wd):
-    return torch.optim.AdamW(list(P.values()), lr=lr, betas=G.BETAS, eps=G.ADAM_EPS,
+def make_optimizer_wd_all(P, lr, wd, betas=G.BETAS, eps=G.ADAM_EPS):
+    # the same signature as gpt_torch.make_optimizer, which cmd_train calls with betas and eps
+    return torch.optim.AdamW(list(P.values()), lr=lr, betas=betas, eps=eps,
                              weight_decay=wd, foreach=False)
 
 

@@ -2,22 +2,27 @@
  * order.
  *
  * Roles. Replicas of a pipeline device differ only by their index k. When the DAG's device
- * lists partition the N devices into P lists of one size R > 1, each an arithmetic range
- * start + k * stride, and every transfer's peers and every collective's group is one of them,
- * the pass writes one function per list, @role_<p> with
- * piper.role = [start, stride, R] (roles ordered by first device), instantiated for replica
- * k = 0, and sets piper.roles = P on the module. The k-dependent values stay symbolic: an
- * input's rows start at first_sample + k * first_sample_stride; a transfer's peer is
- * peer + k * peer_stride (replica k of the other role; the lowering ignores `peers`); a
- * replicated update's `replica` is read as "k == 0" at run time; a ZeRO op's `shard` is k
- * (offset k * c, length min(c, n - k * c): the last shard may be shorter). The lowering reads k from the
- * rank (prt_declare_roles: rank -> (role, k) from the P ranges, O(P)), so the plan, the
- * compile time and the binary are flat in R. Expert parallelism (shard.c) keeps roles: an
- * expert's ops sit on its owner replica alone (ep_local), replica k's experts being replica
+ * lists partition the N devices into P roles of one size R > 1, each an arithmetic range
+ * start + k * stride (a list is one role; a tensor-parallel list of T-member runs,
+ * shard_tensor.c, is T roles, member t's devices at positions t, t + T, ...), the pass
+ * writes one function per role, @role_<p> with piper.role = [start, stride, R] (roles
+ * ordered by first device), instantiated for replica k = 0, and sets piper.roles = P on the
+ * module. The k-dependent values stay symbolic: an input's rows start at
+ * first_sample + k * first_sample_stride; a transfer's peer is peer + k * peer_stride
+ * (replica k of the peer's role; the lowering ignores `peers`); a replicated update's
+ * `replica` is read as "k == 0" at run time; a ZeRO op's `shard` is k (offset k * c, length
+ * min(c, n - k * c): the last shard may be shorter); a tensor-parallel group (tp_reduce) is a
+ * group family, replica 0's group with group_stride = S, replica k's being its members + k * S
+ * (replica k of each member's role, all of stride S). Every other group is the same for every
+ * replica and must be whole roles (findRoles checks all of this). The lowering reads k from
+ * the rank (prt_declare_roles: rank -> (role, k) from the P ranges, O(P)) and declares a
+ * family once (prt_declare_group_family), so the plan, the compile time and the binary are
+ * flat in R. Expert parallelism (shard.c) keeps roles: an expert's ops sit on its owner
+ * replica alone (ep_local; under TP on the owner's group), replica k's experts being replica
  * 0's shifted by k * E/G, so the role plan holds replica 0's and the lowering renames them
- * for k (epRolesOk below). Otherwise (uneven or non-range lists, R = 1 as in pure pipelines,
- * tensor parallelism, expert names shard.c cannot place) the plan has one function per
- * device, @device_<d>.
+ * for k (epRolesOk below). Otherwise (uneven or non-range lists, R = 1 as in pure pipelines
+ * and pure TP, TP groups that are no family, expert names shard.c cannot place) the plan has
+ * one function per device, @device_<d>.
  *
  * Order. Each device runs its ops sorted by (rank, program position). An op's rank is the
  * index of the first group of the `order` directive that governs the device (the first one

@@ -151,10 +151,6 @@ static MlirAttribute tpGroups(MlirOperation module) {
   return g;
 }
 
-bool piperHasTensorParallel(MlirOperation module) {
-  return !mlirAttributeIsNull(tpGroups(module));
-}
-
 int64_t piperTpSize(MlirOperation module, MlirAttribute devices) {
   return tpSizeOf(tpGroups(module), devices);
 }

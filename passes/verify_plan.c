@@ -126,7 +126,8 @@ static bool inGroup(MlirAttribute g, int64_t d) {
  * group of collective `op` couples, i.e. its members in the machine of replica 0, or -1 if the
  * group does not follow the roles. A group family (group_stride S) lists replica 0 of each of
  * its roles, all of stride S, ascending; a plain group is every device of each of its roles,
- * ascending (the same group for every replica). O(members x roles), once per group. */
+ * ascending (the same group for every replica). O(members x roles), once per group. A role
+ * with no plan function has range 0, 0, 0 and holds no device. */
 static int64_t roleGroupMembers(MlirOperation op, const int64_t *range, int64_t P) {
   MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
   int64_t S = piperGetIntAttr(op, "group_stride", 0);
@@ -138,9 +139,10 @@ static int64_t roleGroupMembers(MlirOperation op, const int64_t *range, int64_t 
     ok = d > prev;
     prev = d;
     for (; p < P; ++p) { /* the role holding d (as replica 0 in a family) */
-      int64_t off = d - range[3 * p];
-      if (S ? off == 0 && range[3 * p + 1] == S
-            : off >= 0 && off % range[3 * p + 1] == 0 && off / range[3 * p + 1] < range[3 * p + 2])
+      int64_t off = d - range[3 * p], stride = range[3 * p + 1];
+      if (stride < 1) continue; /* a role without a plan function: no devices */
+      if (S ? off == 0 && stride == S
+            : off >= 0 && off % stride == 0 && off / stride < range[3 * p + 2])
         break;
     }
     ok = ok && p < P;
@@ -208,10 +210,15 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
     if (d < 0 || d >= N) continue;
     if (P > 0) {
       MlirAttribute range = mlirOperationGetAttributeByName(f, piperStr("piper.role"));
-      if (mlirAttributeIsNull(range) || !mlirAttributeIsAArray(range) ||
-          mlirArrayAttrGetNumElements(range) != 3) {
+      bool wellFormed = !mlirAttributeIsNull(range) && mlirAttributeIsAArray(range) &&
+                        mlirArrayAttrGetNumElements(range) == 3;
+      for (int c = 0; c < 3 && wellFormed; ++c) /* integers, start >= 0, stride, count >= 1 */
+        wellFormed = mlirAttributeIsAInteger(mlirArrayAttrGetElement(range, c)) &&
+                     mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, c)) >= (c > 0);
+      if (!wellFormed) {
         mlirEmitError(mlirOperationGetLocation(f), "piper-verify-plan: a role's plan needs "
-                                                   "piper.role = [start, stride, count]");
+                                                   "piper.role = [start, stride, count] "
+                                                   "(integers, stride and count at least 1)");
         free(dev);
         free(roleStart);
         free(roleRange);

@@ -74,3 +74,27 @@ module attributes {piper.devices = 4 : i64, piper.roles = 2 : i64} {
   }
 }
 // CHECK-NOT: error
+
+// -----
+
+// A role range with stride 0 is refused (the group checks divide by the stride), and a role
+// without a plan function (role 1 here) holds no device: its group member is no role's.
+// CHECK: verify-plan-group-family.mlir:[[@LINE+2]]:3: error: piper-verify-plan: a role's plan needs piper.role = [start, stride, count] (integers, stride and count at least 1)
+module attributes {piper.devices = 4 : i64, piper.roles = 2 : i64} {
+  func.func @role_0() attributes {piper.role = [0, 0, 2]} {
+    %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
+    %r:2 = "comm.all_reduce"(%p) {group = [0, 1], group_stride = 2 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
+    return
+  }
+}
+
+// -----
+
+// CHECK: verify-plan-group-family.mlir:[[@LINE+4]]:12: error: piper-verify-plan: in a plan per role, a collective's group must be whole roles
+module attributes {piper.devices = 4 : i64, piper.roles = 2 : i64} {
+  func.func @role_0() attributes {piper.role = [0, 2, 2]} {
+    %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
+    %r:2 = "comm.all_reduce"(%p) {group = [0, 1], group_stride = 2 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
+    return
+  }
+}

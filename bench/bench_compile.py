@@ -100,11 +100,12 @@ def main():
     print("\nExtraction writes one function per role (a pipeline stage, or under tensor "
           "parallelism a stage's TP member), not per device: a replica reads its index k from "
           "its rank at run time (its TP group too: replica 0's shifted by k), so compile time "
-          "and the object stay flat in the DP degree. Under expert parallelism a replica's experts are replica "
-          "0's renamed by k at run time (prt_declare_expert), so the object stays flat too; "
-          "the qwen3-moe rows grow only because the model has one expert per device. What still grows with the device count is the global "
-          "DAG's device-list attributes (one per stage, N entries in all), walked by placement "
-          "and the passes that compare them.")
+          "and the object stay flat in the DP degree. Under expert parallelism a replica's "
+          "experts are replica 0's renamed by k at run time (prt_declare_expert), so the object "
+          "stays flat too; the qwen3-moe rows grow only because the model has one expert per "
+          "device. What still grows with the device count is the global DAG's device-list "
+          "attributes (one per stage, N entries in all), walked by placement and the passes "
+          "that compare them.")
 
 
 if __name__ == "__main__":

@@ -529,16 +529,10 @@ static bool epRolesOk(Extractor *ex, int64_t devices) {
   return ok;
 }
 
-/* Role mode applies when the plan's device lists partition the N devices into roles of one
- * size R > 1, each start + k * stride: a list is one role, or a tensor-parallel list
- * (shard_tensor.c) of T roles, member t's devices at positions t, t + T, ... Then device
- * start + k * stride of a role runs exactly that role's ops, as replica k, if what the
- * instances of its ops name follows k (groupOk, peersOk). Fills ex->roles and ex->roleOf;
- * false: per device. */
-
-/* The entries first, first + step, ... of `list` (`count` of them) are whole roles, each
- * once: a collective group every replica of a role shares. `stamp` marks devices already
- * met (value `mark`), `tally` counts members per role (zeroed again on return). */
+/* The entries first, first + step, ... of `list` are whole roles, each device once: a
+ * collective group that every replica of its roles shares. `stamp` marks the devices met
+ * (value `mark`, fresh for each call), `tally` counts members per role (zeroed again on
+ * return). */
 static bool wholeRoles(Extractor *ex, MlirAttribute list, intptr_t first, intptr_t step,
                        int64_t devices, int64_t *stamp, int64_t mark, int64_t *tally) {
   intptr_t n = mlirArrayAttrGetNumElements(list), members = 0, roles = 0;
@@ -606,6 +600,12 @@ static bool peersOk(Extractor *ex, MlirAttribute peers, MlirAttribute devs, int6
   return true;
 }
 
+/* Role mode applies when the plan's device lists partition the N devices into roles of one
+ * size R > 1, each start + k * stride: a list is one role, or a tensor-parallel list
+ * (shard_tensor.c) of T roles, member t's devices at positions t, t + T, ... Then device
+ * start + k * stride of a role runs exactly that role's ops, as replica k, if what the
+ * instances of its ops name follows k (groupOk, peersOk). Fills ex->roles and ex->roleOf;
+ * false: per device. */
 static bool findRoles(Extractor *ex, int64_t devices) {
   if (devices < 2) return false;
   PiperPtrMap listSeen; /* device-list attributes already cut into roles */
@@ -662,7 +662,7 @@ static bool findRoles(Extractor *ex, int64_t devices) {
         if (ok) ex->roleOf[d] = (int64_t)p;
       }
   }
-  /* every group and peer list follows the roles; each distinct (list, op kind) once */
+  /* every group and peer list follows the roles; a group once per (group, T, tp_reduce) */
   PiperPtrMap checked;
   piperPtrMapInit(&checked, 16);
   for (size_t i = 0; i < ex->nOps && ok; ++i) {

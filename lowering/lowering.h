@@ -21,8 +21,6 @@ typedef struct {
   MlirValue ptr;     /* the llvm pointer, once materialised in piper_step */
 } Buffer;
 
-/* What every device function of the module shares. The tables grow (piperGrow): a plan for
- * thousands of devices has thousands of groups, and a strategy may name any number of streams. */
 /* A communicator group: the op's `group` (device array), or in a plan per role with
  * group_stride S a group family, replica k's instance being `members` + k * S. */
 typedef struct {
@@ -30,6 +28,8 @@ typedef struct {
   int64_t familyStride; /* S, 0 for a plain group */
 } PlanGroup;
 
+/* What every device function of the module shares. The tables grow (piperGrow): a plan for
+ * thousands of devices has thousands of groups, and a strategy may name any number of streams. */
 typedef struct {
   PlanGroup *groups;         /* communicator groups, id = index; owned array */
   size_t nGroups, capGroups; /* used, allocated */

@@ -3,9 +3,10 @@
 proof, lowering, x86-64 object) for a small GPT (L8 C32 H2 T16) under pure data parallelism
 (DP 8 .. 16384; ZeRO-3 at 512 and 16384) and under PP8 x DP (8 .. 2048 replicas a stage, up
 to 16384 devices), and for qwen3-moe under expert parallelism (DP x EP with one expert a
-replica, 64 .. 4096 devices; PP2 x DP x EP at 64 and 4096 devices), as the device count
-grows. Prints wall time, the compiler's peak memory (/usr/bin/time max RSS) and the object's
-size, a line per size. BENCH_QUICK=1 stops at DP 512, PP8 x DP 64 and EP at 64 devices.
+replica, 64 .. 4096 devices; PP2 x DP x EP at 64 and 4096 devices), and under tensor
+parallelism (TP2 x DP 2 .. 512), as the device count grows. Prints wall time, the compiler's
+peak memory (/usr/bin/time max RSS) and the object's size, a line per size. BENCH_QUICK=1 stops
+at DP 512, PP8 x DP 64, EP at 64 devices and TP2 x DP 32.
 Usage: bench_compile.py BUILD_DIR
 """
 import os
@@ -16,7 +17,7 @@ import time
 LAYERS = 8
 
 
-def compile_time(bin_dir, work, tag, stages, microbatches, dp, zero=0):
+def compile_time(bin_dir, work, tag, stages, microbatches, dp, zero=0, tp=1):
     mlir, strategy = os.path.join(work, tag + ".mlir"), os.path.join(work, tag + ".json")
     with open(mlir, "w") as f:
         subprocess.run([os.path.join(bin_dir, "piper-gen"), "gpt", "--layers", str(LAYERS),
@@ -26,7 +27,7 @@ def compile_time(bin_dir, work, tag, stages, microbatches, dp, zero=0):
     with open(strategy, "w") as f:
         subprocess.run([os.path.join(bin_dir, "piper-sched"), "gpipe", "--stages", str(stages),
                         "--microbatches", str(microbatches), "--dp", str(dp),
-                        "--zero", str(zero)],
+                        "--zero", str(zero)] + (["--tp", str(tp)] if tp > 1 else []),
                        stdout=f, check=True)
     return measure(bin_dir, work, tag, mlir, strategy)
 
@@ -82,6 +83,10 @@ def main():
         s, mb, kb = compile_time(bin_dir, work, "pp8dp%d" % dp, 8, 8, dp)
         print("| PP8 x DP%d, 8 microbatches | %d | %.2f | %.0f | %.0f |" % (dp, 8 * dp, s, mb, kb),
               flush=True)
+    # Tensor parallelism: each data-parallel replica is a TP2 group (2 * DP devices).
+    for dp in (2, 8, 32) + (() if quick else (128, 512)):
+        s, mb, kb = compile_time(bin_dir, work, "tp2dp%d" % dp, 1, 1, dp, tp=2)
+        print("| TP2 x DP%d | %d | %.2f | %.0f | %.0f |" % (dp, 2 * dp, s, mb, kb), flush=True)
     # Expert parallelism: E = DP experts, one a replica, so the model itself (its expert
     # parameters, moments and updates) grows with the device count; the plan does not.
     for dp in (64,) + (() if quick else (1024, 4096)):
@@ -92,13 +97,15 @@ def main():
         s, mb, kb = compile_ep_time(bin_dir, work, "pp2ep%d" % dp, 2, 2, dp, dp)
         print("| qwen3-moe PP2 x DP%d x EP%d (E=%d), 1F1B 2 microbatches | %d | %.2f | %.0f | "
               "%.0f |" % (dp, dp, dp, 2 * dp, s, mb, kb), flush=True)
-    print("\nExtraction writes one function per role (a pipeline stage), not per device: a "
-          "replica reads its index k from its rank at run time, so compile time and the object "
-          "stay flat in the DP degree. Under expert parallelism a replica's experts are replica "
-          "0's renamed by k at run time (prt_declare_expert), so the object stays flat too; "
-          "the qwen3-moe rows grow only because the model has one expert per device. What still grows with the device count is the global "
-          "DAG's device-list attributes (one per stage, N entries in all), walked by placement "
-          "and the passes that compare them.")
+    print("\nExtraction writes one function per role (a pipeline stage, or under tensor "
+          "parallelism a stage's TP member), not per device: a replica reads its index k from "
+          "its rank at run time (its TP group too: replica 0's shifted by k), so compile time "
+          "and the object stay flat in the DP degree. Under expert parallelism a replica's "
+          "experts are replica 0's renamed by k at run time (prt_declare_expert), so the object "
+          "stays flat too; the qwen3-moe rows grow only because the model has one expert per "
+          "device. What still grows with the device count is the global DAG's device-list "
+          "attributes (one per stage, N entries in all), walked by placement and the passes "
+          "that compare them.")
 
 
 if __name__ == "__main__":

@@ -35,16 +35,25 @@ int64_t lwStreamOf(Lowering *L, MlirOperation op) {
   return (int64_t)sh->nStreams++;
 }
 
-/* Id of the op's communicator group. Attributes are uniqued, so the pointer is the key. */
+/* Id of the op's communicator group. Attributes are uniqued, so the pointer is the key; a
+ * group family (group_stride S in a role's plan, extract.c) is keyed by [group, S], apart from
+ * the plain group with the same members. */
 int64_t lwGroupOf(Lowering *L, MlirOperation op) {
   MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+  int64_t stride = L->role ? piperGetIntAttr(op, "group_stride", 0) : 0;
+  MlirAttribute key = g;
+  if (stride) {
+    MlirContext ctx = mlirOperationGetContext(op);
+    MlirAttribute pair[2] = {g, mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), stride)};
+    key = mlirArrayAttrGet(ctx, 2, pair);
+  }
   Shared *sh = L->shared;
   intptr_t id;
-  if (piperPtrMapGet(&sh->groupOf, g.ptr, &id)) return id;
+  if (piperPtrMapGet(&sh->groupOf, key.ptr, &id)) return id;
   if (!piperGrow((void **)&sh->groups, &sh->capGroups, sh->nGroups + 1, sizeof *sh->groups))
     outOfMemory("communicator group");
-  sh->groups[sh->nGroups] = g;
-  piperPtrMapPut(&sh->groupOf, g.ptr, (intptr_t)sh->nGroups);
+  sh->groups[sh->nGroups] = (PlanGroup){g, stride};
+  piperPtrMapPut(&sh->groupOf, key.ptr, (intptr_t)sh->nGroups);
   return (int64_t)sh->nGroups++;
 }
 

@@ -488,9 +488,11 @@ void lwLowerGradSq(Lowering *L, MlirOperation op) {
   /* tp_replica: a parameter replicated in a tensor-parallel group counts on member 0 only */
   int32_t counted = (sharded || piperGetIntAttr(op, "replica", 0) == 0) &&
                     piperGetIntAttr(op, "tp_replica", 0) == 0;
-  /* in a role's plan a replicated update is counted on replica 0, known at run time */
+  /* in a role's plan a replicated update is counted on replica 0, known at run time (a TP
+   * member other than 0 never counts its copy: tp_replica is k-independent) */
   bool replicated = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("replica")));
-  MlirValue count = L->role && !sharded && replicated
+  bool tpMember0 = piperGetIntAttr(op, "tp_replica", 0) == 0;
+  MlirValue count = L->role && !sharded && replicated && tpMember0
                         ? lbCall(b, "prt_first_replica", b->i32, 1, &L->ctxArg)
                         : lbConstI32(b, counted);
   MlirValue args[4] = {L->ctxArg, gp, len, count};

@@ -501,8 +501,10 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
 /* A plan per role (roles > 0, role functions role_<p> with piper.role = [start, stride, R]):
  * piper_setup also calls prt_declare_roles(start[], stride[], count[]) before the groups;
  * groups that are ranges are declared as ranges (prt_declare_group_range: three numbers, not
- * R members); and the switch is on prt_role, one case per role, calling _role<p>. The binary
- * thus has the same size for every replica count. */
+ * R members); a group family (a tensor-parallel group, group_stride S: replica k's members are
+ * replica 0's + k * S) as its replica-0 members and S (prt_declare_group_family, after the
+ * roles that give k); and the switch is on prt_role, one case per role, calling _role<p>. The
+ * binary thus has the same size for every replica count. */
 static bool groupRange(MlirAttribute g, int64_t *start, int64_t *stride) {
   intptr_t n = mlirArrayAttrGetNumElements(g);
   *start = n ? mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, 0)) : 0;
@@ -543,8 +545,20 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
       }
       for (size_t g = 0; g < sh->nGroups; ++g) {
         int64_t start, stride;
-        intptr_t n = mlirArrayAttrGetNumElements(sh->groups[g]);
-        if (roles > 0 && groupRange(sh->groups[g], &start, &stride)) {
+        MlirAttribute group = sh->groups[g].members;
+        intptr_t n = mlirArrayAttrGetNumElements(group);
+        if (roles > 0 && sh->groups[g].familyStride) { /* replica 0's members, shifted by k */
+          int64_t *base = malloc((n ? n : 1) * sizeof *base);
+          for (intptr_t i = 0; i < n; ++i)
+            base[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, i));
+          MlirValue args[5] = {ctx, lbConstI64(&lb, (int64_t)g), lbConstI64(&lb, n),
+                               lbI64Array(&lb, n, base),
+                               lbConstI64(&lb, sh->groups[g].familyStride)};
+          lbCall(&lb, "prt_declare_group_family", (MlirType){NULL}, 5, args);
+          free(base);
+          continue;
+        }
+        if (roles > 0 && groupRange(group, &start, &stride)) {
           MlirValue args[5] = {ctx, lbConstI64(&lb, (int64_t)g), lbConstI64(&lb, n),
                                lbConstI64(&lb, start), lbConstI64(&lb, stride)};
           lbCall(&lb, "prt_declare_group_range", (MlirType){NULL}, 5, args);
@@ -553,7 +567,7 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
         /* every member, however many: the verifier bounds them to device ids */
         int64_t *members = malloc((n ? n : 1) * sizeof *members);
         for (intptr_t i = 0; i < n; ++i)
-          members[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(sh->groups[g], i));
+          members[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, i));
         MlirValue args[4] = {ctx, lbConstI64(&lb, (int64_t)g), lbConstI64(&lb, n),
                              lbI64Array(&lb, n, members)};
         lbCall(&lb, "prt_declare_group", (MlirType){NULL}, 4, args);

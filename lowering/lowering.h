@@ -21,12 +21,20 @@ typedef struct {
   MlirValue ptr;     /* the llvm pointer, once materialised in piper_step */
 } Buffer;
 
+/* A communicator group: the op's `group` (device array), or in a plan per role with
+ * group_stride S a group family, replica k's instance being `members` + k * S. */
+typedef struct {
+  MlirAttribute members;
+  int64_t familyStride; /* S, 0 for a plain group */
+} PlanGroup;
+
 /* What every device function of the module shares. The tables grow (piperGrow): a plan for
  * thousands of devices has thousands of groups, and a strategy may name any number of streams. */
 typedef struct {
-  MlirAttribute *groups;     /* communicator groups (device arrays), id = index; owned array */
+  PlanGroup *groups;         /* communicator groups, id = index; owned array */
   size_t nGroups, capGroups; /* used, allocated */
-  PiperPtrMap groupOf;       /* group attribute ptr (uniqued by MLIR) -> id, O(1) lookup */
+  PiperPtrMap groupOf;       /* key attribute ptr (uniqued by MLIR: the group, or [group, S]
+                                for a family) -> id, O(1) lookup */
   char **streams;            /* stream names, id = index; 0 is "compute"; owned strings */
   size_t nStreams, capStreams; /* used, allocated */
   PiperPtrMap declared;      /* llvm functions declared or defined so far (see lbInitShared) */

@@ -2,22 +2,27 @@
  * order.
  *
  * Roles. Replicas of a pipeline device differ only by their index k. When the DAG's device
- * lists partition the N devices into P lists of one size R > 1, each an arithmetic range
- * start + k * stride, and every transfer's peers and every collective's group is one of them,
- * the pass writes one function per list, @role_<p> with
- * piper.role = [start, stride, R] (roles ordered by first device), instantiated for replica
- * k = 0, and sets piper.roles = P on the module. The k-dependent values stay symbolic: an
- * input's rows start at first_sample + k * first_sample_stride; a transfer's peer is
- * peer + k * peer_stride (replica k of the other role; the lowering ignores `peers`); a
- * replicated update's `replica` is read as "k == 0" at run time; a ZeRO op's `shard` is k
- * (offset k * c, length min(c, n - k * c): the last shard may be shorter). The lowering reads k from the
- * rank (prt_declare_roles: rank -> (role, k) from the P ranges, O(P)), so the plan, the
- * compile time and the binary are flat in R. Expert parallelism (shard.c) keeps roles: an
- * expert's ops sit on its owner replica alone (ep_local), replica k's experts being replica
+ * lists partition the N devices into P roles of one size R > 1, each an arithmetic range
+ * start + k * stride (a list is one role; a tensor-parallel list of T-member runs,
+ * shard_tensor.c, is T roles, member t's devices at positions t, t + T, ...), the pass
+ * writes one function per role, @role_<p> with piper.role = [start, stride, R] (roles
+ * ordered by first device), instantiated for replica k = 0, and sets piper.roles = P on the
+ * module. The k-dependent values stay symbolic: an input's rows start at
+ * first_sample + k * first_sample_stride; a transfer's peer is peer + k * peer_stride
+ * (replica k of the peer's role; the lowering ignores `peers`); a replicated update's
+ * `replica` is read as "k == 0" at run time; a ZeRO op's `shard` is k (offset k * c, length
+ * min(c, n - k * c): the last shard may be shorter); a tensor-parallel group (tp_reduce) is a
+ * group family, replica 0's group with group_stride = S, replica k's being its members + k * S
+ * (replica k of each member's role, all of stride S). Every other group is the same for every
+ * replica and must be whole roles (findRoles checks all of this). The lowering reads k from
+ * the rank (prt_declare_roles: rank -> (role, k) from the P ranges, O(P)) and declares a
+ * family once (prt_declare_group_family), so the plan, the compile time and the binary are
+ * flat in R. Expert parallelism (shard.c) keeps roles: an expert's ops sit on its owner
+ * replica alone (ep_local; under TP on the owner's group), replica k's experts being replica
  * 0's shifted by k * E/G, so the role plan holds replica 0's and the lowering renames them
- * for k (epRolesOk below). Otherwise (uneven or non-range lists, R = 1 as in pure pipelines,
- * tensor parallelism, expert names shard.c cannot place) the plan has one function per
- * device, @device_<d>.
+ * for k (epRolesOk below). Otherwise (uneven or non-range lists, R = 1 as in pure pipelines
+ * and pure TP, TP groups that are no family, expert names shard.c cannot place) the plan has
+ * one function per device, @device_<d>.
  *
  * Order. Each device runs its ops sorted by (rank, program position). An op's rank is the
  * index of the first group of the `order` directive that governs the device (the first one
@@ -96,22 +101,30 @@ static int64_t groupOf(MlirOperation order, MlirOperation op) {
   return -1;
 }
 
+/* An expert's op placed on its owner replica alone (shard.c; see epRolesOk). */
+static bool epLocal(MlirOperation op) {
+  return !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")));
+}
+
 /* A role: devices start + k * stride, k = 0 .. count-1, that run the same plan. */
 typedef struct {
   int64_t start, stride, count; /* device ids; stride >= 1 */
-  MlirAttribute devices;        /* the uniqued device-list attribute they come from */
 } Role;
 
-/* Stride of an ascending device list whose elements are start + k * stride, or 0 if it is not
- * of that form (a single device has stride 1). */
-static int64_t rangeStride(MlirAttribute devs) {
+static int64_t elemAt(MlirAttribute list, intptr_t i) {
+  return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(list, i));
+}
+
+/* Stride s >= 1 of the entries first, first + step, ... of a device list if they are
+ * a + k * s (one entry: 1), else 0. */
+static int64_t rangeStrideAt(MlirAttribute devs, intptr_t first, intptr_t step) {
   intptr_t n = mlirArrayAttrGetNumElements(devs);
-  if (n < 2) return 1;
-  int64_t a = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, 0));
-  int64_t s = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, 1)) - a;
+  if (first >= n) return 0;
+  if (first + step >= n) return 1;
+  int64_t a = elemAt(devs, first), s = elemAt(devs, first + step) - a;
   if (s < 1) return 0;
-  for (intptr_t k = 2; k < n; ++k)
-    if (mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, k)) != a + k * s) return 0;
+  for (intptr_t i = first + 2 * step, k = 2; i < n; i += step, ++k)
+    if (elemAt(devs, i) != a + k * s) return 0;
   return s;
 }
 
@@ -119,6 +132,7 @@ typedef struct {
   MlirContext ctx;
   Role *roles;            /* the plan's roles (role mode), ordered by first device */
   size_t nRoles, capRoles;
+  int64_t *roleOf;        /* role mode: device -> its role (the roles partition the devices) */
   MlirOperation *ops;     /* global DAG ops in program order (no terminator) */
   size_t nOps;
   MlirOperation *orders;  /* sched.order directives */
@@ -437,10 +451,21 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
       mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, flatK));
       if (role >= 0) /* replica k's peer: peer + k * peer_stride (replica k of the other role;
                       * the comm dialect keeps the `peers` list, one uniqued attribute a stage) */
-        mlirOperationSetAttributeByName(c, piperStr("peer_stride"),
-                                        i64Attr(ex->ctx, rangeStride(peers)));
+        mlirOperationSetAttributeByName(
+            c, piperStr("peer_stride"),
+            i64Attr(ex->ctx, ex->roles[ex->roleOf[elemAt(peers, flatK)]].stride));
     }
     if (tpT > 1 && piperTpInstantiate(c, op, flatK, tpT)) continue;
+    if (role >= 0 && epLocal(op)) /* one replica's expert: every replica counts its own in the
+                                   * gradient norm (on TP member 0: tp_replica), not "k == 0" */
+      mlirOperationRemoveAttributeByName(c, piperStr("replica"));
+    MlirAttribute group = mlirOperationGetAttributeByName(c, piperStr("group"));
+    if (role >= 0 && tpT > 1 && !mlirAttributeIsNull(group) &&
+        !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce"))))
+      /* replica k's tensor-parallel group: replica 0's + k * group_stride (findRoles) */
+      mlirOperationSetAttributeByName(
+          c, piperStr("group_stride"),
+          i64Attr(ex->ctx, ex->roles[ex->roleOf[elemAt(group, 0)]].stride));
     mlirOperationRemoveAttributeByName(c, piperStr("devices"));
   }
   MlirOperation ret = piperOpCreate("func.return", loc, 0, NULL, 0, NULL, 0, NULL);
@@ -462,13 +487,10 @@ static int byStart(const void *a, const void *b) {
  * runs the same ops on them (shard.c builds every expert alike), so replica 0's plan serves
  * every k if what differs, the names, can be computed from k: every ep_local parameter and
  * moment carries ep_expert (shard.c: the expert index's place in the name), which the lowering
- * turns into prt_declare_expert. Role mode then also needs each ep_local op on a device of a
- * role and, as a check of the symmetry, every replica of a role holding the same sequence of
- * them (op names and result types, in program order, compared by a hash per device). */
-
-static bool epLocal(MlirOperation op) {
-  return !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")));
-}
+ * turns into prt_declare_expert. Role mode then also needs each ep_local op on one device, or
+ * under tensor parallelism on the owner replica's TP group (each member a role's device), and,
+ * as a check of the symmetry, every replica of a role holding the same sequence of them (op
+ * names, result types and member index, in program order, compared by a hash per device). */
 
 /* The ep_local ops agree with the roles (see above); ex->roles is the partition. */
 static bool epRolesOk(Extractor *ex, int64_t devices) {
@@ -478,22 +500,27 @@ static bool epRolesOk(Extractor *ex, int64_t devices) {
     MlirOperation op = ex->ops[i];
     if (!epLocal(op)) continue;
     MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    int64_t d = mlirArrayAttrGetNumElements(devs) == 1
-                    ? mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, 0))
-                    : -1;
+    /* one device, or under tensor parallelism the owner replica's group (T members) */
+    int64_t n = mlirArrayAttrGetNumElements(devs), count = n, k = 0;
     bool nameless = !piperOpIs(op, "tdag.param") && !piperOpIs(op, "tdag.adam_state");
-    ok = d >= 0 && d < devices &&
+    ok = (n == 1 || piperTpSplitReplicas(&ex->tp, op, &count, &k) == n) &&
          (nameless ||
           !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_expert"))));
-    if (!ok) break;
-    /* FNV-1a over the uniqued name and result types (context-owned, so pointers compare) */
-    uint64_t h = sig[d] ^ (uint64_t)(uintptr_t)mlirIdentifierStr(mlirOperationGetName(op)).data;
-    h *= 1099511628211ull;
-    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
-      h ^= (uint64_t)(uintptr_t)mlirValueGetType(mlirOperationGetResult(op, r)).ptr;
+    for (int64_t t = 0; t < n && ok; ++t) {
+      int64_t d = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, t));
+      ok = d >= 0 && d < devices;
+      if (!ok) break;
+      /* FNV-1a over the uniqued name and result types (context-owned, so pointers compare)
+       * and the member index t */
+      uint64_t h = sig[d] ^ (uint64_t)(uintptr_t)mlirIdentifierStr(mlirOperationGetName(op)).data;
+      h = (h * 1099511628211ull) ^ (uint64_t)t;
       h *= 1099511628211ull;
+      for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+        h ^= (uint64_t)(uintptr_t)mlirValueGetType(mlirOperationGetResult(op, r)).ptr;
+        h *= 1099511628211ull;
+      }
+      sig[d] = h;
     }
-    sig[d] = h;
   }
   for (size_t p = 0; p < ex->nRoles && ok; ++p) /* the partition covers every device */
     for (int64_t k = 1; k < ex->roles[p].count && ok; ++k)
@@ -502,14 +529,87 @@ static bool epRolesOk(Extractor *ex, int64_t devices) {
   return ok;
 }
 
-/* Role mode applies when the plan's device lists partition the N devices into lists of one
- * size R > 1, each start + k * stride, and every transfer's peers and every collective's group
- * is one of those lists. Then device start + k * stride of a list runs exactly that list's ops,
- * as replica k, and its neighbours are replica k of theirs. Fills ex->roles; false: per device. */
+/* The entries first, first + step, ... of `list` are whole roles, each device once: a
+ * collective group that every replica of its roles shares. `stamp` marks the devices met
+ * (value `mark`, fresh for each call), `tally` counts members per role (zeroed again on
+ * return). */
+static bool wholeRoles(Extractor *ex, MlirAttribute list, intptr_t first, intptr_t step,
+                       int64_t devices, int64_t *stamp, int64_t mark, int64_t *tally) {
+  intptr_t n = mlirArrayAttrGetNumElements(list), members = 0, roles = 0;
+  bool ok = true;
+  for (intptr_t i = first; i < n && ok; i += step, ++members) {
+    int64_t d = elemAt(list, i);
+    ok = d >= 0 && d < devices && stamp[d] != mark;
+    if (ok) {
+      stamp[d] = mark;
+      roles += tally[ex->roleOf[d]]++ == 0;
+    }
+  }
+  for (intptr_t i = first; i < n; i += step) { /* every role touched is whole */
+    int64_t d = elemAt(list, i);
+    if (d < 0 || d >= devices) break;
+    tally[ex->roleOf[d]] = 0;
+  }
+  return ok && members == roles * ex->roles[0].count;
+}
+
+/* The group of collective `op` (on a list of T members a replica), as piperTpInstantiate
+ * narrows it, follows the roles: a tensor-parallel reduction's (tp_reduce) instance for
+ * replica k, positions k*T .. k*T+T-1, is replica k of the roles of replica 0's members, all
+ * of one stride S (a group family: replica 0's group + k * S); any other group is the same
+ * for every replica and must be whole roles. */
+static bool groupOk(Extractor *ex, MlirOperation op, MlirAttribute g, int64_t T, int64_t devices,
+                    int64_t *stamp, int64_t *mark, int64_t *tally) {
+  intptr_t n = mlirArrayAttrGetNumElements(g);
+  int64_t R = ex->roles[0].count;
+  if (T < 2 || n % T) return wholeRoles(ex, g, 0, 1, devices, stamp, ++*mark, tally);
+  if (mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce")))) {
+    for (intptr_t t = 0; t < T; ++t) /* member t's data-parallel group */
+      if (!wholeRoles(ex, g, t, T, devices, stamp, ++*mark, tally)) return false;
+    return true;
+  }
+  if (n != R * T) return false;
+  int64_t S = 0;
+  for (intptr_t i = 0; i < T; ++i) {
+    int64_t d = elemAt(g, i);
+    if (d < 0 || d >= devices) return false;
+    const Role *r = &ex->roles[ex->roleOf[d]];
+    if (r->start != d || (S && r->stride != S)) return false;
+    S = r->stride;
+    for (int64_t k = 1; k < R; ++k)
+      if (elemAt(g, k * T + i) != d + k * S) return false;
+  }
+  return true;
+}
+
+/* A transfer's peers (indexed like the op's devices, k * T + t) are replica k of the role of
+ * replica 0's peer. */
+static bool peersOk(Extractor *ex, MlirAttribute peers, MlirAttribute devs, int64_t devices) {
+  intptr_t n = mlirArrayAttrGetNumElements(peers);
+  int64_t R = ex->roles[0].count;
+  if (n != mlirArrayAttrGetNumElements(devs) || n % R) return false;
+  intptr_t T = n / R;
+  for (intptr_t t = 0; t < T; ++t) {
+    int64_t d = elemAt(peers, t);
+    if (d < 0 || d >= devices) return false;
+    const Role *r = &ex->roles[ex->roleOf[d]];
+    if (r->start != d) return false;
+    for (int64_t k = 1; k < R; ++k)
+      if (elemAt(peers, k * T + t) != d + k * r->stride) return false;
+  }
+  return true;
+}
+
+/* Role mode applies when the plan's device lists partition the N devices into roles of one
+ * size R > 1, each start + k * stride: a list is one role, or a tensor-parallel list
+ * (shard_tensor.c) of T roles, member t's devices at positions t, t + T, ... Then device
+ * start + k * stride of a role runs exactly that role's ops, as replica k, if what the
+ * instances of its ops name follows k (groupOk, peersOk). Fills ex->roles and ex->roleOf;
+ * false: per device. */
 static bool findRoles(Extractor *ex, int64_t devices) {
   if (devices < 2) return false;
-  PiperPtrMap listOf; /* device-list attribute -> role index */
-  piperPtrMapInit(&listOf, 16);
+  PiperPtrMap listSeen; /* device-list attributes already cut into roles */
+  piperPtrMapInit(&listSeen, 16);
   bool ok = true;
   for (size_t i = 0; i < ex->nOps && ok; ++i) {
     MlirOperation op = ex->ops[i];
@@ -519,44 +619,77 @@ static bool findRoles(Extractor *ex, int64_t devices) {
       break;
     }
     if (epLocal(op)) continue; /* one replica's expert: epRolesOk checks these */
-    if (piperPtrMapGet(&listOf, devs.ptr, NULL)) continue;
-    int64_t stride = rangeStride(devs), count = mlirArrayAttrGetNumElements(devs);
-    if (!stride || !count ||
-        !piperGrow((void **)&ex->roles, &ex->capRoles, ex->nRoles + 1, sizeof *ex->roles)) {
-      ok = false;
-      break;
-    }
-    ex->roles[ex->nRoles] = (Role){mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, 0)),
-                                   stride, count, devs};
-    piperPtrMapPut(&listOf, devs.ptr, (intptr_t)ex->nRoles++);
-  }
-  for (size_t i = 0; i < ex->nOps && ok; ++i) { /* peers and groups are whole roles */
-    static const char *lists[] = {"peers", "group"};
-    for (int l = 0; l < 2; ++l) {
-      MlirAttribute a = mlirOperationGetAttributeByName(ex->ops[i], piperStr(lists[l]));
-      if (!mlirAttributeIsNull(a) && !piperPtrMapGet(&listOf, a.ptr, NULL)) ok = false;
+    if (piperPtrMapGet(&listSeen, devs.ptr, NULL)) continue;
+    piperPtrMapPut(&listSeen, devs.ptr, 1);
+    int64_t count = mlirArrayAttrGetNumElements(devs), k = 0;
+    int64_t T = piperTpSplitReplicas(&ex->tp, op, &count, &k); /* count: per member */
+    for (int64_t t = 0; t < T && ok; ++t) {
+      int64_t stride = rangeStrideAt(devs, t, T);
+      ok = stride && count &&
+           piperGrow((void **)&ex->roles, &ex->capRoles, ex->nRoles + 1, sizeof *ex->roles);
+      if (ok) ex->roles[ex->nRoles++] = (Role){elemAt(devs, t), stride, count};
     }
   }
-  piperPtrMapFree(&listOf);
+  piperPtrMapFree(&listSeen);
+  /* lists share roles (a TP list and its members' lists): one entry per start, alike */
+  if (ok && ex->nRoles) {
+    qsort(ex->roles, ex->nRoles, sizeof *ex->roles, byStart);
+    size_t m = 1;
+    for (size_t p = 1; p < ex->nRoles && ok; ++p) {
+      const Role *a = &ex->roles[m - 1], *b = &ex->roles[p];
+      if (a->start != b->start) ex->roles[m++] = *b;
+      else ok = a->stride == b->stride && a->count == b->count;
+    }
+    ex->nRoles = m;
+  }
   int64_t R = ok && ex->nRoles ? ex->roles[0].count : 0, covered = 0;
   for (size_t p = 0; p < ex->nRoles && ok; ++p) {
     ok = ex->roles[p].count == R;
     covered += ex->roles[p].count;
   }
   ok = ok && R > 1 && covered == devices;
-  if (ok) { /* a partition: R * roles devices, each in exactly one list */
-    qsort(ex->roles, ex->nRoles, sizeof *ex->roles, byStart);
-    unsigned char *seen = calloc(devices, 1);
+  int64_t *stamp = NULL, *tally = NULL, mark = 0;
+  if (ok) { /* a partition: R * roles devices, each in exactly one role */
+    ex->roleOf = malloc((size_t)devices * sizeof *ex->roleOf);
+    stamp = calloc((size_t)devices, sizeof *stamp);
+    tally = calloc(ex->nRoles, sizeof *tally);
+    ok = ex->roleOf && stamp && tally;
+    for (int64_t d = 0; d < devices && ok; ++d) ex->roleOf[d] = -1;
     for (size_t p = 0; p < ex->nRoles && ok; ++p)
       for (int64_t k = 0; k < R && ok; ++k) {
         int64_t d = ex->roles[p].start + k * ex->roles[p].stride;
-        ok = d >= 0 && d < devices && !seen[d];
-        if (ok) seen[d] = 1;
+        ok = d >= 0 && d < devices && ex->roleOf[d] < 0;
+        if (ok) ex->roleOf[d] = (int64_t)p;
       }
-    free(seen);
   }
+  /* every group and peer list follows the roles; a group once per (group, T, tp_reduce) */
+  PiperPtrMap checked;
+  piperPtrMapInit(&checked, 16);
+  for (size_t i = 0; i < ex->nOps && ok; ++i) {
+    MlirOperation op = ex->ops[i];
+    MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
+    MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+    if (!mlirAttributeIsNull(peers)) ok = peersOk(ex, peers, devs, devices);
+    if (!ok || mlirAttributeIsNull(g)) continue;
+    int64_t count = mlirArrayAttrGetNumElements(devs), k = 0;
+    int64_t T = epLocal(op) ? 1 : piperTpSplitReplicas(&ex->tp, op, &count, &k);
+    bool tpReduce =
+        !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce")));
+    intptr_t how = 2 * (intptr_t)T + tpReduce, seen;
+    if (piperPtrMapGet(&checked, g.ptr, &seen) && seen == how) continue;
+    ok = groupOk(ex, op, g, T, devices, stamp, &mark, tally);
+    piperPtrMapPut(&checked, g.ptr, how);
+  }
+  piperPtrMapFree(&checked);
+  free(stamp);
+  free(tally);
   ok = ok && epRolesOk(ex, devices);
-  if (!ok) ex->nRoles = 0;
+  if (!ok) {
+    ex->nRoles = 0;
+    free(ex->roleOf);
+    ex->roleOf = NULL;
+  }
   return ok;
 }
 
@@ -600,9 +733,7 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
                     PIPER_MAX_DEVICES);
     status = mlirLogicalResultFailure();
   }
-  /* tensor-parallel members differ by more than k (slices, groups): per-device plans */
-  bool roles = mlirLogicalResultIsSuccess(status) && !piperHasTensorParallel(module) &&
-               findRoles(&ex, devices);
+  bool roles = mlirLogicalResultIsSuccess(status) && findRoles(&ex, devices);
   for (size_t p = 0; roles && p < ex.nRoles && mlirLogicalResultIsSuccess(status); ++p)
     status = extractDevice(&ex, ex.roles[p].start, (int64_t)p);
   for (int64_t d = 0; !roles && d < devices && mlirLogicalResultIsSuccess(status); ++d)
@@ -625,6 +756,7 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
   free(ex.ops);
   free(ex.orders);
   free(ex.roles);
+  free(ex.roleOf);
   piperTpLayoutFree(&ex.tp);
   return status;
 }

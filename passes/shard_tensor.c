@@ -91,6 +91,21 @@ static intptr_t positionIn(MlirAttribute list, int64_t d) {
   return -1;
 }
 
+/* Whether the ascending device list `list` (place sorts what it places) holds `d`: a binary
+ * search, since a data-parallel TP list has 2 * R entries and every directive asks it for
+ * every op it selects (a linear scan made the check quadratic in R). */
+static bool sortedHolds(MlirAttribute list, int64_t d) {
+  intptr_t lo = 0, hi = mlirArrayAttrGetNumElements(list) - 1;
+  while (lo <= hi) {
+    intptr_t mid = lo + (hi - lo) / 2;
+    int64_t v = elemAt(list, mid);
+    if (v == d) return true;
+    if (v < d) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
+
 /* ---- the layout, shared with extract and replicate (strategy.h) ---- */
 
 /* The group of `groups` (piper.tp_groups) holding device `d`, or null. */
@@ -134,10 +149,6 @@ static MlirAttribute tpGroups(MlirOperation module) {
         return mlirAttributeGetNull();
   }
   return g;
-}
-
-bool piperHasTensorParallel(MlirOperation module) {
-  return !mlirAttributeIsNull(tpGroups(module));
 }
 
 int64_t piperTpSize(MlirOperation module, MlirAttribute devices) {
@@ -1024,7 +1035,7 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
       MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
       bool holds = !mlirAttributeIsNull(placed);
       for (intptr_t a = 0; holds && a < mlirArrayAttrGetNumElements(d->devices); ++a)
-        holds = positionIn(placed, elemAt(d->devices, a)) >= 0;
+        holds = sortedHolds(placed, elemAt(d->devices, a));
       if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")))) {
         /* a shard directive (passes/shard.c, run by place) gave it to one device */
         char label[160];

@@ -54,8 +54,6 @@ bool piperOrderDirectiveLoc(MlirOperation deviceFn, MlirLocation *loc);
  * A "TP list" is a device list that the module's piper.tp_groups cut into runs of T consecutive
  * entries, one tensor-parallel group per data-parallel replica; position k of it is member
  * k % T of replica k / T. */
-/* True if shard_tensor recorded groups on the module (extract then writes per-device plans). */
-bool piperHasTensorParallel(MlirOperation module);
 /* T if `devices` is a TP list, else 1. */
 int64_t piperTpSize(MlirOperation module, MlirAttribute devices);
 /* The module's groups and, per device-list attribute asked about, its T: a pass that asks for

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
 #include "piper/checked.h"
 #include "piper/ptrmap.h"
@@ -96,25 +97,85 @@ static int64_t roleOfDevice(const int64_t *start, int64_t P, int64_t d) {
   return -1;
 }
 
+/* The key a collective's group is numbered by: the group attribute (uniqued), or in a plan per
+ * role a group family's [group, group_stride] (replica k's members are the group's + k * S;
+ * extract.c), apart from a plain group with the same members. */
+static MlirAttribute groupKey(MlirOperation op, int64_t P) {
+  MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+  int64_t S = P > 0 ? piperGetIntAttr(op, "group_stride", 0) : 0;
+  if (!S) return g;
+  MlirContext ctx = mlirOperationGetContext(op);
+  MlirAttribute pair[2] = {g, mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), S)};
+  return mlirArrayAttrGet(ctx, 2, pair);
+}
+
+/* True if device d is in the ascending device list g (binary search). */
+static bool inGroup(MlirAttribute g, int64_t d) {
+  intptr_t lo = 0, hi = mlirArrayAttrGetNumElements(g) - 1;
+  while (lo <= hi) {
+    intptr_t mid = lo + (hi - lo) / 2;
+    int64_t v = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, mid));
+    if (v == d) return true;
+    if (v < d) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
+
+/* In a plan per role (role p: range[3p .. 3p+2] = start, stride, count), how many roles the
+ * group of collective `op` couples, i.e. its members in the machine of replica 0, or -1 if the
+ * group does not follow the roles. A group family (group_stride S) lists replica 0 of each of
+ * its roles, all of stride S, ascending; a plain group is every device of each of its roles,
+ * ascending (the same group for every replica). O(members x roles), once per group. A role
+ * with no plan function has range 0, 0, 0 and holds no device. */
+static int64_t roleGroupMembers(MlirOperation op, const int64_t *range, int64_t P) {
+  MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+  int64_t S = piperGetIntAttr(op, "group_stride", 0);
+  intptr_t n = mlirArrayAttrGetNumElements(g);
+  int64_t *tally = calloc(P, sizeof *tally), roles = 0, prev = -1;
+  bool ok = tally != NULL && n >= 1;
+  for (intptr_t i = 0; i < n && ok; ++i) {
+    int64_t d = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, i)), p = 0;
+    ok = d > prev;
+    prev = d;
+    for (; p < P; ++p) { /* the role holding d (as replica 0 in a family) */
+      int64_t off = d - range[3 * p], stride = range[3 * p + 1];
+      if (stride < 1) continue; /* a role without a plan function: no devices */
+      if (S ? off == 0 && stride == S
+            : off >= 0 && off % stride == 0 && off / stride < range[3 * p + 2])
+        break;
+    }
+    ok = ok && p < P;
+    if (ok) roles += tally[p]++ == 0;
+  }
+  for (int64_t p = 0; p < P && ok && !S; ++p) /* plain: whole roles */
+    ok = tally[p] == 0 || tally[p] == range[3 * p + 2];
+  free(tally);
+  return ok ? roles : -1;
+}
+
 /* One proof: the training step (evalStep false, with the gradient-norm barrier) or the
  * forward-only evaluation step. */
 static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
   /* Plans per role (piper.roles = P, functions role_<p> with piper.role = [start, stride, R]):
-   * the proof runs the P plans of replica 0 only, each collective over one role (a member
-   * count of 1) and each transfer to replica 0 of the peer role. Why that covers every k:
-   * --piper-extract makes roles only when every role has the same R, every collective's
-   * group is exactly one role's R devices and every transfer of replica k goes to replica k of
-   * the other role (peer + k * peer_stride). Replica k's ops, sizes and tags do not depend on
-   * k: its batch slice has the same rows, and a ZeRO collective moves c = ceil(n/R) elements
-   * on every replica (the reduce-scatter's input and the all-gather's buffer are padded to
-   * R * c), so only the local offset and length of the shard (shorter or empty at the end)
-   * vary with k, and they never touch communication. So the N-device
-   * machine is R copies of the P-device machine (one per k), coupled only through collectives
-   * over whole roles and the world barrier. The machine is deterministic (straight-line plans,
-   * blocking receives, collectives that wait for all members), so the copies advance in lock
-   * step: a collective of role p is reached by all R replicas exactly when replica 0 reaches
-   * it, and every k's run equals k = 0's. A deadlock or mismatch for some k is one for k = 0,
-   * and a clean run for k = 0 is one for all k. */
+   * the proof runs the P plans of replica 0 only, each collective over the roles its group
+   * couples (a member count of one per role) and each transfer to replica 0 of the peer
+   * role. Why that covers every k: --piper-extract makes roles only when every role has the
+   * same R, every collective's group is either whole roles (the same group for every k) or a
+   * group family (tensor parallelism: replica k's group is replica k of each of its roles,
+   * group + k * group_stride), and every transfer of replica k goes to replica k of the other
+   * role (peer + k * peer_stride); roleGroupMembers checks the groups' form here. Replica k's
+   * ops, sizes and tags do not depend on k: its batch slice has the same rows, and a ZeRO
+   * collective moves c = ceil(n/R) elements on every replica (the reduce-scatter's input and
+   * the all-gather's buffer are padded to R * c), so only the local offset and length of the
+   * shard (shorter or empty at the end) vary with k, and they never touch communication. So
+   * the N-device machine is R copies of the P-device machine (one per k; transfers and
+   * families stay inside a copy), coupled only through collectives over whole roles and the
+   * world barrier. The machine is deterministic (straight-line plans, blocking receives,
+   * collectives that wait for all members), so the copies advance in lock step: a collective
+   * over whole roles is reached by all R replicas of its roles exactly when their replica 0s
+   * reach it, and every k's run equals k = 0's. A deadlock or mismatch for some k is one for
+   * k = 0, and a clean run for k = 0 is one for all k. */
   int64_t P = piperGetIntAttr(module, "piper.roles", 0);
   int64_t N = P > 0 ? P : piperGetIntAttr(module, "piper.devices", 0);
   if (N <= 0) {
@@ -130,7 +191,10 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
     return mlirLogicalResultFailure();
   }
   Device *dev = calloc(N, sizeof *dev);
+  int64_t *roleRange = P > 0 ? calloc(3 * P, sizeof *roleRange) : NULL; /* start, stride, R */
   int64_t *roleStart = P > 0 ? calloc(P, sizeof *roleStart) : NULL;
+  MlirOperation *groupOp = NULL; /* per group id: a collective on it */
+  size_t capGroupOp = 0;
   MlirLogicalResult status = mlirLogicalResultSuccess();
   /* Communicator groups, id = index: a plan for thousands of devices has thousands. Group
    * attributes are uniqued by MLIR, so the pointer is the lookup key. */
@@ -146,16 +210,25 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
     if (d < 0 || d >= N) continue;
     if (P > 0) {
       MlirAttribute range = mlirOperationGetAttributeByName(f, piperStr("piper.role"));
-      if (mlirAttributeIsNull(range) || !mlirAttributeIsAArray(range) ||
-          mlirArrayAttrGetNumElements(range) != 3) {
+      bool wellFormed = !mlirAttributeIsNull(range) && mlirAttributeIsAArray(range) &&
+                        mlirArrayAttrGetNumElements(range) == 3;
+      for (int c = 0; c < 3 && wellFormed; ++c) /* integers, start >= 0, stride, count >= 1 */
+        wellFormed = mlirAttributeIsAInteger(mlirArrayAttrGetElement(range, c)) &&
+                     mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, c)) >= (c > 0);
+      if (!wellFormed) {
         mlirEmitError(mlirOperationGetLocation(f), "piper-verify-plan: a role's plan needs "
-                                                   "piper.role = [start, stride, count]");
+                                                   "piper.role = [start, stride, count] "
+                                                   "(integers, stride and count at least 1)");
         free(dev);
         free(roleStart);
+        free(roleRange);
+        free(groupOp);
         piperPtrMapFree(&groupId);
         return mlirLogicalResultFailure();
       }
-      roleStart[d] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, 0));
+      for (int c = 0; c < 3; ++c)
+        roleRange[3 * d + c] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, c));
+      roleStart[d] = roleRange[3 * d];
     }
     /* one function per device: symbol names are unique and the exact-name rule is one to
      * one (`device_0x` or `device_00` is no device's plan) */
@@ -178,17 +251,41 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
       if (dev[d].n == cap) dev[d].ops = realloc(dev[d].ops, (cap *= 2) * sizeof *dev[d].ops);
       dev[d].ops[dev[d].n++] = op;
       if (isCollective(op)) {
-        MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
-        if (P > 0 && (mlirArrayAttrGetNumElements(g) < 1 ||
-                      mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, 0)) != roleStart[d])) {
+        MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group")),
+                      key = groupKey(op, P);
+        if (P > 0 && !inGroup(g, roleStart[d])) {
           mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: in a plan per role, a "
-                                                      "collective's group must be its own role");
+                                                      "collective's group must hold its own "
+                                                      "role's replica 0");
           status = mlirLogicalResultFailure();
         }
-        if (!piperPtrMapGet(&groupId, g.ptr, NULL)) piperPtrMapPut(&groupId, g.ptr, nGroups++);
+        if (!piperPtrMapGet(&groupId, key.ptr, NULL)) {
+          if (!piperGrow((void **)&groupOp, &capGroupOp, (size_t)nGroups + 1, sizeof *groupOp)) {
+            mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: out of memory");
+            status = mlirLogicalResultFailure();
+            break;
+          }
+          groupOp[nGroups] = op;
+          piperPtrMapPut(&groupId, key.ptr, nGroups++);
+        }
       }
     }
   }
+  /* per group: how many plans of the machine meet at its collectives (per role: its roles) */
+  int64_t *groupMembers = calloc(nGroups ? nGroups : 1, sizeof *groupMembers);
+  for (int64_t gid = 0; gid < nGroups && groupMembers; ++gid) {
+    MlirAttribute g = mlirOperationGetAttributeByName(groupOp[gid], piperStr("group"));
+    groupMembers[gid] = P > 0 ? roleGroupMembers(groupOp[gid], roleRange, P)
+                              : mlirArrayAttrGetNumElements(g);
+    if (groupMembers[gid] < 0) {
+      mlirEmitError(mlirOperationGetLocation(groupOp[gid]),
+                    "piper-verify-plan: in a plan per role, a collective's group must be whole "
+                    "roles, or with group_stride S replica 0 of roles of stride S (a group "
+                    "family), in ascending order");
+      status = mlirLogicalResultFailure();
+    }
+  }
+  if (!groupMembers) status = mlirLogicalResultFailure();
   for (int64_t d = 0; d < N; ++d) dev[d].arrivedAt = -1;
   PiperPtrMap collSeq; /* (device, group) -> collectives issued, see seqKey */
   piperPtrMapInit(&collSeq, 64);
@@ -234,9 +331,8 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
           }
           sent[k].to = -1; /* consumed */
         } else if (isCollective(op)) {
-          MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
           intptr_t gid = 0;
-          piperPtrMapGet(&groupId, g.ptr, &gid); /* every group was numbered above */
+          piperPtrMapGet(&groupId, groupKey(op, P).ptr, &gid); /* numbered above */
           /* Arrival counting, O(1) per device: every member must reach the same collective, its
            * k-th on this group. Members are at most one collective apart (none passes k + 1
            * before all passed k), so two slots, k mod 2, hold the arrivals. */
@@ -269,8 +365,8 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
             }
             a->count++;
           }
-          /* wait for the others (per role: the group is one role, its replica 0 stands for it) */
-          if (a->count < (P > 0 ? 1 : mlirArrayAttrGetNumElements(g))) break;
+          /* wait for the others (per role: replica 0 of each role stands for the role) */
+          if (a->count < groupMembers[gid]) break;
           piperPtrMapPut(&collSeq, seqKey(d, nGroups, gid), seq + 1);
           if (++a->passed == a->count) a->count = a->passed = 0; /* the slot is free again */
         }
@@ -316,6 +412,9 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
   }
   free(dev);
   free(roleStart);
+  free(roleRange);
+  free(groupOp);
+  free(groupMembers);
   free(sent);
   free(arrivals);
   piperPtrMapFree(&groupId);

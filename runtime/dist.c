@@ -91,6 +91,32 @@ void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t sta
   free(members);
 }
 
+void prt_declare_group_family(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *base,
+                              int64_t stride) {
+  int64_t shift = 0;
+  if (n < 1 || n > (int64_t)1 << 24 || !base || stride < 1 ||
+      __builtin_mul_overflow(ctx->replica, stride, &shift)) {
+    prt_fail(&ctx->decl_status, 1, "group family %lld: %lld members%s shifted by %lld a "
+             "replica (replica %lld): prt_declare_group_family; %s", (long long)group,
+             (long long)n, base ? "" : " (NULL list)", (long long)stride,
+             (long long)ctx->replica, PLAN_BUG);
+    return;
+  }
+  int64_t *members = malloc((size_t)n * sizeof *members);
+  if (!members) prt_fatal("out of memory declaring group %lld", (long long)group);
+  for (int64_t i = 0; i < n; i++)
+    if (__builtin_add_overflow(base[i], shift, &members[i])) members[i] = -1; /* refused below */
+  int fresh = group >= 0 && (group >= ctx->ngroups || !ctx->groups[group].n);
+  prt_declare_group(ctx, group, n, members);
+  free(members);
+  /* declared now (not refused): remember the family, so that ranks of different replicas
+   * hash the declaration alike */
+  if (fresh && group < ctx->ngroups && ctx->groups[group].n == n) {
+    ctx->groups[group].shift = shift;
+    ctx->groups[group].stride = stride;
+  }
+}
+
 void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *members) {
   prt_status *st = &ctx->decl_status;
   if (!prt_decl_open(ctx, "prt_declare_group")) return;
@@ -522,14 +548,20 @@ int prt_agree(const prt_ctx *ctx, prt_status *st) {
   return st->code;
 }
 
-/* FNV-1a over the group declarations, 63 bits: equal on every rank that declared alike. */
+/* FNV-1a over the group declarations, 63 bits: equal on every rank that declared alike. A
+ * family counts as declared (replica 0's members and the stride), not as this replica's
+ * instance. */
 static int64_t prt_groups_hash(const prt_ctx *ctx) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (int64_t g = 0; g < ctx->ngroups; g++)
-    for (int64_t k = -1; k < ctx->groups[g].n; k++) {
-      uint64_t x = k < 0 ? (uint64_t)ctx->groups[g].n : (uint64_t)ctx->groups[g].members[k];
+  for (int64_t g = 0; g < ctx->ngroups; g++) {
+    const prt_group *gr = &ctx->groups[g];
+    for (int64_t k = -2; k < gr->n; k++) {
+      uint64_t x = k == -2 ? (uint64_t)gr->stride
+                   : k < 0 ? (uint64_t)gr->n
+                           : (uint64_t)(gr->members[k] - gr->shift);
       for (int b = 0; b < 8; b++) h = (h ^ ((x >> (8 * b)) & 0xff)) * 0x100000001b3ull;
     }
+  }
   return (int64_t)(h >> 1);
 }
 

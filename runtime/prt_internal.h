@@ -99,6 +99,9 @@ typedef struct prt_group {
   int64_t n;          /* members; 0 = id not declared */
   int64_t *members;   /* owned (n) device ids, strictly ascending */
   int64_t index;      /* this rank's position in members, or -1 if it is not a member */
+  int64_t shift;      /* a group family (prt_declare_group_family): members are the
+                         declared base + shift, shift = k * stride; 0 otherwise */
+  int64_t stride;     /* the family's stride, 0 for a plain group */
   prt_opaque comm;    /* the backend's communicator (members only), after
                          prt_comm_groups_create */
 } prt_group;

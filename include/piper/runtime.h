@@ -218,6 +218,13 @@ void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *me
  * holds three numbers, not the member list. */
 void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t start,
                              int64_t stride);
+/* A group family of a plan per role (tensor parallelism under data parallelism): replica k
+ * of its role declares the group of the `n` devices base[i] + k * stride (replica 0's
+ * group shifted by k * stride; each base[i] is replica 0 of a role of that stride), so each
+ * replica gets its own communicator while every rank declares the same numbers. Call it
+ * after prt_declare_roles, which sets k. */
+void prt_declare_group_family(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *base,
+                              int64_t stride);
 /* Plans per role (--piper-extract): role p runs on the count[p] devices start[p] +
  * k * stride[p], k = 0 .. count[p]-1 (its replica index). Finds this rank's (role, k) once,
  * O(roles); a rank no role covers gets role -1 (runs nothing; prt_main's world check stops it). */

@@ -337,7 +337,9 @@ void prt_comm_groups_create(prt_ctx *ctx) {
   for (int64_t g = 0; g < ctx->ngroups; g++) {
     prt_group *gr = &ctx->groups[g];
     MPI_Comm c = MPI_COMM_NULL;
-    PRT_MPI(MPI_Comm_split(prt_plan_world, gr->index >= 0 ? 0 : MPI_UNDEFINED,
+    /* color: the first member, so each replica's instance of a group family (one group id,
+     * disjoint members) gets its own communicator */
+    PRT_MPI(MPI_Comm_split(prt_plan_world, gr->index >= 0 ? (int)gr->members[0] : MPI_UNDEFINED,
                            prt_mpi_rank, &c),
             "prt_declare_group");
     memset(&gr->comm, 0, sizeof gr->comm);

@@ -150,7 +150,9 @@ int prt_nccl_attach(prt_ctx *ctx) {
   for (int64_t g = 0; g < N.ngroups; g++) { /* the same order on every rank */
     const prt_group *grp = &ctx->groups[g];
     int member = grp->n > 0 && grp->index >= 0;
-    NCCL_OR_DIE("ncclCommSplit", ncclCommSplit(N.world, member ? 0 : NCCL_SPLIT_NOCOLOR,
+    /* color: the first member (a group family's replicas get a communicator each) */
+    NCCL_OR_DIE("ncclCommSplit", ncclCommSplit(N.world, member ? (int)grp->members[0]
+                                                               : NCCL_SPLIT_NOCOLOR,
                                                member ? (int)grp->index : 0, &N.comm[g],
                                                NULL));
     if (member)

@@ -982,6 +982,45 @@ static void test_roles_and_many_groups(void) {
   }
   prt_ctx_destroy(ctx);
   end();
+
+  begin("group_family");
+  /* TP2 x DP(W/2): device 2k + t is member t of replica k; roles t = 0, 1 (stride 2). One
+   * family, replica 0's group [0, 1] with stride 2: replica k's instance is [2k, 2k + 1], a
+   * communicator of its own (on 4 ranks a single communicator of every member would sum
+   * 1 + 2 + 3 + 4 = 10, not 4k + 3) */
+  ctx = prt_ctx_create();
+  prt_declare_world(ctx, W);
+  int64_t tpStart[2] = {0, 1}, tpStride[2] = {2, 2}, tpCount[2] = {W / 2, W / 2};
+  prt_declare_roles(ctx, 2, tpStart, tpStride, tpCount);
+  int64_t base[2] = {0, 1};
+  prt_declare_group_family(ctx, 0, 2, base, 2);
+  prt_declare_stream(ctx, 1, "tp");
+  int64_t k = R / 2;
+  const prt_group *fam = ctx->ngroups > 0 ? &ctx->groups[0] : NULL;
+  if (ctx->decl_status.code) fail("rank %lld: %s", (long long)R, ctx->decl_status.msg);
+  else if (!fam || fam->n != 2 || fam->members[0] != 2 * k || fam->members[1] != 2 * k + 1 ||
+           fam->index != R % 2)
+    fail("rank %lld: family instance [%lld, %lld] at %lld, want [%lld, %lld] at %lld",
+         (long long)R, fam ? (long long)fam->members[0] : -1LL,
+         fam ? (long long)fam->members[1] : -1LL, fam ? (long long)fam->index : -1LL,
+         (long long)(2 * k), (long long)(2 * k + 1), (long long)(R % 2));
+  if (prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
+  prt_comm_groups_create(ctx);
+  ctx->groups_created = 1;
+  for (int i = 0; i < N && !check_failed; i++) a[i] = (float)(R + 1);
+  if (!check_failed) prt_wait(ctx, prt_iall_reduce(ctx, a, N, 0, 1));
+  if (!check_failed && (a[0] != (float)(4 * k + 3) || a[N - 1] != (float)(4 * k + 3)))
+    fail("rank %lld: family sum %g, want %lld", (long long)R, a[0], (long long)(4 * k + 3));
+  prt_ctx_destroy(ctx);
+  /* a family with no stride is a plan bug, refused at declaration */
+  ctx = prt_ctx_create();
+  prt_declare_world(ctx, W);
+  prt_declare_group_family(ctx, 0, 2, base, 0);
+  if (!ctx->decl_status.code || !strstr(ctx->decl_status.msg, "prt_declare_group_family"))
+    fail("rank %lld: a family of stride 0 was accepted: '%s'", (long long)R,
+         ctx->decl_status.msg);
+  prt_ctx_destroy(ctx);
+  end();
 }
 
 int main(int argc, char **argv) {

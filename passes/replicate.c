@@ -263,6 +263,54 @@ static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *upda
   free(order);
 }
 
+/* Product of num_microbatches of the module's split directives that selected `op` (its
+ * copies keep the tags the filter matched), 1 if none: for saying what the rows are. */
+static int64_t microbatchesOf(MlirOperation module, MlirOperation op) {
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  int64_t M = 1;
+  for (MlirOperation s = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(s);
+       s = mlirOperationGetNextInBlock(s)) {
+    if (!piperOpIs(s, "sched.split")) continue;
+    MlirAttribute filter = mlirOperationGetAttributeByName(s, piperStr("filter"));
+    int64_t m = piperGetIntAttr(s, "num_microbatches", 1);
+    if (!mlirAttributeIsNull(filter) && piperFilterMatches(op, filter) && m > 1 &&
+        M <= INT64_MAX / m)
+      M *= m;
+  }
+  return M;
+}
+
+/* Extraction gives each of the R replicas rows / R of every batched result: R must divide
+ * them. Said here, at the directive, in the user's terms (batch, microbatches, replicas);
+ * extract keeps its check at the op for a place without replicate. False after an error. */
+static bool replicasDivideBatch(MlirOperation d, MlirOperation op, int64_t R, int64_t T) {
+  if (R < 2) return true;
+  for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+    if (!piperResultIsBatched(op, r)) continue;
+    int64_t rows = piperTensorDim(mlirValueGetType(mlirOperationGetResult(op, r)), 0);
+    if (rows <= 0 || rows % R == 0) continue;
+    char replicas[128];
+    if (T > 1)
+      snprintf(replicas, sizeof replicas, "%lld replicas (%lld devices in tensor-parallel "
+                                          "groups of %lld)",
+               (long long)R, (long long)(R * T), (long long)T);
+    else snprintf(replicas, sizeof replicas, "%lld replicas", (long long)R);
+    int64_t M = microbatchesOf(mlirOperationGetParentOperation(d), op);
+    if (M > 1)
+      piperDirectiveError(d, "replicate: %s do not divide a microbatch of %lld rows (the batch "
+                             "of %lld rows in %lld microbatches); use replicas x microbatches "
+                             "that divide %lld",
+                          replicas, (long long)rows, (long long)(rows * M), (long long)M,
+                          (long long)(rows * M));
+    else
+      piperDirectiveError(d, "replicate: %s do not divide the batch of %lld rows; use a "
+                             "replica count that divides %lld",
+                          replicas, (long long)rows, (long long)rows);
+    return false;
+  }
+  return true;
+}
+
 static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
   MlirContext ctx = mlirOperationGetContext(d);
   MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
@@ -291,6 +339,12 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
      * list may be in any order */
     if (!tp && (piperOpIs(op, "tdag.adamw") || sameDevices(placed, devices)))
       tp = piperTpSize(mlirOperationGetParentOperation(d), placed);
+    /* every op but a parameter is on this directive's devices (checked above), so tp is set */
+    if (!piperOpIs(op, "tdag.param") && tp &&
+        !replicasDivideBatch(d, op, mlirArrayAttrGetNumElements(devices) / tp, tp)) {
+      free(updates);
+      return mlirLogicalResultFailure();
+    }
     if (!piperOpIs(op, "tdag.adamw") || mlirArrayAttrGetNumElements(devices) / tp < 2) continue;
     if (!piperGrow((void **)&updates, &capUpdates, nUpdates + 1, sizeof *updates)) {
       piperDirectiveError(d, "replicate: out of memory");

@@ -140,6 +140,8 @@ bool piperHasTensorParallel(MlirOperation module) {
   return !mlirAttributeIsNull(tpGroups(module));
 }
 
+MlirAttribute piperTpGroups(MlirOperation module) { return tpGroups(module); }
+
 int64_t piperTpSize(MlirOperation module, MlirAttribute devices) {
   return tpSizeOf(tpGroups(module), devices);
 }

@@ -56,6 +56,8 @@ bool piperOrderDirectiveLoc(MlirOperation deviceFn, MlirLocation *loc);
  * k % T of replica k / T. */
 /* True if shard_tensor recorded groups on the module (extract then writes per-device plans). */
 bool piperHasTensorParallel(MlirOperation module);
+/* The module's groups (piper.tp_groups: a list of sorted device lists), null without. */
+MlirAttribute piperTpGroups(MlirOperation module);
 /* T if `devices` is a TP list, else 1. */
 int64_t piperTpSize(MlirOperation module, MlirAttribute devices);
 /* The module's groups and, per device-list attribute asked about, its T: a pass that asks for

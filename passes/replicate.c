@@ -18,7 +18,11 @@
  *                         local gradient is freed long before the update.
  *   shard_params (ZeRO-3) and the parameter itself is stored as its shard; every op that reads
  *                         it gets a comm.all_gather right before it (freed after), and a copy
- *                         of it elsewhere is refreshed from a gathered full value. */
+ *                         of it elsewhere is refreshed from a gathered full value.
+ *
+ * Refused at the directive: ops placed elsewhere, replicas that do not divide the
+ * (micro)batch rows each receives, and with tensor parallelism a list that is not whole
+ * shard_tensor groups, two or more (wholeTensorParallelGroups). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -18,7 +18,11 @@
  *                         local gradient is freed long before the update.
  *   shard_params (ZeRO-3) and the parameter itself is stored as its shard; every op that reads
  *                         it gets a comm.all_gather right before it (freed after), and a copy
- *                         of it elsewhere is refreshed from a gathered full value. */
+ *                         of it elsewhere is refreshed from a gathered full value.
+ *
+ * Refused at the directive: ops placed elsewhere, replicas that do not divide the
+ * (micro)batch rows each receives, and with tensor parallelism a list that is not whole
+ * shard_tensor groups, two or more (wholeTensorParallelGroups). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,11 +267,193 @@ static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *upda
   free(order);
 }
 
+/* "[0, 1, 2]" into buf (truncated to `size`), for diagnostics. */
+static void describeDevices(MlirAttribute devices, char *buf, size_t size) {
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices) && used < size; ++i)
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+                             (long long)mlirIntegerAttrGetValueInt(
+                                 mlirArrayAttrGetElement(devices, i)));
+  if (used < size) snprintf(buf + used, size - used, "]");
+  else if (size > 5) memcpy(buf + size - 5, "...]", 5); /* a long list, cut short */
+}
+
+/* The sched.shard_tensor directive of `module` whose group is `group` (any order), or null. */
+static MlirOperation shardTensorOf(MlirOperation module, MlirAttribute group) {
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (!piperOpIs(op, "sched.shard_tensor")) continue;
+    MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    if (!mlirAttributeIsNull(g) && mlirAttributeIsAArray(g) && sameDevices(g, group)) return op;
+  }
+  return (MlirOperation){NULL};
+}
+
+/* With tensor parallelism (the module's piper.tp_groups, shard_tensor.c) a replicate lists
+ * whole groups, two or more, one per data-parallel replica, as piper-sched --tp T --dp R
+ * writes them: each member then reduces with the members of the same rank in the other groups.
+ * A list inside one group has no other replica to reduce with (the directive would silently do
+ * nothing), and a list holding part of a group, or a group and devices outside every group,
+ * has no such pairing. A list that touches no group is not concerned. False after an error at
+ * the directive. */
+static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
+  MlirOperation module = mlirOperationGetParentOperation(d);
+  MlirAttribute groups = piperTpGroups(module);
+  if (mlirAttributeIsNull(groups)) return true;
+  intptr_t n = mlirArrayAttrGetNumElements(devices), nGroups = mlirArrayAttrGetNumElements(groups);
+  /* device id + 1 (0 is the map's empty key) -> its group's index; lists can hold thousands */
+  PiperPtrMap groupOf, listed;
+  piperPtrMapInit(&groupOf, 64);
+  piperPtrMapInit(&listed, n ? (size_t)n : 1);
+  for (intptr_t g = 0; g < nGroups; ++g) {
+    MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
+    for (intptr_t t = 0; t < mlirArrayAttrGetNumElements(grp); ++t)
+      piperPtrMapPut(&groupOf,
+                     (const void *)(intptr_t)(mlirIntegerAttrGetValueInt(
+                                                  mlirArrayAttrGetElement(grp, t)) + 1),
+                     g);
+  }
+  for (intptr_t i = 0; i < n; ++i)
+    piperPtrMapPut(&listed,
+                   (const void *)(intptr_t)(mlirIntegerAttrGetValueInt(
+                                                mlirArrayAttrGetElement(devices, i)) + 1),
+                   1);
+  int64_t outside = -1, inside = -1; /* a device in no group, one in a group */
+  intptr_t firstGroup = -1, touched = 0;
+  bool *seen = calloc(nGroups ? (size_t)nGroups : 1, sizeof *seen);
+  if (!seen) {
+    piperPtrMapFree(&groupOf);
+    piperPtrMapFree(&listed);
+    piperDirectiveError(d, "replicate: out of memory");
+    return false;
+  }
+  for (intptr_t i = 0; i < n; ++i) {
+    int64_t dev = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
+    intptr_t g;
+    if (!piperPtrMapGet(&groupOf, (const void *)(intptr_t)(dev + 1), &g)) {
+      if (outside < 0) outside = dev;
+      continue;
+    }
+    if (inside < 0) inside = dev;
+    if (!seen[g]) {
+      seen[g] = true;
+      touched++;
+      if (firstGroup < 0) firstGroup = g;
+    }
+  }
+  bool ok = true;
+  char list[256], grp[256];
+  describeDevices(devices, list, sizeof list);
+  if (inside < 0) {
+    /* not a tensor-parallel stage's list */
+  } else if (outside >= 0) {
+    piperDirectiveError(d, "replicate: devices %s mix devices of tensor-parallel groups (%lld) "
+                           "with devices in none (%lld); a replicate over a tensor-parallel "
+                           "stage lists the devices of all its groups, one group per "
+                           "data-parallel replica, as piper-sched --tp --dp writes it",
+                        list, (long long)inside, (long long)outside);
+    ok = false;
+  } else {
+    /* each touched group must be listed whole */
+    for (intptr_t g = 0; g < nGroups && ok; ++g) {
+      if (!seen[g]) continue;
+      MlirAttribute group = mlirArrayAttrGetElement(groups, g);
+      for (intptr_t t = 0; t < mlirArrayAttrGetNumElements(group) && ok; ++t) {
+        int64_t member = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, t));
+        if (piperPtrMapGet(&listed, (const void *)(intptr_t)(member + 1), NULL)) continue;
+        describeDevices(group, grp, sizeof grp);
+        piperDirectiveError(d, "replicate: devices %s hold part of the tensor-parallel group "
+                               "%s (not device %lld); a replicate lists whole groups, one per "
+                               "data-parallel replica (each member reduces with the members "
+                               "of its rank in the other groups): list every device of the "
+                               "groups it replicates, the list its stage is placed on",
+                            list, grp, (long long)member);
+        MlirOperation st = shardTensorOf(module, group);
+        if (!mlirOperationIsNull(st))
+          piperEmitNotef(mlirOperationGetLocation(st), "replicate: the group's shard_tensor");
+        ok = false;
+      }
+    }
+    if (ok && touched == 1) {
+      MlirAttribute group = mlirArrayAttrGetElement(groups, firstGroup);
+      int64_t T = mlirArrayAttrGetNumElements(group);
+      describeDevices(group, grp, sizeof grp);
+      piperDirectiveError(d, "replicate: devices %s are one tensor-parallel group, whose %lld "
+                             "members split one replica between them: there is no other "
+                             "replica to reduce gradients with. For data parallelism place the "
+                             "stage on two or more groups, give each its shard_tensor and "
+                             "replicate over all their devices (piper-sched --tp %lld --dp 2: "
+                             "groups [0..%lld] and [%lld..%lld], replicate over [0..%lld]); "
+                             "else drop this replicate",
+                          list, (long long)T, (long long)T, (long long)(T - 1), (long long)T,
+                          (long long)(2 * T - 1), (long long)(2 * T - 1));
+      MlirOperation st = shardTensorOf(module, group);
+      if (!mlirOperationIsNull(st))
+        piperEmitNotef(mlirOperationGetLocation(st), "replicate: the group's shard_tensor");
+      ok = false;
+    }
+  }
+  free(seen);
+  piperPtrMapFree(&groupOf);
+  piperPtrMapFree(&listed);
+  return ok;
+}
+
+/* Product of num_microbatches of the module's split directives that selected `op` (its
+ * copies keep the tags the filter matched), 1 if none: for saying what the rows are. */
+static int64_t microbatchesOf(MlirOperation module, MlirOperation op) {
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  int64_t M = 1;
+  for (MlirOperation s = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(s);
+       s = mlirOperationGetNextInBlock(s)) {
+    if (!piperOpIs(s, "sched.split")) continue;
+    MlirAttribute filter = mlirOperationGetAttributeByName(s, piperStr("filter"));
+    int64_t m = piperGetIntAttr(s, "num_microbatches", 1);
+    if (!mlirAttributeIsNull(filter) && piperFilterMatches(op, filter) && m > 1 &&
+        M <= INT64_MAX / m)
+      M *= m;
+  }
+  return M;
+}
+
+/* Extraction gives each of the R replicas rows / R of every batched result: R must divide
+ * them. Said here, at the directive, in the user's terms (batch, microbatches, replicas);
+ * extract keeps its check at the op for a place without replicate. False after an error. */
+static bool replicasDivideBatch(MlirOperation d, MlirOperation op, int64_t R, int64_t T) {
+  if (R < 2) return true;
+  for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+    if (!piperResultIsBatched(op, r)) continue;
+    int64_t rows = piperTensorDim(mlirValueGetType(mlirOperationGetResult(op, r)), 0);
+    if (rows <= 0 || rows % R == 0) continue;
+    char replicas[128];
+    if (T > 1)
+      snprintf(replicas, sizeof replicas, "%lld replicas (%lld devices in tensor-parallel "
+                                          "groups of %lld)",
+               (long long)R, (long long)(R * T), (long long)T);
+    else snprintf(replicas, sizeof replicas, "%lld replicas", (long long)R);
+    int64_t M = microbatchesOf(mlirOperationGetParentOperation(d), op);
+    if (M > 1)
+      piperDirectiveError(d, "replicate: %s do not divide a microbatch of %lld rows (the batch "
+                             "of %lld rows in %lld microbatches); use replicas x microbatches "
+                             "that divide %lld",
+                          replicas, (long long)rows, (long long)(rows * M), (long long)M,
+                          (long long)(rows * M));
+    else
+      piperDirectiveError(d, "replicate: %s do not divide the batch of %lld rows; use a "
+                             "replica count that divides %lld",
+                          replicas, (long long)rows, (long long)rows);
+    return false;
+  }
+  return true;
+}
+
 static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
   MlirContext ctx = mlirOperationGetContext(d);
   MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
   MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
   MlirAttribute stream = mlirOperationGetAttributeByName(d, piperStr("reduce_stream"));
+  if (!wholeTensorParallelGroups(d, devices)) return mlirLogicalResultFailure();
   int matched = 0;
   int64_t tp = 0; /* tensor-parallel group size of the placed list (shard_tensor.c), 1 none */
   MlirOperation *updates = NULL; /* the selected updates: one per parameter, any number */
@@ -291,6 +477,12 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
      * list may be in any order */
     if (!tp && (piperOpIs(op, "tdag.adamw") || sameDevices(placed, devices)))
       tp = piperTpSize(mlirOperationGetParentOperation(d), placed);
+    /* every op but a parameter is on this directive's devices (checked above), so tp is set */
+    if (!piperOpIs(op, "tdag.param") && tp &&
+        !replicasDivideBatch(d, op, mlirArrayAttrGetNumElements(devices) / tp, tp)) {
+      free(updates);
+      return mlirLogicalResultFailure();
+    }
     if (!piperOpIs(op, "tdag.adamw") || mlirArrayAttrGetNumElements(devices) / tp < 2) continue;
     if (!piperGrow((void **)&updates, &capUpdates, nUpdates + 1, sizeof *updates)) {
       piperDirectiveError(d, "replicate: out of memory");

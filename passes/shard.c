@@ -244,6 +244,17 @@ static MlirLogicalResult shardBlock(Sharder *s, MlirOperation directive, MlirOpe
     return mlirLogicalResultFailure();
   }
   int64_t E = (mlirOperationGetNumOperands(x) - 2) / 3, G = s->G;
+  if (E % G && s->T > 1) {
+    /* with tensor parallelism the experts split over the groups, not the devices: name the
+     * count the user changes (the groups listed) and the device count they read */
+    piperDirectiveError(directive, "shard: %lld experts are not divisible by the %lld "
+                                   "tensor-parallel groups of these %lld devices (each group "
+                                   "of %lld owns a share of the experts); list a number of "
+                                   "groups that divides %lld",
+                        (long long)E, (long long)G, (long long)(G * s->T), (long long)s->T,
+                        (long long)E);
+    return mlirLogicalResultFailure();
+  }
   if (E % G) {
     piperDirectiveError(directive, "shard: %lld experts are not divisible by the %lld devices; "
                                    "give a device count that divides %lld",

@@ -151,6 +151,8 @@ static MlirAttribute tpGroups(MlirOperation module) {
   return g;
 }
 
+MlirAttribute piperTpGroups(MlirOperation module) { return tpGroups(module); }
+
 int64_t piperTpSize(MlirOperation module, MlirAttribute devices) {
   return tpSizeOf(tpGroups(module), devices);
 }

@@ -54,6 +54,8 @@ bool piperOrderDirectiveLoc(MlirOperation deviceFn, MlirLocation *loc);
  * A "TP list" is a device list that the module's piper.tp_groups cut into runs of T consecutive
  * entries, one tensor-parallel group per data-parallel replica; position k of it is member
  * k % T of replica k / T. */
+/* The module's groups (piper.tp_groups: a list of sorted device lists), null without. */
+MlirAttribute piperTpGroups(MlirOperation module);
 /* T if `devices` is a TP list, else 1. */
 int64_t piperTpSize(MlirOperation module, MlirAttribute devices);
 /* The module's groups and, per device-list attribute asked about, its T: a pass that asks for

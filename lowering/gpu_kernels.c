@@ -906,6 +906,277 @@ static const GpuKernel kernels[] = {
            "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
            "      %s = arith.addf %xv, %bv : f32\n" GEP("%po", "%out", "%i", "f32")
            "      llvm.store %s, %po : f32, !llvm.ptr\n"),
+    /* ---- mixture of experts (prt_moe_* in runtime/kernels/cpu.c). The copies' rows (pos,
+     * i32, one per token copy) come from the host's counting sort (prt_moe_positions), which
+     * runtime/kernels/cuda.c uploads: every kernel below is a gather or a scatter over them
+     * with one writer per element, so no atomics and the CPU's order. ---- */
+    /* One thread per token n: the softmax of its E logits (max, then the f64 sum of
+     * e^(l - max)), its K largest logits in order (">": ties keep the lower index, an expert
+     * taken once is skipped), their probabilities renormalized over the K (prt_moe_topk_fwd;
+     * e^x is piper_exp in f32, libm's double exp on the CPU) */
+    KERNEL("piper_moe_topk_fwd",
+           "%w: !llvm.ptr, %ex: !llvm.ptr, %l: !llvm.ptr, %N: i64, %E: i64, %K: i64",
+           "", "%N",
+           LOOP_CONSTANTS("%zd", "f64")
+           "      %base = arith.muli %i, %E : i64\n"
+           "      %kb = arith.muli %i, %K : i64\n" GEP("%pl0", "%l", "%base", "f32")
+           "      %l0 = llvm.load %pl0 : !llvm.ptr -> f32\n"
+           "      %mx = scf.for %e = %one to %E step %one iter_args(%m = %l0) -> (f32) : i64 {\n"
+           "        %li = arith.addi %base, %e : i64\n" GEP("%pl", "%l", "%li", "f32")
+           "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
+           "        %gt = arith.cmpf ogt, %lv, %m : f32\n"
+           "        %m2 = arith.select %gt, %lv, %m : f32\n"
+           "        scf.yield %m2 : f32\n"
+           "      }\n"
+           "      %zs = scf.for %e = %z to %E step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %li = arith.addi %base, %e : i64\n" GEP("%pl", "%l", "%li", "f32")
+           "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
+           "        %d = arith.subf %lv, %mx : f32\n"
+           "        %x = func.call @piper_exp(%d) : (f32) -> f32\n"
+           "        %xd = arith.extf %x : f32 to f64\n"
+           "        %acc2 = arith.addf %acc, %xd : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      %none = arith.constant -1 : i64\n"
+           "      %false = arith.constant false\n"
+           "      %true = arith.constant true\n"
+           "      %sum = scf.for %k = %z to %K step %one iter_args(%s = %zd) -> (f64) : i64 {\n"
+           "        %best = scf.for %e = %z to %E step %one iter_args(%b = %none) -> (i64) : i64 {\n"
+           "          %taken = scf.for %q = %z to %k step %one iter_args(%t = %false) -> (i1) : i64 {\n"
+           "            %qi = arith.addi %kb, %q : i64\n" GEP("%pq", "%ex", "%qi", "i32")
+           "            %eq32 = llvm.load %pq : !llvm.ptr -> i32\n"
+           "            %eq = arith.extsi %eq32 : i32 to i64\n"
+           "            %same = arith.cmpi eq, %eq, %e : i64\n"
+           "            %t2 = arith.ori %t, %same : i1\n"
+           "            scf.yield %t2 : i1\n"
+           "          }\n"
+           "          %li = arith.addi %base, %e : i64\n" GEP("%pl", "%l", "%li", "f32")
+           "          %lv = llvm.load %pl : !llvm.ptr -> f32\n"
+           "          %unset = arith.cmpi slt, %b, %z : i64\n"
+           "          %bs = arith.select %unset, %z, %b : i64\n"
+           "          %lbi = arith.addi %base, %bs : i64\n" GEP("%plb", "%l", "%lbi", "f32")
+           "          %lb = llvm.load %plb : !llvm.ptr -> f32\n"
+           "          %gt = arith.cmpf ogt, %lv, %lb : f32\n"
+           "          %better = arith.ori %unset, %gt : i1\n"
+           "          %free = arith.xori %taken, %true : i1\n"
+           "          %take = arith.andi %free, %better : i1\n"
+           "          %b2 = arith.select %take, %e, %b : i64\n"
+           "          scf.yield %b2 : i64\n"
+           "        }\n"
+           "        %ki = arith.addi %kb, %k : i64\n" GEP("%pe", "%ex", "%ki", "i32")
+           "        %b32 = arith.trunci %best : i64 to i32\n"
+           "        llvm.store %b32, %pe : i32, !llvm.ptr\n"
+           "        %lbi = arith.addi %base, %best : i64\n" GEP("%plb", "%l", "%lbi", "f32")
+           "        %lb = llvm.load %plb : !llvm.ptr -> f32\n"
+           "        %d = arith.subf %lb, %mx : f32\n"
+           "        %x = func.call @piper_exp(%d) : (f32) -> f32\n"
+           "        %xd = arith.extf %x : f32 to f64\n"
+           "        %p = arith.divf %xd, %zs : f64\n"
+           "        %pf = arith.truncf %p : f64 to f32\n" GEP("%pw", "%w", "%ki", "f32")
+           "        llvm.store %pf, %pw : f32, !llvm.ptr\n"
+           "        %pfd = arith.extf %pf : f32 to f64\n"
+           "        %s2 = arith.addf %s, %pfd : f64\n"
+           "        scf.yield %s2 : f64\n"
+           "      }\n"
+           "      scf.for %k = %z to %K step %one : i64 {\n"
+           "        %ki = arith.addi %kb, %k : i64\n" GEP("%pw", "%w", "%ki", "f32")
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %wd = arith.extf %wv : f32 to f64\n"
+           "        %q = arith.divf %wd, %sum : f64\n"
+           "        %qf = arith.truncf %q : f64 to f32\n"
+           "        llvm.store %qf, %pw : f32, !llvm.ptr\n"
+           "      }\n"),
+    /* One thread per token n: dlogits row zero but at its K experts, where
+     * w (dw - sum_k dw w) in f64 (prt_moe_topk_bwd); an id outside [0, E) writes nothing
+     * (the forward kernel makes none) */
+    KERNEL("piper_moe_topk_bwd",
+           "%dl: !llvm.ptr, %dw: !llvm.ptr, %w: !llvm.ptr, %ex: !llvm.ptr, %N: i64, %E: i64,"
+           " %K: i64",
+           "", "%N",
+           LOOP_CONSTANTS("%zd", "f64")
+           "      %zf = arith.constant 0.0 : f32\n"
+           "      %base = arith.muli %i, %E : i64\n"
+           "      %kb = arith.muli %i, %K : i64\n"
+           "      scf.for %e = %z to %E step %one : i64 {\n"
+           "        %li = arith.addi %base, %e : i64\n" GEP("%pl", "%dl", "%li", "f32")
+           "        llvm.store %zf, %pl : f32, !llvm.ptr\n"
+           "      }\n"
+           "      %s = scf.for %k = %z to %K step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %ki = arith.addi %kb, %k : i64\n" GEP("%pdw", "%dw", "%ki", "f32")
+           GEP("%pw", "%w", "%ki", "f32")
+           "        %dv = llvm.load %pdw : !llvm.ptr -> f32\n"
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %dd = arith.extf %dv : f32 to f64\n"
+           "        %wd = arith.extf %wv : f32 to f64\n"
+           "        %m = arith.mulf %dd, %wd : f64\n"
+           "        %acc2 = arith.addf %acc, %m : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      scf.for %k = %z to %K step %one : i64 {\n"
+           "        %ki = arith.addi %kb, %k : i64\n" GEP("%pdw", "%dw", "%ki", "f32")
+           GEP("%pw", "%w", "%ki", "f32") GEP("%pe", "%ex", "%ki", "i32")
+           "        %dv = llvm.load %pdw : !llvm.ptr -> f32\n"
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %e32 = llvm.load %pe : !llvm.ptr -> i32\n"
+           "        %e = arith.extsi %e32 : i32 to i64\n"
+           "        %ge = arith.cmpi sge, %e, %z : i64\n"
+           "        %lt = arith.cmpi slt, %e, %E : i64\n"
+           "        %ok = arith.andi %ge, %lt : i1\n"
+           "        scf.if %ok {\n"
+           "          %dd = arith.extf %dv : f32 to f64\n"
+           "          %wd = arith.extf %wv : f32 to f64\n"
+           "          %ds = arith.subf %dd, %s : f64\n"
+           "          %g = arith.mulf %wd, %ds : f64\n"
+           "          %gf = arith.truncf %g : f64 to f32\n"
+           "          %li = arith.addi %base, %e : i64\n" GEP("%pl", "%dl", "%li", "f32")
+           "          llvm.store %gf, %pl : f32, !llvm.ptr\n"
+           "        }\n"
+           "      }\n"),
+    /* rows[pos[t], c] = h[t / K, c]: one thread per (token copy t, column c) of the NK
+     * copies (prt_moe_dispatch_fwd; the unused rows were zeroed by the host) */
+    KERNEL("piper_moe_scatter_rows",
+           "%rows: !llvm.ptr, %h: !llvm.ptr, %pos: !llvm.ptr, %NK: i64, %K: i64, %C: i64",
+           "    %n = arith.muli %NK, %C : i64\n",
+           "%n",
+           "      %t = arith.divsi %i, %C : i64\n"
+           "      %c = arith.remsi %i, %C : i64\n"
+           "      %tok = arith.divsi %t, %K : i64\n" GEP("%pp", "%pos", "%t", "i32")
+           "      %p32 = llvm.load %pp : !llvm.ptr -> i32\n"
+           "      %p = arith.extsi %p32 : i32 to i64\n"
+           "      %hr = arith.muli %tok, %C : i64\n"
+           "      %hi = arith.addi %hr, %c : i64\n" GEP("%ph", "%h", "%hi", "f32")
+           "      %v = llvm.load %ph : !llvm.ptr -> f32\n"
+           "      %rr = arith.muli %p, %C : i64\n"
+           "      %ri = arith.addi %rr, %c : i64\n" GEP("%pr", "%rows", "%ri", "f32")
+           "      llvm.store %v, %pr : f32, !llvm.ptr\n"),
+    /* dh[n, c] = sum over k of drows[pos[n K + k], c], k in order from 0.0: one thread per
+     * (token, column) (prt_moe_dispatch_bwd) */
+    KERNEL("piper_moe_gather_sum",
+           "%dh: !llvm.ptr, %drows: !llvm.ptr, %pos: !llvm.ptr, %N: i64, %K: i64, %C: i64",
+           "    %n = arith.muli %N, %C : i64\n",
+           "%n",
+           LOOP_CONSTANTS("%zf", "f32")
+           "      %tok = arith.divsi %i, %C : i64\n"
+           "      %c = arith.remsi %i, %C : i64\n"
+           "      %kb = arith.muli %tok, %K : i64\n"
+           "      %s = scf.for %k = %z to %K step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
+           "        %t = arith.addi %kb, %k : i64\n" GEP("%pp", "%pos", "%t", "i32")
+           "        %p32 = llvm.load %pp : !llvm.ptr -> i32\n"
+           "        %p = arith.extsi %p32 : i32 to i64\n"
+           "        %rr = arith.muli %p, %C : i64\n"
+           "        %ri = arith.addi %rr, %c : i64\n" GEP("%pr", "%drows", "%ri", "f32")
+           "        %v = llvm.load %pr : !llvm.ptr -> f32\n"
+           "        %acc2 = arith.addf %acc, %v : f32\n"
+           "        scf.yield %acc2 : f32\n"
+           "      }\n" GEP("%pd", "%dh", "%i", "f32")
+           "      llvm.store %s, %pd : f32, !llvm.ptr\n"),
+    /* y[n, c] = sum over k of w[n K + k] out[pos[n K + k], c], from 0.0 in k order: one
+     * thread per (token, column) (prt_moe_combine_fwd) */
+    KERNEL("piper_moe_combine_fwd",
+           "%y: !llvm.ptr, %out: !llvm.ptr, %w: !llvm.ptr, %pos: !llvm.ptr, %N: i64, %K: i64,"
+           " %C: i64",
+           "    %n = arith.muli %N, %C : i64\n",
+           "%n",
+           LOOP_CONSTANTS("%zf", "f32")
+           "      %tok = arith.divsi %i, %C : i64\n"
+           "      %c = arith.remsi %i, %C : i64\n"
+           "      %kb = arith.muli %tok, %K : i64\n"
+           "      %s = scf.for %k = %z to %K step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
+           "        %t = arith.addi %kb, %k : i64\n" GEP("%pp", "%pos", "%t", "i32")
+           GEP("%pw", "%w", "%t", "f32")
+           "        %p32 = llvm.load %pp : !llvm.ptr -> i32\n"
+           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "        %p = arith.extsi %p32 : i32 to i64\n"
+           "        %rr = arith.muli %p, %C : i64\n"
+           "        %ri = arith.addi %rr, %c : i64\n" GEP("%po", "%out", "%ri", "f32")
+           "        %ov = llvm.load %po : !llvm.ptr -> f32\n"
+           "        %m = arith.mulf %wv, %ov : f32\n"
+           "        %acc2 = arith.addf %acc, %m : f32\n"
+           "        scf.yield %acc2 : f32\n"
+           "      }\n" GEP("%py", "%y", "%i", "f32")
+           "      llvm.store %s, %py : f32, !llvm.ptr\n"),
+    /* One thread per token copy t (row p = pos[t] of token n = t / K): dout[p, :] =
+     * w[t] dy[n, :] and dweights[t] = the f64 sum over c of dy[n, c] out[p, c]
+     * (prt_moe_combine_bwd; the unused rows of dout were zeroed by the host) */
+    KERNEL("piper_moe_combine_bwd",
+           "%dout: !llvm.ptr, %dw: !llvm.ptr, %dy: !llvm.ptr, %out: !llvm.ptr, %w: !llvm.ptr,"
+           " %pos: !llvm.ptr, %N: i64, %K: i64, %C: i64",
+           "    %n = arith.muli %N, %K : i64\n",
+           "%n",
+           LOOP_CONSTANTS("%zd", "f64")
+           "      %tok = arith.divsi %i, %K : i64\n" GEP("%pp", "%pos", "%i", "i32")
+           GEP("%pw", "%w", "%i", "f32")
+           "      %p32 = llvm.load %pp : !llvm.ptr -> i32\n"
+           "      %wv = llvm.load %pw : !llvm.ptr -> f32\n"
+           "      %p = arith.extsi %p32 : i32 to i64\n"
+           "      %rb = arith.muli %p, %C : i64\n"
+           "      %db = arith.muli %tok, %C : i64\n"
+           "      %s = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %di = arith.addi %db, %c : i64\n"
+           "        %ri = arith.addi %rb, %c : i64\n" GEP("%pd", "%dy", "%di", "f32")
+           GEP("%po", "%out", "%ri", "f32") GEP("%pg", "%dout", "%ri", "f32")
+           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %ov = llvm.load %po : !llvm.ptr -> f32\n"
+           "        %g = arith.mulf %wv, %dv : f32\n"
+           "        llvm.store %g, %pg : f32, !llvm.ptr\n"
+           "        %dd = arith.extf %dv : f32 to f64\n"
+           "        %od = arith.extf %ov : f32 to f64\n"
+           "        %m = arith.mulf %dd, %od : f64\n"
+           "        %acc2 = arith.addf %acc, %m : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      %sf = arith.truncf %s : f64 to f32\n" GEP("%pdw", "%dw", "%i", "f32")
+           "      llvm.store %sf, %pdw : f32, !llvm.ptr\n"),
+    /* act[r, f] = g sig(g) u for g = hid[r, f], u = hid[r, Fe + f] (row stride 2 Fe):
+     * one thread per element of n rows (prt_moe_expert_fwd's activation; e^-g clamped, see
+     * ONE_PLUS_EXP_NEG_G) */
+    KERNEL("piper_moe_silu_mul",
+           "%act: !llvm.ptr, %hid: !llvm.ptr, %rows: i64, %Fe: i64",
+           "    %n = arith.muli %rows, %Fe : i64\n",
+           "%n",
+           "      %r = arith.divsi %i, %Fe : i64\n"
+           "      %f = arith.remsi %i, %Fe : i64\n"
+           "      %hr = arith.muli %r, %Fe : i64\n"
+           "      %hr2 = arith.addi %hr, %hr : i64\n"
+           "      %gi = arith.addi %hr2, %f : i64\n"
+           "      %ui = arith.addi %gi, %Fe : i64\n" GEP("%pg", "%hid", "%gi", "f32")
+           GEP("%pu", "%hid", "%ui", "f32")
+           "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
+           "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
+           ONE_PLUS_EXP_NEG_G
+           "      %sig = arith.divf %one, %d : f32\n"
+           "      %gs = arith.mulf %g, %sig : f32\n"
+           "      %a = arith.mulf %gs, %u : f32\n" GEP("%pa", "%act", "%i", "f32")
+           "      llvm.store %a, %pa : f32, !llvm.ptr\n"),
+    /* In place of dg = dact (n, Fe): du = dact g sig and dg = dact u sig (1 + g (1 - sig)),
+     * g and u from hid (row stride 2 Fe) as above (prt_moe_expert_dgu) */
+    KERNEL("piper_moe_dgu",
+           "%dg: !llvm.ptr, %du: !llvm.ptr, %hid: !llvm.ptr, %rows: i64, %Fe: i64",
+           "    %n = arith.muli %rows, %Fe : i64\n",
+           "%n",
+           "      %r = arith.divsi %i, %Fe : i64\n"
+           "      %f = arith.remsi %i, %Fe : i64\n"
+           "      %hr = arith.muli %r, %Fe : i64\n"
+           "      %hr2 = arith.addi %hr, %hr : i64\n"
+           "      %gi = arith.addi %hr2, %f : i64\n"
+           "      %ui = arith.addi %gi, %Fe : i64\n" GEP("%pg", "%hid", "%gi", "f32")
+           GEP("%pu", "%hid", "%ui", "f32") GEP("%pdg", "%dg", "%i", "f32")
+           GEP("%pdu", "%du", "%i", "f32")
+           "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
+           "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
+           "      %da = llvm.load %pdg : !llvm.ptr -> f32\n"
+           ONE_PLUS_EXP_NEG_G
+           "      %sig = arith.divf %one, %d : f32\n"
+           "      %b1 = arith.mulf %da, %g : f32\n"
+           "      %duv = arith.mulf %b1, %sig : f32\n"
+           "      %a1 = arith.mulf %da, %u : f32\n"
+           "      %a2 = arith.mulf %a1, %sig : f32\n"
+           "      %oms = arith.subf %one, %sig : f32\n"
+           "      %go = arith.mulf %g, %oms : f32\n"
+           "      %fct = arith.addf %one, %go : f32\n"
+           "      %dgv = arith.mulf %a2, %fct : f32\n"
+           "      llvm.store %duv, %pdu : f32, !llvm.ptr\n"
+           "      llvm.store %dgv, %pdg : f32, !llvm.ptr\n"),
 };
 enum { N_KERNELS = sizeof kernels / sizeof kernels[0] };
 
@@ -945,6 +1216,16 @@ static const KernelUse uses[] = {
     {"prt_cuda_swiglu_fwd", {"piper_swiglu_fwd"}},
     {"prt_cuda_swiglu_bwd", {"piper_swiglu_bwd"}},
     {"prt_cuda_bias_add", {"piper_bias_add"}},
+    /* mixture of experts: the expert matmuls are cuBLAS */
+    {"prt_cuda_moe_topk_fwd", {"piper_moe_topk_fwd"}},
+    {"prt_cuda_moe_topk_bwd", {"piper_moe_topk_bwd"}},
+    {"prt_cuda_moe_dispatch_fwd", {"piper_moe_scatter_rows"}},
+    {"prt_cuda_moe_dispatch_bwd", {"piper_moe_gather_sum"}},
+    {"prt_cuda_moe_combine_fwd", {"piper_moe_combine_fwd"}},
+    {"prt_cuda_moe_combine_bwd", {"piper_moe_combine_bwd"}},
+    {"prt_cuda_moe_expert_fwd", {"piper_moe_silu_mul"}},
+    {"prt_cuda_moe_expert_bwd_input", {"piper_moe_dgu"}},
+    {"prt_cuda_moe_expert_bwd_weight", {"piper_moe_silu_mul", "piper_moe_dgu"}},
 };
 enum { N_USES = sizeof uses / sizeof uses[0] };
 

@@ -427,7 +427,11 @@ static int64_t prt_issue(prt_ctx *ctx, const prt_comm_op *op) {
   int64_t k = ctx->ops_free[--ctx->ops_nfree];
   prt_op_slot *s = &ctx->ops[k];
   s->op = *op;
-  s->on_device = ctx->dev_comm && op->kind != PRT_OP_SEND && op->kind != PRT_OP_RECV;
+  /* the device backend (NCCL) runs the collectives that it implements; point-to-point and
+   * all-to-all (expert parallelism's exchanges; NCCL has none but grouped send/recv) stay on
+   * the staged host path, correct with any backend */
+  s->on_device = ctx->dev_comm && op->kind != PRT_OP_SEND && op->kind != PRT_OP_RECV &&
+                 op->kind != PRT_OP_ALL_TO_ALL;
   if (!s->on_device && !ctx->device->host_visible) prt_stage_out(ctx, s);
   s->busy = 1;
   s->gen++;

@@ -52,6 +52,18 @@ void *prt_xmalloc(size_t bytes, const char *what);
  * a = t theta^(-2j/D) in double, for t < T, j < D/2 (kernels/cpu_qwen3.c; the GPU's
  * prt_cuda_rope_* upload the same table, so both targets rotate by the same floats). */
 void prt_rope_table(float *cs, int64_t T, int64_t D, float theta, double dir);
+/* Mixture of experts (kernels/cpu.c), shared with the GPU launchers (kernels/cuda.c), which
+ * compute the copies' rows and the experts' row segments on the host the same way:
+ * pos[n*K+k] = the row of token n's k-th copy and counts[e] (may be NULL) the copies of
+ * expert e; a bad expert id is prt_fatal naming `kernel`. */
+void prt_moe_positions(int32_t *pos, int32_t *counts, const int32_t *ex, int64_t N, int64_t K,
+                       int64_t E, int64_t G, const char *kernel);
+/* First row and row count of local expert j in block s of `cap` rows; counts that overflow
+ * the block are prt_fatal. */
+void prt_moe_segment(const int32_t *counts, int64_t s, int64_t cap, int64_t El, int64_t j,
+                     int64_t *first, int64_t *len, const char *kernel);
+/* Rows of block s its El experts use. */
+int64_t prt_moe_block_used(const int32_t *counts, int64_t s, int64_t El);
 
 /* ---- the context ---- */
 

@@ -13,8 +13,9 @@
  * stream, so it reads what the kernels wrote; prt_wait makes the compute stream wait for its
  * completion event: no host synchronization. Point-to-point transfers stay on the staged MPI
  * path (NCCL's send/recv must be grouped when two ranks exchange, which the plan's
- * one-at-a-time nonblocking calls do not say), as do the runtime's own host-side reductions
- * (loss, gradient norm). The group streams are non-blocking, so a staged transfer's copy on
+ * one-at-a-time nonblocking calls do not say), as do expert parallelism's all-to-alls
+ * (dist.c's prt_issue: NCCL has no all-to-all but grouped send/recv, which nothing here
+ * could verify) and the runtime's own host-side reductions (loss, gradient norm). The group streams are non-blocking, so a staged transfer's copy on
  * the legacy stream does not wait for a collective in flight (which could wait for this very
  * rank's send). */
 #include <stdint.h>

@@ -349,8 +349,8 @@ void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64
  * Group g's rows start at g*cap, expert e's after those of the lower experts of its group, each
  * expert's copies in token order: a stable counting sort, so every op recomputes the same rows
  * from the expert ids alone. */
-static void prt_moe_positions(int32_t *pos, int32_t *counts, const int32_t *ex, int64_t N,
-                              int64_t K, int64_t E, int64_t G, const char *kernel) {
+void prt_moe_positions(int32_t *pos, int32_t *counts, const int32_t *ex, int64_t N, int64_t K,
+                       int64_t E, int64_t G, const char *kernel) {
   int64_t El = E / G, cap = N * (K < El ? K : El);
   int64_t *next = prt_xmalloc((size_t)E * sizeof *next, "MoE positions scratch");
   memset(next, 0, (size_t)E * sizeof *next);
@@ -497,8 +497,8 @@ void prt_moe_combine_bwd(float *dout, float *dweights, const float *dy, const fl
 
 /* First row and row count of local expert j in block s; counts that are negative or overflow
  * the block (a corrupt exchange) are fatal rather than out-of-bounds writes. */
-static void prt_moe_segment(const int32_t *counts, int64_t s, int64_t cap, int64_t El,
-                            int64_t j, int64_t *first, int64_t *len, const char *kernel) {
+void prt_moe_segment(const int32_t *counts, int64_t s, int64_t cap, int64_t El, int64_t j,
+                     int64_t *first, int64_t *len, const char *kernel) {
   int64_t off = 0;
   for (int64_t q = 0; q < El; q++) {
     int32_t c = counts[s * El + q];
@@ -512,7 +512,7 @@ static void prt_moe_segment(const int32_t *counts, int64_t s, int64_t cap, int64
 }
 
 /* Rows of block s past its last expert's, which the j = El-1 calls zero. */
-static int64_t prt_moe_block_used(const int32_t *counts, int64_t s, int64_t El) {
+int64_t prt_moe_block_used(const int32_t *counts, int64_t s, int64_t El) {
   int64_t used = 0;
   for (int64_t q = 0; q < El; q++) used += counts[s * El + q];
   return used;

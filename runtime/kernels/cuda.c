@@ -44,7 +44,10 @@ enum {
   K_MEAN_ROWS, K_CROSS_ENTROPY_BWD, K_ADAMW, K_SUM_SQUARES, K_SUM_PARTIALS,
   /* Qwen3's ops */
   K_EMBED_FWD, K_RMSNORM_FWD, K_RMSNORM_BWD_DX, K_RMSNORM_DW_PARTIALS, K_ROPE, K_SWIGLU_FWD,
-  K_SWIGLU_BWD, K_BIAS_ADD, K_COUNT
+  K_SWIGLU_BWD, K_BIAS_ADD,
+  /* mixture of experts */
+  K_MOE_TOPK_FWD, K_MOE_TOPK_BWD, K_MOE_SCATTER_ROWS, K_MOE_GATHER_SUM, K_MOE_COMBINE_FWD,
+  K_MOE_COMBINE_BWD, K_MOE_SILU_MUL, K_MOE_DGU, K_COUNT
 };
 static const char *const kernel_names[K_COUNT] = {
     "piper_add", "piper_copy", "piper_gelu_fwd", "piper_gelu_bwd", "piper_embedding_fwd",
@@ -54,7 +57,9 @@ static const char *const kernel_names[K_COUNT] = {
     "piper_mean_rows", "piper_cross_entropy_bwd", "piper_adamw", "piper_sum_squares",
     "piper_sum_partials", "piper_embed_fwd", "piper_rmsnorm_fwd", "piper_rmsnorm_bwd_dx",
     "piper_rmsnorm_dw_partials", "piper_rope", "piper_swiglu_fwd", "piper_swiglu_bwd",
-    "piper_bias_add"};
+    "piper_bias_add", "piper_moe_topk_fwd", "piper_moe_topk_bwd", "piper_moe_scatter_rows",
+    "piper_moe_gather_sum", "piper_moe_combine_fwd", "piper_moe_combine_bwd",
+    "piper_moe_silu_mul", "piper_moe_dgu"};
 
 enum {
   BLOCK = 256,          /* threads per block */
@@ -64,7 +69,8 @@ enum {
 };
 
 /* Device scratch buffers, grown on first use (the first step): what each holds. */
-enum { SCR_ROWLOSS, SCR_COLS, SCR_WTE, SCR_ROPE_FWD, SCR_ROPE_BWD, SCR_COUNT };
+enum { SCR_ROWLOSS, SCR_COLS, SCR_WTE, SCR_ROPE_FWD, SCR_ROPE_BWD, SCR_MOE_POS, SCR_MOE_ACT,
+       SCR_COUNT };
 
 /* What prt_cuda_setup opens once per process (one plan, one GPU per process). */
 static struct {
@@ -75,7 +81,8 @@ static struct {
   cublasHandle_t blas;       /* pedantic fp32 math */
   void *scratch[SCR_COUNT];  /* device scratch: cross-entropy's per-row losses (f64), column
                                 reductions' chunk sums (f64), the embedding gradient's
-                                chunks (f32), the rotary tables (forward, inverse) */
+                                chunks (f32), the rotary tables (forward, inverse), the MoE
+                                copies' rows (i32) and an expert's activations (f32) */
   size_t scratch_cap[SCR_COUNT]; /* their sizes in bytes */
   double *norm_partial;      /* device scratch: NORM_THREADS partial sums of squares */
   double *norm_sq;           /* device: this step's sum of squared gradients so far */
@@ -587,4 +594,217 @@ void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *do
   if (e != cudaSuccess) fail_cuda(fn, "flash GQA backward", e, __LINE__);
   if (S.sync_each)
     CUDA_OR_DIE(fn, "flash GQA backward", cudaStreamSynchronize(compute_stream()));
+}
+
+/* ---- mixture of experts (runtime/kernels/cpu.c's prt_moe_* twins) ----
+ * Which row each token copy lands on, and each expert's segment of rows, depend on the expert
+ * ids and counts, which live on the device. The host learns them by a small synchronous
+ * device-to-host copy per op (N K ids, or G El counts: bytes, against the op's N C floats),
+ * computes the rows by the CPU's own counting sort (prt_moe_positions, prt_moe_segment: the
+ * same rows, the same fatal diagnostics for a bad id or a corrupt exchange) and uploads them;
+ * the device kernels then gather and scatter with one writer per element (no atomics), and
+ * the expert matmuls are one cuBLAS sgemm per segment in use. The copies wait for the compute
+ * stream, so an MoE layer costs a few host round trips per step: simple and deterministic,
+ * not fast. */
+
+/* n i32 of the device's src into the host's dst, after the stream's work so far. */
+static void moe_d2h(int32_t *dst, const int32_t *src, int64_t n, const char *what,
+                    const char *fn) {
+  if (n <= 0) return;
+  CUDA_OR_DIE(fn, what,
+              cudaMemcpyAsync(dst, src, (size_t)n * sizeof *dst, cudaMemcpyDeviceToHost,
+                              compute_stream()));
+  CUDA_OR_DIE(fn, what, cudaStreamSynchronize(compute_stream()));
+}
+
+/* n i32 of the host's src into the device's dst; waits for the copy (src is freed next). */
+static void moe_h2d(int32_t *dst, const int32_t *src, int64_t n, const char *what,
+                    const char *fn) {
+  if (n <= 0) return;
+  CUDA_OR_DIE(fn, what,
+              cudaMemcpyAsync(dst, src, (size_t)n * sizeof *dst, cudaMemcpyHostToDevice,
+                              compute_stream()));
+  CUDA_OR_DIE(fn, what, cudaStreamSynchronize(compute_stream()));
+}
+
+/* The device rows of the N K token copies (scratch SCR_MOE_POS), from the device's expert ids;
+ * counts_dev (may be NULL) receives the copies per expert as well. */
+static const int32_t *moe_positions(const int32_t *experts, int32_t *counts_dev, int64_t N,
+                                    int64_t K, int64_t E, int64_t G, const char *fn) {
+  if (N < 0 || K < 0 || E <= 0 || G <= 0 || E % G)
+    prt_fatal("%s: %lld experts in %lld groups (N = %lld, K = %lld): the groups must divide "
+              "the experts; %s", fn, (long long)E, (long long)G, (long long)N, (long long)K,
+              "a piper-compile defect (the plan's MoE attributes)");
+  int64_t NK = N * K;
+  int32_t *ex = prt_xmalloc((size_t)(NK > 0 ? NK : 1) * sizeof *ex, "MoE expert ids");
+  int32_t *pos = prt_xmalloc((size_t)(NK > 0 ? NK : 1) * sizeof *pos, "MoE positions");
+  int32_t *counts = counts_dev ? prt_xmalloc((size_t)E * sizeof *counts, "MoE counts") : NULL;
+  moe_d2h(ex, experts, NK, "copy of the expert ids to the host", fn);
+  prt_moe_positions(pos, counts, ex, N, K, E, G, fn);
+  int32_t *dev = scratch(SCR_MOE_POS, (size_t)(NK > 0 ? NK : 1) * sizeof *dev, fn);
+  moe_h2d(dev, pos, NK, "upload of the copies' rows", fn);
+  if (counts_dev) moe_h2d(counts_dev, counts, E, "upload of the expert counts", fn);
+  free(ex);
+  free(pos);
+  free(counts);
+  return dev;
+}
+
+/* The G El per-block expert counts on the host (freed by the caller). */
+static int32_t *moe_counts(const int32_t *counts, int64_t G, int64_t El, const char *fn) {
+  if (G <= 0 || El <= 0)
+    prt_fatal("%s: %lld blocks of %lld local experts: a piper-compile defect (the plan's MoE "
+              "attributes)", fn, (long long)G, (long long)El);
+  int32_t *h = prt_xmalloc((size_t)(G * El) * sizeof *h, "MoE counts");
+  moe_d2h(h, counts, G * El, "copy of the expert counts to the host", fn);
+  return h;
+}
+
+static void moe_zero(float *p, int64_t n, const char *fn) {
+  if (n <= 0) return;
+  CUDA_OR_DIE(fn, "cudaMemsetAsync",
+              cudaMemsetAsync(p, 0, (size_t)n * sizeof(float), compute_stream()));
+}
+
+void prt_cuda_moe_topk_fwd(float *weights, int32_t *experts, const float *logits, int64_t N,
+                           int64_t E, int64_t K) {
+  void *args[] = {&weights, &experts, &logits, &N, &E, &K};
+  launch(K_MOE_TOPK_FWD, N, args, "prt_cuda_moe_topk_fwd");
+}
+
+void prt_cuda_moe_topk_bwd(float *dlogits, const float *dweights, const float *weights,
+                           const int32_t *experts, int64_t N, int64_t E, int64_t K) {
+  void *args[] = {&dlogits, &dweights, &weights, &experts, &N, &E, &K};
+  launch(K_MOE_TOPK_BWD, N, args, "prt_cuda_moe_topk_bwd");
+}
+
+void prt_cuda_moe_dispatch_fwd(float *rows, int32_t *counts, const float *h,
+                               const int32_t *experts, int64_t N, int64_t K, int64_t C,
+                               int64_t E, int64_t G) {
+  const char *fn = "prt_cuda_moe_dispatch_fwd";
+  const int32_t *pos = moe_positions(experts, counts, N, K, E, G, fn);
+  int64_t El = E / G, R = G * N * (K < El ? K : El), NK = N * K;
+  moe_zero(rows, R * C, fn);
+  void *args[] = {&rows, &h, &pos, &NK, &K, &C};
+  launch(K_MOE_SCATTER_ROWS, NK * C, args, fn);
+}
+
+void prt_cuda_moe_dispatch_bwd(float *dh, const float *drows, const int32_t *experts, int64_t N,
+                               int64_t K, int64_t C, int64_t E, int64_t G) {
+  const char *fn = "prt_cuda_moe_dispatch_bwd";
+  const int32_t *pos = moe_positions(experts, NULL, N, K, E, G, fn);
+  void *args[] = {&dh, &drows, &pos, &N, &K, &C};
+  launch(K_MOE_GATHER_SUM, N * C, args, fn);
+}
+
+void prt_cuda_moe_combine_fwd(float *y, const float *out, const float *weights,
+                              const int32_t *experts, int64_t N, int64_t K, int64_t C,
+                              int64_t E, int64_t G) {
+  const char *fn = "prt_cuda_moe_combine_fwd";
+  const int32_t *pos = moe_positions(experts, NULL, N, K, E, G, fn);
+  void *args[] = {&y, &out, &weights, &pos, &N, &K, &C};
+  launch(K_MOE_COMBINE_FWD, N * C, args, fn);
+}
+
+void prt_cuda_moe_combine_bwd(float *dout, float *dweights, const float *dy, const float *out,
+                              const float *weights, const int32_t *experts, int64_t N,
+                              int64_t K, int64_t C, int64_t E, int64_t G) {
+  const char *fn = "prt_cuda_moe_combine_bwd";
+  const int32_t *pos = moe_positions(experts, NULL, N, K, E, G, fn);
+  int64_t El = E / G, R = G * N * (K < El ? K : El);
+  moe_zero(dout, R * C, fn);
+  void *args[] = {&dout, &dweights, &dy, &out, &weights, &pos, &N, &K, &C};
+  launch(K_MOE_COMBINE_BWD, N * K, args, fn);
+}
+
+/* act (n, Fe) = silu(g) u of n hidden rows (stride 2 Fe) */
+static void moe_silu_mul(float *act, const float *hid, int64_t n, int64_t Fe, const char *fn) {
+  void *args[] = {&act, &hid, &n, &Fe};
+  launch(K_MOE_SILU_MUL, n * Fe, args, fn);
+}
+
+/* prt_moe_expert_dgu: dg = dout wd (n, Fe), then dg and du in place from hidden. */
+static void moe_dgu(float *dg, float *du, const float *dout, const float *hid,
+                    const float *wd, int64_t n, int64_t C, int64_t Fe, const char *fn) {
+  sgemm(prt_gemm_row_major(false, false, n, Fe, C, dout, C, wd, Fe, 0.0f, dg, Fe), fn);
+  void *args[] = {&dg, &du, &hid, &n, &Fe};
+  launch(K_MOE_DGU, n * Fe, args, fn);
+}
+
+void prt_cuda_moe_expert_fwd(float *out, float *hidden, const float *rows,
+                             const int32_t *counts, int64_t G, int64_t cap, int64_t El,
+                             int64_t j, const float *wg, const float *wu, const float *wd,
+                             int64_t C, int64_t Fe) {
+  const char *fn = "prt_cuda_moe_expert_fwd";
+  int32_t *cnt = moe_counts(counts, G, El, fn);
+  for (int64_t s = 0; s < G; s++) {
+    int64_t first, n;
+    prt_moe_segment(cnt, s, cap, El, j, &first, &n, fn);
+    if (n > 0) {
+      const float *x = rows + first * C;
+      float *hid = hidden + first * 2 * Fe, *o = out + first * C;
+      /* hidden[:, :Fe] = x wg^T, hidden[:, Fe:] = x wu^T (row stride 2Fe) */
+      sgemm(prt_gemm_row_major(false, true, n, Fe, C, x, C, wg, C, 0.0f, hid, 2 * Fe), fn);
+      sgemm(prt_gemm_row_major(false, true, n, Fe, C, x, C, wu, C, 0.0f, hid + Fe, 2 * Fe), fn);
+      float *act = scratch(SCR_MOE_ACT, (size_t)(n * Fe) * sizeof(float), fn);
+      moe_silu_mul(act, hid, n, Fe, fn);
+      sgemm(prt_gemm_row_major(false, true, n, C, Fe, act, Fe, wd, Fe, 0.0f, o, C), fn);
+    }
+    if (j == El - 1) { /* the block's rows past its last expert's */
+      int64_t used = prt_moe_block_used(cnt, s, El);
+      moe_zero(out + (s * cap + used) * C, (cap - used) * C, fn);
+      moe_zero(hidden + (s * cap + used) * 2 * Fe, (cap - used) * 2 * Fe, fn);
+    }
+  }
+  free(cnt);
+}
+
+void prt_cuda_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
+                                   const float *hidden, int64_t G, int64_t cap, int64_t El,
+                                   int64_t j, const float *wg, const float *wu,
+                                   const float *wd, int64_t C, int64_t Fe) {
+  const char *fn = "prt_cuda_moe_expert_bwd_input";
+  int32_t *cnt = moe_counts(counts, G, El, fn);
+  for (int64_t s = 0; s < G; s++) {
+    int64_t first, n;
+    prt_moe_segment(cnt, s, cap, El, j, &first, &n, fn);
+    if (n > 0) {
+      float *dg = scratch(SCR_MOE_ACT, (size_t)(2 * n * Fe) * sizeof(float), fn);
+      float *du = dg + n * Fe, *dx = drows + first * C;
+      moe_dgu(dg, du, dout + first * C, hidden + first * 2 * Fe, wd, n, C, Fe, fn);
+      sgemm(prt_gemm_row_major(false, false, n, C, Fe, dg, Fe, wg, C, 0.0f, dx, C), fn);
+      sgemm(prt_gemm_row_major(false, false, n, C, Fe, du, Fe, wu, C, 1.0f, dx, C), fn);
+    }
+    if (j == El - 1) {
+      int64_t used = prt_moe_block_used(cnt, s, El);
+      moe_zero(drows + (s * cap + used) * C, (cap - used) * C, fn);
+    }
+  }
+  free(cnt);
+}
+
+void prt_cuda_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
+                                    const float *rows, const int32_t *counts,
+                                    const float *hidden, int64_t G, int64_t cap, int64_t El,
+                                    int64_t j, const float *wd, int64_t C, int64_t Fe) {
+  const char *fn = "prt_cuda_moe_expert_bwd_weight";
+  int32_t *cnt = moe_counts(counts, G, El, fn);
+  moe_zero(dwg, Fe * C, fn);
+  moe_zero(dwu, Fe * C, fn);
+  moe_zero(dwd, C * Fe, fn);
+  for (int64_t s = 0; s < G; s++) {
+    int64_t first, n;
+    prt_moe_segment(cnt, s, cap, El, j, &first, &n, fn);
+    if (n == 0) continue;
+    const float *x = rows + first * C, *d = dout + first * C, *hid = hidden + first * 2 * Fe;
+    float *dg = scratch(SCR_MOE_ACT, (size_t)(3 * n * Fe) * sizeof(float), fn);
+    float *du = dg + n * Fe, *act = dg + 2 * n * Fe;
+    moe_silu_mul(act, hid, n, Fe, fn);
+    moe_dgu(dg, du, d, hid, wd, n, C, Fe, fn);
+    /* dwd += dout^T act, dwg += dg^T x, dwu += du^T x */
+    sgemm(prt_gemm_row_major(true, false, C, Fe, n, d, C, act, Fe, 1.0f, dwd, Fe), fn);
+    sgemm(prt_gemm_row_major(true, false, Fe, C, n, dg, Fe, x, C, 1.0f, dwg, C), fn);
+    sgemm(prt_gemm_row_major(true, false, Fe, C, n, du, Fe, x, C, 1.0f, dwu, C), fn);
+  }
+  free(cnt);
 }

@@ -74,6 +74,34 @@ void prt_cuda_swiglu_fwd(float *out, const float *gate, const float *up, int64_t
 void prt_cuda_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate,
                          const float *up, int64_t n);
 void prt_cuda_bias_add(float *out, const float *x, const float *b, int64_t M, int64_t N);
+/* Mixture of experts: the argument lists of runtime/kernels/cpu.c's prt_moe_* */
+void prt_cuda_moe_topk_fwd(float *weights, int32_t *experts, const float *logits, int64_t N,
+                           int64_t E, int64_t K);
+void prt_cuda_moe_topk_bwd(float *dlogits, const float *dweights, const float *weights,
+                           const int32_t *experts, int64_t N, int64_t E, int64_t K);
+void prt_cuda_moe_dispatch_fwd(float *rows, int32_t *counts, const float *h,
+                               const int32_t *experts, int64_t N, int64_t K, int64_t C,
+                               int64_t E, int64_t G);
+void prt_cuda_moe_dispatch_bwd(float *dh, const float *drows, const int32_t *experts, int64_t N,
+                               int64_t K, int64_t C, int64_t E, int64_t G);
+void prt_cuda_moe_combine_fwd(float *y, const float *out, const float *weights,
+                              const int32_t *experts, int64_t N, int64_t K, int64_t C,
+                              int64_t E, int64_t G);
+void prt_cuda_moe_combine_bwd(float *dout, float *dweights, const float *dy, const float *out,
+                              const float *weights, const int32_t *experts, int64_t N,
+                              int64_t K, int64_t C, int64_t E, int64_t G);
+void prt_cuda_moe_expert_fwd(float *out, float *hidden, const float *rows,
+                             const int32_t *counts, int64_t G, int64_t cap, int64_t El,
+                             int64_t j, const float *wg, const float *wu, const float *wd,
+                             int64_t C, int64_t Fe);
+void prt_cuda_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
+                                   const float *hidden, int64_t G, int64_t cap, int64_t El,
+                                   int64_t j, const float *wg, const float *wu,
+                                   const float *wd, int64_t C, int64_t Fe);
+void prt_cuda_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
+                                    const float *rows, const int32_t *counts,
+                                    const float *hidden, int64_t G, int64_t cap, int64_t El,
+                                    int64_t j, const float *wd, int64_t C, int64_t Fe);
 void prt_cuda_gqa_attention_fwd(float *out, float *probs, const float *q, const float *k,
                                 const float *v, int64_t B, int64_t T, int64_t H, int64_t KV,
                                 int64_t D);

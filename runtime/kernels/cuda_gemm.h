@@ -37,5 +37,14 @@ static inline prt_gemm prt_gemm_linear_bwd_weight(float *dw, const float *dy, co
                                                   int64_t M, int64_t N, int64_t K) {
   return (prt_gemm){false, true, K, N, M, x, K, dy, N, 0.0f, dw, K};
 }
+/* Row-major C (M x N, ld ldc) = op(A) (M x K) op(B) (K x N) + beta C, as cblas_sgemm's
+ * CblasRowMajor call with the same arguments (the MoE experts' products, whose rows are one
+ * expert's segment and whose hidden rows have stride 2 Fe): C^T = op(B)^T op(A)^T. */
+static inline prt_gemm prt_gemm_row_major(bool transA, bool transB, int64_t M, int64_t N,
+                                          int64_t K, const float *A, int64_t lda,
+                                          const float *B, int64_t ldb, float beta, float *C,
+                                          int64_t ldc) {
+  return (prt_gemm){transB, transA, N, M, K, B, ldb, A, lda, beta, C, ldc};
+}
 
 #endif

@@ -172,6 +172,69 @@ int main(void) {
     same("attention_bwd", gd, wd, B * T * 3 * Ca, 1e-6);
   }
   end();
+  begin("moe");
+  {
+    /* N tokens, 4 experts in 2 groups, top 2; the expert launchers for both local experts,
+     * as the plan calls them (the last one zeroes each block's unused rows) */
+    enum { E = 4, K = 2, G = 2, El = E / G, Fe = 6, NK = N * K, CAP = N * K, R = G * CAP };
+    float *logits = rnd(N * E, 2), *gw = zeros(NK), *ww = zeros(NK);
+    int32_t *gex = calloc(NK, sizeof *gex), *wex = calloc(NK, sizeof *wex);
+    prt_cuda_moe_topk_fwd(gw, gex, logits, N, E, K);
+    prt_moe_topk_fwd(ww, wex, logits, N, E, K);
+    if (memcmp(gex, wex, NK * sizeof *gex)) fail("moe_topk_fwd chose other experts");
+    same("moe_topk_fwd", gw, ww, NK, 2e-6);
+    float *dw = rnd(NK, 1), *gdl = zeros(N * E), *wdl = zeros(N * E);
+    prt_cuda_moe_topk_bwd(gdl, dw, ww, wex, N, E, K);
+    prt_moe_topk_bwd(wdl, dw, ww, wex, N, E, K);
+    same("moe_topk_bwd", gdl, wdl, N * E, 0);
+    float *h = rnd(N * C, 1), *grows = rnd(R * C, 1), *wrows = zeros(R * C);
+    int32_t gcnt[E], wcnt[E];
+    prt_cuda_moe_dispatch_fwd(grows, gcnt, h, wex, N, K, C, E, G);
+    prt_moe_dispatch_fwd(wrows, wcnt, h, wex, N, K, C, E, G);
+    same("moe_dispatch_fwd", grows, wrows, R * C, 0);
+    if (memcmp(gcnt, wcnt, sizeof gcnt)) fail("moe_dispatch_fwd counted otherwise");
+    float *wg[El], *wu[El], *wd[El];
+    for (int j = 0; j < El; j++) wg[j] = rnd(Fe * C, 1), wu[j] = rnd(Fe * C, 1), wd[j] = rnd(C * Fe, 1);
+    float *go = rnd(R * C, 1), *gh = rnd(R * 2 * Fe, 1), *wo = zeros(R * C), *wh = zeros(R * 2 * Fe);
+    for (int j = 0; j < El; j++) {
+      prt_cuda_moe_expert_fwd(go, gh, wrows, wcnt, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
+      prt_moe_expert_fwd(wo, wh, wrows, wcnt, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
+    }
+    same("moe_expert_fwd hidden", gh, wh, R * 2 * Fe, 1e-6);
+    same("moe_expert_fwd out", go, wo, R * C, 2e-6);
+    float *dout = rnd(R * C, 1), *gdr = rnd(R * C, 1), *wdr = zeros(R * C);
+    for (int j = 0; j < El; j++) {
+      prt_cuda_moe_expert_bwd_input(gdr, dout, wcnt, wh, G, CAP, El, j, wg[j], wu[j], wd[j], C,
+                                    Fe);
+      prt_moe_expert_bwd_input(wdr, dout, wcnt, wh, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
+    }
+    same("moe_expert_bwd_input", gdr, wdr, R * C, 2e-6);
+    float *gwg = rnd(Fe * C, 1), *gwu = rnd(Fe * C, 1), *gwd = rnd(C * Fe, 1);
+    float *wwg = zeros(Fe * C), *wwu = zeros(Fe * C), *wwd = zeros(C * Fe);
+    prt_cuda_moe_expert_bwd_weight(gwg, gwu, gwd, dout, wrows, wcnt, wh, G, CAP, El, 0, wd[0],
+                                   C, Fe);
+    prt_moe_expert_bwd_weight(wwg, wwu, wwd, dout, wrows, wcnt, wh, G, CAP, El, 0, wd[0], C, Fe);
+    same("moe_expert_bwd_weight dwg", gwg, wwg, Fe * C, 2e-6);
+    same("moe_expert_bwd_weight dwu", gwu, wwu, Fe * C, 2e-6);
+    same("moe_expert_bwd_weight dwd", gwd, wwd, C * Fe, 2e-6);
+    float *gdh = zeros(N * C), *wdh = zeros(N * C);
+    prt_cuda_moe_dispatch_bwd(gdh, wdr, wex, N, K, C, E, G);
+    prt_moe_dispatch_bwd(wdh, wdr, wex, N, K, C, E, G);
+    same("moe_dispatch_bwd", gdh, wdh, N * C, 0);
+    float *gy = zeros(N * C), *wy = zeros(N * C);
+    prt_cuda_moe_combine_fwd(gy, wo, ww, wex, N, K, C, E, G);
+    prt_moe_combine_fwd(wy, wo, ww, wex, N, K, C, E, G);
+    same("moe_combine_fwd", gy, wy, N * C, 1e-6);
+    float *dy = rnd(N * C, 1), *gdo = rnd(R * C, 1), *wdo = zeros(R * C);
+    float *gdw = zeros(NK), *wdw = zeros(NK);
+    prt_cuda_moe_combine_bwd(gdo, gdw, dy, wo, ww, wex, N, K, C, E, G);
+    prt_moe_combine_bwd(wdo, wdw, dy, wo, ww, wex, N, K, C, E, G);
+    same("moe_combine_bwd dout", gdo, wdo, R * C, 0);
+    same("moe_combine_bwd dweights", gdw, wdw, NK, 1e-6);
+    free(gex);
+    free(wex);
+  }
+  end();
   printf("%d kernel launches\n", fake_cuda_launches);
 
   prt_ctx_destroy(ctx);

@@ -111,7 +111,15 @@ static int nargs_of(const char *name) {
              {"piper_rope", 7},
              {"piper_swiglu_fwd", 4},
              {"piper_swiglu_bwd", 6},
-             {"piper_bias_add", 5}};
+             {"piper_bias_add", 5},
+             {"piper_moe_topk_fwd", 6},
+             {"piper_moe_topk_bwd", 7},
+             {"piper_moe_scatter_rows", 6},
+             {"piper_moe_gather_sum", 6},
+             {"piper_moe_combine_fwd", 7},
+             {"piper_moe_combine_bwd", 9},
+             {"piper_moe_silu_mul", 4},
+             {"piper_moe_dgu", 5}};
   for (size_t k = 0; k < sizeof sig / sizeof sig[0]; k++)
     if (!strcmp(sig[k].name, name)) return sig[k].n;
   fprintf(stderr, "fake cudaLaunchKernel: unknown kernel %s\n", name);

@@ -38,6 +38,14 @@ static void *fn(const char *name) {
 
 enum { B = 3, T = 5, C = 12, V = 11, N = B * T };
 
+/* A cuBLAS call's arguments run through CBLAS's column-major sgemm (cublasSgemm's contract). */
+static void replay(prt_gemm a) {
+  if (a.m <= 0 || a.n <= 0) return;
+  cblas_sgemm(CblasColMajor, a.transA ? CblasTrans : CblasNoTrans,
+              a.transB ? CblasTrans : CblasNoTrans, (int)a.m, (int)a.n, (int)a.k, 1.0f, a.A,
+              (int)a.lda, a.B, (int)a.ldb, a.beta, a.C, (int)a.ldc);
+}
+
 int main(void) {
   emuSetup(0x9e3779b97f4a7c15ull, "GPU kernel", "CPU kernel");
   jit = kernelJitCreate();
@@ -316,6 +324,129 @@ int main(void) {
     for (int64_t i = 0; i < n + 3; i++) ba(i, g, x, bb, N, C);
     prt_bias_add(w, x, bb, N, C);
     same("bias_add", g, w, n, 0);
+    end();
+  }
+  /* ---- mixture of experts: N tokens, E = 4 experts in G = 2 groups of El = 2, top K = 2.
+   * The launchers (runtime/kernels/cuda.c) compute the copies' rows on the host by the CPU's
+   * prt_moe_positions and run the expert matmuls as cuBLAS calls (prt_gemm_row_major,
+   * replayed here through CBLAS); the device kernels' part is checked against the whole CPU
+   * kernel. Tolerances: top-k's e^x is piper_exp in f32 here, libm's double exp on the CPU
+   * (2e-6); the expert activations' sigmoid likewise (2e-6 through the matmuls); the rest
+   * is the CPU's operations in its order (0, or 1e-6 where GCC may contract a multiply-add
+   * into an FMA). ---- */
+  {
+    enum { E = 4, K = 2, G = 2, El = E / G, Fe = 6, NK = N * K, CAP = N * K, R = G * CAP };
+    float *logits = rnd(N * E, 2);
+    logits[0] = logits[1] = logits[2] = 0.5f; /* ties: the lower index wins */
+    logits[3] = 0.25f;
+    for (int e = 0; e < E; e++) logits[E + e] = 1.0f; /* all four tied */
+    float *gw = zeros(NK), *ww = zeros(NK), *gexf = zeros(NK), *wexf = zeros(NK);
+    int32_t gex[NK], wex[NK];
+    begin("moe_topk_fwd");
+    void (*tf)(int64_t, float *, int32_t *, const float *, int64_t, int64_t, int64_t) =
+        fn("piper_moe_topk_fwd");
+    for (int64_t i = 0; i < N + 3; i++) tf(i, gw, gex, logits, N, E, K);
+    prt_moe_topk_fwd(ww, wex, logits, N, E, K);
+    for (int i = 0; i < NK; i++) gexf[i] = (float)gex[i], wexf[i] = (float)wex[i];
+    same("moe_topk_fwd experts", gexf, wexf, NK, 0);
+    same("moe_topk_fwd weights", gw, ww, NK, 2e-6);
+    end();
+    begin("moe_topk_bwd");
+    float *dw = rnd(NK, 1), *gdl = zeros(N * E), *wdl = zeros(N * E);
+    for (int i = 0; i < N * E; i++) gdl[i] = 7.0f; /* the kernel writes every element */
+    void (*tb)(int64_t, float *, const float *, const float *, const int32_t *, int64_t,
+               int64_t, int64_t) = fn("piper_moe_topk_bwd");
+    for (int64_t i = 0; i < N + 3; i++) tb(i, gdl, dw, ww, wex, N, E, K);
+    prt_moe_topk_bwd(wdl, dw, ww, wex, N, E, K);
+    same("moe_topk_bwd", gdl, wdl, N * E, 0);
+    end();
+
+    int32_t pos[NK], gcnt[E], wcnt[E];
+    prt_moe_positions(pos, gcnt, wex, N, K, E, G, "emu");
+    float *h = rnd(N * C, 1), *grows = zeros(R * C), *wrows = zeros(R * C);
+    begin("moe_dispatch_fwd");
+    void (*sr)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t) =
+        fn("piper_moe_scatter_rows");
+    for (int64_t i = 0; i < NK * C + 3; i++) sr(i, grows, h, pos, NK, K, C);
+    prt_moe_dispatch_fwd(wrows, wcnt, h, wex, N, K, C, E, G);
+    same("moe_dispatch_fwd rows", grows, wrows, R * C, 0);
+    float gcf[E], wcf[E];
+    for (int e = 0; e < E; e++) gcf[e] = (float)gcnt[e], wcf[e] = (float)wcnt[e];
+    same("moe_dispatch_fwd counts", gcf, wcf, E, 0);
+    end();
+    begin("moe_dispatch_bwd");
+    float *drows = rnd(R * C, 1), *gdh = zeros(N * C), *wdh = zeros(N * C);
+    void (*gs)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t) =
+        fn("piper_moe_gather_sum");
+    for (int64_t i = 0; i < N * C + 3; i++) gs(i, gdh, drows, pos, N, K, C);
+    prt_moe_dispatch_bwd(wdh, drows, wex, N, K, C, E, G);
+    same("moe_dispatch_bwd", gdh, wdh, N * C, 0);
+    end();
+    begin("moe_combine_fwd");
+    float *eout = rnd(R * C, 1), *gy = zeros(N * C), *wy = zeros(N * C);
+    void (*cf)(int64_t, float *, const float *, const float *, const int32_t *, int64_t,
+               int64_t, int64_t) = fn("piper_moe_combine_fwd");
+    for (int64_t i = 0; i < N * C + 3; i++) cf(i, gy, eout, ww, pos, N, K, C);
+    prt_moe_combine_fwd(wy, eout, ww, wex, N, K, C, E, G);
+    same("moe_combine_fwd", gy, wy, N * C, 1e-6);
+    end();
+    begin("moe_combine_bwd");
+    float *dy = rnd(N * C, 1), *gdo = zeros(R * C), *wdo = zeros(R * C);
+    float *gdw = zeros(NK), *wdw = zeros(NK);
+    void (*cb)(int64_t, float *, float *, const float *, const float *, const float *,
+               const int32_t *, int64_t, int64_t, int64_t) = fn("piper_moe_combine_bwd");
+    for (int64_t i = 0; i < NK + 3; i++) cb(i, gdo, gdw, dy, eout, ww, pos, N, K, C);
+    prt_moe_combine_bwd(wdo, wdw, dy, eout, ww, wex, N, K, C, E, G);
+    same("moe_combine_bwd dout", gdo, wdo, R * C, 0);
+    same("moe_combine_bwd dweights", gdw, wdw, NK, 1e-6);
+    end();
+
+    /* the experts: each launcher's sequence (cuda.c) with its kernels and sgemm arguments,
+     * for local expert j = 1 (the last: it zeroes the unused rows too) */
+    int32_t bc[G * El];
+    for (int s = 0; s < G; s++)
+      for (int q = 0; q < El; q++) bc[s * El + q] = wcnt[s * El + q];
+    float *wg = rnd(Fe * C, 1), *wu = rnd(Fe * C, 1), *wd = rnd(C * Fe, 1);
+    float *go = zeros(R * C), *wo = zeros(R * C), *gh = zeros(R * 2 * Fe), *wh = zeros(R * 2 * Fe);
+    float *act = zeros(3 * CAP * Fe);
+    void (*sm)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_moe_silu_mul");
+    void (*dgu)(int64_t, float *, float *, const float *, int64_t, int64_t) = fn("piper_moe_dgu");
+    int64_t j = El - 1;
+    begin("moe_expert_fwd");
+    for (int64_t s = 0; s < G; s++) {
+      int64_t first, n;
+      prt_moe_segment(bc, s, CAP, El, j, &first, &n, "emu");
+      const float *x = wrows + first * C;
+      float *hid = gh + first * 2 * Fe, *o = go + first * C;
+      replay(prt_gemm_row_major(false, true, n, Fe, C, x, C, wg, C, 0.0f, hid, 2 * Fe));
+      replay(prt_gemm_row_major(false, true, n, Fe, C, x, C, wu, C, 0.0f, hid + Fe, 2 * Fe));
+      for (int64_t i = 0; i < n * Fe + 3; i++) sm(i, act, hid, n, Fe);
+      replay(prt_gemm_row_major(false, true, n, C, Fe, act, Fe, wd, Fe, 0.0f, o, C));
+    }
+    prt_moe_expert_fwd(wo, wh, wrows, bc, G, CAP, El, j, wg, wu, wd, C, Fe);
+    same("moe_expert_fwd hidden", gh, wh, R * 2 * Fe, 1e-6);
+    same("moe_expert_fwd out", go, wo, R * C, 2e-6);
+    end();
+    begin("moe_expert_bwd_weight");
+    float *dout = rnd(R * C, 1), *gwg = zeros(Fe * C), *gwu = zeros(Fe * C), *gwd = zeros(C * Fe);
+    float *wwg = zeros(Fe * C), *wwu = zeros(Fe * C), *wwd = zeros(C * Fe);
+    for (int64_t s = 0; s < G; s++) {
+      int64_t first, n;
+      prt_moe_segment(bc, s, CAP, El, j, &first, &n, "emu");
+      if (n == 0) continue;
+      const float *x = wrows + first * C, *d = dout + first * C, *hid = wh + first * 2 * Fe;
+      float *dg = act, *du = act + n * Fe, *ac = act + 2 * n * Fe;
+      for (int64_t i = 0; i < n * Fe; i++) sm(i, ac, hid, n, Fe);
+      replay(prt_gemm_row_major(false, false, n, Fe, C, d, C, wd, Fe, 0.0f, dg, Fe));
+      for (int64_t i = 0; i < n * Fe + 3; i++) dgu(i, dg, du, hid, n, Fe);
+      replay(prt_gemm_row_major(true, false, C, Fe, n, d, C, ac, Fe, 1.0f, gwd, Fe));
+      replay(prt_gemm_row_major(true, false, Fe, C, n, dg, Fe, x, C, 1.0f, gwg, C));
+      replay(prt_gemm_row_major(true, false, Fe, C, n, du, Fe, x, C, 1.0f, gwu, C));
+    }
+    prt_moe_expert_bwd_weight(wwg, wwu, wwd, dout, wrows, bc, wh, G, CAP, El, j, wd, C, Fe);
+    same("moe_expert_bwd_weight dwg", gwg, wwg, Fe * C, 2e-6);
+    same("moe_expert_bwd_weight dwu", gwu, wwu, Fe * C, 2e-6);
+    same("moe_expert_bwd_weight dwd", gwd, wwd, C * Fe, 2e-6);
     end();
   }
   /* ---- the cuBLAS calls' arguments, replayed through CBLAS's column-major sgemm ---- */

@@ -90,7 +90,10 @@ static MlirExecutionEngine kernelJitCreate(void) {
                        "prt_cuda_grad_sq_accum", "prt_cuda_embed_fwd",
                        "prt_cuda_embed_bwd", "prt_cuda_rmsnorm_fwd", "prt_cuda_rmsnorm_bwd",
                        "prt_cuda_rope_fwd", "prt_cuda_rope_bwd", "prt_cuda_swiglu_fwd",
-                       "prt_cuda_swiglu_bwd", "prt_cuda_bias_add"};
+                       "prt_cuda_swiglu_bwd", "prt_cuda_bias_add", "prt_cuda_moe_topk_fwd",
+                       "prt_cuda_moe_topk_bwd", "prt_cuda_moe_dispatch_fwd",
+                       "prt_cuda_moe_dispatch_bwd", "prt_cuda_moe_combine_fwd",
+                       "prt_cuda_moe_combine_bwd", "prt_cuda_moe_expert_bwd_weight"};
   char *gpu = piperGpuKernelModule(all, sizeof all / sizeof all[0]);
   char *text = hostText(gpu);
   MlirModule m = kernelJitModule =

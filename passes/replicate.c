@@ -267,17 +267,6 @@ static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *upda
   free(order);
 }
 
-/* "[0, 1, 2]" into buf (truncated to `size`), for diagnostics. */
-static void describeDevices(MlirAttribute devices, char *buf, size_t size) {
-  size_t used = (size_t)snprintf(buf, size, "[");
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices) && used < size; ++i)
-    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
-                             (long long)mlirIntegerAttrGetValueInt(
-                                 mlirArrayAttrGetElement(devices, i)));
-  if (used < size) snprintf(buf + used, size - used, "]");
-  else if (size > 5) memcpy(buf + size - 5, "...]", 5); /* a long list, cut short */
-}
-
 /* The sched.shard_tensor directive of `module` whose group is `group` (any order), or null. */
 static MlirOperation shardTensorOf(MlirOperation module, MlirAttribute group) {
   MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
@@ -344,7 +333,7 @@ static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
   }
   bool ok = true;
   char list[256], grp[256];
-  describeDevices(devices, list, sizeof list);
+  piperDescribeDevices(devices, list, sizeof list);
   if (inside < 0) {
     /* not a tensor-parallel stage's list */
   } else if (outside >= 0) {
@@ -362,7 +351,7 @@ static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
       for (intptr_t t = 0; t < mlirArrayAttrGetNumElements(group) && ok; ++t) {
         int64_t member = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, t));
         if (piperPtrMapGet(&listed, (const void *)(intptr_t)(member + 1), NULL)) continue;
-        describeDevices(group, grp, sizeof grp);
+        piperDescribeDevices(group, grp, sizeof grp);
         piperDirectiveError(d, "replicate: devices %s hold part of the tensor-parallel group "
                                "%s (not device %lld); a replicate lists whole groups, one per "
                                "data-parallel replica (each member reduces with the members "
@@ -378,7 +367,7 @@ static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
     if (ok && touched == 1) {
       MlirAttribute group = mlirArrayAttrGetElement(groups, firstGroup);
       int64_t T = mlirArrayAttrGetNumElements(group);
-      describeDevices(group, grp, sizeof grp);
+      piperDescribeDevices(group, grp, sizeof grp);
       piperDirectiveError(d, "replicate: devices %s are one tensor-parallel group, whose %lld "
                              "members split one replica between them: there is no other "
                              "replica to reduce gradients with. For data parallelism place the "

@@ -63,15 +63,6 @@ static MlirAttribute sortedDevices(MlirContext ctx, MlirAttribute devices) {
   return sorted;
 }
 
-static void describeDevices(MlirAttribute devices, char *buf, size_t size) {
-  size_t used = (size_t)snprintf(buf, size, "[");
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices) && used < size; ++i)
-    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
-                             (long long)mlirIntegerAttrGetValueInt(
-                                 mlirArrayAttrGetElement(devices, i)));
-  if (used < size) snprintf(buf + used, size - used, "]");
-}
-
 typedef struct {
   MlirContext ctx;
   MlirBlock body;
@@ -437,8 +428,8 @@ MlirLogicalResult piperApplyShard(MlirOperation directive, MlirBlock body) {
       status = mlirLogicalResultFailure();
     } else if (mlirAttributeIsNull(placed) || !mlirAttributeEqual(placed, s.devices)) {
       char want[256] = "?", have[256] = "?";
-      describeDevices(s.devices, want, sizeof want);
-      if (!mlirAttributeIsNull(placed)) describeDevices(placed, have, sizeof have);
+      piperDescribeDevices(s.devices, want, sizeof want);
+      if (!mlirAttributeIsNull(placed)) piperDescribeDevices(placed, have, sizeof have);
       piperDirectiveError(directive, "shard: devices %s are not the replicas of the selected "
                                      "experts' stage, which is placed on %s; list the stage's "
                                      "data-parallel replicas", want, have);

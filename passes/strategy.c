@@ -1,5 +1,6 @@
 /* Helpers shared by the directive passes; see strategy.h for the IR conventions. */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,21 @@ void piperDirectiveError(MlirOperation directive, const char *fmt, ...) {
   va_start(ap, fmt);
   piperEmitErrorV(mlirOperationGetLocation(directive), fmt, ap);
   va_end(ap);
+}
+
+/* "[0, 1, 2]" into buf (at most `size` bytes, ending "...]" when the list is cut short). */
+void piperDescribeDevices(MlirAttribute devices, char *buf, size_t size) {
+  if (size < 6) {
+    if (size) buf[0] = '\0';
+    return;
+  }
+  size_t used = (size_t)snprintf(buf, size, "[");
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices) && used < size; ++i)
+    used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+                             (long long)mlirIntegerAttrGetValueInt(
+                                 mlirArrayAttrGetElement(devices, i)));
+  if (used < size) snprintf(buf + used, size - used, "]");
+  else memcpy(buf + size - 5, "...]", 5); /* a long list, cut short */
 }
 
 MlirLogicalResult piperApplyDirectives(MlirOperation module, const char *directive,

@@ -33,6 +33,8 @@ void piperSetTag(MlirOperation op, const char *key, int64_t value);
  * file the user wrote. */
 void piperDirectiveError(MlirOperation directive, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* A device list as "[0, 1, 2]" for diagnostics, cut to "...]" within `size` bytes. */
+void piperDescribeDevices(MlirAttribute devices, char *buf, size_t size);
 
 /* Calls `apply` on each `directive` op ("sched.split") of the module, in order, with the
  * training graph's body; stops at the first failure. */

@@ -14,6 +14,14 @@
 #                GPT L4 C32 H2 T16 B8: the strategy on MPI ranks sharing the GPU (transfers
 #                staged through host memory) against the single-GPU run, 10 steps
 #                (test/e2e/compare_runs.py: losses 1e-5 relative, final parameters)
+#   @qwen3_pytorch @qwen3_moe_pytorch
+#                qwen3 (GQA, qk-norm, RoPE) and qwen3-moe (E4 top-2) L2 C64 H4 KV2 T32 B4 on
+#                one GPU, 20 steps, against test/oracle/qwen3_torch.py (test/e2e/qwen3_vs_pytorch
+#                and qwen3_moe_vs_pytorch's tolerances)
+#   @moe_single @moe_dp2_ep2
+#                qwen3-moe L2 C32 H4 KV2 E4 T16 B8: DP2 x EP2 on 2 ranks (all-to-alls staged
+#                through host memory) against the single-GPU run, 10 steps, --adam-eps 1e-5 as
+#                the CPU invariance tests (test/e2e/strategies/qwen3-moe-dp2-ep2.test)
 # test/gpu/gpu-e2e.test runs both phases where a GPU and LLVM meet.
 set -euo pipefail
 phase=$1 dir=$2
@@ -26,6 +34,9 @@ strategies=("dp2 2 1 gpipe --stages 1 --microbatches 1 --dp 2"
 big="--layers 4 --dim 128 --heads 4 --seq 64"
 small="--layers 4 --dim 32 --heads 2 --seq 16 --batch 8"
 train="--steps 20 --lr 1e-3 --weight-decay 0.1"
+qwen3="--layers 2 --dim 64 --heads 4 --kv-heads 2 --ffn-dim 128 --seq 32"
+qwen3_moe="--layers 2 --dim 64 --heads 4 --kv-heads 2 --experts 4 --top-k 2 --expert-ffn-dim 48 --seq 32"
+moe_small="--layers 2 --dim 32 --heads 4 --kv-heads 2 --experts 4 --top-k 2 --expert-ffn-dim 32 --seq 16 --batch 8"
 
 if [ "$phase" = prepare ]; then
   rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
@@ -45,6 +56,19 @@ if [ "$phase" = prepare ]; then
     piper-sched $sched > "$name.json"
     piper-compile "$name.mlir" --target cuda --strategy "$name.json" -o "$name"
   done
+  for m in qwen3 qwen3_moe; do # one GPU against PyTorch
+    flags=${!m} gen=${m/_/-}
+    piper-gen "$gen" $flags --batch 4 > "$m.mlir"
+    piper-compile "$m.mlir" --target cuda -o "train_$m"
+    "$py" oracle/qwen3_torch.py init $flags --seed 3 -o "init_$m.safetensors"
+    "$py" oracle/qwen3_torch.py train $flags --batch 4 $train --data data.bin \
+      --init "init_$m.safetensors" --losses "ref_losses_$m.json" \
+      --grads "ref_grads_$m.safetensors" --final "ref_final_$m.safetensors"
+  done
+  piper-gen qwen3-moe $moe_small > moe_single.mlir
+  piper-compile moe_single.mlir --target cuda -o moe_single
+  piper-sched gpipe --stages 1 --microbatches 1 --dp 2 --ep 2 > moe_dp2_ep2.json
+  piper-compile moe_single.mlir --target cuda --strategy moe_dp2_ep2.json -o moe_dp2_ep2
   echo "prepared $dir"
 elif [ "$phase" = run ]; then
   cd "$dir"
@@ -65,10 +89,22 @@ elif [ "$phase" = run ]; then
       --grads-ref ref_grads.safetensors --grads grads.safetensors \
       --final-ref ref_final.safetensors --final final.safetensors
   }
-  strategy() { # NAME NP
-    timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$2" \
-      "./$1" --steps 10 --quiet --metrics "$1.jsonl" --save-checkpoint "$1.safetensors" &&
-    "$py" e2e/compare_runs.py single.jsonl single.safetensors "$1.jsonl" "$1.safetensors"
+  qwen3_pytorch() { # qwen3 | qwen3_moe
+    "./train_$1" $train --data data.bin --init-checkpoint "init_$1.safetensors" \
+      --metrics "metrics_$1.jsonl" --dump-grads "grads_$1.safetensors" \
+      --save-checkpoint "final_$1.safetensors" --quiet &&
+    "$py" oracle/qwen3_torch.py compare --losses-ref "ref_losses_$1.json" \
+      --metrics "metrics_$1.jsonl" --grads-ref "ref_grads_$1.safetensors" \
+      --grads "grads_$1.safetensors" --final-ref "ref_final_$1.safetensors" \
+      --final "final_$1.safetensors"
+  }
+  strategy() { # NAME NP [SINGLE [TRAINING FLAGS...]]: NAME on NP ranks against SINGLE's run
+    local name=$1 np=$2 ref=${3:-single}
+    shift $(($# < 3 ? $# : 3))
+    timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+      "./$name" --steps 10 --quiet "$@" --metrics "$name.jsonl" \
+      --save-checkpoint "$name.safetensors" &&
+    "$py" e2e/compare_runs.py "$ref.jsonl" "$ref.safetensors" "$name.jsonl" "$name.safetensors"
   }
   echo "@pytorch"
   check pytorch pytorch
@@ -80,6 +116,15 @@ elif [ "$phase" = run ]; then
     echo "@$name"
     check "$name" strategy "$name" "$np"
   done
+  for m in qwen3 qwen3_moe; do
+    echo "@${m}_pytorch"
+    check "${m}_pytorch" qwen3_pytorch "$m"
+  done
+  echo "@moe_single"
+  check moe_single ./moe_single --steps 10 --quiet --adam-eps 1e-5 --metrics moe_single.jsonl \
+    --save-checkpoint moe_single.safetensors
+  echo "@moe_dp2_ep2"
+  check moe_dp2_ep2 strategy moe_dp2_ep2 2 moe_single --adam-eps 1e-5
   exit $failed
 else
   echo "usage: gpu_e2e.sh prepare|run DIR" >&2

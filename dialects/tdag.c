@@ -40,7 +40,7 @@ bool piperGetStringAttr(MlirOperation op, const char *name, char *buf, size_t si
   if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a) || size == 0) return false;
   MlirStringRef s = mlirStringAttrGetValue(a);
   size_t n = s.length < size - 1 ? s.length : size - 1;
-  memcpy(buf, s.data, n);
+  if (n) memcpy(buf, s.data, n); /* an empty StringAttr ("") may have a null data pointer */
   buf[n] = 0;
   return true;
 }
@@ -863,7 +863,7 @@ static bool filterOk(MlirAttribute f) {
       MlirStringRef p = mlirStringAttrGetValue(e.attribute);
       char pass[4] = "";
       if (p.length > 2) return false;
-      memcpy(pass, p.data, p.length);
+      if (p.length) memcpy(pass, p.data, p.length); /* "" may have a null data pointer */
       if (strcmp(pass, "F") && strcmp(pass, "B") && strcmp(pass, "BI") && strcmp(pass, "BW"))
         return false;
     } else if (mlirAttributeIsAString(e.attribute)) {

@@ -219,6 +219,7 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
         mlirEmitError(mlirOperationGetLocation(f), "piper-verify-plan: a role's plan needs "
                                                    "piper.role = [start, stride, count] "
                                                    "(integers, stride and count at least 1)");
+        for (int64_t e = 0; e < N; ++e) free(dev[e].ops); /* the roles read before this one */
         free(dev);
         free(roleStart);
         free(roleRange);

@@ -1,0 +1,412 @@
+/* One training step of an extracted plan, simulated on the plan itself.
+ *
+ * Units are the plan's functions: device_<d> (one per device) or role_<p> (one per role, its
+ * replica 0 standing for all R replicas, as verify-plan proves them: every replica of a role
+ * runs the same ops at the same times, coupled only by whole-role collectives). Each unit runs
+ * its ops in order on one host thread:
+ *   tdag op        the host is busy for the kernel's time (profile: f(op kind, work))
+ *   comm op        issued at the unit's time; it becomes a transfer on its stream once every
+ *                  party has issued it: a send and the recv with the same tag between the two
+ *                  units, or every unit of a collective's group (collectives are issued in the
+ *                  same order by all members, which verify-plan proves); it starts when every
+ *                  party has issued it and each party's stream is free (a stream is an ordered
+ *                  queue), and takes alpha + beta * bytes for its kind and group size
+ *   comm.wait      the host blocks until each waited transfer has ended
+ * The runtime adds two world synchronisations the plan does not show: the gradient-norm
+ * all-reduce right before the first update op (after every incoming transfer issued so far
+ * has arrived: lowering moves those waits up), and the loss all-reduce that ends the step.
+ * The step time is the last unit's end. A unit's idle time is split into exposed
+ * communication (blocked while a transfer it waits for is moving) and bubble (blocked while a
+ * peer has not yet issued its side, or done early and waiting for the step's end). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "piper/checked.h"
+#include "piper/piper.h"
+#include "piper/ptrmap.h"
+#include "tune/tune.h"
+
+/* One transfer: a send/recv pair or one collective instance. */
+typedef struct {
+  TuneCommKind kind;
+  double bytes;     /* the op's buffer */
+  int groupSize;    /* devices taking part (2 for a pair) */
+  int needed, got;  /* parties (units) that must issue it, and have */
+  double issuedAt;  /* latest issue time so far */
+  int party[64];    /* units that issued it (bounded by needed <= 64 or tracked as count) */
+  int stream[64];   /* each party's stream index */
+  int nParty;       /* recorded parties (at most 64; more are not stream-modelled) */
+  bool resolved;
+  double start, end;
+  const void *key;  /* group attribute, or NULL for a pair */
+  int from, to;     /* a pair's units; tag below */
+  int64_t tag;
+  int seq;          /* a collective: its index in the group's issue order */
+} Xfer;
+
+typedef struct {
+  const void *name; /* stream attribute (uniqued), NULL = unnamed */
+  double freeAt;
+} Stream;
+
+typedef struct {
+  MlirOperation fn;
+  MlirOperation *ops;   /* body in order */
+  size_t nOps, pc;
+  int64_t replicas;     /* devices this unit stands for (R of a role, else 1) */
+  double t;             /* host time */
+  double busy;          /* kernel time */
+  double exposed;       /* blocked on moving transfers */
+  Stream *streams;
+  size_t nStreams, capStreams;
+  bool normDone, finished;        /* past the gradient-norm sync; past the step's end */
+  bool normJoined, lossJoined;    /* issued its side of the runtime's two world syncs */
+  size_t normAt;        /* index of the first UPD op (nOps if none) */
+  int *pending;         /* incoming transfers issued (for the norm point) */
+  size_t nPending, capPending;
+} Unit;
+
+typedef struct {
+  Xfer *x;
+  size_t n, cap;
+  /* collective instances per group: key and count issued per unit */
+  const void **groupKeys;
+  int **groupSeq; /* [group][unit] how many issued */
+  size_t nGroups, capGroups;
+  int nUnits;
+  int normX, lossX; /* the runtime's gradient-norm and loss all-reduces (-1: not yet) */
+} World;
+
+static int streamOf(Unit *u, MlirOperation op) {
+  MlirAttribute s = mlirOperationIsNull(op)
+                        ? (MlirAttribute){NULL} /* the runtime's own syncs: no stream */
+                        : mlirOperationGetAttributeByName(op, piperStr("stream"));
+  const void *name = mlirAttributeIsNull(s) ? NULL : s.ptr;
+  for (size_t i = 0; i < u->nStreams; ++i)
+    if (u->streams[i].name == name) return (int)i;
+  if (!piperGrow((void **)&u->streams, &u->capStreams, u->nStreams + 1, sizeof *u->streams))
+    return 0;
+  u->streams[u->nStreams] = (Stream){name, 0};
+  return (int)u->nStreams++;
+}
+
+static int newXfer(World *w) {
+  if (!piperGrow((void **)&w->x, &w->cap, w->n + 1, sizeof *w->x)) return -1;
+  memset(&w->x[w->n], 0, sizeof w->x[w->n]);
+  return (int)w->n++;
+}
+
+/* Device id -> unit: a device plan's own number, or the role whose range holds it. */
+typedef struct {
+  int64_t *start, *stride, *count; /* per unit; count 1 stride 1 for device plans */
+  int n;
+} UnitMap;
+
+static int unitOfDevice(const UnitMap *m, int64_t d) {
+  for (int u = 0; u < m->n; ++u) {
+    int64_t off = d - m->start[u];
+    if (off >= 0 && off % m->stride[u] == 0 && off / m->stride[u] < m->count[u]) return u;
+  }
+  return -1;
+}
+
+static double valueBytes(MlirValue v) {
+  MlirType t = mlirValueGetType(v);
+  if (!mlirTypeIsARankedTensor(t)) return 0;
+  return (double)piperTensorNumel(t) * (double)piperTensorElementBytes(t);
+}
+
+static void resolve(World *w, Unit *units, Xfer *x, const TuneProfile *p) {
+  double start = x->issuedAt;
+  for (int i = 0; i < x->nParty; ++i) {
+    double f = units[x->party[i]].streams[x->stream[i]].freeAt;
+    start = f > start ? f : start;
+  }
+  x->start = start;
+  x->end = start + tuneCommNs(p, x->kind, x->groupSize, x->bytes);
+  for (int i = 0; i < x->nParty; ++i) units[x->party[i]].streams[x->stream[i]].freeAt = x->end;
+  x->resolved = true;
+  (void)w;
+}
+
+static void addParty(Xfer *x, int unit, int stream, double t) {
+  if (x->nParty < 64) x->party[x->nParty] = unit, x->stream[x->nParty++] = stream;
+  x->issuedAt = t > x->issuedAt ? t : x->issuedAt;
+  x->got++;
+}
+
+/* The pair transfer for a send or recv between units from -> to with `tag`: the first such
+ * pending one not yet joined by this side, or a new one. */
+static int pairXfer(World *w, int from, int to, int64_t tag, bool sender) {
+  for (size_t i = 0; i < w->n; ++i) {
+    Xfer *x = &w->x[i];
+    if (x->key || x->kind != TUNE_P2P || x->resolved || x->from != from || x->to != to ||
+        x->tag != tag)
+      continue;
+    /* seq records which sides joined: bit 1 the sender, bit 2 the receiver */
+    bool senderIn, recvIn;
+    senderIn = x->seq & 1, recvIn = x->seq & 2;
+    if ((sender && !senderIn) || (!sender && !recvIn)) return (int)i;
+  }
+  int i = newXfer(w);
+  if (i < 0) return -1;
+  Xfer *x = &w->x[i];
+  x->kind = TUNE_P2P, x->needed = from == to ? 1 : 2, x->groupSize = 2;
+  x->from = from, x->to = to, x->tag = tag;
+  return i;
+}
+
+static int groupIndex(World *w, const void *key) {
+  for (size_t g = 0; g < w->nGroups; ++g)
+    if (w->groupKeys[g] == key) return (int)g;
+  size_t cap = w->capGroups;
+  if (!piperGrow((void **)&w->groupKeys, &cap, w->nGroups + 1, sizeof *w->groupKeys) ||
+      !piperGrow((void **)&w->groupSeq, &w->capGroups, w->nGroups + 1, sizeof *w->groupSeq))
+    return -1;
+  w->groupKeys[w->nGroups] = key;
+  w->groupSeq[w->nGroups] = calloc((size_t)w->nUnits, sizeof(int));
+  return (int)w->nGroups++;
+}
+
+static TuneCommKind kindOf(MlirOperation op) {
+  return piperOpIs(op, "comm.all_reduce") ? TUNE_ALL_REDUCE
+         : piperOpIs(op, "comm.reduce_scatter") ? TUNE_REDUCE_SCATTER
+         : piperOpIs(op, "comm.all_gather") ? TUNE_ALL_GATHER
+         : piperOpIs(op, "comm.all_to_all") ? TUNE_ALL_TO_ALL
+                                            : TUNE_P2P;
+}
+
+/* A collective instance for unit u: the group's next instance in u's issue order (every
+ * member issues a group's collectives in the same order: verify-plan proves it). */
+static int collectiveXfer(World *w, const UnitMap *map, int u, MlirOperation op) {
+  MlirAttribute group = mlirOperationGetAttributeByName(op, piperStr("group"));
+  const void *key = group.ptr;
+  int g = groupIndex(w, key);
+  if (g < 0) return -1;
+  int seq = w->groupSeq[g][u]++;
+  for (size_t i = 0; i < w->n; ++i)
+    if (w->x[i].key == key && w->x[i].seq == seq) return (int)i;
+  int i = newXfer(w);
+  if (i < 0) return -1;
+  Xfer *x = &w->x[i];
+  x->key = key, x->seq = seq;
+  x->kind = kindOf(op);
+  intptr_t n = mlirAttributeIsAArray(group) ? mlirArrayAttrGetNumElements(group) : 0;
+  bool *seen = calloc((size_t)map->n, sizeof *seen);
+  for (intptr_t k = 0; seen && k < n; ++k) {
+    int v = unitOfDevice(map, mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, k)));
+    if (v >= 0 && !seen[v]) seen[v] = true, x->needed++;
+  }
+  free(seen);
+  if (x->needed == 0) x->needed = 1;
+  x->groupSize = (int)n;
+  x->bytes = valueBytes(mlirOperationGetOperand(op, 0));
+  if (x->kind == TUNE_ALL_GATHER) /* the operand is the whole tensor; the buffer is R shards */
+    x->bytes = valueBytes(mlirOperationGetResult(op, 0));
+  return i;
+}
+
+static bool isComm(MlirOperation op) { return piperOpInDialect(op, "comm"); }
+
+static bool opPassIs(MlirOperation op, const char *pass) {
+  char buf[8];
+  return piperGetStringAttr(op, "pass", buf, sizeof buf) && !strcmp(buf, pass);
+}
+
+/* Waits (blocking the host) until xfer i ends; false if it has not resolved yet. */
+static bool waitFor(World *w, Unit *u, int i) {
+  Xfer *x = &w->x[i];
+  if (!x->resolved) return false;
+  if (x->end > u->t) {
+    double moving = x->start > u->t ? x->start : u->t;
+    u->exposed += x->end - moving;
+    u->t = x->end;
+  }
+  return true;
+}
+
+/* Runs unit `ui` until it blocks or ends; returns whether it advanced. */
+static bool advance(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrMap *tokenXfer,
+                    const TuneProfile *p, int64_t devices) {
+  Unit *u = &units[ui];
+  bool moved = false;
+  while (!u->finished) {
+    bool atNorm = !u->normDone && u->pc == u->normAt, atEnd = !atNorm && u->pc == u->nOps;
+    if (atNorm || atEnd) {
+      /* the gradient norm waits for every incoming transfer issued so far */
+      for (size_t k = 0; atNorm && k < u->nPending; ++k)
+        if (!waitFor(w, u, u->pending[k])) return moved;
+      int *slot = atNorm ? &w->normX : &w->lossX;
+      if (*slot < 0) {
+        *slot = newXfer(w);
+        if (*slot < 0) return moved;
+        Xfer *X = &w->x[*slot];
+        X->kind = TUNE_ALL_REDUCE, X->bytes = 8, X->groupSize = (int)devices, X->needed = w->nUnits;
+      }
+      Xfer *X = &w->x[*slot];
+      bool *joined = atNorm ? &u->normJoined : &u->lossJoined;
+      if (!*joined) {
+        *joined = true;
+        addParty(X, ui, streamOf(u, (MlirOperation){NULL}), u->t);
+        if (X->got == X->needed) resolve(w, units, X, p);
+      }
+      if (!waitFor(w, u, *slot)) return moved;
+      if (atNorm) u->normDone = true;
+      else u->finished = true;
+      moved = true;
+      continue;
+    }
+    MlirOperation op = u->ops[u->pc];
+    if (piperOpIs(op, "comm.wait")) {
+      for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
+        intptr_t x;
+        if (piperPtrMapGet(tokenXfer, mlirOperationGetOperand(op, k).ptr, &x) &&
+            !waitFor(w, u, (int)x))
+          return moved;
+      }
+    } else if (isComm(op)) {
+      int x;
+      bool send = piperOpIs(op, "comm.send");
+      bool recv = piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into");
+      if (send || recv) {
+        int other = unitOfDevice(map, piperGetIntAttr(op, "peer", -1));
+        if (other < 0) other = ui;
+        int64_t tag = piperGetIntAttr(op, "tag", 0);
+        x = pairXfer(w, send ? ui : other, send ? other : ui, tag, send);
+        if (x < 0) return moved;
+        Xfer *X = &w->x[x];
+        X->seq |= send ? 1 : 2;
+        if (send) X->bytes = valueBytes(mlirOperationGetOperand(op, 0));
+        addParty(X, ui, streamOf(u, op), u->t);
+        if (X->needed == 1) X->got = 1;
+      } else {
+        x = collectiveXfer(w, map, ui, op);
+        if (x < 0) return moved;
+        addParty(&w->x[x], ui, streamOf(u, op), u->t);
+      }
+      Xfer *X = &w->x[x];
+      if (!X->resolved && X->got >= X->needed) resolve(w, units, X, p);
+      intptr_t nr = mlirOperationGetNumResults(op);
+      if (nr > 0) piperPtrMapPut(tokenXfer, mlirOperationGetResult(op, nr - 1).ptr, x);
+      if (!send && !opPassIs(op, "UPD") &&
+          piperGrow((void **)&u->pending, &u->capPending, u->nPending + 1, sizeof *u->pending))
+        u->pending[u->nPending++] = x;
+    } else {
+      double ns = tuneKernelNs(p, op);
+      u->t += ns;
+      u->busy += ns;
+    }
+    u->pc++;
+    moved = true;
+  }
+  return moved;
+}
+
+/* The plan functions of `module`: role_<p> or device_<d>, by number. */
+static int collectUnits(MlirOperation module, Unit **out, UnitMap *map) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  int64_t roles = piperGetIntAttr(module, "piper.roles", 0);
+  int n = 0;
+  for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f))
+    if (piperOpIs(f, "func.func")) ++n;
+  Unit *units = calloc((size_t)(n ? n : 1), sizeof *units);
+  map->start = calloc((size_t)(n ? n : 1), sizeof(int64_t));
+  map->stride = calloc((size_t)(n ? n : 1), sizeof(int64_t));
+  map->count = calloc((size_t)(n ? n : 1), sizeof(int64_t));
+  int got = 0;
+  for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f)) {
+    if (!piperOpIs(f, "func.func")) continue;
+    MlirStringRef name = mlirStringAttrGetValue(
+        mlirOperationGetAttributeByName(f, piperStr("sym_name")));
+    int64_t k = roles > 0 ? piperPlanFunctionNumber(name, "role_")
+                          : piperDeviceFunctionNumber(name);
+    if (n == 1 && k < 0) k = 0; /* a single-device training graph */
+    if (k < 0 || k >= n) continue;
+    Unit *u = &units[k];
+    u->fn = f;
+    map->start[k] = k, map->stride[k] = 1, map->count[k] = 1;
+    MlirAttribute range = mlirOperationGetAttributeByName(f, piperStr("piper.role"));
+    if (roles > 0 && !mlirAttributeIsNull(range) && mlirArrayAttrGetNumElements(range) == 3) {
+      map->start[k] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, 0));
+      map->stride[k] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, 1));
+      map->count[k] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, 2));
+      if (map->stride[k] < 1) map->stride[k] = 1;
+    }
+    u->replicas = map->count[k];
+    size_t cap = 0;
+    MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
+    u->normAt = SIZE_MAX;
+    for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);
+         o = mlirOperationGetNextInBlock(o)) {
+      if (!piperOpInDialect(o, "tdag") && !isComm(o)) continue;
+      if (!piperGrow((void **)&u->ops, &cap, u->nOps + 1, sizeof *u->ops)) break;
+      if (u->normAt == SIZE_MAX && opPassIs(o, "UPD")) u->normAt = u->nOps;
+      u->ops[u->nOps++] = o;
+    }
+    if (u->normAt == SIZE_MAX) u->normAt = u->nOps;
+    ++got;
+  }
+  map->n = n;
+  *out = units;
+  return got == n ? n : -1;
+}
+
+TuneSimResult tuneSimulate(MlirOperation module, const TuneProfile *p) {
+  TuneSimResult r = {0};
+  Unit *units = NULL;
+  UnitMap map = {0};
+  int n = collectUnits(module, &units, &map);
+  int64_t devices = piperGetIntAttr(module, "piper.devices", 1);
+  if (n <= 0) {
+    snprintf(r.error, sizeof r.error, "the plan's functions are not device_0.. or role_0.. "
+                                      "(run --piper-extract)");
+  } else {
+    World w = {.nUnits = n, .normX = -1, .lossX = -1};
+    PiperPtrMap tokenXfer;
+    piperPtrMapInit(&tokenXfer, 256);
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int u = 0; u < n; ++u) moved |= advance(&w, units, u, &map, &tokenXfer, p, devices);
+    }
+    double step = 0, busy = 0, exposed = 0, weight = 0;
+    for (int u = 0; u < n; ++u) {
+      if (!units[u].finished && !r.error[0]) {
+        MlirOperation at = units[u].pc < units[u].nOps ? units[u].ops[units[u].pc]
+                                                       : (MlirOperation){NULL};
+        char label[96] = "the step's end";
+        if (!mlirOperationIsNull(at)) piperNodeLabel(at, label, sizeof label);
+        snprintf(r.error, sizeof r.error, "unit %d is stuck at op %zu (%s)", u, units[u].pc,
+                 label);
+      }
+      step = units[u].t > step ? units[u].t : step;
+    }
+    for (int u = 0; u < n; ++u) {
+      double R = (double)units[u].replicas;
+      busy += R * units[u].busy, exposed += R * units[u].exposed, weight += R;
+    }
+    r.stepNs = step;
+    r.units = n;
+    if (step > 0 && weight > 0) {
+      r.exposedComm = exposed / (weight * step);
+      r.bubble = 1 - busy / (weight * step) - r.exposedComm;
+      if (r.bubble < 0) r.bubble = 0;
+    }
+    piperPtrMapFree(&tokenXfer);
+    for (size_t g = 0; g < w.nGroups; ++g) free(w.groupSeq[g]);
+    free(w.groupSeq);
+    free(w.groupKeys);
+    free(w.x);
+  }
+  for (int u = 0; u < (n > 0 ? n : 0); ++u) {
+    free(units[u].ops);
+    free(units[u].streams);
+    free(units[u].pending);
+  }
+  free(units);
+  free(map.start), free(map.stride), free(map.count);
+  return r;
+}

@@ -1,0 +1,159 @@
+/* piper-tune's pieces, in pipeline order (tools/piper-tune.c is the driver):
+ *   enumerate.c  the model's tags -> candidate strategies for N devices, each a Piper JSON text
+ *                that piper-sched writes (piper-sched is run for the schedule; nothing of its
+ *                generator is copied), plus bucket sizes
+ *   compile.c    one candidate through piper's own passes, in process: strategy passes,
+ *                extract, verify-plan (the plans, or the reason it is dropped), then the
+ *                lowering, whose memory plan gives each plan's exact arena
+ *   simulate.c   predicted step time on the extracted plans themselves: every unit's (device's
+ *                or role's) ops in order, transfers on their streams, waits, matched sends and
+ *                receives, collectives that complete when their whole group has issued them
+ *   profile.c    the costs the simulation uses: kernel time = f(op, work) per op kind, transfer
+ *                time = alpha + beta * bytes per kind and group size; read from / written to a
+ *                JSON profile, a built-in rough default, and --calibrate's measurements
+ * Prefix: `tune` (file-private functions are static). */
+#ifndef PIPER_TUNE_TUNE_H
+#define PIPER_TUNE_TUNE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mlir-c/IR.h"
+
+/* ---- the model's tags (enumerate.c) ---- */
+typedef struct {
+  int stages;     /* 1 + the largest PP tag (1 when no op has one) */
+  bool tagged;    /* some op carries a `tags` dictionary */
+  bool tp;        /* some op is tagged TP (tensor-parallel blocks) */
+  bool ep;        /* some op is tagged EP (experts) */
+  int64_t batch;  /* rows of the global batch (dim 0 of the first tdag.input), 0 if none */
+} TuneModel;
+
+/* Reads the tags piper-gen puts on the forward graph's ops. */
+TuneModel tuneReadModel(MlirOperation module);
+
+/* ---- candidates (enumerate.c) ---- */
+/* Schedules, in piper-sched's names; keep tuneSchedNames in sync. */
+typedef enum {
+  TUNE_GPIPE,
+  TUNE_1F1B,
+  TUNE_INTERLEAVED,
+  TUNE_ZBH1,
+  TUNE_DUALPIPEV,
+  TUNE_SCHED_COUNT
+} TuneSched;
+extern const char *const tuneSchedNames[TUNE_SCHED_COUNT];
+
+typedef struct {
+  TuneSched sched;
+  int S, P;        /* pipeline stages (the model's PP tags), pipeline devices */
+  int M;           /* microbatches */
+  int D, T;        /* data-parallel replicas, tensor-parallel group size */
+  int zero;        /* ZeRO level 0..3 (D >= 2) */
+  bool ep;         /* experts sharded over the D replicas */
+  double bucketMB; /* replicate's bucket_size; < 0: the default (not written) */
+  char name[96];   /* short label for the table: "PP2 1f1b M4", "DP2 Z1 b4" ... */
+  char *json;      /* the strategy text (owned), NULL until generated */
+} TuneCandidate;
+
+typedef struct {
+  TuneCandidate *items; /* owned */
+  size_t n, cap;        /* used, allocated */
+} TuneCandidates;
+
+/* Every candidate for `devices` devices the model's tags allow. */
+void tuneEnumerate(const TuneModel *m, int devices, TuneCandidates *out);
+/* Runs piper-sched (found next to this executable) for `c` and keeps its JSON in c->json, with
+ * bucket_size added to the replicate directives. false with a reason in `why` (piper-sched's
+ * own message) when piper-sched refuses the combination. */
+bool tuneGenerate(TuneCandidate *c, char *why, size_t whySize);
+void tuneCandidatesFree(TuneCandidates *cs);
+
+/* ---- profile (profile.c) ---- */
+/* Kinds of transfer, keep tuneCommNames in sync. */
+typedef enum {
+  TUNE_P2P,
+  TUNE_ALL_REDUCE,
+  TUNE_REDUCE_SCATTER,
+  TUNE_ALL_GATHER,
+  TUNE_ALL_TO_ALL,
+  TUNE_COMM_COUNT
+} TuneCommKind;
+extern const char *const tuneCommNames[TUNE_COMM_COUNT];
+
+enum { TUNE_MAX_GROUP = 64 }; /* group sizes the profile keeps separately; larger use the last */
+
+typedef struct {
+  double fixedNs;   /* per call: launch, loop set-up */
+  double nsPerWork; /* per unit of tuneWorkOf */
+  bool set;         /* measured or given (else the class default applies) */
+} TuneKernelCost;
+
+typedef struct {
+  double alphaNs;    /* latency of one transfer */
+  double betaNsPerB; /* per byte of the op's buffer */
+  bool set;
+} TuneCommCost;
+
+typedef struct {
+  TuneKernelCost kernel[64];                    /* by PiperOpId (PIPER_TDAG_OP_COUNT <= 64) */
+  TuneKernelCost matmulDefault, elemDefault;    /* kinds without their own entry */
+  TuneCommCost comm[TUNE_COMM_COUNT][TUNE_MAX_GROUP + 1]; /* [kind][group size]; [k][0] unused */
+  char source[256];                             /* "built-in default (rough)" or the file */
+} TuneProfile;
+
+/* The built-in profile: rough figures for one core of a 2020s x86 CPU and Open MPI over shared
+ * memory (documented in README "Strategy search"); measure with --calibrate for real use. */
+void tuneProfileDefault(TuneProfile *p);
+/* Reads a profile --calibrate wrote (entries it lacks keep the default); false after a message
+ * naming the file and what is wrong. */
+bool tuneProfileRead(TuneProfile *p, const char *path);
+bool tuneProfileWrite(const TuneProfile *p, FILE *out);
+/* Work units of a tdag op: 2*M*N*K multiply-adds for the matmul kinds, elements touched for the
+ * rest; *isMatmul says which class. 0 for ops with no kernel. */
+double tuneWorkOf(MlirOperation op, bool *isMatmul);
+double tuneKernelNs(const TuneProfile *p, MlirOperation op);
+double tuneCommNs(const TuneProfile *p, TuneCommKind kind, int groupSize, double bytes);
+
+/* --calibrate: kernels of `module` (a training graph) at a few row counts, and, when more than
+ * one MPI rank runs this, the transfers at a few sizes. Returns 0 on success. */
+int tuneCalibrate(MlirOperation trainingModule, TuneProfile *p, bool verbose);
+
+/* ---- simulation (simulate.c) ---- */
+typedef struct {
+  double stepNs;        /* predicted step time: the last unit's end */
+  double bubble;        /* idle compute waiting for peers, fraction of devices x step */
+  double exposedComm;   /* compute blocked on transfers in progress, same fraction */
+  int units;            /* plans simulated (devices, or roles for replica 0) */
+  char error[256];      /* non-empty: the simulation could not finish (a stuck plan) */
+} TuneSimResult;
+
+/* Simulates one step of the extracted (and verified) plan `module`. */
+TuneSimResult tuneSimulate(MlirOperation module, const TuneProfile *p);
+
+/* ---- compiling a candidate (compile.c) ---- */
+typedef enum {
+  TUNE_OK,
+  TUNE_DROP_SCHEDULE, /* piper-sched refuses the combination */
+  TUNE_DROP_COMPILE,  /* a strategy pass refuses it (batch not divisible, heads, ...) */
+  TUNE_DROP_VERIFY,   /* verify-plan rejects the plan */
+  TUNE_DROP_MEMORY,   /* over --memory */
+  TUNE_DROP_COUNT
+} TuneStatus;
+extern const char *const tuneStatusNames[TUNE_DROP_COUNT];
+
+typedef struct {
+  TuneStatus status;
+  char why[512];        /* the first diagnostic, or the memory figures */
+  int64_t peakBytes;    /* max over devices of params + optim + arena */
+  int64_t arenaBytes;   /* max over devices of the planned arena */
+  int64_t paramBytes, optimBytes; /* on the device with the peak */
+  TuneSimResult sim;
+} TuneResult;
+
+/* Compiles `c` on a copy of `trainingModule` (autodiff already run) and simulates it. */
+TuneResult tuneEvaluate(MlirOperation trainingModule, const TuneCandidate *c,
+                        const TuneProfile *p, int64_t memoryBytes);
+
+#endif

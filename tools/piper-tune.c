@@ -33,6 +33,10 @@ static void usage(FILE *out) {
       "  -o FILE         write the best strategy (Piper JSON, for piper-compile --strategy);\n"
       "                  with --calibrate, the profile (default: stdout)\n"
       "  --verbose       list every dropped candidate with its reason\n"
+      "  --dump DIR      write every kept candidate's strategy as DIR/cNNN.json and one JSON\n"
+      "                  line per candidate to DIR/candidates.jsonl (name, file, predicted\n"
+      "                  step_ms, peak/params/optim/arena bytes, bubble, exposed_comm), for\n"
+      "                  comparing predictions with measurements (bench/bench_tune.py)\n"
       "  --calibrate     time the model's kernels at a few row counts (libpiper_rt's CPU\n"
       "                  kernels, linear fit per op kind) and, under mpirun with 2+ ranks,\n"
       "                  point-to-point and collectives at a few sizes; write the profile\n");
@@ -86,8 +90,41 @@ static int byTime(const void *a, const void *b) {
   return d < 0 ? -1 : d > 0 ? 1 : 0;
 }
 
+/* --dump DIR: every kept candidate's strategy and predictions; 0 on success. */
+static int dumpAll(const char *dir, const Row *rows, size_t n) {
+  size_t len = strlen(dir) + 32;
+  char *path = malloc(len);
+  snprintf(path, len, "%s/candidates.jsonl", dir);
+  FILE *index = fopen(path, "w");
+  if (!index) {
+    fprintf(stderr, "piper-tune: error: --dump %s: cannot write %s (does the folder exist?)\n",
+            dir, path);
+    free(path);
+    return 1;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    snprintf(path, len, "%s/c%03zu.json", dir, i);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(rows[i].c->json, f) < 0 || fclose(f)) {
+      fprintf(stderr, "piper-tune: error: --dump: cannot write %s\n", path);
+      fclose(index);
+      free(path);
+      return 1;
+    }
+    const TuneResult *r = &rows[i].r;
+    fprintf(index, "{\"name\": \"%s\", \"file\": \"c%03zu.json\", \"step_ms\": %.6g, "
+            "\"peak_bytes\": %lld, \"params\": %lld, \"optim\": %lld, \"arena\": %lld, "
+            "\"bubble\": %.4f, \"exposed_comm\": %.4f}\n", rows[i].c->name, i,
+            r->sim.stepNs / 1e6, (long long)r->peakBytes, (long long)r->paramBytes,
+            (long long)r->optimBytes, (long long)r->arenaBytes, r->sim.bubble,
+            r->sim.exposedComm);
+  }
+  free(path);
+  return fclose(index) ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
-  const char *input = NULL, *output = NULL, *profilePath = NULL;
+  const char *input = NULL, *output = NULL, *profilePath = NULL, *dumpDir = NULL;
   int devices = -1, top = 10;
   int64_t memory = -1;
   bool verbose = false, calibrate = false;
@@ -106,6 +143,9 @@ int main(int argc, char **argv) {
       memory = parseBytes(a, v), ++i;
     } else if (!strcmp(a, "--top")) {
       top = intFlag(a, v, 1, 100000), ++i;
+    } else if (!strcmp(a, "--dump")) {
+      if (!v) die("%s needs a folder", a);
+      dumpDir = v, ++i;
     } else if (!strcmp(a, "--profile") || !strcmp(a, "-o")) {
       if (!v) die("%s needs a value", a);
       *(a[1] == 'o' ? &output : &profilePath) = v, ++i;
@@ -220,6 +260,7 @@ int main(int argc, char **argv) {
              (r->paramBytes + r->optimBytes) / 1e6, r->arenaBytes / 1e6, 100 * r->sim.bubble,
              100 * r->sim.exposedComm);
     }
+    if (dumpDir && dumpAll(dumpDir, rows, nOk)) rc = 1;
     if (output) {
       PiperOutput out;
       if (!piperOutputOpen(&out, output)) rc = 1;

@@ -91,6 +91,8 @@ double tuneWorkOf(MlirOperation op, bool *isMatmul) {
     *isMatmul = true;
     return 2.0 * all * 64; /* rough: the rows meet each weight; refined by calibration */
   }
+  case PIPER_TDAG_PACK_INTO: /* (bucket, grad): copies grad into the bucket, in place */
+    return 2.0 * (double)numel(mlirOperationGetOperand(op, 1));
   default: {
     double elems = 0;
     for (intptr_t i = 0; i < nIn; ++i) elems += (double)numel(mlirOperationGetOperand(op, i));

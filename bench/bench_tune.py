@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""piper-tune's predictions against measurement on 2 MPI ranks.
+
+A GPT with 2 PP stages (default L4 C128 H4 T64 B8 V256: small, so that every candidate runs in
+the time box on a shared machine): piper-tune --calibrate under mpirun -np 2 writes a profile,
+then piper-tune --devices 2 --dump DIR predicts every candidate. The candidates measured are
+DP2 with ZeRO 0-3 (M1, default bucket), PP2 with gpipe, 1f1b and zb-h1 at M in {2, 4, 8}, and
+TP2 (M1): 14 in all (interleaved and dualpipev need more stages than devices: a 4-stage model
+on 2 devices). Each is compiled with piper-compile --strategy as piper-tune wrote it and run
+under mpirun -np 2 (one core a rank, one thread); the measured step is rank 0's median
+step_ms after the first step. Printed: predicted vs measured per candidate, the Spearman rank
+correlation, and whether piper-tune's pick (the fastest predicted among these) is within 10%
+of the fastest measured. The machine is shared (2 cores, other jobs): measured times carry
+that noise; the table says how much by the spread of the measured steps.
+Usage: bench_tune.py BUILD_DIR [--steps N] [--layers L --dim C --heads H --seq T --batch B]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+           OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "core",
+          "--map-by", "core", "-np", "2"]
+WANTED = ["DP2", "DP2 Z1", "DP2 Z2", "DP2 Z3"] + \
+         ["PP2 %s M%d" % (s, m) for s in ("gpipe", "1f1b", "zb-h1") for m in (2, 4, 8)] + \
+         ["TP2"]
+
+
+def sh(args, **kw):
+    return subprocess.run(args, check=True, env=ENV, **kw)
+
+
+def ranks(xs):
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):  # ties share their mean rank
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2.0
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.mean(ra), statistics.mean(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    return cov / (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=8)
+    a = ap.parse_args()
+    bin_dir = os.path.join(a.build, "bin")
+    work = tempfile.mkdtemp(prefix="bench_tune.")
+    model = os.path.join(work, "gpt.mlir")
+    with open(model, "w") as f:
+        sh([os.path.join(bin_dir, "piper-gen"), "gpt", "--layers", str(a.layers), "--dim",
+            str(a.dim), "--heads", str(a.heads), "--seq", str(a.seq), "--batch", str(a.batch),
+            "--vocab", "256", "--stages", "2"], stdout=f)
+    profile = os.path.join(work, "profile.json")
+    sh(MPIRUN + [os.path.join(bin_dir, "piper-tune"), model, "--calibrate", "-o", profile])
+    dump = os.path.join(work, "dump")
+    os.makedirs(dump)
+    sh([os.path.join(bin_dir, "piper-tune"), model, "--devices", "2", "--memory", "64G",
+        "--profile", profile, "--dump", dump, "-o", os.path.join(work, "best.json")],
+       stdout=subprocess.DEVNULL)
+    cands = {c["name"]: c for c in (json.loads(l) for l in open(os.path.join(dump, "candidates.jsonl")))}
+    rows = []
+    for name in WANTED:
+        c = cands[name]
+        exe = os.path.join(work, c["file"] + ".train")
+        sh([os.path.join(bin_dir, "piper-compile"), model, "--strategy",
+            os.path.join(dump, c["file"]), "-o", exe])
+        metrics = os.path.join(work, c["file"] + ".jsonl")
+        sh(MPIRUN + [exe, "--steps", str(a.steps), "--quiet", "--metrics", metrics])
+        recs = [json.loads(l) for l in open(metrics) if l.strip()]
+        steps = [r["step_ms"] for r in recs if r["kind"] == "train" and r["step"] > 0]
+        summary = [r for r in recs if r["kind"] == "summary"][0]["ranks"]
+        top = max(summary, key=lambda r: r["params"] + r["optim"] + r["arena"])
+        rows.append(dict(name=name, pred=c["step_ms"], meas=statistics.median(steps),
+                         spread=(max(steps) - min(steps)) / statistics.median(steps),
+                         mem_pred=c["peak_bytes"], mem_meas=top["params"] + top["optim"] + top["arena"],
+                         rss=max(r["peak_rss"] for r in summary), bubble=c["bubble"],
+                         comm=c["exposed_comm"]))
+    print("## piper-tune: predicted vs measured, GPT L%d C%d H%d T%d B%d V256, 2 PP stages, "
+          "2 ranks (one core each), %d steps\n" % (a.layers, a.dim, a.heads, a.seq, a.batch,
+                                                    a.steps))
+    with open(profile) as f:
+        print("profile: " + json.load(f)["source"])
+    print("load average during the run: %.1f on %d cores (the measured times share them)\n" % (
+        os.getloadavg()[0], os.cpu_count()))
+    print("| strategy | predicted ms | measured ms (spread) | error | peak MB predicted | "
+          "measured (params+AdamW+arena) | peak RSS MB | bubble | exposed comm |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: r["meas"]):
+        print("| %s | %.1f | %.1f (%.0f%%) | %+.0f%% | %.3f | %.3f | %.1f | %.0f%% | %.0f%% |" % (
+            r["name"], r["pred"], r["meas"], 100 * r["spread"], 100 * (r["pred"] / r["meas"] - 1),
+            r["mem_pred"] / 1e6, r["mem_meas"] / 1e6, r["rss"] / 1e6, 100 * r["bubble"],
+            100 * r["comm"]))
+    rho = spearman([r["pred"] for r in rows], [r["meas"] for r in rows])
+    pick = min(rows, key=lambda r: r["pred"])
+    best = min(rows, key=lambda r: r["meas"])
+    within = pick["meas"] <= 1.10 * best["meas"]
+    errs = [abs(r["pred"] / r["meas"] - 1) for r in rows]
+    print("\nSpearman rank correlation (predicted, measured): %.2f over %d candidates" % (rho, len(rows)))
+    print("pick: %s, measured %.1f ms; best measured: %s, %.1f ms: %s" % (
+        pick["name"], pick["meas"], best["name"], best["meas"],
+        "within 10%" if within else "NOT within 10%% (%.0f%% slower)" % (100 * (pick["meas"] / best["meas"] - 1))))
+    print("step-time error: median %.0f%%, max %.0f%%; %d of %d within 20%%" % (
+        100 * statistics.median(errs), 100 * max(errs), sum(e <= 0.2 for e in errs), len(errs)))
+    print("memory: predicted peak == measured params+AdamW+arena for %d of %d" % (
+        sum(r["mem_pred"] == r["mem_meas"] for r in rows), len(rows)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,18 +1,18 @@
 /* piper-gen: the model zoo. `piper-gen gpt ...` prints an annotated GPT-2 forward graph in the
  * tdag dialect (see README "The model"); `piper-gen qwen3 ...` a dense Qwen3 (Hugging Face
  * parameter names, GQA, qk-norm, RoPE, SwiGLU) and `piper-gen llama3 ...` a Llama 3 (the same
- * decoder without qk-norm: one emitter, see decoderModels), tagged the same way. Every op carries a `tags`
- * dictionary, as Piper's annotate() regions would give it: {embed = 0} for the embeddings,
- * {layer = i} for block i, {head = 0} for the final norm, LM head and loss; each also gets PP =
- * its pipeline stage (0 without --stages): the blocks split as evenly as possible over
- * --stages S (earlier stages take the remainder), the embeddings on the first stage and the
- * head on the last. In GPT, the ops of the attention block (c_attn, attention, c_proj) and of
- * the MLP block (c_fc, gelu, c_proj) and their parameters also get TP = 0: the regions a
- * shard_tensor directive may split (passes/shard_tensor.c); layernorms and residual adds stay
- * untagged, replicated. Qwen3 likewise tags its attention (q/k/v/o projections, q_norm, k_norm,
- * rope, gqa_attention) and its dense MLP (gate/up/down projections, swiglu) TP = 0, as does
- * Llama 3 (the same less q_norm and k_norm); qwen3-moe's
- * MoE MLP has no TP tag (it runs replicated within a tensor-parallel group). */
+ * decoder without qk-norm: one emitter, see decoderModels), tagged the same way. Every op carries
+ * a `tags` dictionary, as Piper's annotate() regions would give it: {embed = 0} for the
+ * embeddings, {layer = i} for block i, {head = 0} for the final norm, LM head and loss; each also
+ * gets PP = its pipeline stage (0 without --stages): the blocks split as evenly as possible over
+ * --stages S (earlier stages take the remainder), the embeddings on the first stage and the head
+ * on the last. In GPT, the ops of the attention block (c_attn, attention, c_proj) and of the MLP
+ * block (c_fc, gelu, c_proj) and their parameters also get TP = 0: the regions a shard_tensor
+ * directive may split (passes/shard_tensor.c); layernorms and residual adds stay untagged,
+ * replicated. Qwen3 likewise tags its attention (q/k/v/o projections, q_norm, k_norm, rope,
+ * gqa_attention) and its dense MLP (gate/up/down projections, swiglu) TP = 0, as does Llama 3 (the
+ * same less q_norm and k_norm); qwen3-moe's MoE MLP has no TP tag (it runs replicated within a
+ * tensor-parallel group). */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -243,8 +243,8 @@ struct DecoderConfig {
   double theta;                       /* RoPE base (--rope-theta) */
   int tie;                            /* --tie-embeddings: logits = x embed_tokens^T */
   /* Emits block `layer`'s MLP on the normed residual %<in> (B,T,C) with the block's tags set,
-   * defining %<out> (B,T,C): emitDenseMlp (dense SwiGLU) for qwen3; an MoE model swaps in its
-   * own. */
+   * defining %<out> (B,T,C): emitDenseMlp (dense SwiGLU) for qwen3 and llama3; an MoE model
+   * swaps in its own. */
   void (*mlp)(const DecoderConfig *q, long layer, const char *in, const char *out);
   long E, K, Fe; /* qwen3-moe: experts, experts per token, expert FFN dim (0 in qwen3) */
 };

@@ -1,16 +1,18 @@
 /* piper-gen: the model zoo. `piper-gen gpt ...` prints an annotated GPT-2 forward graph in the
  * tdag dialect (see README "The model"); `piper-gen qwen3 ...` a dense Qwen3 (Hugging Face
- * parameter names, GQA, qk-norm, RoPE, SwiGLU), tagged the same way. Every op carries a `tags`
- * dictionary, as Piper's annotate() regions would give it: {embed = 0} for the embeddings,
- * {layer = i} for block i, {head = 0} for the final norm, LM head and loss; each also gets PP =
- * its pipeline stage (0 without --stages): the blocks split as evenly as possible over
- * --stages S (earlier stages take the remainder), the embeddings on the first stage and the
- * head on the last. In GPT, the ops of the attention block (c_attn, attention, c_proj) and of
- * the MLP block (c_fc, gelu, c_proj) and their parameters also get TP = 0: the regions a
- * shard_tensor directive may split (passes/shard_tensor.c); layernorms and residual adds stay
- * untagged, replicated. Qwen3 likewise tags its attention (q/k/v/o projections, q_norm, k_norm,
- * rope, gqa_attention) and its dense MLP (gate/up/down projections, swiglu) TP = 0; qwen3-moe's
- * MoE MLP has no TP tag (it runs replicated within a tensor-parallel group). */
+ * parameter names, GQA, qk-norm, RoPE, SwiGLU) and `piper-gen llama3 ...` a Llama 3 (the same
+ * decoder without qk-norm: one emitter, see decoderModels), tagged the same way. Every op carries
+ * a `tags` dictionary, as Piper's annotate() regions would give it: {embed = 0} for the
+ * embeddings, {layer = i} for block i, {head = 0} for the final norm, LM head and loss; each also
+ * gets PP = its pipeline stage (0 without --stages): the blocks split as evenly as possible over
+ * --stages S (earlier stages take the remainder), the embeddings on the first stage and the head
+ * on the last. In GPT, the ops of the attention block (c_attn, attention, c_proj) and of the MLP
+ * block (c_fc, gelu, c_proj) and their parameters also get TP = 0: the regions a shard_tensor
+ * directive may split (passes/shard_tensor.c); layernorms and residual adds stay untagged,
+ * replicated. Qwen3 likewise tags its attention (q/k/v/o projections, q_norm, k_norm, rope,
+ * gqa_attention) and its dense MLP (gate/up/down projections, swiglu) TP = 0, as does Llama 3 (the
+ * same less q_norm and k_norm); qwen3-moe's MoE MLP has no TP tag (it runs replicated within a
+ * tensor-parallel group). */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,7 +44,14 @@ static void usage(FILE *out) {
           "                           --batch B [--vocab V] [--stages S] [--rope-theta THETA]\n"
           "                           [--tie-embeddings]\n"
           "Prints Qwen3 with a mixture-of-experts MLP in every block (E SwiGLU experts of dim\n"
-          "Fe, top-K routing); the dispatch and experts carry the tag EP for shard directives.\n");
+          "Fe, top-K routing); the dispatch and experts carry the tag EP for shard directives.\n"
+          "\n"
+          "usage: piper-gen llama3 --layers L --dim C --heads H --kv-heads KV [--head-dim D]\n"
+          "                        --ffn-dim F --seq T --batch B [--vocab V] [--stages S]\n"
+          "                        [--rope-theta THETA] [--tie-embeddings]\n"
+          "Prints an annotated Llama 3 forward graph (Hugging Face LlamaForCausalLM names):\n"
+          "qwen3's decoder without qk-norm, RMSNorm eps 1e-5.\n"
+          "defaults: --head-dim C/H --vocab 256 --stages 1 --rope-theta 5e5, untied lm_head\n");
 }
 
 static GptConfig cfg;
@@ -204,20 +213,39 @@ static void emitGpt(void) {
   printf("    return\n  }\n}\n");
 }
 
-/* ---- Qwen3 (dense). The model, exactly, is issue #9's "The models, exactly": Hugging Face
- * Qwen3 in fp32 without biases: RMSNorm (eps 1e-6), per-head q_norm/k_norm, rotate-half RoPE,
- * grouped-query attention, SwiGLU MLP, final norm and an lm_head (or the tied embed_tokens). ---- */
+/* ---- The decoder family: Qwen3 (dense and MoE) and Llama 3. Qwen3, exactly, is issue #9's
+ * "The models, exactly": Hugging Face Qwen3 in fp32 without biases: RMSNorm (eps 1e-6),
+ * per-head q_norm/k_norm, rotate-half RoPE, grouped-query attention, SwiGLU MLP, final norm and
+ * an lm_head (or the tied embed_tokens). Llama 3 (Hugging Face LlamaForCausalLM, issue 16) is
+ * the same graph with the same parameter names, less q_norm/k_norm, with eps 1e-5 and RoPE
+ * theta 500000 by default. One DecoderModel row tells the members apart. ---- */
 
-typedef struct Qwen3Config Qwen3Config;
-struct Qwen3Config {
+typedef struct {
+  const char *name;   /* the piper-gen command */
+  const char *symbol; /* the func.func name: no dash */
+  double eps;         /* every RMSNorm's epsilon */
+  double theta;       /* the default --rope-theta */
+  bool qkNorm;        /* RMSNorm per head on q and k before RoPE (q_norm, k_norm) */
+  bool moe;           /* a mixture-of-experts MLP: --experts, --top-k, --expert-ffn-dim */
+} DecoderModel;
+
+static const DecoderModel decoderModels[] = {
+    {"qwen3", "qwen3", 1e-6, 1e6, true, false},
+    {"qwen3-moe", "qwen3_moe", 1e-6, 1e6, true, true},
+    {"llama3", "llama3", 1e-5, 5e5, false, false},
+};
+
+typedef struct DecoderConfig DecoderConfig;
+struct DecoderConfig {
+  const DecoderModel *model;
   long L, C, H, KV, D, F, T, B, V, S; /* layers, channels, query heads, kv heads, head dim, FFN
                                          dim, sequence, batch, vocab, pipeline stages */
   double theta;                       /* RoPE base (--rope-theta) */
   int tie;                            /* --tie-embeddings: logits = x embed_tokens^T */
   /* Emits block `layer`'s MLP on the normed residual %<in> (B,T,C) with the block's tags set,
-   * defining %<out> (B,T,C): emitQwen3Mlp (dense SwiGLU) for qwen3; an MoE model swaps in its
-   * own. */
-  void (*mlp)(const Qwen3Config *q, long layer, const char *in, const char *out);
+   * defining %<out> (B,T,C): emitDenseMlp (dense SwiGLU) for qwen3 and llama3; an MoE model
+   * swaps in its own. */
+  void (*mlp)(const DecoderConfig *q, long layer, const char *in, const char *out);
   long E, K, Fe; /* qwen3-moe: experts, experts per token, expert FFN dim (0 in qwen3) */
 };
 
@@ -249,11 +277,13 @@ static void op(const char *res, const char *name, const char *args, const char *
          *attrs ? ", " : "", tags, in, out);
 }
 
-/* %<y>, %<y>_rstd = rmsnorm(%<x>, %<w>): x (xType) normalized in chunks of w's size. */
-static void rmsnorm(const char *y, const char *x, const char *w, const char *xType,
-                    const char *wType, const char *rstdType) {
-  op(str("%%%s, %%%s_rstd", y, y), "rmsnorm", str("%%%s, %%%s", x, w), "eps = 1.000000e-06 : f64",
-     str("%s, %s", xType, wType), str("(%s, %s)", xType, rstdType));
+/* %<y>, %<y>_rstd = rmsnorm(%<x>, %<w>) with the model's eps: x (xType) normalized in chunks
+ * of w's size. */
+static void rmsnorm(const DecoderConfig *q, const char *y, const char *x, const char *w,
+                    const char *xType, const char *wType, const char *rstdType) {
+  op(str("%%%s, %%%s_rstd", y, y), "rmsnorm", str("%%%s, %%%s", x, w),
+     str("eps = %e : f64", q->model->eps), str("%s, %s", xType, wType),
+     str("(%s, %s)", xType, rstdType));
 }
 
 /* %<y> = x w^T: a linear layer without bias (tdag.matmul_nt). */
@@ -263,7 +293,7 @@ static void linearNoBias(const char *y, const char *x, const char *w, const char
 }
 
 /* The dense MLP of block i: down_proj(silu(gate_proj(h)) * up_proj(h)). */
-static void emitQwen3Mlp(const Qwen3Config *q, long i, const char *in, const char *out) {
+static void emitDenseMlp(const DecoderConfig *q, long i, const char *in, const char *out) {
   const char *x3 = F32(3, q->B, q->T, q->C, 0), *f3 = F32(3, q->B, q->T, q->F, 0);
   const char *wFC = F32(2, q->F, q->C, 0, 0), *wCF = F32(2, q->C, q->F, 0, 0);
   const char *blockTags = tags;
@@ -284,7 +314,7 @@ static void emitQwen3Mlp(const Qwen3Config *q, long i, const char *in, const cha
  * combined by those weights. The dispatch and the experts carry EP = 0 besides the block's tags
  * (Piper's annotate("EP")): a shard directive selects them; the router, top-k and combine stay
  * in the stage's region. */
-static void emitQwen3MoeMlp(const Qwen3Config *q, long i, const char *in, const char *out) {
+static void emitQwen3MoeMlp(const DecoderConfig *q, long i, const char *in, const char *out) {
   long B = q->B, T = q->T, C = q->C, E = q->E, K = q->K, Fe = q->Fe, R = B * T * K;
   const char *x3 = F32(3, B, T, C, 0), *wEC = F32(2, E, C, 0, 0), *e3 = F32(3, B, T, E, 0);
   const char *k3 = F32(3, B, T, K, 0), *k3i = ty("i32", 3, B, T, K, 0);
@@ -319,7 +349,7 @@ static void emitQwen3MoeMlp(const Qwen3Config *q, long i, const char *in, const 
 }
 
 /* Block i on the residual stream %<x>, defining %l<i>_out. */
-static void emitQwen3Block(const Qwen3Config *q, long i, const char *x) {
+static void emitDecoderBlock(const DecoderConfig *q, long i, const char *x) {
   long B = q->B, T = q->T, C = q->C, H = q->H, KV = q->KV, D = q->D;
   const char *x3 = F32(3, B, T, C, 0), *q3 = F32(3, B, T, H * D, 0), *k3 = F32(3, B, T, KV * D, 0);
   const char *vecC = F32(1, C, 0, 0, 0), *vecD = F32(1, D, 0, 0, 0);
@@ -327,7 +357,7 @@ static void emitQwen3Block(const Qwen3Config *q, long i, const char *x) {
   const char *wO = F32(2, C, H * D, 0, 0);
 #define L_(s) str("l%ld_" s, i)
 #define NAME(s) str("model.layers.%ld." s, i)
-  /* the attention (q/k/v/o projections, q_norm, k_norm, rope, gqa_attention) and its
+  /* the attention (q/k/v/o projections, q_norm and k_norm if any, rope, gqa_attention) and its
    * parameters get TP = 0, the region a shard_tensor directive splits; the norms around it and
    * the residual adds stay untagged (replicated) */
   const char *blockTags = tags, *tpTags = str("%s, TP = 0 : i64", blockTags);
@@ -337,21 +367,27 @@ static void emitQwen3Block(const Qwen3Config *q, long i, const char *x) {
   param(L_("k_w"), NAME("self_attn.k_proj.weight"), "normal", wK);
   param(L_("v_w"), NAME("self_attn.v_proj.weight"), "normal", wK);
   param(L_("o_w"), NAME("self_attn.o_proj.weight"), "normal", wO);
-  param(L_("q_norm_w"), NAME("self_attn.q_norm.weight"), "ones", vecD);
-  param(L_("k_norm_w"), NAME("self_attn.k_norm.weight"), "ones", vecD);
+  if (q->model->qkNorm) {
+    param(L_("q_norm_w"), NAME("self_attn.q_norm.weight"), "ones", vecD);
+    param(L_("k_norm_w"), NAME("self_attn.k_norm.weight"), "ones", vecD);
+  }
   tags = blockTags;
   param(L_("post_norm_w"), NAME("post_attention_layernorm.weight"), "ones", vecC);
   /* h = x + o_proj(attn(rms(x))) */
-  rmsnorm(L_("ln1"), x, L_("in_norm_w"), x3, vecC, F32(3, B, T, 1, 0));
+  rmsnorm(q, L_("ln1"), x, L_("in_norm_w"), x3, vecC, F32(3, B, T, 1, 0));
   tags = tpTags;
   linearNoBias(L_("q"), L_("ln1"), L_("q_w"), x3, wQ, q3);
   linearNoBias(L_("k"), L_("ln1"), L_("k_w"), x3, wK, k3);
   linearNoBias(L_("v"), L_("ln1"), L_("v_w"), x3, wK, k3);
-  rmsnorm(L_("qn"), L_("q"), L_("q_norm_w"), q3, vecD, F32(3, B, T, H, 0));
-  rmsnorm(L_("kn"), L_("k"), L_("k_norm_w"), k3, vecD, F32(3, B, T, KV, 0));
+  const char *qIn = L_("q"), *kIn = L_("k"); /* what RoPE rotates */
+  if (q->model->qkNorm) {
+    rmsnorm(q, L_("qn"), L_("q"), L_("q_norm_w"), q3, vecD, F32(3, B, T, H, 0));
+    rmsnorm(q, L_("kn"), L_("k"), L_("k_norm_w"), k3, vecD, F32(3, B, T, KV, 0));
+    qIn = L_("qn"), kIn = L_("kn");
+  }
   const char *rope = str("head_dim = %ld : i64, theta = %.17e : f64", D, q->theta);
-  op(str("%%l%ld_qr", i), "rope", str("%%l%ld_qn", i), rope, q3, q3);
-  op(str("%%l%ld_kr", i), "rope", str("%%l%ld_kn", i), rope, k3, k3);
+  op(str("%%l%ld_qr", i), "rope", str("%%%s", qIn), rope, q3, q3);
+  op(str("%%l%ld_kr", i), "rope", str("%%%s", kIn), rope, k3, k3);
   op(str("%%l%ld_att, %%l%ld_probs", i, i), "gqa_attention",
      str("%%l%ld_qr, %%l%ld_kr, %%l%ld_v", i, i, i),
      str("heads = %ld : i64, kv_heads = %ld : i64", H, KV), str("%s, %s, %s", q3, k3, k3),
@@ -360,7 +396,7 @@ static void emitQwen3Block(const Qwen3Config *q, long i, const char *x) {
   tags = blockTags;
   op(str("%%l%ld_res1", i), "add", str("%%%s, %%l%ld_o", x, i), "", str("%s, %s", x3, x3), x3);
   /* x = h + mlp(rms(h)) */
-  rmsnorm(L_("ln2"), L_("res1"), L_("post_norm_w"), x3, vecC, F32(3, B, T, 1, 0));
+  rmsnorm(q, L_("ln2"), L_("res1"), L_("post_norm_w"), x3, vecC, F32(3, B, T, 1, 0));
   q->mlp(q, i, L_("ln2"), L_("mlp"));
   op(str("%%l%ld_out", i), "add", str("%%l%ld_res1, %%l%ld_mlp", i, i), "",
      str("%s, %s", x3, x3), x3);
@@ -368,7 +404,8 @@ static void emitQwen3Block(const Qwen3Config *q, long i, const char *x) {
 #undef NAME
 }
 
-static void emitQwen3(const Qwen3Config *q, const char *model) {
+static void emitDecoder(const DecoderConfig *q) {
+  const char *model = q->model->symbol;
   long L = q->L, C = q->C, T = q->T, B = q->B, V = q->V;
   const char *x3 = F32(3, B, T, C, 0), *vecC = F32(1, C, 0, 0, 0), *wte = F32(2, V, C, 0, 0);
   const char *tok = ty("i32", 2, B, T, 0, 0), *logits = F32(3, B, T, V, 0);
@@ -387,13 +424,13 @@ static void emitQwen3(const Qwen3Config *q, const char *model) {
   const char *x = "x";
   for (long i = 0; i < L; ++i) {
     setTags(tagBuf, sizeof tagBuf, "layer", i, stageOfIn(L, q->S, i));
-    emitQwen3Block(q, i, x);
+    emitDecoderBlock(q, i, x);
     x = str("l%ld_out", i);
   }
 
   setTags(tagBuf, sizeof tagBuf, "head", 0, (int)q->S - 1);
   param("norm_w", "model.norm.weight", "ones", vecC);
-  rmsnorm("xf", x, "norm_w", x3, vecC, F32(3, B, T, 1, 0));
+  rmsnorm(q, "xf", x, "norm_w", x3, vecC, F32(3, B, T, 1, 0));
   if (!q->tie) param("head_w", "lm_head.weight", "normal", wte);
   linearNoBias("logits", "xf", q->tie ? "embed_w" : "head_w", x3, wte, logits);
   printf("    %%targets = \"tdag.input\"() {name = \"targets\", tags = {%s}} : () -> %s\n", tags,
@@ -418,13 +455,15 @@ static long positive(const char *flag, const char *value) {
   return (long)v;
 }
 
-/* piper-gen qwen3 FLAGS: parses and checks the flags, then prints the model; exit 2 on a bad
- * flag, naming it. --layers, --dim, --heads, --kv-heads, --ffn-dim, --seq and --batch are
- * required (no GPT-style defaults: a Qwen3 shape is a choice). */
-static int mainQwen3(int argc, char **argv, bool moe) {
-  Qwen3Config q = {.V = 256, .S = 1, .theta = 1e6, .mlp = moe ? emitQwen3MoeMlp : emitQwen3Mlp};
-  const char *model = moe ? "qwen3-moe" : "qwen3";
-  /* qwen3 takes --ffn-dim, qwen3-moe --experts, --top-k and --expert-ffn-dim instead */
+/* piper-gen qwen3|qwen3-moe|llama3 FLAGS: parses and checks the flags, then prints the model
+ * m; exit 2 on a bad flag, naming it. --layers, --dim, --heads, --kv-heads, --ffn-dim, --seq
+ * and --batch are required (no GPT-style defaults: a decoder's shape is a choice). */
+static int mainDecoder(int argc, char **argv, const DecoderModel *m) {
+  bool moe = m->moe;
+  DecoderConfig q = {.model = m, .V = 256, .S = 1, .theta = m->theta,
+                     .mlp = moe ? emitQwen3MoeMlp : emitDenseMlp};
+  const char *model = m->name;
+  /* a dense model takes --ffn-dim, qwen3-moe --experts, --top-k and --expert-ffn-dim instead */
   long *noFlag = NULL;
   struct { const char *flag; long *field; bool required; } flags[] = {
       {"--layers", &q.L, true},   {"--dim", &q.C, true},       {"--heads", &q.H, true},
@@ -499,7 +538,7 @@ static int mainQwen3(int argc, char **argv, bool moe) {
                     "block\n", q.S, q.L);
     return 2;
   }
-  emitQwen3(&q, moe ? "qwen3_moe" : "qwen3"); /* a symbol name: no dash */
+  emitDecoder(&q);
   return ferror(stdout) ? 1 : 0;
 }
 
@@ -508,10 +547,11 @@ int main(int argc, char **argv) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  if (!strcmp(argv[1], "qwen3")) return mainQwen3(argc, argv, false);
-  if (!strcmp(argv[1], "qwen3-moe")) return mainQwen3(argc, argv, true);
+  for (size_t k = 0; k < sizeof decoderModels / sizeof *decoderModels; ++k)
+    if (!strcmp(argv[1], decoderModels[k].name)) return mainDecoder(argc, argv, &decoderModels[k]);
   if (strcmp(argv[1], "gpt")) {
-    fprintf(stderr, "piper-gen: error: unknown model '%s'; the zoo has: gpt, qwen3, qwen3-moe\n", argv[1]);
+    fprintf(stderr, "piper-gen: error: unknown model '%s'; the zoo has: gpt, qwen3, qwen3-moe, "
+                    "llama3\n", argv[1]);
     return 2;
   }
   cfg = (GptConfig){4, 256, 4, 128, 8, 256, 1};

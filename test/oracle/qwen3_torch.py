@@ -28,11 +28,15 @@ loss. Names: mlp.gate.weight (E,C), mlp.experts.{e}.gate_proj.weight (Fe,C), up_
 down_proj (C,Fe).
 
 Extending: an MoE variant registers its MLP in MLPS (param specs + forward) and its model flags
-in add_model_args; forward() takes the MLP by name.
+in add_model_args; forward() takes the MLP by name. Another decoder of the same parameter
+layout (llama3_torch.py) is a Model record: its own forward, its defaults, and main(argv, model)
+gives it this file's flags, init, train and compare.
 
 Subcommands: init, train (as gpt_torch.py's), compare (gpt_torch.py's compare, unchanged).
 """
 import argparse
+import collections
+import functools
 import math
 import os
 import sys
@@ -52,16 +56,19 @@ RMS_EPS = 1e-6
 # ----------------------------------------------------------------------------- config
 
 class Config:
-    """The model's shape, from the command line (add_model_args)."""
+    """The model's shape, from the command line (add_model_args). qk_norm: the blocks have
+    q_norm and k_norm (Qwen3; not Llama 3)."""
 
-    def __init__(self, a):
+    def __init__(self, a, qk_norm=True):
+        self.qk_norm = qk_norm
         self.L, self.C, self.H, self.KV = a.layers, a.dim, a.heads, a.kv_heads
         self.D = a.head_dim or (a.dim // a.heads if a.heads else 0)
         self.F, self.T, self.V = a.ffn_dim, a.seq, a.vocab
         self.theta, self.tie = a.rope_theta, a.tie_embeddings
-        self.mlp = "moe" if a.experts else "dense"
         self.args = a  # for MLP variants' own flags
-        self.E, self.K, self.Fe = a.experts, a.top_k, a.expert_ffn_dim
+        # a model without the MoE flags (add_model_args moe=False) is dense
+        self.E, self.K, self.Fe = (getattr(a, f, 0) for f in ("experts", "top_k", "expert_ffn_dim"))
+        self.mlp = "moe" if self.E else "dense"
         if self.mlp == "moe":
             if min(self.E, self.K, self.Fe) <= 0 or self.K > self.E:
                 raise SystemExit("qwen3-moe needs --experts E, --top-k K <= E, --expert-ffn-dim")
@@ -76,19 +83,21 @@ class Config:
             raise SystemExit(f"head dim {self.D} must be even")
 
 
-def add_model_args(ap, batch=False):
+def add_model_args(ap, batch=False, rope_theta=1e6, moe=True):
+    """The model flags; rope_theta: --rope-theta's default; moe: also the qwen3-moe flags."""
     ap.add_argument("--layers", type=int, required=True, help="L")
     ap.add_argument("--dim", type=int, required=True, help="C (channels)")
     ap.add_argument("--heads", type=int, required=True, help="H (query heads)")
     ap.add_argument("--kv-heads", type=int, required=True, help="KV (key/value heads)")
     ap.add_argument("--head-dim", type=int, default=0, help="D (default C/H)")
     ap.add_argument("--ffn-dim", type=int, default=0, help="F (dense MLP hidden dim)")
-    ap.add_argument("--experts", type=int, default=0, help="E: qwen3-moe (every mlp an MoE)")
-    ap.add_argument("--top-k", type=int, default=0, help="K experts per token (qwen3-moe)")
-    ap.add_argument("--expert-ffn-dim", type=int, default=0, help="Fe (qwen3-moe)")
+    if moe:
+        ap.add_argument("--experts", type=int, default=0, help="E: qwen3-moe (every mlp an MoE)")
+        ap.add_argument("--top-k", type=int, default=0, help="K experts per token (qwen3-moe)")
+        ap.add_argument("--expert-ffn-dim", type=int, default=0, help="Fe (qwen3-moe)")
     ap.add_argument("--seq", type=int, required=True, help="T")
     ap.add_argument("--vocab", type=int, default=256, help="V (default 256, byte tokens)")
-    ap.add_argument("--rope-theta", type=float, default=1e6)
+    ap.add_argument("--rope-theta", type=float, default=rope_theta)
     ap.add_argument("--tie-embeddings", action="store_true", help="logits = x embed_tokens^T")
     if batch:
         ap.add_argument("--batch", type=int, required=True, help="B")
@@ -138,10 +147,11 @@ def param_specs(cfg):
             (p + "self_attn.k_proj.weight", (KV * D, C), "normal"),
             (p + "self_attn.v_proj.weight", (KV * D, C), "normal"),
             (p + "self_attn.o_proj.weight", (C, H * D), "normal"),
-            (p + "self_attn.q_norm.weight", (D,), "ones"),
-            (p + "self_attn.k_norm.weight", (D,), "ones"),
-            (p + "post_attention_layernorm.weight", (C,), "ones"),
         ]
+        if cfg.qk_norm:
+            specs += [(p + "self_attn.q_norm.weight", (D,), "ones"),
+                      (p + "self_attn.k_norm.weight", (D,), "ones")]
+        specs.append((p + "post_attention_layernorm.weight", (C,), "ones"))
         specs += MLPS[cfg.mlp][0](cfg, p)
     specs.append(("model.norm.weight", (C,), "ones"))
     if not cfg.tie:
@@ -212,41 +222,49 @@ def forward(P, idx, targets, cfg):
 
 # ----------------------------------------------------------------------------- init / train
 
-def cmd_init(a, cfg):
+def cmd_init(a, cfg, model):
     P = init_params(cfg, a.seed)
-    meta = {"model": "qwen3", "seed": a.seed,
+    meta = {"model": model.name, "seed": a.seed,
             "generator": "torch.Generator normal_(0,0.02) in canonical order"}
     st.write(a.output, P, meta)
     print(f"wrote {a.output}: {len(P)} tensors, {sum(t.numel() for t in P.values())} parameters")
 
 
-def cmd_train(a, cfg):
+def cmd_train(a, cfg, model):
     P = oc.load_init(a, {n: shape for n, shape, _ in param_specs(cfg)})
     opt = common.make_optimizer(P, a.lr, a.weight_decay)
     data = common.load_data(a.data, cfg.V)
     losses = oc.train_steps(a, P, opt, lambda s: common.get_batch(data, s, a.batch, cfg.T),
-                            lambda x, y: forward(P, x, y, cfg)[0])
+                            lambda x, y: model.forward(P, x, y, cfg)[0])
     oc.write_outputs(a, P, losses)
 
 
 # ----------------------------------------------------------------------------- CLI
 
-def build_parser():
-    ap = argparse.ArgumentParser(description=__doc__,
+# A decoder this file's CLI serves: name (the checkpoint's metadata), doc (--help), the
+# --rope-theta default, moe (the qwen3-moe flags exist), qk_norm (q_norm/k_norm parameters) and
+# forward(P, idx, targets, cfg) -> (loss, logits).
+Model = collections.namedtuple("Model", "name doc rope_theta moe qk_norm forward")
+QWEN3 = Model("qwen3", __doc__, 1e6, True, True, forward)
+
+
+def build_parser(model):
+    ap = argparse.ArgumentParser(description=model.doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    oc.init_parser(sub, add_model_args).set_defaults(fn=cmd_init)
-    oc.train_parser(sub, add_model_args).set_defaults(fn=cmd_train)
+    model_args = functools.partial(add_model_args, rope_theta=model.rope_theta, moe=model.moe)
+    oc.init_parser(sub, model_args).set_defaults(fn=cmd_init)
+    oc.train_parser(sub, model_args).set_defaults(fn=cmd_train)
     sub.add_parser("compare", help="gpt_torch.py's compare (same flags and metrics)")
     return ap
 
 
-def main(argv=None):
+def main(argv=None, model=QWEN3):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "compare":
         return common.main(argv)
-    a = build_parser().parse_args(argv)
-    return a.fn(a, Config(a)) or 0
+    a = build_parser(model).parse_args(argv)
+    return a.fn(a, Config(a, qk_norm=model.qk_norm), model) or 0
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 /* --piper-place: the `place` directive. Sets `devices` on every op its filter selects (a
- * later directive overrides an earlier one, as in Piper), then applies the `shard` directives
- * (expert parallelism: passes/shard.c). Afterwards every op of the training
- * graph must be placed; a strategy without any place directive puts everything on device 0.
- * Device ids must be dense from 0: the plan's world size is the number of devices used, and
+ * later directive overrides an earlier one, as in Piper). Afterwards every op of the training
+ * graph must be placed (the `shard` directives, --piper-shard, re-place experts next); a
+ * strategy without any place directive puts everything on device 0. Device ids must be dense
+ * from 0: the plan's world size is the number of devices used, and
  * is recorded on the module as `piper.devices`. */
 #include <stdlib.h>
 #include <string.h>
@@ -241,12 +241,6 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
         status = mlirLogicalResultFailure();
       }
   }
-  /* shard directives (expert parallelism, passes/shard.c) re-place the experts' parameters on
-   * the stage's replicas once every op has its stage */
-  for (MlirOperation d = mlirBlockGetFirstOperation(top);
-       !mlirOperationIsNull(d) && mlirLogicalResultIsSuccess(status);
-       d = mlirOperationGetNextInBlock(d))
-    if (piperOpIs(d, "sched.shard")) status = piperApplyShard(d, body);
 done:
   free(used);
   free(listedBy);

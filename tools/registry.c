@@ -15,7 +15,7 @@ static const PiperPassInfo registry[] = {
      "append the directives of a Piper JSON (or sched .mlir) strategy file as sched ops",
      "piper-import-strategy=FILE", piperCreateImportStrategyPass},
     {"piper-apply-strategy",
-     "import FILE and apply its directives: split, split-backward, place, shard-tensor, "
+     "import FILE and apply its directives: split, split-backward, place, shard, shard-tensor, "
      "insert-comm, replicate (the global "
      "DAG; add --piper-extract for per-device plans)",
      "piper-apply-strategy=FILE", NULL},
@@ -25,6 +25,10 @@ static const PiperPassInfo registry[] = {
      NULL, piperCreateSplitBackwardPass},
     {"piper-place", "place directive: set the devices of the selected ops", NULL,
      piperCreatePlacePass},
+    {"piper-shard",
+     "shard directive: expert parallelism, each replica of a placed stage owns E/G experts, "
+     "with their all-to-alls",
+     NULL, piperCreateShardPass},
     {"piper-shard-tensor",
      "shard_tensor directive: Megatron column/row splits of the selected regions over a "
      "tensor-parallel group, with their all-reduces",
@@ -53,9 +57,9 @@ const PiperPassInfo *piperPassRegistry(void) { return registry; }
 
 /* What --piper-apply-strategy stands for, in Piper's order; the first takes the file. */
 static MlirPass (*const strategyPasses[PIPER_STRATEGY_PASSES])(const char *arg) = {
-    piperCreateImportStrategyPass, piperCreateSplitPass,      piperCreateSplitBackwardPass,
-    piperCreatePlacePass,          piperCreateShardTensorPass, piperCreateInsertCommPass,
-    piperCreateReplicatePass};
+    piperCreateImportStrategyPass, piperCreateSplitPass,        piperCreateSplitBackwardPass,
+    piperCreatePlacePass,          piperCreateShardPass,        piperCreateShardTensorPass,
+    piperCreateInsertCommPass,     piperCreateReplicatePass};
 
 int piperStrategyPasses(const char *file, MlirPass *out, int max) {
   int n = max < PIPER_STRATEGY_PASSES ? max : PIPER_STRATEGY_PASSES;

@@ -153,6 +153,7 @@ MlirLogicalResult piperImportStrategyText(MlirOperation module, const char *path
 MlirPass piperCreateSplitPass(const char *arg);
 MlirPass piperCreateSplitBackwardPass(const char *arg);
 MlirPass piperCreatePlacePass(const char *arg);
+MlirPass piperCreateShardPass(const char *arg);
 MlirPass piperCreateInsertCommPass(const char *arg);
 MlirPass piperCreateReplicatePass(const char *arg);
 MlirPass piperCreateShardTensorPass(const char *arg);

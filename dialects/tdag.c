@@ -346,437 +346,469 @@ static bool moeExperts(Verifier *v, MlirOperation op, intptr_t first, MlirType r
   return true;
 }
 
-/* Shape rule of one tdag op; see the op's comment in tdag.irdl.mlir. */
+/* ---- the shape rule of each tdag op (see the op's comment in tdag.irdl.mlir) ----
+ * verifyOp has checked every operand's and result's element type and size (checkElementTypes)
+ * before it calls one of these, so they read ranked, statically shaped tensors. */
+
+/* param -> tensor of at most 4 dims, init "normal" | "zeros" | "ones" */
+static void verifyParam(Verifier *v, MlirOperation op) {
+  char init[16];
+  piperGetStringAttr(op, "init", init, sizeof init);
+  if (strcmp(init, "normal") && strcmp(init, "zeros") && strcmp(init, "ones"))
+    fail(v, op, "init must be \"normal\", \"zeros\" or \"ones\", got \"%s\"", init);
+  if (piperTensorRank(resultType(op, 0)) > 4)
+    fail(v, op, "parameters have at most 4 dims, got %s", typeStr(resultType(op, 0)));
+}
+
+/* adam_state {slot} -> a moment used exactly once, as its slot's operand of a tdag.adamw */
+static void verifyAdamState(Verifier *v, MlirOperation op) {
+  /* The lowering declares a moment by the update that reads it (its parameter's full dims
+   * under ZeRO): the moment must feed exactly one tdag.adamw, in its slot's operand. */
+  char slot[16] = "";
+  piperGetStringAttr(op, "slot", slot, sizeof slot);
+  int want = !strcmp(slot, "exp_avg") ? 2 : !strcmp(slot, "exp_avg_sq") ? 3 : -1;
+  if (want < 0) {
+    fail(v, op, "slot must be \"exp_avg\" or \"exp_avg_sq\", got \"%s\"", slot);
+    return;
+  }
+  MlirOpOperand use = mlirValueGetFirstUse(mlirOperationGetResult(op, 0));
+  if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)) ||
+      !piperOpIs(mlirOpOperandGetOwner(use), "tdag.adamw") ||
+      mlirOpOperandGetOperandNumber(use) != (unsigned)want)
+    fail(v, op, "an AdamW moment (slot \"%s\") must be used exactly once, as operand #%d of "
+                "a tdag.adamw", slot, want);
+}
+
+/* input {name = "tokens" | "targets"} -> (B,T) i32 */
+static void verifyInput(Verifier *v, MlirOperation op) {
+  char name[16];
+  piperGetStringAttr(op, "name", name, sizeof name);
+  if (strcmp(name, "tokens") && strcmp(name, "targets"))
+    fail(v, op, "input name must be \"tokens\" or \"targets\", got \"%s\"", name);
+  if (piperTensorRank(resultType(op, 0)) != 2)
+    fail(v, op, "input must be tensor<BxTxi32>, got %s", typeStr(resultType(op, 0)));
+}
+
+/* output(scalar) */
+static void verifyOutput(Verifier *v, MlirOperation op) {
+  if (piperTensorNumel(operandType(op, 0)) != 1)
+    fail(v, op, "output must be a scalar tensor<f32>, got %s", typeStr(operandType(op, 0)));
+}
+
+/* embedding: tokens(B,T), wte(V,C), wpe(>=T,C) -> (B,T,C) */
+static void verifyEmbedding(Verifier *v, MlirOperation op) {
+  MlirType tok = operandType(op, 0), wte = operandType(op, 1), wpe = operandType(op, 2);
+  MlirType r = resultType(op, 0);
+  int64_t C = piperTensorDim(wte, 1), T = piperTensorDim(tok, 1);
+  if (piperTensorRank(tok) != 2 || piperTensorRank(wte) != 2 || piperTensorRank(wpe) != 2 ||
+      piperTensorDim(wpe, 1) != C || piperTensorDim(wpe, 0) < T)
+    fail(v, op, "expects tokens(B,T), wte(V,C), wpe(>=T,C); got %s, %s, %s", typeStr(tok),
+         typeStr(wte), typeStr(wpe));
+  else if (piperTensorRank(r) != 3 || piperTensorDim(r, 0) != piperTensorDim(tok, 0) ||
+           piperTensorDim(r, 1) != T || piperTensorDim(r, 2) != C)
+    fail(v, op, "result must be (B,T,C) = (%lld,%lld,%lld), got %s",
+         (long long)piperTensorDim(tok, 0), (long long)T, (long long)C, typeStr(r));
+}
+
+/* layernorm: x(...,C), w(C), b(C) -> y like x, mean and rstd like x without C;
+ * layernorm_grad: dout, x, w, mean, rstd -> dx like x, dw(C), db(C) */
+static void verifyLayernorm(Verifier *v, MlirOperation op, bool grad) {
+  MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
+  int64_t C = piperTensorDim(x, -1);
+  if (!isVector(w, C) || (!grad && !isVector(operandType(op, 2), C)))
+    fail(v, op, "weight and bias must be (%lld) to match x %s", (long long)C, typeStr(x));
+  else if (grad ? (!sameShape(operandType(op, 0), x) || !sameShape(resultType(op, 0), x) ||
+                   !isVector(resultType(op, 1), C) || !isVector(resultType(op, 2), C))
+                : (!sameShape(resultType(op, 0), x) || !shapeWithLast(resultType(op, 1), x, -1) ||
+                   !shapeWithLast(resultType(op, 2), x, -1)))
+    fail(v, op, "result shapes do not match x %s", typeStr(x));
+}
+
+/* linear, matmul_nt: x(...,K), weight(N,K) [, bias(N)] -> (...,N) */
+static void verifyLinear(Verifier *v, MlirOperation op) {
+  MlirType a = operandType(op, 0), b = operandType(op, 1), r = resultType(op, 0);
+  int64_t K = piperTensorDim(a, -1), N = piperTensorDim(b, 0);
+  if (!isMatrix(b, N, K))
+    fail(v, op, "weight must be (N,K) with K = %lld from x %s, got %s", (long long)K,
+         typeStr(a), typeStr(b));
+  else if (mlirOperationGetNumOperands(op) == 3 && !isVector(operandType(op, 2), N))
+    fail(v, op, "bias must be (%lld), got %s", (long long)N, typeStr(operandType(op, 2)));
+  else if (!shapeWithLast(r, a, N))
+    fail(v, op, "result must be x's shape with last dim %lld, got %s", (long long)N, typeStr(r));
+}
+
+/* linear_grad_input: dout(...,N), weight(N,K) -> dx(...,K) */
+static void verifyLinearGradInput(Verifier *v, MlirOperation op) {
+  MlirType a = operandType(op, 0), b = operandType(op, 1), r = resultType(op, 0);
+  if (piperTensorRank(b) != 2 || piperTensorDim(a, -1) != piperTensorDim(b, 0) ||
+      !shapeWithLast(r, a, piperTensorDim(b, 1)))
+    fail(v, op, "expects dout(...,N), weight(N,K) -> dx(...,K); got %s, %s -> %s", typeStr(a),
+         typeStr(b), typeStr(r));
+}
+
+/* linear_grad_weight: dout(...,N), x(...,K) -> dweight(N,K) */
+static void verifyLinearGradWeight(Verifier *v, MlirOperation op) {
+  MlirType a = operandType(op, 0), b = operandType(op, 1), r = resultType(op, 0);
+  if (!shapeWithLast(b, a, piperTensorDim(b, -1)) ||
+      !isMatrix(r, piperTensorDim(a, -1), piperTensorDim(b, -1)))
+    fail(v, op, "expects dout(...,N), x(...,K) -> dweight(N,K); got %s, %s -> %s",
+         typeStr(a), typeStr(b), typeStr(r));
+}
+
+/* bias_add: x(...,N), bias(N) -> y(...,N) */
+static void verifyBiasAdd(Verifier *v, MlirOperation op) {
+  MlirType a = operandType(op, 0);
+  if (!isVector(operandType(op, 1), piperTensorDim(a, -1)) || !sameShape(resultType(op, 0), a))
+    fail(v, op, "expects x(...,N), bias(N) -> y(...,N); got %s, %s -> %s", typeStr(a),
+         typeStr(operandType(op, 1)), typeStr(resultType(op, 0)));
+}
+
+/* bias_grad: dout(...,N) -> dbias(N) */
+static void verifyBiasGrad(Verifier *v, MlirOperation op) {
+  if (!isVector(resultType(op, 0), piperTensorDim(operandType(op, 0), -1)))
+    fail(v, op, "expects dout(...,N) -> dbias(N); got %s -> %s", typeStr(operandType(op, 0)),
+         typeStr(resultType(op, 0)));
+}
+
+/* attention {heads}: qkv(B,T,3C) -> out(B,T,C), probs(B,H,T,T);
+ * attention_grad: dout, qkv, probs -> dqkv like qkv */
+static void verifyAttention(Verifier *v, MlirOperation op, bool grad) {
+  MlirType qkv = operandType(op, grad ? 1 : 0);
+  int64_t H = piperGetIntAttr(op, "heads", 0);
+  int64_t B = piperTensorDim(qkv, 0), T = piperTensorDim(qkv, 1), C3 = piperTensorDim(qkv, 2);
+  MlirType probs = grad ? operandType(op, 2) : resultType(op, 1);
+  MlirType out = grad ? operandType(op, 0) : resultType(op, 0);
+  if (piperTensorRank(qkv) != 3 || C3 % 3 != 0)
+    fail(v, op, "qkv must be (B,T,3C), got %s", typeStr(qkv));
+  else if (H <= 0 || (C3 / 3) % H != 0)
+    fail(v, op, "heads = %lld must be positive and divide C = %lld", (long long)H,
+         (long long)(C3 / 3));
+  else if (!shapeWithLast(out, qkv, C3 / 3) || piperTensorRank(probs) != 4 ||
+           piperTensorDim(probs, 0) != B || piperTensorDim(probs, 1) != H ||
+           piperTensorDim(probs, 2) != T || piperTensorDim(probs, 3) != T)
+    fail(v, op, "expects out (B,T,C) and probs (B,H,T,T) for qkv %s, got %s and %s",
+         typeStr(qkv), typeStr(out), typeStr(probs));
+  else if (grad && !sameShape(resultType(op, 0), qkv))
+    fail(v, op, "dqkv must have qkv's shape %s", typeStr(qkv));
+}
+
+/* gelu, add, gelu_grad: every operand has the result's shape */
+static void verifyElementwise(Verifier *v, MlirOperation op) {
+  MlirType r = resultType(op, 0);
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
+    if (!sameShape(operandType(op, i), r)) {
+      fail(v, op, "operand #%d %s and result %s must have the same shape", (int)i,
+           typeStr(operandType(op, i)), typeStr(r));
+      return;
+    }
+}
+
+/* cross_entropy: logits(...,V), targets(...) -> loss(scalar), probs like logits;
+ * cross_entropy_grad: probs(...,V), targets(...) -> dlogits like probs */
+static void verifyCrossEntropy(Verifier *v, MlirOperation op, bool grad) {
+  MlirType a = operandType(op, 0);
+  if (!shapeWithLast(operandType(op, 1), a, -1))
+    fail(v, op, "targets %s must be logits %s without the last dim",
+         typeStr(operandType(op, 1)), typeStr(a));
+  else if (grad ? !sameShape(resultType(op, 0), a)
+                : (piperTensorNumel(resultType(op, 0)) != 1 || !sameShape(resultType(op, 1), a)))
+    fail(v, op, "result shapes do not match logits %s", typeStr(a));
+}
+
+/* embedding_grad: dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C) */
+static void verifyEmbeddingGrad(Verifier *v, MlirOperation op) {
+  MlirType a = operandType(op, 0);
+  if (piperTensorRank(a) != 3 || !shapeWithLast(operandType(op, 1), a, -1) ||
+      piperTensorDim(resultType(op, 0), 1) != piperTensorDim(a, 2) ||
+      piperTensorDim(resultType(op, 1), 1) != piperTensorDim(a, 2))
+    fail(v, op, "expects dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C)");
+}
+
+/* bucket -> (n) */
+static void verifyBucket(Verifier *v, MlirOperation op) {
+  if (piperTensorRank(resultType(op, 0)) != 1)
+    fail(v, op, "a bucket is a flat tensor, got %s", typeStr(resultType(op, 0)));
+}
+
+/* pack_into {offset}: bucket(n), x -> bucket, with x inside [offset, n) */
+static void verifyPackInto(Verifier *v, MlirOperation op) {
+  int64_t offset = piperGetIntAttr(op, "offset", -1), end;
+  if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
+      !piperAddI64(offset, piperTensorNumel(operandType(op, 1)), &end) ||
+      end > piperTensorNumel(operandType(op, 0)))
+    fail(v, op, "packs %s at offset %lld into %s, which does not hold it",
+         typeStr(operandType(op, 1)), (long long)offset, typeStr(operandType(op, 0)));
+}
+
+/* view {offset}: bucket(n) -> x, with x inside [offset, n) */
+static void verifyView(Verifier *v, MlirOperation op) {
+  int64_t offset = piperGetIntAttr(op, "offset", -1), end;
+  if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
+      !piperAddI64(offset, piperTensorNumel(resultType(op, 0)), &end) ||
+      end > piperTensorNumel(operandType(op, 0)))
+    fail(v, op, "views %s at offset %lld of %s, which is not a flat tensor that holds it",
+         typeStr(resultType(op, 0)), (long long)offset, typeStr(operandType(op, 0)));
+}
+
+/* adamw {shards = R}: param, grad, exp_avg, exp_avg_sq; all the param's shape, or under ZeRO
+ * (R > 0) moments of ceil(n/R) and a whole or sharded gradient */
+static void verifyAdamw(Verifier *v, MlirOperation op) {
+  int64_t R = piperGetIntAttr(op, "shards", 0), n = piperTensorNumel(operandType(op, 0));
+  int64_t c = R > 0 ? (n + R - 1) / R : 0;
+  for (intptr_t i = 1; i < 4 && R == 0; ++i)
+    if (!sameShape(operandType(op, i), operandType(op, 0))) {
+      fail(v, op, "operand #%d %s must have the parameter's shape %s", (int)i,
+           typeStr(operandType(op, i)), typeStr(operandType(op, 0)));
+      return;
+    }
+  /* ZeRO: moments are c = ceil(n/R) elements; the gradient is whole (ZeRO-1) or this
+   * replica's c-element shard (ZeRO-2/3) */
+  if (R > 0 && (!isVector(operandType(op, 2), c) || !isVector(operandType(op, 3), c) ||
+                (piperTensorNumel(operandType(op, 1)) != n &&
+                 piperTensorNumel(operandType(op, 1)) != c))) {
+    fail(v, op, "with %lld shards of a %lld-element parameter the moments must be (%lld) and "
+                "the gradient %lld or %lld elements", (long long)R, (long long)n, (long long)c,
+         (long long)n, (long long)c);
+    return;
+  }
+  MlirValue param = mlirOperationGetOperand(op, 0);
+  if (!mlirValueIsAOpResult(param) || !piperOpIs(mlirOpResultGetOwner(param), "tdag.param"))
+    fail(v, op, "the updated operand must be a tdag.param");
+}
+
+/* embed: tokens(B,T), wte(V,C) -> (B,T,C); embed_grad: dout(B,T,C), tokens(B,T) -> (V,C) */
+static void verifyEmbed(Verifier *v, MlirOperation op, bool grad) {
+  MlirType tok = operandType(op, grad ? 1 : 0);
+  MlirType wte = grad ? resultType(op, 0) : operandType(op, 1);
+  MlirType x = grad ? operandType(op, 0) : resultType(op, 0);
+  if (piperTensorRank(tok) != 2 || piperTensorRank(wte) != 2 || piperTensorRank(x) != 3 ||
+      piperTensorDim(x, 0) != piperTensorDim(tok, 0) ||
+      piperTensorDim(x, 1) != piperTensorDim(tok, 1) ||
+      piperTensorDim(x, 2) != piperTensorDim(wte, 1))
+    fail(v, op, "expects tokens(B,T), wte(V,C) and x(B,T,C); got tokens %s, wte %s, x %s",
+         typeStr(tok), typeStr(wte), typeStr(x));
+}
+
+/* rmsnorm {eps}: x(...,N), w(D) with D dividing N -> y like x, rstd like x with last dim N/D;
+ * rmsnorm_grad: dout, x, w, rstd -> dx like x, dw like w */
+static void verifyRmsnorm(Verifier *v, MlirOperation op, bool grad) {
+  MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
+  MlirType rstd = grad ? operandType(op, 3) : resultType(op, 1);
+  int64_t N = piperTensorDim(x, -1), D = piperTensorDim(w, 0);
+  if (piperTensorRank(x) < 1 || piperTensorRank(w) != 1 || D <= 0 || N % D != 0)
+    fail(v, op, "weight must be (D) with D dividing the last dim of x %s, got %s", typeStr(x),
+         typeStr(w));
+  else if (!shapeWithLast(rstd, x, N / D))
+    fail(v, op, "rstd must be x's shape with last dim %lld (one per chunk of %lld), got %s",
+         (long long)(N / D), (long long)D, typeStr(rstd));
+  else if (!sameShape(resultType(op, 0), x) ||
+           (grad && (!sameShape(operandType(op, 0), x) || !sameShape(resultType(op, 1), w))))
+    fail(v, op, "shapes do not match x %s and weight %s", typeStr(x), typeStr(w));
+  else if (!grad && !(piperGetFloatAttr(op, "eps", -1.0) > 0.0))
+    fail(v, op, "eps must be positive");
+}
+
+/* rope, rope_grad {head_dim = D, theta > 0}: x(B,T,H*D), D even -> same shape */
+static void verifyRope(Verifier *v, MlirOperation op) {
+  MlirType a = operandType(op, 0);
+  int64_t D = piperGetIntAttr(op, "head_dim", 0), N = piperTensorDim(a, -1);
+  double theta = piperGetFloatAttr(op, "theta", 0.0);
+  if (piperTensorRank(a) != 3)
+    fail(v, op, "x must be (B,T,H*D), got %s", typeStr(a));
+  else if (D <= 0 || D % 2 != 0 || N % D != 0)
+    fail(v, op, "head_dim = %lld must be positive, even and divide the last dim of %s",
+         (long long)D, typeStr(a));
+  else if (!(theta > 0.0))
+    fail(v, op, "theta must be positive, got %g", theta);
+  else if (!sameShape(resultType(op, 0), a))
+    fail(v, op, "result %s must have x's shape %s", typeStr(resultType(op, 0)), typeStr(a));
+}
+
+/* swiglu, swiglu_grad: every operand and result has one shape */
+static void verifySwiglu(Verifier *v, MlirOperation op) {
+  MlirType a = operandType(op, 0);
+  for (int res = 0; res < 2; ++res)
+    for (intptr_t i = 0; i < (res ? mlirOperationGetNumResults(op)
+                                  : mlirOperationGetNumOperands(op)); ++i)
+      if (!sameShape(res ? resultType(op, i) : operandType(op, i), a)) {
+        fail(v, op, "%s #%d %s must have operand #0's shape %s", res ? "result" : "operand",
+             (int)i, typeStr(res ? resultType(op, i) : operandType(op, i)), typeStr(a));
+        return;
+      }
+}
+
+/* gqa_attention {heads = H, kv_heads = KV}: q(B,T,H*D), k, v(B,T,KV*D), KV dividing H ->
+ * out like q, probs(B,H,T,T); gqa_attention_grad: dout, q, k, v, probs -> dq, dk, dv */
+static void verifyGqaAttention(Verifier *v, MlirOperation op, bool grad) {
+  int o = grad ? 1 : 0;
+  MlirType q = operandType(op, o), k = operandType(op, o + 1), vv = operandType(op, o + 2);
+  MlirType out = grad ? operandType(op, 0) : resultType(op, 0);
+  MlirType probs = grad ? operandType(op, 4) : resultType(op, 1);
+  int64_t H = piperGetIntAttr(op, "heads", 0), KV = piperGetIntAttr(op, "kv_heads", 0);
+  int64_t B = piperTensorDim(q, 0), T = piperTensorDim(q, 1), HD = piperTensorDim(q, 2);
+  if (H <= 0 || KV <= 0 || H % KV != 0)
+    fail(v, op, "heads = %lld and kv_heads = %lld must be positive, kv_heads dividing heads",
+         (long long)H, (long long)KV);
+  else if (piperTensorRank(q) != 3 || HD % H != 0)
+    fail(v, op, "q must be (B,T,H*D) with H = %lld, got %s", (long long)H, typeStr(q));
+  else if (!shapeWithLast(k, q, HD / H * KV) || !sameShape(vv, k))
+    fail(v, op, "k and v must be (B,T,KV*D) = (%lld,%lld,%lld) for q %s, got %s and %s",
+         (long long)B, (long long)T, (long long)(HD / H * KV), typeStr(q), typeStr(k),
+         typeStr(vv));
+  else if (!sameShape(out, q) || piperTensorRank(probs) != 4 ||
+           piperTensorDim(probs, 0) != B || piperTensorDim(probs, 1) != H ||
+           piperTensorDim(probs, 2) != T || piperTensorDim(probs, 3) != T)
+    fail(v, op, "expects out like q %s and probs (B,H,T,T), got %s and %s", typeStr(q),
+         typeStr(out), typeStr(probs));
+  else if (grad && (!sameShape(resultType(op, 0), q) || !sameShape(resultType(op, 1), k) ||
+                    !sameShape(resultType(op, 2), vv)))
+    fail(v, op, "dq, dk, dv must have the shapes of q, k, v");
+}
+
+/* moe_topk {top_k = K}: logits(...,E) -> weights(...,K), experts(...,K);
+ * moe_topk_grad: dweights, weights, experts -> dlogits(...,E) */
+static void verifyMoeTopk(Verifier *v, MlirOperation op, bool grad) {
+  MlirType logits = grad ? resultType(op, 0) : operandType(op, 0);
+  MlirType w = grad ? operandType(op, 1) : resultType(op, 0);
+  MlirType ex = grad ? operandType(op, 2) : resultType(op, 1);
+  int64_t E = piperTensorDim(logits, -1), K = piperTensorDim(w, -1);
+  if (!grad && piperGetIntAttr(op, "top_k", 0) != K)
+    fail(v, op, "top_k = %lld must be the last dim of the weights %s",
+         (long long)piperGetIntAttr(op, "top_k", 0), typeStr(w));
+  else if (!sameLeading(w, logits) || !sameShape(ex, w) || K < 1 || K > E ||
+           (grad && !sameShape(operandType(op, 0), w)))
+    fail(v, op, "expects logits (...,E), weights and experts (...,K) with 1 <= K <= E; got %s, "
+                "%s, %s", typeStr(logits), typeStr(w), typeStr(ex));
+}
+
+/* moe_dispatch: h(...,C), experts(...,K) -> rows(R,C), counts(E);
+ * moe_dispatch_grad: drows(R,C), experts(...,K) -> dh(...,C) */
+static void verifyMoeDispatch(Verifier *v, MlirOperation op, bool grad) {
+  MlirType h = grad ? resultType(op, 0) : operandType(op, 0);
+  MlirType rows = grad ? operandType(op, 0) : resultType(op, 0);
+  MlirType ex = operandType(op, 1);
+  if (!sameLeading(h, ex)) {
+    fail(v, op, "h %s and experts %s must have the same leading (token) dims", typeStr(h),
+         typeStr(ex));
+    return;
+  }
+  if (!moeGeometry(v, op, ex, rows, piperTensorDim(h, -1))) return;
+  if (!grad && !isVector(resultType(op, 1), piperGetIntAttr(op, "num_experts", 0)))
+    fail(v, op, "counts must be (num_experts) = (%lld), got %s",
+         (long long)piperGetIntAttr(op, "num_experts", 0), typeStr(resultType(op, 1)));
+}
+
+/* moe_experts: rows(R,C), counts, gates, ups, downs -> out like rows, hidden(R,2Fe) */
+static void verifyMoeExperts(Verifier *v, MlirOperation op) {
+  MlirType rows = operandType(op, 0);
+  if (moeExperts(v, op, 2, rows, operandType(op, 1), resultType(op, 1)) &&
+      !sameShape(resultType(op, 0), rows))
+    fail(v, op, "out must have the rows' shape %s, got %s", typeStr(rows),
+         typeStr(resultType(op, 0)));
+}
+
+/* moe_experts_grad_input: dout(R,C), counts, hidden, gates, ups, downs -> drows like dout */
+static void verifyMoeExpertsGradInput(Verifier *v, MlirOperation op) {
+  MlirType dout = operandType(op, 0);
+  if (moeExperts(v, op, 3, dout, operandType(op, 1), operandType(op, 2)) &&
+      !sameShape(resultType(op, 0), dout))
+    fail(v, op, "drows must have dout's shape %s, got %s", typeStr(dout),
+         typeStr(resultType(op, 0)));
+}
+
+/* moe_experts_grad_weight {groups = G, expert = j}: dout, rows(R,C), counts(G*El),
+ * hidden(R,2Fe), down(C,Fe) -> dgate(Fe,C), dup(Fe,C), ddown(C,Fe) of local expert j */
+static void verifyMoeExpertsGradWeight(Verifier *v, MlirOperation op) {
+  MlirType dout = operandType(op, 0), rows = operandType(op, 1), counts = operandType(op, 2);
+  MlirType hidden = operandType(op, 3), down = operandType(op, 4);
+  int64_t G = piperGetIntAttr(op, "groups", 1), j = piperGetIntAttr(op, "expert", -1);
+  int64_t C = piperTensorDim(rows, -1), Fe = piperTensorDim(down, 1), R = piperTensorDim(rows, 0);
+  int64_t El = G > 0 ? piperTensorNumel(counts) / G : 0;
+  if (G < 1 || G > PIPER_MAX_DEVICES || piperTensorRank(rows) != 2 || R % G || !sameShape(dout, rows) ||
+      !isMatrix(down, C, Fe) || !isMatrix(hidden, R, 2 * Fe) || piperTensorRank(counts) != 1 ||
+      piperTensorNumel(counts) % G)
+    fail(v, op, "expects dout and rows (R,C), counts (G*El), hidden (R,2Fe), down (C,Fe) with "
+                "groups = %lld dividing R; got %s, %s, %s, %s, %s", (long long)G, typeStr(dout),
+         typeStr(rows), typeStr(counts), typeStr(hidden), typeStr(down));
+  else if (j < 0 || j >= El)
+    fail(v, op, "expert = %lld must be a local expert index in [0, %lld)", (long long)j,
+         (long long)El);
+  else if (!isMatrix(resultType(op, 0), Fe, C) || !isMatrix(resultType(op, 1), Fe, C) ||
+           !isMatrix(resultType(op, 2), C, Fe))
+    fail(v, op, "results must be dgate (Fe,C), dup (Fe,C), ddown (C,Fe) = (%lld,%lld), "
+                "(%lld,%lld), (%lld,%lld)", (long long)Fe, (long long)C, (long long)Fe,
+         (long long)C, (long long)C, (long long)Fe);
+}
+
+/* moe_combine: out(R,C), weights(...,K), experts(...,K) -> y(...,C);
+ * moe_combine_grad: dy, out, weights, experts -> dout like out, dweights like weights */
+static void verifyMoeCombine(Verifier *v, MlirOperation op, bool grad) {
+  intptr_t o = grad ? 1 : 0; /* the grad's operands are dy, then the forward's */
+  MlirType out = operandType(op, o), w = operandType(op, o + 1), ex = operandType(op, o + 2);
+  MlirType y = grad ? operandType(op, 0) : resultType(op, 0);
+  if (!sameShape(w, ex) || !sameLeading(y, ex) || piperTensorDim(y, -1) != piperTensorDim(out, -1)) {
+    fail(v, op, "expects weights and experts (...,K) and y (...,C) over the same tokens, C = "
+                "the rows' last dim; got %s, %s, %s, %s", typeStr(w), typeStr(ex), typeStr(y),
+         typeStr(out));
+    return;
+  }
+  if (!moeGeometry(v, op, ex, out, piperTensorDim(y, -1))) return;
+  if (grad && (!sameShape(resultType(op, 0), out) || !sameShape(resultType(op, 1), w)))
+    fail(v, op, "results must be dout %s and dweights %s", typeStr(out), typeStr(w));
+}
+
+/* The shape rule of one tdag op: its element types, then the rule of its id. */
 static void verifyOp(Verifier *v, MlirOperation op) {
-  MlirType a, b, r;
   const PiperOpFacts *f = piperOpFacts(op);
   if (!f) return; /* not a tdag op IRDL defines: IRDL has said so */
+  if (f->id == PIPER_TDAG_NODE) return; /* a graph-level op: IRDL checks it */
+  if (!checkElementTypes(v, op)) return;
   switch (f->id) {
-  case PIPER_TDAG_PARAM: {
-    char init[16];
-    if (!checkElementTypes(v, op)) return;
-    piperGetStringAttr(op, "init", init, sizeof init);
-    if (strcmp(init, "normal") && strcmp(init, "zeros") && strcmp(init, "ones"))
-      fail(v, op, "init must be \"normal\", \"zeros\" or \"ones\", got \"%s\"", init);
-    if (piperTensorRank(resultType(op, 0)) > 4)
-      fail(v, op, "parameters have at most 4 dims, got %s", typeStr(resultType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_ADAM_STATE: {
-    /* The lowering declares a moment by the update that reads it (its parameter's full dims
-     * under ZeRO): the moment must feed exactly one tdag.adamw, in its slot's operand. */
-    char slot[16] = "";
-    if (!checkElementTypes(v, op)) return;
-    piperGetStringAttr(op, "slot", slot, sizeof slot);
-    int want = !strcmp(slot, "exp_avg") ? 2 : !strcmp(slot, "exp_avg_sq") ? 3 : -1;
-    if (want < 0) {
-      fail(v, op, "slot must be \"exp_avg\" or \"exp_avg_sq\", got \"%s\"", slot);
-      return;
-    }
-    MlirOpOperand use = mlirValueGetFirstUse(mlirOperationGetResult(op, 0));
-    if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)) ||
-        !piperOpIs(mlirOpOperandGetOwner(use), "tdag.adamw") ||
-        mlirOpOperandGetOperandNumber(use) != (unsigned)want)
-      fail(v, op, "an AdamW moment (slot \"%s\") must be used exactly once, as operand #%d of "
-                  "a tdag.adamw", slot, want);
-    break;
-  }
-  case PIPER_TDAG_INPUT: {
-    char name[16];
-    if (!checkElementTypes(v, op)) return;
-    piperGetStringAttr(op, "name", name, sizeof name);
-    if (strcmp(name, "tokens") && strcmp(name, "targets"))
-      fail(v, op, "input name must be \"tokens\" or \"targets\", got \"%s\"", name);
-    if (piperTensorRank(resultType(op, 0)) != 2)
-      fail(v, op, "input must be tensor<BxTxi32>, got %s", typeStr(resultType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_OUTPUT: {
-    if (checkElementTypes(v, op) && piperTensorNumel(operandType(op, 0)) != 1)
-      fail(v, op, "output must be a scalar tensor<f32>, got %s", typeStr(operandType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_EMBEDDING: {
-    if (!checkElementTypes(v, op)) return;
-    MlirType tok = operandType(op, 0), wte = operandType(op, 1), wpe = operandType(op, 2);
-    r = resultType(op, 0);
-    int64_t C = piperTensorDim(wte, 1), T = piperTensorDim(tok, 1);
-    if (piperTensorRank(tok) != 2 || piperTensorRank(wte) != 2 || piperTensorRank(wpe) != 2 ||
-        piperTensorDim(wpe, 1) != C || piperTensorDim(wpe, 0) < T)
-      fail(v, op, "expects tokens(B,T), wte(V,C), wpe(>=T,C); got %s, %s, %s", typeStr(tok),
-           typeStr(wte), typeStr(wpe));
-    else if (piperTensorRank(r) != 3 || piperTensorDim(r, 0) != piperTensorDim(tok, 0) ||
-             piperTensorDim(r, 1) != T || piperTensorDim(r, 2) != C)
-      fail(v, op, "result must be (B,T,C) = (%lld,%lld,%lld), got %s",
-           (long long)piperTensorDim(tok, 0), (long long)T, (long long)C, typeStr(r));
-    break;
-  }
-  case PIPER_TDAG_LAYERNORM:
-  case PIPER_TDAG_LAYERNORM_GRAD: {
-    bool grad = f->id == PIPER_TDAG_LAYERNORM_GRAD;
-    if (!checkElementTypes(v, op)) return;
-    MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
-    int64_t C = piperTensorDim(x, -1);
-    if (!isVector(w, C) || (!grad && !isVector(operandType(op, 2), C)))
-      fail(v, op, "weight and bias must be (%lld) to match x %s", (long long)C, typeStr(x));
-    else if (grad ? (!sameShape(operandType(op, 0), x) || !sameShape(resultType(op, 0), x) ||
-                     !isVector(resultType(op, 1), C) || !isVector(resultType(op, 2), C))
-                  : (!sameShape(resultType(op, 0), x) || !shapeWithLast(resultType(op, 1), x, -1) ||
-                     !shapeWithLast(resultType(op, 2), x, -1)))
-      fail(v, op, "result shapes do not match x %s", typeStr(x));
-    break;
-  }
-  case PIPER_TDAG_LINEAR:
-  case PIPER_TDAG_MATMUL_NT: {
-    if (!checkElementTypes(v, op)) return;
-    a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
-    int64_t K = piperTensorDim(a, -1), N = piperTensorDim(b, 0);
-    if (!isMatrix(b, N, K))
-      fail(v, op, "weight must be (N,K) with K = %lld from x %s, got %s", (long long)K,
-           typeStr(a), typeStr(b));
-    else if (mlirOperationGetNumOperands(op) == 3 && !isVector(operandType(op, 2), N))
-      fail(v, op, "bias must be (%lld), got %s", (long long)N, typeStr(operandType(op, 2)));
-    else if (!shapeWithLast(r, a, N))
-      fail(v, op, "result must be x's shape with last dim %lld, got %s", (long long)N, typeStr(r));
-    break;
-  }
-  case PIPER_TDAG_LINEAR_GRAD_INPUT: {
-    if (!checkElementTypes(v, op)) return;
-    a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
-    if (piperTensorRank(b) != 2 || piperTensorDim(a, -1) != piperTensorDim(b, 0) ||
-        !shapeWithLast(r, a, piperTensorDim(b, 1)))
-      fail(v, op, "expects dout(...,N), weight(N,K) -> dx(...,K); got %s, %s -> %s", typeStr(a),
-           typeStr(b), typeStr(r));
-    break;
-  }
-  case PIPER_TDAG_LINEAR_GRAD_WEIGHT: {
-    if (!checkElementTypes(v, op)) return;
-    a = operandType(op, 0); b = operandType(op, 1); r = resultType(op, 0);
-    if (!shapeWithLast(b, a, piperTensorDim(b, -1)) ||
-        !isMatrix(r, piperTensorDim(a, -1), piperTensorDim(b, -1)))
-      fail(v, op, "expects dout(...,N), x(...,K) -> dweight(N,K); got %s, %s -> %s",
-           typeStr(a), typeStr(b), typeStr(r));
-    break;
-  }
-  case PIPER_TDAG_BIAS_ADD: {
-    if (!checkElementTypes(v, op)) return;
-    a = operandType(op, 0);
-    if (!isVector(operandType(op, 1), piperTensorDim(a, -1)) || !sameShape(resultType(op, 0), a))
-      fail(v, op, "expects x(...,N), bias(N) -> y(...,N); got %s, %s -> %s", typeStr(a),
-           typeStr(operandType(op, 1)), typeStr(resultType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_BIAS_GRAD: {
-    if (!checkElementTypes(v, op)) return;
-    if (!isVector(resultType(op, 0), piperTensorDim(operandType(op, 0), -1)))
-      fail(v, op, "expects dout(...,N) -> dbias(N); got %s -> %s", typeStr(operandType(op, 0)),
-           typeStr(resultType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_ATTENTION:
-  case PIPER_TDAG_ATTENTION_GRAD: {
-    bool grad = f->id == PIPER_TDAG_ATTENTION_GRAD;
-    if (!checkElementTypes(v, op)) return;
-    MlirType qkv = operandType(op, grad ? 1 : 0);
-    int64_t H = piperGetIntAttr(op, "heads", 0);
-    int64_t B = piperTensorDim(qkv, 0), T = piperTensorDim(qkv, 1), C3 = piperTensorDim(qkv, 2);
-    MlirType probs = grad ? operandType(op, 2) : resultType(op, 1);
-    MlirType out = grad ? operandType(op, 0) : resultType(op, 0);
-    if (piperTensorRank(qkv) != 3 || C3 % 3 != 0)
-      fail(v, op, "qkv must be (B,T,3C), got %s", typeStr(qkv));
-    else if (H <= 0 || (C3 / 3) % H != 0)
-      fail(v, op, "heads = %lld must be positive and divide C = %lld", (long long)H,
-           (long long)(C3 / 3));
-    else if (!shapeWithLast(out, qkv, C3 / 3) || piperTensorRank(probs) != 4 ||
-             piperTensorDim(probs, 0) != B || piperTensorDim(probs, 1) != H ||
-             piperTensorDim(probs, 2) != T || piperTensorDim(probs, 3) != T)
-      fail(v, op, "expects out (B,T,C) and probs (B,H,T,T) for qkv %s, got %s and %s",
-           typeStr(qkv), typeStr(out), typeStr(probs));
-    else if (grad && !sameShape(resultType(op, 0), qkv))
-      fail(v, op, "dqkv must have qkv's shape %s", typeStr(qkv));
-    break;
-  }
-  case PIPER_TDAG_GELU:
-  case PIPER_TDAG_ADD:
-  case PIPER_TDAG_GELU_GRAD: {
-    if (!checkElementTypes(v, op)) return;
-    r = resultType(op, 0);
-    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
-      if (!sameShape(operandType(op, i), r)) {
-        fail(v, op, "operand #%d %s and result %s must have the same shape", (int)i,
-             typeStr(operandType(op, i)), typeStr(r));
-        return;
-      }
-    break;
-  }
-  case PIPER_TDAG_CROSS_ENTROPY:
-  case PIPER_TDAG_CROSS_ENTROPY_GRAD: {
-    bool grad = f->id == PIPER_TDAG_CROSS_ENTROPY_GRAD;
-    if (!checkElementTypes(v, op)) return;
-    a = operandType(op, 0);
-    if (!shapeWithLast(operandType(op, 1), a, -1))
-      fail(v, op, "targets %s must be logits %s without the last dim",
-           typeStr(operandType(op, 1)), typeStr(a));
-    else if (grad ? !sameShape(resultType(op, 0), a)
-                  : (piperTensorNumel(resultType(op, 0)) != 1 || !sameShape(resultType(op, 1), a)))
-      fail(v, op, "result shapes do not match logits %s", typeStr(a));
-    break;
-  }
-  case PIPER_TDAG_EMBEDDING_GRAD: {
-    if (!checkElementTypes(v, op)) return;
-    a = operandType(op, 0);
-    if (piperTensorRank(a) != 3 || !shapeWithLast(operandType(op, 1), a, -1) ||
-        piperTensorDim(resultType(op, 0), 1) != piperTensorDim(a, 2) ||
-        piperTensorDim(resultType(op, 1), 1) != piperTensorDim(a, 2))
-      fail(v, op, "expects dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C)");
-    break;
-  }
-  case PIPER_TDAG_BUCKET: {
-    if (checkElementTypes(v, op) && piperTensorRank(resultType(op, 0)) != 1)
-      fail(v, op, "a bucket is a flat tensor, got %s", typeStr(resultType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_PACK_INTO: {
-    if (!checkElementTypes(v, op)) return;
-    int64_t offset = piperGetIntAttr(op, "offset", -1), end;
-    if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
-        !piperAddI64(offset, piperTensorNumel(operandType(op, 1)), &end) ||
-        end > piperTensorNumel(operandType(op, 0)))
-      fail(v, op, "packs %s at offset %lld into %s, which does not hold it",
-           typeStr(operandType(op, 1)), (long long)offset, typeStr(operandType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_VIEW: {
-    if (!checkElementTypes(v, op)) return;
-    int64_t offset = piperGetIntAttr(op, "offset", -1), end;
-    if (piperTensorRank(operandType(op, 0)) != 1 || offset < 0 ||
-        !piperAddI64(offset, piperTensorNumel(resultType(op, 0)), &end) ||
-        end > piperTensorNumel(operandType(op, 0)))
-      fail(v, op, "views %s at offset %lld of %s, which is not a flat tensor that holds it",
-           typeStr(resultType(op, 0)), (long long)offset, typeStr(operandType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_ADAMW: {
-    if (!checkElementTypes(v, op)) return;
-    int64_t R = piperGetIntAttr(op, "shards", 0), n = piperTensorNumel(operandType(op, 0));
-    int64_t c = R > 0 ? (n + R - 1) / R : 0;
-    for (intptr_t i = 1; i < 4 && R == 0; ++i)
-      if (!sameShape(operandType(op, i), operandType(op, 0))) {
-        fail(v, op, "operand #%d %s must have the parameter's shape %s", (int)i,
-             typeStr(operandType(op, i)), typeStr(operandType(op, 0)));
-        return;
-      }
-    /* ZeRO: moments are c = ceil(n/R) elements; the gradient is whole (ZeRO-1) or this
-     * replica's c-element shard (ZeRO-2/3) */
-    if (R > 0 && (!isVector(operandType(op, 2), c) || !isVector(operandType(op, 3), c) ||
-                  (piperTensorNumel(operandType(op, 1)) != n &&
-                   piperTensorNumel(operandType(op, 1)) != c))) {
-      fail(v, op, "with %lld shards of a %lld-element parameter the moments must be (%lld) and "
-                  "the gradient %lld or %lld elements", (long long)R, (long long)n, (long long)c,
-           (long long)n, (long long)c);
-      return;
-    }
-    MlirValue param = mlirOperationGetOperand(op, 0);
-    if (!mlirValueIsAOpResult(param) || !piperOpIs(mlirOpResultGetOwner(param), "tdag.param"))
-      fail(v, op, "the updated operand must be a tdag.param");
-    break;
-  }
-  case PIPER_TDAG_EMBED:
-  case PIPER_TDAG_EMBED_GRAD: {
-    /* embed: tokens(B,T), wte(V,C) -> (B,T,C); embed_grad: dout(B,T,C), tokens(B,T) -> (V,C) */
-    bool grad = f->id == PIPER_TDAG_EMBED_GRAD;
-    if (!checkElementTypes(v, op)) return;
-    MlirType tok = operandType(op, grad ? 1 : 0);
-    MlirType wte = grad ? resultType(op, 0) : operandType(op, 1);
-    MlirType x = grad ? operandType(op, 0) : resultType(op, 0);
-    if (piperTensorRank(tok) != 2 || piperTensorRank(wte) != 2 || piperTensorRank(x) != 3 ||
-        piperTensorDim(x, 0) != piperTensorDim(tok, 0) ||
-        piperTensorDim(x, 1) != piperTensorDim(tok, 1) ||
-        piperTensorDim(x, 2) != piperTensorDim(wte, 1))
-      fail(v, op, "expects tokens(B,T), wte(V,C) and x(B,T,C); got tokens %s, wte %s, x %s",
-           typeStr(tok), typeStr(wte), typeStr(x));
-    break;
-  }
-  case PIPER_TDAG_RMSNORM:
-  case PIPER_TDAG_RMSNORM_GRAD: {
-    /* x(...,N), w(D) with D dividing N; rstd is x's shape with last dim N/D */
-    bool grad = f->id == PIPER_TDAG_RMSNORM_GRAD;
-    if (!checkElementTypes(v, op)) return;
-    MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
-    MlirType rstd = grad ? operandType(op, 3) : resultType(op, 1);
-    int64_t N = piperTensorDim(x, -1), D = piperTensorDim(w, 0);
-    if (piperTensorRank(x) < 1 || piperTensorRank(w) != 1 || D <= 0 || N % D != 0)
-      fail(v, op, "weight must be (D) with D dividing the last dim of x %s, got %s", typeStr(x),
-           typeStr(w));
-    else if (!shapeWithLast(rstd, x, N / D))
-      fail(v, op, "rstd must be x's shape with last dim %lld (one per chunk of %lld), got %s",
-           (long long)(N / D), (long long)D, typeStr(rstd));
-    else if (!sameShape(resultType(op, 0), x) ||
-             (grad && (!sameShape(operandType(op, 0), x) || !sameShape(resultType(op, 1), w))))
-      fail(v, op, "shapes do not match x %s and weight %s", typeStr(x), typeStr(w));
-    else if (!grad && !(piperGetFloatAttr(op, "eps", -1.0) > 0.0))
-      fail(v, op, "eps must be positive");
-    break;
-  }
-  case PIPER_TDAG_ROPE:
-  case PIPER_TDAG_ROPE_GRAD: {
-    /* x(B,T,H*D) -> same shape; D = head_dim even and dividing the last dim; theta > 0 */
-    if (!checkElementTypes(v, op)) return;
-    a = operandType(op, 0);
-    int64_t D = piperGetIntAttr(op, "head_dim", 0), N = piperTensorDim(a, -1);
-    double theta = piperGetFloatAttr(op, "theta", 0.0);
-    if (piperTensorRank(a) != 3)
-      fail(v, op, "x must be (B,T,H*D), got %s", typeStr(a));
-    else if (D <= 0 || D % 2 != 0 || N % D != 0)
-      fail(v, op, "head_dim = %lld must be positive, even and divide the last dim of %s",
-           (long long)D, typeStr(a));
-    else if (!(theta > 0.0))
-      fail(v, op, "theta must be positive, got %g", theta);
-    else if (!sameShape(resultType(op, 0), a))
-      fail(v, op, "result %s must have x's shape %s", typeStr(resultType(op, 0)), typeStr(a));
-    break;
-  }
-  case PIPER_TDAG_SWIGLU:
-  case PIPER_TDAG_SWIGLU_GRAD: {
-    /* every operand and result has one shape */
-    if (!checkElementTypes(v, op)) return;
-    a = operandType(op, 0);
-    for (int res = 0; res < 2; ++res)
-      for (intptr_t i = 0; i < (res ? mlirOperationGetNumResults(op)
-                                    : mlirOperationGetNumOperands(op)); ++i)
-        if (!sameShape(res ? resultType(op, i) : operandType(op, i), a)) {
-          fail(v, op, "%s #%d %s must have operand #0's shape %s", res ? "result" : "operand",
-               (int)i, typeStr(res ? resultType(op, i) : operandType(op, i)), typeStr(a));
-          return;
-        }
-    break;
-  }
-  case PIPER_TDAG_GQA_ATTENTION:
-  case PIPER_TDAG_GQA_ATTENTION_GRAD: {
-    /* q(B,T,H*D), k, v(B,T,KV*D), KV dividing H; out like q, probs(B,H,T,T); grads like q,k,v */
-    bool grad = f->id == PIPER_TDAG_GQA_ATTENTION_GRAD;
-    if (!checkElementTypes(v, op)) return;
-    int o = grad ? 1 : 0;
-    MlirType q = operandType(op, o), k = operandType(op, o + 1), vv = operandType(op, o + 2);
-    MlirType out = grad ? operandType(op, 0) : resultType(op, 0);
-    MlirType probs = grad ? operandType(op, 4) : resultType(op, 1);
-    int64_t H = piperGetIntAttr(op, "heads", 0), KV = piperGetIntAttr(op, "kv_heads", 0);
-    int64_t B = piperTensorDim(q, 0), T = piperTensorDim(q, 1), HD = piperTensorDim(q, 2);
-    if (H <= 0 || KV <= 0 || H % KV != 0)
-      fail(v, op, "heads = %lld and kv_heads = %lld must be positive, kv_heads dividing heads",
-           (long long)H, (long long)KV);
-    else if (piperTensorRank(q) != 3 || HD % H != 0)
-      fail(v, op, "q must be (B,T,H*D) with H = %lld, got %s", (long long)H, typeStr(q));
-    else if (!shapeWithLast(k, q, HD / H * KV) || !sameShape(vv, k))
-      fail(v, op, "k and v must be (B,T,KV*D) = (%lld,%lld,%lld) for q %s, got %s and %s",
-           (long long)B, (long long)T, (long long)(HD / H * KV), typeStr(q), typeStr(k),
-           typeStr(vv));
-    else if (!sameShape(out, q) || piperTensorRank(probs) != 4 ||
-             piperTensorDim(probs, 0) != B || piperTensorDim(probs, 1) != H ||
-             piperTensorDim(probs, 2) != T || piperTensorDim(probs, 3) != T)
-      fail(v, op, "expects out like q %s and probs (B,H,T,T), got %s and %s", typeStr(q),
-           typeStr(out), typeStr(probs));
-    else if (grad && (!sameShape(resultType(op, 0), q) || !sameShape(resultType(op, 1), k) ||
-                      !sameShape(resultType(op, 2), vv)))
-      fail(v, op, "dq, dk, dv must have the shapes of q, k, v");
-    break;
-  }
-  case PIPER_TDAG_MOE_TOPK:
-  case PIPER_TDAG_MOE_TOPK_GRAD: {
-    bool grad = f->id == PIPER_TDAG_MOE_TOPK_GRAD;
-    if (!checkElementTypes(v, op)) return;
-    MlirType logits = grad ? resultType(op, 0) : operandType(op, 0);
-    MlirType w = grad ? operandType(op, 1) : resultType(op, 0);
-    MlirType ex = grad ? operandType(op, 2) : resultType(op, 1);
-    int64_t E = piperTensorDim(logits, -1), K = piperTensorDim(w, -1);
-    if (!grad && piperGetIntAttr(op, "top_k", 0) != K)
-      fail(v, op, "top_k = %lld must be the last dim of the weights %s",
-           (long long)piperGetIntAttr(op, "top_k", 0), typeStr(w));
-    else if (!sameLeading(w, logits) || !sameShape(ex, w) || K < 1 || K > E ||
-             (grad && !sameShape(operandType(op, 0), w)))
-      fail(v, op, "expects logits (...,E), weights and experts (...,K) with 1 <= K <= E; got %s, "
-                  "%s, %s", typeStr(logits), typeStr(w), typeStr(ex));
-    break;
-  }
-  case PIPER_TDAG_MOE_DISPATCH:
-  case PIPER_TDAG_MOE_DISPATCH_GRAD: {
-    bool grad = f->id == PIPER_TDAG_MOE_DISPATCH_GRAD;
-    if (!checkElementTypes(v, op)) return;
-    MlirType h = grad ? resultType(op, 0) : operandType(op, 0);
-    MlirType rows = grad ? operandType(op, 0) : resultType(op, 0);
-    MlirType ex = operandType(op, 1);
-    if (!sameLeading(h, ex)) {
-      fail(v, op, "h %s and experts %s must have the same leading (token) dims", typeStr(h),
-           typeStr(ex));
-      return;
-    }
-    if (!moeGeometry(v, op, ex, rows, piperTensorDim(h, -1))) return;
-    if (!grad && !isVector(resultType(op, 1), piperGetIntAttr(op, "num_experts", 0)))
-      fail(v, op, "counts must be (num_experts) = (%lld), got %s",
-           (long long)piperGetIntAttr(op, "num_experts", 0), typeStr(resultType(op, 1)));
-    break;
-  }
-  case PIPER_TDAG_MOE_EXPERTS: {
-    if (!checkElementTypes(v, op)) return;
-    MlirType rows = operandType(op, 0);
-    if (moeExperts(v, op, 2, rows, operandType(op, 1), resultType(op, 1)) &&
-        !sameShape(resultType(op, 0), rows))
-      fail(v, op, "out must have the rows' shape %s, got %s", typeStr(rows),
-           typeStr(resultType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT: {
-    if (!checkElementTypes(v, op)) return;
-    MlirType dout = operandType(op, 0);
-    if (moeExperts(v, op, 3, dout, operandType(op, 1), operandType(op, 2)) &&
-        !sameShape(resultType(op, 0), dout))
-      fail(v, op, "drows must have dout's shape %s, got %s", typeStr(dout),
-           typeStr(resultType(op, 0)));
-    break;
-  }
-  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT: {
-    if (!checkElementTypes(v, op)) return;
-    MlirType dout = operandType(op, 0), rows = operandType(op, 1), counts = operandType(op, 2);
-    MlirType hidden = operandType(op, 3), down = operandType(op, 4);
-    int64_t G = piperGetIntAttr(op, "groups", 1), j = piperGetIntAttr(op, "expert", -1);
-    int64_t C = piperTensorDim(rows, -1), Fe = piperTensorDim(down, 1), R = piperTensorDim(rows, 0);
-    int64_t El = G > 0 ? piperTensorNumel(counts) / G : 0;
-    if (G < 1 || G > PIPER_MAX_DEVICES || piperTensorRank(rows) != 2 || R % G || !sameShape(dout, rows) ||
-        !isMatrix(down, C, Fe) || !isMatrix(hidden, R, 2 * Fe) || piperTensorRank(counts) != 1 ||
-        piperTensorNumel(counts) % G)
-      fail(v, op, "expects dout and rows (R,C), counts (G*El), hidden (R,2Fe), down (C,Fe) with "
-                  "groups = %lld dividing R; got %s, %s, %s, %s, %s", (long long)G, typeStr(dout),
-           typeStr(rows), typeStr(counts), typeStr(hidden), typeStr(down));
-    else if (j < 0 || j >= El)
-      fail(v, op, "expert = %lld must be a local expert index in [0, %lld)", (long long)j,
-           (long long)El);
-    else if (!isMatrix(resultType(op, 0), Fe, C) || !isMatrix(resultType(op, 1), Fe, C) ||
-             !isMatrix(resultType(op, 2), C, Fe))
-      fail(v, op, "results must be dgate (Fe,C), dup (Fe,C), ddown (C,Fe) = (%lld,%lld), "
-                  "(%lld,%lld), (%lld,%lld)", (long long)Fe, (long long)C, (long long)Fe,
-           (long long)C, (long long)C, (long long)Fe);
-    break;
-  }
-  case PIPER_TDAG_MOE_COMBINE:
-  case PIPER_TDAG_MOE_COMBINE_GRAD: {
-    bool grad = f->id == PIPER_TDAG_MOE_COMBINE_GRAD;
-    if (!checkElementTypes(v, op)) return;
-    intptr_t o = grad ? 1 : 0; /* the grad's operands are dy, then the forward's */
-    MlirType out = operandType(op, o), w = operandType(op, o + 1), ex = operandType(op, o + 2);
-    MlirType y = grad ? operandType(op, 0) : resultType(op, 0);
-    if (!sameShape(w, ex) || !sameLeading(y, ex) || piperTensorDim(y, -1) != piperTensorDim(out, -1)) {
-      fail(v, op, "expects weights and experts (...,K) and y (...,C) over the same tokens, C = "
-                  "the rows' last dim; got %s, %s, %s, %s", typeStr(w), typeStr(ex), typeStr(y),
-           typeStr(out));
-      return;
-    }
-    if (!moeGeometry(v, op, ex, out, piperTensorDim(y, -1))) return;
-    if (grad && (!sameShape(resultType(op, 0), out) || !sameShape(resultType(op, 1), w)))
-      fail(v, op, "results must be dout %s and dweights %s", typeStr(out), typeStr(w));
-    break;
-  }
-  case PIPER_TDAG_NODE: /* a graph-level op: IRDL checks it */
-    break;
+  case PIPER_TDAG_PARAM: verifyParam(v, op); break;
+  case PIPER_TDAG_ADAM_STATE: verifyAdamState(v, op); break;
+  case PIPER_TDAG_INPUT: verifyInput(v, op); break;
+  case PIPER_TDAG_OUTPUT: verifyOutput(v, op); break;
+  case PIPER_TDAG_EMBEDDING: verifyEmbedding(v, op); break;
+  case PIPER_TDAG_LAYERNORM: verifyLayernorm(v, op, false); break;
+  case PIPER_TDAG_LAYERNORM_GRAD: verifyLayernorm(v, op, true); break;
+  case PIPER_TDAG_LINEAR: verifyLinear(v, op); break;
+  case PIPER_TDAG_MATMUL_NT: verifyLinear(v, op); break;
+  case PIPER_TDAG_LINEAR_GRAD_INPUT: verifyLinearGradInput(v, op); break;
+  case PIPER_TDAG_LINEAR_GRAD_WEIGHT: verifyLinearGradWeight(v, op); break;
+  case PIPER_TDAG_BIAS_ADD: verifyBiasAdd(v, op); break;
+  case PIPER_TDAG_BIAS_GRAD: verifyBiasGrad(v, op); break;
+  case PIPER_TDAG_ATTENTION: verifyAttention(v, op, false); break;
+  case PIPER_TDAG_ATTENTION_GRAD: verifyAttention(v, op, true); break;
+  case PIPER_TDAG_GELU: verifyElementwise(v, op); break;
+  case PIPER_TDAG_ADD: verifyElementwise(v, op); break;
+  case PIPER_TDAG_GELU_GRAD: verifyElementwise(v, op); break;
+  case PIPER_TDAG_CROSS_ENTROPY: verifyCrossEntropy(v, op, false); break;
+  case PIPER_TDAG_CROSS_ENTROPY_GRAD: verifyCrossEntropy(v, op, true); break;
+  case PIPER_TDAG_EMBEDDING_GRAD: verifyEmbeddingGrad(v, op); break;
+  case PIPER_TDAG_BUCKET: verifyBucket(v, op); break;
+  case PIPER_TDAG_PACK_INTO: verifyPackInto(v, op); break;
+  case PIPER_TDAG_VIEW: verifyView(v, op); break;
+  case PIPER_TDAG_ADAMW: verifyAdamw(v, op); break;
+  case PIPER_TDAG_EMBED: verifyEmbed(v, op, false); break;
+  case PIPER_TDAG_EMBED_GRAD: verifyEmbed(v, op, true); break;
+  case PIPER_TDAG_RMSNORM: verifyRmsnorm(v, op, false); break;
+  case PIPER_TDAG_RMSNORM_GRAD: verifyRmsnorm(v, op, true); break;
+  case PIPER_TDAG_ROPE: verifyRope(v, op); break;
+  case PIPER_TDAG_ROPE_GRAD: verifyRope(v, op); break;
+  case PIPER_TDAG_SWIGLU: verifySwiglu(v, op); break;
+  case PIPER_TDAG_SWIGLU_GRAD: verifySwiglu(v, op); break;
+  case PIPER_TDAG_GQA_ATTENTION: verifyGqaAttention(v, op, false); break;
+  case PIPER_TDAG_GQA_ATTENTION_GRAD: verifyGqaAttention(v, op, true); break;
+  case PIPER_TDAG_MOE_TOPK: verifyMoeTopk(v, op, false); break;
+  case PIPER_TDAG_MOE_TOPK_GRAD: verifyMoeTopk(v, op, true); break;
+  case PIPER_TDAG_MOE_DISPATCH: verifyMoeDispatch(v, op, false); break;
+  case PIPER_TDAG_MOE_DISPATCH_GRAD: verifyMoeDispatch(v, op, true); break;
+  case PIPER_TDAG_MOE_EXPERTS: verifyMoeExperts(v, op); break;
+  case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT: verifyMoeExpertsGradInput(v, op); break;
+  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT: verifyMoeExpertsGradWeight(v, op); break;
+  case PIPER_TDAG_MOE_COMBINE: verifyMoeCombine(v, op, false); break;
+  case PIPER_TDAG_MOE_COMBINE_GRAD: verifyMoeCombine(v, op, true); break;
+  case PIPER_TDAG_NODE: break; /* returned above */
   }
 }
 

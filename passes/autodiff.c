@@ -129,138 +129,159 @@ static void gradMoeExperts(Builder *b, MlirOperation op, MlirValue dy) {
   }
 }
 
+/* add: dx = dy, dy */
+static void gradAdd(Builder *b, MlirOperation op, MlirValue dy) {
+  accumulate(b, op, operand(op, 0), dy);
+  accumulate(b, op, operand(op, 1), dy);
+}
+
+/* bias_add: dx = dy; db = the column sums of dy */
+static void gradBiasAdd(Builder *b, MlirOperation op, MlirValue dy) {
+  accumulate(b, op, operand(op, 0), dy);
+  accumulate(b, op, operand(op, 1), emit1(b, "tdag.bias_grad", op, 1, &dy, operand(op, 1)));
+}
+
+/* gelu: dx = gelu_grad(dy, x) */
+static void gradGelu(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue ops[2] = {dy, operand(op, 0)};
+  accumulate(b, op, operand(op, 0), emit1(b, "tdag.gelu_grad", op, 2, ops, operand(op, 0)));
+}
+
+/* layernorm: (dx, dw, db) from dy, x, w and the saved mean and rstd */
+static void gradLayernorm(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0), w = operand(op, 1), bias = operand(op, 2);
+  MlirValue ops[5] = {dy, x, w, result(op, 1), result(op, 2)};
+  MlirType types[3] = {typeOf(x), typeOf(w), typeOf(bias)};
+  MlirOperation g = emit(b, "tdag.layernorm_grad", op, "B", 5, ops, 3, types, 0, NULL);
+  accumulate(b, op, x, result(g, 0));
+  accumulate(b, op, w, result(g, 1));
+  accumulate(b, op, bias, result(g, 2));
+}
+
+/* attention: dqkv from dy, qkv and the saved probs; heads carried over */
+static void gradAttention(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue qkv = operand(op, 0);
+  MlirValue ops[3] = {dy, qkv, result(op, 1)};
+  MlirType t = typeOf(qkv);
+  MlirNamedAttribute heads = piperNamedAttr(
+      b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads")));
+  MlirOperation g = emit(b, "tdag.attention_grad", op, "B", 3, ops, 1, &t, 1, &heads);
+  accumulate(b, op, qkv, result(g, 0));
+}
+
+/* embedding: (dwte, dwpe) from dy and the tokens */
+static void gradEmbedding(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue wte = operand(op, 1), wpe = operand(op, 2);
+  MlirValue ops[2] = {dy, operand(op, 0)};
+  MlirType types[2] = {typeOf(wte), typeOf(wpe)};
+  MlirOperation g = emit(b, "tdag.embedding_grad", op, "B", 2, ops, 2, types, 0, NULL);
+  accumulate(b, op, wte, result(g, 0));
+  accumulate(b, op, wpe, result(g, 1));
+}
+
+/* embed: x = wte[tokens], so dwte = the scatter-sum of dy by token */
+static void gradEmbed(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue wte = operand(op, 1);
+  MlirValue ops[2] = {dy, operand(op, 0)};
+  accumulate(b, op, wte, emit1(b, "tdag.embed_grad", op, 2, ops, wte));
+}
+
+/* rmsnorm: y = x * rstd * w, so (dx, dw) from dy, x, w and the saved rstd */
+static void gradRmsnorm(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0), w = operand(op, 1);
+  MlirValue ops[4] = {dy, x, w, result(op, 1)};
+  MlirType types[2] = {typeOf(x), typeOf(w)};
+  MlirOperation g = emit(b, "tdag.rmsnorm_grad", op, "B", 4, ops, 2, types, 0, NULL);
+  accumulate(b, op, x, result(g, 0));
+  accumulate(b, op, w, result(g, 1));
+}
+
+/* rope: a rotation per (position, pair), so dx = the inverse rotation of dy, same attributes */
+static void gradRope(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0);
+  MlirType t = typeOf(x);
+  MlirNamedAttribute attrs[2] = {
+      piperNamedAttr(b->ctx, "head_dim",
+                     mlirOperationGetAttributeByName(op, piperStr("head_dim"))),
+      piperNamedAttr(b->ctx, "theta", mlirOperationGetAttributeByName(op, piperStr("theta")))};
+  MlirOperation g = emit(b, "tdag.rope_grad", op, "B", 1, &dy, 1, &t, 2, attrs);
+  accumulate(b, op, x, result(g, 0));
+}
+
+/* swiglu: y = silu(gate) * up, so (dgate, dup) from dy, gate, up */
+static void gradSwiglu(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue gate = operand(op, 0), up = operand(op, 1);
+  MlirValue ops[3] = {dy, gate, up};
+  MlirType types[2] = {typeOf(gate), typeOf(up)};
+  MlirOperation g = emit(b, "tdag.swiglu_grad", op, "B", 3, ops, 2, types, 0, NULL);
+  accumulate(b, op, gate, result(g, 0));
+  accumulate(b, op, up, result(g, 1));
+}
+
+/* gqa_attention: (dq, dk, dv) from dy, q, k, v and the saved probs; heads and kv_heads
+ * carried over */
+static void gradGqaAttention(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue q = operand(op, 0), k = operand(op, 1), v = operand(op, 2);
+  MlirValue ops[5] = {dy, q, k, v, result(op, 1)};
+  MlirType types[3] = {typeOf(q), typeOf(k), typeOf(v)};
+  MlirNamedAttribute attrs[2] = {
+      piperNamedAttr(b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads"))),
+      piperNamedAttr(b->ctx, "kv_heads",
+                     mlirOperationGetAttributeByName(op, piperStr("kv_heads")))};
+  MlirOperation g = emit(b, "tdag.gqa_attention_grad", op, "B", 5, ops, 3, types, 2, attrs);
+  accumulate(b, op, q, result(g, 0));
+  accumulate(b, op, k, result(g, 1));
+  accumulate(b, op, v, result(g, 2));
+}
+
+/* moe_topk: only the weights (#0) have a gradient; the expert ids are integers */
+static void gradMoeTopk(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue ops[3] = {dy, result(op, 0), result(op, 1)};
+  accumulate(b, op, operand(op, 0), emit1(b, "tdag.moe_topk_grad", op, 3, ops, operand(op, 0)));
+}
+
+/* moe_dispatch: dh = the sum of the gradients of a token's K rows */
+static void gradMoeDispatch(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue h = operand(op, 0), ops[2] = {dy, operand(op, 1)};
+  MlirNamedAttribute attrs[2];
+  intptr_t na = moeAttrs(b, op, attrs);
+  MlirType t = typeOf(h);
+  MlirOperation g = emit(b, "tdag.moe_dispatch_grad", op, "B", 2, ops, 1, &t, na, attrs);
+  accumulate(b, op, h, result(g, 0));
+}
+
+/* moe_combine: (dout, dweights) from dy, out, weights, experts */
+static void gradMoeCombine(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue out = operand(op, 0), w = operand(op, 1);
+  MlirValue ops[4] = {dy, out, w, operand(op, 2)};
+  MlirNamedAttribute attrs[2];
+  intptr_t na = moeAttrs(b, op, attrs);
+  MlirType types[2] = {typeOf(out), typeOf(w)};
+  MlirOperation g = emit(b, "tdag.moe_combine_grad", op, "B", 4, ops, 2, types, na, attrs);
+  accumulate(b, op, out, result(g, 0));
+  accumulate(b, op, w, result(g, 1));
+}
+
 /* The vector-Jacobian product of one forward op, given its output gradient `dy`. */
 static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
   switch (piperOpFacts(op)->id) {
-  case PIPER_TDAG_LINEAR:
-  case PIPER_TDAG_MATMUL_NT:
-    gradLinear(b, op, dy);
-    return mlirLogicalResultSuccess();
-  case PIPER_TDAG_ADD:
-    accumulate(b, op, operand(op, 0), dy);
-    accumulate(b, op, operand(op, 1), dy);
-    return mlirLogicalResultSuccess();
-  case PIPER_TDAG_BIAS_ADD: /* dx = dy; db = the column sums of dy */
-    accumulate(b, op, operand(op, 0), dy);
-    accumulate(b, op, operand(op, 1), emit1(b, "tdag.bias_grad", op, 1, &dy, operand(op, 1)));
-    return mlirLogicalResultSuccess();
-  case PIPER_TDAG_GELU: {
-    MlirValue ops[2] = {dy, operand(op, 0)};
-    accumulate(b, op, operand(op, 0), emit1(b, "tdag.gelu_grad", op, 2, ops, operand(op, 0)));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_LAYERNORM: {
-    MlirValue x = operand(op, 0), w = operand(op, 1), bias = operand(op, 2);
-    MlirValue ops[5] = {dy, x, w, result(op, 1), result(op, 2)};
-    MlirType types[3] = {typeOf(x), typeOf(w), typeOf(bias)};
-    MlirOperation g = emit(b, "tdag.layernorm_grad", op, "B", 5, ops, 3, types, 0, NULL);
-    accumulate(b, op, x, result(g, 0));
-    accumulate(b, op, w, result(g, 1));
-    accumulate(b, op, bias, result(g, 2));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_ATTENTION: {
-    MlirValue qkv = operand(op, 0);
-    MlirValue ops[3] = {dy, qkv, result(op, 1)};
-    MlirType t = typeOf(qkv);
-    MlirNamedAttribute heads = piperNamedAttr(
-        b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads")));
-    MlirOperation g = emit(b, "tdag.attention_grad", op, "B", 3, ops, 1, &t, 1, &heads);
-    accumulate(b, op, qkv, result(g, 0));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_EMBEDDING: {
-    MlirValue wte = operand(op, 1), wpe = operand(op, 2);
-    MlirValue ops[2] = {dy, operand(op, 0)};
-    MlirType types[2] = {typeOf(wte), typeOf(wpe)};
-    MlirOperation g = emit(b, "tdag.embedding_grad", op, "B", 2, ops, 2, types, 0, NULL);
-    accumulate(b, op, wte, result(g, 0));
-    accumulate(b, op, wpe, result(g, 1));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_EMBED: {
-    /* x = wte[tokens]: dwte = scatter-sum of dy by token */
-    MlirValue wte = operand(op, 1);
-    MlirValue ops[2] = {dy, operand(op, 0)};
-    accumulate(b, op, wte, emit1(b, "tdag.embed_grad", op, 2, ops, wte));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_RMSNORM: {
-    /* y = x * rstd * w: (dx, dw) from dy, x, w and the saved rstd */
-    MlirValue x = operand(op, 0), w = operand(op, 1);
-    MlirValue ops[4] = {dy, x, w, result(op, 1)};
-    MlirType types[2] = {typeOf(x), typeOf(w)};
-    MlirOperation g = emit(b, "tdag.rmsnorm_grad", op, "B", 4, ops, 2, types, 0, NULL);
-    accumulate(b, op, x, result(g, 0));
-    accumulate(b, op, w, result(g, 1));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_ROPE: {
-    /* a rotation per (position, pair): dx = the inverse rotation of dy, same attributes */
-    MlirValue x = operand(op, 0);
-    MlirType t = typeOf(x);
-    MlirNamedAttribute attrs[2] = {
-        piperNamedAttr(b->ctx, "head_dim",
-                       mlirOperationGetAttributeByName(op, piperStr("head_dim"))),
-        piperNamedAttr(b->ctx, "theta", mlirOperationGetAttributeByName(op, piperStr("theta")))};
-    MlirOperation g = emit(b, "tdag.rope_grad", op, "B", 1, &dy, 1, &t, 2, attrs);
-    accumulate(b, op, x, result(g, 0));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_SWIGLU: {
-    /* y = silu(gate) * up: (dgate, dup) from dy, gate, up */
-    MlirValue gate = operand(op, 0), up = operand(op, 1);
-    MlirValue ops[3] = {dy, gate, up};
-    MlirType types[2] = {typeOf(gate), typeOf(up)};
-    MlirOperation g = emit(b, "tdag.swiglu_grad", op, "B", 3, ops, 2, types, 0, NULL);
-    accumulate(b, op, gate, result(g, 0));
-    accumulate(b, op, up, result(g, 1));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_GQA_ATTENTION: {
-    /* (dq, dk, dv) from dy, q, k, v and the saved probs; heads and kv_heads carried over */
-    MlirValue q = operand(op, 0), k = operand(op, 1), v = operand(op, 2);
-    MlirValue ops[5] = {dy, q, k, v, result(op, 1)};
-    MlirType types[3] = {typeOf(q), typeOf(k), typeOf(v)};
-    MlirNamedAttribute attrs[2] = {
-        piperNamedAttr(b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads"))),
-        piperNamedAttr(b->ctx, "kv_heads",
-                       mlirOperationGetAttributeByName(op, piperStr("kv_heads")))};
-    MlirOperation g = emit(b, "tdag.gqa_attention_grad", op, "B", 5, ops, 3, types, 2, attrs);
-    accumulate(b, op, q, result(g, 0));
-    accumulate(b, op, k, result(g, 1));
-    accumulate(b, op, v, result(g, 2));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_MOE_TOPK: {
-    /* only the weights (#0) have a gradient; the expert ids are integers */
-    MlirValue ops[3] = {dy, result(op, 0), result(op, 1)};
-    accumulate(b, op, operand(op, 0), emit1(b, "tdag.moe_topk_grad", op, 3, ops, operand(op, 0)));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_MOE_DISPATCH: {
-    MlirValue h = operand(op, 0), ops[2] = {dy, operand(op, 1)};
-    MlirNamedAttribute attrs[2];
-    intptr_t na = moeAttrs(b, op, attrs);
-    MlirType t = typeOf(h);
-    MlirOperation g = emit(b, "tdag.moe_dispatch_grad", op, "B", 2, ops, 1, &t, na, attrs);
-    accumulate(b, op, h, result(g, 0));
-    return mlirLogicalResultSuccess();
-  }
-  case PIPER_TDAG_MOE_EXPERTS:
-    gradMoeExperts(b, op, dy);
-    return mlirLogicalResultSuccess();
-  case PIPER_TDAG_MOE_COMBINE: {
-    MlirValue out = operand(op, 0), w = operand(op, 1);
-    MlirValue ops[4] = {dy, out, w, operand(op, 2)};
-    MlirNamedAttribute attrs[2];
-    intptr_t na = moeAttrs(b, op, attrs);
-    MlirType types[2] = {typeOf(out), typeOf(w)};
-    MlirOperation g = emit(b, "tdag.moe_combine_grad", op, "B", 4, ops, 2, types, na, attrs);
-    accumulate(b, op, out, result(g, 0));
-    accumulate(b, op, w, result(g, 1));
-    return mlirLogicalResultSuccess();
-  }
+  case PIPER_TDAG_LINEAR: gradLinear(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_MATMUL_NT: gradLinear(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_ADD: gradAdd(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_BIAS_ADD: gradBiasAdd(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_GELU: gradGelu(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_LAYERNORM: gradLayernorm(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_ATTENTION: gradAttention(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_EMBEDDING: gradEmbedding(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_EMBED: gradEmbed(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_RMSNORM: gradRmsnorm(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_ROPE: gradRope(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_SWIGLU: gradSwiglu(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_GQA_ATTENTION: gradGqaAttention(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_MOE_TOPK: gradMoeTopk(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_MOE_DISPATCH: gradMoeDispatch(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_MOE_EXPERTS: gradMoeExperts(b, op, dy); return mlirLogicalResultSuccess();
+  case PIPER_TDAG_MOE_COMBINE: gradMoeCombine(b, op, dy); return mlirLogicalResultSuccess();
   /* no gradient rule: leaves, the loss (seeded by differentiate), ops autodiff itself emits
    * and ops of later passes */
   case PIPER_TDAG_PARAM:

@@ -24,14 +24,9 @@
  * and pure TP, TP groups that are no family, expert names shard.c cannot place) the plan has
  * one function per device, @device_<d>.
  *
- * Order. Each device runs its ops sorted by (rank, program position). An op's rank is the
- * index of the first group of the `order` directive that governs the device (the first one
- * whose groups select any op there; pipeline replicas share their directive) that selects the
- * op. Ops no group selects run as soon as their inputs allow (the largest rank among their
- * producers on the device), and updates (pass UPD) run last. Program position breaks ties; it
- * is a topological order of the whole graph, so within a rank data dependencies always hold.
- * Across ranks they hold only if the directive agrees with them: a directive that orders an op
- * before an op whose result it needs is an order cycle, reported at the directive.
+ * Order. Each device runs its ops in the order the `order` directive that governs it gives
+ * (passes/order.c: ranks by the directive's groups, program position within a rank, updates
+ * last; an order cycle is an error at the directive).
  *
  * Waits. Transfers are nonblocking; a comm.wait on each one's token sits right before the
  * first op that reads what it brings, or at the end of the step.
@@ -54,20 +49,6 @@
 #include "piper/checked.h"
 #include "piper/ptrmap.h"
 
-enum { RANK_FIRST = -1, RANK_LAST = 1 << 30 };
-
-typedef struct {
-  MlirOperation op;   /* in the global DAG */
-  size_t position;    /* program position */
-  int64_t rank;       /* execution rank on the device being extracted */
-} Scheduled;
-
-static int byRank(const void *a, const void *b) {
-  const Scheduled *x = a, *y = b;
-  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-  return x->position < y->position ? -1 : x->position > y->position;
-}
-
 static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
   return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
 }
@@ -86,17 +67,6 @@ static int64_t replicaIndex(MlirOperation op, int64_t d, int64_t *replicas) {
     if (v == d) return mid;
     if (v < d) lo = mid + 1;
     else hi = mid - 1;
-  }
-  return -1;
-}
-
-/* Rank of `op` in directive `order`, or -1 if no group selects it. */
-static int64_t groupOf(MlirOperation order, MlirOperation op) {
-  MlirAttribute groups = mlirOperationGetAttributeByName(order, piperStr("filters"));
-  for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
-    MlirAttribute filters = mlirArrayAttrGetElement(groups, g);
-    for (intptr_t f = 0; f < mlirArrayAttrGetNumElements(filters); ++f)
-      if (piperFilterMatches(op, mlirArrayAttrGetElement(filters, f))) return g;
   }
   return -1;
 }
@@ -183,84 +153,6 @@ static void insertWaits(MlirBlock body, MlirOperation ret) {
   }
 }
 
-/* ---- order groups of several filters (piper-sched dualpipev --ep: an overlapped F&B pair) ----
- * The ops of one such group share a rank, so program position alone would run one node's
- * ops, then the other's (forwards come first in the program), and every all-to-all would wait
- * right after it is issued. Instead the group's ops are interleaved by lane (the filter that
- * selects them; an op no filter selects goes with the op before it): a lane runs until it
- * issues an all-to-all, then the other lane runs until it issues one, and so on, so one
- * microbatch's exchange is in flight while the other computes (DualPipe's overlap). Each lane
- * keeps its program order; if an op would then precede one whose result it reads (a value
- * crossing lanes), the group keeps program order. */
-
-/* Index of the first filter of group `g` of `order` that selects `op`, or -1. */
-static int64_t filterOf(MlirOperation order, int64_t g, MlirOperation op) {
-  MlirAttribute groups = mlirOperationGetAttributeByName(order, piperStr("filters"));
-  if (g < 0 || g >= mlirArrayAttrGetNumElements(groups)) return -1;
-  MlirAttribute filters = mlirArrayAttrGetElement(groups, g);
-  for (intptr_t f = 0; f < mlirArrayAttrGetNumElements(filters); ++f)
-    if (piperFilterMatches(op, mlirArrayAttrGetElement(filters, f))) return f;
-  return -1;
-}
-
-static void interleaveRun(MlirOperation order, Scheduled *run, size_t m, int64_t lanes) {
-  int64_t *lane = malloc(m * sizeof *lane);
-  size_t *next = calloc((size_t)lanes, sizeof *next); /* per lane: next index into run to scan */
-  Scheduled *out = malloc(m * sizeof *out);
-  PiperPtrMap at; /* op ptr -> its index in out */
-  piperPtrMapInit(&at, m * 2);
-  for (size_t i = 0; i < m; ++i) {
-    int64_t f = filterOf(order, run[i].rank, run[i].op);
-    lane[i] = f >= 0 ? f : i ? lane[i - 1] : 0;
-  }
-  int64_t cur = 0;
-  for (size_t k = 0; k < m; ++k) {
-    size_t pick = m;
-    for (int64_t tries = 0; tries < lanes && pick == m; ++tries, cur = (cur + 1) % lanes) {
-      while (next[cur] < m && lane[next[cur]] != cur) next[cur]++;
-      if (next[cur] < m) {
-        pick = next[cur]++;
-        break;
-      }
-    }
-    out[k] = run[pick];
-    piperPtrMapPut(&at, run[pick].op.ptr, (intptr_t)k);
-    if (piperOpIs(run[pick].op, "comm.all_to_all")) { /* after a run of exchanges issued, */
-      size_t q = next[cur];                             /* the other lane's turn */
-      while (q < m && lane[q] != cur) ++q;
-      if (q == m || !piperOpIs(run[q].op, "comm.all_to_all")) cur = (cur + 1) % lanes;
-    }
-  }
-  bool ok = true; /* every producer in the run still comes first */
-  for (size_t k = 0; k < m && ok; ++k)
-    for (intptr_t a = 0; a < mlirOperationGetNumOperands(out[k].op) && ok; ++a) {
-      MlirValue v = mlirOperationGetOperand(out[k].op, a);
-      intptr_t p;
-      if (mlirValueIsAOpResult(v) && piperPtrMapGet(&at, mlirOpResultGetOwner(v).ptr, &p))
-        ok = (size_t)p < k;
-    }
-  if (ok) memcpy(run, out, m * sizeof *out);
-  piperPtrMapFree(&at);
-  free(out);
-  free(next);
-  free(lane);
-}
-
-/* Interleaves each run of ops whose rank is a group of several filters (see above). */
-static void interleaveGroups(MlirOperation order, Scheduled *s, size_t n) {
-  if (mlirOperationIsNull(order)) return;
-  MlirAttribute groups = mlirOperationGetAttributeByName(order, piperStr("filters"));
-  for (size_t i = 0, j; i < n; i = j) {
-    for (j = i; j < n && s[j].rank == s[i].rank; ++j) {
-    }
-    int64_t g = s[i].rank;
-    intptr_t lanes = g >= 0 && g < mlirArrayAttrGetNumElements(groups)
-                         ? mlirArrayAttrGetNumElements(mlirArrayAttrGetElement(groups, g))
-                         : 0;
-    if (lanes >= 2) interleaveRun(order, s + i, j - i, lanes);
-  }
-}
-
 /* Expert parallelism (passes/shard.c): the instance `c` on device d of a sharded moe_experts or
  * moe_experts_grad_input `op` keeps only the weights of the experts device d owns (their
  * parameters are placed there alone), each of the three groups (gates, ups, downs) cut alike,
@@ -291,74 +183,10 @@ static void epLocalWeights(MlirContext ctx, MlirOperation op, MlirOperation c, i
   free(keep);
 }
 
-/* The plan of device d, or (role >= 0) of role `role`, whose replica 0 is device d: then its
- * k-dependent values stay symbolic (see the file comment). */
-static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
-  Scheduled *s = malloc((ex->nOps ? ex->nOps : 1) * sizeof *s);
-  size_t n = 0;
-  for (size_t i = 0; i < ex->nOps; ++i) {
-    int64_t R;
-    if (replicaIndex(ex->ops[i], d, &R) >= 0) s[n++] = (Scheduled){ex->ops[i], i, 0};
-  }
-  /* the directive that governs this device */
-  MlirOperation order = {NULL};
-  for (size_t o = 0; o < ex->nOrders && mlirOperationIsNull(order); ++o)
-    for (size_t i = 0; i < n; ++i)
-      if (groupOf(ex->orders[o], s[i].op) >= 0) {
-        order = ex->orders[o];
-        break;
-      }
-  PiperPtrMap rankOf; /* op ptr -> index into s */
-  piperPtrMapInit(&rankOf, n);
-  MlirLogicalResult status = mlirLogicalResultSuccess();
-  for (size_t i = 0; i < n && mlirLogicalResultIsSuccess(status); ++i) {
-    MlirOperation op = s[i].op;
-    char pass[8];
-    int64_t g = mlirOperationIsNull(order) ? -1 : groupOf(order, op);
-    int64_t needs = RANK_FIRST; /* the latest rank among its producers here */
-    MlirOperation late = {NULL};
-    for (intptr_t a = 0; a < mlirOperationGetNumOperands(op); ++a) {
-      MlirValue v = mlirOperationGetOperand(op, a);
-      intptr_t k;
-      if (mlirValueIsAOpResult(v) && piperPtrMapGet(&rankOf, mlirOpResultGetOwner(v).ptr, &k) &&
-          s[k].rank > needs) {
-        needs = s[k].rank;
-        late = s[k].op;
-      }
-    }
-    if (!strcmp(piperOpPass(op, pass, sizeof pass), "UPD")) s[i].rank = RANK_LAST;
-    else if (g >= 0) s[i].rank = g;
-    else s[i].rank = needs;
-    if (s[i].rank < needs) {
-      char msg[400];
-      snprintf(msg, sizeof msg,
-               "order: on device %lld this directive runs group %lld before group %lld, but an "
-               "op of group %lld needs a result of group %lld (an order cycle); swap them",
-               (long long)d, (long long)s[i].rank, (long long)needs, (long long)s[i].rank,
-               (long long)needs);
-      mlirEmitError(mlirOperationGetLocation(order), msg);
-      char label[160];
-      piperNodeLabel(op, label, sizeof label);
-      piperEmitNotef(mlirOperationGetLocation(op),
-                     "order: this op of node %s (group %lld) would wait", label,
-                     (long long)s[i].rank);
-      piperNodeLabel(late, label, sizeof label);
-      piperEmitNotef(mlirOperationGetLocation(late),
-                     "order: for the result of this op of node %s (group %lld)", label,
-                     (long long)needs);
-      status = mlirLogicalResultFailure();
-    }
-    piperPtrMapPut(&rankOf, op.ptr, (intptr_t)i);
-  }
-  piperPtrMapFree(&rankOf);
-  if (mlirLogicalResultIsFailure(status)) {
-    free(s);
-    return status;
-  }
-  qsort(s, n, sizeof *s, byRank);
-  interleaveGroups(order, s, n);
-
-  /* func.func @device_<d>() with the instantiated ops */
+/* The empty plan function of device d, or (role >= 0) of role `role`, before the training
+ * function: @device_<d> or @role_<p> with piper.role, and piper.order when `order` ordered
+ * it. Returns its body. */
+static MlirBlock planFunction(Extractor *ex, int64_t d, int64_t role, MlirOperation order) {
   char name[32];
   if (role >= 0) snprintf(name, sizeof name, "role_%lld", (long long)role);
   else snprintf(name, sizeof name, "device_%lld", (long long)d);
@@ -382,92 +210,132 @@ static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
     mlirOperationSetAttributeByName(fn, piperStr("piper.role"),
                                     mlirArrayAttrGet(ex->ctx, 3, range));
   }
-  MlirLocation orderLoc = mlirOperationIsNull(order) ? loc : mlirOperationGetLocation(order);
-  if (!mlirOperationIsNull(order) && mlirLocationIsAFileLineColRange(orderLoc)) {
-    MlirStringRef file = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(orderLoc));
-    char where[PIPER_ORDER_WHERE_MAX];
-    snprintf(where, sizeof where, "%.*s:%d:%d", (int)file.length, file.data,
-             mlirLocationFileLineColRangeGetStartLine(orderLoc),
-             mlirLocationFileLineColRangeGetStartColumn(orderLoc));
-    mlirOperationSetAttributeByName(fn, piperStr("piper.order"),
-                                    mlirStringAttrGet(ex->ctx, piperStr(where)));
-  }
+  piperOrderRecord(fn, order);
+  return body;
+}
 
+/* Points the operands of clone `c` of `op` at their instances on this device (cloneOf);
+ * failure after an error when one has none. */
+static MlirLogicalResult linkOperands(MlirOperation op, MlirOperation c, PiperPtrMap *cloneOf) {
+  for (intptr_t a = 0; a < mlirOperationGetNumOperands(c); ++a) {
+    intptr_t v;
+    if (!piperPtrMapGet(cloneOf, mlirOperationGetOperand(c, a).ptr, &v)) {
+      mlirEmitError(mlirOperationGetLocation(op),
+                    "extract: an input of this op is not on its device and no recv brings "
+                    "it (run --piper-insert-comm before --piper-extract)");
+      return mlirLogicalResultFailure();
+    }
+    mlirOperationSetOperand(c, a, (MlirValue){(const void *)v});
+  }
+  return mlirLogicalResultSuccess();
+}
+
+/* Gives the batched results of clone `c` of `op` (on R replicas) 1/R of the rows, and records
+ * every result in cloneOf; failure after an error when R does not divide the rows. */
+static MlirLogicalResult splitResults(MlirOperation op, MlirOperation c, int64_t R,
+                                      PiperPtrMap *cloneOf) {
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  for (intptr_t r = 0; r < mlirOperationGetNumResults(c); ++r) {
+    MlirValue res = mlirOperationGetResult(c, r);
+    if (R > 1 && piperResultIsBatched(op, r)) {
+      int64_t rows = piperTensorDim(mlirValueGetType(res), 0);
+      if (rows % R) {
+        mlirEmitError(mlirOperationGetLocation(op),
+                      "extract: the replicas of this op do not divide its batch rows evenly; "
+                      "use a replica count that divides the (micro)batch");
+        status = mlirLogicalResultFailure();
+      }
+      mlirValueSetType(res, piperSplitBatch(mlirValueGetType(res), R));
+    }
+    piperPtrMapPut(cloneOf, mlirOperationGetResult(op, r).ptr, (intptr_t)res.ptr);
+  }
+  return status;
+}
+
+/* The replica-dependent attributes of clone `c` of `op` as replica k of R (flatK: its
+ * position in the device list; role >= 0: a plan per role, k's values symbolic). */
+static void setReplicaAttrs(Extractor *ex, MlirOperation op, MlirOperation c, int64_t R,
+                            int64_t k, int64_t flatK, int64_t role) {
+  if (piperOpIs(op, "tdag.input") && R > 1) {
+    int64_t rows = piperTensorDim(mlirValueGetType(mlirOperationGetResult(c, 0)), 0);
+    mlirOperationSetAttributeByName(
+        c, piperStr("first_sample"),
+        i64Attr(ex->ctx, piperGetIntAttr(op, "first_sample", 0) + k * rows));
+    if (role >= 0) /* replica k's first row: first_sample + k * first_sample_stride */
+      mlirOperationSetAttributeByName(c, piperStr("first_sample_stride"), i64Attr(ex->ctx, rows));
+  } else if (piperOpIs(op, "tdag.cross_entropy_grad") &&
+             mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("total_rows")))) {
+    MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0));
+    mlirOperationSetAttributeByName(
+        c, piperStr("total_rows"),
+        i64Attr(ex->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
+  }
+  if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
+    mlirOperationSetAttributeByName(c, piperStr("shard"), i64Attr(ex->ctx, k)); /* ZeRO */
+  else if (R > 1 && piperOpIs(op, "tdag.adamw")) /* a whole-tensor update on R replicas: */
+    mlirOperationSetAttributeByName(c, piperStr("replica"), i64Attr(ex->ctx, k)); /* norm once */
+  MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
+  if (!mlirAttributeIsNull(peers)) {
+    mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, flatK));
+    if (role >= 0) /* replica k's peer: peer + k * peer_stride (replica k of the other role;
+                    * the comm dialect keeps the `peers` list, one uniqued attribute a stage) */
+      mlirOperationSetAttributeByName(
+          c, piperStr("peer_stride"),
+          i64Attr(ex->ctx, ex->roles[ex->roleOf[elemAt(peers, flatK)]].stride));
+  }
+}
+
+/* Appends to `body` the instance on device d (replica 0 of role `role` when role >= 0) of
+ * global op `op`, its operands linked through cloneOf. */
+static MlirLogicalResult instantiateOp(Extractor *ex, MlirBlock body, MlirOperation op,
+                                       int64_t d, int64_t role, PiperPtrMap *cloneOf) {
+  MlirOperation c = mlirOperationClone(op);
+  int64_t R, k = replicaIndex(op, d, &R);
+  /* tensor parallelism (shard_tensor.c): on a TP list R and k count data-parallel
+   * replicas; flatK is the position in the device list (peers pair up by it) */
+  int64_t flatK = k, tpT = piperTpSplitReplicas(&ex->tp, op, &R, &k);
+  mlirBlockAppendOwnedOperation(body, c);
+  epLocalWeights(ex->ctx, op, c, d);
+  MlirLogicalResult status = linkOperands(op, c, cloneOf);
+  if (mlirLogicalResultIsFailure(splitResults(op, c, R, cloneOf)))
+    status = mlirLogicalResultFailure();
+  setReplicaAttrs(ex, op, c, R, k, flatK, role);
+  if (tpT > 1 && piperTpInstantiate(c, op, flatK, tpT)) return status;
+  if (role >= 0 && epLocal(op)) /* one replica's expert: every replica counts its own in the
+                                 * gradient norm (on TP member 0: tp_replica), not "k == 0" */
+    mlirOperationRemoveAttributeByName(c, piperStr("replica"));
+  MlirAttribute group = mlirOperationGetAttributeByName(c, piperStr("group"));
+  if (role >= 0 && tpT > 1 && !mlirAttributeIsNull(group) &&
+      !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce"))))
+    /* replica k's tensor-parallel group: replica 0's + k * group_stride (findRoles) */
+    mlirOperationSetAttributeByName(
+        c, piperStr("group_stride"),
+        i64Attr(ex->ctx, ex->roles[ex->roleOf[elemAt(group, 0)]].stride));
+  mlirOperationRemoveAttributeByName(c, piperStr("devices"));
+  return status;
+}
+
+/* The plan of device d, or (role >= 0) of role `role`, whose replica 0 is device d: then its
+ * k-dependent values stay symbolic (see the file comment). */
+static MlirLogicalResult extractDevice(Extractor *ex, int64_t d, int64_t role) {
+  PiperScheduled *s = malloc((ex->nOps ? ex->nOps : 1) * sizeof *s);
+  size_t n = 0;
+  for (size_t i = 0; i < ex->nOps; ++i) {
+    int64_t R;
+    if (replicaIndex(ex->ops[i], d, &R) >= 0) s[n++] = (PiperScheduled){ex->ops[i], i, 0};
+  }
+  MlirOperation order;
+  if (mlirLogicalResultIsFailure(piperOrderDevice(ex->orders, ex->nOrders, d, s, n, &order))) {
+    free(s);
+    return mlirLogicalResultFailure();
+  }
+  MlirBlock body = planFunction(ex, d, role, order);
   PiperPtrMap cloneOf; /* global value -> its instance on this device */
   piperPtrMapInit(&cloneOf, n * 2);
-  for (size_t i = 0; i < n && mlirLogicalResultIsSuccess(status); ++i) {
-    MlirOperation op = s[i].op, c = mlirOperationClone(op);
-    int64_t R, k = replicaIndex(op, d, &R);
-    /* tensor parallelism (shard_tensor.c): on a TP list R and k count data-parallel
-     * replicas; flatK is the position in the device list (peers pair up by it) */
-    int64_t flatK = k, tpT = piperTpSplitReplicas(&ex->tp, op, &R, &k);
-    mlirBlockAppendOwnedOperation(body, c);
-    epLocalWeights(ex->ctx, op, c, d);
-    for (intptr_t a = 0; a < mlirOperationGetNumOperands(c); ++a) {
-      intptr_t v;
-      if (!piperPtrMapGet(&cloneOf, mlirOperationGetOperand(c, a).ptr, &v)) {
-        mlirEmitError(mlirOperationGetLocation(op),
-                      "extract: an input of this op is not on its device and no recv brings "
-                      "it (run --piper-insert-comm before --piper-extract)");
-        status = mlirLogicalResultFailure();
-        break;
-      }
-      mlirOperationSetOperand(c, a, (MlirValue){(const void *)v});
-    }
-    for (intptr_t r = 0; r < mlirOperationGetNumResults(c); ++r) {
-      MlirValue res = mlirOperationGetResult(c, r);
-      if (R > 1 && piperResultIsBatched(op, r)) {
-        int64_t rows = piperTensorDim(mlirValueGetType(res), 0);
-        if (rows % R) {
-          mlirEmitError(mlirOperationGetLocation(op),
-                        "extract: the replicas of this op do not divide its batch rows evenly; "
-                        "use a replica count that divides the (micro)batch");
-          status = mlirLogicalResultFailure();
-        }
-        mlirValueSetType(res, piperSplitBatch(mlirValueGetType(res), R));
-      }
-      piperPtrMapPut(&cloneOf, mlirOperationGetResult(op, r).ptr, (intptr_t)res.ptr);
-    }
-    if (piperOpIs(op, "tdag.input") && R > 1) {
-      int64_t rows = piperTensorDim(mlirValueGetType(mlirOperationGetResult(c, 0)), 0);
-      mlirOperationSetAttributeByName(
-          c, piperStr("first_sample"),
-          i64Attr(ex->ctx, piperGetIntAttr(op, "first_sample", 0) + k * rows));
-      if (role >= 0) /* replica k's first row: first_sample + k * first_sample_stride */
-        mlirOperationSetAttributeByName(c, piperStr("first_sample_stride"), i64Attr(ex->ctx, rows));
-    } else if (piperOpIs(op, "tdag.cross_entropy_grad") &&
-               mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("total_rows")))) {
-      MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0));
-      mlirOperationSetAttributeByName(
-          c, piperStr("total_rows"),
-          i64Attr(ex->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
-    }
-    if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
-      mlirOperationSetAttributeByName(c, piperStr("shard"), i64Attr(ex->ctx, k)); /* ZeRO */
-    else if (R > 1 && piperOpIs(op, "tdag.adamw")) /* a whole-tensor update on R replicas: */
-      mlirOperationSetAttributeByName(c, piperStr("replica"), i64Attr(ex->ctx, k)); /* norm once */
-    MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
-    if (!mlirAttributeIsNull(peers)) {
-      mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, flatK));
-      if (role >= 0) /* replica k's peer: peer + k * peer_stride (replica k of the other role;
-                      * the comm dialect keeps the `peers` list, one uniqued attribute a stage) */
-        mlirOperationSetAttributeByName(
-            c, piperStr("peer_stride"),
-            i64Attr(ex->ctx, ex->roles[ex->roleOf[elemAt(peers, flatK)]].stride));
-    }
-    if (tpT > 1 && piperTpInstantiate(c, op, flatK, tpT)) continue;
-    if (role >= 0 && epLocal(op)) /* one replica's expert: every replica counts its own in the
-                                   * gradient norm (on TP member 0: tp_replica), not "k == 0" */
-      mlirOperationRemoveAttributeByName(c, piperStr("replica"));
-    MlirAttribute group = mlirOperationGetAttributeByName(c, piperStr("group"));
-    if (role >= 0 && tpT > 1 && !mlirAttributeIsNull(group) &&
-        !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce"))))
-      /* replica k's tensor-parallel group: replica 0's + k * group_stride (findRoles) */
-      mlirOperationSetAttributeByName(
-          c, piperStr("group_stride"),
-          i64Attr(ex->ctx, ex->roles[ex->roleOf[elemAt(group, 0)]].stride));
-    mlirOperationRemoveAttributeByName(c, piperStr("devices"));
-  }
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  for (size_t i = 0; i < n && mlirLogicalResultIsSuccess(status); ++i)
+    status = instantiateOp(ex, body, s[i].op, d, role, &cloneOf);
+  MlirLocation loc = mlirOperationGetLocation(ex->insertBefore);
   MlirOperation ret = piperOpCreate("func.return", loc, 0, NULL, 0, NULL, 0, NULL);
   mlirBlockAppendOwnedOperation(body, ret);
   if (mlirLogicalResultIsSuccess(status)) insertWaits(body, ret);

@@ -1,8 +1,8 @@
 /* --piper-place: the `place` directive. Sets `devices` on every op its filter selects (a
- * later directive overrides an earlier one, as in Piper), then applies the `shard` directives
- * (expert parallelism: passes/shard.c). Afterwards every op of the training
- * graph must be placed; a strategy without any place directive puts everything on device 0.
- * Device ids must be dense from 0: the plan's world size is the number of devices used, and
+ * later directive overrides an earlier one, as in Piper). Afterwards every op of the training
+ * graph must be placed (the `shard` directives, --piper-shard, re-place experts next); a
+ * strategy without any place directive puts everything on device 0. Device ids must be dense
+ * from 0: the plan's world size is the number of devices used, and
  * is recorded on the module as `piper.devices`. */
 #include <stdlib.h>
 #include <string.h>
@@ -36,36 +36,59 @@ static MlirAttribute sortedDevices(MlirContext ctx, MlirAttribute devices) {
   return sorted;
 }
 
-/* Appends the tag names the model has, with their index ranges, for "matches nothing". */
+/* One tag name of the model with the range of its indices. */
+typedef struct {
+  MlirStringRef key; /* the tag's name, owned by the context (identifiers are uniqued) */
+  int64_t lo, hi;    /* smallest and largest index */
+} TagRange;
+
+/* Writes the tag names the model has, with their index ranges, for "matches nothing", in the
+ * order first met: "PP 0..1, layer 0..3". What does not fit in `size` bytes is cut and
+ * counted at the end, ", ... (N more)"; ", ..." ends a list that ran out of memory. */
 static void describeTags(MlirBlock body, char *out, size_t size) {
-  char names[16][32];
-  int64_t lo[16], hi[16];
-  int n = 0;
+  TagRange *tags = NULL;
+  size_t n = 0, cap = 0;
+  bool incomplete = false; /* a tag could not be stored: out of memory */
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
-    if (mlirAttributeIsNull(tags)) continue;
-    for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(tags); ++i) {
-      MlirNamedAttribute e = mlirDictionaryAttrGetElement(tags, i);
+    MlirAttribute dict = mlirOperationGetAttributeByName(op, piperStr("tags"));
+    if (mlirAttributeIsNull(dict)) continue;
+    for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(dict); ++i) {
+      MlirNamedAttribute e = mlirDictionaryAttrGetElement(dict, i);
       MlirStringRef key = mlirIdentifierStr(e.name);
       int64_t v = mlirAttributeIsAInteger(e.attribute) ? mlirIntegerAttrGetValueInt(e.attribute) : 0;
-      int k = 0;
-      while (k < n && (strlen(names[k]) != key.length || memcmp(names[k], key.data, key.length))) ++k;
+      size_t k = 0;
+      while (k < n && !mlirStringRefEqual(tags[k].key, key)) ++k;
       if (k == n) {
-        if (n == 16) continue;
-        snprintf(names[n], sizeof names[n], "%.*s", (int)key.length, key.data);
-        lo[n] = hi[n] = v;
-        n++;
+        if (!piperGrow((void **)&tags, &cap, n + 1, sizeof *tags)) {
+          incomplete = true;
+          continue;
+        }
+        tags[n++] = (TagRange){key, v, v};
       }
-      lo[k] = v < lo[k] ? v : lo[k];
-      hi[k] = v > hi[k] ? v : hi[k];
+      tags[k].lo = v < tags[k].lo ? v : tags[k].lo;
+      tags[k].hi = v > tags[k].hi ? v : tags[k].hi;
     }
   }
-  size_t used = 0;
+  enum { MARKER_MAX = 40 }; /* room kept for the marker, ", ... (N more)" */
+  size_t used = 0, k = 0;
   out[0] = 0;
-  for (int k = 0; k < n && used < size; ++k)
-    used += snprintf(out + used, size - used, "%s%s %lld..%lld", k ? ", " : "", names[k],
-                     (long long)lo[k], (long long)hi[k]);
+  for (; k < n; ++k) {
+    const char *sep = k ? ", " : "";
+    int keyLen = (int)tags[k].key.length;
+    int len = snprintf(NULL, 0, "%s%.*s %lld..%lld", sep, keyLen, tags[k].key.data,
+                       (long long)tags[k].lo, (long long)tags[k].hi);
+    size_t reserve = k + 1 < n || incomplete ? MARKER_MAX : 0;
+    if (len < 0 || used + (size_t)len + reserve >= size) break;
+    snprintf(out + used, size - used, "%s%.*s %lld..%lld", sep, keyLen, tags[k].key.data,
+             (long long)tags[k].lo, (long long)tags[k].hi);
+    used += (size_t)len;
+  }
+  if (k < n && used < size)
+    snprintf(out + used, size - used, "%s... (%zu more)", k ? ", " : "", n - k);
+  else if (incomplete && used < size)
+    snprintf(out + used, size - used, "%s...", k ? ", " : "");
+  free(tags);
 }
 
 /* True if some tdag op of `body` matches both filters. */
@@ -218,12 +241,6 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
         status = mlirLogicalResultFailure();
       }
   }
-  /* shard directives (expert parallelism, passes/shard.c) re-place the experts' parameters on
-   * the stage's replicas once every op has its stage */
-  for (MlirOperation d = mlirBlockGetFirstOperation(top);
-       !mlirOperationIsNull(d) && mlirLogicalResultIsSuccess(status);
-       d = mlirOperationGetNextInBlock(d))
-    if (piperOpIs(d, "sched.shard")) status = piperApplyShard(d, body);
 done:
   free(used);
   free(listedBy);

@@ -1,4 +1,5 @@
-/* The `shard` directive (expert parallelism), applied by --piper-place once every op is placed.
+/* --piper-shard: the `shard` directive (expert parallelism), run after --piper-place, once every
+ * op is placed.
  *
  * {"op":"shard","filter":{"PP":0,"EP":"*"},"devices":[0,2],"stream":"ep_stream"}: the devices
  * are the data-parallel replicas of the stage whose expert computation (tdag.moe_experts and
@@ -448,4 +449,13 @@ MlirLogicalResult piperApplyShard(MlirOperation directive, MlirBlock body) {
   }
   free(blocks);
   return status;
+}
+
+static MlirLogicalResult runShard(MlirOperation module, const char *arg) {
+  return piperApplyDirectives(module, "sched.shard", "piper-shard", piperApplyShard);
+}
+
+MlirPass piperCreateShardPass(const char *arg) {
+  static int64_t typeId;
+  return piperCreateModulePass(&typeId, "piper-shard", "shard directive", runShard, arg);
 }

@@ -338,42 +338,58 @@ static intptr_t posOf(PiperPtrMap *pos, MlirOperation op) {
   return p;
 }
 
-/* Checks one region (ops `r`, n of them, in program order, all of region id `id` in
- * `region`) of directive d, then records its splits (see the file comment). */
-static bool checkRegion(Sharder *s, Directive *d, MlirOperation *r, size_t n,
-                        PiperPtrMap *region, intptr_t id, int64_t T) {
-#define IN_REGION(v)                                                                          \
-  (mlirValueIsAOpResult(v) && piperPtrMapGet(region, mlirOpResultGetOwner(v).ptr, &got) &&    \
-   got == id)
+/* One region of a directive: its ops in program order, the region ids of the directive's
+ * selected ops, and its row linear once found. */
+typedef struct {
+  MlirOperation *ops; /* (n) in program order */
+  size_t n;
+  PiperPtrMap *ids;   /* selected op -> region id */
+  intptr_t id;        /* this region's id */
+  MlirOperation row;  /* the row linear, null until checkRegionOps finds it */
+} Region;
+
+static bool opInRegion(const Region *r, MlirOperation op) {
   intptr_t got;
-  MlirOperation row = {NULL};
-  /* ops: linears (column: input from outside; row: input from inside) and interior ops */
-  for (size_t i = 0; i < n; ++i) {
-    MlirOperation o = r[i];
+  return piperPtrMapGet(r->ids, op.ptr, &got) && got == r->id;
+}
+
+static bool valueInRegion(const Region *r, MlirValue v) {
+  return mlirValueIsAOpResult(v) && opInRegion(r, mlirOpResultGetOwner(v));
+}
+
+/* ops: linears (column: input from outside; row: input from inside, exactly one) and
+ * interior ops; sets r->row. */
+static bool checkRegionOps(Directive *d, Region *r) {
+  for (size_t i = 0; i < r->n; ++i) {
+    MlirOperation o = r->ops[i];
     if (isLinear(o)) {
-      if (!IN_REGION(mlirOperationGetOperand(o, 0))) continue; /* a column linear */
-      if (row.ptr) {
+      if (!valueInRegion(r, mlirOperationGetOperand(o, 0))) continue; /* a column linear */
+      if (r->row.ptr) {
         errorAtOp(d->directive, o, "a region with two row linears");
         return false;
       }
-      row = o;
+      r->row = o;
     } else if (!interiorOp(o)) {
       errorAtOp(d->directive, o, "an op outside every column -> row chain");
       return false;
     }
   }
-  if (!row.ptr) {
-    errorAtOp(d->directive, r[0], "a column linear whose chain has no row linear");
+  if (!r->row.ptr) {
+    errorAtOp(d->directive, r->ops[0], "a column linear whose chain has no row linear");
     return false;
   }
-  /* values: from outside only into column linears (and parameters: weights, norm weights);
-   * out only from the row linear */
-  for (size_t i = 0; i < n; ++i) {
-    MlirOperation o = r[i];
-    bool column = isLinear(o) && o.ptr != row.ptr;
+  return true;
+}
+
+/* values: from outside only into column linears (and parameters: weights, norm weights);
+ * out only from the row linear */
+static bool checkRegionEdges(Directive *d, const Region *r) {
+  for (size_t i = 0; i < r->n; ++i) {
+    MlirOperation o = r->ops[i];
+    bool column = isLinear(o) && o.ptr != r->row.ptr;
     for (intptr_t a = 0; a < mlirOperationGetNumOperands(o); ++a) {
       MlirValue v = mlirOperationGetOperand(o, a);
-      if (IN_REGION(v)) continue;
+      if (valueInRegion(r, v)) continue;
       bool param = mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param");
       if ((column && a == 0) || (a > 0 && isLinear(o)) || /* weights: markParam checks */
           (a == 1 && param && piperOpIs(o, "tdag.rmsnorm")))
@@ -387,82 +403,99 @@ static bool checkRegion(Sharder *s, Directive *d, MlirOperation *r, size_t n,
            !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
         MlirOperation user = mlirOpOperandGetOwner(u);
         if (!isForward(user)) continue;
-        bool inside = piperPtrMapGet(region, user.ptr, &got) && got == id;
-        if (inside == (o.ptr != row.ptr)) continue;
+        bool inside = opInRegion(r, user);
+        if (inside == (o.ptr != r->row.ptr)) continue;
         errorAtOp(d->directive, o, inside ? "the row linear's output is read inside the region"
                                           : "a value leaving the region other than the row "
                                             "linear's output");
         return false;
       }
   }
-  /* divisibility: the attentions' heads first (the most telling), then the other ops */
-  for (size_t j = 0; j < 2 * n; ++j) {
-    MlirOperation o = r[j % n];
-    const PiperOpFacts *f = piperOpFacts(o);
-    bool attention = f->id == PIPER_TDAG_ATTENTION || f->id == PIPER_TDAG_GQA_ATTENTION;
-    if ((j < n) != attention) continue;
-    int64_t N = piperTensorDim(mlirValueGetType(mlirOperationGetOperand(o, 0)), -1);
-    if (f->id == PIPER_TDAG_ATTENTION) {
-      MlirValue qkv = mlirOperationGetOperand(o, 0);
-      MlirOperation from = mlirOpResultGetOwner(qkv);
-      if (!isLinear(from) || from.ptr == row.ptr) {
-        errorAtOp(d->directive, o, "an attention whose packed qkv is not a column linear's "
-                                   "output");
-        return false;
-      }
-      int64_t H = piperGetIntAttr(o, "heads", 1);
-      if (H % T) {
-        piperDirectiveError(d->directive, "shard_tensor: attention has %lld heads, which the "
-                                          "group of %lld devices does not divide; use a "
-                                          "group size that divides the heads",
-                            (long long)H, (long long)T);
-        piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this attention");
-        return false;
-      }
-    } else if (f->id == PIPER_TDAG_GQA_ATTENTION) {
-      int64_t H = piperGetIntAttr(o, "heads", 1), KV = piperGetIntAttr(o, "kv_heads", 1);
-      if (H % T || KV % T) {
-        piperDirectiveError(d->directive,
-                            H % T ? "shard_tensor: gqa_attention has %lld query heads, which "
-                                    "the group of %lld devices does not divide"
-                                  : "shard_tensor: gqa_attention has %lld key/value heads, "
-                                    "which the group of %lld devices does not divide (member "
-                                    "m must hold kv heads [m*KV/T, (m+1)*KV/T) for its query "
-                                    "heads); use a group size that divides the kv heads",
-                            (long long)(H % T ? H : KV), (long long)T);
-        piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this attention");
-        return false;
-      }
-    } else if (f->id == PIPER_TDAG_RMSNORM || f->id == PIPER_TDAG_ROPE) {
-      int64_t D = f->id == PIPER_TDAG_ROPE
-                      ? piperGetIntAttr(o, "head_dim", 1)
-                      : piperTensorDim(mlirValueGetType(mlirOperationGetOperand(o, 1)), 0);
-      if (D <= 0 || N % D || (N / D) % T) {
-        piperDirectiveError(d->directive, "shard_tensor: %s works on %lld heads of %lld "
-                                          "features, which the group of %lld devices does not "
-                                          "divide",
-                            f->id == PIPER_TDAG_ROPE ? "rope" : "a per-head rmsnorm",
-                            (long long)(D > 0 ? N / D : 0), (long long)D, (long long)T);
-        piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this op");
-        return false;
-      }
-    } else if (isLinear(o) && o.ptr != row.ptr) {
-      int64_t out = piperTensorDim(mlirValueGetType(mlirOperationGetResult(o, 0)), -1);
-      if (out % T) {
-        piperDirectiveError(d->directive, "shard_tensor: a column-parallel linear has %lld "
-                                          "output features (the FFN dim), which the group of "
-                                          "%lld devices does not divide",
-                            (long long)out, (long long)T);
-        piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this linear");
-        return false;
-      }
+  return true;
+}
+
+/* Whether the group of T devices divides what op `o` of the region splits: an attention's
+ * heads, a per-head op's heads, a column linear's output features. */
+static bool opDivides(Directive *d, const Region *r, MlirOperation o, int64_t T) {
+  const PiperOpFacts *f = piperOpFacts(o);
+  int64_t N = piperTensorDim(mlirValueGetType(mlirOperationGetOperand(o, 0)), -1);
+  if (f->id == PIPER_TDAG_ATTENTION) {
+    MlirValue qkv = mlirOperationGetOperand(o, 0);
+    MlirOperation from = mlirOpResultGetOwner(qkv);
+    if (!isLinear(from) || from.ptr == r->row.ptr) {
+      errorAtOp(d->directive, o, "an attention whose packed qkv is not a column linear's "
+                                 "output");
+      return false;
+    }
+    int64_t H = piperGetIntAttr(o, "heads", 1);
+    if (H % T) {
+      piperDirectiveError(d->directive, "shard_tensor: attention has %lld heads, which the "
+                                        "group of %lld devices does not divide; use a "
+                                        "group size that divides the heads",
+                          (long long)H, (long long)T);
+      piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this attention");
+      return false;
+    }
+  } else if (f->id == PIPER_TDAG_GQA_ATTENTION) {
+    int64_t H = piperGetIntAttr(o, "heads", 1), KV = piperGetIntAttr(o, "kv_heads", 1);
+    if (H % T || KV % T) {
+      piperDirectiveError(d->directive,
+                          H % T ? "shard_tensor: gqa_attention has %lld query heads, which "
+                                  "the group of %lld devices does not divide"
+                                : "shard_tensor: gqa_attention has %lld key/value heads, "
+                                  "which the group of %lld devices does not divide (member "
+                                  "m must hold kv heads [m*KV/T, (m+1)*KV/T) for its query "
+                                  "heads); use a group size that divides the kv heads",
+                          (long long)(H % T ? H : KV), (long long)T);
+      piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this attention");
+      return false;
+    }
+  } else if (f->id == PIPER_TDAG_RMSNORM || f->id == PIPER_TDAG_ROPE) {
+    int64_t D = f->id == PIPER_TDAG_ROPE
+                    ? piperGetIntAttr(o, "head_dim", 1)
+                    : piperTensorDim(mlirValueGetType(mlirOperationGetOperand(o, 1)), 0);
+    if (D <= 0 || N % D || (N / D) % T) {
+      piperDirectiveError(d->directive, "shard_tensor: %s works on %lld heads of %lld "
+                                        "features, which the group of %lld devices does not "
+                                        "divide",
+                          f->id == PIPER_TDAG_ROPE ? "rope" : "a per-head rmsnorm",
+                          (long long)(D > 0 ? N / D : 0), (long long)D, (long long)T);
+      piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this op");
+      return false;
+    }
+  } else if (isLinear(o) && o.ptr != r->row.ptr) {
+    int64_t out = piperTensorDim(mlirValueGetType(mlirOperationGetResult(o, 0)), -1);
+    if (out % T) {
+      piperDirectiveError(d->directive, "shard_tensor: a column-parallel linear has %lld "
+                                        "output features (the FFN dim), which the group of "
+                                        "%lld devices does not divide",
+                          (long long)out, (long long)T);
+      piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this linear");
+      return false;
     }
   }
   /* the row linear's input dim is the columns' split dim, so it divides too */
-  /* record: parameters to split, column ops, the row, heads to split, norms with partial
-   * weight gradients */
-  for (size_t i = 0; i < n; ++i) {
-    MlirOperation o = r[i];
+  return true;
+}
+
+/* divisibility: the attentions' heads first (the most telling), then the other ops */
+static bool checkRegionDivides(Directive *d, const Region *r, int64_t T) {
+  for (size_t j = 0; j < 2 * r->n; ++j) {
+    MlirOperation o = r->ops[j % r->n];
+    const PiperOpFacts *f = piperOpFacts(o);
+    bool attention = f->id == PIPER_TDAG_ATTENTION || f->id == PIPER_TDAG_GQA_ATTENTION;
+    if ((j < r->n) != attention) continue;
+    if (!opDivides(d, r, o, T)) return false;
+  }
+  return true;
+}
+
+/* record: parameters to split, column ops, the row, heads to split, norms with partial
+ * weight gradients */
+static bool recordRegion(Sharder *s, Directive *d, const Region *r) {
+  MlirOperation row = r->row;
+  for (size_t i = 0; i < r->n; ++i) {
+    MlirOperation o = r->ops[i];
     if (piperOpIs(o, "tdag.rmsnorm")) {
       MlirValue w = mlirOperationGetOperand(o, 1);
       piperPtrMapPut(&s->normParams, mlirOpResultGetOwner(w).ptr, 1);
@@ -497,7 +530,15 @@ static bool checkRegion(Sharder *s, Directive *d, MlirOperation *r, size_t n,
     s->rows[s->nRows++] = row;
   }
   return true;
-#undef IN_REGION
+}
+
+/* Checks one region (ops `ops`, n of them, in program order, all of region id `id` in
+ * `ids`) of directive d, then records its splits (see the file comment). */
+static bool checkRegion(Sharder *s, Directive *d, MlirOperation *ops, size_t n,
+                        PiperPtrMap *ids, intptr_t id, int64_t T) {
+  Region r = {.ops = ops, .n = n, .ids = ids, .id = id};
+  return checkRegionOps(d, &r) && checkRegionEdges(d, &r) && checkRegionDivides(d, &r, T) &&
+         recordRegion(s, d, &r);
 }
 
 static PiperPtrMap *sortPos; /* program positions for byPosition (qsort has no context) */
@@ -930,80 +971,83 @@ static bool splitParamsOnlyInRegions(Sharder *s) {
   return ok;
 }
 
-static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
-  (void)arg;
-  MlirContext ctx = mlirOperationGetContext(module);
-  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-  Sharder s = {.ctx = ctx};
-  MlirLogicalResult status = mlirLogicalResultSuccess();
+/* The module's shard_tensor directives, in order, into s->dirs; failure after an error. */
+static MlirLogicalResult collectDirectives(Sharder *s, MlirBlock top) {
   for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
        d = mlirOperationGetNextInBlock(d)) {
     if (!piperOpIs(d, "sched.shard_tensor")) continue;
-    if (!piperGrow((void **)&s.dirs, &s.capDirs, s.nDirs + 1, sizeof *s.dirs)) {
+    if (!piperGrow((void **)&s->dirs, &s->capDirs, s->nDirs + 1, sizeof *s->dirs)) {
       piperDirectiveError(d, "shard_tensor: out of memory");
-      free(s.dirs);
       return mlirLogicalResultFailure();
     }
     MlirAttribute stream = mlirOperationGetAttributeByName(d, piperStr("stream"));
     if (!mlirAttributeIsNull(stream) && !mlirAttributeIsAString(stream)) { /* hand-written */
       piperDirectiveError(d, "shard_tensor: stream must be a string (a trace lane's name)");
-      free(s.dirs);
       return mlirLogicalResultFailure();
     }
-    s.dirs[s.nDirs++] = (Directive){d, mlirOperationGetAttributeByName(d, piperStr("filter")),
-                                    mlirOperationGetAttributeByName(d, piperStr("devices")),
-                                    stream};
+    s->dirs[s->nDirs++] = (Directive){d, mlirOperationGetAttributeByName(d, piperStr("filter")),
+                                      mlirOperationGetAttributeByName(d, piperStr("devices")),
+                                      stream};
   }
-  if (!s.nDirs) return mlirLogicalResultSuccess();
-  MlirOperation func = piperTrainingFunction(module, "piper-shard-tensor");
-  if (mlirOperationIsNull(func)) {
-    free(s.dirs);
+  return mlirLogicalResultSuccess();
+}
+
+/* `devices` (n of them) in ascending order, as place sorts device lists: member t is the
+ * t-th smallest. */
+static MlirAttribute sortedGroup(MlirContext ctx, MlirAttribute devices, intptr_t n) {
+  int64_t *ids = malloc(n * sizeof *ids);
+  for (intptr_t a = 0; a < n; ++a) ids[a] = elemAt(devices, a);
+  for (intptr_t a = 1; a < n; ++a)
+    for (intptr_t b = a; b > 0 && ids[b - 1] > ids[b]; --b) {
+      int64_t x = ids[b];
+      ids[b] = ids[b - 1];
+      ids[b - 1] = x;
+    }
+  MlirAttribute *attrs = malloc(n * sizeof *attrs);
+  for (intptr_t a = 0; a < n; ++a) attrs[a] = i64Attr(ctx, ids[a]);
+  MlirAttribute sorted = mlirArrayAttrGet(ctx, n, attrs);
+  free(ids);
+  free(attrs);
+  return sorted;
+}
+
+/* Directive i's group: its devices each listed once, at least two, as many as the groups
+ * before it (*T, 0 before the first, then set); sorts d->devices. Failure after an error. */
+static MlirLogicalResult checkGroupSize(Sharder *s, Directive *d, int64_t *T) {
+  intptr_t n = mlirArrayAttrGetNumElements(d->devices);
+  for (intptr_t a = 0; a < n; ++a)
+    if (positionIn(d->devices, elemAt(d->devices, a)) != a) {
+      piperDirectiveError(d->directive, "shard_tensor: device %lld is listed twice",
+                          (long long)elemAt(d->devices, a));
+      return mlirLogicalResultFailure();
+    }
+  if (n < 2) {
+    piperDirectiveError(d->directive, "shard_tensor: a tensor-parallel group needs at least "
+                                      "two devices, got %lld", (long long)n);
     return mlirLogicalResultFailure();
   }
-  s.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  if (*T && n != *T) {
+    piperDirectiveError(d->directive, "shard_tensor: groups of %lld and %lld devices; every "
+                                      "shard_tensor group must have the same size",
+                        (long long)*T, (long long)n);
+    return mlirLogicalResultFailure();
+  }
+  *T = n;
+  d->devices = sortedGroup(s->ctx, d->devices, n);
+  return mlirLogicalResultSuccess();
+}
 
-  /* the groups: at least two devices, each listed once, disjoint from every other group */
-  MlirAttribute *groups = malloc(s.nDirs * sizeof *groups);
+/* the groups: at least two devices, each listed once, disjoint from every other group; sets
+ * the group size *T and the list of distinct groups *groupList */
+static MlirLogicalResult checkGroups(Sharder *s, int64_t *T, MlirAttribute *groupList) {
+  MlirAttribute *groups = malloc(s->nDirs * sizeof *groups);
   intptr_t nGroups = 0;
-  int64_t T = 0;
-  for (size_t i = 0; i < s.nDirs && mlirLogicalResultIsSuccess(status); ++i) {
-    Directive *d = &s.dirs[i];
-    intptr_t n = mlirArrayAttrGetNumElements(d->devices);
-    for (intptr_t a = 0; a < n && mlirLogicalResultIsSuccess(status); ++a)
-      if (positionIn(d->devices, elemAt(d->devices, a)) != a) {
-        piperDirectiveError(d->directive, "shard_tensor: device %lld is listed twice",
-                            (long long)elemAt(d->devices, a));
-        status = mlirLogicalResultFailure();
-      }
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  *T = 0;
+  for (size_t i = 0; i < s->nDirs && mlirLogicalResultIsSuccess(status); ++i) {
+    Directive *d = &s->dirs[i];
+    status = checkGroupSize(s, d, T);
     if (mlirLogicalResultIsFailure(status)) break;
-    if (n < 2) {
-      piperDirectiveError(d->directive, "shard_tensor: a tensor-parallel group needs at least "
-                                        "two devices, got %lld", (long long)n);
-      status = mlirLogicalResultFailure();
-      break;
-    }
-    if (T && n != T) {
-      piperDirectiveError(d->directive, "shard_tensor: groups of %lld and %lld devices; every "
-                                        "shard_tensor group must have the same size",
-                          (long long)T, (long long)n);
-      status = mlirLogicalResultFailure();
-      break;
-    }
-    T = n;
-    /* sorted, as place sorts device lists: member t is the t-th smallest */
-    int64_t *ids = malloc(n * sizeof *ids);
-    for (intptr_t a = 0; a < n; ++a) ids[a] = elemAt(d->devices, a);
-    for (intptr_t a = 1; a < n; ++a)
-      for (intptr_t b = a; b > 0 && ids[b - 1] > ids[b]; --b) {
-        int64_t x = ids[b];
-        ids[b] = ids[b - 1];
-        ids[b - 1] = x;
-      }
-    MlirAttribute *attrs = malloc(n * sizeof *attrs);
-    for (intptr_t a = 0; a < n; ++a) attrs[a] = i64Attr(ctx, ids[a]);
-    d->devices = mlirArrayAttrGet(ctx, n, attrs);
-    free(ids);
-    free(attrs);
     bool known = false;
     for (intptr_t g = 0; g < nGroups && mlirLogicalResultIsSuccess(status); ++g) {
       if (mlirAttributeEqual(groups[g], d->devices)) known = true;
@@ -1012,24 +1056,26 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
                                           "shard_tensor directive's group without being equal "
                                           "to it; tensor-parallel groups must be disjoint");
         for (size_t e = 0; e < i; ++e)
-          if (mlirAttributeEqual(s.dirs[e].devices, groups[g]))
-            piperEmitNotef(mlirOperationGetLocation(s.dirs[e].directive),
+          if (mlirAttributeEqual(s->dirs[e].devices, groups[g]))
+            piperEmitNotef(mlirOperationGetLocation(s->dirs[e].directive),
                            "shard_tensor: the other group");
         status = mlirLogicalResultFailure();
       }
     }
     if (!known) groups[nGroups++] = d->devices;
   }
-  MlirAttribute groupList = mlirArrayAttrGet(ctx, nGroups, groups);
+  *groupList = mlirArrayAttrGet(s->ctx, nGroups, groups);
   free(groups);
-  PiperTpLayout layout = {.groups = groupList}; /* T of each placed list, asked once */
-  piperPtrMapInit(&layout.sizeOf, 16);
+  return status;
+}
 
-  /* every selected op is placed on a list the groups cut into aligned runs */
-  for (size_t i = 0; i < s.nDirs && mlirLogicalResultIsSuccess(status); ++i) {
-    Directive *d = &s.dirs[i];
+/* every selected op is placed on a list the groups cut into aligned runs */
+static MlirLogicalResult checkPlacement(Sharder *s, PiperTpLayout *layout, int64_t T) {
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  for (size_t i = 0; i < s->nDirs && mlirLogicalResultIsSuccess(status); ++i) {
+    Directive *d = &s->dirs[i];
     int matched = 0;
-    for (MlirOperation op = mlirBlockGetFirstOperation(s.body);
+    for (MlirOperation op = mlirBlockGetFirstOperation(s->body);
          !mlirOperationIsNull(op) && mlirLogicalResultIsSuccess(status);
          op = mlirOperationGetNextInBlock(op)) {
       if (!piperOpInDialect(op, "tdag") || !piperFilterMatches(op, d->filter)) continue;
@@ -1039,7 +1085,7 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
       for (intptr_t a = 0; holds && a < mlirArrayAttrGetNumElements(d->devices); ++a)
         holds = sortedHolds(placed, elemAt(d->devices, a));
       if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")))) {
-        /* a shard directive (passes/shard.c, run by place) gave it to one device */
+        /* a shard directive (passes/shard.c, run before this pass) gave it to one device */
         char label[160];
         piperNodeLabel(op, label, sizeof label);
         piperDirectiveError(d->directive, "shard_tensor: the filter selects an expert's op that "
@@ -1048,7 +1094,7 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
                                           "experts: select only the TP-tagged blocks");
         piperEmitNotef(mlirOperationGetLocation(op), "shard_tensor: this op of node %s", label);
         status = mlirLogicalResultFailure();
-      } else if (!holds || layoutSize(&layout, placed) != T) {
+      } else if (!holds || layoutSize(layout, placed) != T) {
         char label[160];
         piperNodeLabel(op, label, sizeof label);
         piperDirectiveError(d->directive,
@@ -1066,11 +1112,13 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
       status = mlirLogicalResultFailure();
     }
   }
+  return status;
+}
 
-  /* a value crossing between a TP list and a list without that layout would carry the whole
-   * batch to replicas that expect a slice of it (or the reverse) */
-  for (MlirOperation op = mlirBlockGetFirstOperation(s.body);
-       !mlirOperationIsNull(op) && mlirLogicalResultIsSuccess(status);
+/* a value crossing between a TP list and a list without that layout would carry the whole
+ * batch to replicas that expect a slice of it (or the reverse) */
+static MlirLogicalResult checkOneLayout(Sharder *s, PiperTpLayout *layout) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     MlirAttribute here = mlirOperationGetAttributeByName(op, piperStr("devices"));
     if (!piperOpInDialect(op, "tdag") || mlirAttributeIsNull(here)) continue;
@@ -1080,36 +1128,67 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
       MlirOperation from = mlirOpResultGetOwner(v);
       MlirAttribute there = mlirOperationGetAttributeByName(from, piperStr("devices"));
       if (mlirAttributeIsNull(there) || mlirAttributeEqual(here, there) ||
-          (layoutSize(&layout, here) > 1) == (layoutSize(&layout, there) > 1))
+          (layoutSize(layout, here) > 1) == (layoutSize(layout, there) > 1))
         continue;
       char label[160];
       piperNodeLabel(op, label, sizeof label);
-      piperDirectiveError(s.dirs[0].directive,
+      piperDirectiveError(s->dirs[0].directive,
                           "shard_tensor: ops placed on tensor-parallel groups exchange values "
                           "with ops placed without them; give every stage the same "
                           "tensor-parallel layout (a shard_tensor directive per stage)");
       piperEmitNotef(mlirOperationGetLocation(op), "shard_tensor: this op of node %s reads a "
                                                    "value from the other layout", label);
-      status = mlirLogicalResultFailure();
-      break;
+      return mlirLogicalResultFailure();
     }
   }
+  return mlirLogicalResultSuccess();
+}
+
+/* Finds, checks and records the regions of every directive, then checks no other linear
+ * reads what they split. */
+static MlirLogicalResult findAllRegions(Sharder *s, int64_t T) {
+  /* directives with the same filter on the groups of other replicas select the same ops:
+   * find each op's chain once */
+  for (size_t i = 0; i < s->nDirs; ++i) {
+    bool seen = false;
+    for (size_t e = 0; e < i && !seen; ++e)
+      seen = mlirAttributeEqual(s->dirs[e].filter, s->dirs[i].filter);
+    if (!seen && !findRegions(s, i, T)) return mlirLogicalResultFailure();
+  }
+  return splitParamsOnlyInRegions(s) ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
+}
+
+static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
+  (void)arg;
+  MlirContext ctx = mlirOperationGetContext(module);
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  Sharder s = {.ctx = ctx};
+  if (mlirLogicalResultIsFailure(collectDirectives(&s, top))) {
+    free(s.dirs);
+    return mlirLogicalResultFailure();
+  }
+  if (!s.nDirs) return mlirLogicalResultSuccess();
+  MlirOperation func = piperTrainingFunction(module, "piper-shard-tensor");
+  if (mlirOperationIsNull(func)) {
+    free(s.dirs);
+    return mlirLogicalResultFailure();
+  }
+  s.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+
+  int64_t T;
+  MlirAttribute groupList;
+  MlirLogicalResult status = checkGroups(&s, &T, &groupList);
+  PiperTpLayout layout = {.groups = groupList}; /* T of each placed list, asked once */
+  piperPtrMapInit(&layout.sizeOf, 16);
+  if (mlirLogicalResultIsSuccess(status)) status = checkPlacement(&s, &layout, T);
+  if (mlirLogicalResultIsSuccess(status)) status = checkOneLayout(&s, &layout);
 
   piperPtrMapInit(&s.sliced, 64);
   piperPtrMapInit(&s.columnOps, 64);
   piperPtrMapInit(&s.rowOps, 64);
   piperPtrMapInit(&s.headOps, 64);
   piperPtrMapInit(&s.normParams, 64);
-  /* directives with the same filter on the groups of other replicas select the same ops:
-   * find each op's chain once */
-  for (size_t i = 0; i < s.nDirs && mlirLogicalResultIsSuccess(status); ++i) {
-    bool seen = false;
-    for (size_t e = 0; e < i && !seen; ++e)
-      seen = mlirAttributeEqual(s.dirs[e].filter, s.dirs[i].filter);
-    if (!seen && !findRegions(&s, i, T)) status = mlirLogicalResultFailure();
-  }
-  if (mlirLogicalResultIsSuccess(status) && !splitParamsOnlyInRegions(&s))
-    status = mlirLogicalResultFailure();
+  if (mlirLogicalResultIsSuccess(status)) status = findAllRegions(&s, T);
   if (mlirLogicalResultIsSuccess(status)) {
     applySplits(&s, T, s.dirs[0].stream);
     mlirOperationSetAttributeByName(module, piperStr("piper.tp_groups"), groupList);

@@ -5,33 +5,12 @@
  * (linear_grad_weight, bias_grad, embedding_grad, and sums of weight gradients) become BW;
  * the input-gradient chain that the previous stage waits for becomes BI. Autodiff already
  * emits the two halves of a matmul's backward as separate ops, so no op is rewritten: the
- * split is a relabelling the order directive can then schedule apart. */
-#include <stdlib.h>
+ * split is a relabelling the order directive can then schedule apart. The order directive's
+ * filters are read in order.c. */
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "passes/strategy.h"
-
-/* `filter` without its PASS entry: the node's tags. */
-static MlirAttribute withoutPass(MlirContext ctx, MlirAttribute filter) {
-  intptr_t total = mlirDictionaryAttrGetNumElements(filter), n = 0;
-  MlirNamedAttribute *entries = malloc((total ? total : 1) * sizeof *entries); /* every tag */
-  for (intptr_t i = 0; i < total; ++i) {
-    MlirNamedAttribute e = mlirDictionaryAttrGetElement(filter, i);
-    MlirStringRef key = mlirIdentifierStr(e.name);
-    if (!(key.length == 4 && !memcmp(key.data, "PASS", 4))) entries[n++] = e;
-  }
-  MlirAttribute node = mlirDictionaryAttrGet(ctx, n, entries);
-  free(entries);
-  return node;
-}
-
-static bool namesSplitPass(MlirAttribute filter) {
-  MlirAttribute pass = mlirDictionaryAttrGetElementByName(filter, piperStr("PASS"));
-  if (mlirAttributeIsNull(pass) || !mlirAttributeIsAString(pass)) return false;
-  MlirStringRef p = mlirStringAttrGetValue(pass);
-  return p.length == 2 && p.data[0] == 'B' && (p.data[1] == 'I' || p.data[1] == 'W');
-}
 
 static bool isWeightGradient(MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
@@ -44,37 +23,36 @@ static bool isWeightGradient(MlirOperation op) {
   return true;
 }
 
-static MlirLogicalResult runSplitBackward(MlirOperation module, const char *arg) {
-  MlirContext ctx = mlirOperationGetContext(module);
-  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
-  MlirOperation func = {NULL};
-  for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
-       d = mlirOperationGetNextInBlock(d)) {
-    if (!piperOpIs(d, "sched.order")) continue;
-    MlirAttribute groups = mlirOperationGetAttributeByName(d, piperStr("filters"));
-    for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
-      MlirAttribute filters = mlirArrayAttrGetElement(groups, g);
-      for (intptr_t f = 0; f < mlirArrayAttrGetNumElements(filters); ++f) {
-        MlirAttribute filter = mlirArrayAttrGetElement(filters, f);
-        if (!namesSplitPass(filter)) continue;
-        if (mlirOperationIsNull(func) &&
-            mlirOperationIsNull(func = piperTrainingFunction(module, "piper-split-backward")))
-          return mlirLogicalResultFailure();
-        MlirAttribute node = withoutPass(ctx, filter);
-        MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
-        for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
-             op = mlirOperationGetNextInBlock(op)) {
-          char pass[8];
-          if (strcmp(piperOpPass(op, pass, sizeof pass), "B") || !piperFilterMatches(op, node))
-            continue;
-          mlirOperationSetAttributeByName(
-              op, piperStr("pass"),
-              mlirStringAttrGet(ctx, piperStr(isWeightGradient(op) ? "BW" : "BI")));
-        }
-      }
-    }
+/* The module whose training graph is relabelled; its function is looked up at the first
+ * BI/BW filter (a strategy without one needs no training graph here). */
+typedef struct {
+  MlirOperation module;
+  MlirOperation func; /* the training function, null until asked */
+} SplitBackward;
+
+/* Relabels the backward ops of `node` (tags, any pass) BW or BI. */
+static MlirLogicalResult relabelNode(MlirAttribute node, void *userData) {
+  SplitBackward *sb = userData;
+  if (mlirOperationIsNull(sb->func) &&
+      mlirOperationIsNull(sb->func = piperTrainingFunction(sb->module, "piper-split-backward")))
+    return mlirLogicalResultFailure();
+  MlirContext ctx = mlirOperationGetContext(sb->module);
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(sb->func, 0));
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    char pass[8];
+    if (strcmp(piperOpPass(op, pass, sizeof pass), "B") || !piperFilterMatches(op, node))
+      continue;
+    mlirOperationSetAttributeByName(
+        op, piperStr("pass"),
+        mlirStringAttrGet(ctx, piperStr(isWeightGradient(op) ? "BW" : "BI")));
   }
   return mlirLogicalResultSuccess();
+}
+
+static MlirLogicalResult runSplitBackward(MlirOperation module, const char *arg) {
+  SplitBackward sb = {.module = module};
+  return piperOrderForEachSplitNode(module, relabelNode, &sb);
 }
 
 MlirPass piperCreateSplitBackwardPass(const char *arg) {

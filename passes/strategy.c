@@ -152,22 +152,3 @@ MlirLogicalResult piperApplyDirectives(MlirOperation module, const char *directi
   }
   return mlirLogicalResultSuccess();
 }
-
-bool piperOrderDirectiveLoc(MlirOperation deviceFn, MlirLocation *loc) {
-  char where[PIPER_ORDER_WHERE_MAX];
-  if (!piperGetStringAttr(deviceFn, "piper.order", where, sizeof where)) return false;
-  /* FILE:LINE:COL, split from the right: a file name may hold colons */
-  char *colon2 = strrchr(where, ':');
-  if (!colon2) return false;
-  *colon2 = 0;
-  char *colon1 = strrchr(where, ':');
-  if (!colon1) return false;
-  *colon1 = 0;
-  int64_t line, col;
-  if (!piperParseI64(colon1 + 1, 1, INT32_MAX, &line) ||
-      !piperParseI64(colon2 + 1, 1, INT32_MAX, &col))
-    return false;
-  *loc = mlirLocationFileLineColGet(mlirOperationGetContext(deviceFn), piperStr(where),
-                                    (unsigned)line, (unsigned)col);
-  return true;
-}

@@ -42,15 +42,34 @@ typedef MlirLogicalResult (*PiperDirectiveFn)(MlirOperation directive, MlirBlock
 MlirLogicalResult piperApplyDirectives(MlirOperation module, const char *directive,
                                        const char *passName, PiperDirectiveFn apply);
 
-/* Applies one `shard` directive (expert parallelism, passes/shard.c) to the placed training
- * graph `body`; --piper-place calls it after every place directive. */
-MlirLogicalResult piperApplyShard(MlirOperation directive, MlirBlock body);
-
-/* piper.order on a device function (see extract.c): "FILE:LINE:COL" of the order directive
- * that ordered it, at most this many bytes with the NUL. */
+/* ---- the order directive (passes/order.c) ---- */
+/* Calls `fn` with the node (the filter without its PASS entry) of each filter of the module's
+ * order directives that names PASS "BI" or "BW", in order; stops at the first failure. */
+typedef MlirLogicalResult (*PiperOrderNodeFn)(MlirAttribute node, void *userData);
+MlirLogicalResult piperOrderForEachSplitNode(MlirOperation module, PiperOrderNodeFn fn,
+                                             void *userData);
+/* One op of a device's plan while it is being ordered. */
+typedef struct {
+  MlirOperation op; /* in the global DAG */
+  size_t position;  /* program position */
+  int64_t rank;     /* execution rank on the device, set by piperOrderDevice */
+} PiperScheduled;
+/* Sorts the n ops of device d (`position` set, in program order) into the order it runs them
+ * in, under the directive of `orders` that governs the device, which *order receives (null if
+ * none does). Failure after an error at the directive: an order cycle. */
+MlirLogicalResult piperOrderDevice(const MlirOperation *orders, size_t nOrders, int64_t d,
+                                   PiperScheduled *s, size_t n, MlirOperation *order);
+/* piper.order on a device function: "FILE:LINE:COL" of the order directive that ordered it,
+ * at most this many bytes with the NUL. */
 enum { PIPER_ORDER_WHERE_MAX = 4096 };
+/* Records piper.order on plan function `fn` when `order` (may be null) has a file location. */
+void piperOrderRecord(MlirOperation fn, MlirOperation order);
 /* The location piper.order of `deviceFn` names, or false if it has none (or a malformed one). */
 bool piperOrderDirectiveLoc(MlirOperation deviceFn, MlirLocation *loc);
+
+/* Applies one `shard` directive (expert parallelism, passes/shard.c) to the placed training
+ * graph `body`; --piper-shard calls it for every shard directive, after --piper-place. */
+MlirLogicalResult piperApplyShard(MlirOperation directive, MlirBlock body);
 
 /* ---- tensor parallelism (passes/shard_tensor.c) ----
  * A "TP list" is a device list that the module's piper.tp_groups cut into runs of T consecutive

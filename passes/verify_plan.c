@@ -154,6 +154,310 @@ static int64_t roleGroupMembers(MlirOperation op, const int64_t *range, int64_t 
   return ok ? roles : -1;
 }
 
+/* The abstract machine of one proof: the plans, the communicator groups their collectives
+ * use, and what is in flight while they run. */
+typedef struct {
+  MlirOperation module;
+  int64_t P;                  /* piper.roles: plans per role, or 0 for plans per device */
+  int64_t N;                  /* plans run: P, or piper.devices */
+  Device *dev;                /* (N) the plans, owned */
+  int64_t *roleRange;         /* (3P) per role: start, stride, R (piper.role); owned */
+  int64_t *roleStart;         /* (P) per role: its replica 0's device; owned */
+  MlirOperation *groupOp;     /* (nGroups) per group id: a collective on it; owned */
+  size_t capGroupOp;          /* capacity of groupOp */
+  int64_t nGroups;            /* communicator groups numbered so far */
+  PiperPtrMap groupId;        /* group key (groupKey, uniqued) -> group id */
+  int64_t *groupMembers;      /* (nGroups) plans that meet at each group's collectives */
+  PiperPtrMap collSeq;        /* (device, group) -> collectives issued, see seqKey */
+  Arrivals (*arrivals)[2];    /* (nGroups) per group: the slots k mod 2, see runCollective */
+  Sent *sent;                 /* (nSent) sends issued; a consumed one has to = -1; owned */
+  size_t nSent, capSent;      /* sends issued, capacity of sent */
+  int64_t normArrived;        /* devices at the gradient-norm barrier (one per step) */
+} Machine;
+
+static void machineFree(Machine *m) {
+  for (int64_t d = 0; m->dev && d < m->N; ++d) free(m->dev[d].ops);
+  free(m->dev);
+  free(m->roleStart);
+  free(m->roleRange);
+  free(m->groupOp);
+  free(m->groupMembers);
+  free(m->sent);
+  free(m->arrivals);
+  piperPtrMapFree(&m->groupId);
+  piperPtrMapFree(&m->collSeq);
+}
+
+/* Role d's piper.role = [start, stride, count] from its function `f` into roleRange; false
+ * after an error at `f` when it is malformed. */
+static bool readRole(Machine *m, MlirOperation f, int64_t d) {
+  MlirAttribute range = mlirOperationGetAttributeByName(f, piperStr("piper.role"));
+  bool wellFormed = !mlirAttributeIsNull(range) && mlirAttributeIsAArray(range) &&
+                    mlirArrayAttrGetNumElements(range) == 3;
+  for (int c = 0; c < 3 && wellFormed; ++c) /* integers, start >= 0, stride, count >= 1 */
+    wellFormed = mlirAttributeIsAInteger(mlirArrayAttrGetElement(range, c)) &&
+                 mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, c)) >= (c > 0);
+  if (!wellFormed) {
+    mlirEmitError(mlirOperationGetLocation(f), "piper-verify-plan: a role's plan needs "
+                                               "piper.role = [start, stride, count] "
+                                               "(integers, stride and count at least 1)");
+    return false;
+  }
+  for (int c = 0; c < 3; ++c)
+    m->roleRange[3 * d + c] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, c));
+  m->roleStart[d] = m->roleRange[3 * d];
+  return true;
+}
+
+/* Appends `op` to device d's plan. */
+static void pushOp(Device *dev, size_t *cap, MlirOperation op) {
+  if (dev->n == *cap) dev->ops = realloc(dev->ops, (*cap *= 2) * sizeof *dev->ops);
+  dev->ops[dev->n++] = op;
+}
+
+/* Gives the group of collective `op` (on device d's plan) an id if it has none; false after
+ * an error at `op` when out of memory. */
+static bool numberGroup(Machine *m, MlirOperation op, int64_t d, MlirLogicalResult *status) {
+  MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group")),
+                key = groupKey(op, m->P);
+  if (m->P > 0 && !inGroup(g, m->roleStart[d])) {
+    mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: in a plan per role, a "
+                                                "collective's group must hold its own "
+                                                "role's replica 0");
+    *status = mlirLogicalResultFailure();
+  }
+  if (piperPtrMapGet(&m->groupId, key.ptr, NULL)) return true;
+  if (!piperGrow((void **)&m->groupOp, &m->capGroupOp, (size_t)m->nGroups + 1,
+                 sizeof *m->groupOp)) {
+    mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: out of memory");
+    *status = mlirLogicalResultFailure();
+    return false;
+  }
+  m->groupOp[m->nGroups] = op;
+  piperPtrMapPut(&m->groupId, key.ptr, m->nGroups++);
+  return true;
+}
+
+/* Device d's plan from its function `f`: its comm ops in order (in the evaluation step those
+ * of the forward, and the waits), and in the training step the function op itself standing
+ * for the gradient-norm barrier before the first update op. */
+static void readPlan(Machine *m, MlirOperation f, int64_t d, bool evalStep,
+                     MlirLogicalResult *status) {
+  /* one function per device: symbol names are unique and the exact-name rule is one to
+   * one (`device_0x` or `device_00` is no device's plan) */
+  Device *dev = &m->dev[d];
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
+  dev->fn = f;
+  if (mlirBlockIsNull(body)) return; /* a declaration: no ops, an empty plan */
+  size_t cap = 64;
+  dev->ops = malloc(cap * sizeof *dev->ops);
+  bool normed = evalStep; /* the norm barrier: the function op itself stands for it */
+  for (MlirOperation op = mlirBlockGetFirstOperation(body);; op = mlirOperationGetNextInBlock(op)) {
+    bool end = mlirOperationIsNull(op) || piperOpIs(op, "func.return");
+    if (!normed && (end || passIs(op, "UPD"))) {
+      normed = true;
+      pushOp(dev, &cap, f);
+    }
+    if (end) break;
+    if (!piperOpInDialect(op, "comm")) continue; /* compute never blocks */
+    if (evalStep && !piperOpIs(op, "comm.wait") && !passIs(op, "F")) continue;
+    pushOp(dev, &cap, op);
+    if (isCollective(op) && !numberGroup(m, op, d, status)) break;
+  }
+}
+
+/* Reads every plan function of the module into the machine; failure after an error at a
+ * malformed role, which ends the proof at once. Other errors go to `*status`. */
+static MlirLogicalResult readPlans(Machine *m, bool evalStep, MlirLogicalResult *status) {
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(m->module, 0));
+  for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f)) {
+    MlirAttribute sym = mlirOperationGetAttributeByName(f, piperStr("sym_name"));
+    if (!piperOpIs(f, "func.func") || mlirAttributeIsNull(sym)) continue;
+    int64_t d = m->P > 0 ? piperPlanFunctionNumber(mlirStringAttrGetValue(sym), "role_")
+                         : piperDeviceFunctionNumber(mlirStringAttrGetValue(sym));
+    if (d < 0 || d >= m->N) continue;
+    if (m->P > 0 && !readRole(m, f, d)) return mlirLogicalResultFailure();
+    readPlan(m, f, d, evalStep, status);
+  }
+  return mlirLogicalResultSuccess();
+}
+
+/* Per group: how many plans of the machine meet at its collectives (per role: its roles). */
+static void countGroupMembers(Machine *m, MlirLogicalResult *status) {
+  m->groupMembers = calloc(m->nGroups ? m->nGroups : 1, sizeof *m->groupMembers);
+  for (int64_t gid = 0; gid < m->nGroups && m->groupMembers; ++gid) {
+    MlirAttribute g = mlirOperationGetAttributeByName(m->groupOp[gid], piperStr("group"));
+    m->groupMembers[gid] = m->P > 0 ? roleGroupMembers(m->groupOp[gid], m->roleRange, m->P)
+                                    : mlirArrayAttrGetNumElements(g);
+    if (m->groupMembers[gid] < 0) {
+      mlirEmitError(mlirOperationGetLocation(m->groupOp[gid]),
+                    "piper-verify-plan: in a plan per role, a collective's group must be whole "
+                    "roles, or with group_stride S replica 0 of roles of stride S (a group "
+                    "family), in ascending order");
+      *status = mlirLogicalResultFailure();
+    }
+  }
+  if (!m->groupMembers) *status = mlirLogicalResultFailure();
+}
+
+/* What one op of a plan did when the machine ran it. */
+typedef enum {
+  STEP_DONE,    /* went through: the device moves on */
+  STEP_BLOCKED, /* waits for another device */
+  STEP_FAILED,  /* a mismatch, reported */
+} StepResult;
+
+/* The world's gradient-norm all-reduce: device d waits until every device is there. */
+static StepResult runNormBarrier(Machine *m, int64_t d) {
+  Device *dev = &m->dev[d];
+  if (dev->arrivedAt != (int64_t)dev->pc) {
+    dev->arrivedAt = (int64_t)dev->pc;
+    m->normArrived++;
+  }
+  return m->normArrived < m->N ? STEP_BLOCKED : STEP_DONE;
+}
+
+/* comm.send: never blocks; recorded for its recv. */
+static StepResult runSend(Machine *m, int64_t d, MlirOperation op) {
+  if (m->nSent == m->capSent) m->sent = realloc(m->sent, (m->capSent *= 2) * sizeof *m->sent);
+  int64_t to = piperGetIntAttr(op, "peer", -1);
+  m->sent[m->nSent++] = (Sent){piperGetIntAttr(op, "tag", -1), d,
+                               m->P > 0 ? roleOfDevice(m->roleStart, m->P, to) : to,
+                               numelOf(op)};
+  return STEP_DONE;
+}
+
+/* comm.recv, comm.recv_into: blocks until its peer has sent the same tag, of the same size. */
+static StepResult runRecv(Machine *m, int64_t d, MlirOperation op) {
+  int64_t tag = piperGetIntAttr(op, "tag", -1), peer = piperGetIntAttr(op, "peer", -1);
+  if (m->P > 0) peer = roleOfDevice(m->roleStart, m->P, peer);
+  size_t k = 0;
+  while (k < m->nSent &&
+         !(m->sent[k].tag == tag && m->sent[k].from == peer && m->sent[k].to == d))
+    ++k;
+  if (k == m->nSent) return STEP_BLOCKED; /* the send has not been issued yet */
+  if (m->sent[k].numel != numelOf(op)) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "piper-verify-plan: device %lld receives %lld elements "
+                              "with tag %lld but device %lld sends %lld",
+             (long long)d, (long long)numelOf(op), (long long)tag, (long long)peer,
+             (long long)m->sent[k].numel);
+    mlirEmitError(mlirOperationGetLocation(op), msg);
+    MlirLocation last = {NULL};
+    noteOrder(m->dev, peer, &last);
+    noteOrder(m->dev, d, &last);
+    return STEP_FAILED;
+  }
+  m->sent[k].to = -1; /* consumed */
+  return STEP_DONE;
+}
+
+/* A collective: blocks until every member of its group has reached the same one, its k-th
+ * on the group; a member that reaches another kind or size there is a mismatch. */
+static StepResult runCollective(Machine *m, int64_t d, MlirOperation op) {
+  Device *dev = &m->dev[d];
+  intptr_t gid = 0;
+  piperPtrMapGet(&m->groupId, groupKey(op, m->P).ptr, &gid); /* numbered by readPlan */
+  /* Arrival counting, O(1) per device: every member must reach the same collective, its
+   * k-th on this group. Members are at most one collective apart (none passes k + 1
+   * before all passed k), so two slots, k mod 2, hold the arrivals. */
+  intptr_t seq = 0;
+  piperPtrMapGet(&m->collSeq, seqKey(d, m->nGroups, gid), &seq);
+  Arrivals *a = &m->arrivals[gid][seq & 1];
+  if (dev->arrivedAt != (int64_t)dev->pc) {
+    dev->arrivedAt = (int64_t)dev->pc;
+    if (a->count == 0) {
+      a->first = op;
+      a->firstDevice = d;
+    } else if (!mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(a->first)),
+                                   mlirIdentifierStr(mlirOperationGetName(op))) ||
+               numelOf(a->first) != numelOf(op)) {
+      /* the whole name: comm.all_reduce and comm.all_to_all have the same length */
+      char msg[256];
+      snprintf(msg, sizeof msg, "piper-verify-plan: devices %lld and %lld reach "
+                                "different collectives on the same group at the same "
+                                "point (a hang or a wrong result)",
+               (long long)a->firstDevice, (long long)d);
+      mlirEmitError(mlirOperationGetLocation(a->first), msg);
+      piperEmitNotef(mlirOperationGetLocation(op),
+                     "piper-verify-plan: device %lld reaches this one there", (long long)d);
+      MlirLocation last = {NULL};
+      noteOrder(m->dev, a->firstDevice, &last);
+      noteOrder(m->dev, d, &last);
+      return STEP_FAILED;
+    }
+    a->count++;
+  }
+  /* wait for the others (per role: replica 0 of each role stands for the role) */
+  if (a->count < m->groupMembers[gid]) return STEP_BLOCKED;
+  piperPtrMapPut(&m->collSeq, seqKey(d, m->nGroups, gid), seq + 1);
+  if (++a->passed == a->count) a->count = a->passed = 0; /* the slot is free again */
+  return STEP_DONE;
+}
+
+/* The op at device d's pc, run once. */
+static StepResult runOp(Machine *m, int64_t d) {
+  MlirOperation op = m->dev[d].ops[m->dev[d].pc];
+  if (op.ptr == m->dev[d].fn.ptr) return runNormBarrier(m, d);
+  if (piperOpIs(op, "comm.send")) return runSend(m, d, op);
+  if (piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into")) return runRecv(m, d, op);
+  if (isCollective(op)) return runCollective(m, d, op);
+  return STEP_DONE; /* comm.wait: its op has been issued */
+}
+
+/* Runs every device as far as it goes, round after round, until none moves. */
+static MlirLogicalResult runMachine(Machine *m) {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t d = 0; d < m->N; ++d) {
+      while (m->dev[d].pc < m->dev[d].n) {
+        StepResult r = runOp(m, d);
+        if (r == STEP_FAILED) return mlirLogicalResultFailure();
+        if (r == STEP_BLOCKED) break;
+        m->dev[d].pc++;
+        progress = true;
+      }
+    }
+  }
+  return mlirLogicalResultSuccess();
+}
+
+/* After the run: an error at each device that did not finish (a deadlock), else at each
+ * send no recv took. Failure if there was one. */
+static MlirLogicalResult reportUnfinished(Machine *m) {
+  int blocked = 0;
+  for (int64_t d = 0; d < m->N; ++d)
+    if (m->dev[d].pc < m->dev[d].n) {
+      char what[160], node[160] = "", msg[400];
+      MlirOperation at = m->dev[d].ops[m->dev[d].pc];
+      if (at.ptr == m->dev[d].fn.ptr)
+        snprintf(what, sizeof what, "the gradient-norm all-reduce before its first update");
+      else describe(at, what, sizeof what);
+      if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(at, piperStr("tags")))) {
+        char label[140];
+        piperNodeLabel(at, label, sizeof label);
+        snprintf(node, sizeof node, " of node %s", label);
+      }
+      snprintf(msg, sizeof msg, "piper-verify-plan: the plan deadlocks: device %lld waits "
+                                "forever at %s%s", (long long)d, what, node);
+      mlirEmitError(mlirOperationGetLocation(at), msg);
+      MlirLocation last = {NULL};
+      noteOrder(m->dev, d, &last);
+      blocked++;
+    }
+  for (size_t k = 0; k < m->nSent && !blocked; ++k)
+    if (m->sent[k].to >= 0) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "piper-verify-plan: device %lld sends tag %lld to device %lld, "
+                                "which never receives it", (long long)m->sent[k].from,
+               (long long)m->sent[k].tag, (long long)m->sent[k].to);
+      mlirEmitError(mlirOperationGetLocation(m->module), msg);
+      blocked++;
+    }
+  return blocked ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
+}
+
 /* One proof: the training step (evalStep false, with the gradient-norm barrier) or the
  * forward-only evaluation step. */
 static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
@@ -183,243 +487,32 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
                   "piper-verify-plan: no per-device plans (run --piper-extract first)");
     return mlirLogicalResultFailure();
   }
-  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   if (N > PIPER_MAX_DEVICES) {
     piperEmitErrorf(mlirOperationGetLocation(module),
                     "piper-verify-plan: piper.devices = %lld is more than the %d devices a plan "
                     "may have", (long long)N, PIPER_MAX_DEVICES);
     return mlirLogicalResultFailure();
   }
-  Device *dev = calloc(N, sizeof *dev);
-  int64_t *roleRange = P > 0 ? calloc(3 * P, sizeof *roleRange) : NULL; /* start, stride, R */
-  int64_t *roleStart = P > 0 ? calloc(P, sizeof *roleStart) : NULL;
-  MlirOperation *groupOp = NULL; /* per group id: a collective on it */
-  size_t capGroupOp = 0;
-  MlirLogicalResult status = mlirLogicalResultSuccess();
+  Machine m = {.module = module, .P = P, .N = N, .capSent = 256};
+  m.dev = calloc(N, sizeof *m.dev);
+  m.roleRange = P > 0 ? calloc(3 * P, sizeof *m.roleRange) : NULL;
+  m.roleStart = P > 0 ? calloc(P, sizeof *m.roleStart) : NULL;
   /* Communicator groups, id = index: a plan for thousands of devices has thousands. Group
    * attributes are uniqued by MLIR, so the pointer is the lookup key. */
-  PiperPtrMap groupId;
-  piperPtrMapInit(&groupId, 64);
-  int64_t nGroups = 0;
-  for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
-       f = mlirOperationGetNextInBlock(f)) {
-    MlirAttribute sym = mlirOperationGetAttributeByName(f, piperStr("sym_name"));
-    if (!piperOpIs(f, "func.func") || mlirAttributeIsNull(sym)) continue;
-    int64_t d = P > 0 ? piperPlanFunctionNumber(mlirStringAttrGetValue(sym), "role_")
-                      : piperDeviceFunctionNumber(mlirStringAttrGetValue(sym));
-    if (d < 0 || d >= N) continue;
-    if (P > 0) {
-      MlirAttribute range = mlirOperationGetAttributeByName(f, piperStr("piper.role"));
-      bool wellFormed = !mlirAttributeIsNull(range) && mlirAttributeIsAArray(range) &&
-                        mlirArrayAttrGetNumElements(range) == 3;
-      for (int c = 0; c < 3 && wellFormed; ++c) /* integers, start >= 0, stride, count >= 1 */
-        wellFormed = mlirAttributeIsAInteger(mlirArrayAttrGetElement(range, c)) &&
-                     mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, c)) >= (c > 0);
-      if (!wellFormed) {
-        mlirEmitError(mlirOperationGetLocation(f), "piper-verify-plan: a role's plan needs "
-                                                   "piper.role = [start, stride, count] "
-                                                   "(integers, stride and count at least 1)");
-        for (int64_t e = 0; e < N; ++e) free(dev[e].ops); /* the roles read before this one */
-        free(dev);
-        free(roleStart);
-        free(roleRange);
-        free(groupOp);
-        piperPtrMapFree(&groupId);
-        return mlirLogicalResultFailure();
-      }
-      for (int c = 0; c < 3; ++c)
-        roleRange[3 * d + c] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(range, c));
-      roleStart[d] = roleRange[3 * d];
-    }
-    /* one function per device: symbol names are unique and the exact-name rule is one to
-     * one (`device_0x` or `device_00` is no device's plan) */
-    MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
-    dev[d].fn = f;
-    if (mlirBlockIsNull(body)) continue; /* a declaration: no ops, an empty plan */
-    size_t cap = 64;
-    dev[d].ops = malloc(cap * sizeof *dev[d].ops);
-    bool normed = evalStep; /* the norm barrier: the function op itself stands for it */
-    for (MlirOperation op = mlirBlockGetFirstOperation(body);; op = mlirOperationGetNextInBlock(op)) {
-      bool end = mlirOperationIsNull(op) || piperOpIs(op, "func.return");
-      if (!normed && (end || passIs(op, "UPD"))) {
-        normed = true;
-        if (dev[d].n == cap) dev[d].ops = realloc(dev[d].ops, (cap *= 2) * sizeof *dev[d].ops);
-        dev[d].ops[dev[d].n++] = f;
-      }
-      if (end) break;
-      if (!piperOpInDialect(op, "comm")) continue; /* compute never blocks */
-      if (evalStep && !piperOpIs(op, "comm.wait") && !passIs(op, "F")) continue;
-      if (dev[d].n == cap) dev[d].ops = realloc(dev[d].ops, (cap *= 2) * sizeof *dev[d].ops);
-      dev[d].ops[dev[d].n++] = op;
-      if (isCollective(op)) {
-        MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group")),
-                      key = groupKey(op, P);
-        if (P > 0 && !inGroup(g, roleStart[d])) {
-          mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: in a plan per role, a "
-                                                      "collective's group must hold its own "
-                                                      "role's replica 0");
-          status = mlirLogicalResultFailure();
-        }
-        if (!piperPtrMapGet(&groupId, key.ptr, NULL)) {
-          if (!piperGrow((void **)&groupOp, &capGroupOp, (size_t)nGroups + 1, sizeof *groupOp)) {
-            mlirEmitError(mlirOperationGetLocation(op), "piper-verify-plan: out of memory");
-            status = mlirLogicalResultFailure();
-            break;
-          }
-          groupOp[nGroups] = op;
-          piperPtrMapPut(&groupId, key.ptr, nGroups++);
-        }
-      }
-    }
+  piperPtrMapInit(&m.groupId, 64);
+  piperPtrMapInit(&m.collSeq, 64);
+  MlirLogicalResult status = mlirLogicalResultSuccess();
+  if (mlirLogicalResultIsFailure(readPlans(&m, evalStep, &status))) {
+    machineFree(&m);
+    return mlirLogicalResultFailure();
   }
-  /* per group: how many plans of the machine meet at its collectives (per role: its roles) */
-  int64_t *groupMembers = calloc(nGroups ? nGroups : 1, sizeof *groupMembers);
-  for (int64_t gid = 0; gid < nGroups && groupMembers; ++gid) {
-    MlirAttribute g = mlirOperationGetAttributeByName(groupOp[gid], piperStr("group"));
-    groupMembers[gid] = P > 0 ? roleGroupMembers(groupOp[gid], roleRange, P)
-                              : mlirArrayAttrGetNumElements(g);
-    if (groupMembers[gid] < 0) {
-      mlirEmitError(mlirOperationGetLocation(groupOp[gid]),
-                    "piper-verify-plan: in a plan per role, a collective's group must be whole "
-                    "roles, or with group_stride S replica 0 of roles of stride S (a group "
-                    "family), in ascending order");
-      status = mlirLogicalResultFailure();
-    }
-  }
-  if (!groupMembers) status = mlirLogicalResultFailure();
-  for (int64_t d = 0; d < N; ++d) dev[d].arrivedAt = -1;
-  PiperPtrMap collSeq; /* (device, group) -> collectives issued, see seqKey */
-  piperPtrMapInit(&collSeq, 64);
-  Arrivals (*arrivals)[2] = calloc(nGroups ? nGroups : 1, sizeof *arrivals);
-
-  size_t nSent = 0, capSent = 256;
-  Sent *sent = malloc(capSent * sizeof *sent);
-  int64_t normArrived = 0; /* devices at the gradient-norm barrier (one per step) */
-  for (bool progress = true; progress && mlirLogicalResultIsSuccess(status);) {
-    progress = false;
-    for (int64_t d = 0; d < N && mlirLogicalResultIsSuccess(status); ++d) {
-      while (dev[d].pc < dev[d].n) {
-        MlirOperation op = dev[d].ops[dev[d].pc];
-        if (op.ptr == dev[d].fn.ptr) { /* the world's gradient-norm all-reduce */
-          if (dev[d].arrivedAt != (int64_t)dev[d].pc) {
-            dev[d].arrivedAt = (int64_t)dev[d].pc;
-            normArrived++;
-          }
-          if (normArrived < N) break;
-        } else if (piperOpIs(op, "comm.send")) {
-          if (nSent == capSent) sent = realloc(sent, (capSent *= 2) * sizeof *sent);
-          int64_t to = piperGetIntAttr(op, "peer", -1);
-          sent[nSent++] = (Sent){piperGetIntAttr(op, "tag", -1), d,
-                                 P > 0 ? roleOfDevice(roleStart, P, to) : to, numelOf(op)};
-        } else if (piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into")) {
-          int64_t tag = piperGetIntAttr(op, "tag", -1), peer = piperGetIntAttr(op, "peer", -1);
-          if (P > 0) peer = roleOfDevice(roleStart, P, peer);
-          size_t k = 0;
-          while (k < nSent && !(sent[k].tag == tag && sent[k].from == peer && sent[k].to == d)) ++k;
-          if (k == nSent) break; /* blocked: the send has not been issued yet */
-          if (sent[k].numel != numelOf(op)) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "piper-verify-plan: device %lld receives %lld elements "
-                                      "with tag %lld but device %lld sends %lld",
-                     (long long)d, (long long)numelOf(op), (long long)tag, (long long)peer,
-                     (long long)sent[k].numel);
-            mlirEmitError(mlirOperationGetLocation(op), msg);
-            MlirLocation last = {NULL};
-            noteOrder(dev, peer, &last);
-            noteOrder(dev, d, &last);
-            status = mlirLogicalResultFailure();
-            break;
-          }
-          sent[k].to = -1; /* consumed */
-        } else if (isCollective(op)) {
-          intptr_t gid = 0;
-          piperPtrMapGet(&groupId, groupKey(op, P).ptr, &gid); /* numbered above */
-          /* Arrival counting, O(1) per device: every member must reach the same collective, its
-           * k-th on this group. Members are at most one collective apart (none passes k + 1
-           * before all passed k), so two slots, k mod 2, hold the arrivals. */
-          intptr_t seq = 0;
-          piperPtrMapGet(&collSeq, seqKey(d, nGroups, gid), &seq);
-          Arrivals *a = &arrivals[gid][seq & 1];
-          if (dev[d].arrivedAt != (int64_t)dev[d].pc) {
-            dev[d].arrivedAt = (int64_t)dev[d].pc;
-            if (a->count == 0) {
-              a->first = op;
-              a->firstDevice = d;
-            } else if (!mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(a->first)),
-                                           mlirIdentifierStr(mlirOperationGetName(op))) ||
-                       numelOf(a->first) != numelOf(op)) {
-              /* the whole name: comm.all_reduce and comm.all_to_all have the same length */
-              char msg[256];
-              snprintf(msg, sizeof msg, "piper-verify-plan: devices %lld and %lld reach "
-                                        "different collectives on the same group at the same "
-                                        "point (a hang or a wrong result)",
-                       (long long)a->firstDevice, (long long)d);
-              mlirEmitError(mlirOperationGetLocation(a->first), msg);
-              piperEmitNotef(mlirOperationGetLocation(op),
-                             "piper-verify-plan: device %lld reaches this one there",
-                             (long long)d);
-              MlirLocation last = {NULL};
-              noteOrder(dev, a->firstDevice, &last);
-              noteOrder(dev, d, &last);
-              status = mlirLogicalResultFailure();
-              break;
-            }
-            a->count++;
-          }
-          /* wait for the others (per role: replica 0 of each role stands for the role) */
-          if (a->count < groupMembers[gid]) break;
-          piperPtrMapPut(&collSeq, seqKey(d, nGroups, gid), seq + 1);
-          if (++a->passed == a->count) a->count = a->passed = 0; /* the slot is free again */
-        }
-        dev[d].pc++;
-        progress = true;
-      }
-    }
-  }
-  if (mlirLogicalResultIsSuccess(status)) {
-    int blocked = 0;
-    for (int64_t d = 0; d < N; ++d)
-      if (dev[d].pc < dev[d].n) {
-        char what[160], node[160] = "", msg[400];
-        MlirOperation at = dev[d].ops[dev[d].pc];
-        if (at.ptr == dev[d].fn.ptr)
-          snprintf(what, sizeof what, "the gradient-norm all-reduce before its first update");
-        else describe(at, what, sizeof what);
-        if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(at, piperStr("tags")))) {
-          char label[140];
-          piperNodeLabel(at, label, sizeof label);
-          snprintf(node, sizeof node, " of node %s", label);
-        }
-        snprintf(msg, sizeof msg, "piper-verify-plan: the plan deadlocks: device %lld waits "
-                                  "forever at %s%s", (long long)d, what, node);
-        mlirEmitError(mlirOperationGetLocation(dev[d].ops[dev[d].pc]), msg);
-        MlirLocation last = {NULL};
-        noteOrder(dev, d, &last);
-        blocked++;
-      }
-    for (size_t k = 0; k < nSent && !blocked; ++k)
-      if (sent[k].to >= 0) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "piper-verify-plan: device %lld sends tag %lld to device %lld, "
-                                  "which never receives it", (long long)sent[k].from,
-                 (long long)sent[k].tag, (long long)sent[k].to);
-        mlirEmitError(mlirOperationGetLocation(module), msg);
-        blocked++;
-      }
-    if (blocked) status = mlirLogicalResultFailure();
-  }
-  for (int64_t d = 0; d < N; ++d) {
-    free(dev[d].ops);
-  }
-  free(dev);
-  free(roleStart);
-  free(roleRange);
-  free(groupOp);
-  free(groupMembers);
-  free(sent);
-  free(arrivals);
-  piperPtrMapFree(&groupId);
-  piperPtrMapFree(&collSeq);
+  countGroupMembers(&m, &status);
+  for (int64_t d = 0; d < N; ++d) m.dev[d].arrivedAt = -1;
+  m.arrivals = calloc(m.nGroups ? m.nGroups : 1, sizeof *m.arrivals);
+  m.sent = malloc(m.capSent * sizeof *m.sent);
+  if (mlirLogicalResultIsSuccess(status)) status = runMachine(&m);
+  if (mlirLogicalResultIsSuccess(status)) status = reportUnfinished(&m);
+  machineFree(&m);
   return status;
 }
 

@@ -15,6 +15,7 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "piper/piper.h"
+#include "registry.h"
 
 extern char **environ;
 
@@ -181,8 +182,8 @@ int main(int argc, char **argv) {
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
   if (strategy) {
-    MlirPass passes[8];
-    int n = piperStrategyPasses(strategy, passes, 8);
+    MlirPass passes[PIPER_STRATEGY_PASSES];
+    int n = piperStrategyPasses(strategy, passes, PIPER_STRATEGY_PASSES);
     for (int k = 0; k < n; ++k) mlirPassManagerAddOwnedPass(pm, passes[k]);
     mlirPassManagerAddOwnedPass(pm, piperCreateExtractPass(NULL));
     mlirPassManagerAddOwnedPass(pm, piperCreateVerifyPlanPass(NULL));

@@ -7,6 +7,7 @@
 #include "llvm-c/Core.h"
 #include "piper/checked.h"
 #include "piper/piper.h"
+#include "registry.h"
 #include "verify_diagnostics.h"
 
 #ifndef PIPER_VERSION
@@ -80,8 +81,8 @@ static bool buildPipeline(MlirPassManager pm, const Options *o) {
   MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
   for (int i = 0; i < o->nSteps; ++i) {
     if (o->steps[i].piper && !o->steps[i].piper->create) { /* --piper-apply-strategy */
-      MlirPass passes[8];
-      int n = piperStrategyPasses(o->steps[i].arg, passes, 8);
+      MlirPass passes[PIPER_STRATEGY_PASSES];
+      int n = piperStrategyPasses(o->steps[i].arg, passes, PIPER_STRATEGY_PASSES);
       for (int k = 0; k < n; ++k) mlirPassManagerAddOwnedPass(pm, passes[k]);
     } else if (o->steps[i].piper) {
       mlirPassManagerAddOwnedPass(pm, o->steps[i].piper->create(o->steps[i].arg));

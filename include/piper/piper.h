@@ -129,19 +129,7 @@ MlirType piperTensorType(MlirContext ctx, int64_t rank, const int64_t *shape, Ml
  * linear's x(...,K) against weight(N,K). Emits an error at the op's location per problem. */
 MlirLogicalResult piperVerifyTdag(MlirOperation root);
 
-/* ---- passes/registry.c ---- */
-
-/* One pass piper-opt can run by name. `create` gets the text after `=` (or NULL). */
-typedef struct {
-  const char *name;        /* command-line name, without the leading dashes */
-  const char *summary;     /* one line for --help */
-  const char *argHelp;     /* "=FILE" style hint for passes taking a value, or NULL */
-  MlirPass (*create)(const char *arg);
-} PiperPassInfo;
-
-/* The registry, in pipeline order; terminated by an entry with name == NULL. */
-const PiperPassInfo *piperPassRegistry(void);
-const PiperPassInfo *piperLookupPass(const char *name);
+/* ---- dialects/module_pass.c (the registry of passes by name: tools/registry.h) ---- */
 
 /* Wraps `run` as an MLIR external pass anchored on builtin.module. `run` returns failure
  * after emitting diagnostics; the pass manager then stops. `typeId` is any 8-byte aligned
@@ -149,11 +137,6 @@ const PiperPassInfo *piperLookupPass(const char *name);
 typedef MlirLogicalResult (*PiperModuleRunFn)(MlirOperation module, const char *arg);
 MlirPass piperCreateModulePass(void *typeId, const char *name, const char *summary,
                                PiperModuleRunFn run, const char *arg);
-
-/* The passes --piper-apply-strategy=FILE stands for, in Piper's order: import FILE, split,
- * split-backward, place, insert-comm, replicate (the result is the global DAG; --piper-extract then makes the
- * per-device plans). Writes up to `max` new passes to `out`; returns how many. */
-int piperStrategyPasses(const char *file, MlirPass *out, int max);
 
 /* ---- passes ---- */
 /* Forward graph -> training graph: appends backward ops and AdamW updates. */
@@ -170,6 +153,7 @@ MlirLogicalResult piperImportStrategyText(MlirOperation module, const char *path
 MlirPass piperCreateSplitPass(const char *arg);
 MlirPass piperCreateSplitBackwardPass(const char *arg);
 MlirPass piperCreatePlacePass(const char *arg);
+MlirPass piperCreateShardPass(const char *arg);
 MlirPass piperCreateInsertCommPass(const char *arg);
 MlirPass piperCreateReplicatePass(const char *arg);
 MlirPass piperCreateShardTensorPass(const char *arg);

@@ -19,7 +19,8 @@ static void runPipelines(MlirContext ctx, MlirOperation module) {
   }
   { /* directives written inline as sched ops, applied in Piper's order, down to llvm */
     MlirPass p[] = {piperCreateSplitPass(NULL),   piperCreateSplitBackwardPass(NULL),
-                    piperCreatePlacePass(NULL),   piperCreateShardTensorPass(NULL),
+                    piperCreatePlacePass(NULL),   piperCreateShardPass(NULL),
+                    piperCreateShardTensorPass(NULL),
                     piperCreateInsertCommPass(NULL), piperCreateReplicatePass(NULL),
                     piperCreateExtractPass(NULL), piperCreateVerifyPlanPass(NULL),
                     piperCreateLowerToLLVMPass(NULL)};

@@ -63,7 +63,8 @@ static void applyStrategy(MlirContext ctx, MlirOperation model, const char *path
   fuzzRequireDiagnostic(!imported, "import");
   if (imported) {
     MlirPass p[] = {piperCreateSplitPass(NULL),   piperCreateSplitBackwardPass(NULL),
-                    piperCreatePlacePass(NULL),   piperCreateShardTensorPass(NULL),
+                    piperCreatePlacePass(NULL),   piperCreateShardPass(NULL),
+                    piperCreateShardTensorPass(NULL),
                     piperCreateInsertCommPass(NULL), piperCreateReplicatePass(NULL),
                     piperCreateExtractPass(NULL), piperCreateVerifyPlanPass(NULL),
                     piperCreateLowerToLLVMPass(NULL)};

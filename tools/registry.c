@@ -1,50 +1,9 @@
 /* The pass registry piper-opt and piper-compile share. LLVM 22 cannot register external passes
- * with upstream's pipeline parser, so piper keeps its own table, in pipeline order. */
-#include <stdlib.h>
+ * with upstream's pipeline parser, so piper keeps its own table, in pipeline order. It names
+ * the passes of passes/ and of lowering/, so it sits above both, beside the tools. */
 #include <string.h>
 
-#include "piper/piper.h"
-
-typedef struct {
-  PiperModuleRunFn run; /* the pass body */
-  char *arg;            /* option text after `=`, owned; NULL when none */
-} ModulePass;
-
-static MlirLogicalResult initialize(MlirContext ctx, void *userData) {
-  return mlirLogicalResultSuccess();
-}
-
-static void destruct(void *userData) {
-  ModulePass *p = userData;
-  free(p->arg);
-  free(p);
-}
-
-static void *clone(void *userData) {
-  ModulePass *p = userData, *c = malloc(sizeof *c);
-  c->run = p->run;
-  c->arg = p->arg ? strdup(p->arg) : NULL;
-  return c;
-}
-
-static void run(MlirOperation op, MlirExternalPass pass, void *userData) {
-  ModulePass *p = userData;
-  if (mlirLogicalResultIsFailure(p->run(op, p->arg))) mlirExternalPassSignalFailure(pass);
-}
-
-MlirPass piperCreateModulePass(void *typeId, const char *name, const char *summary,
-                               PiperModuleRunFn fn, const char *arg) {
-  ModulePass *p = malloc(sizeof *p);
-  p->run = fn;
-  p->arg = arg ? strdup(arg) : NULL;
-  MlirExternalPassCallbacks cb = {0};
-  cb.initialize = initialize;
-  cb.destruct = destruct;
-  cb.clone = clone;
-  cb.run = run;
-  return mlirCreateExternalPass(mlirTypeIDCreate(typeId), piperStr(name), piperStr(name),
-                                piperStr(summary), piperStr("builtin.module"), 0, NULL, cb, p);
-}
+#include "registry.h"
 
 static const PiperPassInfo registry[] = {
     {"piper-verify", "check tdag shapes and element types (also run after every parse)", NULL,
@@ -56,7 +15,7 @@ static const PiperPassInfo registry[] = {
      "append the directives of a Piper JSON (or sched .mlir) strategy file as sched ops",
      "piper-import-strategy=FILE", piperCreateImportStrategyPass},
     {"piper-apply-strategy",
-     "import FILE and apply its directives: split, split-backward, place, shard-tensor, "
+     "import FILE and apply its directives: split, split-backward, place, shard, shard-tensor, "
      "insert-comm, replicate (the global "
      "DAG; add --piper-extract for per-device plans)",
      "piper-apply-strategy=FILE", NULL},
@@ -66,6 +25,10 @@ static const PiperPassInfo registry[] = {
      NULL, piperCreateSplitBackwardPass},
     {"piper-place", "place directive: set the devices of the selected ops", NULL,
      piperCreatePlacePass},
+    {"piper-shard",
+     "shard directive: expert parallelism, each replica of a placed stage owns E/G experts, "
+     "with their all-to-alls",
+     NULL, piperCreateShardPass},
     {"piper-shard-tensor",
      "shard_tensor directive: Megatron column/row splits of the selected regions over a "
      "tensor-parallel group, with their all-reduces",
@@ -92,13 +55,15 @@ static const PiperPassInfo registry[] = {
 
 const PiperPassInfo *piperPassRegistry(void) { return registry; }
 
+/* What --piper-apply-strategy stands for, in Piper's order; the first takes the file. */
+static MlirPass (*const strategyPasses[PIPER_STRATEGY_PASSES])(const char *arg) = {
+    piperCreateImportStrategyPass, piperCreateSplitPass,        piperCreateSplitBackwardPass,
+    piperCreatePlacePass,          piperCreateShardPass,        piperCreateShardTensorPass,
+    piperCreateInsertCommPass,     piperCreateReplicatePass};
+
 int piperStrategyPasses(const char *file, MlirPass *out, int max) {
-  MlirPass all[7] = {piperCreateImportStrategyPass(file), piperCreateSplitPass(NULL),
-                     piperCreateSplitBackwardPass(NULL), piperCreatePlacePass(NULL),
-                     piperCreateShardTensorPass(NULL), piperCreateInsertCommPass(NULL),
-                     piperCreateReplicatePass(NULL)};
-  int n = max < 7 ? max : 7;
-  for (int i = 0; i < n; ++i) out[i] = all[i];
+  int n = max < PIPER_STRATEGY_PASSES ? max : PIPER_STRATEGY_PASSES;
+  for (int i = 0; i < n; ++i) out[i] = strategyPasses[i](i == 0 ? file : NULL);
   return n;
 }
 

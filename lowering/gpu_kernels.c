@@ -16,18 +16,21 @@
  * targets agree to float rounding (test/gpu/gpu-kernels-emu.test runs these kernels on the
  * host against the CPU's). exp, tanh and log are the helpers below (polynomials in arith
  * ops): no libdevice, so piper-compile needs no CUDA toolkit. A kernel is written as
- * KERNEL(name, arguments, sizing, bound, body): the macro writes what every kernel has (the
- * header, the thread index, the bounds check, the return), and the fragments before the table
- * what several share, so that each states only its own lines; the text is the same as if
- * written out.
+ * KERNEL(name, arguments, sizing, bound, body), `name` a PRT_DEVICE_KERNEL of the kernel list
+ * (include/piper/kernels.def; its entry point is piper_<name>): the macro writes what every
+ * kernel has (the header, the thread index, the bounds check, the return), and the fragments
+ * before the table what several share, so that each states only its own lines; the text is the
+ * same as if written out.
  *
- * Which kernels a plan needs: the runtime functions its host code calls (the op table's
- * gpuKernel column, include/piper/ops.h) map to device kernels through `uses` below; matmuls
- * (cuBLAS) and attention (runtime/kernels/cuda_attention.cu) need none. */
+ * Which kernels a plan needs: the runtime functions its host code calls (the op table's kernel
+ * column through the GPU target's names) map to device kernels through the kernel list's
+ * `launches` column (`uses` below); matmuls (cuBLAS) and attention
+ * (runtime/kernels/cuda_attention.cu) need none. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "piper/kernels.h"
 #include "piper/piper.h"
 
 /* Global thread index %i (i64) in a 1-D grid. */
@@ -184,7 +187,8 @@ typedef struct {
  * that are this kernel's own), then the return. Threads at or past the bound do nothing: the
  * grid is rounded up to whole blocks (runtime/kernels/cuda.c). */
 #define KERNEL(name, args, sizing, bound, body)                                            \
-  {name, "  gpu.func @" name "(" args ") kernel {\n" TID sizing                            \
+  [PRT_DK_##name] = {"piper_" #name,                                                       \
+         "  gpu.func @piper_" #name "(" args ") kernel {\n" TID sizing                     \
          "    %in = arith.cmpi slt, %i, " bound " : i64\n"                                 \
          "    scf.if %in {\n" body "    }\n"                                               \
          "    gpu.return\n"                                                                \
@@ -192,7 +196,8 @@ typedef struct {
 /* A kernel whose `body` only thread 0 runs (a sequential sum in a fixed order); %z, the i64
  * zero its guard compares with, is there for the body too. */
 #define ONE_THREAD_KERNEL(name, args, body)                                                \
-  {name, "  gpu.func @" name "(" args ") kernel {\n" TID                                   \
+  [PRT_DK_##name] = {"piper_" #name,                                                       \
+         "  gpu.func @piper_" #name "(" args ") kernel {\n" TID                            \
          "    %z = arith.constant 0 : i64\n"                                               \
          "    %first = arith.cmpi eq, %i, %z : i64\n"                                      \
          "    scf.if %first {\n" body "    }\n"                                            \
@@ -261,9 +266,9 @@ typedef struct {
   "      %one = arith.constant 1.0 : f32\n"                                                \
   "      %d = arith.addf %one, %e : f32\n"
 
-static const GpuKernel kernels[] = {
+static const GpuKernel kernels[PRT_DK_COUNT] = {
     /* y[i] = a[i] + b[i] (prt_add) */
-    KERNEL("piper_add", "%y: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr, %n: i64",
+    KERNEL(add, "%y: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr, %n: i64",
            "", "%n",
            GEP("%pa", "%a", "%i", "f32") GEP("%pb", "%b", "%i", "f32")
            "      %va = llvm.load %pa : !llvm.ptr -> f32\n"
@@ -271,13 +276,13 @@ static const GpuKernel kernels[] = {
            "      %s = arith.addf %va, %vb : f32\n" GEP("%py", "%y", "%i", "f32")
            "      llvm.store %s, %py : f32, !llvm.ptr\n"),
     /* dst[i] = src[i] (prt_copy: outputs, pack_into) */
-    KERNEL("piper_copy", "%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64",
+    KERNEL(copy, "%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64",
            "", "%n",
            GEP("%ps", "%src", "%i", "f32")
            "      %v = llvm.load %ps : !llvm.ptr -> f32\n" GEP("%pd", "%dst", "%i", "f32")
            "      llvm.store %v, %pd : f32, !llvm.ptr\n"),
     /* y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (prt_gelu_fwd) */
-    KERNEL("piper_gelu_fwd", "%y: !llvm.ptr, %x: !llvm.ptr, %n: i64",
+    KERNEL(gelu_fwd, "%y: !llvm.ptr, %x: !llvm.ptr, %n: i64",
            "", "%n",
            GEP("%px", "%x", "%i", "f32")
            "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
@@ -288,7 +293,7 @@ static const GpuKernel kernels[] = {
            "      %r = arith.mulf %hx, %opt : f32\n" GEP("%py", "%y", "%i", "f32")
            "      llvm.store %r, %py : f32, !llvm.ptr\n"),
     /* dx = gelu'(x) dy (prt_gelu_bwd) */
-    KERNEL("piper_gelu_bwd", "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %n: i64",
+    KERNEL(gelu_bwd, "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %n: i64",
            "", "%n",
            GEP("%px", "%x", "%i", "f32") GEP("%pdy", "%dy", "%i", "f32")
            "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
@@ -312,7 +317,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %r, %pdx : f32, !llvm.ptr\n"),
     /* out[b,t,:] = wte[tok[b,t],:] + wpe[t,:], one thread per element (prt_embedding_fwd);
      * a negative token (the CPU stops on it) gives NaN, which the loss then shows */
-    KERNEL("piper_embedding_fwd",
+    KERNEL(embedding_fwd,
            "%out: !llvm.ptr, %tok: !llvm.ptr, %wte: !llvm.ptr, %wpe: !llvm.ptr, %B: i64, %T: i64,"
            " %C: i64",
            "    %bt_n = arith.muli %B, %T : i64\n"
@@ -338,7 +343,7 @@ static const GpuKernel kernels[] = {
            "      %r = arith.select %bad, %nan, %s : f32\n" GEP("%po2", "%out", "%i", "f32")
            "      llvm.store %r, %po2 : f32, !llvm.ptr\n"),
     /* dwpe[t, c] = sum over b of dy[b, t, c], one thread per (t, c), in b order */
-    KERNEL("piper_embedding_bwd_wpe", "%dwpe: !llvm.ptr, %dy: !llvm.ptr, %B: i64, %T: i64, %C: i64",
+    KERNEL(embedding_bwd_wpe, "%dwpe: !llvm.ptr, %dy: !llvm.ptr, %B: i64, %T: i64, %C: i64",
            "    %n = arith.muli %T, %C : i64\n",
            "%n",
            LOOP_CONSTANTS("%zf", "f32")
@@ -352,7 +357,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %s, %pw : f32, !llvm.ptr\n"),
     /* one row per thread: mean, biased variance and rstd in f64 sums, then
      * y = (x - mean) rstd w + b (prt_layernorm_fwd) */
-    KERNEL("piper_layernorm_fwd",
+    KERNEL(layernorm_fwd,
            "%y: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr,"
            " %b: !llvm.ptr, %N: i64, %C: i64, %eps: f32",
            "", "%N",
@@ -395,7 +400,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %m, %pm : f32, !llvm.ptr\n"
            "      llvm.store %r, %pr : f32, !llvm.ptr\n"),
     /* dx of one row per thread: rstd (w dy - mean(w dy) - norm mean(w dy norm)) */
-    KERNEL("piper_layernorm_bwd_dx",
+    KERNEL(layernorm_bwd_dx,
            "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %mean: !llvm.ptr,"
            " %rstd: !llvm.ptr, %N: i64, %C: i64",
            "", "%N",
@@ -437,7 +442,7 @@ static const GpuKernel kernels[] = {
      * sum of dy[i, j] over rows i of chunk r (R rows, the last one shorter), one thread per
      * (r, j); then piper_col_finish adds the chunks in order (prt_bias_bwd's f64 sum,
      * associated by chunks). */
-    KERNEL("piper_col_partials", "%partial: !llvm.ptr, %dy: !llvm.ptr, %M: i64, %N: i64, %R: i64",
+    KERNEL(col_partials, "%partial: !llvm.ptr, %dy: !llvm.ptr, %M: i64, %N: i64, %R: i64",
            "    %one = arith.constant 1 : i64\n"
            CHUNK_COUNT("%M", "%Mr", "%N"),
            "%n",
@@ -455,7 +460,7 @@ static const GpuKernel kernels[] = {
            "      }\n" GEP("%pp", "%partial", "%i", "f64")
            "      llvm.store %s, %pp : f64, !llvm.ptr\n"),
     /* out[j] = sum over chunks r of partial[r, j], in order, rounded to f32 */
-    KERNEL("piper_col_finish", "%out: !llvm.ptr, %partial: !llvm.ptr, %chunks: i64, %N: i64",
+    KERNEL(col_finish, "%out: !llvm.ptr, %partial: !llvm.ptr, %chunks: i64, %N: i64",
            "", "%N",
            LOOP_CONSTANTS("%zd", "f64")
            "      %s = scf.for %r = %z to %chunks step %one iter_args(%acc = %zd) -> (f64)"
@@ -471,7 +476,7 @@ static const GpuKernel kernels[] = {
     /* LayerNorm's weight and bias gradients in chunks of R rows: pw[r, c] = f64 sum of
      * norm[i, c] dy[i, c], pb[r, c] of dy[i, c], one thread per (r, c); piper_col_finish
      * then gives dw and db (prt_layernorm_bwd's f64 sums, associated by chunks) */
-    KERNEL("piper_layernorm_dwdb_partials",
+    KERNEL(layernorm_dwdb_partials,
            "%pw: !llvm.ptr, %pb: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %mean: !llvm.ptr,"
            " %rstd: !llvm.ptr, %N: i64, %C: i64, %R: i64",
            "    %one = arith.constant 1 : i64\n"
@@ -506,7 +511,7 @@ static const GpuKernel kernels[] = {
      * zeroed and then gets chunk r's dy rows added at their tokens, in token order, one thread
      * per (r, channel c) (no two threads write one element: no atomics); tokens outside
      * [0, V) are skipped. piper_sum_slabs then adds the chunks in order. */
-    KERNEL("piper_embedding_wte_partials",
+    KERNEL(embedding_wte_partials,
            "%partial: !llvm.ptr, %dy: !llvm.ptr, %tok: !llvm.ptr, %BT: i64, %C: i64, %V: i64,"
            " %R: i64",
            "    %one = arith.constant 1 : i64\n"
@@ -545,7 +550,7 @@ static const GpuKernel kernels[] = {
            "        }\n"
            "      }\n"),
     /* out[e] = sum over slabs r of partial[r * n + e] (f32, in order), one thread per e < n */
-    KERNEL("piper_sum_slabs", "%out: !llvm.ptr, %partial: !llvm.ptr, %slabs: i64, %n: i64",
+    KERNEL(sum_slabs, "%out: !llvm.ptr, %partial: !llvm.ptr, %slabs: i64, %n: i64",
            "", "%n",
            LOOP_CONSTANTS("%zf", "f32")
            "      %s = scf.for %r = %z to %slabs step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
@@ -557,7 +562,7 @@ static const GpuKernel kernels[] = {
            "      }\n" GEP("%po", "%out", "%i", "f32")
            "      llvm.store %s, %po : f32, !llvm.ptr\n"),
     /* out[i, j] = b[j]: the bias rows a linear's sgemm then adds its product to (beta 1) */
-    KERNEL("piper_bias_rows", "%out: !llvm.ptr, %b: !llvm.ptr, %M: i64, %N: i64",
+    KERNEL(bias_rows, "%out: !llvm.ptr, %b: !llvm.ptr, %M: i64, %N: i64",
            "    %n = arith.muli %M, %N : i64\n",
            "%n",
            "      %j = arith.remsi %i, %N : i64\n" GEP("%pb", "%b", "%j", "f32")
@@ -565,7 +570,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %v, %po : f32, !llvm.ptr\n"),
     /* one row per thread: probs = softmax(logits) and the row's loss
      * log(sum) - (l[y] - max) in f64 (NaN for a target outside [0, V)) */
-    KERNEL("piper_cross_entropy_fwd",
+    KERNEL(cross_entropy_fwd,
            "%probs: !llvm.ptr, %rowloss: !llvm.ptr, %logits: !llvm.ptr, %tgt: !llvm.ptr, %N: i64,"
            " %V: i64",
            "", "%N",
@@ -614,7 +619,7 @@ static const GpuKernel kernels[] = {
            "      %res = arith.select %ok, %rl, %nan : f64\n" GEP("%pr", "%rowloss", "%i", "f64")
            "      llvm.store %res, %pr : f64, !llvm.ptr\n"),
     /* loss[0] = (sum of the N row losses, in row order) / N: one thread */
-    ONE_THREAD_KERNEL("piper_mean_rows", "%loss: !llvm.ptr, %rowloss: !llvm.ptr, %N: i64",
+    ONE_THREAD_KERNEL(mean_rows, "%loss: !llvm.ptr, %rowloss: !llvm.ptr, %N: i64",
                       "      %one = arith.constant 1 : i64\n"
                       "      %zd = arith.constant 0.0 : f64\n"
                       "      %s = scf.for %r = %z to %N step %one iter_args(%acc = %zd)"
@@ -629,7 +634,7 @@ static const GpuKernel kernels[] = {
                       "      %mf = arith.truncf %m : f64 to f32\n"
                       "      llvm.store %mf, %loss : f32, !llvm.ptr\n"),
     /* dlogits = (probs - onehot(y)) / total_rows, one thread per element */
-    KERNEL("piper_cross_entropy_bwd",
+    KERNEL(cross_entropy_bwd,
            "%dl: !llvm.ptr, %probs: !llvm.ptr, %tgt: !llvm.ptr, %N: i64, %V: i64, %total: i64",
            "    %n = arith.muli %N, %V : i64\n",
            "%n",
@@ -649,7 +654,7 @@ static const GpuKernel kernels[] = {
     /* torch's AdamW element for element, the scalars computed on the host as prt_adamw
      * does (keep = 1 - lr wd, 1 - beta1, 1 - beta2, sqrt(1 - beta2^t), -lr / (1 - beta1^t),
      * the clip scale) */
-    KERNEL("piper_adamw",
+    KERNEL(adamw,
            "%p: !llvm.ptr, %g: !llvm.ptr, %m: !llvm.ptr, %v: !llvm.ptr, %n: i64, %beta1: f32,"
            " %beta2: f32, %eps: f32, %keep: f32, %omb1: f32, %omb2: f32, %bc2s: f32,"
            " %negstep: f32, %clip: f32, %decay: i32",
@@ -685,7 +690,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %mi, %pm : f32, !llvm.ptr\n"
            "      llvm.store %vi, %pv : f32, !llvm.ptr\n"),
     /* partial[i] = sum of g[k]^2 (f64) over k = i, i + P, ... < n: P threads */
-    KERNEL("piper_sum_squares", "%partial: !llvm.ptr, %g: !llvm.ptr, %n: i64, %P: i64",
+    KERNEL(sum_squares, "%partial: !llvm.ptr, %g: !llvm.ptr, %n: i64, %P: i64",
            "", "%P",
            "      %zd = arith.constant 0.0 : f64\n"
            "      %s = scf.for %k = %i to %n step %P iter_args(%acc = %zd) -> (f64) : i64 {\n"
@@ -698,7 +703,7 @@ static const GpuKernel kernels[] = {
            "      }\n" GEP("%pp", "%partial", "%i", "f64")
            "      llvm.store %s, %pp : f64, !llvm.ptr\n"),
     /* acc[0] += partial[0] + ... + partial[P-1], in order: one thread */
-    ONE_THREAD_KERNEL("piper_sum_partials", "%acc: !llvm.ptr, %partial: !llvm.ptr, %P: i64",
+    ONE_THREAD_KERNEL(sum_partials, "%acc: !llvm.ptr, %partial: !llvm.ptr, %P: i64",
                       "      %one = arith.constant 1 : i64\n"
                       "      %a0 = llvm.load %acc : !llvm.ptr -> f64\n"
                       "      %s = scf.for %k = %z to %P step %one iter_args(%a = %a0)"
@@ -712,7 +717,7 @@ static const GpuKernel kernels[] = {
     /* ---- Qwen3's ops (runtime/kernels/cpu_qwen3.c), in the same conventions ---- */
     /* out[i, c] = wte[tok[i], c], one thread per element (prt_embed_fwd); a token outside
      * [0, V) (the CPU stops on it) gives NaN, which the loss then shows */
-    KERNEL("piper_embed_fwd",
+    KERNEL(embed_fwd,
            "%out: !llvm.ptr, %tok: !llvm.ptr, %wte: !llvm.ptr, %N: i64, %C: i64, %V: i64",
            "    %n = arith.muli %N, %C : i64\n",
            "%n",
@@ -733,7 +738,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %r, %po : f32, !llvm.ptr\n"),
     /* one row per thread: rstd = 1 / sqrt(mean(x^2) + eps) from an f64 sum of squares, then
      * y = x rstd w (prt_rmsnorm_fwd) */
-    KERNEL("piper_rmsnorm_fwd",
+    KERNEL(rmsnorm_fwd,
            "%y: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %R: i64, %D: i64,"
            " %eps: f32",
            "", "%R",
@@ -764,7 +769,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %r, %pr : f32, !llvm.ptr\n"),
     /* dx of one row per thread: n = x rstd, dn = w dy, dx = rstd (dn - n mean(dn n)), the
      * mean from an f64 sum (prt_rmsnorm_bwd) */
-    KERNEL("piper_rmsnorm_bwd_dx",
+    KERNEL(rmsnorm_bwd_dx,
            "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %rstd: !llvm.ptr,"
            " %R: i64, %D: i64",
            "", "%R",
@@ -795,7 +800,7 @@ static const GpuKernel kernels[] = {
     /* RMSNorm's weight gradient in chunks of R rows: pw[r, c] = f64 sum of n[i, c] dy[i, c]
      * (n = x rstd), one thread per (r, c); piper_col_finish then adds the chunks in order
      * (prt_rmsnorm_bwd's f64 sum, associated by chunks: no atomics) */
-    KERNEL("piper_rmsnorm_dw_partials",
+    KERNEL(rmsnorm_dw_partials,
            "%pw: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %rstd: !llvm.ptr, %M: i64, %D: i64,"
            " %R: i64",
            "    %one = arith.constant 1 : i64\n"
@@ -824,7 +829,7 @@ static const GpuKernel kernels[] = {
      * j < D/2): (x1, x2) = (x[j], x[j + D/2]) -> (x1 c - x2 s, x2 c + x1 s) with (c, s) =
      * cs[t, j], the cos/sin table the host computes as the CPU does (sin negated for the
      * gradient: prt_rope_bwd is the same kernel over the inverse rotation's table) */
-    KERNEL("piper_rope",
+    KERNEL(rope,
            "%out: !llvm.ptr, %x: !llvm.ptr, %cs: !llvm.ptr, %BT: i64, %T: i64, %N: i64, %D: i64",
            "    %two = arith.constant 2 : i64\n"
            "    %half = arith.divsi %D, %two : i64\n"
@@ -863,7 +868,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %o1, %q1 : f32, !llvm.ptr\n"
            "      llvm.store %o2, %q2 : f32, !llvm.ptr\n"),
     /* y = g / (1 + e^-g) up (prt_swiglu_fwd; e^-g clamped, see ONE_PLUS_EXP_NEG_G) */
-    KERNEL("piper_swiglu_fwd", "%y: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr, %n: i64",
+    KERNEL(swiglu_fwd, "%y: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr, %n: i64",
            "", "%n",
            GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
            "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
@@ -874,7 +879,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %r, %py : f32, !llvm.ptr\n"),
     /* sig = 1 / (1 + e^-g): dgate = dy up sig (1 + g (1 - sig)), dup = dy g sig
      * (prt_swiglu_bwd) */
-    KERNEL("piper_swiglu_bwd",
+    KERNEL(swiglu_bwd,
            "%dgate: !llvm.ptr, %dup: !llvm.ptr, %dy: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr,"
            " %n: i64",
            "", "%n",
@@ -897,7 +902,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %dg, %pdg : f32, !llvm.ptr\n"
            "      llvm.store %du, %pdu : f32, !llvm.ptr\n"),
     /* out[i, j] = x[i, j] + b[j] (prt_bias_add) */
-    KERNEL("piper_bias_add", "%out: !llvm.ptr, %x: !llvm.ptr, %b: !llvm.ptr, %M: i64, %N: i64",
+    KERNEL(bias_add, "%out: !llvm.ptr, %x: !llvm.ptr, %b: !llvm.ptr, %M: i64, %N: i64",
            "    %n = arith.muli %M, %N : i64\n",
            "%n",
            "      %j = arith.remsi %i, %N : i64\n" GEP("%pb", "%b", "%j", "f32")
@@ -914,7 +919,7 @@ static const GpuKernel kernels[] = {
      * e^(l - max)), its K largest logits in order (">": ties keep the lower index, an expert
      * taken once is skipped), their probabilities renormalized over the K (prt_moe_topk_fwd;
      * e^x is piper_exp in f32, libm's double exp on the CPU) */
-    KERNEL("piper_moe_topk_fwd",
+    KERNEL(moe_topk_fwd,
            "%w: !llvm.ptr, %ex: !llvm.ptr, %l: !llvm.ptr, %N: i64, %E: i64, %K: i64",
            "", "%N",
            LOOP_CONSTANTS("%zd", "f64")
@@ -989,7 +994,7 @@ static const GpuKernel kernels[] = {
     /* One thread per token n: dlogits row zero but at its K experts, where
      * w (dw - sum_k dw w) in f64 (prt_moe_topk_bwd); an id outside [0, E) writes nothing
      * (the forward kernel makes none) */
-    KERNEL("piper_moe_topk_bwd",
+    KERNEL(moe_topk_bwd,
            "%dl: !llvm.ptr, %dw: !llvm.ptr, %w: !llvm.ptr, %ex: !llvm.ptr, %N: i64, %E: i64,"
            " %K: i64",
            "", "%N",
@@ -1034,7 +1039,7 @@ static const GpuKernel kernels[] = {
            "      }\n"),
     /* rows[pos[t], c] = h[t / K, c]: one thread per (token copy t, column c) of the NK
      * copies (prt_moe_dispatch_fwd; the unused rows were zeroed by the host) */
-    KERNEL("piper_moe_scatter_rows",
+    KERNEL(moe_scatter_rows,
            "%rows: !llvm.ptr, %h: !llvm.ptr, %pos: !llvm.ptr, %NK: i64, %K: i64, %C: i64",
            "    %n = arith.muli %NK, %C : i64\n",
            "%n",
@@ -1051,7 +1056,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %v, %pr : f32, !llvm.ptr\n"),
     /* dh[n, c] = sum over k of drows[pos[n K + k], c], k in order from 0.0: one thread per
      * (token, column) (prt_moe_dispatch_bwd) */
-    KERNEL("piper_moe_gather_sum",
+    KERNEL(moe_gather_sum,
            "%dh: !llvm.ptr, %drows: !llvm.ptr, %pos: !llvm.ptr, %N: i64, %K: i64, %C: i64",
            "    %n = arith.muli %N, %C : i64\n",
            "%n",
@@ -1072,7 +1077,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %s, %pd : f32, !llvm.ptr\n"),
     /* y[n, c] = sum over k of w[n K + k] out[pos[n K + k], c], from 0.0 in k order: one
      * thread per (token, column) (prt_moe_combine_fwd) */
-    KERNEL("piper_moe_combine_fwd",
+    KERNEL(moe_combine_fwd,
            "%y: !llvm.ptr, %out: !llvm.ptr, %w: !llvm.ptr, %pos: !llvm.ptr, %N: i64, %K: i64,"
            " %C: i64",
            "    %n = arith.muli %N, %C : i64\n",
@@ -1098,7 +1103,7 @@ static const GpuKernel kernels[] = {
     /* One thread per token copy t (row p = pos[t] of token n = t / K): dout[p, :] =
      * w[t] dy[n, :] and dweights[t] = the f64 sum over c of dy[n, c] out[p, c]
      * (prt_moe_combine_bwd; the unused rows of dout were zeroed by the host) */
-    KERNEL("piper_moe_combine_bwd",
+    KERNEL(moe_combine_bwd,
            "%dout: !llvm.ptr, %dw: !llvm.ptr, %dy: !llvm.ptr, %out: !llvm.ptr, %w: !llvm.ptr,"
            " %pos: !llvm.ptr, %N: i64, %K: i64, %C: i64",
            "    %n = arith.muli %N, %K : i64\n",
@@ -1130,7 +1135,7 @@ static const GpuKernel kernels[] = {
     /* act[r, f] = g sig(g) u for g = hid[r, f], u = hid[r, Fe + f] (row stride 2 Fe):
      * one thread per element of n rows (prt_moe_expert_fwd's activation; e^-g clamped, see
      * ONE_PLUS_EXP_NEG_G) */
-    KERNEL("piper_moe_silu_mul",
+    KERNEL(moe_silu_mul,
            "%act: !llvm.ptr, %hid: !llvm.ptr, %rows: i64, %Fe: i64",
            "    %n = arith.muli %rows, %Fe : i64\n",
            "%n",
@@ -1150,7 +1155,7 @@ static const GpuKernel kernels[] = {
            "      llvm.store %a, %pa : f32, !llvm.ptr\n"),
     /* In place of dg = dact (n, Fe): du = dact g sig and dg = dact u sig (1 + g (1 - sig)),
      * g and u from hid (row stride 2 Fe) as above (prt_moe_expert_dgu) */
-    KERNEL("piper_moe_dgu",
+    KERNEL(moe_dgu,
            "%dg: !llvm.ptr, %du: !llvm.ptr, %hid: !llvm.ptr, %rows: i64, %Fe: i64",
            "    %n = arith.muli %rows, %Fe : i64\n",
            "%n",
@@ -1178,62 +1183,30 @@ static const GpuKernel kernels[] = {
            "      llvm.store %duv, %pdu : f32, !llvm.ptr\n"
            "      llvm.store %dgv, %pdg : f32, !llvm.ptr\n"),
 };
-enum { N_KERNELS = sizeof kernels / sizeof kernels[0] };
 
-/* The device kernels each libpiper_rt_cuda function launches (at most 3; NULL-terminated).
- * A runtime function not listed launches none of ours (cuBLAS, the attention .cu, or host
- * work). runtime/kernels/cuda.c launches exactly these names. */
+/* The device kernels each libpiper_rt_cuda function launches, from the kernel list's
+ * `launches` column (PRT_DK_NONE-terminated). A runtime function not listed launches none of
+ * ours (cuBLAS, the attention .cu, or host work). */
 typedef struct {
   const char *runtimeFn;
-  const char *kernels[4];
+  prt_device_kernel_id kernels[PRT_MAX_LAUNCHES];
 } KernelUse;
 
+#define USES_GPU_1(name, launches) {"prt_cuda_" #name, {PRT_KERNEL_UNPAREN launches}},
+#define USES_GPU_0(name, launches)
+#define PRT_KERNEL(name, gpu, params, launches) USES_GPU_##gpu(name, launches)
 static const KernelUse uses[] = {
-    {"prt_cuda_add", {"piper_add"}},
-    {"prt_cuda_copy", {"piper_copy"}},
-    {"prt_cuda_gelu_fwd", {"piper_gelu_fwd"}},
-    {"prt_cuda_gelu_bwd", {"piper_gelu_bwd"}},
-    {"prt_cuda_embedding_fwd", {"piper_embedding_fwd"}},
-    {"prt_cuda_embedding_bwd",
-     {"piper_embedding_wte_partials", "piper_sum_slabs", "piper_embedding_bwd_wpe"}},
-    {"prt_cuda_layernorm_fwd", {"piper_layernorm_fwd"}},
-    {"prt_cuda_layernorm_bwd",
-     {"piper_layernorm_bwd_dx", "piper_layernorm_dwdb_partials", "piper_col_finish"}},
-    {"prt_cuda_bias_bwd", {"piper_col_partials", "piper_col_finish"}},
-    {"prt_cuda_linear_fwd", {"piper_bias_rows"}},
-    {"prt_cuda_cross_entropy_fwd", {"piper_cross_entropy_fwd", "piper_mean_rows"}},
-    {"prt_cuda_cross_entropy_bwd", {"piper_cross_entropy_bwd"}},
-    {"prt_cuda_adamw", {"piper_adamw"}},
-    {"prt_cuda_grad_sq_accum", {"piper_sum_squares", "piper_sum_partials"}},
-    /* Qwen3's ops */
-    {"prt_cuda_embed_fwd", {"piper_embed_fwd"}},
-    {"prt_cuda_embed_bwd", {"piper_embedding_wte_partials", "piper_sum_slabs"}},
-    {"prt_cuda_rmsnorm_fwd", {"piper_rmsnorm_fwd"}},
-    {"prt_cuda_rmsnorm_bwd",
-     {"piper_rmsnorm_bwd_dx", "piper_rmsnorm_dw_partials", "piper_col_finish"}},
-    {"prt_cuda_rope_fwd", {"piper_rope"}},
-    {"prt_cuda_rope_bwd", {"piper_rope"}},
-    {"prt_cuda_swiglu_fwd", {"piper_swiglu_fwd"}},
-    {"prt_cuda_swiglu_bwd", {"piper_swiglu_bwd"}},
-    {"prt_cuda_bias_add", {"piper_bias_add"}},
-    /* mixture of experts: the expert matmuls are cuBLAS */
-    {"prt_cuda_moe_topk_fwd", {"piper_moe_topk_fwd"}},
-    {"prt_cuda_moe_topk_bwd", {"piper_moe_topk_bwd"}},
-    {"prt_cuda_moe_dispatch_fwd", {"piper_moe_scatter_rows"}},
-    {"prt_cuda_moe_dispatch_bwd", {"piper_moe_gather_sum"}},
-    {"prt_cuda_moe_combine_fwd", {"piper_moe_combine_fwd"}},
-    {"prt_cuda_moe_combine_bwd", {"piper_moe_combine_bwd"}},
-    {"prt_cuda_moe_expert_fwd", {"piper_moe_silu_mul"}},
-    {"prt_cuda_moe_expert_bwd_input", {"piper_moe_dgu"}},
-    {"prt_cuda_moe_expert_bwd_weight", {"piper_moe_silu_mul", "piper_moe_dgu"}},
+#include "piper/kernels.def"
 };
+#undef USES_GPU_1
+#undef USES_GPU_0
+/* a kernel that launches more than PRT_MAX_LAUNCHES is refused here, not cut short */
+#define PRT_KERNEL(name, gpu, params, launches)                                            \
+  _Static_assert(sizeof((prt_device_kernel_id[]){PRT_KERNEL_UNPAREN launches}) <=          \
+                     PRT_MAX_LAUNCHES * sizeof(prt_device_kernel_id),                      \
+                 "prt_cuda_" #name " launches more than PRT_MAX_LAUNCHES device kernels");
+#include "piper/kernels.def"
 enum { N_USES = sizeof uses / sizeof uses[0] };
-
-static const GpuKernel *kernelNamed(const char *name) {
-  for (size_t k = 0; k < N_KERNELS; ++k)
-    if (!strcmp(kernels[k].name, name)) return &kernels[k];
-  return NULL;
-}
 
 bool piperGpuRuntimeFnKnown(const char *runtimeFn) {
   for (size_t u = 0; u < N_USES; ++u)
@@ -1262,14 +1235,12 @@ static bool append(char **buf, size_t *len, size_t *cap, const char *s) {
 }
 
 char *piperGpuKernelModule(const char *const *runtimeFns, size_t nFns) {
-  bool want[N_KERNELS] = {false};
+  bool want[PRT_DK_COUNT] = {false};
   for (size_t f = 0; f < nFns; ++f)
     for (size_t u = 0; u < N_USES; ++u) {
       if (strcmp(uses[u].runtimeFn, runtimeFns[f])) continue;
-      for (size_t k = 0; k < 4 && uses[u].kernels[k]; ++k) {
-        const GpuKernel *g = kernelNamed(uses[u].kernels[k]);
-        if (g) want[g - kernels] = true;
-      }
+      for (size_t k = 0; k < PRT_MAX_LAUNCHES && uses[u].kernels[k] != PRT_DK_NONE; ++k)
+        want[uses[u].kernels[k]] = true;
     }
   char *buf = NULL;
   size_t len = 0, cap = 0;
@@ -1277,8 +1248,16 @@ char *piperGpuKernelModule(const char *const *runtimeFns, size_t nFns) {
                    "module attributes {gpu.container_module} {\n"
                    "gpu.module @piper_kernels {\n") &&
             append(&buf, &len, &cap, helpers);
-  for (size_t k = 0; ok && k < N_KERNELS; ++k)
-    if (want[k]) ok = append(&buf, &len, &cap, kernels[k].text);
+  for (size_t k = PRT_DK_NONE + 1; ok && k < PRT_DK_COUNT; ++k) {
+    if (!want[k]) continue;
+    if (!kernels[k].text) { /* listed in kernels.def, written nowhere: a piper defect */
+      fprintf(stderr, "piper: error: device kernel #%zu of include/piper/kernels.def has no "
+                      "text in lowering/gpu_kernels.c\n", k);
+      free(buf);
+      return NULL;
+    }
+    ok = append(&buf, &len, &cap, kernels[k].text);
+  }
   if (ok) ok = append(&buf, &len, &cap, "}\n}\n");
   if (!ok) fprintf(stderr, "piper: error: out of memory building the GPU kernels' module\n");
   return ok ? buf : NULL;

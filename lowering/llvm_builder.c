@@ -1,5 +1,6 @@
 /* LlvmBuilder: llvm-dialect ops from C. The attribute spellings mirror what
  * `mlir-opt --mlir-print-op-generic` prints for LLVM 22. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,10 +230,18 @@ MlirValue lbCall(LlvmBuilder *b, const char *callee, MlirType ret, intptr_t n,
                  const MlirValue *args) {
   MlirIdentifier id = mlirIdentifierGet(b->ctx, piperStr(callee)); /* interned: stable key */
   if (!piperPtrMapGet(b->declared, mlirIdentifierStr(id).data, NULL)) {
-    MlirType types[16];
+    /* the declaration's parameter types are the arguments', however many there are (the
+     * stack holds the usual counts; the kernels take up to 14) */
+    MlirType small[16], *types = n <= 16 ? small : malloc((size_t)n * sizeof *types);
+    if (!types) {
+      fprintf(stderr, "piper: error: out of memory declaring %s (%lld parameters)\n", callee,
+              (long long)n);
+      exit(1);
+    }
     for (intptr_t i = 0; i < n; ++i) types[i] = mlirValueGetType(args[i]);
     MlirType fnType = mlirLLVMFunctionTypeGet(mlirTypeIsNull(ret) ? b->voidType : ret, n,
                                               types, false);
+    if (types != small) free(types);
     MlirBlock unused;
     makeFunction(b, callee, fnType, false, &unused);
     piperPtrMapPut(b->declared, mlirIdentifierStr(id).data, 1);

@@ -121,7 +121,7 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
                       : L->role ? lbOffsetV(b, lwIn(L, op, 0), off)
                                 : lbOffset(b, lwIn(L, op, 0), sh.offset * elemBytes);
       MlirValue copy[3] = {mine, src, len};
-      lwCall(L, lwTargetFn(L, "prt_copy", "prt_cuda_copy"), 3, copy);
+      lwCallKernel(L, op, PRT_K_copy, 3, copy);
     }
     MlirValue args[6] = {L->ctxArg, mine, res, lwI64(L, sh.c), lwI64(L, lwGroupOf(L, op)),
                          lwI64(L, lwStreamOf(L, op))};
@@ -132,7 +132,7 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
       MlirValue wait[2] = {L->ctxArg, h};
       lwCall(L, "prt_wait", 2, wait);
       MlirValue back[3] = {lwIn(L, op, 0), res, lwI64(L, sh.n)};
-      lwCall(L, lwTargetFn(L, "prt_copy", "prt_cuda_copy"), 3, back);
+      lwCallKernel(L, op, PRT_K_copy, 3, back);
       setHandle(L, op, (MlirValue){NULL});
     }
   } else if (piperOpIs(op, "comm.all_to_all")) {

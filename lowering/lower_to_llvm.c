@@ -152,9 +152,9 @@ static bool epExpertOk(MlirOperation op) {
 static void emitSetup(Lowering *L, const char *fnName) {
   LlvmBuilder *b = &L->lb;
   MlirValue ctx = lbBeginFunction(b, fnName);
-  /* a GPU plan opens the GPU, loads its kernels (the PTX piper-compile embeds as piper_ptx)
-   * and makes the GPU the context's device before anything is declared or allocated */
-  if (L->shared->cuda) lwCall(L, "prt_cuda_setup", 1, &ctx);
+  /* the target's device first (the GPU's setup loads the PTX piper-compile embeds as piper_ptx
+   * and makes the GPU the context's device) before anything is declared or allocated */
+  if (L->shared->target->setup) lwCall(L, L->shared->target->setup, 1, &ctx);
   int64_t id = 0;
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
@@ -238,43 +238,6 @@ static void emitSetup(Lowering *L, const char *fnName) {
 
 /* ---- piper_step ---- */
 
-/* The pointer to value `v`, materialised on first use in piper_step. */
-/* The base pointer of `buf`, materialised on first use in piper_step. */
-static MlirValue bufferPtr(Lowering *L, Buffer *buf) {
-  if (!buf->ptr.ptr) {
-    if (buf->tensorId >= 0) {
-      MlirValue args[2] = {L->ctxArg, lbConstI64(&L->lb, buf->tensorId)};
-      buf->ptr = lbCall(&L->lb, "prt_tensor", L->lb.ptr, 2, args);
-    } else {
-      buf->ptr = lbOffset(&L->lb, L->arena, buf->offset);
-    }
-  }
-  return buf->ptr;
-}
-
-MlirValue lwPtrOf(Lowering *L, MlirValue v) {
-  intptr_t offset = 0;
-  bool view = piperPtrMapGet(&L->viewOffset, v.ptr, &offset); /* a view into a shared buffer */
-  MlirValue base = bufferPtr(L, lwBufferOf(L, v));
-  return view ? lbOffset(&L->lb, base, offset) : base;
-}
-
-MlirValue lwIn(Lowering *L, MlirOperation op, intptr_t i) {
-  return lwPtrOf(L, mlirOperationGetOperand(op, i));
-}
-MlirValue lwOut(Lowering *L, MlirOperation op, intptr_t i) {
-  return lwPtrOf(L, mlirOperationGetResult(op, i));
-}
-MlirType lwInType(MlirOperation op, intptr_t i) {
-  return mlirValueGetType(mlirOperationGetOperand(op, i));
-}
-MlirValue lwI64(Lowering *L, int64_t v) { return lbConstI64(&L->lb, v); }
-
-void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args) {
-  lbCall(&L->lb, fn, (MlirType){NULL}, n, args);
-}
-
-
 /* True for an op of the update pass (pass = "UPD"). */
 static bool isUpdate(MlirOperation op) {
   char pass[8];
@@ -306,7 +269,7 @@ static void placeGradNorm(Lowering *L) {
 static void emitGradNorm(Lowering *L) {
   for (size_t i = 0; i < L->nOps; ++i)
     if (piperOpIs(L->ops[i], "tdag.adamw")) lwLowerGradSq(L, L->ops[i]);
-  lwCall(L, lwTargetFn(L, "prt_grad_norm_sync", "prt_cuda_grad_norm_sync"), 1, &L->ctxArg);
+  lwCallKernel(L, L->func, PRT_K_grad_norm_sync, 1, &L->ctxArg);
 }
 
 /* True if the evaluation step runs `op`: a forward op or transfer, or the wait for one. */
@@ -423,12 +386,12 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
     }
     /* a kernel on the CPU and none on the target: the op cannot run there */
     const PiperOpFacts *f = piperOpFacts(op);
-    if (f && f->cpuKernel && !lwKernelOf(shared, op)) {
+    if (f && f->kernel && !lwKernelOf(shared, op)) {
       piperEmitErrorf(mlirOperationGetLocation(op),
-                      "piper-lower-to-llvm: '%s' has no GPU kernel (its op-facts row in "
-                      "dialects/ops.c has no gpuKernel), so --target cuda cannot compile this "
+                      "piper-lower-to-llvm: '%s' has no GPU kernel (its kernel in "
+                      "include/piper/kernels.def has none), so --target cuda cannot compile this "
                       "plan; compile it for the CPU (no --target), or give the op a kernel in "
-                      "runtime/kernels/cuda.c and its row a gpuKernel", f->name);
+                      "runtime/kernels/cuda.c and set its gpu column", f->name);
       return mlirLogicalResultFailure();
     }
     L.nOps++;
@@ -488,9 +451,10 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   emitStep(&L, evalName, true);
   lbFree(&L.lb);
   *arenaBytes = L.arenaBytes;
-  mlirOperationDestroy(func);
+  bool failed = L.failed; /* a kernel call refused: its diagnostic is out */
+  if (!failed) mlirOperationDestroy(func);
   freeLowering(&L);
-  return mlirLogicalResultSuccess();
+  return failed ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
 }
 
 /* piper_setup / piper_step of a multi-device plan: shared declarations, then per rank.
@@ -617,21 +581,17 @@ static void freeShared(Shared *sh) {
   piperPtrMapFree(&sh->declared);
 }
 
-enum { TARGET_CPU, TARGET_CUDA }; /* what piper.target names */
-
-/* The module's target: its piper.target string attribute ("cpu" when absent, or "cuda"); -1
- * with a diagnostic at the module for anything else. */
-static int targetOf(MlirOperation moduleOp) {
+/* The module's target: the record its piper.target string attribute names (the CPU when
+ * absent); NULL with a diagnostic at the module for anything else. */
+static const PiperTarget *targetOf(MlirOperation moduleOp) {
   MlirAttribute t = mlirOperationGetAttributeByName(moduleOp, piperStr("piper.target"));
-  if (mlirAttributeIsNull(t)) return TARGET_CPU;
-  if (mlirAttributeIsAString(t)) {
-    MlirStringRef v = mlirStringAttrGetValue(t);
-    if (v.length == 3 && !memcmp(v.data, "cpu", 3)) return TARGET_CPU;
-    if (v.length == 4 && !memcmp(v.data, "cuda", 4)) return TARGET_CUDA;
-  }
-  mlirEmitError(mlirOperationGetLocation(moduleOp),
-                "piper-lower-to-llvm: piper.target must be the string \"cpu\" or \"cuda\"");
-  return -1;
+  if (mlirAttributeIsNull(t)) return piperTargetDefault();
+  const PiperTarget *target = mlirAttributeIsAString(t) ? piperTargetNamed(mlirStringAttrGetValue(t))
+                                                        : NULL;
+  if (!target)
+    mlirEmitError(mlirOperationGetLocation(moduleOp),
+                  "piper-lower-to-llvm: piper.target must be the string \"cpu\" or \"cuda\"");
+  return target;
 }
 
 MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
@@ -655,8 +615,8 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   }
   MlirAttribute devAttr = mlirOperationGetAttributeByName(moduleOp, piperStr("piper.devices"));
   bool plan = !mlirAttributeIsNull(devAttr);
-  int target = targetOf(moduleOp);
-  if (target < 0) {
+  const PiperTarget *target = targetOf(moduleOp);
+  if (!target) {
     free(graphs);
     return mlirLogicalResultFailure();
   }
@@ -717,7 +677,7 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   }
   free(seen);
   Shared shared = {0};
-  shared.cuda = target == TARGET_CUDA;
+  shared.target = target;
   piperPtrMapInit(&shared.groupOf, 16);
   if (!piperGrow((void **)&shared.streams, &shared.capStreams, 1, sizeof *shared.streams)) {
     free(graphs);

@@ -1,6 +1,9 @@
 /* What the lowering files share (internal to lowering/): where each tensor lives, the ids of
  * communicator groups and streams, and the state of lowering one device function.
+ * Each file uses only those above it in this list, so the calls between them form no circle:
+ *   target.c         the target records (include/piper/target.h) and their kernel columns
  *   memory_plan.c    liveness-based arena layout, ZeRO shard geometry
+ *   lower_common.c   piper_step's helpers: pointers to values, constants, kernel calls
  *   lower_compute.c  tdag op -> runtime kernel call
  *   lower_comm.c     comm op -> nonblocking runtime transfer; comm.wait -> prt_wait
  *   lower_to_llvm.c  the pass: piper_setup, piper_step, the rank dispatch */
@@ -8,6 +11,8 @@
 #define PIPER_LOWERING_LOWERING_H
 
 #include "lowering/llvm_builder.h"
+#include "piper/ops.h"
+#include "piper/target.h"
 
 enum { ALIGN = 64 };
 
@@ -38,9 +43,8 @@ typedef struct {
   char **streams;            /* stream names, id = index; 0 is "compute"; owned strings */
   size_t nStreams, capStreams; /* used, allocated */
   PiperPtrMap declared;      /* llvm functions declared or defined so far (see lbInitShared) */
-  bool cuda;                 /* the module's piper.target is "cuda": ops call their rows'
-                                gpuKernel (libpiper_rt_cuda) instead of cpuKernel, and the
-                                host plan opens the GPU first (prt_cuda_setup) */
+  const PiperTarget *target; /* the module's piper.target: which kernel column ops call, what
+                                piper_setup calls first (include/piper/target.h) */
 } Shared;
 
 typedef struct {
@@ -63,6 +67,7 @@ typedef struct {
   size_t normAt;        /* index into ops where the gradient norm is taken (placeGradNorm) */
   bool role;            /* a plan per role (piper.role): k-dependent values are read at run
                            time from the rank's replica index (prt_replica_affine) */
+  bool failed;          /* a kernel call was refused (lwCallKernel); its diagnostic is out */
 } Lowering;
 
 /* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:
@@ -87,25 +92,33 @@ void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, Mlir
 int64_t lwGatherElems(MlirOperation op);
 bool lwIsShardedParam(MlirValue v);
 
-/* piper_step helpers: pointers to values (materialised on first use), constants, calls */
+/* The type of operand i of op. */
+static inline MlirType lwInType(MlirOperation op, intptr_t i) {
+  return mlirValueGetType(mlirOperationGetOperand(op, i));
+}
+
+/* lower_common.c: piper_step helpers: pointers to values (materialised on first use),
+ * constants, calls */
 MlirValue lwPtrOf(Lowering *L, MlirValue v);
 MlirValue lwIn(Lowering *L, MlirOperation op, intptr_t i);
 MlirValue lwOut(Lowering *L, MlirOperation op, intptr_t i);
-MlirType lwInType(MlirOperation op, intptr_t i);
 MlirValue lwI64(Lowering *L, int64_t v);
+/* A call of runtime function `fn` returning void, declared from the arguments' types. */
 void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args);
+/* The target's function for kernel `k` of the kernel list, or NULL where it has none. */
+const char *lwKernelName(const Lowering *L, prt_kernel_id k);
+/* The runtime function serving `op` on the module's target (its row's kernel); NULL where the
+ * op is storage only, or has no kernel on that target. */
+const char *lwKernelOf(const Shared *sh, MlirOperation op);
+/* A call of kernel `k` on the module's target with `n` arguments, which must be the kernel
+ * list's (include/piper/kernels.def) in number and type; otherwise an error at `at` (a rule
+ * of lower_compute.c that disagrees with the list: a compiler defect) and L->failed. */
+void lwCallKernel(Lowering *L, MlirOperation at, prt_kernel_id k, intptr_t n,
+                  const MlirValue *args);
 
 int64_t lwStreamOf(Lowering *L, MlirOperation op);
 int64_t lwGroupOf(Lowering *L, MlirOperation op);
 void lwLowerCompute(Lowering *L, MlirOperation op);
-/* The runtime function serving `op` on the module's target (its row's cpuKernel or
- * gpuKernel); NULL where the op is storage only, or has no kernel on that target. */
-const char *lwKernelOf(const Shared *sh, MlirOperation op);
-/* The target's name for a runtime helper the lowering calls itself (the gradient norm):
- * `cpu` on the CPU, `gpu` under --target cuda. */
-static inline const char *lwTargetFn(const Lowering *L, const char *cpu, const char *gpu) {
-  return L->shared->cuda ? gpu : cpu;
-}
 /* The --grad-clip norm term of one tdag.adamw (see lower_compute.c). */
 void lwLowerGradSq(Lowering *L, MlirOperation op);
 void lwLowerComm(Lowering *L, MlirOperation op);

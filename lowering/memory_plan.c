@@ -165,7 +165,7 @@ bool lwPlanMemory(Lowering *L) {
       b->gradient = isGradient(L, op, r);
       int64_t elemBytes = piperTensorElementBytes(mlirValueGetType(v));
       int64_t elems = piperTensorNumel(mlirValueGetType(v));
-      if (L->shared->cuda && piperFactsGpuRowResult(piperOpFacts(op), r)) {
+      if (L->shared->target->rowResults && piperFactsGpuRowResult(piperOpFacts(op), r)) {
         /* the GPU kernel writes one element per row of the last dim (ops.h gpuRowResults) */
         MlirType t = mlirValueGetType(v);
         intptr_t rank = mlirShapedTypeGetRank(t);

@@ -15,6 +15,7 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "piper/piper.h"
+#include "piper/target.h"
 #include "registry.h"
 
 extern char **environ;
@@ -146,17 +147,17 @@ int main(int argc, char **argv) {
       input = argv[i];
     }
   }
-  bool cuda = !strcmp(target, "cuda");
-  if (!cuda && strcmp(target, "cpu")) {
+  const PiperTarget *tgt = piperTargetNamed(piperStr(target));
+  if (!tgt) {
     fprintf(stderr, "piper-compile: error: --target %s: expected cpu or cuda\n", target);
     return 2;
   }
-  if (!cuda && (ptxOut || gpuMlirOut)) {
+  if (!tgt->deviceCode && (ptxOut || gpuMlirOut)) {
     fprintf(stderr, "piper-compile: error: %s needs --target cuda\n",
             ptxOut ? "--emit-ptx" : "--emit-gpu-mlir");
     return 2;
   }
-  if (cuda && !piperGpuArchValid(gpuArch)) {
+  if (tgt->deviceCode && !piperGpuArchValid(gpuArch)) {
     fprintf(stderr, "piper-compile: error: --gpu-arch %s: expected sm_NN with NN >= 50 "
                     "(sm_80: A100, sm_90: H100)\n", gpuArch);
     return 2;
@@ -176,9 +177,9 @@ int main(int argc, char **argv) {
   free(text);
   if (mlirModuleIsNull(module)) return 1;
 
-  if (cuda) /* the lowering reads the target from the module (lower_to_llvm.c, targetOf) */
+  if (tgt != piperTargetDefault()) /* the lowering reads the target from the module */
     mlirOperationSetAttributeByName(mlirModuleGetOperation(module), piperStr("piper.target"),
-                                    mlirStringAttrGet(ctx, piperStr("cuda")));
+                                    mlirStringAttrGet(ctx, piperStr(tgt->name)));
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
   if (strategy) {
@@ -192,7 +193,7 @@ int main(int argc, char **argv) {
   MlirOperation op = mlirModuleGetOperation(module);
   int rc = mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op));
   mlirPassManagerDestroy(pm);
-  if (!rc && cuda) rc = emitDeviceCode(op, gpuArch, ptxOut, gpuMlirOut, output != NULL);
+  if (!rc && tgt->deviceCode) rc = emitDeviceCode(op, gpuArch, ptxOut, gpuMlirOut, output != NULL);
   if (!output) { /* only device code was asked for */
     mlirModuleDestroy(module);
     mlirContextDestroy(ctx);
@@ -242,15 +243,14 @@ int main(int argc, char **argv) {
       char *link[64] = {(char *)cc, "-o", tmpExe, obj, libFlag};
       int n = 5;
       char linkFile[PATH_MAX + 32], lines[48][PATH_MAX];
+      int several = devices > 1;
       snprintf(linkFile, sizeof linkFile, "%s/piper_rt_%s.link", libDir,
-               cuda ? (devices > 1 ? "cuda_mpi" : "cuda") : devices > 1 ? "mpi" : "serial");
+               tgt->link[several].file);
       FILE *f = fopen(linkFile, "r");
       if (!f) {
         fprintf(stderr, "piper-compile: error: cannot read %s (the runtime's link flags, written "
                         "by the build); rebuild piper%s\n", linkFile,
-                cuda ? " where the CUDA toolkit is found (/usr/local/cuda), or compile for the "
-                       "CPU (no --target)"
-                : devices > 1 ? " with Open MPI installed" : "");
+                tgt->link[several].rebuild);
         rc = 1;
       }
       for (int k = 0; f && k < 48 && n < 62 && fgets(lines[k], sizeof lines[k], f); ++k) {

@@ -1,5 +1,5 @@
 /* Op facts: one row per tdag op holding what the passes and the lowering must know of it, so
- * that they ask the table (piperOpFacts(op)->batch, ->cpuKernel, ...) instead of keeping
+ * that they ask the table (piperOpFacts(op)->batch, ->kernel, ...) instead of keeping
  * their own lists of op names. A new op is one row in dialects/ops.c plus its rules: the shape
  * rule (verifyOp, dialects/tdag.c), the gradient rule (gradOp, passes/autodiff.c) and the
  * kernel call's arguments (lwLowerCompute, lowering/lower_compute.c). test/dialects/op-facts.test
@@ -29,13 +29,13 @@
  *   i32Operands, resultElem, i32Results
  *                   element types: the verifier (checkElementTypes, dialects/tdag.c) requires
  *                   them; sizes in bytes come from the tensor types (piperTensorElementBytes).
- *   cpuKernel, gpuKernel
- *                   the libpiper_rt function (include/piper/runtime.h) lower_compute.c calls
- *                   for the op on each target; NULL where the op is storage only (leaves,
- *                   bucket, view) or is not lowered (node). The argument lists stay rules of
- *                   lower_compute.c. gpuKernel is the libpiper_rt_cuda function (the same
- *                   argument list, device pointers; runtime/kernels/cuda.c), NULL where the
- *                   op has no GPU kernel yet: --target cuda then refuses a plan holding it.
+ *   kernel          the runtime kernel lower_compute.c calls for the op: an id of the kernel
+ *                   list (include/piper/kernels.def), which names its CPU function (prt_<name>)
+ *                   and GPU function (prt_cuda_<name>, or none yet: --target cuda then refuses
+ *                   a plan holding the op) and their arguments. PRT_K_NONE where the op is
+ *                   storage only (leaves, bucket, view) or is not lowered (node). The values
+ *                   passed stay rules of lower_compute.c, checked against the list's
+ *                   argument types when the call is built.
  * Comm ops have no rows: their handling is per op in insert_comm.c and lower_comm.c. */
 #ifndef PIPER_OPS_H
 #define PIPER_OPS_H
@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 #include "mlir-c/IR.h"
+#include "piper/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -154,8 +155,7 @@ typedef struct {
   PiperElemType resultElem;  /* element type of every result (but those of i32Results) */
   uint8_t i32Results;        /* bit r = result r is an i32 tensor whatever resultElem says: the
                                 MoE ops that return expert ids or counts next to f32 values */
-  const char *cpuKernel;     /* libpiper_rt function on the CPU target, or NULL */
-  const char *gpuKernel;     /* the GPU target's (--target cuda), or NULL: none yet */
+  prt_kernel_id kernel;      /* its kernel in include/piper/kernels.def, or PRT_K_NONE */
   uint8_t gpuRowResults;     /* bit r = under --target cuda, result r holds one element per
                                 row of its last dim (numel / last dim): the fused attention
                                 keeps each query row's log-sum-exp where the CPU keeps the

@@ -1,7 +1,7 @@
 /* The GPU target's kernels (libpiper_rt_cuda): what a plan compiled with --target cuda calls
- * instead of runtime/kernels/cpu.c. Each prt_cuda_* function has its CPU twin's argument
- * list (include/piper/ops.h, gpuKernel) with device pointers, and launches on the plan's
- * compute stream (ctx->streams[0]) without waiting for the device:
+ * instead of runtime/kernels/cpu.c. Each prt_cuda_* function has its CPU twin's argument list
+ * (the kernel list, include/piper/kernels.def) with device pointers, and launches on the
+ * plan's compute stream (ctx->streams[0]) without waiting for the device:
  *   - the device kernels piper-compile generated (lowering/gpu_kernels.c) from the PTX it
  *     embedded in the binary as piper_ptx, JIT-loaded once by prt_cuda_setup through
  *     cudaLibraryLoadData (the CUDA runtime API; the binary never links libcuda);
@@ -27,6 +27,7 @@
 
 #include "kernels/cuda.h"
 #include "kernels/cuda_gemm.h"
+#include "piper/kernels.h"
 #include "prt_internal.h"
 
 /* The PTX of the plan's kernels: a constant the compiled plan defines (piper-compile
@@ -36,30 +37,13 @@ extern const char piper_ptx[];
  * only, hence weak. */
 extern int prt_nccl_attach(prt_ctx *ctx) __attribute__((weak));
 
-/* The device kernels, by name as in lowering/gpu_kernels.c (their PTX .entry names). */
-enum {
-  K_ADD, K_COPY, K_GELU_FWD, K_GELU_BWD, K_EMBEDDING_FWD, K_EMBEDDING_WTE_PARTIALS,
-  K_SUM_SLABS, K_EMBEDDING_BWD_WPE, K_LAYERNORM_FWD, K_LAYERNORM_BWD_DX,
-  K_LAYERNORM_DWDB_PARTIALS, K_COL_PARTIALS, K_COL_FINISH, K_BIAS_ROWS, K_CROSS_ENTROPY_FWD,
-  K_MEAN_ROWS, K_CROSS_ENTROPY_BWD, K_ADAMW, K_SUM_SQUARES, K_SUM_PARTIALS,
-  /* Qwen3's ops */
-  K_EMBED_FWD, K_RMSNORM_FWD, K_RMSNORM_BWD_DX, K_RMSNORM_DW_PARTIALS, K_ROPE, K_SWIGLU_FWD,
-  K_SWIGLU_BWD, K_BIAS_ADD,
-  /* mixture of experts */
-  K_MOE_TOPK_FWD, K_MOE_TOPK_BWD, K_MOE_SCATTER_ROWS, K_MOE_GATHER_SUM, K_MOE_COMBINE_FWD,
-  K_MOE_COMBINE_BWD, K_MOE_SILU_MUL, K_MOE_DGU, K_COUNT
+/* The device kernels' names (their PTX .entry names), from the kernel list: PRT_DK_<name> is
+ * piper_<name>, whose text lowering/gpu_kernels.c writes. */
+static const char *const kernel_names[PRT_DK_COUNT] = {
+    [PRT_DK_NONE] = "(none)",
+#define PRT_DEVICE_KERNEL(name) [PRT_DK_##name] = "piper_" #name,
+#include "piper/kernels.def"
 };
-static const char *const kernel_names[K_COUNT] = {
-    "piper_add", "piper_copy", "piper_gelu_fwd", "piper_gelu_bwd", "piper_embedding_fwd",
-    "piper_embedding_wte_partials", "piper_sum_slabs", "piper_embedding_bwd_wpe",
-    "piper_layernorm_fwd", "piper_layernorm_bwd_dx", "piper_layernorm_dwdb_partials",
-    "piper_col_partials", "piper_col_finish", "piper_bias_rows", "piper_cross_entropy_fwd",
-    "piper_mean_rows", "piper_cross_entropy_bwd", "piper_adamw", "piper_sum_squares",
-    "piper_sum_partials", "piper_embed_fwd", "piper_rmsnorm_fwd", "piper_rmsnorm_bwd_dx",
-    "piper_rmsnorm_dw_partials", "piper_rope", "piper_swiglu_fwd", "piper_swiglu_bwd",
-    "piper_bias_add", "piper_moe_topk_fwd", "piper_moe_topk_bwd", "piper_moe_scatter_rows",
-    "piper_moe_gather_sum", "piper_moe_combine_fwd", "piper_moe_combine_bwd",
-    "piper_moe_silu_mul", "piper_moe_dgu"};
 
 enum {
   BLOCK = 256,          /* threads per block */
@@ -77,7 +61,7 @@ static struct {
   prt_ctx *ctx;              /* the plan's context: its compute stream, the optimizer state */
   prt_device *dev;           /* the GPU (device/cuda.c); the context's device */
   cudaLibrary_t lib;         /* the loaded piper_ptx */
-  cudaKernel_t k[K_COUNT];   /* its kernels; NULL where the plan's PTX lacks one */
+  cudaKernel_t k[PRT_DK_COUNT]; /* its kernels; NULL where the plan's PTX lacks one */
   cublasHandle_t blas;       /* pedantic fp32 math */
   void *scratch[SCR_COUNT];  /* device scratch: cross-entropy's per-row losses (f64), column
                                 reductions' chunk sums (f64), the embedding gradient's
@@ -151,7 +135,7 @@ static void *scratch(int slot, size_t bytes, const char *fn) {
 /* out[j] = sum of the chunk sums partial[r, j] (launches piper_col_finish) */
 static void col_finish(float *out, double *partial, int64_t chunks, int64_t N, const char *fn) {
   void *args[] = {&out, &partial, &chunks, &N};
-  launch(K_COL_FINISH, N, args, fn);
+  launch(PRT_DK_col_finish, N, args, fn);
 }
 
 static void check_blas(cublasStatus_t s, const char *fn, int line) {
@@ -228,7 +212,7 @@ void prt_cuda_setup(prt_ctx *ctx) {
                 "(cudaLibraryLoadData): %s: %s at %s:%d; update the NVIDIA driver (CUDA 13 "
                 "needs >= 580), or recompile with piper-compile --gpu-arch set to this GPU's "
                 "sm_NN or lower", cudaGetErrorName(e), cudaGetErrorString(e), __FILE__, __LINE__);
-    for (int k = 0; k < K_COUNT; k++)
+    for (int k = PRT_DK_NONE + 1; k < PRT_DK_COUNT; k++)
       if (cudaLibraryGetKernel(&S.k[k], S.lib, kernel_names[k]) != cudaSuccess) {
         (void)cudaGetLastError(); /* a plan without this op's kernel: fine until called */
         S.k[k] = NULL;
@@ -251,23 +235,23 @@ void prt_cuda_setup(prt_ctx *ctx) {
 
 void prt_cuda_add(float *out, const float *a, const float *b, int64_t n) {
   void *args[] = {&out, &a, &b, &n};
-  launch(K_ADD, n, args, "prt_cuda_add");
+  launch(PRT_DK_add, n, args, "prt_cuda_add");
 }
 
 void prt_cuda_copy(float *dst, const float *src, int64_t n) {
   if (dst == src) return;
   void *args[] = {&dst, &src, &n};
-  launch(K_COPY, n, args, "prt_cuda_copy");
+  launch(PRT_DK_copy, n, args, "prt_cuda_copy");
 }
 
 void prt_cuda_gelu_fwd(float *out, const float *x, int64_t n) {
   void *args[] = {&out, &x, &n};
-  launch(K_GELU_FWD, n, args, "prt_cuda_gelu_fwd");
+  launch(PRT_DK_gelu_fwd, n, args, "prt_cuda_gelu_fwd");
 }
 
 void prt_cuda_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
   void *args[] = {&dx, &dout, &x, &n};
-  launch(K_GELU_BWD, n, args, "prt_cuda_gelu_bwd");
+  launch(PRT_DK_gelu_bwd, n, args, "prt_cuda_gelu_bwd");
 }
 
 /* ---- embedding ---- */
@@ -275,7 +259,7 @@ void prt_cuda_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) 
 void prt_cuda_embedding_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
                             int64_t B, int64_t T, int64_t C) {
   void *args[] = {&out, &tok, &wte, &wpe, &B, &T, &C};
-  launch(K_EMBEDDING_FWD, B * T * C, args, "prt_cuda_embedding_fwd");
+  launch(PRT_DK_embedding_fwd, B * T * C, args, "prt_cuda_embedding_fwd");
 }
 
 /* dwte in chunks of R token rows, as many chunks as 64 MB of V x C slabs hold (at least one,
@@ -292,11 +276,11 @@ void prt_cuda_embedding_bwd(float *dwte, float *dwpe, const float *dout, const i
   chunks = (BT + R - 1) / R;
   float *slabs = scratch(SCR_WTE, (size_t)(chunks > 0 ? chunks : 1) * VC * sizeof(float), fn);
   void *a1[] = {&slabs, &dout, &tok, &BT, &C, &V, &R};
-  launch(K_EMBEDDING_WTE_PARTIALS, chunks * C, a1, fn);
+  launch(PRT_DK_embedding_wte_partials, chunks * C, a1, fn);
   void *a3[] = {&dwte, &slabs, &chunks, &VC};
-  launch(K_SUM_SLABS, VC, a3, fn);
+  launch(PRT_DK_sum_slabs, VC, a3, fn);
   void *a2[] = {&dwpe, &dout, &B, &T, &C};
-  launch(K_EMBEDDING_BWD_WPE, T * C, a2, fn);
+  launch(PRT_DK_embedding_bwd_wpe, T * C, a2, fn);
 }
 
 /* ---- layernorm ---- */
@@ -304,7 +288,7 @@ void prt_cuda_embedding_bwd(float *dwte, float *dwpe, const float *dout, const i
 void prt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
                             const float *w, const float *b, int64_t N, int64_t C, float eps) {
   void *args[] = {&out, &mean, &rstd, &x, &w, &b, &N, &C, &eps};
-  launch(K_LAYERNORM_FWD, N, args, "prt_cuda_layernorm_fwd");
+  launch(PRT_DK_layernorm_fwd, N, args, "prt_cuda_layernorm_fwd");
 }
 
 void prt_cuda_layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
@@ -312,12 +296,12 @@ void prt_cuda_layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
                             const float *rstd, int64_t N, int64_t C) {
   const char *fn = "prt_cuda_layernorm_bwd";
   void *a1[] = {&dx, &dout, &x, &w, &mean, &rstd, &N, &C};
-  launch(K_LAYERNORM_BWD_DX, N, a1, fn);
+  launch(PRT_DK_layernorm_bwd_dx, N, a1, fn);
   int64_t R = COL_CHUNK, chunks = (N + R - 1) / R;
   double *pw = scratch(SCR_COLS, (size_t)(2 * chunks * C + 1) * sizeof(double), fn);
   double *pb = pw + chunks * C;
   void *a2[] = {&pw, &pb, &dout, &x, &mean, &rstd, &N, &C, &R};
-  launch(K_LAYERNORM_DWDB_PARTIALS, chunks * C, a2, fn);
+  launch(PRT_DK_layernorm_dwdb_partials, chunks * C, a2, fn);
   col_finish(dw, pw, chunks, C, fn);
   col_finish(db, pb, chunks, C, fn);
 }
@@ -341,7 +325,7 @@ void prt_cuda_linear_fwd(float *out, const float *x, const float *w, const float
   const char *fn = "prt_cuda_linear_fwd";
   if (b) { /* out = bias rows, then out += x w^T: the CPU's (x w^T) + b, one rounding */
     void *args[] = {&out, &b, &M, &N};
-    launch(K_BIAS_ROWS, M * N, args, fn);
+    launch(PRT_DK_bias_rows, M * N, args, fn);
   }
   sgemm(prt_gemm_linear_fwd(out, x, w, M, N, K, b ? 1.0f : 0.0f), fn);
 }
@@ -361,7 +345,7 @@ void prt_cuda_bias_bwd(float *db, const float *dout, int64_t M, int64_t N) {
   int64_t R = COL_CHUNK, chunks = (M + R - 1) / R;
   double *partial = scratch(SCR_COLS, (size_t)(chunks * N + 1) * sizeof(double), fn);
   void *args[] = {&partial, &dout, &M, &N, &R};
-  launch(K_COL_PARTIALS, chunks * N, args, fn);
+  launch(PRT_DK_col_partials, chunks * N, args, fn);
   col_finish(db, partial, chunks, N, fn);
 }
 
@@ -403,15 +387,15 @@ void prt_cuda_cross_entropy_fwd(float *loss, float *probs, const float *logits,
   const char *fn = "prt_cuda_cross_entropy_fwd";
   double *rows = scratch(SCR_ROWLOSS, (size_t)(N > 0 ? N : 1) * sizeof(double), fn);
   void *a1[] = {&probs, &rows, &logits, &targets, &N, &V};
-  launch(K_CROSS_ENTROPY_FWD, N, a1, fn);
+  launch(PRT_DK_cross_entropy_fwd, N, a1, fn);
   void *a2[] = {&loss, &rows, &N};
-  launch(K_MEAN_ROWS, 1, a2, fn);
+  launch(PRT_DK_mean_rows, 1, a2, fn);
 }
 
 void prt_cuda_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
                                 int64_t N, int64_t V, int64_t total_rows) {
   void *args[] = {&dlogits, &probs, &targets, &N, &V, &total_rows};
-  launch(K_CROSS_ENTROPY_BWD, N * V, args, "prt_cuda_cross_entropy_bwd");
+  launch(PRT_DK_cross_entropy_bwd, N * V, args, "prt_cuda_cross_entropy_bwd");
 }
 
 /* ---- optimizer and gradient norm ---- */
@@ -424,7 +408,7 @@ void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, 
   void *args[] = {&p,      &g,        &m,        &v,          &n,
                   &a.beta1, &a.beta2, &a.eps,    &a.keep,     &a.one_minus_b1,
                   &a.one_minus_b2, &a.bc2_sqrt, &a.neg_step, &a.clip, &decay};
-  launch(K_ADAMW, n, args, "prt_cuda_adamw");
+  launch(PRT_DK_adamw, n, args, "prt_cuda_adamw");
 }
 
 /* Adds sum(g^2) to the device's running sum: NORM_THREADS strided partial sums, then one
@@ -434,9 +418,9 @@ void prt_cuda_grad_sq_accum(prt_ctx *ctx, const float *g, int64_t n, int32_t cou
   int64_t P = n < NORM_THREADS ? n : NORM_THREADS;
   double *partial = S.norm_partial, *acc = S.norm_sq;
   void *a1[] = {&partial, &g, &n, &P};
-  launch(K_SUM_SQUARES, P, a1, "prt_cuda_grad_sq_accum");
+  launch(PRT_DK_sum_squares, P, a1, "prt_cuda_grad_sq_accum");
   void *a2[] = {&acc, &partial, &P};
-  launch(K_SUM_PARTIALS, 1, a2, "prt_cuda_grad_sq_accum");
+  launch(PRT_DK_sum_partials, 1, a2, "prt_cuda_grad_sq_accum");
 }
 
 /* The step's squared norm to the host (a wait for the backward pass: the norm scales every
@@ -459,7 +443,7 @@ void prt_cuda_grad_norm_sync(prt_ctx *ctx) {
 void prt_cuda_embed_fwd(float *out, const int32_t *tok, const float *wte, int64_t N, int64_t C,
                         int64_t V) {
   void *args[] = {&out, &tok, &wte, &N, &C, &V};
-  launch(K_EMBED_FWD, N * C, args, "prt_cuda_embed_fwd");
+  launch(PRT_DK_embed_fwd, N * C, args, "prt_cuda_embed_fwd");
 }
 
 /* dwte as prt_cuda_embedding_bwd's: chunks of R token rows summed into V x C slabs, then the
@@ -476,15 +460,15 @@ void prt_cuda_embed_bwd(float *dwte, const float *dout, const int32_t *tok, int6
   chunks = (N + R - 1) / R;
   float *slabs = scratch(SCR_WTE, (size_t)(chunks > 0 ? chunks : 1) * VC * sizeof(float), fn);
   void *a1[] = {&slabs, &dout, &tok, &N, &C, &V, &R};
-  launch(K_EMBEDDING_WTE_PARTIALS, chunks * C, a1, fn);
+  launch(PRT_DK_embedding_wte_partials, chunks * C, a1, fn);
   void *a2[] = {&dwte, &slabs, &chunks, &VC};
-  launch(K_SUM_SLABS, VC, a2, fn);
+  launch(PRT_DK_sum_slabs, VC, a2, fn);
 }
 
 void prt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int64_t R,
                           int64_t D, float eps) {
   void *args[] = {&out, &rstd, &x, &w, &R, &D, &eps};
-  launch(K_RMSNORM_FWD, R, args, "prt_cuda_rmsnorm_fwd");
+  launch(PRT_DK_rmsnorm_fwd, R, args, "prt_cuda_rmsnorm_fwd");
 }
 
 /* dx one row per thread; dw by chunks of COL_CHUNK rows (f64), the chunks added in order. */
@@ -492,11 +476,11 @@ void prt_cuda_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *
                           const float *w, const float *rstd, int64_t R, int64_t D) {
   const char *fn = "prt_cuda_rmsnorm_bwd";
   void *a1[] = {&dx, &dout, &x, &w, &rstd, &R, &D};
-  launch(K_RMSNORM_BWD_DX, R, a1, fn);
+  launch(PRT_DK_rmsnorm_bwd_dx, R, a1, fn);
   int64_t Rc = COL_CHUNK, chunks = (R + Rc - 1) / Rc;
   double *pw = scratch(SCR_COLS, (size_t)(chunks * D + 1) * sizeof(double), fn);
   void *a2[] = {&pw, &dout, &x, &rstd, &R, &D, &Rc};
-  launch(K_RMSNORM_DW_PARTIALS, chunks * D, a2, fn);
+  launch(PRT_DK_rmsnorm_dw_partials, chunks * D, a2, fn);
   col_finish(dw, pw, chunks, D, fn);
 }
 
@@ -531,7 +515,7 @@ static void rope(float *out, const float *x, int64_t B, int64_t T, int64_t N, in
   const float *cs = rope_table(slot, T, D, theta, fn);
   int64_t BT = B * T;
   void *args[] = {&out, &x, &cs, &BT, &T, &N, &D};
-  launch(K_ROPE, BT * (N / D) * (D / 2), args, fn);
+  launch(PRT_DK_rope, BT * (N / D) * (D / 2), args, fn);
 }
 
 void prt_cuda_rope_fwd(float *out, const float *x, int64_t B, int64_t T, int64_t N, int64_t D,
@@ -546,18 +530,18 @@ void prt_cuda_rope_bwd(float *dx, const float *dout, int64_t B, int64_t T, int64
 
 void prt_cuda_swiglu_fwd(float *out, const float *gate, const float *up, int64_t n) {
   void *args[] = {&out, &gate, &up, &n};
-  launch(K_SWIGLU_FWD, n, args, "prt_cuda_swiglu_fwd");
+  launch(PRT_DK_swiglu_fwd, n, args, "prt_cuda_swiglu_fwd");
 }
 
 void prt_cuda_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate,
                          const float *up, int64_t n) {
   void *args[] = {&dgate, &dup, &dout, &gate, &up, &n};
-  launch(K_SWIGLU_BWD, n, args, "prt_cuda_swiglu_bwd");
+  launch(PRT_DK_swiglu_bwd, n, args, "prt_cuda_swiglu_bwd");
 }
 
 void prt_cuda_bias_add(float *out, const float *x, const float *b, int64_t M, int64_t N) {
   void *args[] = {&out, &x, &b, &M, &N};
-  launch(K_BIAS_ADD, M * N, args, "prt_cuda_bias_add");
+  launch(PRT_DK_bias_add, M * N, args, "prt_cuda_bias_add");
 }
 
 /* Grouped-query attention (kernels/cuda_attention.cu): probs is the CPU's (B, H, T, T) result,
@@ -669,13 +653,13 @@ static void moe_zero(float *p, int64_t n, const char *fn) {
 void prt_cuda_moe_topk_fwd(float *weights, int32_t *experts, const float *logits, int64_t N,
                            int64_t E, int64_t K) {
   void *args[] = {&weights, &experts, &logits, &N, &E, &K};
-  launch(K_MOE_TOPK_FWD, N, args, "prt_cuda_moe_topk_fwd");
+  launch(PRT_DK_moe_topk_fwd, N, args, "prt_cuda_moe_topk_fwd");
 }
 
 void prt_cuda_moe_topk_bwd(float *dlogits, const float *dweights, const float *weights,
                            const int32_t *experts, int64_t N, int64_t E, int64_t K) {
   void *args[] = {&dlogits, &dweights, &weights, &experts, &N, &E, &K};
-  launch(K_MOE_TOPK_BWD, N, args, "prt_cuda_moe_topk_bwd");
+  launch(PRT_DK_moe_topk_bwd, N, args, "prt_cuda_moe_topk_bwd");
 }
 
 void prt_cuda_moe_dispatch_fwd(float *rows, int32_t *counts, const float *h,
@@ -686,7 +670,7 @@ void prt_cuda_moe_dispatch_fwd(float *rows, int32_t *counts, const float *h,
   int64_t El = E / G, R = G * N * (K < El ? K : El), NK = N * K;
   moe_zero(rows, R * C, fn);
   void *args[] = {&rows, &h, &pos, &NK, &K, &C};
-  launch(K_MOE_SCATTER_ROWS, NK * C, args, fn);
+  launch(PRT_DK_moe_scatter_rows, NK * C, args, fn);
 }
 
 void prt_cuda_moe_dispatch_bwd(float *dh, const float *drows, const int32_t *experts, int64_t N,
@@ -694,7 +678,7 @@ void prt_cuda_moe_dispatch_bwd(float *dh, const float *drows, const int32_t *exp
   const char *fn = "prt_cuda_moe_dispatch_bwd";
   const int32_t *pos = moe_positions(experts, NULL, N, K, E, G, fn);
   void *args[] = {&dh, &drows, &pos, &N, &K, &C};
-  launch(K_MOE_GATHER_SUM, N * C, args, fn);
+  launch(PRT_DK_moe_gather_sum, N * C, args, fn);
 }
 
 void prt_cuda_moe_combine_fwd(float *y, const float *out, const float *weights,
@@ -703,7 +687,7 @@ void prt_cuda_moe_combine_fwd(float *y, const float *out, const float *weights,
   const char *fn = "prt_cuda_moe_combine_fwd";
   const int32_t *pos = moe_positions(experts, NULL, N, K, E, G, fn);
   void *args[] = {&y, &out, &weights, &pos, &N, &K, &C};
-  launch(K_MOE_COMBINE_FWD, N * C, args, fn);
+  launch(PRT_DK_moe_combine_fwd, N * C, args, fn);
 }
 
 void prt_cuda_moe_combine_bwd(float *dout, float *dweights, const float *dy, const float *out,
@@ -714,13 +698,13 @@ void prt_cuda_moe_combine_bwd(float *dout, float *dweights, const float *dy, con
   int64_t El = E / G, R = G * N * (K < El ? K : El);
   moe_zero(dout, R * C, fn);
   void *args[] = {&dout, &dweights, &dy, &out, &weights, &pos, &N, &K, &C};
-  launch(K_MOE_COMBINE_BWD, N * K, args, fn);
+  launch(PRT_DK_moe_combine_bwd, N * K, args, fn);
 }
 
 /* act (n, Fe) = silu(g) u of n hidden rows (stride 2 Fe) */
 static void moe_silu_mul(float *act, const float *hid, int64_t n, int64_t Fe, const char *fn) {
   void *args[] = {&act, &hid, &n, &Fe};
-  launch(K_MOE_SILU_MUL, n * Fe, args, fn);
+  launch(PRT_DK_moe_silu_mul, n * Fe, args, fn);
 }
 
 /* prt_moe_expert_dgu: dg = dout wd (n, Fe), then dg and du in place from hidden. */
@@ -728,7 +712,7 @@ static void moe_dgu(float *dg, float *du, const float *dout, const float *hid,
                     const float *wd, int64_t n, int64_t C, int64_t Fe, const char *fn) {
   sgemm(prt_gemm_row_major(false, false, n, Fe, C, dout, C, wd, Fe, 0.0f, dg, Fe), fn);
   void *args[] = {&dg, &du, &hid, &n, &Fe};
-  launch(K_MOE_DGU, n * Fe, args, fn);
+  launch(PRT_DK_moe_dgu, n * Fe, args, fn);
 }
 
 void prt_cuda_moe_expert_fwd(float *out, float *hidden, const float *rows,

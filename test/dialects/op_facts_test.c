@@ -137,7 +137,7 @@ int main(void) {
         (!some && f->batchedResults) || (f->likeOperand0 && ops[i].nOperands == 0) ||
         (f->alias >= PIPER_ALIAS_RESULT_IS_OPERAND0 &&
          (ops[i].nOperands == 0 || ops[i].nResults == 0)) ||
-        (f->declaresTensor && f->cpuKernel)) {
+        (f->declaresTensor && f->kernel)) {
       printf("FAIL: %s: a fact names an operand or result the op does not have (%d operands, "
              "%d results)\n", ops[i].name, ops[i].nOperands, ops[i].nResults);
       return 6;

@@ -1,0 +1,113 @@
+/* piper_step's helpers shared by the op rules (lower_compute.c, lower_comm.c) and the pass
+ * (lower_to_llvm.c): the pointer of a tensor value, constants, and calls of runtime functions,
+ * a kernel's checked against the kernel list (include/piper/kernels.def). */
+#include <stdio.h>
+#include <string.h>
+
+#include "lowering/lowering.h"
+#include "mlir-c/BuiltinTypes.h"
+
+/* The most parameters a kernel of the list takes (moe_expert_bwd_weight has 14). */
+enum { MAX_PARAMS = 16 };
+
+/* Each kernel's parameter types as letters: p pointer (tensor or context), l i64, f f32, i i32;
+ * NUL-terminated. */
+#define F32_OUT(p) 'p'
+#define F32_IN(p) 'p'
+#define I32_OUT(p) 'p'
+#define I32_IN(p) 'p'
+#define CTX_P(c) 'p'
+#define I64_V(v) 'l'
+#define F32_V(v) 'f'
+#define I32_V(v) 'i'
+#define PRT_KERNEL(name, gpu, params, launches) [PRT_K_##name] = {PRT_KERNEL_UNPAREN params},
+static const char kernelParams[PRT_K_COUNT][MAX_PARAMS] = {
+#include "piper/kernels.def"
+};
+/* and a compile-time refusal of a kernel whose parameters would not fit with their NUL */
+#define F32_OUT(p) 'p'
+#define F32_IN(p) 'p'
+#define I32_OUT(p) 'p'
+#define I32_IN(p) 'p'
+#define CTX_P(c) 'p'
+#define I64_V(v) 'l'
+#define F32_V(v) 'f'
+#define I32_V(v) 'i'
+#define PRT_KERNEL(name, gpu, params, launches)                                            \
+  _Static_assert(sizeof((char[]){PRT_KERNEL_UNPAREN params}) < MAX_PARAMS,                 \
+                 "prt_" #name " has more parameters than lower_common.c's MAX_PARAMS");
+#include "piper/kernels.def"
+
+/* The base pointer of `buf`, materialised on first use in piper_step. */
+static MlirValue bufferPtr(Lowering *L, Buffer *buf) {
+  if (!buf->ptr.ptr) {
+    if (buf->tensorId >= 0) {
+      MlirValue args[2] = {L->ctxArg, lbConstI64(&L->lb, buf->tensorId)};
+      buf->ptr = lbCall(&L->lb, "prt_tensor", L->lb.ptr, 2, args);
+    } else {
+      buf->ptr = lbOffset(&L->lb, L->arena, buf->offset);
+    }
+  }
+  return buf->ptr;
+}
+
+MlirValue lwPtrOf(Lowering *L, MlirValue v) {
+  intptr_t offset = 0;
+  bool view = piperPtrMapGet(&L->viewOffset, v.ptr, &offset); /* a view into a shared buffer */
+  MlirValue base = bufferPtr(L, lwBufferOf(L, v));
+  return view ? lbOffset(&L->lb, base, offset) : base;
+}
+
+MlirValue lwIn(Lowering *L, MlirOperation op, intptr_t i) {
+  return lwPtrOf(L, mlirOperationGetOperand(op, i));
+}
+MlirValue lwOut(Lowering *L, MlirOperation op, intptr_t i) {
+  return lwPtrOf(L, mlirOperationGetResult(op, i));
+}
+MlirValue lwI64(Lowering *L, int64_t v) { return lbConstI64(&L->lb, v); }
+
+void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args) {
+  lbCall(&L->lb, fn, (MlirType){NULL}, n, args);
+}
+
+const char *lwKernelName(const Lowering *L, prt_kernel_id k) {
+  return k > PRT_K_NONE && k < PRT_K_COUNT ? L->shared->target->kernels[k] : NULL;
+}
+
+const char *lwKernelOf(const Shared *sh, MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  return f && f->kernel > PRT_K_NONE && f->kernel < PRT_K_COUNT ? sh->target->kernels[f->kernel]
+                                                                : NULL;
+}
+
+/* The LLVM type parameter letter `c` of kernelParams stands for. */
+static MlirType paramType(const LlvmBuilder *b, char c) {
+  return c == 'p' ? b->ptr : c == 'l' ? b->i64 : c == 'f' ? b->f32 : b->i32;
+}
+
+void lwCallKernel(Lowering *L, MlirOperation at, prt_kernel_id k, intptr_t n,
+                  const MlirValue *args) {
+  const char *fn = lwKernelName(L, k);
+  const char *params = k > PRT_K_NONE && k < PRT_K_COUNT ? kernelParams[k] : "";
+  intptr_t want = (intptr_t)strlen(params), bad = -1;
+  for (intptr_t i = 0; i < n && i < want && bad < 0; ++i)
+    if (!mlirTypeEqual(mlirValueGetType(args[i]), paramType(&L->lb, params[i]))) bad = i;
+  if (!fn || n != want || bad >= 0) {
+    char why[96];
+    if (!fn)
+      snprintf(why, sizeof why, "the target has no such kernel");
+    else if (n != want)
+      snprintf(why, sizeof why, "%lld argument(s) passed, %lld taken", (long long)n,
+               (long long)want);
+    else
+      snprintf(why, sizeof why, "argument #%lld has the wrong type", (long long)bad);
+    piperEmitErrorf(mlirOperationGetLocation(at),
+                    "piper-lower-to-llvm: internal error: the call of kernel #%d (%s): %s; "
+                    "lowering/lower_compute.c's rule and the kernel list "
+                    "(include/piper/kernels.def) disagree",
+                    (int)k, fn ? fn : "-", why);
+    L->failed = true;
+    return;
+  }
+  lwCall(L, fn, n, args);
+}

@@ -88,11 +88,84 @@ static bool findCustomFormOp(const char *text, int *line, int *col, char *name, 
   return false;
 }
 
+/* The largest result number an SSA use (`%v#N`) may carry. MLIR's parser sizes its table of
+ * a name's results by N (N + 1 entries of 16 bytes) when the use comes before the definition,
+ * before it can know how many results the op has, so `%v#2147483648` asks for 32 GiB and
+ * ends in "LLVM ERROR: out of memory" instead of a diagnostic (mlir-opt does the same). A
+ * real N is below its op's result count, and each result is written out as a type in the
+ * op's signature. Piper's ops have at most 4 results (the largest N in every test input and
+ * in a 32-layer Qwen3's PP4 x DP2 plan is 3); only tdag.node's are variadic, one per value
+ * crossing a node boundary. 2^20 results would take over 5 MiB of `f32, ` in one op, and the
+ * table this bound allows costs the parser 16 MiB at most. */
+#define PIPER_MAX_RESULT_NUMBER ((1u << 20) - 1)
+
+static bool isSuffixIdChar(char c) {
+  return isalnum((unsigned char)c) || c == '_' || c == '$' || c == '.' || c == '-';
+}
+
+/* Finds an SSA use whose result number is above PIPER_MAX_RESULT_NUMBER, following MLIR's
+ * lexer: a `#digits` token right after a `%name` token (blanks and // comments may sit
+ * between, as the parser allows), never inside a string literal or a comment. Sets the
+ * place of the `#` (1-based line and byte column) and the use as written. */
+static bool findHugeResultNumber(const char *text, int *line, int *col, char *use,
+                                 size_t size) {
+  const char *lineStart = text, *name = NULL;
+  size_t nameLen = 0;
+  int ln = 1;
+  for (const char *p = text; *p;) {
+    if (*p == '\n') {
+      lineStart = ++p, ++ln;
+    } else if (isspace((unsigned char)*p)) {
+      ++p;
+    } else if (p[0] == '/' && p[1] == '/') {
+      while (*p && *p != '\n') ++p;
+    } else if (*p == '"') { /* a string ends at its quote or, unterminated, at the line's end */
+      for (++p; *p && *p != '"' && *p != '\n'; ++p)
+        if (p[0] == '\\' && p[1] && p[1] != '\n') ++p;
+      if (*p == '"') ++p;
+      name = NULL;
+    } else if (*p == '%') {
+      const char *start = p++;
+      while (isSuffixIdChar(*p)) ++p;
+      name = p - start > 1 ? start : NULL;
+      nameLen = (size_t)(p - start);
+    } else if (*p == '#' && name && isdigit((unsigned char)p[1])) {
+      const char *start = p++;
+      unsigned long long n = 0;
+      bool digits = true;
+      for (; isSuffixIdChar(*p); ++p) {
+        if (!isdigit((unsigned char)*p)) digits = false;
+        else if (n <= PIPER_MAX_RESULT_NUMBER) n = n * 10 + (unsigned)(*p - '0');
+      }
+      if (digits && n > PIPER_MAX_RESULT_NUMBER) {
+        *line = ln, *col = (int)(start - lineStart) + 1;
+        snprintf(use, size, "%.*s%s%.*s", (int)(nameLen < 64 ? nameLen : 64), name,
+                 name + nameLen == start ? "" : " ", (int)(p - start < 32 ? p - start : 32),
+                 start);
+        return true;
+      }
+      name = NULL;
+    } else {
+      ++p;
+      name = NULL;
+    }
+  }
+  return false;
+}
+
 MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *sourceName) {
   /* mlirOperationCreateParse wants one top-level op; a file of several ops (or none) is
    * wrapped in a module the way mlir-opt does implicitly. The wrapper opens on line 1, which
    * keeps every line number; only columns on line 1 move, and that line is almost always a
    * comment (or the padding of a --split-input-file chunk). */
+  int line, col;
+  char use[128];
+  if (findHugeResultNumber(text, &line, &col, use, sizeof use)) {
+    piperEmitErrorf(mlirLocationFileLineColGet(ctx, piperStr(sourceName), line, col),
+                    "result number of '%s' is out of range: at most %u (no op has more "
+                    "results than that)", use, PIPER_MAX_RESULT_NUMBER);
+    return (MlirModule){NULL};
+  }
   char *wrapped = NULL;
   if (!startsWithModule(text)) {
     size_t n = strlen(text);

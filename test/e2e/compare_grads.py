@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """Step-0 gradients of a distributed run against the single-device run (--dump-grads files).
 
-  compare_grads.py REF_GRADS RUN_GRADS [--tol X]
+  compare_grads.py REF_GRADS RUN_GRADS [--tol X] [--model MODEL.mlir]
 
-Prints one line per parameter and `N passed, M failed`; exits 1 on any failure.
+Prints one line per parameter, the worst error, and `grads: N passed, M failed`; exits 1 on any
+failure.
   grad[name]  max|run - ref| / max|ref| <= --tol (default 2e-6), and both files hold the same
               names and shapes.
+A comparison of nothing fails: REF_GRADS must hold at least one tensor, and with --model exactly
+the model's parameters (its "tdag.param" ops), so that a reference cut short cannot pass.
 Gradients after one step have not been through AdamW, which divides by sqrt(v) and so turns
 float32 rounding differences of near-zero gradient elements into visible parameter differences;
 here a plan differs from the single-device step only in the order sums are taken (tensor
@@ -22,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
 import safetensors_io  # noqa: E402
+from compare_runs import model_params  # noqa: E402
 
 
 def main():
@@ -29,9 +33,22 @@ def main():
     ap.add_argument("ref")
     ap.add_argument("run")
     ap.add_argument("--tol", type=float, default=2e-6)
+    ap.add_argument("--model", help="REF_GRADS must hold this model's parameters, no other")
     a = ap.parse_args()
     ref, run = safetensors_io.read(a.ref), safetensors_io.read(a.run)
     passed = failed = 0
+    if not ref:
+        print(f"FAIL grads no tensor in {a.ref}: nothing to compare")
+        failed += 1
+    if a.model is not None:
+        params = set(model_params(a.model))
+        for name in sorted(params - set(ref)):
+            print(f"FAIL grad[{name}] missing from the reference {a.ref}")
+            failed += 1
+        for name in sorted(set(ref) - params):
+            print(f"FAIL grad[{name}] in the reference but not a parameter of {a.model}")
+            failed += 1
+    errs = []
     for name in sorted(set(ref) | set(run)):
         if name not in ref or name not in run:
             print(f"FAIL grad[{name}] present in only one file")
@@ -44,9 +61,12 @@ def main():
             continue
         err = float(np.abs(x - y).max() / max(np.abs(x).max(), 1e-30))
         ok = err <= a.tol
+        errs.append((err, name))
         print(f"{'PASS' if ok else 'FAIL'} grad[{name}] err={err:.3e} tol={a.tol:.1e}")
         passed += ok
         failed += not ok
+    e, n = max(errs, default=(0.0, None), key=lambda p: p[0])
+    print(f"worst: grad {e:.3e} ({n})")
     print(f"grads: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

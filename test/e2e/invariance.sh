@@ -11,6 +11,9 @@
 # INVARIANCE_COMPARE_ARGS (environment): more compare_runs.py flags (e.g. --param-tol).
 # INVARIANCE_GRADS=1 (environment): also compare both runs' step-0 gradients (--dump-grads, a
 # separate 1-step run of each) with compare_grads.py.
+# INVARIANCE_PLAN_ARGS (environment): training flags for the distributed run alone, after the
+#   shared ones (negative controls: a plan trained differently must fail).
+# The comparers are told the steps run and the model, so a reference cut short fails too.
 set -euo pipefail
 dir=$1 np=$2 stages=$3
 shift 3
@@ -23,16 +26,19 @@ piper-sched "$@" > strategy.json
 piper-compile single.mlir -o single
 piper-compile staged.mlir --strategy strategy.json -o plan
 extra=(${INVARIANCE_TRAIN_ARGS:-})
+planonly=(${INVARIANCE_PLAN_ARGS:-})
 ./single --steps 10 --quiet "${extra[@]}" --metrics single.jsonl --save-checkpoint single.safetensors
 # timeout: a plan that hangs fails the test instead of blocking the suite
 timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
-  ./plan --steps 10 --quiet "${extra[@]}" --metrics plan.jsonl --save-checkpoint plan.safetensors
+  ./plan --steps 10 --quiet "${extra[@]}" "${planonly[@]}" --metrics plan.jsonl \
+  --save-checkpoint plan.safetensors
 if [ "${INVARIANCE_GRADS:-0}" = 1 ]; then
   ./single --steps 1 --quiet "${extra[@]}" --dump-grads single.grads.safetensors
   timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
-    ./plan --steps 1 --quiet "${extra[@]}" --dump-grads plan.grads.safetensors
-  /usr/bin/python3 "$here/compare_grads.py" single.grads.safetensors plan.grads.safetensors
+    ./plan --steps 1 --quiet "${extra[@]}" "${planonly[@]}" --dump-grads plan.grads.safetensors
+  /usr/bin/python3 "$here/compare_grads.py" single.grads.safetensors plan.grads.safetensors \
+    --model single.mlir
 fi
 compare=(${INVARIANCE_COMPARE_ARGS:-})
 /usr/bin/python3 "$here/compare_runs.py" single.jsonl single.safetensors plan.jsonl plan.safetensors \
-  "${compare[@]}"
+  --steps 10 --model single.mlir "${compare[@]}"

@@ -104,7 +104,8 @@ elif [ "$phase" = run ]; then
     timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
       "./$name" --steps 10 --quiet "$@" --metrics "$name.jsonl" \
       --save-checkpoint "$name.safetensors" &&
-    "$py" e2e/compare_runs.py "$ref.jsonl" "$ref.safetensors" "$name.jsonl" "$name.safetensors"
+    "$py" e2e/compare_runs.py "$ref.jsonl" "$ref.safetensors" "$name.jsonl" "$name.safetensors" \
+      --steps 10 --model "$ref.mlir"
   }
   echo "@pytorch"
   check pytorch pytorch

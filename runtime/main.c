@@ -337,7 +337,7 @@ static int prt_check_world(const prt_ctx *ctx, prt_status *st) {
   int64_t planned = ctx->declared_world ? ctx->declared_world : 1;
   if (planned == ctx->world) return 0;
   if (ctx->rank == 0) { /* printed here: it is no rank's fault, so no " (rank k)" */
-    if (strcmp(prt_comm_backend, "serial") == 0)
+    if (prt_backend_current()->comm->one_process)
       fprintf(stderr, "piper: error: this plan is for %lld devices but this binary runs on "
               "one (it is linked with the serial comm backend); link it with piper_rt_mpi "
               "and run it with mpirun -np %lld\n", (long long)planned, (long long)planned);
@@ -367,7 +367,7 @@ static void prt_banner(const prt_ctx *ctx, const prt_opts *o, const prt_data *da
     int64_t all = prt_catalog_numel(ctx);
     printf("piper: %lld devices (%s), %lld params (%.2f M); rank 0 holds %.1f MB, arena "
            "%.1f MB; global batch %lld x %lld, data %s (%lld bytes), %lld steps%s\n",
-           (long long)ctx->world, prt_comm_backend, (long long)all, all / 1e6, np * 4 / 1e6,
+           (long long)ctx->world, prt_backend_current()->comm->name, (long long)all, all / 1e6, np * 4 / 1e6,
            ctx->arena_bytes / 1e6, (long long)ctx->global_batch, (long long)T, data->name,
            (long long)data->n, (long long)o->steps, from);
   }

@@ -13,6 +13,8 @@
 /* Weak: resolved only when libpiper_rt_mpi is linked (with -u prt_comm_mpi). */
 extern const prt_comm_vtable prt_comm_mpi __attribute__((weak));
 
+_Static_assert(PRT_OP_KINDS == PRT_OP_ALL_TO_ALL + 1, "PRT_OP_KINDS must count prt_op_kind");
+
 prt_watchdog prt_watch = {0.0, -1, NULL}; /* no watchdog until prt_main sets --timeout */
 
 static prt_backend B = {

@@ -1,8 +1,7 @@
 /* The context: what piper_setup declares (prt_declare_tensor, prt_declare_arena), the
  * storage behind it (prt_ctx_allocate), and the accessors piper_step calls (prt_tensor,
- * prt_arena, prt_observe_grad). Also the status / fatal / allocation helpers. The distributed
- * declarations (world, groups, shards, streams) live in dist.c. */
-#include <stdarg.h>
+ * prt_arena, prt_observe_grad). The distributed declarations (world, groups, shards, streams)
+ * live in dist.c; the status / fatal / allocation helpers in fail.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,37 +14,6 @@
 
 static const char *const PLAN_BUG =
     "this is a bug in the compiled plan (piper_setup); recompile it or report the bug";
-
-/* ---- status and allocation helpers ---- */
-
-int prt_fail(prt_status *st, int code, const char *fmt, ...) {
-  if (st->code != 0) return st->code;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(st->msg, sizeof st->msg, fmt, ap);
-  va_end(ap);
-  st->code = code;
-  return code;
-}
-
-void prt_fatal(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("piper: error: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  fflush(stderr);
-  prt_comm_abort(1); /* every rank stops: the others would wait for this one forever */
-}
-
-void *prt_xmalloc(size_t bytes, const char *what) {
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p)
-    prt_fatal("out of memory: %zu bytes for %s; free memory or shrink the model or batch",
-              bytes, what);
-  return p;
-}
 
 /* ---- context lifecycle ---- */
 

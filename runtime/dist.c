@@ -16,7 +16,6 @@
 #define PRT_MAX_GROUPS (1 << 16)  /* group ids beyond this are surely a corrupt plan */
 #define PRT_MAX_STREAMS 1024      /* trace lanes */
 
-prt_watchdog prt_watch = {0.0, -1, NULL}; /* no watchdog until prt_main sets --timeout */
 
 static const char *const PLAN_BUG =
     "this is a bug in the compiled plan; recompile it or report the bug";
@@ -427,18 +426,14 @@ static int64_t prt_issue(prt_ctx *ctx, const prt_comm_op *op) {
   int64_t k = ctx->ops_free[--ctx->ops_nfree];
   prt_op_slot *s = &ctx->ops[k];
   s->op = *op;
-  /* the device backend (NCCL) runs the collectives that it implements; point-to-point and
-   * all-to-all (expert parallelism's exchanges; NCCL has none but grouped send/recv) stay on
-   * the staged host path, correct with any backend */
-  s->on_device = ctx->dev_comm && op->kind != PRT_OP_SEND && op->kind != PRT_OP_RECV &&
-                 op->kind != PRT_OP_ALL_TO_ALL;
-  if (!s->on_device && !ctx->device->host_visible) prt_stage_out(ctx, s);
+  /* the backend's engine for this kind; one on host memory needs a device's tensors staged */
+  s->xfer = prt_backend_current()->xfer[op->kind];
+  if (!s->xfer->device_memory && !ctx->device->host_visible) prt_stage_out(ctx, s);
   s->busy = 1;
   s->gen++;
   ctx->ops_busy++;
   if (ctx->trace) s->t_issue = prt_trace_now(ctx);
-  if (s->on_device) ctx->dev_comm->start(ctx, &s->op, &s->req);
-  else prt_comm_start(ctx, &s->op, &s->req);
+  s->xfer->start(ctx, &s->op, &s->req);
   return (int64_t)s->gen << 32 | k;
 }
 
@@ -494,9 +489,7 @@ int64_t prt_iall_to_all(prt_ctx *ctx, const float *in, float *out, int64_t n, in
 static void prt_poll_inflight(prt_ctx *ctx) {
   for (int64_t k = 0; k < ctx->ops_cap; k++) {
     prt_op_slot *o = &ctx->ops[k];
-    if (o->busy && !o->done &&
-        (o->on_device ? ctx->dev_comm->test(ctx, &o->op, &o->req)
-                      : prt_comm_test(ctx, &o->op, &o->req))) {
+    if (o->busy && !o->done && o->xfer->test(ctx, &o->op, &o->req)) {
       o->done = 1;
       /* stamped when the test returns: the test itself may drive the transfer to its end
        * (MPI progress), so a time taken before it could precede the completion */
@@ -513,19 +506,19 @@ void prt_wait(prt_ctx *ctx, int64_t handle) {
               "never issued): prt_wait (rank %lld); %s", (long long)handle,
               (long long)ctx->rank, PLAN_BUG);
   prt_op_slot *s = &ctx->ops[k];
-  if (s->on_device) {
-    ctx->dev_comm->finish(ctx, &s->op, &s->req);
+  if (s->xfer->device_memory) { /* ordered on the device: finished whatever a test said */
+    s->xfer->finish(ctx, &s->op, &s->req);
     if (ctx->trace) { /* host times: the device completes it later, on its own stream */
       double now = prt_trace_now(ctx);
       prt_trace_transfer(ctx, &s->op, s->t_issue, now, now, now);
     }
   } else if (!ctx->trace) {
-    prt_comm_finish(ctx, &s->op, &s->req);
+    s->xfer->finish(ctx, &s->op, &s->req);
   } else { /* the span ends when the runtime first sees the transfer complete */
     double w0 = prt_trace_now(ctx);
     prt_poll_inflight(ctx);
     if (!s->done) {
-      prt_comm_finish(ctx, &s->op, &s->req);
+      s->xfer->finish(ctx, &s->op, &s->req);
       s->done = 1; /* finished: its request is gone, the poll must not test it */
       s->t_done = prt_trace_now(ctx);
       prt_poll_inflight(ctx);

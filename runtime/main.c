@@ -337,7 +337,7 @@ static int prt_check_world(const prt_ctx *ctx, prt_status *st) {
   int64_t planned = ctx->declared_world ? ctx->declared_world : 1;
   if (planned == ctx->world) return 0;
   if (ctx->rank == 0) { /* printed here: it is no rank's fault, so no " (rank k)" */
-    if (strcmp(prt_comm_backend, "serial") == 0)
+    if (prt_backend_current()->comm->one_process)
       fprintf(stderr, "piper: error: this plan is for %lld devices but this binary runs on "
               "one (it is linked with the serial comm backend); link it with piper_rt_mpi "
               "and run it with mpirun -np %lld\n", (long long)planned, (long long)planned);
@@ -367,7 +367,7 @@ static void prt_banner(const prt_ctx *ctx, const prt_opts *o, const prt_data *da
     int64_t all = prt_catalog_numel(ctx);
     printf("piper: %lld devices (%s), %lld params (%.2f M); rank 0 holds %.1f MB, arena "
            "%.1f MB; global batch %lld x %lld, data %s (%lld bytes), %lld steps%s\n",
-           (long long)ctx->world, prt_comm_backend, (long long)all, all / 1e6, np * 4 / 1e6,
+           (long long)ctx->world, prt_backend_current()->comm->name, (long long)all, all / 1e6, np * 4 / 1e6,
            ctx->arena_bytes / 1e6, (long long)ctx->global_batch, (long long)T, data->name,
            (long long)data->n, (long long)o->steps, from);
   }
@@ -411,25 +411,34 @@ static int prt_write_eval_metrics(FILE *f, int64_t s, double loss) {
   return fflush(f);
 }
 
-static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt_ctx *),
-                   prt_status *st) {
-  prt_ctx *ctx = prt_ctx_create();
-  prt_data data = {0};
-  prt_data eval_data = {0}; /* --eval-data, open when evaluating */
-  void (*eval_step)(prt_ctx *) = prt_eval_step_fn();
-  FILE *metrics = NULL;
-  int64_t T = 0;
-  int64_t start = 0; /* the first step this run executes */
-  int64_t completed = 0; /* steps done, what a checkpoint written now records */
-  int stop_signal = 0;   /* SIGINT/SIGTERM agreed by every rank: stop after this step */
-  prt_loop loop = o->loop; /* the schedule's length is resolved once the start is known */
+/* What one run carries from the plan's setup through its steps to its end (prt_run). */
+typedef struct prt_run_state {
+  prt_ctx *ctx;
+  prt_data data;
+  prt_data eval_data;            /* --eval-data, open when evaluating */
+  void (*eval_step)(prt_ctx *);  /* the binary's evaluation step; NULL: none */
+  FILE *metrics;                 /* rank 0's --metrics file; NULL: none */
+  int64_t T;                     /* the world's sequence length */
+  int64_t start;                 /* the first step this run executes */
+  int64_t completed;             /* steps done, what a checkpoint written now records */
+  int stop_signal;               /* SIGINT/SIGTERM agreed by every rank: stop after this step */
+  int pending;                   /* this rank failed (a metrics write): every rank stops
+                                    after this step */
+  double ms_sum;                 /* wall milliseconds of the steps run so far (for the ETA) */
+  prt_loop loop;                 /* the schedule's length is resolved once the start is known */
+} prt_run_state;
+
+/* The plan's setup and the checks every rank agrees on before anything is read. */
+static int prt_run_setup(prt_run_state *r, const prt_opts *o, void (*setup)(prt_ctx *),
+                         prt_status *st) {
+  prt_ctx *ctx = r->ctx;
   ctx->lr = o->lr;
   ctx->comm = o->comm;
   ctx->weight_decay = o->weight_decay;
-  ctx->adam_beta1 = loop.beta1;
-  ctx->adam_beta2 = loop.beta2;
-  ctx->adam_eps = loop.eps;
-  ctx->grad_clip = loop.grad_clip > 0 ? loop.grad_clip : 0.0;
+  ctx->adam_beta1 = r->loop.beta1;
+  ctx->adam_beta2 = r->loop.beta2;
+  ctx->adam_eps = r->loop.eps;
+  ctx->grad_clip = r->loop.grad_clip > 0 ? r->loop.grad_clip : 0.0;
 
   setup(ctx);
   prt_watch.timeout_s = o->timeout;
@@ -439,136 +448,180 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
              "the CPU, over MPI): command line; drop --comm or pass --comm mpi");
   else if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
     prt_check_dump(ctx, o, st);
-  if (prt_agree(ctx, st)) goto done;
-  if (!prt_dist_setup(ctx, &T, st)) prt_catalog_build(ctx, st); /* alike on every rank */
-  if (prt_agree(ctx, st)) goto done;
+  if (prt_agree(ctx, st)) return st->code;
+  if (!prt_dist_setup(ctx, &r->T, st)) prt_catalog_build(ctx, st); /* alike on every rank */
+  return prt_agree(ctx, st);
+}
 
-  if (prt_data_open(&data, o->data, o->data_format, T, prt_catalog_vocab(ctx), st) == 0) {
+/* The data, the parameters (fresh or from the checkpoint), the metrics file, the schedule,
+ * the evaluation data, the trace's clock. */
+static int prt_run_open(prt_run_state *r, const prt_opts *o, prt_status *st) {
+  prt_ctx *ctx = r->ctx;
+  int64_t V = prt_catalog_vocab(ctx);
+  if (prt_data_open(&r->data, o->data, o->data_format, r->T, V, st) == 0) {
     prt_ckpt_info info;
     if (!o->init_ckpt) prt_init_params(ctx, o->seed);
     else if (prt_checkpoint_load(ctx, o->init_ckpt, &info, st) == 0)
-      start = prt_resume_step(ctx, o, &info, st);
+      r->start = prt_resume_step(ctx, o, &info, st);
   }
-  ctx->dump_step = o->dump_grads ? start : -1;
-  if (!st->code && ctx->rank == 0 && o->metrics && !(metrics = fopen(o->metrics, "w")))
+  ctx->dump_step = o->dump_grads ? r->start : -1;
+  if (!st->code && ctx->rank == 0 && o->metrics && !(r->metrics = fopen(o->metrics, "w")))
     prt_fail(st, 1, "cannot open metrics file: %s: %s; check the directory exists and is "
              "writable", o->metrics, strerror(errno));
-  if (!st->code) prt_loop_resolve(&loop, start, o->steps, st); /* alike on every rank */
-  if (!st->code && loop.eval_data && !eval_step)
+  if (!st->code) prt_loop_resolve(&r->loop, r->start, o->steps, st); /* alike on every rank */
+  if (!st->code && r->loop.eval_data && !r->eval_step)
     prt_fail(st, 1, "this binary has no evaluation step (piper_eval_step): --eval-every; "
              "compile the model again with this version of piper-compile");
-  if (!st->code && loop.eval_data) { /* the loader's message names --data: say which file */
+  if (!st->code && r->loop.eval_data) { /* the loader's message names --data: say which file */
     prt_status es = {0};
-    if (prt_data_open(&eval_data, loop.eval_data, o->data_format, T, prt_catalog_vocab(ctx),
-                      &es))
+    if (prt_data_open(&r->eval_data, r->loop.eval_data, o->data_format, r->T, V, &es))
       prt_fail(st, es.code, "--eval-data: %s", es.msg);
   }
-  if (prt_agree(ctx, st)) goto done;
+  if (prt_agree(ctx, st)) return st->code;
   prt_watch.what = "the trace's clock sync";
   if (o->trace) prt_trace_start(ctx);
   prt_watch.what = NULL;
+  return 0;
+}
 
-  if (ctx->rank == 0 && !o->quiet) prt_banner(ctx, o, &data, T, start);
-  int pending = 0;     /* this rank failed (a metrics write): every rank stops after this step */
-  double ms_sum = 0;   /* wall milliseconds of the steps run so far (for the ETA) */
-  completed = start;
-  for (int64_t s = start; s < start + o->steps; s++) {
-    ctx->step = s;
-    prt_watch.step = s;
-    ctx->adam_t = s + 1;
-    ctx->lr = prt_lr_at(&loop, o->lr, s);
-    double t0 = prt_now_ms();
-    prt_span_begin(ctx, "step", 0);
-    prt_data_fill(&data, ctx, s);
-    step(ctx);
-    if (ctx->ops_busy)
-      prt_fatal("step %lld ended with %lld transfer%s never waited: piper_step (rank %lld); "
-                "every prt_isend/prt_irecv/collective needs its prt_wait: this is a bug in "
-                "the compiled plan", (long long)s, (long long)ctx->ops_busy,
-                ctx->ops_busy == 1 ? "" : "s", (long long)ctx->rank);
-    prt_span_end(ctx, 0);
-    int stop = 0;
-    prt_watch.what = "the step's loss and stop flags";
-    float L = (float)prt_dist_loss(ctx, pending, prt_signal_seen, &stop, &stop_signal);
-    prt_watch.what = NULL;
-    double ms = prt_now_ms() - t0;
-    if (stop) goto done; /* the failing rank's status says why */
-    ms_sum += ms;
-    prt_step_record rec = {.step = s, .total = start + o->steps, .loss = L, .lr = ctx->lr,
-                           .grad_norm = ctx->grad_norm, .step_ms = ms, .tokens_per_s = 0};
-    if (ms > 0) rec.tokens_per_s = (double)(ctx->global_batch * T) / (ms * 1e-3);
-    /* ETA: the steps left times the mean step time of this run's steps so far */
-    rec.eta_s = (double)(rec.total - s - 1) * (ms_sum / (double)(s - start + 1)) * 1e-3;
-    if (metrics && prt_metrics_train(metrics, ctx, &rec) != 0) {
-      prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
-               o->metrics, strerror(errno));
-      pending = 1;
-    }
-    if (ctx->rank == 0 && !o->quiet &&
-        (prt_progress_due(s, start, start + o->steps - 1, o->log_every) || stop_signal ||
-         !isfinite(L)))
-      prt_progress_line(stdout, &rec);
-    if (!isfinite(L)) { /* every rank sees the same loss: they all stop here */
-      prt_fail(st, 1, "loss is %s at step %lld: training diverged; lower --lr, or check the "
-               "data and the compiled plan", isnan(L) ? "NaN" : "infinite", (long long)s);
-      goto done;
-    }
-    if (s == ctx->dump_step) {
-      prt_grads_save(ctx, o->dump_grads, st);
-      if (prt_agree(ctx, st)) goto done;
-    }
-    completed = s + 1;
-    if (stop_signal) break;
-    if (loop.eval_every && completed % loop.eval_every == 0) {
-      double E = prt_eval_loss(ctx, &loop, &eval_data, eval_step); /* collective */
-      if (metrics && prt_write_eval_metrics(metrics, s, E) != 0) {
-        prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
-                 o->metrics, strerror(errno));
-        pending = 1;
-      }
-      if (ctx->rank == 0 && !o->quiet) {
-        printf("eval %4lld | eval_loss %.6f\n", (long long)s, E);
-        fflush(stdout);
-      }
-    }
-    if (o->ckpt_every && (completed - start) % o->ckpt_every == 0 &&
-        completed < start + o->steps) {
-      prt_watch.what = "a periodic checkpoint";
-      prt_checkpoint_save(ctx, o->save_ckpt, completed, st);
-      if (prt_agree(ctx, st)) goto done;
-      prt_watch.what = NULL;
-    }
+/* Step s's record: the --metrics line and (when due) the progress line. */
+static void prt_run_report(prt_run_state *r, const prt_opts *o, int64_t s, float L, double ms,
+                           prt_status *st) {
+  prt_ctx *ctx = r->ctx;
+  prt_step_record rec = {.step = s, .total = r->start + o->steps, .loss = L, .lr = ctx->lr,
+                         .grad_norm = ctx->grad_norm, .step_ms = ms, .tokens_per_s = 0};
+  if (ms > 0) rec.tokens_per_s = (double)(ctx->global_batch * r->T) / (ms * 1e-3);
+  /* ETA: the steps left times the mean step time of this run's steps so far */
+  rec.eta_s = (double)(rec.total - s - 1) * (r->ms_sum / (double)(s - r->start + 1)) * 1e-3;
+  if (r->metrics && prt_metrics_train(r->metrics, ctx, &rec) != 0) {
+    prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
+             o->metrics, strerror(errno));
+    r->pending = 1;
   }
-  prt_watch.what = "the final checkpoint";
-  if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, completed, st);
-  if (prt_agree(ctx, st)) goto done;
+  if (ctx->rank == 0 && !o->quiet &&
+      (prt_progress_due(s, r->start, r->start + o->steps - 1, o->log_every) || r->stop_signal ||
+       !isfinite(L)))
+    prt_progress_line(stdout, &rec);
+}
+
+/* The evaluation due after step s (collective): its loss to --metrics and stdout. */
+static void prt_run_eval(prt_run_state *r, const prt_opts *o, int64_t s, prt_status *st) {
+  double E = prt_eval_loss(r->ctx, &r->loop, &r->eval_data, r->eval_step);
+  if (r->metrics && prt_write_eval_metrics(r->metrics, s, E) != 0) {
+    prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
+             o->metrics, strerror(errno));
+    r->pending = 1;
+  }
+  if (r->ctx->rank == 0 && !o->quiet) {
+    printf("eval %4lld | eval_loss %.6f\n", (long long)s, E);
+    fflush(stdout);
+  }
+}
+
+/* How a step ends the loop: the next step, a stop every rank agreed on (a signal: the run
+ * still saves), or a failure (straight to the end). */
+enum { PRT_STEP_NEXT, PRT_STEP_STOP, PRT_STEP_FAIL };
+
+/* Runs step s and what follows it: the loss over the ranks, the reports, the gradient dump,
+ * the evaluation and the periodic checkpoint that are due. */
+static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ctx *),
+                        int64_t s, prt_status *st) {
+  prt_ctx *ctx = r->ctx;
+  ctx->step = s;
+  prt_watch.step = s;
+  ctx->adam_t = s + 1;
+  ctx->lr = prt_lr_at(&r->loop, o->lr, s);
+  double t0 = prt_now_ms();
+  prt_span_begin(ctx, "step", 0);
+  prt_data_fill(&r->data, ctx, s);
+  step(ctx);
+  if (ctx->ops_busy)
+    prt_fatal("step %lld ended with %lld transfer%s never waited: piper_step (rank %lld); "
+              "every prt_isend/prt_irecv/collective needs its prt_wait: this is a bug in "
+              "the compiled plan", (long long)s, (long long)ctx->ops_busy,
+              ctx->ops_busy == 1 ? "" : "s", (long long)ctx->rank);
+  prt_span_end(ctx, 0);
+  int stop = 0;
+  prt_watch.what = "the step's loss and stop flags";
+  float L = (float)prt_dist_loss(ctx, r->pending, prt_signal_seen, &stop, &r->stop_signal);
   prt_watch.what = NULL;
-  if (stop_signal && ctx->rank == 0) {
-    const char *name = stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
+  double ms = prt_now_ms() - t0;
+  if (stop) return PRT_STEP_FAIL; /* the failing rank's status says why */
+  r->ms_sum += ms;
+  prt_run_report(r, o, s, L, ms, st);
+  if (!isfinite(L)) { /* every rank sees the same loss: they all stop here */
+    prt_fail(st, 1, "loss is %s at step %lld: training diverged; lower --lr, or check the "
+             "data and the compiled plan", isnan(L) ? "NaN" : "infinite", (long long)s);
+    return PRT_STEP_FAIL;
+  }
+  if (s == ctx->dump_step) {
+    prt_grads_save(ctx, o->dump_grads, st);
+    if (prt_agree(ctx, st)) return PRT_STEP_FAIL;
+  }
+  r->completed = s + 1;
+  if (r->stop_signal) return PRT_STEP_STOP;
+  if (r->loop.eval_every && r->completed % r->loop.eval_every == 0) prt_run_eval(r, o, s, st);
+  if (o->ckpt_every && (r->completed - r->start) % o->ckpt_every == 0 &&
+      r->completed < r->start + o->steps) {
+    prt_watch.what = "a periodic checkpoint";
+    prt_checkpoint_save(ctx, o->save_ckpt, r->completed, st);
+    if (prt_agree(ctx, st)) return PRT_STEP_FAIL;
+    prt_watch.what = NULL;
+  }
+  return PRT_STEP_NEXT;
+}
+
+/* After the last step: the final checkpoint, what a signal stopped, the memory report. */
+static void prt_run_end(prt_run_state *r, const prt_opts *o, prt_status *st) {
+  prt_ctx *ctx = r->ctx;
+  prt_watch.what = "the final checkpoint";
+  if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, r->completed, st);
+  if (prt_agree(ctx, st)) return;
+  prt_watch.what = NULL;
+  if (r->stop_signal && ctx->rank == 0) {
+    const char *name = r->stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
     if (o->save_ckpt)
       fprintf(stderr, "piper: stopped by %s after step %lld: saved %s (%lld steps completed); "
-              "resume with --init-checkpoint %s\n", name, (long long)(completed - 1),
-              o->save_ckpt, (long long)completed, o->save_ckpt);
+              "resume with --init-checkpoint %s\n", name, (long long)(r->completed - 1),
+              o->save_ckpt, (long long)r->completed, o->save_ckpt);
     else
       fprintf(stderr, "piper: stopped by %s after step %lld; no checkpoint saved (pass "
-              "--save-checkpoint to keep the run)\n", name, (long long)(completed - 1));
+              "--save-checkpoint to keep the run)\n", name, (long long)(r->completed - 1));
     fflush(stderr);
   }
-  prt_report_memory(ctx, metrics, o->metrics, o->quiet, st);
+  prt_report_memory(ctx, r->metrics, o->metrics, o->quiet, st);
+}
 
-done:
+/* However the run ended: the trace, the metrics file, one status over the ranks, the
+ * resources; the exit code. */
+static int prt_run_close(prt_run_state *r, const prt_opts *o, prt_status *st) {
+  prt_ctx *ctx = r->ctx;
   prt_watch.what = "gathering the trace";
   if (ctx->trace) prt_trace_write(ctx, o->trace, o->trace_per_rank, st);
   prt_watch.what = NULL;
-  if (metrics && fclose(metrics) != 0 && !st->code)
+  if (r->metrics && fclose(r->metrics) != 0 && !st->code)
     prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space", o->metrics,
              strerror(errno));
   prt_agree(ctx, st);
-  prt_data_close(&data);
-  prt_data_close(&eval_data);
+  prt_data_close(&r->data);
+  prt_data_close(&r->eval_data);
   prt_ctx_destroy(ctx);
-  if (!st->code && stop_signal) st->code = 128 + stop_signal; /* the shell's convention */
+  if (!st->code && r->stop_signal) st->code = 128 + r->stop_signal; /* the shell's convention */
   return st->code;
+}
+
+static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt_ctx *),
+                   prt_status *st) {
+  prt_run_state r = {.ctx = prt_ctx_create(), .eval_step = prt_eval_step_fn(), .loop = o->loop};
+  if (!prt_run_setup(&r, o, setup, st) && !prt_run_open(&r, o, st)) {
+    if (r.ctx->rank == 0 && !o->quiet) prt_banner(r.ctx, o, &r.data, r.T, r.start);
+    r.completed = r.start;
+    int how = PRT_STEP_NEXT;
+    for (int64_t s = r.start; how == PRT_STEP_NEXT && s < r.start + o->steps; s++)
+      how = prt_run_step(&r, o, step, s, st);
+    if (how != PRT_STEP_FAIL) prt_run_end(&r, o, st);
+  }
+  return prt_run_close(&r, o, st);
 }
 
 int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_ctx *)) {

@@ -31,23 +31,10 @@
 #define PRT_MAX_DIMS 4       /* most dims a declared tensor has (d0..d3 in the ABI) */
 #define PRT_ALIGN 64         /* byte alignment of every tensor and of the arena */
 
-/* ---- status ---- */
+/* ---- status, fatal stop, checked allocation (fail.h) ---- */
 
-typedef struct prt_status {
-  int code;       /* 0 ok; otherwise the process exit code to use: 1 error, 2 bad flags */
-  char msg[1024]; /* NUL-terminated "<what>: <where>; <what to do>" when code != 0 */
-} prt_status;
+#include "fail.h"
 
-/* Records the first failure in st (later ones are dropped: the first is the cause) and
- * returns code, so callers can write `return prt_fail(st, 1, ...)`. */
-int prt_fail(prt_status *st, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Prints "piper: error: <message>" to stderr and exits 1. Only for what cannot return a
- * status: ABI misuse inside piper_step, out of memory inside a kernel. */
-void prt_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-/* malloc that never returns NULL: out of memory is prt_fatal. (Tensor storage comes from
- * the device: prt_device_alloc, device.h.) */
-void *prt_xmalloc(size_t bytes, const char *what);
 /* The rotary embedding's table: cs[2 (t D/2 + j)] = cos(a), cs[... + 1] = dir sin(a) with
  * a = t theta^(-2j/D) in double, for t < T, j < D/2 (kernels/cpu_qwen3.c; the GPU's
  * prt_cuda_rope_* upload the same table, so both targets rotate by the same floats). */
@@ -143,22 +130,10 @@ typedef struct prt_comm_op {
   int64_t group;    /* collectives: group id; -1 otherwise */
 } prt_comm_op;
 
-/* Collectives run by the device itself (a GPU's NCCL: comm/nccl.c) instead of the comm
- * backend: dist.c hands them over when ctx->dev_comm is set; point-to-point transfers always
- * go to the backend. */
 /* How a GPU binary's ranks exchange data (--comm; PIPER_COMM stands in when the flag is not
  * given): AUTO picks NCCL where the binary has the NCCL backend and each rank of the node has
  * its own GPU, MPI staging through host memory otherwise (kernels/cuda.c prt_cuda_setup). */
 typedef enum { PRT_COMM_AUTO = 0, PRT_COMM_MPI, PRT_COMM_NCCL } prt_comm_choice;
-
-typedef struct prt_dev_comm {
-  /* Starts the collective, ordered after the device's work so far; fills req. */
-  void (*start)(struct prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
-  /* Orders the device's later work after the collective (the host need not wait). */
-  void (*finish)(struct prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
-  /* 1 if it has completed (tracing), else 0; never blocks. */
-  int (*test)(struct prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
-} prt_dev_comm;
 
 /* A slot of the handle table: handle = gen << 32 | slot index. */
 typedef struct prt_op_slot {
@@ -166,7 +141,8 @@ typedef struct prt_op_slot {
   prt_opaque req;   /* the backend's request */
   uint32_t gen;     /* bumped each time the slot is reused, so stale handles are caught */
   int busy;         /* 1 from issue until prt_wait */
-  int done;         /* 1 once prt_comm_test saw it complete (tracing): prt_wait only records */
+  int done;         /* 1 once the engine's test saw it complete (tracing): prt_wait only
+                       records */
   double t_issue;   /* microseconds on the trace clock when issued (if tracing) */
   double t_done;    /* microseconds on the trace clock when the runtime first saw it complete:
                        a prt_wait (its own, or another's poll of every transfer in flight) */
@@ -176,7 +152,7 @@ typedef struct prt_op_slot {
   float *host_in, *host_out;
   float *dev_out;
   size_t out_bytes;
-  int on_device;    /* 1: ctx->dev_comm runs it (start, finish and test go there) */
+  const struct prt_xfer_vtable *xfer; /* the engine running it (the backend's for its kind) */
 } prt_op_slot;
 
 typedef struct prt_trace prt_trace;     /* trace.c */
@@ -211,8 +187,6 @@ struct prt_ctx {
   prt_group *groups;        /* owned array (ngroups), indexed by group id */
   int64_t ngroups;          /* 1 + the largest group id declared */
   int groups_created;       /* 1 once prt_comm_groups_create ran */
-  const prt_dev_comm *dev_comm; /* NULL, or the device's own collectives (PIPER_COMM=nccl on
-                               GPUs, set by prt_cuda_setup) */
   int comm;                 /* --comm as a prt_comm_choice (prt_run sets it before the plan's
                                setup; prt_cuda_setup resolves AUTO) */
   int comm_resolved;        /* 1 once a GPU setup consumed `comm`: a CPU binary given
@@ -250,7 +224,7 @@ struct prt_ctx {
 };
 
 /* An empty context with defaults (lr 1e-3, no weight decay, t = 1, no dump, the CPU
- * device); rank and world come from the comm backend (0 and 1 before prt_comm_init). */
+ * device); rank and world come from the backend (0 and 1 before prt_comm_init). */
 prt_ctx *prt_ctx_create(void);
 void prt_ctx_destroy(prt_ctx *ctx); /* frees everything, group communicators too; NULL ok */
 /* After piper_setup: checks the declarations (every id 0..n-1 declared once; names unique
@@ -268,19 +242,99 @@ int64_t prt_ctx_bytes(const prt_ctx *ctx, int32_t kind);
 /* Id of the first tensor named `name`, or -1. */
 int64_t prt_ctx_find(const prt_ctx *ctx, const char *name);
 
-/* ---- the comm backend (comm/serial.c or comm/mpi.c: exactly one is linked) ----
- * World-level calls are for the runtime itself and run on a communicator of their own, so
- * they never match the plan's messages. Any failure inside the backend (an MPI error) prints
- * "piper: error: ..." and stops every rank; these functions therefore return nothing. */
+/* ---- the backend (backend.c): how the ranks talk ----
+ * One record, chosen once at start-up by prt_comm_init, holds everything the runtime asks of
+ * the communication layer: the comm backend (the world of ranks: its size, the runtime's own
+ * agreements, checkpoint assembly, the plan's groups) and, per kind of the plan's transfers,
+ * the engine that runs it. The runtime calls the prt_comm_* wrappers and the record's engines
+ * and never asks which backend it has. Backends:
+ *   comm/serial.c  "serial" (prt_comm_serial, always in libpiper_rt): a world of one process
+ *   comm/mpi.c     "mpi" (prt_comm_mpi, libpiper_rt_mpi): one device per MPI rank; a binary
+ *                  that links it (with -Wl,-u,prt_comm_mpi) runs over MPI, under mpirun or
+ *                  alone, and the serial backend otherwise
+ *   comm/nccl.c    "nccl" (libpiper_rt_nccl): not a world of its own but an engine for the
+ *                  plan's collectives on GPU memory, installed over MPI's by the GPU setup
+ *                  (prt_nccl_attach, prt_backend_use_collectives)
+ * World-level calls run on a communicator of their own, so they never match the plan's
+ * messages. Any failure inside a backend (an MPI error) prints "piper: error: ..." and stops
+ * every rank; these functions therefore return nothing. */
 
 typedef enum { PRT_REDUCE_SUM = 0, PRT_REDUCE_MAX = 1 } prt_reduce_op;
 
-extern const char prt_comm_backend[]; /* "serial" or "mpi" */
-/* Starts the backend (MPI_Init) unless it runs already; returns 1 if this call started it,
- * and then the caller owns the matching prt_comm_finalize. Called first thing by prt_main. */
+/* The watchdog: how long a transfer or collective may wait before every rank is ended, and
+ * what the run is doing, for its message. Set by prt_main, read by the comm backend (handed
+ * to it at init). */
+typedef struct prt_watchdog {
+  double timeout_s; /* --timeout: seconds; 0 = wait forever */
+  int64_t step;     /* the step running, -1 before the first */
+  const char *what; /* borrowed constant: the runtime's own collective now running (e.g.
+                       "the loss all-reduce"), NULL inside the plan's step */
+} prt_watchdog;
+extern prt_watchdog prt_watch;
+
+#define PRT_OP_KINDS 6 /* prt_op_kind's values */
+
+/* An engine for the plan's nonblocking transfers. */
+typedef struct prt_xfer_vtable {
+  const char *name;  /* "serial", "mpi", "nccl" */
+  int device_memory; /* 1: reads and writes the device's memory itself and completes on the
+                        device's streams (NCCL); 0: host memory, so dist.c stages the tensors
+                        of a device that is not host visible through host buffers */
+  /* Starts a checked transfer (dist.c validated it) into *req. */
+  void (*start)(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+  /* Host memory: waits for it. Device memory: orders the device's later work after it (the
+   * host need not wait). Called once per transfer, except after a host-memory test said 1. */
+  void (*finish)(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+  /* Without blocking: 1 if the transfer has completed, else 0. For the trace, which stamps a
+   * transfer's end when the runtime first sees it complete. A host-memory engine has then
+   * finished it (finish must not follow); a device-memory engine only reports. */
+  int (*test)(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
+} prt_xfer_vtable;
+
+/* A comm backend: a world of ranks. Every entry is required. */
+typedef struct prt_comm_vtable {
+  const char *name;  /* "serial", "mpi": in the banner ("4 devices (mpi)") */
+  int one_process;   /* 1: the world is this process alone, whatever launched it */
+  /* Starts the backend (MPI_Init) unless it runs already; returns 1 if this call started it,
+   * and then the caller owns the matching finalize. `watch` is borrowed for the run. */
+  int (*init)(int *argc, char ***argv, const prt_watchdog *watch);
+  void (*finalize)(void);
+  int64_t (*size)(void); /* 1 while the backend is not running */
+  int64_t (*rank)(void); /* 0 while the backend is not running */
+  void (*abort)(int code) __attribute__((noreturn));
+  void (*barrier)(void);
+  void (*allreduce_i64)(int64_t *buf, int64_t n, prt_reduce_op op);
+  void (*allreduce_f64)(double *buf, int64_t n);
+  void *(*allgatherv)(const void *in, int64_t bytes, int64_t *counts);
+  void (*send_bytes)(const void *buf, int64_t bytes, int64_t peer);
+  void (*recv_bytes)(void *buf, int64_t bytes, int64_t peer);
+  void (*groups_create)(prt_ctx *ctx);
+  void (*group_free)(prt_group *g);
+  void (*progress)(void);
+  prt_xfer_vtable xfer; /* the plan's transfers over this world, on host memory */
+} prt_comm_vtable;
+
+/* The backend record. */
+typedef struct prt_backend {
+  const prt_comm_vtable *comm;              /* the world */
+  const prt_xfer_vtable *xfer[PRT_OP_KINDS]; /* the engine of each prt_op_kind */
+} prt_backend;
+
+extern const prt_comm_vtable prt_comm_serial; /* comm/serial.c */
+
+/* The process's record: until prt_comm_init, the serial backend (one rank, rank 0). */
+const prt_backend *prt_backend_current(void);
+/* Runs the plan's collectives (all-reduce, reduce-scatter, all-gather) on `engine` from now
+ * on; point-to-point transfers and all-to-alls stay on the comm backend (staged), as NCCL has
+ * no all-to-all and its send/recv would need grouping the plan does not say. */
+void prt_backend_use_collectives(const prt_xfer_vtable *engine);
+
+/* Chooses the backend (MPI where the binary links it, serial otherwise), installs its abort
+ * as prt_fatal's stop, and starts it; returns 1 if this call started it, and then the caller
+ * owns the matching prt_comm_finalize. Called first thing by prt_main. */
 int prt_comm_init(int *argc, char ***argv);
 void prt_comm_finalize(void);
-/* World size and this process's rank: 1 and 0 while the backend is not running. */
+/* The wrappers: the record's comm backend, as documented at prt_comm_vtable. */
 int64_t prt_comm_size(void);
 int64_t prt_comm_rank(void);
 /* Ends every rank with exit status `code` (MPI_Abort), or just this process when alone. */
@@ -298,13 +352,6 @@ void prt_comm_recv_bytes(void *buf, int64_t bytes, int64_t peer);
 /* Collective: creates the communicator of every declared group, in id order. */
 void prt_comm_groups_create(prt_ctx *ctx);
 void prt_comm_group_free(prt_group *g); /* frees g->comm if this rank is a member */
-/* Starts a checked transfer (dist.c validated it) into *req; prt_comm_finish waits for it. */
-void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
-void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
-/* Without blocking: 1 if the transfer has completed (then it is finished as prt_comm_finish
- * would, and must not be finished again), else 0. For the trace, which stamps a transfer's
- * end when the runtime first sees it complete. */
-int prt_comm_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
 /* Local, never blocks: advances the plan's transfers in flight. MPI moves a nonblocking
  * collective only inside MPI calls, so the CPU kernels call this at their entry (and between
  * the slices of a long one) while the backward pass runs; it returns at once when nothing is
@@ -328,16 +375,6 @@ int prt_dist_setup(prt_ctx *ctx, int64_t *T_out, prt_status *st);
  * world's maximum in *stop, and `signal` (0, SIGINT or SIGTERM: this rank was asked to stop)
  * as the world's strongest in *signal_out (SIGTERM over SIGINT). One allreduce. */
 double prt_dist_loss(prt_ctx *ctx, int pending, int signal, int *stop, int *signal_out);
-
-/* The watchdog: how long a transfer or collective may wait before every rank is ended, and
- * what the run is doing, for its message. Set by prt_main, read by the comm backend. */
-typedef struct prt_watchdog {
-  double timeout_s; /* --timeout: seconds; 0 = wait forever */
-  int64_t step;     /* the step running, -1 before the first */
-  const char *what; /* borrowed constant: the runtime's own collective now running (e.g.
-                       "the loss all-reduce"), NULL inside the plan's step */
-} prt_watchdog;
-extern prt_watchdog prt_watch;
 
 /* ---- files (files.c) ---- */
 

@@ -1,4 +1,4 @@
-/* The MPI comm backend (library piper_rt_mpi): one device per MPI rank.
+/* The MPI comm backend (prt_comm_mpi, library piper_rt_mpi): one device per MPI rank.
  *
  * Communicators: the plan's send/recv run on a duplicate of MPI_COMM_WORLD and each declared
  * group on an MPI_Comm_split of it (color 0 for members, MPI_UNDEFINED otherwise, key = world
@@ -42,8 +42,6 @@
 _Static_assert(sizeof(MPI_Request) <= sizeof(prt_opaque), "MPI_Request must fit prt_opaque");
 _Static_assert(sizeof(MPI_Comm) <= sizeof(prt_opaque), "MPI_Comm must fit prt_opaque");
 
-const char prt_comm_backend[] = "mpi";
-
 static MPI_Comm prt_plan_world = MPI_COMM_NULL; /* the plan's send/recv; parent of groups */
 static MPI_Comm prt_rt_world = MPI_COMM_NULL;   /* the runtime's own collectives */
 static int prt_mpi_rank;                        /* rank in MPI_COMM_WORLD */
@@ -52,6 +50,8 @@ static MPI_Comm prt_probe_world = MPI_COMM_NULL; /* never sent on: prt_comm_prog
 static atomic_llong prt_mpi_inflight;            /* plan transfers started, not yet finished */
 enum { PRT_PROGRESS_OFF, PRT_PROGRESS_KERNEL, PRT_PROGRESS_THREAD };
 static int prt_progress_mode = PRT_PROGRESS_KERNEL; /* PIPER_PROGRESS */
+static const prt_watchdog prt_mpi_no_watch = {0.0, -1, NULL};
+static const prt_watchdog *prt_mpi_watch = &prt_mpi_no_watch; /* the run's (init), borrowed */
 static double prt_progress_last;                 /* prt_mpi_now() of the last progress call */
 static pthread_t prt_progress_tid;               /* PRT_PROGRESS_THREAD: the prober */
 static atomic_int prt_progress_stop;             /* asks the prober to return */
@@ -105,17 +105,17 @@ static void prt_op_what(const prt_ctx *ctx, const prt_comm_op *op, char *what, s
              (long long)op->group, (long long)ctx->groups[op->group].n, lane);
 }
 
-/* Waits for *r like MPI_Wait, but ends every rank once prt_watch.timeout_s passes. `what`
+/* Waits for *r like MPI_Wait, but ends every rank once prt_mpi_watch->timeout_s passes. `what`
  * says what is waited for, or (NULL) the plan's transfer `op` of `ctx` does. Busy-polls first, as
  * MPI_Wait does (a transfer usually lands within microseconds), then sleeps 100 us between
  * tests so a long wait does not burn a core another rank needs. */
 static void prt_mpi_wait(MPI_Request *r, MPI_Status *status, const char *what,
                          const prt_ctx *ctx, const prt_comm_op *op) {
-  if (prt_watch.timeout_s <= 0) {
+  if (prt_mpi_watch->timeout_s <= 0) {
     PRT_MPI(MPI_Wait(r, status), "prt_wait");
     return;
   }
-  double deadline = prt_mpi_now() + prt_watch.timeout_s;
+  double deadline = prt_mpi_now() + prt_mpi_watch->timeout_s;
   for (long spins = 0;; spins++) {
     int done = 0;
     PRT_MPI(MPI_Test(r, &done, status), "prt_wait");
@@ -126,11 +126,11 @@ static void prt_mpi_wait(MPI_Request *r, MPI_Status *status, const char *what,
     if ((spins & 63) || prt_mpi_now() < deadline) continue;
     char step[48] = "before the first step", buf[256];
     if (!what) prt_op_what(ctx, op, buf, sizeof buf);
-    if (prt_watch.step >= 0)
-      snprintf(step, sizeof step, "at step %lld", (long long)prt_watch.step);
+    if (prt_mpi_watch->step >= 0)
+      snprintf(step, sizeof step, "at step %lld", (long long)prt_mpi_watch->step);
     fprintf(stderr, "piper: error: watchdog: %s waited more than %g s %s (rank %d): a rank "
             "stopped or hangs (SIGSTOP, a stuck peer, a dead node); ending every rank; if "
-            "steps are really this slow, raise --timeout\n", what ? what : buf, prt_watch.timeout_s,
+            "steps are really this slow, raise --timeout\n", what ? what : buf, prt_mpi_watch->timeout_s,
             step, prt_mpi_rank);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -142,7 +142,7 @@ static void prt_mpi_wait(MPI_Request *r, MPI_Status *status, const char *what,
 static const char *prt_rt_what(const char *op) {
   static char buf[160];
   snprintf(buf, sizeof buf, "%s over all ranks (%s)", op,
-           prt_watch.what ? prt_watch.what : "the runtime's agreement");
+           prt_mpi_watch->what ? prt_mpi_watch->what : "the runtime's agreement");
   return buf;
 }
 
@@ -172,7 +172,8 @@ static void *prt_progress_thread(void *arg) {
   return NULL;
 }
 
-int prt_comm_init(int *argc, char ***argv) {
+static int mpi_init(int *argc, char ***argv, const prt_watchdog *watch) {
+  prt_mpi_watch = watch;
   int init = 0, started = 0;
   const char *mode = getenv("PIPER_PROGRESS");
   int want = !mode || !strcmp(mode, "kernel") ? PRT_PROGRESS_KERNEL
@@ -216,7 +217,7 @@ int prt_comm_init(int *argc, char ***argv) {
   return started;
 }
 
-void prt_comm_finalize(void) {
+static void mpi_finalize(void) {
   if (!prt_mpi_running()) return;
   if (prt_progress_mode == PRT_PROGRESS_THREAD) {
     atomic_store(&prt_progress_stop, 1);
@@ -229,10 +230,10 @@ void prt_comm_finalize(void) {
   MPI_Finalize();
 }
 
-int64_t prt_comm_size(void) { return prt_plan_world == MPI_COMM_NULL ? 1 : prt_mpi_size; }
-int64_t prt_comm_rank(void) { return prt_plan_world == MPI_COMM_NULL ? 0 : prt_mpi_rank; }
+static int64_t mpi_size(void) { return prt_plan_world == MPI_COMM_NULL ? 1 : prt_mpi_size; }
+static int64_t mpi_rank(void) { return prt_plan_world == MPI_COMM_NULL ? 0 : prt_mpi_rank; }
 
-void prt_comm_abort(int code) {
+__attribute__((noreturn)) static void mpi_abort(int code) {
   if (prt_mpi_running()) MPI_Abort(MPI_COMM_WORLD, code);
   exit(code);
 }
@@ -242,14 +243,14 @@ void prt_comm_abort(int code) {
 /* True when the world has one rank or MPI is not running: the calls below are then local. */
 static int prt_alone(void) { return prt_plan_world == MPI_COMM_NULL || prt_mpi_size == 1; }
 
-void prt_comm_barrier(void) {
+static void mpi_barrier(void) {
   if (prt_alone()) return;
   MPI_Request r;
   PRT_MPI(MPI_Ibarrier(prt_rt_world, &r), "prt_comm_barrier");
   prt_mpi_wait(&r, MPI_STATUS_IGNORE, prt_rt_what("barrier"), NULL, NULL);
 }
 
-void prt_comm_allreduce_i64(int64_t *buf, int64_t n, prt_reduce_op op) {
+static void mpi_allreduce_i64(int64_t *buf, int64_t n, prt_reduce_op op) {
   if (prt_alone()) return;
   MPI_Request r;
   PRT_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, prt_mpi_count(n, "prt_comm_allreduce_i64"),
@@ -259,7 +260,7 @@ void prt_comm_allreduce_i64(int64_t *buf, int64_t n, prt_reduce_op op) {
   prt_mpi_wait(&r, MPI_STATUS_IGNORE, prt_rt_what("all_reduce"), NULL, NULL);
 }
 
-void prt_comm_allreduce_f64(double *buf, int64_t n) {
+static void mpi_allreduce_f64(double *buf, int64_t n) {
   if (prt_alone()) return;
   MPI_Request r;
   PRT_MPI(MPI_Iallreduce(MPI_IN_PLACE, buf, prt_mpi_count(n, "prt_comm_allreduce_f64"),
@@ -268,7 +269,7 @@ void prt_comm_allreduce_f64(double *buf, int64_t n) {
   prt_mpi_wait(&r, MPI_STATUS_IGNORE, prt_rt_what("all_reduce"), NULL, NULL);
 }
 
-void *prt_comm_allgatherv(const void *in, int64_t bytes, int64_t *counts) {
+static void *mpi_allgatherv(const void *in, int64_t bytes, int64_t *counts) {
   if (prt_alone()) {
     void *out = prt_xmalloc((size_t)bytes, "gathered metadata");
     memcpy(out, in, (size_t)bytes);
@@ -301,14 +302,14 @@ void *prt_comm_allgatherv(const void *in, int64_t bytes, int64_t *counts) {
 /* Point-to-point in chunks of 1 GiB (MPI counts are int). */
 #define PRT_CHUNK ((int64_t)1 << 30)
 
-void prt_comm_send_bytes(const void *buf, int64_t bytes, int64_t peer) {
+static void mpi_send_bytes(const void *buf, int64_t bytes, int64_t peer) {
   int64_t o = 0;
   do {
     int64_t n = bytes - o < PRT_CHUNK ? bytes - o : PRT_CHUNK;
     MPI_Request r;
     char what[160];
     snprintf(what, sizeof what, "send to rank %lld (%s)", (long long)peer,
-             prt_watch.what ? prt_watch.what : "the runtime's checkpoint assembly");
+             prt_mpi_watch->what ? prt_mpi_watch->what : "the runtime's checkpoint assembly");
     PRT_MPI(MPI_Isend((const char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world, &r),
             "prt_comm_send_bytes");
     prt_mpi_wait(&r, MPI_STATUS_IGNORE, what, NULL, NULL);
@@ -316,14 +317,14 @@ void prt_comm_send_bytes(const void *buf, int64_t bytes, int64_t peer) {
   } while (o < bytes);
 }
 
-void prt_comm_recv_bytes(void *buf, int64_t bytes, int64_t peer) {
+static void mpi_recv_bytes(void *buf, int64_t bytes, int64_t peer) {
   int64_t o = 0;
   do {
     int64_t n = bytes - o < PRT_CHUNK ? bytes - o : PRT_CHUNK;
     MPI_Request r;
     char what[160];
     snprintf(what, sizeof what, "recv from rank %lld (%s)", (long long)peer,
-             prt_watch.what ? prt_watch.what : "the runtime's checkpoint assembly");
+             prt_mpi_watch->what ? prt_mpi_watch->what : "the runtime's checkpoint assembly");
     PRT_MPI(MPI_Irecv((char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world, &r),
             "prt_comm_recv_bytes");
     prt_mpi_wait(&r, MPI_STATUS_IGNORE, what, NULL, NULL);
@@ -333,7 +334,7 @@ void prt_comm_recv_bytes(void *buf, int64_t bytes, int64_t peer) {
 
 /* ---- groups ---- */
 
-void prt_comm_groups_create(prt_ctx *ctx) {
+static void mpi_groups_create(prt_ctx *ctx) {
   for (int64_t g = 0; g < ctx->ngroups; g++) {
     prt_group *gr = &ctx->groups[g];
     MPI_Comm c = MPI_COMM_NULL;
@@ -347,7 +348,7 @@ void prt_comm_groups_create(prt_ctx *ctx) {
   }
 }
 
-void prt_comm_group_free(prt_group *g) {
+static void mpi_group_free(prt_group *g) {
   MPI_Comm c;
   memcpy(&c, &g->comm, sizeof c);
   if (g->index >= 0 && c != MPI_COMM_NULL && prt_mpi_running()) MPI_Comm_free(&c);
@@ -356,7 +357,7 @@ void prt_comm_group_free(prt_group *g) {
 
 /* ---- the plan's transfers ---- */
 
-void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
+static void mpi_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   static const char *const where[] = {"prt_isend", "prt_irecv", "prt_iall_reduce",
                                       "prt_ireduce_scatter", "prt_iall_gather",
                                       "prt_iall_to_all"};
@@ -407,7 +408,7 @@ void prt_comm_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   prt_mpi_inflight++;
 }
 
-void prt_comm_progress(void) {
+static void mpi_progress(void) {
   if (prt_progress_mode != PRT_PROGRESS_KERNEL || atomic_load(&prt_mpi_inflight) == 0) return;
   double now = prt_mpi_now();
   if (now - prt_progress_last < PRT_PROGRESS_US * 1e-6) return;
@@ -433,7 +434,7 @@ static void prt_mpi_completed(const prt_comm_op *op, MPI_Status *status) {
   }
 }
 
-void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
+static void mpi_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   MPI_Request r;
   MPI_Status status;
   memcpy(&r, req, sizeof r);
@@ -443,7 +444,7 @@ void prt_comm_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   prt_mpi_inflight--;
 }
 
-int prt_comm_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
+static int mpi_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   MPI_Request r;
   MPI_Status status;
   int done = 0;
@@ -455,3 +456,23 @@ int prt_comm_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   prt_mpi_inflight--;
   return 1;
 }
+
+const prt_comm_vtable prt_comm_mpi = {
+    .name = "mpi",
+    .one_process = 0,
+    .init = mpi_init,
+    .finalize = mpi_finalize,
+    .size = mpi_size,
+    .rank = mpi_rank,
+    .abort = mpi_abort,
+    .barrier = mpi_barrier,
+    .allreduce_i64 = mpi_allreduce_i64,
+    .allreduce_f64 = mpi_allreduce_f64,
+    .allgatherv = mpi_allgatherv,
+    .send_bytes = mpi_send_bytes,
+    .recv_bytes = mpi_recv_bytes,
+    .groups_create = mpi_groups_create,
+    .group_free = mpi_group_free,
+    .progress = mpi_progress,
+    .xfer = {"mpi", 0, mpi_start, mpi_finish, mpi_test},
+};

@@ -134,9 +134,13 @@ static int nccl_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   return 1;
 }
 
-static const prt_dev_comm nccl_comm = {nccl_start, nccl_finish, nccl_test};
+/* An engine on the GPUs' memory: dist.c stages nothing for it. */
+static const prt_xfer_vtable nccl_xfer = {"nccl", 1, nccl_start, nccl_finish, nccl_test};
 
+/* Once per process (a second call finds the communicators made): they are the process's, as
+ * the backend record they are installed in. */
 int prt_nccl_attach(prt_ctx *ctx) {
+  if (N.world) return 0;
   ncclUniqueId id;
   if (ctx->rank == 0) NCCL_OR_DIE("ncclGetUniqueId", ncclGetUniqueId(&id));
   if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
@@ -160,6 +164,6 @@ int prt_nccl_attach(prt_ctx *ctx) {
       CUDA_OR_DIE("a group's stream",
                   cudaStreamCreateWithFlags(&N.stream[g], cudaStreamNonBlocking));
   }
-  ctx->dev_comm = &nccl_comm;
+  prt_backend_use_collectives(&nccl_xfer);
   return 0;
 }

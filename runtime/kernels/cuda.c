@@ -228,7 +228,7 @@ void prt_cuda_setup(prt_ctx *ctx) {
   }
   S.ctx = ctx;
   ctx->device = S.dev; /* every tensor and the arena are then device memory */
-  if (S.nccl && ctx->world > 1 && !ctx->dev_comm) prt_nccl_attach(ctx);
+  if (S.nccl && ctx->world > 1) prt_nccl_attach(ctx); /* once: it installs NCCL's engine */
 }
 
 /* ---- elementwise ---- */

@@ -14,6 +14,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "piper/piper.h"
+#include "registry.h"
 #include "tune/tune.h"
 
 const char *const tuneStatusNames[TUNE_DROP_COUNT] = {

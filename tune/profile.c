@@ -46,7 +46,7 @@ static int64_t lastDim(MlirValue v) {
 double tuneWorkOf(MlirOperation op, bool *isMatmul) {
   const PiperOpFacts *f = piperOpFacts(op);
   *isMatmul = false;
-  if (!f || !f->cpuKernel) return 0;
+  if (!f || f->kernel == PRT_K_NONE) return 0;
   intptr_t nIn = mlirOperationGetNumOperands(op), nOut = mlirOperationGetNumResults(op);
   switch (f->id) {
   case PIPER_TDAG_LINEAR:

@@ -201,10 +201,11 @@ MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *so
   return module;
 }
 
-/* ---- PiperOutput ---- */
+/* ---- PiperOutput: the base library's atomic file, plus cleanup on SIGINT/SIGTERM ---- */
 
-/* The temporaries being written (piper-compile nests the object inside the executable's),
- * removed by the signal handler if SIGINT or SIGTERM comes before their rename. */
+/* The named temporaries being written (piper-compile nests the object inside the
+ * executable's), removed by the signal handler if SIGINT or SIGTERM comes before their rename.
+ * Each entry is the watcher's own copy of the name. */
 #define PIPER_MAX_ACTIVE 8
 static char *volatile piperActive[PIPER_MAX_ACTIVE];
 static int piperNumActive; /* entries in use; the handlers are ours while it is > 0 */
@@ -217,9 +218,14 @@ static void piperOutputOnSignal(int sig) {
   raise(sig);
 }
 
-static void piperOutputWatch(char *tmp) {
+/* Watches a named temporary; an unnamed one (O_TMPFILE) vanishes with the process anyway. A
+ * ninth at once goes unwatched: it is still removed on every path but a signal. */
+static void piperOutputWatch(const char *tmp) {
+  if (!tmp[0]) return;
   for (int k = 0; k < PIPER_MAX_ACTIVE; k++) {
     if (piperActive[k]) continue;
+    char *copy = strdup(tmp);
+    if (!copy) return;
     if (piperNumActive++ == 0) {
       struct sigaction sa;
       memset(&sa, 0, sizeof sa);
@@ -228,95 +234,57 @@ static void piperOutputWatch(char *tmp) {
       sigaction(SIGINT, &sa, &piperOldInt);
       sigaction(SIGTERM, &sa, &piperOldTerm);
     }
-    piperActive[k] = tmp;
+    piperActive[k] = copy;
     return;
   }
 }
 
-static void piperOutputUnwatch(char *tmp) {
-  for (int k = 0; k < PIPER_MAX_ACTIVE; k++) {
-    if (piperActive[k] != tmp) continue;
-    piperActive[k] = NULL;
-    if (--piperNumActive == 0) {
-      sigaction(SIGINT, &piperOldInt, NULL);
-      sigaction(SIGTERM, &piperOldTerm, NULL);
-    }
-    return;
+/* The watch slot holding `tmp`, or -1. */
+static int piperOutputSlot(const char *tmp) {
+  for (int k = 0; k < PIPER_MAX_ACTIVE; k++)
+    if (tmp[0] && piperActive[k] && !strcmp(piperActive[k], tmp)) return k;
+  return -1;
+}
+
+static void piperOutputUnwatch(int k) {
+  if (k < 0) return;
+  char *name = piperActive[k];
+  piperActive[k] = NULL;
+  free(name);
+  if (--piperNumActive == 0) {
+    sigaction(SIGINT, &piperOldInt, NULL);
+    sigaction(SIGTERM, &piperOldTerm, NULL);
   }
 }
 
-static char *piperStrdup(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *p = malloc(n);
-  if (p) memcpy(p, s, n);
-  return p;
-}
-
-/* Creates `path.XXXXXX` (mkstemp: O_CREAT|O_EXCL, never through a symlink) with the usual
- * permissions (0666 less the umask, as fopen would give) and returns its descriptor. */
-static int piperCreateTemp(char *tmpl) {
-  int fd = mkstemp(tmpl);
-  if (fd < 0) return -1;
-  mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
-  return fd;
-}
-
-/* Fills o->path and o->tmp and creates the file; fd (if fdOut) stays open for the caller. */
-static bool piperOutputCreate(PiperOutput *o, const char *path, int *fdOut) {
-  struct stat st;
-  bool inPlace = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+/* Starts o for `path` (PB_ATOMIC_* flags); prints the error and returns false if it cannot. */
+static bool piperOutputStart(PiperOutput *o, const char *path, int flags) {
+  char err[1024];
   o->file = NULL;
-  o->path = piperStrdup(path);
-  size_t n = strlen(path) + 8;
-  o->tmp = malloc(n);
-  if (!o->path || !o->tmp) {
-    fprintf(stderr, "piper: error: out of memory naming '%s'\n", path);
-    free(o->path);
-    free(o->tmp);
-    o->path = o->tmp = NULL;
+  o->tmp = NULL;
+  if (pb_atomic_open(&o->out, path, flags | PB_ATOMIC_IN_PLACE, err, sizeof err)) {
+    fprintf(stderr, "piper: error: %s\n", err);
     return false;
   }
-  if (inPlace && S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "piper: error: cannot write '%s': it is a directory; pass a file name to "
-                    "-o\n", path);
-  } else if (inPlace) { /* /dev/null, a pipe: written as it is, never renamed over */
-    snprintf(o->tmp, n, "%s", path);
-    int fd = fdOut ? open(path, O_WRONLY | O_CLOEXEC) : 0;
-    if (fd >= 0) {
-      if (fdOut) *fdOut = fd;
-      return true;
-    }
-    fprintf(stderr, "piper: error: cannot write '%s': %s\n", path, strerror(errno));
-  } else {
-    snprintf(o->tmp, n, "%s.XXXXXX", path);
-    int fd = piperCreateTemp(o->tmp);
-    if (fd >= 0) {
-      piperOutputWatch(o->tmp);
-      if (fdOut) *fdOut = fd;
-      else close(fd);
-      return true;
-    }
-    fprintf(stderr, "piper: error: cannot write '%s': %s (creating a temporary file next to "
-                    "it); check the folder exists and is writable\n", path, strerror(errno));
-  }
-  free(o->path);
-  free(o->tmp);
-  o->path = o->tmp = NULL;
-  return false;
+  o->tmp = o->out.tmp;
+  if (!o->out.in_place) piperOutputWatch(o->out.tmp);
+  return true;
 }
 
 bool piperOutputPrepare(PiperOutput *o, const char *path) {
-  return piperOutputCreate(o, path, NULL);
+  if (!piperOutputStart(o, path, PB_ATOMIC_NAMED)) return false;
+  if (o->out.fd >= 0) close(o->out.fd); /* the writer opens the name itself */
+  o->out.fd = -1;
+  return true;
 }
 
 bool piperOutputOpen(PiperOutput *o, const char *path) {
-  int fd = -1;
-  if (!piperOutputCreate(o, path, &fd)) return false;
-  if (!(o->file = fdopen(fd, "w"))) {
+  if (!piperOutputStart(o, path, 0)) return false;
+  /* stdio gets its own descriptor: fclose closes that one, commit syncs and closes ours */
+  int fd = dup(o->out.fd);
+  if (fd < 0 || !(o->file = fdopen(fd, "w"))) {
     fprintf(stderr, "piper: error: cannot write '%s': %s\n", path, strerror(errno));
-    close(fd);
+    if (fd >= 0) close(fd);
     piperOutputCommit(o, false);
     return false;
   }
@@ -324,28 +292,20 @@ bool piperOutputOpen(PiperOutput *o, const char *path) {
 }
 
 int piperOutputCommit(PiperOutput *o, bool ok) {
-  if (!o->path) return 1;
-  bool inPlace = !strcmp(o->tmp, o->path);
+  if (!o->out.path) return 1;
   if (o->file && fclose(o->file)) ok = false;
   o->file = NULL;
-  int rc = ok ? 0 : 1;
-  if (!inPlace) {
-    struct stat st;
-    /* Checked again: something other than a regular file may have appeared at path since,
-     * and rename(2) would replace a device node or a FIFO with our file. */
-    if (ok && lstat(o->path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-      fprintf(stderr, "piper: error: cannot write '%s': it is no longer a regular file; not "
-                      "replacing it\n", o->path);
-      rc = 1;
-    } else if (ok && rename(o->tmp, o->path) != 0) {
-      fprintf(stderr, "piper: error: cannot write '%s': %s\n", o->path, strerror(errno));
-      rc = 1;
-    }
-    if (rc) remove(o->tmp);
-    piperOutputUnwatch(o->tmp);
+  int slot = piperOutputSlot(o->out.tmp); /* watched until renamed or removed */
+  char err[1024];
+  int rc = 0;
+  if (!ok) {
+    pb_atomic_discard(&o->out);
+    rc = 1;
+  } else if (pb_atomic_commit(&o->out, err, sizeof err)) {
+    fprintf(stderr, "piper: error: %s\n", err);
+    rc = 1;
   }
-  free(o->path);
-  free(o->tmp);
-  o->path = o->tmp = NULL;
+  piperOutputUnwatch(slot);
+  o->tmp = NULL;
   return rc;
 }

@@ -6,6 +6,7 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "piper/base/shard.h"
 #include "piper/checked.h"
 #include "piper/piper.h"
 
@@ -554,7 +555,7 @@ static void verifyView(Verifier *v, MlirOperation op) {
  * (R > 0) moments of ceil(n/R) and a whole or sharded gradient */
 static void verifyAdamw(Verifier *v, MlirOperation op) {
   int64_t R = piperGetIntAttr(op, "shards", 0), n = piperTensorNumel(operandType(op, 0));
-  int64_t c = R > 0 ? (n + R - 1) / R : 0;
+  int64_t c = R > 0 ? pb_shard_size(n, R) : 0;
   for (intptr_t i = 1; i < 4 && R == 0; ++i)
     if (!sameShape(operandType(op, i), operandType(op, 0))) {
       fail(v, op, "operand #%d %s must have the parameter's shape %s", (int)i,
@@ -975,7 +976,7 @@ static void verifyTpSlice(Verifier *v, MlirOperation op) {
    * elements (a ZeRO-3 parameter keeps the slice's type) */
   int64_t R = piperGetIntAttr(op, "shards", 1), n = piperTensorNumel(resultType(op, 0));
   ok = ok && offset >= 0 && R >= 1 && piperMulI64(sl[0], sl[2], &local) &&
-       (local == n || (R > 1 && (local + R - 1) / R == n)) && (sl[2] == 1 || sl[1] >= sl[0]) &&
+       (local == n || (R > 1 && pb_shard_size(local, R) == n)) && (sl[2] == 1 || sl[1] >= sl[0]) &&
        piperMulI64(sl[2] - 1, sl[1], &last) && piperAddI64(last, sl[0], &last) &&
        piperAddI64(last, offset, &last) && last <= wholeN;
   if (!ok)

@@ -7,6 +7,7 @@
 #include "lowering/lowering.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "piper/base/shard.h"
 #include "piper/checked.h"
 #include "piper/runtime.h"
 
@@ -71,14 +72,10 @@ static void release(LiveSet *live, size_t owner) {
 }
 
 Shard lwShardOf(MlirOperation op, int64_t n) {
-  Shard s = {n, piperGetIntAttr(op, "shards", 1), piperGetIntAttr(op, "shard", 0), 0, 0, 0};
-  /* the verifier refuses shards < 1 and a shard outside [0, shards); never divide by zero */
-  if (s.R < 1) s.R = 1;
-  s.c = (n + s.R - 1) / s.R;
-  s.offset = s.k * s.c;
-  s.len = n - s.offset < s.c ? n - s.offset : s.c;
-  if (s.len < 0) s.len = 0;
-  return s;
+  /* the verifier refuses shards < 1 and a shard outside [0, shards); pb_shard_of never
+   * divides by zero */
+  pb_shard g = pb_shard_of(n, piperGetIntAttr(op, "shards", 1), piperGetIntAttr(op, "shard", 0));
+  return (Shard){g.n, g.R, g.k, g.c, g.offset, g.len};
 }
 
 void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, MlirValue *offset,
@@ -98,8 +95,7 @@ void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, Mlir
 /* Elements an all_gather's buffer holds: every member's padded shard; -1 if that overflows. */
 int64_t lwGatherElems(MlirOperation op) {
   Shard s = lwShardOf(op, piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(op, 0))));
-  int64_t elems;
-  return piperMulI64(s.R, s.c, &elems) ? elems : -1;
+  return pb_shard_of(s.n, s.R, s.k).padded;
 }
 
 /* Arena bytes of `elems` elements of `elemBytes` bytes, rounded up to ALIGN; -1 if that

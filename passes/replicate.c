@@ -30,6 +30,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
+#include "piper/base/shard.h"
 #include "piper/checked.h"
 
 /* bucket_size when a replicate directive gives none (MB); `bucket_size: 0` turns buckets off.
@@ -103,10 +104,10 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
    * narrows each collective's group to the member's data-parallel peers */
   int64_t R = mlirArrayAttrGetNumElements(devices) / tp;
   int64_t n = piperTensorNumel(mlirValueGetType(p));
-  int64_t c = (n + R - 1) / R;
+  pb_shard geometry = pb_shard_of(n, R, 0);
+  int64_t c = geometry.c, padded = geometry.padded;
   MlirType f32 = mlirF32TypeGet(ctx);
   MlirType chunk = mlirRankedTensorTypeGet(1, &c, f32, mlirAttributeGetNull());
-  int64_t padded = R * c;
   MlirType paddedType = mlirRankedTensorTypeGet(1, &padded, f32, mlirAttributeGetNull());
   if (bucketed) {
     /* the gradient is a view of a reduced bucket */

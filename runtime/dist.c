@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "piper/base/shard.h"
 #include "prt_internal.h"
 
 #define PRT_MAX_GROUPS (1 << 16)  /* group ids beyond this are surely a corrupt plan */
@@ -71,8 +72,7 @@ int64_t prt_replica_affine(prt_ctx *ctx, int64_t base, int64_t stride) {
 int32_t prt_first_replica(prt_ctx *ctx) { return ctx->replica == 0; }
 
 int64_t prt_shard_len(prt_ctx *ctx, int64_t n, int64_t c) {
-  int64_t left = n - ctx->replica * c;
-  return left < 0 ? 0 : left < c ? left : c;
+  return pb_shard_len(n, c, ctx->replica);
 }
 
 void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t start,

@@ -393,23 +393,7 @@ typedef struct prt_file_use {
  * exist, else the same resolved name), except two entries marked in_place_ok. Fails naming
  * the flag(s) and file(s). */
 int prt_files_check(const prt_file_use *files, int64_t n, prt_status *st);
-/* A file being written, to appear at its destination only when complete. */
-typedef struct prt_temp {
-  int fd;        /* open for writing; -1 after commit or discard */
-  int anonymous; /* 1: an O_TMPFILE file with no name yet (nothing to clean up if killed) */
-  char *name;    /* owned: PATH.XXXXXX when named, "" while anonymous or once renamed */
-} prt_temp;
-/* Creates the file to write for `path` in path's folder: unnamed (O_TMPFILE) where the file
- * system allows, else a new unique PATH.XXXXXX (O_CREAT|O_EXCL|O_NOFOLLOW: never through a
- * planted symlink). Refuses a `path` that exists and is not a regular file (a device node, a
- * FIFO, a directory: a rename would replace it). Fills st and returns non-zero on failure. */
-int prt_temp_create(const char *path, prt_temp *t, prt_status *st);
-/* After the data is written and synced: names the file (if unnamed) and renames it over
- * `path`, after checking again that `path` is not a special file; closes t->fd. On failure
- * removes what it created and fills st. */
-int prt_temp_commit(prt_temp *t, const char *path, prt_status *st);
-/* Closes and removes the file (a failed save). */
-void prt_temp_discard(prt_temp *t);
+/* Outputs are written atomically through the base library (piper/base/atomic_file.h). */
 
 /* ---- trace (trace.c) ---- */
 
@@ -551,8 +535,8 @@ typedef struct prt_st_entry {
   const float *data;    /* borrowed (product of dims) */
 } prt_st_entry;
 
-/* Writes a safetensors file atomically: a unique temporary next to it (prt_temp_create),
- * fsync, rename. On failure nothing is left at `path` that was not there before and the
+/* Writes a safetensors file atomically (piper/base/atomic_file.h: a new temporary next to
+ * it, fsync, rename). On failure nothing is left at `path` that was not there before and the
  * temporary is removed; a `path` that is a device node, FIFO or directory is refused.
  * __metadata__ holds "format": "pt" and, when step >= 0, "step": "<step>". */
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
@@ -588,6 +572,17 @@ int prt_safetensors_parse(const uint8_t *bytes, uint64_t avail, uint64_t size,
 void prt_st_header_free(prt_st_header *h);
 /* The tensor called `name` in h, or NULL (binary search). */
 const prt_st_in *prt_st_header_find(const prt_st_header *h, const char *name);
+/* Reads and checks (prt_safetensors_parse) the header of the safetensors file open at f's
+ * start, `size` bytes in all; *data_start gets the file offset of the data section. On
+ * failure fills st naming `path` and leaves *h empty. */
+int prt_safetensors_read_header(FILE *f, uint64_t size, const char *path, prt_st_header *h,
+                                uint64_t *data_start, prt_status *st);
+/* Reads `count` floats of tensor e, from its element `first` on, into dst; 0, or -1 if the
+ * file could not be read there. */
+int prt_safetensors_read(FILE *f, uint64_t data_start, const prt_st_in *e, uint64_t first,
+                         float *dst, size_t count);
+
+/* ---- checkpoints (checkpoint.c) ---- */
 
 /* Collective. Rank 0 writes every parameter and every optimizer-state tensor declared on any
  * rank, full and by name, in the catalog's order (for one device: declaration order),

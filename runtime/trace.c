@@ -36,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "piper/base/json.h"
 #include "prt_internal.h"
 
 #define PRT_SPAN_DEPTH 64  /* open spans per stream */
@@ -218,15 +219,8 @@ char *prt_trace_path(const char *path, int64_t rank) {
   return out;
 }
 
-static void prt_json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
-  }
-  fputc('"', f);
-}
+/* A JSON string literal for s (the base library's escaper). */
+static void prt_json_string(FILE *f, const char *s) { pb_json_quote(s, pb_json_sink_file, f); }
 
 /* This rank's events as JSON array elements, each after ",\n" (the very first without the
  * comma when `first`): process and lane names, then every span. */

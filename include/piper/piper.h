@@ -12,6 +12,7 @@
 #include "mlir-c/IR.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/Pass.h"
+#include "piper/base/atomic_file.h"
 #include "piper/ops.h"
 
 #ifdef __cplusplus
@@ -43,15 +44,17 @@ char *piperReadInput(const char *path, size_t *len);
  * already out. Then verifies IRDL constraints and tdag shapes. */
 MlirModule piperParseAndVerify(MlirContext ctx, const char *text, const char *sourceName);
 
-/* Where output goes. A regular or new file is written as a new, unique `path.XXXXXX` next to
- * it (created O_EXCL|O_NOFOLLOW, so a symlink planted there is never followed) and renamed
- * over `path` only on success, so a failure, SIGINT or SIGTERM never leaves a partial file
- * or a stray temporary; anything else that exists (/dev/null, a pipe, /dev/stdout) is written
- * in place and never renamed over. */
+/* Where output goes: through the base library's atomic file (piper/base/atomic_file.h). A
+ * regular or new file is written as a new temporary next to it (unnamed where the file system
+ * allows, else a unique `path.XXXXXX` created O_EXCL|O_NOFOLLOW, so a symlink planted there is
+ * never followed), synced and renamed over `path` only on success, so a failure, SIGINT or
+ * SIGTERM never leaves a partial file or a stray temporary; anything else that exists
+ * (/dev/null, a pipe, /dev/stdout) is written in place and never renamed over. */
 typedef struct {
-  FILE *file; /* open for writing, or NULL */
-  char *path; /* owned copy of the destination (any length) */
-  char *tmp;  /* owned: what is written, the temporary or path itself (in place) */
+  FILE *file;        /* open for writing (piperOutputOpen), or NULL */
+  char *tmp;         /* the name to write (piperOutputPrepare): the temporary, or the
+                        destination itself in place; borrowed from `out` */
+  pb_atomic_file out; /* the temporary and its destination */
 } PiperOutput;
 /* Opens `o` for `path`; prints an error naming it and returns false on failure (nothing to
  * commit then). */

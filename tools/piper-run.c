@@ -325,12 +325,13 @@ typedef struct {
   bool quiet;           /* --quiet: no progress lines to time the recovery by */
 } Plan;
 
-/* The value of plan flag k (args[k] is the flag): after '=' or the next argument. */
+/* The value of plan flag k (args[k] is the flag): after '=' or the next argument; NULL
+ * when there is none. */
 static const char *planValue(const Plan *p, int k, int *skip) {
   const char *eq = strchr(p->args[k], '=');
   *skip = 0;
   if (eq) return eq + 1;
-  if (k + 1 >= p->nargs) die(EXIT_USAGE, "plan flag %s needs a value: command line", p->args[k]);
+  if (k + 1 >= p->nargs) return NULL; /* the plan says what is missing */
   *skip = 1;
   return p->args[k + 1];
 }
@@ -362,6 +363,7 @@ static void planRead(Plan *p) {
     if (strncmp(a, "--", 2)) continue; /* a value the plan will refuse itself */
     int skip;
     const char *v = planValue(p, k, &skip);
+    if (!v) break;
     if (flagIs(a, "--steps")) p->steps = planCount("--steps", v);
     else if (flagIs(a, "--total-steps")) p->totalSteps = planCount("--total-steps", v);
     else if (flagIs(a, "--checkpoint-every")) p->ckptEvery = planCount("--checkpoint-every", v);

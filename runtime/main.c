@@ -103,7 +103,8 @@ static const char *const USAGE =
     "A plan for D devices runs as D MPI ranks: mpirun -np D %s [options]\n"
     "(as root, Open MPI also wants --allow-run-as-root; more ranks than cores, --oversubscribe).\n"
     "SIGINT or SIGTERM: every rank finishes the current step, writes --save-checkpoint,\n"
-    "metrics and traces, and the run exits 130 (SIGINT) or 143 (SIGTERM).\n"
+    "metrics and traces, and the run exits 130 (SIGINT) or 143 (SIGTERM). SIGUSR1 (how\n"
+    "piper-run asks for a stop through mpirun) is taken as SIGTERM.\n"
     "Exit codes: 0 done, 1 error, 2 bad command line, 130/143 stopped by a signal.\n";
 
 /* ---- flags ---- */

@@ -97,12 +97,6 @@ static void *xmalloc(size_t n) {
   return p;
 }
 
-static char *xstrdup(const char *s) {
-  char *p = strdup(s);
-  if (!p) die(EXIT_TOOL, "out of memory");
-  return p;
-}
-
 static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xprintf(const char *fmt, ...) {
   va_list ap;
@@ -138,6 +132,15 @@ static void argvPush(Argv *a, const char *s) {
     die(EXIT_TOOL, "out of memory");
   a->v[a->n++] = (char *)s;
   a->v[a->n] = NULL;
+}
+
+/* Strings that live until the process ends (flag values, checkpoint names): held here, so
+ * they stay reachable (LeakSanitizer) without bookkeeping at every exit. */
+static Argv kept;
+
+static char *keep(char *s) {
+  if (s) argvPush(&kept, s);
+  return s;
 }
 
 /* ---- checkpoints ---- */
@@ -395,9 +398,9 @@ static void planRestartArgs(const Plan *p, Argv *out, const char *ckpt, int64_t 
   argvPush(out, "--init-checkpoint");
   argvPush(out, ckpt);
   argvPush(out, "--steps");
-  argvPush(out, xprintf("%lld", (long long)(end - k)));
+  argvPush(out, keep(xprintf("%lld", (long long)(end - k))));
   argvPush(out, "--total-steps");
-  argvPush(out, xprintf("%lld", (long long)total));
+  argvPush(out, keep(xprintf("%lld", (long long)total)));
 }
 
 /* ---- one job ---- */
@@ -746,13 +749,13 @@ int main(int argc, char **argv) {
         (long long)start);
   total = p.totalSteps >= 0 ? p.totalSteps : end;
 
-  Argv first = {0}; /* the first job's flags: as given, plus the ring */
+  static Argv first; /* the first job's flags: as given, plus the ring */
   for (int i = 0; i < p.nargs; i++) argvPush(&first, p.args[i]);
   if (c.ckptDir && !p.ckptDir) {
     argvPush(&first, "--checkpoint-dir");
     argvPush(&first, c.ckptDir);
   }
-  BadList bad = {0};
+  static BadList bad; /* static: reachable until exit */
   char *from = NULL; /* the checkpoint the next job starts from; NULL = as given */
   int64_t fromStep = start;
   if (!c.ckptDir) {
@@ -760,7 +763,7 @@ int main(int argc, char **argv) {
   } else {
     size_t count;
     CkptInfo in;
-    char *newest = ringNewest(c.ckptDir, &bad, &in, &count);
+    char *newest = keep(ringNewest(c.ckptDir, &bad, &in, &count));
     if (count && !resume)
       die(EXIT_USAGE, "--checkpoint-dir %s already holds %zu checkpoint%s (another run's?): "
           "command line; pass --resume to continue from the newest, or empty the folder",
@@ -828,7 +831,7 @@ int main(int argc, char **argv) {
     if (from && j.firstStep < 0 && j.error[0] && strstr(j.error, from)) {
       if (!piperGrow((void **)&bad.paths, &bad.cap, bad.n + 1, sizeof *bad.paths))
         die(EXIT_TOOL, "out of memory");
-      bad.paths[bad.n++] = xstrdup(from);
+      bad.paths[bad.n++] = from;
     }
     faultAt = j.faultAt > 0 ? j.faultAt : j.endedAt;
     char at[64] = "";
@@ -840,20 +843,19 @@ int main(int argc, char **argv) {
            (long long)restarts + 1, (long long)c.maxRestarts);
       size_t count;
       CkptInfo in;
-      char *newest = c.ckptDir ? ringNewest(c.ckptDir, &bad, &in, &count) : NULL;
+      char *newest = c.ckptDir ? keep(ringNewest(c.ckptDir, &bad, &in, &count)) : NULL;
       if (newest)
         note("the newest complete checkpoint is %s (step %lld of %lld); continue with "
              "piper-run --resume", newest, (long long)in.step, (long long)end);
       return EXIT_GAVE_UP;
     }
-    free(from);
     from = NULL;
     fromStep = start;
     double since = startedAt;
     if (c.ckptDir) {
       size_t count;
       CkptInfo in;
-      from = ringNewest(c.ckptDir, &bad, &in, &count);
+      from = keep(ringNewest(c.ckptDir, &bad, &in, &count));
       if (from) {
         fromStep = in.step;
         if (in.mtime > since) since = in.mtime;

@@ -457,7 +457,8 @@ static void jobScanLine(Job *j, const char *line) {
       snprintf(j->rankDeath, sizeof j->rankDeath, "rank %lld on %s%s", rank, node,
                how ? how : " died");
       size_t n = strlen(j->rankDeath);
-      while (n && (j->rankDeath[n - 1] == '.' || j->rankDeath[n - 1] == '\n')) j->rankDeath[--n] = 0;
+      while (n && (j->rankDeath[n - 1] == '.' || j->rankDeath[n - 1] == '\n'))
+        j->rankDeath[--n] = 0;
     }
   }
 }
@@ -789,6 +790,11 @@ int main(int argc, char **argv) {
   double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
   int64_t redo = 0;       /* steps of the failed job that the next one runs again */
   for (int64_t restarts = 0;; restarts++) {
+    if (stopSignal) { /* it came between two jobs: start no other */
+      note("stopped by %s before restart %lld", stopSignal == SIGINT ? "SIGINT" :
+           stopSignal == SIGTERM ? "SIGTERM" : "SIGHUP", (long long)restarts);
+      return 128 + stopSignal;
+    }
     Argv args = {0};
     if (from) planRestartArgs(&p, &args, from, fromStep, end, total);
     else args = first;

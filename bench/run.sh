@@ -9,3 +9,4 @@ build=${1:-build}
 /usr/bin/python3 "$(dirname "$0")/bench_moe.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_tp.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_gpu.py" "$build"
+/usr/bin/python3 "$(dirname "$0")/bench_faults.py" "$build"

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "prt_ckpt_ring.h"
 #include "prt_internal.h"
 
 
@@ -68,8 +69,13 @@ static const char *const USAGE =
     "                          (open in Perfetto / chrome://tracing)\n"
     "  --trace-per-rank        with --trace: each rank writes its own file instead, FILE\n"
     "                          with .rank<k> before its extension (same aligned clock)\n"
-    "  --checkpoint-every N    also write --save-checkpoint every N steps during the run\n"
-    "                          (atomically), so a run killed hard can resume\n"
+    "  --checkpoint-every N    also write --save-checkpoint (or, with --checkpoint-dir,\n"
+    "                          a ring file) every N steps during the run, atomically and\n"
+    "                          from a background thread, so a run killed hard can resume\n"
+    "  --checkpoint-dir DIR    periodic checkpoints go to DIR/step-<K>.safetensors (K the\n"
+    "                          completed steps), and the last one too; piper-run resumes\n"
+    "                          from the newest complete one\n"
+    "  --keep-checkpoints K    ring files kept in --checkpoint-dir (default 3)\n"
     "  --timeout SECONDS       a transfer or collective that waits longer ends every rank\n"
     "                          with a message naming it (default 300; 0 = wait forever)\n"
     "  --lr-schedule NAME      constant (default), cosine or linear (see README)\n"
@@ -97,7 +103,8 @@ static const char *const USAGE =
     "A plan for D devices runs as D MPI ranks: mpirun -np D %s [options]\n"
     "(as root, Open MPI also wants --allow-run-as-root; more ranks than cores, --oversubscribe).\n"
     "SIGINT or SIGTERM: every rank finishes the current step, writes --save-checkpoint,\n"
-    "metrics and traces, and the run exits 130 (SIGINT) or 143 (SIGTERM).\n"
+    "metrics and traces, and the run exits 130 (SIGINT) or 143 (SIGTERM). SIGUSR1 (how\n"
+    "piper-run asks for a stop through mpirun) is taken as SIGTERM.\n"
     "Exit codes: 0 done, 1 error, 2 bad command line, 130/143 stopped by a signal.\n";
 
 /* ---- flags ---- */
@@ -161,6 +168,7 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
                   .loop = {.total = -1, .grad_clip = -1, .beta1 = NAN, .beta2 = NAN,
                            .eps = NAN, .eval_batches = 1}};
   o->log_every = 1;
+  o->keep_ckpts = 3;
   o->data_format = PRT_DATA_BYTES;
   const char *data_format = NULL; /* --data-format's name, parsed after the loop */
   const char *comm = NULL;        /* --comm's name, parsed after the loop */
@@ -178,6 +186,8 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--trace", PRT_FLAG_FILE, &o->trace},
       {"--timeout", PRT_FLAG_REAL, &o->timeout},
       {"--checkpoint-every", PRT_FLAG_COUNT, &o->ckpt_every},
+      {"--checkpoint-dir", PRT_FLAG_FILE, &o->ckpt_dir},
+      {"--keep-checkpoints", PRT_FLAG_COUNT, &o->keep_ckpts},
       {"--lr-schedule", PRT_FLAG_WORD, &o->lr_schedule},
       {"--warmup-steps", PRT_FLAG_COUNT, &o->loop.warmup},
       {"--min-lr", PRT_FLAG_REAL, &o->loop.min_lr},
@@ -240,9 +250,13 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   if (o->dump_grads && o->steps < 1)
     return prt_fail(st, 2, "--dump-grads captures the first step but --steps is 0: command "
                     "line; run at least one step");
-  if (o->ckpt_every && !o->save_ckpt)
+  if (o->ckpt_every && !o->save_ckpt && !o->ckpt_dir)
     return prt_fail(st, 2, "--checkpoint-every needs --save-checkpoint (the file to write): "
-                    "command line; run with --help for usage");
+                    "command line; or --checkpoint-dir (a folder for numbered checkpoints); "
+                    "run with --help for usage");
+  if (o->keep_ckpts < 1)
+    return prt_fail(st, 2, "--keep-checkpoints expects a positive integer, got 0: command "
+                    "line; keep at least the newest checkpoint");
   if (o->restart_steps && !o->init_ckpt)
     return prt_fail(st, 2, "--restart-steps needs --init-checkpoint (a run without one "
                     "starts at step 0 anyway): command line; run with --help for usage");
@@ -267,7 +281,9 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
 static volatile sig_atomic_t prt_signal_seen;
 
 static void prt_on_signal(int sig) {
-  if (!prt_signal_seen) prt_signal_seen = sig;
+  /* SIGUSR1 is how piper-run asks for a stop: mpirun forwards it to every rank, on every
+   * host, without killing them a second later as it does after forwarding SIGTERM. */
+  if (!prt_signal_seen) prt_signal_seen = sig == SIGUSR1 ? SIGTERM : sig;
 }
 
 /* Routes SIGINT and SIGTERM to prt_on_signal (after MPI_Init, which may install its own). */
@@ -279,6 +295,7 @@ static void prt_catch_signals(void) {
   sa.sa_flags = SA_RESTART; /* file writes and MPI polls carry on; the flag does the rest */
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGUSR1, &sa, NULL);
 }
 
 /* ---- the files a run names ---- */
@@ -426,6 +443,7 @@ typedef struct prt_run_state {
                                     after this step */
   double ms_sum;                 /* wall milliseconds of the steps run so far (for the ETA) */
   prt_loop loop;                 /* the schedule's length is resolved once the start is known */
+  prt_ckpt_writer *writer;       /* --checkpoint-every's background writer; NULL: none */
 } prt_run_state;
 
 /* The plan's setup and the checks every rank agrees on before anything is read. */
@@ -448,6 +466,8 @@ static int prt_run_setup(prt_run_state *r, const prt_opts *o, void (*setup)(prt_
              "the CPU, over MPI): command line; drop --comm or pass --comm mpi");
   else if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
     prt_check_dump(ctx, o, st);
+  if (!st->code && (o->ckpt_every || o->ckpt_dir))
+    r->writer = prt_ckpt_writer_create(ctx, o->ckpt_dir, o->save_ckpt, o->keep_ckpts, st);
   if (prt_agree(ctx, st)) return st->code;
   if (!prt_dist_setup(ctx, &r->T, st)) prt_catalog_build(ctx, st); /* alike on every rank */
   return prt_agree(ctx, st);
@@ -535,6 +555,7 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
   prt_span_begin(ctx, "step", 0);
   prt_data_fill(&r->data, ctx, s);
   step(ctx);
+  prt_fault_point(PRT_FAULT_AT_STEP, ctx->rank, s);
   if (ctx->ops_busy)
     prt_fatal("step %lld ended with %lld transfer%s never waited: piper_step (rank %lld); "
               "every prt_isend/prt_irecv/collective needs its prt_wait: this is a bug in "
@@ -564,7 +585,7 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
   if (o->ckpt_every && (r->completed - r->start) % o->ckpt_every == 0 &&
       r->completed < r->start + o->steps) {
     prt_watch.what = "a periodic checkpoint";
-    prt_checkpoint_save(ctx, o->save_ckpt, r->completed, st);
+    prt_ckpt_periodic(r->writer, ctx, r->completed, st);
     if (prt_agree(ctx, st)) return PRT_STEP_FAIL;
     prt_watch.what = NULL;
   }
@@ -575,7 +596,11 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
 static void prt_run_end(prt_run_state *r, const prt_opts *o, prt_status *st) {
   prt_ctx *ctx = r->ctx;
   prt_watch.what = "the final checkpoint";
+  prt_ckpt_writer_wait(r->writer, st); /* the periodic write in flight ends before the last */
+  if (prt_agree(ctx, st)) return;
   if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, r->completed, st);
+  if (prt_agree(ctx, st)) return;
+  prt_ckpt_ring_final(r->writer, ctx, r->completed, st);
   if (prt_agree(ctx, st)) return;
   prt_watch.what = NULL;
   if (r->stop_signal && ctx->rank == 0) {
@@ -602,7 +627,9 @@ static int prt_run_close(prt_run_state *r, const prt_opts *o, prt_status *st) {
   if (r->metrics && fclose(r->metrics) != 0 && !st->code)
     prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space", o->metrics,
              strerror(errno));
+  prt_ckpt_writer_wait(r->writer, st);
   prt_agree(ctx, st);
+  prt_ckpt_writer_destroy(r->writer);
   prt_data_close(&r->data);
   prt_data_close(&r->eval_data);
   prt_ctx_destroy(ctx);

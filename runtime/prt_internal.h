@@ -673,6 +673,8 @@ typedef struct prt_opts {
   const char *lr_schedule; /* --lr-schedule: borrowed name, parsed into loop.schedule */
   prt_loop loop;          /* schedule, clipping, AdamW overrides, evaluation (schedule.c) */
   int comm;               /* --comm: a prt_comm_choice; PRT_COMM_AUTO when not given */
+  const char *ckpt_dir;   /* --checkpoint-dir: ring of periodic checkpoints, borrowed; NULL = none */
+  int64_t keep_ckpts;     /* --keep-checkpoints: ring files kept (>= 1, default 3) */
 } prt_opts;
 /* Reads argv into *o (defaults first; strings borrow from argv). Only parses: no file is
  * touched, nothing is printed, nothing exits; a bad command line fills st (code 2) naming the

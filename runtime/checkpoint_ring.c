@@ -1,0 +1,228 @@
+/* Periodic checkpoints written from a background thread, optionally into a ring of numbered
+ * files (see prt_ckpt_ring.h for the contract).
+ *
+ * Threads: only the training thread talks to MPI (the assembly is collective and runs there);
+ * the writer thread touches nothing but its snapshot, the file system and its own status, so
+ * the MPI library's thread level does not matter. The snapshot is owned by the writer and
+ * never changes while a write is in flight: the next prt_ckpt_periodic joins the thread
+ * before it copies new values in.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prt_ckpt_ring.h"
+
+struct prt_ckpt_writer {
+  char *dir;            /* owned: --checkpoint-dir, NULL = write to `path` */
+  const char *path;     /* borrowed: --save-checkpoint, used when dir is NULL */
+  int64_t keep;         /* ring files kept (>= 1) */
+  int64_t rank;         /* this rank: only rank 0 writes */
+  prt_st_entry *entries; /* owned (n): names and dims borrow the catalog, data the snapshot */
+  int64_t n;            /* entries in the snapshot */
+  float *snapshot;      /* owned (floats): every entry's values, back to back */
+  size_t floats;        /* capacity of snapshot, in floats */
+  int64_t step;         /* the step of the snapshot being written */
+  char *target;         /* owned: the file being written */
+  pthread_t thread;     /* the writer, valid while busy */
+  int busy;             /* 1 while a thread is started and not joined */
+  prt_status result;    /* the finished write's status (written by the thread, read after
+                           the join) */
+};
+
+char *prt_ckpt_ring_path(const char *dir, int64_t step) {
+  size_t n = strlen(dir) + 48;
+  char *p = prt_xmalloc(n, "a checkpoint name");
+  snprintf(p, n, "%s/step-%06lld.safetensors", dir, (long long)step);
+  return p;
+}
+
+/* The step of a ring file name "step-<digits>.safetensors", or -1 for any other name. */
+static int64_t prt_ring_step_of(const char *name) {
+  static const char prefix[] = "step-", suffix[] = ".safetensors";
+  size_t n = strlen(name), np = sizeof prefix - 1, ns = sizeof suffix - 1;
+  if (n <= np + ns || strncmp(name, prefix, np) || strcmp(name + n - ns, suffix)) return -1;
+  int64_t v = 0;
+  for (size_t i = np; i < n - ns; i++) {
+    if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return -1;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
+static int prt_cmp_desc(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* After `step` was committed: removes ring files of later steps (an abandoned timeline: the
+ * run went back to an earlier checkpoint, so they are not this run's) and all but the newest
+ * `keep` of the rest. Best effort: a file that cannot be removed stays and is retried next
+ * time. */
+static void prt_ring_prune(const char *dir, int64_t keep, int64_t step) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  int64_t *steps = NULL, n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int64_t s = prt_ring_step_of(e->d_name);
+    if (s < 0) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      steps = realloc(steps, (size_t)cap * sizeof *steps);
+      if (!steps) break;
+    }
+    steps[n++] = s;
+  }
+  closedir(d);
+  if (!steps) return;
+  qsort(steps, (size_t)n, sizeof *steps, prt_cmp_desc);
+  for (int64_t i = 0, kept = 0; i < n; i++) {
+    if (steps[i] <= step && kept < keep) {
+      kept++;
+      continue;
+    }
+    char *p = prt_ckpt_ring_path(dir, steps[i]);
+    unlink(p);
+    free(p);
+  }
+  free(steps);
+}
+
+static void *prt_ckpt_thread(void *arg) {
+  prt_ckpt_writer *w = arg;
+  prt_fault_point(PRT_FAULT_AT_SAVE, w->rank, w->step);
+  if (prt_safetensors_write(w->target, w->entries, w->n, w->step, &w->result) == 0 && w->dir)
+    prt_ring_prune(w->dir, w->keep, w->step);
+  return NULL;
+}
+
+prt_ckpt_writer *prt_ckpt_writer_create(const prt_ctx *ctx, const char *dir, const char *path,
+                                        int64_t keep, prt_status *st) {
+  if (ctx->rank == 0 && dir) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0 && errno == ENOENT && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+      prt_fail(st, 1, "cannot create --checkpoint-dir %s: %s; create it, or name a folder "
+               "whose parent exists", dir, strerror(errno));
+      return NULL;
+    }
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+      prt_fail(st, 1, "--checkpoint-dir %s is not a folder: command line; name a folder (it "
+               "is created if missing)", dir);
+      return NULL;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+      prt_fail(st, 1, "--checkpoint-dir %s is not writable: %s; name a folder this user can "
+               "write", dir, strerror(errno));
+      return NULL;
+    }
+  }
+  prt_ckpt_writer *w = prt_xmalloc(sizeof *w, "the checkpoint writer");
+  memset(w, 0, sizeof *w);
+  w->dir = dir ? strdup(dir) : NULL;
+  w->path = path;
+  w->keep = keep < 1 ? 1 : keep;
+  w->rank = ctx->rank;
+  return w;
+}
+
+int prt_ckpt_writer_wait(prt_ckpt_writer *w, prt_status *st) {
+  if (!w || !w->busy) return st->code;
+  pthread_join(w->thread, NULL);
+  w->busy = 0;
+  free(w->target);
+  w->target = NULL;
+  if (w->result.code && !st->code) *st = w->result;
+  w->result = (prt_status){0};
+  return st->code;
+}
+
+/* Collective: assembles the checkpoint on rank 0 and copies it into the snapshot. */
+static int prt_ckpt_snapshot(prt_ckpt_writer *w, prt_ctx *ctx, const char *target,
+                             prt_status *st) {
+  if (prt_catalog_build(ctx, st)) return st->code;
+  const char *problem = prt_catalog_optim_problem(ctx);
+  if (problem && ctx->rank == 0) {
+    fprintf(stderr, "piper: warning: %s: %s holds parameters only (no optimizer state); a "
+            "run resumed from it restarts AdamW; recompile the plan with a current "
+            "piper-compile to checkpoint optimizer state\n", problem, target);
+    fflush(stderr);
+  }
+  prt_assembly as;
+  if (prt_catalog_assemble(ctx, 0, !problem, target, &as, st)) return st->code;
+  if (ctx->rank == 0) {
+    size_t total = 0;
+    for (int64_t i = 0; i < as.n; i++) {
+      size_t numel = 1;
+      for (int64_t k = 0; k < as.entries[i].ndim; k++) numel *= (size_t)as.entries[i].dims[k];
+      total += numel;
+    }
+    if (total > w->floats) { /* the same size every time: allocated once per run */
+      free(w->snapshot);
+      w->snapshot = prt_xmalloc((total ? total : 1) * sizeof(float), "a checkpoint snapshot");
+      w->floats = total;
+    }
+    free(w->entries);
+    w->entries = prt_xmalloc((size_t)(as.n ? as.n : 1) * sizeof *w->entries, "entries");
+    w->n = as.n;
+    float *at = w->snapshot;
+    for (int64_t i = 0; i < as.n; i++) {
+      size_t numel = 1;
+      for (int64_t k = 0; k < as.entries[i].ndim; k++) numel *= (size_t)as.entries[i].dims[k];
+      memcpy(at, as.entries[i].data, numel * sizeof(float));
+      w->entries[i] = as.entries[i];
+      w->entries[i].data = at;
+      at += numel;
+    }
+  }
+  prt_assembly_free(&as);
+  return st->code;
+}
+
+int prt_ckpt_periodic(prt_ckpt_writer *w, prt_ctx *ctx, int64_t step, prt_status *st) {
+  /* The previous write's failure is rank 0's alone: it still takes part in the collective
+   * assembly (the other ranks are in it), starts no new write and reports the failure. */
+  prt_status previous = {0};
+  prt_ckpt_writer_wait(w, &previous);
+  char *target = w->dir ? prt_ckpt_ring_path(w->dir, step) : strdup(w->path);
+  if (!target) prt_fatal("out of memory for a checkpoint name");
+  if (prt_ckpt_snapshot(w, ctx, target, st) || ctx->rank != 0 || previous.code) {
+    free(target);
+    if (previous.code && !st->code) *st = previous;
+    return st->code;
+  }
+  w->target = target;
+  w->step = step;
+  w->result = (prt_status){0};
+  int err = pthread_create(&w->thread, NULL, prt_ckpt_thread, w);
+  if (err) { /* no thread to be had: write here, as a synchronous save would */
+    prt_ckpt_thread(w);
+    free(w->target);
+    w->target = NULL;
+    if (w->result.code) *st = w->result;
+    return st->code;
+  }
+  w->busy = 1;
+  return 0;
+}
+
+int prt_ckpt_ring_final(prt_ckpt_writer *w, prt_ctx *ctx, int64_t step, prt_status *st) {
+  if (!w || !w->dir) return 0;
+  if (prt_ckpt_periodic(w, ctx, step, st)) return st->code;
+  return prt_ckpt_writer_wait(w, st);
+}
+
+void prt_ckpt_writer_destroy(prt_ckpt_writer *w) {
+  if (!w) return;
+  prt_status ignored = {0};
+  prt_ckpt_writer_wait(w, &ignored);
+  free(w->entries);
+  free(w->snapshot);
+  free(w->dir);
+  free(w);
+}

@@ -1,0 +1,113 @@
+/* Fault injection for the fault suite (test/e2e/faults): one fault, named by the environment
+ * variable PIPER_FAULT, at an exact place of an exact step, so a test can kill a rank in the
+ * middle of step 5 or while a checkpoint is being written, every time.
+ *
+ *   PIPER_FAULT = KIND '@' SITE '=' STEP { ',' OPTION }
+ *   KIND   = kill (SIGKILL: no handler runs) | stop (SIGSTOP: the rank hangs) | exit (exit 3)
+ *   SITE   = step (after the plan's step STEP, before the step's loss agreement)
+ *          | save (in the background writer, before the checkpoint of STEP completed steps
+ *            is written: training has gone on, the file is not committed)
+ *   OPTION = rank=R (default 0) | once=FILE (fire only if FILE does not exist yet, and
+ *            create it: a supervised run then meets the fault once, not after every restart)
+ *
+ * Unset, it costs one getenv per run. The real faults are the same signals from outside; the
+ * hook only fixes when they land.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prt_ckpt_ring.h"
+
+/* The parsed PIPER_FAULT; kind 0 = none. */
+static struct {
+  int parsed;         /* PIPER_FAULT was read */
+  int kind;           /* 0 none, SIGKILL, SIGSTOP, or -3 for exit(3) */
+  prt_fault_site site;
+  int64_t step;       /* STEP */
+  int64_t rank;       /* rank=R */
+  char once[4096];    /* once=FILE, "" = every time */
+} prt_fault;
+
+static void prt_fault_bad(const char *spec, const char *why) {
+  fprintf(stderr, "piper: error: PIPER_FAULT='%s': %s; expected KIND@SITE=STEP[,rank=R]"
+          "[,once=FILE] with KIND kill, stop or exit and SITE step or save (see "
+          "runtime/fault_inject.c)\n", spec, why);
+  fflush(stderr);
+  _exit(2);
+}
+
+static int64_t prt_fault_int(const char *spec, const char *s, const char **end) {
+  char *e = NULL;
+  errno = 0;
+  long long v = strtoll(s, &e, 10);
+  if (e == s || errno || v < 0) prt_fault_bad(spec, "a step or rank is not a non-negative integer");
+  *end = e;
+  return v;
+}
+
+static void prt_fault_parse(void) {
+  prt_fault.parsed = 1;
+  const char *spec = getenv("PIPER_FAULT");
+  if (!spec || !spec[0]) return;
+  static const struct { const char *name; int kind; } kinds[] = {
+      {"kill@", SIGKILL}, {"stop@", SIGSTOP}, {"exit@", -3}};
+  static const struct { const char *name; prt_fault_site site; } sites[] = {
+      {"step=", PRT_FAULT_AT_STEP}, {"save=", PRT_FAULT_AT_SAVE}};
+  const char *p = spec;
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !prt_fault.kind; i++)
+    if (!strncmp(p, kinds[i].name, strlen(kinds[i].name))) {
+      prt_fault.kind = kinds[i].kind;
+      p += strlen(kinds[i].name);
+    }
+  if (!prt_fault.kind) prt_fault_bad(spec, "unknown KIND");
+  size_t k = 0;
+  while (k < sizeof sites / sizeof sites[0] && strncmp(p, sites[k].name, strlen(sites[k].name)))
+    k++;
+  if (k == sizeof sites / sizeof sites[0]) prt_fault_bad(spec, "unknown SITE");
+  prt_fault.site = sites[k].site;
+  prt_fault.step = prt_fault_int(spec, p + strlen(sites[k].name), &p);
+  while (*p == ',') {
+    p++;
+    if (!strncmp(p, "rank=", 5)) {
+      prt_fault.rank = prt_fault_int(spec, p + 5, &p);
+    } else if (!strncmp(p, "once=", 5)) {
+      size_t n = strcspn(p + 5, ",");
+      if (n == 0 || n >= sizeof prt_fault.once) prt_fault_bad(spec, "once= needs a file name");
+      memcpy(prt_fault.once, p + 5, n);
+      prt_fault.once[n] = 0;
+      p += 5 + n;
+    } else {
+      prt_fault_bad(spec, "unknown OPTION");
+    }
+  }
+  if (*p) prt_fault_bad(spec, "trailing characters");
+}
+
+void prt_fault_point(prt_fault_site site, int64_t rank, int64_t step) {
+  if (!prt_fault.parsed) prt_fault_parse();
+  if (!prt_fault.kind || site != prt_fault.site || rank != prt_fault.rank ||
+      step != prt_fault.step)
+    return;
+  if (prt_fault.once[0]) { /* O_EXCL: of two tries, one creates the marker and fires */
+    int fd = open(prt_fault.once, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return;
+    close(fd);
+  }
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  static const char *const where[] = {"at step", "writing the checkpoint of step"};
+  const char *what = prt_fault.kind == SIGKILL ? "SIGKILL" : prt_fault.kind == SIGSTOP ?
+                     "SIGSTOP" : "exit 3";
+  fprintf(stderr, "piper: fault injected: %s %s %lld (rank %lld) at t=%lld.%03ld\n", what,
+          where[site], (long long)step, (long long)rank, (long long)ts.tv_sec,
+          ts.tv_nsec / 1000000);
+  fflush(stderr);
+  if (prt_fault.kind < 0) _exit(3);
+  raise(prt_fault.kind);
+}

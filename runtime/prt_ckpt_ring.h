@@ -1,0 +1,61 @@
+/* Periodic checkpoints for long runs (checkpoint_ring.c) and the fault-injection hook the
+ * fault suite drives (fault_inject.c). Kept beside prt_internal.h so that the rest of the
+ * runtime does not change when these do.
+ *
+ * A periodic checkpoint (--checkpoint-every N) costs the training loop one assembly of the
+ * full tensors on rank 0 and one copy of them into host memory; a background thread on rank 0
+ * then writes that snapshot (temporary file, fsync, atomic rename: prt_safetensors_write) while
+ * the next steps run. With --checkpoint-dir DIR the files form a ring, DIR/step-<K>.safetensors
+ * (K the completed steps, at least 6 digits), of which the newest --keep-checkpoints are kept;
+ * without it the snapshot replaces --save-checkpoint as before. At most one write is in
+ * flight: the next checkpoint (or the end of the run) waits for it, so memory stays at one
+ * snapshot and a failed write is reported at the next agreement point. A process killed while
+ * the thread writes leaves the previous checkpoint as it was (the temporary is unnamed or
+ * removed, the rename is the commit).
+ */
+#ifndef PRT_CKPT_RING_H
+#define PRT_CKPT_RING_H
+
+#include "prt_internal.h"
+
+/* The writer of one run's periodic checkpoints; opaque. */
+typedef struct prt_ckpt_writer prt_ckpt_writer;
+
+/* Local. A writer for files in `dir` (NULL: every snapshot goes to `path`, the
+ * --save-checkpoint file) keeping the newest `keep` (>= 1) of them. Rank 0 checks that `dir`
+ * is a writable folder, creating it (one level) when it is missing; a problem fills st naming
+ * --checkpoint-dir (callers prt_agree after). Returns NULL only with st set. */
+prt_ckpt_writer *prt_ckpt_writer_create(const prt_ctx *ctx, const char *dir, const char *path,
+                                        int64_t keep, prt_status *st);
+/* Collective. Waits for the previous write (rank 0), assembles every parameter and optimizer
+ * state tensor on rank 0, copies them into the writer's host snapshot and starts writing it
+ * in the background as the checkpoint of `step` completed steps. A previous write that
+ * failed fails st on rank 0 (callers prt_agree after). */
+int prt_ckpt_periodic(prt_ckpt_writer *w, prt_ctx *ctx, int64_t step, prt_status *st);
+/* Collective. The run's last checkpoint into the ring (`dir` given), written before it
+ * returns, after the write in flight. No-op without a ring. */
+int prt_ckpt_ring_final(prt_ckpt_writer *w, prt_ctx *ctx, int64_t step, prt_status *st);
+/* Local (rank 0 does the waiting). Waits for the write in flight; its failure fills st
+ * unless st already holds an error. */
+int prt_ckpt_writer_wait(prt_ckpt_writer *w, prt_status *st);
+/* Waits for the write in flight (its failure is dropped: call prt_ckpt_writer_wait first to
+ * see it) and frees the writer. NULL is fine. */
+void prt_ckpt_writer_destroy(prt_ckpt_writer *w);
+/* The ring's file name for `step` in `dir`: "<dir>/step-%06lld.safetensors"; owned by the
+ * caller. */
+char *prt_ckpt_ring_path(const char *dir, int64_t step);
+
+/* ---- fault injection (fault_inject.c) ---- */
+
+/* Where a fault may be injected. */
+typedef enum {
+  PRT_FAULT_AT_STEP = 0, /* in the step loop, after the plan's step, before the loss agreement */
+  PRT_FAULT_AT_SAVE = 1, /* in the background writer, before the checkpoint is committed */
+} prt_fault_site;
+/* Reads PIPER_FAULT once (see fault_inject.c for the syntax) and, when this rank and step
+ * match it, injects the fault: SIGKILL or SIGSTOP to this process, or exit(3). Prints one line
+ * "piper: fault injected: ..." first, with the wall-clock time, so a supervisor can time the
+ * recovery. A malformed PIPER_FAULT ends the process with a message naming it. */
+void prt_fault_point(prt_fault_site site, int64_t rank, int64_t step);
+
+#endif

@@ -1,0 +1,877 @@
+/* piper-run: a supervisor over mpirun that keeps a training run going through faults.
+ *
+ *   piper-run -np N [--hostfile F] [--max-restarts K] [--checkpoint-dir DIR] [--resume]
+ *             [--stall-timeout S] [--grace S] -- ./plan FLAGS
+ *
+ * It runs `mpirun --allow-run-as-root --oversubscribe -np N ./plan FLAGS` (Open MPI is the
+ * launcher; piper-run only watches it) and relays its output. When the job ends by a fault (a
+ * rank killed, the --timeout watchdog, an error, a stall), it finds the newest complete
+ * checkpoint in the run's --checkpoint-dir, checks it (header, sizes), falls back to the one
+ * before when it is truncated or corrupt (naming the bad file), and starts the job again from
+ * it with the flags rewritten so the restarted job ends at the same step and follows the same
+ * learning-rate schedule: the resumed run ends bit for bit where the uninterrupted one would.
+ * One line per event on stderr, "piper-run: ...": what failed and where, the step resumed
+ * from, the seconds lost; and, once the restarted job completes a step, how long that took.
+ *
+ * Exit status (keep in sync with USAGE and README "Faults and long runs"):
+ *   0 the run finished; 1 piper-run could not work (mpirun missing, out of memory);
+ *   2 a bad command line (piper-run's, or the job's: the plan refused its flags);
+ *   3 the run failed more often than --max-restarts allows;
+ *   130 / 143 stopped by SIGINT / SIGTERM (the job saved its checkpoint and ended; no restart).
+ *
+ * Every wait ends: the job's own watchdog (--timeout) ends a stuck collective, --stall-timeout
+ * ends a job that prints nothing and checkpoints nothing for that long, a stop waits --grace
+ * seconds for the ranks to save before the job is killed, and the restarts are counted.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "piper/checked.h"
+
+static const char *const USAGE =
+    "usage: piper-run -np N [options] -- ./plan [plan flags]\n"
+    "Runs a compiled plan under mpirun and restarts it from its newest complete checkpoint\n"
+    "when a rank dies, the watchdog fires or the job stalls.\n"
+    "  -np N                ranks (the plan's device count)\n"
+    "  --hostfile F         passed to mpirun\n"
+    "  --max-restarts K     restarts allowed before giving up (default 3)\n"
+    "  --min-ranks M        the fewest ranks to restart on; only M = N is supported (elastic\n"
+    "                       restarts on fewer ranks are not implemented)\n"
+    "  --checkpoint-dir DIR the ring of checkpoints (also passed to the plan when its flags\n"
+    "                       do not name one); without one a fault restarts from the start\n"
+    "  --resume             start from the newest checkpoint already in DIR (without it, a DIR\n"
+    "                       holding checkpoints is refused: they belong to another run)\n"
+    "  --stall-timeout S    a job that prints nothing and writes no checkpoint for S seconds\n"
+    "                       is ended and restarted (default 0: rely on the plan's --timeout)\n"
+    "  --grace S            on SIGINT/SIGTERM, seconds the ranks get to save before they are\n"
+    "                       killed (default 30)\n"
+    "  --mpirun PATH        the mpirun to run (default: mpirun on PATH)\n"
+    "Exit: 0 finished, 1 piper-run failed, 2 bad command line, 3 out of restarts,\n"
+    "130/143 stopped by SIGINT/SIGTERM.\n";
+
+enum { EXIT_OK = 0, EXIT_TOOL = 1, EXIT_USAGE = 2, EXIT_GAVE_UP = 3 };
+
+/* ---- small helpers ---- */
+
+static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void die(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("piper-run: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(code);
+}
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("piper-run: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  fflush(stderr);
+  va_end(ap);
+}
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) die(EXIT_TOOL, "out of memory (%zu bytes)", n);
+  return p;
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0) die(EXIT_TOOL, "out of memory");
+  va_end(ap);
+  return s;
+}
+
+/* Seconds on the monotonic clock (waits) and the wall clock (against file times and the
+ * runtime's "fault injected ... at t=" stamps). */
+static double monoNow(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double wallNow(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A growable argv, NULL-terminated. */
+typedef struct {
+  char **v; /* owned array; the strings are borrowed or leaked (the process is short-lived) */
+  size_t n, cap;
+} Argv;
+
+static void argvPush(Argv *a, const char *s) {
+  if (!piperGrow((void **)&a->v, &a->cap, a->n + 2, sizeof *a->v))
+    die(EXIT_TOOL, "out of memory");
+  a->v[a->n++] = (char *)s;
+  a->v[a->n] = NULL;
+}
+
+/* Strings that live until the process ends (flag values, checkpoint names): held here, so
+ * they stay reachable (LeakSanitizer) without bookkeeping at every exit. */
+static Argv kept;
+
+static char *keep(char *s) {
+  if (s) argvPush(&kept, s);
+  return s;
+}
+
+/* ---- checkpoints ---- */
+
+/* What a checkpoint file's header says, once it checked out. */
+typedef struct {
+  int64_t step;   /* __metadata__ "step"; -1 = absent */
+  bool hasOptim;  /* it holds optimizer state ("optim.*" tensors) */
+  double mtime;   /* wall-clock seconds of its last change */
+} CkptInfo;
+
+/* Checks that `path` is a complete safetensors file: the 8-byte header length fits the file,
+ * the header is a JSON object, and the largest data_offsets end is exactly the data section's
+ * size (a truncated file stops short of it, a torn header fails to parse). The plan's loader
+ * checks everything again (names, shapes, tiling); this is the part that tells a file cut
+ * short by a crash from a complete one. Values inside the data cannot be checked (the format
+ * has no checksum). On failure `why` says what is wrong. */
+static bool ckptCheck(const char *path, CkptInfo *info, char *why, size_t whyCap) {
+  *info = (CkptInfo){.step = -1};
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, whyCap, "cannot open: %s", strerror(errno));
+    return false;
+  }
+  struct stat sb;
+  uint64_t hlen = 0;
+  char *head = NULL;
+  bool ok = false;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    snprintf(why, whyCap, "not a regular file");
+    goto done;
+  }
+  info->mtime = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
+  uint64_t size = (uint64_t)sb.st_size;
+  if (size < 8 || pread(fd, &hlen, 8, 0) != 8) {
+    snprintf(why, whyCap, "truncated: %llu bytes, less than the 8-byte header length",
+             (unsigned long long)size);
+    goto done;
+  }
+  if (hlen < 2 || hlen > 100000000 || hlen > size - 8) {
+    snprintf(why, whyCap, "truncated or corrupt: the header length %llu does not fit the "
+             "file's %llu bytes", (unsigned long long)hlen, (unsigned long long)size);
+    goto done;
+  }
+  head = xmalloc(hlen + 1);
+  if (pread(fd, head, hlen, 8) != (ssize_t)hlen) {
+    snprintf(why, whyCap, "cannot read the header: %s", strerror(errno));
+    goto done;
+  }
+  head[hlen] = 0;
+  size_t end = hlen;
+  while (end > 0 && head[end - 1] == ' ') end--;
+  if (head[0] != '{' || end == 0 || head[end - 1] != '}' || memchr(head, 0, end)) {
+    snprintf(why, whyCap, "corrupt: the header is not a JSON object");
+    goto done;
+  }
+  uint64_t dataEnd = 0, tensors = 0;
+  for (const char *p = head; (p = strstr(p, "\"data_offsets\"")); tensors++) {
+    unsigned long long a = 0, b = 0;
+    p += strlen("\"data_offsets\"");
+    if (sscanf(p, " : [ %llu , %llu ]", &a, &b) != 2 || a > b) {
+      snprintf(why, whyCap, "corrupt: a tensor's data_offsets do not parse");
+      goto done;
+    }
+    if (b > dataEnd) dataEnd = b;
+  }
+  uint64_t have = size - 8 - hlen;
+  if (tensors == 0) {
+    snprintf(why, whyCap, "corrupt: the header names no tensor");
+    goto done;
+  }
+  if (dataEnd != have) {
+    snprintf(why, whyCap, "%s: the header announces %llu bytes of tensor data, the file "
+             "holds %llu", dataEnd > have ? "truncated" : "corrupt",
+             (unsigned long long)dataEnd, (unsigned long long)have);
+    goto done;
+  }
+  const char *s = strstr(head, "\"step\"");
+  long long step = -1;
+  if (s && sscanf(s + strlen("\"step\""), " : \"%lld\"", &step) != 1) {
+    snprintf(why, whyCap, "corrupt: the metadata's step does not parse");
+    goto done;
+  }
+  info->step = step;
+  info->hasOptim = strstr(head, "\"optim.") != NULL;
+  ok = true;
+done:
+  free(head);
+  close(fd);
+  return ok;
+}
+
+/* The step of a ring file name "step-<digits>.safetensors", or -1 (the runtime's names,
+ * runtime/checkpoint_ring.c). */
+static int64_t ringStepOf(const char *name) {
+  static const char prefix[] = "step-", suffix[] = ".safetensors";
+  size_t n = strlen(name), np = sizeof prefix - 1, ns = sizeof suffix - 1;
+  if (n <= np + ns || strncmp(name, prefix, np) || strcmp(name + n - ns, suffix)) return -1;
+  char digits[32];
+  if (n - np - ns >= sizeof digits) return -1;
+  memcpy(digits, name + np, n - np - ns);
+  digits[n - np - ns] = 0;
+  for (char *c = digits; *c; c++)
+    if (*c < '0' || *c > '9') return -1;
+  int64_t v;
+  return piperParseI64(digits, 0, INT64_MAX, &v) ? v : -1;
+}
+
+static int cmpDesc(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Files the plan failed to load although their header checked out; skipped from then on. */
+typedef struct {
+  char **paths; /* owned */
+  size_t n, cap;
+} BadList;
+
+static bool badHas(const BadList *b, const char *path) {
+  for (size_t i = 0; i < b->n; i++)
+    if (!strcmp(b->paths[i], path)) return true;
+  return false;
+}
+
+/* The newest checkpoint in `dir` that checks out, skipping (and naming) the bad ones; NULL
+ * when there is none. *count gets how many ring files there are, checked or not. */
+static char *ringNewest(const char *dir, const BadList *bad, CkptInfo *info, size_t *count) {
+  *count = 0;
+  DIR *d = opendir(dir);
+  if (!d) return NULL;
+  int64_t *steps = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int64_t s = ringStepOf(e->d_name);
+    if (s < 0) continue;
+    if (!piperGrow((void **)&steps, &cap, n + 1, sizeof *steps)) die(EXIT_TOOL, "out of memory");
+    steps[n++] = s;
+  }
+  closedir(d);
+  *count = n;
+  if (n) qsort(steps, n, sizeof *steps, cmpDesc);
+  char *found = NULL;
+  for (size_t i = 0; i < n && !found; i++) {
+    char *path = xprintf("%s/step-%06lld.safetensors", dir, (long long)steps[i]);
+    char why[256];
+    if (badHas(bad, path)) {
+      note("checkpoint %s was refused by the plan before; trying the previous one", path);
+    } else if (!ckptCheck(path, info, why, sizeof why)) {
+      note("checkpoint %s is unusable (%s); falling back to the previous one", path, why);
+    } else if (info->step != steps[i]) {
+      note("checkpoint %s is unusable (its metadata says step %lld); falling back to the "
+           "previous one", path, (long long)info->step);
+    } else {
+      found = path;
+      continue;
+    }
+    free(path);
+  }
+  free(steps);
+  return found;
+}
+
+/* ---- the plan's flags ---- */
+
+/* The plan flags that take no value (runtime/main.c, prt_parse_args); every other flag
+ * takes one, as "--flag value" or "--flag=value". */
+static bool planFlagIsBool(const char *a) {
+  return !strcmp(a, "--quiet") || !strcmp(a, "--restart-steps") ||
+         !strcmp(a, "--trace-per-rank") || !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+/* The plan's command line, as piper-run needs to know it. */
+typedef struct {
+  const char *prog;     /* ./plan */
+  char **args;          /* borrowed: the flags after prog */
+  int nargs;
+  int64_t steps;        /* --steps (the plan's default: 20) */
+  int64_t totalSteps;   /* --total-steps; -1 = not given */
+  const char *initCkpt; /* --init-checkpoint; NULL = none */
+  bool restartSteps;    /* --restart-steps */
+  const char *ckptDir;  /* --checkpoint-dir; NULL = none */
+  int64_t ckptEvery;    /* --checkpoint-every; 0 = none */
+  bool quiet;           /* --quiet: no progress lines to time the recovery by */
+} Plan;
+
+/* The value of plan flag k (args[k] is the flag): after '=' or the next argument; NULL
+ * when there is none. */
+static const char *planValue(const Plan *p, int k, int *skip) {
+  const char *eq = strchr(p->args[k], '=');
+  *skip = 0;
+  if (eq) return eq + 1;
+  if (k + 1 >= p->nargs) return NULL; /* the plan says what is missing */
+  *skip = 1;
+  return p->args[k + 1];
+}
+
+/* args[k] is `name`, alone or as name=value. */
+static bool flagIs(const char *arg, const char *name) {
+  size_t n = strlen(name);
+  return !strncmp(arg, name, n) && (arg[n] == 0 || arg[n] == '=');
+}
+
+static int64_t planCount(const char *flag, const char *v) {
+  int64_t x;
+  if (!piperParseI64(v, 0, INT64_MAX, &x))
+    die(EXIT_USAGE, "plan flag %s expects a non-negative integer, got '%s': command line",
+        flag, v);
+  return x;
+}
+
+static void planRead(Plan *p) {
+  p->steps = 20;
+  p->totalSteps = -1;
+  for (int k = 0; k < p->nargs; k++) {
+    const char *a = p->args[k];
+    if (planFlagIsBool(a)) {
+      p->restartSteps |= !strcmp(a, "--restart-steps");
+      p->quiet |= !strcmp(a, "--quiet");
+      continue;
+    }
+    if (strncmp(a, "--", 2)) continue; /* a value the plan will refuse itself */
+    int skip;
+    const char *v = planValue(p, k, &skip);
+    if (!v) break;
+    if (flagIs(a, "--steps")) p->steps = planCount("--steps", v);
+    else if (flagIs(a, "--total-steps")) p->totalSteps = planCount("--total-steps", v);
+    else if (flagIs(a, "--checkpoint-every")) p->ckptEvery = planCount("--checkpoint-every", v);
+    else if (flagIs(a, "--init-checkpoint")) p->initCkpt = v;
+    else if (flagIs(a, "--checkpoint-dir")) p->ckptDir = v;
+    k += skip;
+  }
+}
+
+/* The flags of a restart from `ckpt` (step k): the plan's, minus the ones that set where the
+ * run starts and how long it is, plus --init-checkpoint ckpt --steps (end - k) --total-steps
+ * S, so the restarted job ends at the run's end with the run's learning-rate schedule. A
+ * --dump-grads would capture another step than the first: it is dropped. */
+static void planRestartArgs(const Plan *p, Argv *out, const char *ckpt, int64_t k, int64_t end,
+                            int64_t total) {
+  static const char *const dropped[] = {"--init-checkpoint", "--steps", "--total-steps",
+                                        "--dump-grads"};
+  for (int i = 0; i < p->nargs; i++) {
+    const char *a = p->args[i];
+    if (!strcmp(a, "--restart-steps")) continue;
+    bool drop = false;
+    for (size_t d = 0; d < sizeof dropped / sizeof *dropped; d++) drop |= flagIs(a, dropped[d]);
+    if (drop) {
+      if (!strchr(a, '=')) i++;
+      continue;
+    }
+    argvPush(out, a);
+  }
+  argvPush(out, "--init-checkpoint");
+  argvPush(out, ckpt);
+  argvPush(out, "--steps");
+  argvPush(out, keep(xprintf("%lld", (long long)(end - k))));
+  argvPush(out, "--total-steps");
+  argvPush(out, keep(xprintf("%lld", (long long)total)));
+}
+
+/* ---- one job ---- */
+
+static volatile sig_atomic_t stopSignal; /* SIGINT/SIGTERM/SIGHUP to piper-run, first one */
+
+static void onSignal(int sig) {
+  if (!stopSignal) stopSignal = sig;
+}
+
+/* What one job did, as read from its output and its end. */
+typedef struct {
+  int status;          /* waitpid status of mpirun */
+  int64_t lastStep;    /* the highest step count a progress line reported; -1 = none */
+  int64_t firstStep;   /* the first progress line's count; -1 = none */
+  double firstStepAt;  /* wall time of that line */
+  double faultAt;      /* "fault injected ... at t=": wall time; 0 = none seen */
+  char rankDeath[320]; /* mpirun's words on a rank that died ("rank 1 on node x ..."), or "" */
+  char error[512];     /* the first "piper: error: ..." line (without the prefix), or "" */
+  bool stalled;        /* ended by --stall-timeout */
+  double endedAt;      /* wall time mpirun was seen to end */
+} Job;
+
+/* Reads one line of the job's output for what it says about the run. */
+static void jobScanLine(Job *j, const char *line) {
+  const char *p;
+  long long a = 0, b = 0;
+  if (sscanf(line, "step %lld/%lld |", &a, &b) == 2) {
+    if (j->firstStep < 0) {
+      j->firstStep = a;
+      j->firstStepAt = wallNow();
+    }
+    if (a > j->lastStep) j->lastStep = a;
+    return;
+  }
+  if ((p = strstr(line, "piper: fault injected: "))) {
+    const char *t = strstr(p, " at t=");
+    if (t) j->faultAt = strtod(t + 6, NULL);
+    return;
+  }
+  if (!j->error[0] && (p = strstr(line, "piper: error: "))) {
+    snprintf(j->error, sizeof j->error, "%s", p + strlen("piper: error: "));
+    return;
+  }
+  /* Open MPI 4: "mpirun noticed that process rank 1 with PID 123 on node n exited on signal
+   * 9 (Killed)." */
+  if (!j->rankDeath[0] && (p = strstr(line, "noticed that process rank "))) {
+    long long rank = -1, pid = -1;
+    char node[128] = "?";
+    if (sscanf(p, "noticed that process rank %lld with PID %lld on node %127s", &rank, &pid,
+               node) >= 1) {
+      const char *how = strstr(p, " exited on ");
+      if (!how) how = strstr(p, " exited ");
+      snprintf(j->rankDeath, sizeof j->rankDeath, "rank %lld on %s%s", rank, node,
+               how ? how : " died");
+      size_t n = strlen(j->rankDeath);
+      while (n && (j->rankDeath[n - 1] == '.' || j->rankDeath[n - 1] == '\n'))
+        j->rankDeath[--n] = 0;
+    }
+  }
+}
+
+/* A pipe from the job and the line being assembled from it. */
+typedef struct {
+  int fd;        /* read end, -1 at EOF */
+  FILE *relay;   /* stdout or stderr: where its bytes go on */
+  char line[2048];
+  size_t len;
+} Stream;
+
+static void streamRead(Stream *s, Job *j) {
+  char buf[4096];
+  ssize_t n = read(s->fd, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    close(s->fd);
+    s->fd = -1;
+    return;
+  }
+  fwrite(buf, 1, (size_t)n, s->relay);
+  fflush(s->relay);
+  for (ssize_t i = 0; i < n; i++) {
+    if (buf[i] == '\n' || s->len == sizeof s->line - 1) {
+      s->line[s->len] = 0;
+      jobScanLine(j, s->line);
+      s->len = 0;
+      if (buf[i] == '\n') continue;
+    }
+    s->line[s->len++] = buf[i];
+  }
+}
+
+/* The newest modification time among the ring's files (0 without a ring): a job that writes
+ * checkpoints is not stalled. */
+static double ringLatest(const char *dir) {
+  if (!dir) return 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  double latest = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (ringStepOf(e->d_name) < 0) continue;
+    struct stat sb;
+    char *path = xprintf("%s/%s", dir, e->d_name);
+    if (stat(path, &sb) == 0) {
+      double t = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
+      if (t > latest) latest = t;
+    }
+    free(path);
+  }
+  closedir(d);
+  return latest;
+}
+
+/* The supervisor's settings. */
+typedef struct {
+  const char *np;        /* -np N, as given */
+  int64_t ranks;         /* N */
+  const char *hostfile;  /* --hostfile; NULL = none */
+  int64_t maxRestarts;   /* --max-restarts */
+  const char *ckptDir;   /* the ring: --checkpoint-dir or the plan's; NULL = none */
+  double stallTimeout;   /* --stall-timeout seconds; 0 = off */
+  double grace;          /* --grace seconds */
+  const char *mpirun;    /* --mpirun */
+} Config;
+
+/* Runs mpirun with the plan's `args` until it ends, relaying its output and reading it into
+ * *j. A stop signal to piper-run goes to mpirun as SIGUSR1 (forwarded to the ranks, which
+ * finish the step, save and exit); after --grace s mpirun gets SIGTERM, 10 s later the job's
+ * process group SIGKILL. --stall-timeout takes the SIGTERM path at once. */
+static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
+  *j = (Job){.lastStep = -1, .firstStep = -1};
+  Argv a = {0};
+  argvPush(&a, c->mpirun);
+  argvPush(&a, "--allow-run-as-root");
+  argvPush(&a, "--oversubscribe");
+  argvPush(&a, "-np");
+  argvPush(&a, c->np);
+  if (c->hostfile) {
+    argvPush(&a, "--hostfile");
+    argvPush(&a, c->hostfile);
+  }
+  argvPush(&a, p->prog);
+  for (char **s = args; *s; s++) argvPush(&a, *s);
+
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+    die(EXIT_TOOL, "cannot create a pipe: %s", strerror(errno));
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) die(EXIT_TOOL, "cannot fork: %s", strerror(errno));
+  if (pid == 0) {
+    /* Its own process group: a terminal's Ctrl-C reaches piper-run, which decides. */
+    setpgid(0, 0);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    execvp(a.v[0], a.v);
+    fprintf(stderr, "piper-run: error: cannot run %s: %s; install Open MPI (openmpi-bin) or "
+            "pass --mpirun PATH\n", a.v[0], strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(out[1]);
+  close(err[1]);
+  free(a.v);
+  Stream s[2] = {{.fd = out[0], .relay = stdout}, {.fd = err[0], .relay = stderr}};
+  double lastActivity = monoNow(), lastRing = ringLatest(c->ckptDir);
+  double usr1At = 0; /* when SIGUSR1 (stop) went to mpirun; 0 = not yet */
+  double termAt = 0; /* when SIGTERM went to mpirun; 0 = not yet */
+  bool killed = false, exited = false;
+  double exitedAt = 0;
+  while (s[0].fd >= 0 || s[1].fd >= 0 || !exited) {
+    struct pollfd pf[2];
+    int np = 0;
+    for (int i = 0; i < 2; i++)
+      if (s[i].fd >= 0) pf[np++] = (struct pollfd){.fd = s[i].fd, .events = POLLIN};
+    int r = np ? poll(pf, (nfds_t)np, 200) : (usleep(50000), 0);
+    for (int i = 0, k = 0; r > 0 && i < 2; i++) {
+      if (s[i].fd < 0) continue;
+      if (pf[k++].revents) {
+        streamRead(&s[i], j);
+        lastActivity = monoNow();
+      }
+    }
+    double now = monoNow();
+    if (!exited) {
+      int st;
+      pid_t w = waitpid(pid, &st, WNOHANG);
+      if (w == pid) {
+        exited = true;
+        exitedAt = now;
+        j->status = st;
+        j->endedAt = wallNow();
+      }
+    } else if (now - exitedAt > 5) { /* a rank's descendant holds the pipe: stop reading */
+      for (int i = 0; i < 2; i++)
+        if (s[i].fd >= 0) close(s[i].fd), s[i].fd = -1;
+    }
+    if (exited) continue;
+    if (stopSignal && !usr1At) {
+      /* mpirun forwards SIGUSR1 to every rank and leaves them be; the runtime takes it as a
+       * SIGTERM: finish the step, save, exit. A SIGTERM to mpirun would kill them 1 s later. */
+      note("%s: asking the job to save and stop (SIGUSR1 to the ranks, %g s grace)",
+           stopSignal == SIGINT ? "SIGINT" : stopSignal == SIGTERM ? "SIGTERM" : "SIGHUP",
+           c->grace);
+      kill(pid, SIGUSR1);
+      usr1At = now;
+    }
+    if (usr1At && !termAt && now - usr1At > c->grace) {
+      note("the job did not stop within --grace %g s: ending it", c->grace);
+      kill(pid, SIGTERM);
+      termAt = now;
+    }
+    if (c->stallTimeout > 0 && !termAt) {
+      double ring = ringLatest(c->ckptDir);
+      if (ring != lastRing) lastRing = ring, lastActivity = now;
+      if (now - lastActivity > c->stallTimeout) {
+        note("the job printed nothing and wrote no checkpoint for %g s (--stall-timeout): "
+             "ending it", c->stallTimeout);
+        j->stalled = true;
+        kill(pid, SIGTERM);
+        termAt = now;
+      }
+    }
+    if (termAt && !killed && now - termAt > 10) {
+      note("the job did not end 10 s after SIGTERM: killing it");
+      kill(-pid, SIGKILL);
+      killed = true;
+    }
+  }
+  for (int i = 0; i < 2; i++)
+    if (s[i].len) { /* a last line without its newline */
+      s[i].line[s[i].len] = 0;
+      fputc('\n', s[i].relay);
+      jobScanLine(j, s[i].line);
+    }
+}
+
+/* What failed, in words, from the job's output and status. */
+static void jobDescribe(const Job *j, char *out, size_t cap) {
+  if (j->stalled) {
+    snprintf(out, cap, "the job stalled (no output, no checkpoint)");
+  } else if (j->rankDeath[0]) {
+    snprintf(out, cap, "%s", j->rankDeath);
+  } else if (j->error[0]) {
+    snprintf(out, cap, "%s", j->error);
+  } else if (WIFSIGNALED(j->status)) {
+    snprintf(out, cap, "mpirun was killed by signal %d (%s)", WTERMSIG(j->status),
+             strsignal(WTERMSIG(j->status)));
+  } else {
+    snprintf(out, cap, "mpirun exited with status %d", WEXITSTATUS(j->status));
+  }
+}
+
+/* ---- the command line ---- */
+
+static int64_t argCount(const char *flag, const char *v, int64_t lo) {
+  int64_t x;
+  if (!v) die(EXIT_USAGE, "%s needs a value: command line; run with --help for usage", flag);
+  if (!piperParseI64(v, lo, INT64_MAX, &x))
+    die(EXIT_USAGE, "%s expects an integer >= %lld, got '%s': command line", flag,
+        (long long)lo, v);
+  return x;
+}
+
+static double argSeconds(const char *flag, const char *v) {
+  char *end = NULL;
+  if (!v) die(EXIT_USAGE, "%s needs a value: command line; run with --help for usage", flag);
+  double x = strtod(v, &end);
+  if (!v[0] || *end || !(x >= 0) || x > 1e9)
+    die(EXIT_USAGE, "%s expects seconds (a non-negative number), got '%s': command line",
+        flag, v);
+  return x;
+}
+
+int main(int argc, char **argv) {
+  Config c = {.maxRestarts = 3, .grace = 30, .mpirun = "mpirun"};
+  const char *dirFlag = NULL;
+  int64_t minRanks = -1;
+  bool resume = false;
+  int k = 1;
+  for (; k < argc && strcmp(argv[k], "--"); k++) {
+    const char *a = argv[k], *v = k + 1 < argc ? argv[k + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(USAGE, stdout);
+      return EXIT_OK;
+    } else if (!strcmp(a, "-np") || !strcmp(a, "--np") || !strcmp(a, "-n")) {
+      c.ranks = argCount(a, v, 1);
+      c.np = argv[++k];
+    } else if (!strcmp(a, "--hostfile")) {
+      if (!v) die(EXIT_USAGE, "--hostfile needs a file: command line");
+      c.hostfile = argv[++k];
+    } else if (!strcmp(a, "--max-restarts")) {
+      c.maxRestarts = argCount(a, v, 0), k++;
+    } else if (!strcmp(a, "--min-ranks")) {
+      minRanks = argCount(a, v, 1), k++;
+    } else if (!strcmp(a, "--checkpoint-dir")) {
+      if (!v || !v[0]) die(EXIT_USAGE, "--checkpoint-dir needs a folder: command line");
+      dirFlag = argv[++k];
+    } else if (!strcmp(a, "--resume")) {
+      resume = true;
+    } else if (!strcmp(a, "--stall-timeout")) {
+      c.stallTimeout = argSeconds(a, v), k++;
+    } else if (!strcmp(a, "--grace")) {
+      c.grace = argSeconds(a, v), k++;
+    } else if (!strcmp(a, "--mpirun")) {
+      if (!v || !v[0]) die(EXIT_USAGE, "--mpirun needs a program: command line");
+      c.mpirun = argv[++k];
+    } else {
+      die(EXIT_USAGE, "unknown argument '%s': command line; the plan and its flags go after "
+          "'--' (run with --help for usage)", a);
+    }
+  }
+  if (k + 1 >= argc)
+    die(EXIT_USAGE, "no plan to run: command line; give it after '--': piper-run -np N -- "
+        "./plan [flags]");
+  if (!c.np) die(EXIT_USAGE, "-np N is missing: command line; give the plan's device count");
+  if (minRanks >= 0 && minRanks != c.ranks)
+    die(EXIT_USAGE, "--min-ranks %lld: restarting on fewer ranks than -np %lld is not "
+        "implemented (role plans take their replica count at compile time): command line; "
+        "pass --min-ranks %lld or leave it out", (long long)minRanks, (long long)c.ranks,
+        (long long)c.ranks);
+  Plan p = {.prog = argv[k + 1], .args = argv + k + 2, .nargs = argc - k - 2};
+  planRead(&p);
+  if (dirFlag && p.ckptDir && strcmp(dirFlag, p.ckptDir))
+    die(EXIT_USAGE, "--checkpoint-dir %s and the plan's --checkpoint-dir %s differ: command "
+        "line; name the folder once", dirFlag, p.ckptDir);
+  c.ckptDir = p.ckptDir ? p.ckptDir : dirFlag;
+
+  /* The run: steps [start, end) with the schedule's length `total`. A plan flag
+   * --init-checkpoint F resumes from F's step when F holds optimizer state (what the plan
+   * does, runtime/main.c prt_resume_step), unless --restart-steps. */
+  int64_t start = 0;
+  if (p.initCkpt && !p.restartSteps) {
+    CkptInfo in;
+    char why[256];
+    if (ckptCheck(p.initCkpt, &in, why, sizeof why) && in.hasOptim && in.step > 0)
+      start = in.step;
+  }
+  int64_t end, total;
+  if (!piperAddI64(start, p.steps, &end))
+    die(EXIT_USAGE, "--steps %lld from step %lld overflows: command line", (long long)p.steps,
+        (long long)start);
+  total = p.totalSteps >= 0 ? p.totalSteps : end;
+
+  static Argv first; /* the first job's flags: as given, plus the ring */
+  for (int i = 0; i < p.nargs; i++) argvPush(&first, p.args[i]);
+  if (c.ckptDir && !p.ckptDir) {
+    argvPush(&first, "--checkpoint-dir");
+    argvPush(&first, c.ckptDir);
+  }
+  static BadList bad; /* static: reachable until exit */
+  char *from = NULL; /* the checkpoint the next job starts from; NULL = as given */
+  int64_t fromStep = start;
+  if (!c.ckptDir) {
+    note("warning: no --checkpoint-dir: a fault restarts the run from its start");
+  } else {
+    size_t count;
+    CkptInfo in;
+    char *newest = keep(ringNewest(c.ckptDir, &bad, &in, &count));
+    if (count && !resume)
+      die(EXIT_USAGE, "--checkpoint-dir %s already holds %zu checkpoint%s (another run's?): "
+          "command line; pass --resume to continue from the newest, or empty the folder",
+          c.ckptDir, count, count == 1 ? "" : "s");
+    if (resume && newest) {
+      from = newest;
+      fromStep = in.step;
+      note("resuming from step %lld (%s)", (long long)fromStep, from);
+    }
+    if (!p.ckptEvery)
+      note("warning: the plan has no --checkpoint-every: only its last step is checkpointed, "
+           "so a fault restarts from the start");
+  }
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+
+  double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
+  int64_t redo = 0;       /* steps of the failed job that the next one runs again */
+  for (int64_t restarts = 0;; restarts++) {
+    if (stopSignal) { /* it came between two jobs: start no other */
+      note("stopped by %s before restart %lld", stopSignal == SIGINT ? "SIGINT" :
+           stopSignal == SIGTERM ? "SIGTERM" : "SIGHUP", (long long)restarts);
+      return 128 + stopSignal;
+    }
+    Argv args = {0};
+    if (from) planRestartArgs(&p, &args, from, fromStep, end, total);
+    else args = first;
+    if (from && !p.ckptDir && c.ckptDir) {
+      argvPush(&args, "--checkpoint-dir");
+      argvPush(&args, c.ckptDir);
+    }
+    double startedAt = wallNow();
+    Job j;
+    jobRun(&c, &p, args.v ? args.v : (char *[]){NULL}, &j);
+    if (args.v != first.v) free(args.v);
+    if (faultAt > 0 && j.firstStep >= 0) {
+      note("recovered: the restarted job completed step %lld %.2f s after the fault (%lld "
+           "step%s redone)",
+           (long long)j.firstStep, j.firstStepAt - faultAt, (long long)redo, redo == 1 ? "" : "s");
+    }
+    int code = WIFEXITED(j.status) ? WEXITSTATUS(j.status) : 128 + WTERMSIG(j.status);
+    if (stopSignal) {
+      note("stopped by %s after %lld restart%s (the job ended with status %d)",
+           stopSignal == SIGINT ? "SIGINT" : stopSignal == SIGTERM ? "SIGTERM" : "SIGHUP",
+           (long long)restarts, restarts == 1 ? "" : "s", code);
+      return 128 + stopSignal;
+    }
+    if (code == 0 && !j.stalled) {
+      note("finished: step %lld of %lld, after %lld restart%s", (long long)end,
+           (long long)end, (long long)restarts, restarts == 1 ? "" : "s");
+      return EXIT_OK;
+    }
+    if (code == 2 && j.firstStep < 0 && !j.faultAt && !j.rankDeath[0] && !j.stalled) {
+      note("the plan refused its command line (exit 2): not restarting");
+      return EXIT_USAGE;
+    }
+    if (code == 127 && j.firstStep < 0 && !j.error[0] && !j.rankDeath[0]) {
+      note("mpirun could not be started: not restarting");
+      return EXIT_TOOL;
+    }
+    char what[1024];
+    jobDescribe(&j, what, sizeof what);
+    /* A job that failed on its checkpoint before any step: the plan refused the file. */
+    if (from && j.firstStep < 0 && j.error[0] && strstr(j.error, from)) {
+      if (!piperGrow((void **)&bad.paths, &bad.cap, bad.n + 1, sizeof *bad.paths))
+        die(EXIT_TOOL, "out of memory");
+      bad.paths[bad.n++] = from;
+    }
+    faultAt = j.faultAt > 0 ? j.faultAt : j.endedAt;
+    char at[64] = "";
+    if (j.lastStep >= 0) /* progress lines count completed steps: the next one was running */
+      snprintf(at, sizeof at, " after %lld completed step%s", (long long)j.lastStep,
+               j.lastStep == 1 ? "" : "s");
+    if (restarts >= c.maxRestarts) {
+      note("giving up: %s%s; that was fault %lld and --max-restarts is %lld", what, at,
+           (long long)restarts + 1, (long long)c.maxRestarts);
+      size_t count;
+      CkptInfo in;
+      char *newest = c.ckptDir ? keep(ringNewest(c.ckptDir, &bad, &in, &count)) : NULL;
+      if (newest)
+        note("the newest complete checkpoint is %s (step %lld of %lld); continue with "
+             "piper-run --resume", newest, (long long)in.step, (long long)end);
+      return EXIT_GAVE_UP;
+    }
+    from = NULL;
+    fromStep = start;
+    double since = startedAt;
+    if (c.ckptDir) {
+      size_t count;
+      CkptInfo in;
+      from = keep(ringNewest(c.ckptDir, &bad, &in, &count));
+      if (from) {
+        fromStep = in.step;
+        if (in.mtime > since) since = in.mtime;
+      }
+    }
+    int64_t reached = j.lastStep >= 0 ? j.lastStep : fromStep;
+    redo = reached > fromStep ? reached - fromStep : 0;
+    note("fault %lld (restart %lld of %lld): %s%s; resuming from step %lld (%s); %.2f s lost",
+         (long long)restarts + 1, (long long)restarts + 1, (long long)c.maxRestarts, what, at,
+         (long long)fromStep, from ? from : "the run's start: no checkpoint yet",
+         j.endedAt - since > 0 ? j.endedAt - since : 0.0);
+  }
+}

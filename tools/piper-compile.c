@@ -93,180 +93,218 @@ static int run(char *const argv[]) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-int main(int argc, char **argv) {
-  const char *input = NULL, *output = NULL, *emit = "exe", *strategy = NULL;
-  /* --target cuda and its outputs: the arch of the PTX, where the PTX and the gpu-dialect
-   * kernels go (NULL: not written) */
-  const char *target = "cpu", *gpuArch = "sm_80", *ptxOut = NULL, *gpuMlirOut = NULL;
-  const char *cc = getenv("CC") ? getenv("CC") : "cc";
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-      output = argv[++i];
-    } else if (!strncmp(argv[i], "--emit=", 7)) {
-      emit = argv[i] + 7;
-      if (strcmp(emit, "exe") && strcmp(emit, "obj") && strcmp(emit, "asm") &&
-          strcmp(emit, "ll") && strcmp(emit, "mlir")) {
-        fprintf(stderr, "piper-compile: error: --emit=%s: expected exe, obj, asm, ll or mlir\n",
-                emit);
-        return 2;
-      }
-    } else if (!strcmp(argv[i], "--strategy") && i + 1 < argc) {
-      strategy = argv[++i];
-    } else if ((!strcmp(argv[i], "--target") || !strcmp(argv[i], "--gpu-arch") ||
-                !strcmp(argv[i], "--emit-ptx") || !strcmp(argv[i], "--emit-gpu-mlir")) &&
-               i + 1 < argc) {
-      const char **slot = argv[i][2] == 't' ? &target : argv[i][2] == 'g' ? &gpuArch
-                          : !strcmp(argv[i], "--emit-ptx") ? &ptxOut : &gpuMlirOut;
-      *slot = argv[++i];
-    } else if (!strcmp(argv[i], "--target") || !strcmp(argv[i], "--gpu-arch") ||
-               !strcmp(argv[i], "--emit-ptx") || !strcmp(argv[i], "--emit-gpu-mlir")) {
-      fprintf(stderr, "piper-compile: error: %s needs a value\n", argv[i]);
+/* What the command line asks for. */
+typedef struct {
+  const char *input, *output; /* the model; the file to write (NULL: only device code) */
+  const char *emit;           /* exe, obj, asm, ll or mlir */
+  const char *strategy;       /* a Piper JSON or sched-dialect strategy, or NULL */
+  const char *target;         /* cpu or cuda */
+  const char *gpuArch;        /* the PTX's sm_NN under --target cuda */
+  const char *ptxOut, *gpuMlirOut; /* where the PTX / gpu-dialect kernels go, or NULL */
+  const char *cc;             /* the C compiler driver that links */
+} Options;
+
+/* True if `flag` takes its value as the next argument and names one of the target slots. */
+static bool isTargetFlag(const char *flag) {
+  return !strcmp(flag, "--target") || !strcmp(flag, "--gpu-arch") ||
+         !strcmp(flag, "--emit-ptx") || !strcmp(flag, "--emit-gpu-mlir");
+}
+
+/* One argument (and its value) into `o`: 0 to go on, 1 for --help (done), 2 for an error
+ * already printed. `*i` moves past a value it consumed. */
+static int parseArg(Options *o, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  bool hasValue = *i + 1 < argc;
+  if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+    usage(stdout);
+    return 1;
+  } else if (!strcmp(a, "-o") && hasValue) {
+    o->output = argv[++*i];
+  } else if (!strncmp(a, "--emit=", 7)) {
+    o->emit = a + 7;
+    if (strcmp(o->emit, "exe") && strcmp(o->emit, "obj") && strcmp(o->emit, "asm") &&
+        strcmp(o->emit, "ll") && strcmp(o->emit, "mlir")) {
+      fprintf(stderr, "piper-compile: error: --emit=%s: expected exe, obj, asm, ll or mlir\n",
+              o->emit);
       return 2;
-    } else if (!strcmp(argv[i], "--strategy=") || !strcmp(argv[i], "--cc=")) {
-      fprintf(stderr, "piper-compile: error: %s needs a value\n", argv[i]);
-      return 2;
-    } else if (!strncmp(argv[i], "--strategy=", 11)) {
-      strategy = argv[i] + 11;
-    } else if (!strncmp(argv[i], "--cc=", 5)) {
-      cc = argv[i] + 5;
-    } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--strategy")) {
-      fprintf(stderr, "piper-compile: error: %s needs a value (%s)\n", argv[i],
-              argv[i][1] == 'o' ? "-o OUTPUT" : "--strategy FILE");
-      return 2;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "piper-compile: error: unknown option '%s'; see piper-compile --help\n",
-              argv[i]);
-      return 2;
-    } else if (input) {
-      fprintf(stderr, "piper-compile: error: more than one input ('%s', '%s')\n", input, argv[i]);
-      return 2;
-    } else {
-      input = argv[i];
     }
+  } else if (!strcmp(a, "--strategy") && hasValue) {
+    o->strategy = argv[++*i];
+  } else if (isTargetFlag(a) && hasValue) {
+    const char **slot = a[2] == 't' ? &o->target : a[2] == 'g' ? &o->gpuArch
+                        : !strcmp(a, "--emit-ptx") ? &o->ptxOut : &o->gpuMlirOut;
+    *slot = argv[++*i];
+  } else if (isTargetFlag(a) || !strcmp(a, "--strategy=") || !strcmp(a, "--cc=")) {
+    fprintf(stderr, "piper-compile: error: %s needs a value\n", a);
+    return 2;
+  } else if (!strncmp(a, "--strategy=", 11)) {
+    o->strategy = a + 11;
+  } else if (!strncmp(a, "--cc=", 5)) {
+    o->cc = a + 5;
+  } else if (!strcmp(a, "-o") || !strcmp(a, "--strategy")) {
+    fprintf(stderr, "piper-compile: error: %s needs a value (%s)\n", a,
+            a[1] == 'o' ? "-o OUTPUT" : "--strategy FILE");
+    return 2;
+  } else if (a[0] == '-' && a[1]) {
+    fprintf(stderr, "piper-compile: error: unknown option '%s'; see piper-compile --help\n", a);
+    return 2;
+  } else if (o->input) {
+    fprintf(stderr, "piper-compile: error: more than one input ('%s', '%s')\n", o->input, a);
+    return 2;
+  } else {
+    o->input = a;
   }
-  const PiperTarget *tgt = piperTargetNamed(piperStr(target));
+  return 0;
+}
+
+/* The options that only make sense together; the target record, or NULL after an error. */
+static const PiperTarget *checkOptions(const Options *o) {
+  const PiperTarget *tgt = piperTargetNamed(piperStr(o->target));
   if (!tgt) {
-    fprintf(stderr, "piper-compile: error: --target %s: expected cpu or cuda\n", target);
-    return 2;
+    fprintf(stderr, "piper-compile: error: --target %s: expected cpu or cuda\n", o->target);
+    return NULL;
   }
-  if (!tgt->deviceCode && (ptxOut || gpuMlirOut)) {
+  if (!tgt->deviceCode && (o->ptxOut || o->gpuMlirOut)) {
     fprintf(stderr, "piper-compile: error: %s needs --target cuda\n",
-            ptxOut ? "--emit-ptx" : "--emit-gpu-mlir");
-    return 2;
+            o->ptxOut ? "--emit-ptx" : "--emit-gpu-mlir");
+    return NULL;
   }
-  if (tgt->deviceCode && !piperGpuArchValid(gpuArch)) {
+  if (tgt->deviceCode && !piperGpuArchValid(o->gpuArch)) {
     fprintf(stderr, "piper-compile: error: --gpu-arch %s: expected sm_NN with NN >= 50 "
-                    "(sm_80: A100, sm_90: H100)\n", gpuArch);
-    return 2;
+                    "(sm_80: A100, sm_90: H100)\n", o->gpuArch);
+    return NULL;
   }
-  if (!input || (!output && !ptxOut && !gpuMlirOut)) {
+  if (!o->input || (!o->output && !o->ptxOut && !o->gpuMlirOut)) {
     fprintf(stderr, "piper-compile: error: %s; see piper-compile --help\n",
-            !input ? "no input model given" : "no output given (-o OUTPUT)");
-    return 2;
+            !o->input ? "no input model given" : "no output given (-o OUTPUT)");
+    return NULL;
   }
+  return tgt;
+}
 
-  char *text = piperReadInput(input, NULL);
-  if (!text) return 1;
-  MlirContext ctx = piperContextCreate();
-  if (mlirContextIsNull(ctx)) return 1;
-  piperAttachDiagnosticPrinter(ctx, stderr, NULL);
-  MlirModule module = piperParseAndVerify(ctx, text, strcmp(input, "-") ? input : "<stdin>");
-  free(text);
-  if (mlirModuleIsNull(module)) return 1;
-
+/* autodiff -> the strategy's passes, extract and verify-plan (with --strategy) -> lowering,
+ * then the device code under a GPU target. 0 on success. */
+static int compileModule(MlirOperation op, const Options *o, const PiperTarget *tgt) {
+  MlirContext ctx = mlirOperationGetContext(op);
   if (tgt != piperTargetDefault()) /* the lowering reads the target from the module */
-    mlirOperationSetAttributeByName(mlirModuleGetOperation(module), piperStr("piper.target"),
+    mlirOperationSetAttributeByName(op, piperStr("piper.target"),
                                     mlirStringAttrGet(ctx, piperStr(tgt->name)));
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
-  if (strategy) {
+  if (o->strategy) {
     MlirPass passes[PIPER_STRATEGY_PASSES];
-    int n = piperStrategyPasses(strategy, passes, PIPER_STRATEGY_PASSES);
+    int n = piperStrategyPasses(o->strategy, passes, PIPER_STRATEGY_PASSES);
     for (int k = 0; k < n; ++k) mlirPassManagerAddOwnedPass(pm, passes[k]);
     mlirPassManagerAddOwnedPass(pm, piperCreateExtractPass(NULL));
     mlirPassManagerAddOwnedPass(pm, piperCreateVerifyPlanPass(NULL));
   }
   mlirPassManagerAddOwnedPass(pm, piperCreateLowerToLLVMPass(NULL));
-  MlirOperation op = mlirModuleGetOperation(module);
   int rc = mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op));
   mlirPassManagerDestroy(pm);
-  if (!rc && tgt->deviceCode) rc = emitDeviceCode(op, gpuArch, ptxOut, gpuMlirOut, output != NULL);
-  if (!output) { /* only device code was asked for */
-    mlirModuleDestroy(module);
-    mlirContextDestroy(ctx);
-    return rc;
-  }
+  if (!rc && tgt->deviceCode)
+    rc = emitDeviceCode(op, o->gpuArch, o->ptxOut, o->gpuMlirOut, o->output != NULL);
+  return rc;
+}
 
-  if (!rc && !strcmp(emit, "mlir")) {
-    PiperOutput out;
-    rc = 1;
-    if (piperOutputOpen(&out, output)) {
-      mlirOperationPrint(op, printToFile, out.file);
-      fputc('\n', out.file);
-      rc = piperOutputCommit(&out, true);
-    }
-  } else if (!rc && strcmp(emit, "exe")) {
-    rc = piperEmitModule(op, output, emit);
-  } else if (!rc) {
-    char libDir[PATH_MAX], libFlag[PATH_MAX + 2];
-    PiperOutput exe;
-    if (!piperOutputPrepare(&exe, output)) {
-      mlirModuleDestroy(module);
-      mlirContextDestroy(ctx);
-      return 1;
-    }
-    char *tmpExe = exe.tmp;
-    /* The object goes next to the executable's unique temporary (any length, never a fixed,
-     * guessable name), and is removed once linked. */
-    size_t objLen = strlen(tmpExe) + 3;
-    char *obj = malloc(objLen);
-    if (!obj) {
-      fprintf(stderr, "piper-compile: error: out of memory naming '%s'\n", output);
-      piperOutputCommit(&exe, false);
-      mlirModuleDestroy(module);
-      mlirContextDestroy(ctx);
-      return 1;
-    }
-    snprintf(obj, objLen, "%s.o", tmpExe);
-    runtimeLibDir(libDir, sizeof libDir);
-    snprintf(libFlag, sizeof libFlag, "-L%s", libDir);
-    rc = piperEmitModule(op, obj, "obj");
-    if (!rc) {
-      /* A plan for several devices talks MPI; one device links the serial backend. The build
-       * writes each backend's full library list (runtime + its dependencies) to a file. */
-      int64_t devices = 1;
-      MlirAttribute d = mlirOperationGetAttributeByName(op, piperStr("piper.devices"));
-      if (!mlirAttributeIsNull(d)) devices = mlirIntegerAttrGetValueInt(d);
-      char *link[64] = {(char *)cc, "-o", tmpExe, obj, libFlag};
-      int n = 5;
-      char linkFile[PATH_MAX + 32], lines[48][PATH_MAX];
-      int several = devices > 1;
-      snprintf(linkFile, sizeof linkFile, "%s/piper_rt_%s.link", libDir,
-               tgt->link[several].file);
-      FILE *f = fopen(linkFile, "r");
-      if (!f) {
-        fprintf(stderr, "piper-compile: error: cannot read %s (the runtime's link flags, written "
-                        "by the build); rebuild piper%s\n", linkFile,
-                tgt->link[several].rebuild);
-        rc = 1;
-      }
-      for (int k = 0; f && k < 48 && n < 62 && fgets(lines[k], sizeof lines[k], f); ++k) {
-        lines[k][strcspn(lines[k], "\n")] = 0;
-        if (lines[k][0]) link[n++] = lines[k];
-      }
-      if (f) fclose(f);
-      link[n] = NULL;
-      if (!rc) rc = run(link);
-      if (rc) fprintf(stderr, "piper-compile: error: linking '%s' failed (runtime libraries "
-                              "looked up in %s)\n", output, libDir);
-    }
-    remove(obj);
-    free(obj);
-    rc = piperOutputCommit(&exe, rc == 0) || rc;
+/* The most arguments a runtime .link file may hold; a longer one is refused, not cut. */
+enum { LINK_FILE_LINES = 48 };
+
+/* `cc -o exe obj -L<libDir> <the target's link file, one argument a line>`; 0 once linked. A
+ * plan for several devices links the multi-device backend (MPI), one device the serial one;
+ * the build writes each backend's full library list (runtime + its dependencies) to a file. */
+static int linkExecutable(MlirOperation op, const Options *o, const PiperTarget *tgt,
+                          const char *obj, const char *exe) {
+  char libDir[PATH_MAX], libFlag[PATH_MAX + 2];
+  runtimeLibDir(libDir, sizeof libDir);
+  snprintf(libFlag, sizeof libFlag, "-L%s", libDir);
+  int64_t devices = 1;
+  MlirAttribute d = mlirOperationGetAttributeByName(op, piperStr("piper.devices"));
+  if (!mlirAttributeIsNull(d)) devices = mlirIntegerAttrGetValueInt(d);
+  int several = devices > 1;
+  char linkFile[PATH_MAX + 32];
+  snprintf(linkFile, sizeof linkFile, "%s/piper_rt_%s.link", libDir, tgt->link[several].file);
+  FILE *f = fopen(linkFile, "r");
+  if (!f) {
+    fprintf(stderr, "piper-compile: error: cannot read %s (the runtime's link flags, written "
+                    "by the build); rebuild piper%s\n", linkFile, tgt->link[several].rebuild);
+    return 1;
   }
+  static char lines[LINK_FILE_LINES + 1][PATH_MAX];
+  char *link[LINK_FILE_LINES + 6] = {(char *)o->cc, "-o", (char *)exe, (char *)obj, libFlag};
+  int n = 5, k = 0, rc = 0;
+  for (; k <= LINK_FILE_LINES && fgets(lines[k], sizeof lines[k], f); ++k) {
+    lines[k][strcspn(lines[k], "\n")] = 0;
+    if (lines[k][0]) link[n++] = lines[k];
+  }
+  fclose(f);
+  if (k > LINK_FILE_LINES) {
+    fprintf(stderr, "piper-compile: error: %s holds more than %d arguments; rebuild piper, "
+                    "or raise LINK_FILE_LINES in tools/piper-compile.c\n", linkFile,
+            LINK_FILE_LINES);
+    return 1;
+  }
+  link[n] = NULL;
+  rc = run(link);
+  if (rc) fprintf(stderr, "piper-compile: error: linking '%s' failed (runtime libraries "
+                          "looked up in %s)\n", o->output, libDir);
+  return rc;
+}
+
+/* The lowered module -> the executable -o names: an object beside the executable's unique
+ * temporary (any length, never a fixed, guessable name), linked, removed, and the executable
+ * renamed into place only when the link succeeded. */
+static int writeExecutable(MlirOperation op, const Options *o, const PiperTarget *tgt) {
+  PiperOutput exe;
+  if (!piperOutputPrepare(&exe, o->output)) return 1;
+  size_t objLen = strlen(exe.tmp) + 3;
+  char *obj = malloc(objLen);
+  if (!obj) {
+    fprintf(stderr, "piper-compile: error: out of memory naming '%s'\n", o->output);
+    piperOutputCommit(&exe, false);
+    return 1;
+  }
+  snprintf(obj, objLen, "%s.o", exe.tmp);
+  int rc = piperEmitModule(op, obj, "obj");
+  if (!rc) rc = linkExecutable(op, o, tgt, obj, exe.tmp);
+  remove(obj);
+  free(obj);
+  return piperOutputCommit(&exe, rc == 0) || rc;
+}
+
+/* -o in the form --emit asks for. */
+static int writeOutput(MlirOperation op, const Options *o, const PiperTarget *tgt) {
+  if (!strcmp(o->emit, "mlir")) {
+    PiperOutput out;
+    if (!piperOutputOpen(&out, o->output)) return 1;
+    mlirOperationPrint(op, printToFile, out.file);
+    fputc('\n', out.file);
+    return piperOutputCommit(&out, true);
+  }
+  if (strcmp(o->emit, "exe")) return piperEmitModule(op, o->output, o->emit);
+  return writeExecutable(op, o, tgt);
+}
+
+int main(int argc, char **argv) {
+  Options o = {.emit = "exe", .target = "cpu", .gpuArch = "sm_80",
+               .cc = getenv("CC") ? getenv("CC") : "cc"};
+  for (int i = 1; i < argc; ++i) {
+    int rc = parseArg(&o, argc, argv, &i);
+    if (rc) return rc == 1 ? 0 : rc;
+  }
+  const PiperTarget *tgt = checkOptions(&o);
+  if (!tgt) return 2;
+
+  char *text = piperReadInput(o.input, NULL);
+  if (!text) return 1;
+  MlirContext ctx = piperContextCreate();
+  if (mlirContextIsNull(ctx)) return 1;
+  piperAttachDiagnosticPrinter(ctx, stderr, NULL);
+  MlirModule module = piperParseAndVerify(ctx, text, strcmp(o.input, "-") ? o.input : "<stdin>");
+  free(text);
+  if (mlirModuleIsNull(module)) return 1;
+  MlirOperation op = mlirModuleGetOperation(module);
+  int rc = compileModule(op, &o, tgt);
+  if (!rc && o.output) rc = writeOutput(op, &o, tgt);
   mlirModuleDestroy(module);
   mlirContextDestroy(ctx);
   return rc;

@@ -123,6 +123,52 @@ static int dumpAll(const char *dir, const Row *rows, size_t n) {
   return fclose(index) ? 1 : 0;
 }
 
+/* The outcome of a search: the error when nothing was kept (2: nothing fits the memory, 1:
+ * nothing compiles), or the table of the best `top`, --dump's folder and the best strategy
+ * (to -o, or stdout). 0 on success. */
+static int reportResults(Row *rows, size_t nOk, const Row *smallest, int devices,
+                         int64_t memory, int top, const char *dumpDir, const char *output) {
+  int rc = 0;
+  if (nOk == 0) {
+    if (smallest->c) {
+      fprintf(stderr, "piper-tune: error: no strategy fits in --memory %lld bytes a device: "
+                      "the smallest, %s, needs %lld (params %lld + AdamW %lld + arena %lld); "
+                      "give more memory or more devices\n", (long long)memory, smallest->c->name,
+              (long long)smallest->r.peakBytes, (long long)smallest->r.paramBytes,
+              (long long)smallest->r.optimBytes, (long long)smallest->r.arenaBytes);
+      rc = 2;
+    } else {
+      fprintf(stderr, "piper-tune: error: no candidate compiles for %d devices; run with "
+                      "--verbose for each one's reason\n", devices);
+      rc = 1;
+    }
+  } else {
+    qsort(rows, nOk, sizeof *rows, byTime);
+    printf("\n| rank | strategy | step ms | peak MB/device | params+AdamW MB | arena MB | bubble | "
+           "exposed comm |\n|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < nOk && i < (size_t)top; ++i) {
+      TuneResult *r = &rows[i].r;
+      printf("| %zu | %s | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f%% |\n", i + 1,
+             rows[i].c->name, r->sim.stepNs / 1e6, r->peakBytes / 1e6,
+             (r->paramBytes + r->optimBytes) / 1e6, r->arenaBytes / 1e6, 100 * r->sim.bubble,
+             100 * r->sim.exposedComm);
+    }
+    if (dumpDir && dumpAll(dumpDir, rows, nOk)) rc = 1;
+    if (output) {
+      PiperOutput out;
+      if (!piperOutputOpen(&out, output)) rc = 1;
+      else {
+        fputs(rows[0].c->json, out.file);
+        rc = piperOutputCommit(&out, true);
+        if (!rc) printf("\nbest: %s -> %s\n", rows[0].c->name, output);
+      }
+    } else {
+      printf("\nbest: %s\n%s", rows[0].c->name, rows[0].c->json);
+    }
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   const char *input = NULL, *output = NULL, *profilePath = NULL, *dumpDir = NULL;
   int devices = -1, top = 10;
@@ -214,6 +260,7 @@ int main(int argc, char **argv) {
   /* the per-candidate diagnostics go to the drop reasons, not to stderr */
   mlirContextDetachDiagnosticHandler(ctx, printer);
   Row *rows = calloc(cands.n, sizeof *rows);
+  if (!rows) die("out of memory for %zu candidates", cands.n);
   size_t nOk = 0, counts[TUNE_DROP_COUNT] = {0};
   Row smallest = {0}; /* the candidate needing least memory, for the error */
   for (size_t i = 0; i < cands.n; ++i) {
@@ -235,44 +282,7 @@ int main(int argc, char **argv) {
   for (int s = 1; s < TUNE_DROP_COUNT; ++s)
     if (counts[s]) printf("; dropped %zu %s", counts[s], tuneStatusNames[s]);
   printf("%s\n", verbose ? "" : " (--verbose lists each)");
-  int rc = 0;
-  if (nOk == 0) {
-    if (smallest.c) {
-      fprintf(stderr, "piper-tune: error: no strategy fits in --memory %lld bytes a device: "
-                      "the smallest, %s, needs %lld (params %lld + AdamW %lld + arena %lld); "
-                      "give more memory or more devices\n", (long long)memory, smallest.c->name,
-              (long long)smallest.r.peakBytes, (long long)smallest.r.paramBytes,
-              (long long)smallest.r.optimBytes, (long long)smallest.r.arenaBytes);
-      rc = 2;
-    } else {
-      fprintf(stderr, "piper-tune: error: no candidate compiles for %d devices; run with "
-                      "--verbose for each one's reason\n", devices);
-      rc = 1;
-    }
-  } else {
-    qsort(rows, nOk, sizeof *rows, byTime);
-    printf("\n| rank | strategy | step ms | peak MB/device | params+AdamW MB | arena MB | bubble | "
-           "exposed comm |\n|---|---|---|---|---|---|---|---|\n");
-    for (size_t i = 0; i < nOk && i < (size_t)top; ++i) {
-      TuneResult *r = &rows[i].r;
-      printf("| %zu | %s | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f%% |\n", i + 1,
-             rows[i].c->name, r->sim.stepNs / 1e6, r->peakBytes / 1e6,
-             (r->paramBytes + r->optimBytes) / 1e6, r->arenaBytes / 1e6, 100 * r->sim.bubble,
-             100 * r->sim.exposedComm);
-    }
-    if (dumpDir && dumpAll(dumpDir, rows, nOk)) rc = 1;
-    if (output) {
-      PiperOutput out;
-      if (!piperOutputOpen(&out, output)) rc = 1;
-      else {
-        fputs(rows[0].c->json, out.file);
-        rc = piperOutputCommit(&out, true);
-        if (!rc) printf("\nbest: %s -> %s\n", rows[0].c->name, output);
-      }
-    } else {
-      printf("\nbest: %s\n%s", rows[0].c->name, rows[0].c->json);
-    }
-  }
+  int rc = reportResults(rows, nOk, &smallest, devices, memory, top, dumpDir, output);
   free(rows);
   tuneCandidatesFree(&cands);
   mlirModuleDestroy(module);

@@ -680,44 +680,90 @@ static double argSeconds(const char *flag, const char *v) {
   return x;
 }
 
-int main(int argc, char **argv) {
-  Config c = {.maxRestarts = 3, .grace = 30, .mpirun = "mpirun"};
-  const char *dirFlag = NULL;
-  int64_t minRanks = -1;
-  bool resume = false;
+/* piper-run's own flags, up to '--': into `c`, and the ones main reads; the index of '--'
+ * (argc if none). --help prints the usage and exits; a bad flag exits EXIT_USAGE. */
+static int parseSupervisorArgs(int argc, char **argv, Config *c, const char **dirFlag,
+                               int64_t *minRanks, bool *resume) {
   int k = 1;
   for (; k < argc && strcmp(argv[k], "--"); k++) {
     const char *a = argv[k], *v = k + 1 < argc ? argv[k + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fputs(USAGE, stdout);
-      return EXIT_OK;
+      exit(EXIT_OK);
     } else if (!strcmp(a, "-np") || !strcmp(a, "--np") || !strcmp(a, "-n")) {
-      c.ranks = argCount(a, v, 1);
-      c.np = argv[++k];
+      c->ranks = argCount(a, v, 1);
+      c->np = argv[++k];
     } else if (!strcmp(a, "--hostfile")) {
       if (!v) die(EXIT_USAGE, "--hostfile needs a file: command line");
-      c.hostfile = argv[++k];
+      c->hostfile = argv[++k];
     } else if (!strcmp(a, "--max-restarts")) {
-      c.maxRestarts = argCount(a, v, 0), k++;
+      c->maxRestarts = argCount(a, v, 0), k++;
     } else if (!strcmp(a, "--min-ranks")) {
-      minRanks = argCount(a, v, 1), k++;
+      *minRanks = argCount(a, v, 1), k++;
     } else if (!strcmp(a, "--checkpoint-dir")) {
       if (!v || !v[0]) die(EXIT_USAGE, "--checkpoint-dir needs a folder: command line");
-      dirFlag = argv[++k];
+      *dirFlag = argv[++k];
     } else if (!strcmp(a, "--resume")) {
-      resume = true;
+      *resume = true;
     } else if (!strcmp(a, "--stall-timeout")) {
-      c.stallTimeout = argSeconds(a, v), k++;
+      c->stallTimeout = argSeconds(a, v), k++;
     } else if (!strcmp(a, "--grace")) {
-      c.grace = argSeconds(a, v), k++;
+      c->grace = argSeconds(a, v), k++;
     } else if (!strcmp(a, "--mpirun")) {
       if (!v || !v[0]) die(EXIT_USAGE, "--mpirun needs a program: command line");
-      c.mpirun = argv[++k];
+      c->mpirun = argv[++k];
     } else {
       die(EXIT_USAGE, "unknown argument '%s': command line; the plan and its flags go after "
           "'--' (run with --help for usage)", a);
     }
   }
+  return k;
+}
+
+/* SIGINT, SIGTERM and SIGHUP stop the job in hand and start no other (onSignal). */
+static void catchStopSignals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+}
+
+/* The ring before the first job: a warning where there is none (or nothing fills it), a
+ * refusal where it already holds checkpoints and --resume was not given; with --resume, the
+ * newest complete checkpoint (its step in *fromStep), else NULL: the run starts as given. */
+static char *ringStart(const Config *c, const Plan *p, bool resume, BadList *bad,
+                       int64_t *fromStep) {
+  if (!c->ckptDir) {
+    note("warning: no --checkpoint-dir: a fault restarts the run from its start");
+    return NULL;
+  }
+  size_t count;
+  CkptInfo in;
+  char *from = NULL, *newest = keep(ringNewest(c->ckptDir, bad, &in, &count));
+  if (count && !resume)
+    die(EXIT_USAGE, "--checkpoint-dir %s already holds %zu checkpoint%s (another run's?): "
+        "command line; pass --resume to continue from the newest, or empty the folder",
+        c->ckptDir, count, count == 1 ? "" : "s");
+  if (resume && newest) {
+    from = newest;
+    *fromStep = in.step;
+    note("resuming from step %lld (%s)", (long long)*fromStep, from);
+  }
+  if (!p->ckptEvery)
+    note("warning: the plan has no --checkpoint-every: only its last step is checkpointed, "
+         "so a fault restarts from the start");
+  return from;
+}
+
+int main(int argc, char **argv) {
+  Config c = {.maxRestarts = 3, .grace = 30, .mpirun = "mpirun"};
+  const char *dirFlag = NULL;
+  int64_t minRanks = -1;
+  bool resume = false;
+  int k = parseSupervisorArgs(argc, argv, &c, &dirFlag, &minRanks, &resume);
   if (k + 1 >= argc)
     die(EXIT_USAGE, "no plan to run: command line; give it after '--': piper-run -np N -- "
         "./plan [flags]");
@@ -757,36 +803,11 @@ int main(int argc, char **argv) {
     argvPush(&first, c.ckptDir);
   }
   static BadList bad; /* static: reachable until exit */
-  char *from = NULL; /* the checkpoint the next job starts from; NULL = as given */
   int64_t fromStep = start;
-  if (!c.ckptDir) {
-    note("warning: no --checkpoint-dir: a fault restarts the run from its start");
-  } else {
-    size_t count;
-    CkptInfo in;
-    char *newest = keep(ringNewest(c.ckptDir, &bad, &in, &count));
-    if (count && !resume)
-      die(EXIT_USAGE, "--checkpoint-dir %s already holds %zu checkpoint%s (another run's?): "
-          "command line; pass --resume to continue from the newest, or empty the folder",
-          c.ckptDir, count, count == 1 ? "" : "s");
-    if (resume && newest) {
-      from = newest;
-      fromStep = in.step;
-      note("resuming from step %lld (%s)", (long long)fromStep, from);
-    }
-    if (!p.ckptEvery)
-      note("warning: the plan has no --checkpoint-every: only its last step is checkpointed, "
-           "so a fault restarts from the start");
-  }
+  /* the checkpoint the next job starts from; NULL = as given */
+  char *from = ringStart(&c, &p, resume, &bad, &fromStep);
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = onSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-
+  catchStopSignals();
   double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
   int64_t redo = 0;       /* steps of the failed job that the next one runs again */
   for (int64_t restarts = 0;; restarts++) {

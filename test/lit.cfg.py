@@ -25,6 +25,10 @@ for var in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "ASAN_SYMBOLIZER_PA
             "PMIX_MCA_mca_base_component_disable_dlclose"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# "asan": the tree was built with -DPIPER_SANITIZE=ON. ASan reserves terabytes of shadow
+# address space at start-up, so a test that runs a tool under `ulimit -v` cannot run there.
+if getattr(config, "piper_sanitize", "OFF").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("asan")
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%piper_src", config.piper_src_root))
 config.substitutions.append(("%oracle", os.path.join(config.piper_src_root, "test", "oracle")))

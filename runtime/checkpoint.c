@@ -28,17 +28,8 @@ static void prt_shape_str(char *out, size_t cap, int64_t ndim, const int64_t *di
 
 /* ---- saving ---- */
 
-/* Assembles full tensors on rank 0 (values or gradients) and writes them there. */
-static int prt_save_assembled(prt_ctx *ctx, int grads, int with_optim, int64_t step,
-                              const char *path, prt_status *st) {
-  prt_assembly as;
-  if (prt_catalog_assemble(ctx, grads, with_optim, path, &as, st)) return st->code;
-  if (ctx->rank == 0) prt_safetensors_write(path, as.entries, as.n, step, st);
-  prt_assembly_free(&as);
-  return st->code;
-}
 
-int prt_checkpoint_save(prt_ctx *ctx, const char *path, int64_t step, prt_status *st) {
+int prt_checkpoint_assemble(prt_ctx *ctx, const char *path, prt_assembly *as, prt_status *st) {
   if (prt_catalog_build(ctx, st)) return st->code;
   const char *problem = prt_catalog_optim_problem(ctx);
   if (problem && ctx->rank == 0) {
@@ -47,11 +38,23 @@ int prt_checkpoint_save(prt_ctx *ctx, const char *path, int64_t step, prt_status
             "piper-compile to checkpoint optimizer state\n", problem, path);
     fflush(stderr);
   }
-  return prt_save_assembled(ctx, 0, !problem, step, path, st);
+  return prt_catalog_assemble(ctx, 0, !problem, path, as, st);
+}
+
+int prt_checkpoint_save(prt_ctx *ctx, const char *path, int64_t step, prt_status *st) {
+  prt_assembly as;
+  if (prt_checkpoint_assemble(ctx, path, &as, st)) return st->code;
+  if (ctx->rank == 0) prt_safetensors_write(path, as.entries, as.n, step, st);
+  prt_assembly_free(&as);
+  return st->code;
 }
 
 int prt_grads_save(prt_ctx *ctx, const char *path, prt_status *st) {
-  return prt_save_assembled(ctx, 1, 0, -1, path, st);
+  prt_assembly as;
+  if (prt_catalog_assemble(ctx, 1, 0, path, &as, st)) return st->code;
+  if (ctx->rank == 0) prt_safetensors_write(path, as.entries, as.n, -1, st);
+  prt_assembly_free(&as);
+  return st->code;
 }
 
 /* ---- loading ---- */

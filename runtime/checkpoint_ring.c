@@ -142,26 +142,21 @@ int prt_ckpt_writer_wait(prt_ckpt_writer *w, prt_status *st) {
   return st->code;
 }
 
+/* Elements of an assembled tensor: the product of its dims. */
+static size_t prt_entry_numel(const prt_st_entry *e) {
+  size_t numel = 1;
+  for (int64_t k = 0; k < e->ndim; k++) numel *= (size_t)e->dims[k];
+  return numel;
+}
+
 /* Collective: assembles the checkpoint on rank 0 and copies it into the snapshot. */
 static int prt_ckpt_snapshot(prt_ckpt_writer *w, prt_ctx *ctx, const char *target,
                              prt_status *st) {
-  if (prt_catalog_build(ctx, st)) return st->code;
-  const char *problem = prt_catalog_optim_problem(ctx);
-  if (problem && ctx->rank == 0) {
-    fprintf(stderr, "piper: warning: %s: %s holds parameters only (no optimizer state); a "
-            "run resumed from it restarts AdamW; recompile the plan with a current "
-            "piper-compile to checkpoint optimizer state\n", problem, target);
-    fflush(stderr);
-  }
   prt_assembly as;
-  if (prt_catalog_assemble(ctx, 0, !problem, target, &as, st)) return st->code;
+  if (prt_checkpoint_assemble(ctx, target, &as, st)) return st->code;
   if (ctx->rank == 0) {
     size_t total = 0;
-    for (int64_t i = 0; i < as.n; i++) {
-      size_t numel = 1;
-      for (int64_t k = 0; k < as.entries[i].ndim; k++) numel *= (size_t)as.entries[i].dims[k];
-      total += numel;
-    }
+    for (int64_t i = 0; i < as.n; i++) total += prt_entry_numel(&as.entries[i]);
     if (total > w->floats) { /* the same size every time: allocated once per run */
       free(w->snapshot);
       w->snapshot = prt_xmalloc((total ? total : 1) * sizeof(float), "a checkpoint snapshot");
@@ -172,8 +167,7 @@ static int prt_ckpt_snapshot(prt_ckpt_writer *w, prt_ctx *ctx, const char *targe
     w->n = as.n;
     float *at = w->snapshot;
     for (int64_t i = 0; i < as.n; i++) {
-      size_t numel = 1;
-      for (int64_t k = 0; k < as.entries[i].ndim; k++) numel *= (size_t)as.entries[i].dims[k];
+      size_t numel = prt_entry_numel(&as.entries[i]);
       memcpy(at, as.entries[i].data, numel * sizeof(float));
       w->entries[i] = as.entries[i];
       w->entries[i].data = at;

@@ -630,6 +630,11 @@ typedef struct prt_assembly {
 int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *path,
                          prt_assembly *out, prt_status *st);
 void prt_assembly_free(prt_assembly *a);
+/* Collective: what prt_checkpoint_save writes, assembled on rank 0 (the catalog built, the
+ * optimizer state included unless prt_catalog_optim_problem says why not, in which case rank
+ * 0 prints the one warning naming `path`). prt_checkpoint_save writes it at once; the
+ * background writer (checkpoint_ring.c) copies it and writes it later. */
+int prt_checkpoint_assemble(prt_ctx *ctx, const char *path, prt_assembly *as, prt_status *st);
 
 /* ---- the training loop's math (schedule.c) ---- */
 

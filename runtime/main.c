@@ -349,12 +349,16 @@ static double prt_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* The world check: the plan's device count against the world the backend runs. Local. */
-static int prt_check_world(const prt_ctx *ctx, prt_status *st) {
+/* The world check: the plan's device count against the world the backend runs; a role plan
+ * on fewer ranks runs elastic where it can (elastic.c decided at prt_declare_roles). Local. */
+static int prt_check_world(prt_ctx *ctx, const prt_opts *o, prt_status *st) {
   int64_t planned = ctx->declared_world ? ctx->declared_world : 1;
   if (planned == ctx->world) return 0;
+  if (ctx->elastic.k > 1) return prt_elastic_check(ctx, o->dump_grads != NULL, st);
   if (ctx->rank == 0) { /* printed here: it is no rank's fault, so no " (rank k)" */
-    if (prt_backend_current()->comm->one_process)
+    if (ctx->elastic.refusal[0])
+      fprintf(stderr, "piper: error: %s\n", ctx->elastic.refusal);
+    else if (prt_backend_current()->comm->one_process)
       fprintf(stderr, "piper: error: this plan is for %lld devices but this binary runs on "
               "one (it is linked with the serial comm backend); link it with piper_rt_mpi "
               "and run it with mpirun -np %lld\n", (long long)planned, (long long)planned);
@@ -464,7 +468,7 @@ static int prt_run_setup(prt_run_state *r, const prt_opts *o, void (*setup)(prt_
   if (ctx->comm == PRT_COMM_NCCL && !ctx->comm_resolved) /* no GPU setup consumed it */
     prt_fail(st, 2, "--comm nccl needs a binary compiled with --target cuda (this one runs on "
              "the CPU, over MPI): command line; drop --comm or pass --comm mpi");
-  else if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
+  else if (!prt_check_world(ctx, o, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
     prt_check_dump(ctx, o, st);
   if (!st->code && (o->ckpt_every || o->ckpt_dir))
     r->writer = prt_ckpt_writer_create(ctx, o->ckpt_dir, o->save_ckpt, o->keep_ckpts, st);
@@ -553,8 +557,7 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
   ctx->lr = prt_lr_at(&r->loop, o->lr, s);
   double t0 = prt_now_ms();
   prt_span_begin(ctx, "step", 0);
-  prt_data_fill(&r->data, ctx, s);
-  step(ctx);
+  prt_elastic_step(ctx, &r->data, s, step); /* the inputs, then the step (k passes) */
   prt_fault_point(PRT_FAULT_AT_STEP, ctx->rank, s);
   if (ctx->ops_busy)
     prt_fatal("step %lld ended with %lld transfer%s never waited: piper_step (rank %lld); "

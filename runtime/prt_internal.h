@@ -74,6 +74,7 @@ typedef struct prt_tensor_info {
   int64_t tp_block, tp_stride, tp_offset;
   int64_t first_sample;        /* PRT_INPUT: global index of this tensor's first batch row;
                                   PRT_OUTPUT "loss": batch rows it averages over (0 = all) */
+  int64_t first_sample0;       /* PRT_INPUT of an elastic run: first_sample of its pass 0 */
   void *data;                  /* owned device memory (ctx->device), PRT_ALIGN-aligned:
                                   numel fp32 (int32 for inputs), NULL until
                                   prt_ctx_allocate; host code reads and writes it through
@@ -103,6 +104,8 @@ typedef struct prt_group {
   int64_t stride;     /* the family's stride, 0 for a plain group */
   prt_opaque comm;    /* the backend's communicator (members only), after
                          prt_comm_groups_create */
+  int folded;         /* an elastic run (elastic.c): the declared members mapped onto fewer
+                         ranks (a data-parallel group); its all-reduces sum the passes */
 } prt_group;
 
 /* What a nonblocking call asked for; keep in sync with the name tables indexed by it
@@ -154,6 +157,24 @@ typedef struct prt_op_slot {
   size_t out_bytes;
   const struct prt_xfer_vtable *xfer; /* the engine running it (the backend's for its kind) */
 } prt_op_slot;
+
+/* An elastic run (runtime/elastic.c): a role plan compiled for R replicas started on fewer
+ * ranks. Each rank stands in for k consecutive replicas: it runs the role's step k times
+ * (passes) on their rows, summing the gradients before the data-parallel all-reduce of the
+ * last pass; only that pass updates the weights. */
+typedef struct prt_elastic {
+  int64_t k;          /* replicas this rank stands in for; 0 or 1: the plan runs as compiled */
+  int64_t roles;      /* the plan's roles (pipeline devices of a replica) */
+  int64_t pass;       /* the pass running, 0..k-1 */
+  int64_t seq;        /* folded all-reduces issued so far in this pass */
+  float **acc;        /* owned (nacc): all-reduce seq's gradient summed over the passes so
+                         far, acc_n[seq] floats each */
+  int64_t *acc_n;     /* owned (nacc) */
+  int64_t nacc;       /* entries of acc and acc_n */
+  double loss;        /* sum of loss * rows of this step's passes before the last */
+  char refusal[640];  /* why this world cannot run the plan ("" = it can): prt_check_world
+                         prints it */
+} prt_elastic;
 
 typedef struct prt_trace prt_trace;     /* trace.c */
 typedef struct prt_catalog prt_catalog; /* catalog.c */
@@ -221,7 +242,39 @@ struct prt_ctx {
   int64_t grad_scattered;   /* first parameter id declared by prt_declare_grad_scattered
                                (ZeRO-2: its gradient is never whole here); -1 = none */
   int64_t step;             /* the step now running (0-based) */
+  prt_elastic elastic;      /* a run on fewer ranks than the plan's devices; k 0 = none */
 };
+
+/* ---- elastic runs (elastic.c) ---- */
+/* 1 in a pass whose update is skipped (every pass of an elastic step but the last). */
+static inline int prt_elastic_dry(const prt_ctx *ctx) {
+  return ctx->elastic.pass < ctx->elastic.k - 1;
+}
+/* prt_declare_roles on a world smaller than the plan's: this rank's role and first replica,
+ * and k; or the refusal (elastic.refusal), printed by the world check. */
+void prt_elastic_roles(prt_ctx *ctx, int64_t nroles, const int64_t *start,
+                       const int64_t *stride, const int64_t *count);
+/* The rank that runs the plan's device `device` (itself unless elastic). */
+int64_t prt_elastic_rank(const prt_ctx *ctx, int64_t device);
+/* A group's declared members onto ranks (in place, sorted, duplicates dropped): *n shrinks
+ * and *folded is set where members now share ranks. */
+void prt_elastic_group(const prt_ctx *ctx, int64_t *members, int64_t *n, int *folded);
+/* A declaration an elastic run cannot honour (a ZeRO shard, an expert, a TP family): fails
+ * the setup naming `what` and why; 0 where the run is not elastic. */
+int prt_elastic_refuse(prt_ctx *ctx, const char *what, const char *why);
+/* After setup: 0 where the plan runs on this world (elastic or as compiled); else the
+ * refusal, printed by rank 0. Notes the elastic run on rank 0. */
+int prt_elastic_check(prt_ctx *ctx, int dump_grads, prt_status *st);
+/* Before a folded all-reduce of buf (n floats): sums this pass's gradient into the passes'
+ * total, and on the last pass adds that total to buf. */
+void prt_elastic_fold(prt_ctx *ctx, float *buf, int64_t n, int64_t group);
+/* Step s: fills the inputs and runs fn once per pass (once when not elastic). */
+struct prt_data;
+void prt_elastic_step(prt_ctx *ctx, const struct prt_data *data, int64_t s,
+                      void (*fn)(prt_ctx *));
+/* This rank's sum of loss * rows over its "loss" outputs (the value prt_dist_loss reduces). */
+double prt_local_loss(const prt_ctx *ctx);
+void prt_elastic_free(prt_ctx *ctx);
 
 /* An empty context with defaults (lr 1e-3, no weight decay, t = 1, no dump, the CPU
  * device); rank and world come from the backend (0 and 1 before prt_comm_init). */

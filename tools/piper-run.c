@@ -680,21 +680,34 @@ static void jobDescribe(const Job *j, char *out, size_t cap) {
  * failed rank, carried to the next call. */
 static int lostForGood(Config *c, const Job *j, int64_t *lastDead, const char *what) {
   bool again = j->deadRank >= 0 && j->deadRank == *lastDead;
+  /* a smaller world the plan refused before its first step (not whole pipelines): the next
+   * smaller count, as if another rank were lost */
+  bool refused = c->ranks < c->firstRanks && j->firstStep < 0 &&
+                 strstr(j->error, "run it with mpirun -np");
   *lastDead = j->deadRank;
-  if (j->deadRank < 0 || (!j->lost && !again) || c->minRanks >= c->ranks) return 0;
+  if (((j->deadRank < 0 || (!j->lost && !again)) && !refused) || c->minRanks >= c->ranks)
+    return 0;
   int64_t n = c->ranks - 1;
   while (n >= c->minRanks && c->firstRanks % n) n--;
-  const char *why = j->lost ? "its fault says it does not come back"
-                            : "it failed in two jobs in a row";
+  const char *why = refused ? "the plan refused the smaller world"
+                    : j->lost ? "its fault says it does not come back"
+                              : "it failed in two jobs in a row";
   if (n < c->minRanks) {
-    note("giving up: rank %lld is lost for good (%s: %s) and no count of ranks from %lld "
-         "(--min-ranks) to %lld divides -np %lld", (long long)j->deadRank, why, what,
+    note("giving up: %s%lld %s (%s: %s) and no count of ranks from %lld (--min-ranks) to "
+         "%lld divides -np %lld", refused ? "the plan refused " : "rank ",
+         (long long)(refused ? c->ranks : j->deadRank),
+         refused ? "ranks" : "is lost for good", why, what,
          (long long)c->minRanks, (long long)(c->ranks - 1), (long long)c->firstRanks);
     return 1;
   }
-  note("rank %lld is lost for good (%s); continuing on %lld of %lld ranks (--min-ranks "
-       "%lld)", (long long)j->deadRank, why, (long long)n, (long long)c->firstRanks,
-       (long long)c->minRanks);
+  if (refused)
+    note("the plan cannot run on %lld ranks (%s); trying %lld of %lld ranks (--min-ranks "
+         "%lld)", (long long)c->ranks, what, (long long)n, (long long)c->firstRanks,
+         (long long)c->minRanks);
+  else
+    note("rank %lld is lost for good (%s); continuing on %lld of %lld ranks (--min-ranks "
+         "%lld)", (long long)j->deadRank, why, (long long)n, (long long)c->firstRanks,
+         (long long)c->minRanks);
   c->ranks = n;
   snprintf(c->npBuf, sizeof c->npBuf, "%lld", (long long)n);
   c->np = c->npBuf;

@@ -5,7 +5,7 @@ checks what the training binary loaded or saved against torch's own conversions,
   make-half INIT OUT DTYPE TENSOR  INIT (F32) converted to DTYPE (BF16 or F16) by torch; TENSOR
                                    (65536 elements) holds every 16-bit pattern instead, so the
                                    binary's conversion meets every value (subnormals, +-0,
-                                   +-inf, NaNs) once
+                                   +-inf, NaNs) once; TENSOR "-": none replaced
   make-rne INIT OUT TENSOR         INIT (F32) with TENSOR's elements set to fp32 bit patterns
                                    that stress rounding to BF16: exact ties (odd and even
                                    kept halves), one ulp either side of a tie, the largest
@@ -44,15 +44,17 @@ def same(a, b):
 
 def make_half(init, out, dtype, tensor):
     T = st.read(init)
-    n = T[tensor].numel()
-    if n != 65536:
-        raise SystemExit(f"{tensor} has {n} elements; every 16-bit pattern needs 65536")
     half = {"BF16": torch.bfloat16, "F16": torch.float16}[dtype]
     H = {k: v.to(half) for k, v in T.items()}
-    H[tensor] = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(half) \
-        .reshape(T[tensor].shape)
+    if tensor != "-":
+        n = T[tensor].numel()
+        if n != 65536:
+            raise SystemExit(f"{tensor} has {n} elements; every 16-bit pattern needs 65536")
+        H[tensor] = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(half) \
+            .reshape(T[tensor].shape)
     st.write(out, H, dtype=dtype)
-    print(f"ok wrote {out}: {len(H)} tensors in {dtype}, {tensor} = all 65536 patterns")
+    print(f"ok wrote {out}: {len(H)} tensors in {dtype}"
+          + (f", {tensor} = all 65536 patterns" if tensor != "-" else ""))
 
 
 def rne_patterns(n):

@@ -10,9 +10,8 @@
  * below: F32, BF16 and F16 are read (converted to fp32, exactly: every BF16 and F16 value,
  * subnormals, infinities and NaNs included, is an fp32 value); F32 and BF16 are written (BF16
  * rounded to nearest, ties to even, as torch's float->bfloat16 conversion). We write tensors
- * contiguously in
- * the order given and pad the header with spaces to a multiple of 8 bytes, as the reference
- * implementation does. The header is read with the base library's JSON reader
+ * contiguously in the order given and pad the header with spaces to a multiple of 8 bytes, as
+ * the reference implementation does. The header is read with the base library's JSON reader
  * (piper/base/json.h) one value at a time, keeping only what a safetensors header holds
  * (names, dtypes, shapes, offsets, the "step" metadata) and skipping any other value.
  *
@@ -49,7 +48,8 @@ float prt_bf16_to_f32(uint16_t h) {
 uint16_t prt_f32_to_bf16(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0; /* any NaN: the quiet one torch gives */
+  /* any NaN: 0x7FC0, what c10's scalar conversion gives (its vectorized one gives 0xFFFF) */
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
   /* round to nearest, ties to even: add just under half a bf16 ulp, plus one when the kept
    * half is odd, and cut; a carry into the exponent is the correct rounding up (to +-inf
    * past the largest bf16) */
@@ -73,9 +73,13 @@ float prt_f16_to_f32(uint16_t h) {
   return f;
 }
 
+/* The 16-bit little-endian element i of b. */
+static uint16_t prt_u16_at(const uint8_t *b, size_t i) {
+  return (uint16_t)(b[2 * i] | b[2 * i + 1] << 8);
+}
+
 static void prt_bf16_load(const void *src, float *dst, size_t n) {
-  const uint8_t *b = src;
-  for (size_t i = 0; i < n; i++) dst[i] = prt_bf16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+  for (size_t i = 0; i < n; i++) dst[i] = prt_bf16_to_f32(prt_u16_at(src, i));
 }
 
 static void prt_bf16_store(const float *src, void *dst, size_t n) {
@@ -88,8 +92,7 @@ static void prt_bf16_store(const float *src, void *dst, size_t n) {
 }
 
 static void prt_f16_load(const void *src, float *dst, size_t n) {
-  const uint8_t *b = src;
-  for (size_t i = 0; i < n; i++) dst[i] = prt_f16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+  for (size_t i = 0; i < n; i++) dst[i] = prt_f16_to_f32(prt_u16_at(src, i));
 }
 
 /* The dtypes a checkpoint may hold, one row each (a new one is a row and its converters).

@@ -62,6 +62,9 @@ static const char *const USAGE =
     "                          bias correction and the batches restart; moments still load)\n"
     "  --save-checkpoint FILE  save parameters, optimizer state and the number of completed\n"
     "                          steps (safetensors) after the last step\n"
+    "  --save-dtype fp32|bf16  --save-checkpoint's parameters: fp32 (default), or bf16\n"
+    "                          (rounded to nearest even): an inference checkpoint without\n"
+    "                          optimizer state (periodic checkpoints stay fp32 and whole)\n"
     "  --dump-grads FILE       save every parameter's gradient at the first step run\n"
     "                          (step 0, or K when resuming) (safetensors)\n"
     "  --trace FILE            one Chrome trace JSON of every rank (a process per rank,\n"
@@ -172,6 +175,7 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   o->data_format = PRT_DATA_BYTES;
   const char *data_format = NULL; /* --data-format's name, parsed after the loop */
   const char *comm = NULL;        /* --comm's name, parsed after the loop */
+  const char *save_dtype = NULL;  /* --save-dtype's name, parsed after the loop */
   const prt_flag flags[] = {
       {"--steps", PRT_FLAG_COUNT, &o->steps},
       {"--seed", PRT_FLAG_SEED, &o->seed},
@@ -201,6 +205,7 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--eval-batches", PRT_FLAG_COUNT, &o->loop.eval_batches},
       {"--log-every", PRT_FLAG_COUNT, &o->log_every},
       {"--comm", PRT_FLAG_WORD, &comm},
+      {"--save-dtype", PRT_FLAG_WORD, &save_dtype},
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -267,6 +272,13 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       return prt_fail(st, 2, "--comm expects mpi (transfers staged through host memory) or "
                       "nccl (collectives on the GPUs), got '%s': command line", comm);
   }
+  o->save_dtype = prt_st_dtype_for_flag(save_dtype ? save_dtype : "fp32");
+  if (!o->save_dtype)
+    return prt_fail(st, 2, "--save-dtype expects fp32 or bf16, got '%s': command line; run "
+                    "with --help for usage", save_dtype);
+  if (save_dtype && !o->save_ckpt)
+    return prt_fail(st, 2, "--save-dtype needs --save-checkpoint (the file it sets the dtype "
+                    "of): command line; run with --help for usage");
   if (data_format && prt_data_format_parse(data_format, &o->data_format, st)) return st->code;
   if (o->lr_schedule && prt_schedule_parse(o->lr_schedule, &o->loop.schedule, st))
     return st->code;
@@ -601,7 +613,7 @@ static void prt_run_end(prt_run_state *r, const prt_opts *o, prt_status *st) {
   prt_watch.what = "the final checkpoint";
   prt_ckpt_writer_wait(r->writer, st); /* the periodic write in flight ends before the last */
   if (prt_agree(ctx, st)) return;
-  if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, r->completed, st);
+  if (o->save_ckpt) prt_checkpoint_save_as(ctx, o->save_ckpt, r->completed, o->save_dtype, st);
   if (prt_agree(ctx, st)) return;
   prt_ckpt_ring_final(r->writer, ctx, r->completed, st);
   if (prt_agree(ctx, st)) return;
@@ -667,7 +679,8 @@ int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_c
       fprintf(stderr, "piper: error: %s\n", st.msg);
       fprintf(stderr, "usage: %s [--steps N] [--data FILE] [--seed S] [--lr X] "
               "[--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] "
-              "[--restart-steps] [--save-checkpoint FILE] [--checkpoint-every N] "
+              "[--restart-steps] [--save-checkpoint FILE] [--save-dtype fp32|bf16] "
+              "[--checkpoint-every N] "
               "[--dump-grads FILE] [--trace FILE] [--trace-per-rank] [--timeout SECONDS] "
               "[--quiet] [--log-every N] [--help]\n", prog);
     }

@@ -580,6 +580,29 @@ extern const int64_t prt_default_corpus_len; /* strlen(prt_default_corpus) */
 
 /* ---- safetensors (safetensors.c) ---- */
 
+/* A dtype a safetensors file may hold (a row of safetensors.c's table): its name in the
+ * header, its --save-dtype name, its size and its converters from and to fp32 (store NULL:
+ * read only). Little-endian bytes either way. */
+typedef struct prt_st_dtype {
+  const char *name;                                       /* "F32", "BF16", "F16" */
+  const char *flag;                                       /* "fp32", "bf16", "fp16" */
+  size_t size;                                            /* bytes per element */
+  void (*load)(const void *src, float *dst, size_t n);    /* file elements -> fp32, exact */
+  void (*store)(const float *src, void *dst, size_t n);   /* fp32 -> file elements (RNE) */
+} prt_st_dtype;
+/* The dtypes prt_st_dtype_find knows, for messages. */
+#define PRT_ST_DTYPES_READ "F32, BF16 or F16"
+/* The row of header dtype `name`, or NULL (a dtype Piper does not read). */
+const prt_st_dtype *prt_st_dtype_find(const char *name);
+/* The row --save-dtype `flag` names among the written ones ("fp32", "bf16"), or NULL. */
+const prt_st_dtype *prt_st_dtype_for_flag(const char *flag);
+/* The scalar conversions (exposed for the kernel test): BF16 and F16 to fp32 are exact
+ * (F16 subnormals, infinities and NaN payloads kept); fp32 to BF16 rounds to nearest, ties to
+ * even, and gives 0x7FC0 for every NaN (what torch's conversion gives). */
+float prt_bf16_to_f32(uint16_t h);
+uint16_t prt_f32_to_bf16(float f);
+float prt_f16_to_f32(uint16_t h);
+
 /* One tensor to write: fp32, shape dims[0..ndim). */
 typedef struct prt_st_entry {
   const char *name;     /* borrowed, NUL-terminated */
@@ -594,10 +617,14 @@ typedef struct prt_st_entry {
  * __metadata__ holds "format": "pt" and, when step >= 0, "step": "<step>". */
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
                           int64_t step, prt_status *st);
+/* The same with every tensor stored as dtype dt (a row with a store converter). */
+int prt_safetensors_write_as(const char *path, const prt_st_entry *entries, int64_t n,
+                             int64_t step, const prt_st_dtype *dt, prt_status *st);
 /* One tensor of a safetensors header, as read. */
 typedef struct prt_st_in {
   char *name;                     /* owned, decoded UTF-8 */
   char dtype[16];                 /* e.g. "F32"; longer names are cut (and never match) */
+  const prt_st_dtype *type;       /* dtype's row; NULL: a dtype Piper does not read */
   int64_t ndim;                   /* 0..8 */
   int64_t dims[8];                /* shape */
   uint64_t begin, end;            /* data_offsets, bytes into the data section */
@@ -630,8 +657,9 @@ const prt_st_in *prt_st_header_find(const prt_st_header *h, const char *name);
  * failure fills st naming `path` and leaves *h empty. */
 int prt_safetensors_read_header(FILE *f, uint64_t size, const char *path, prt_st_header *h,
                                 uint64_t *data_start, prt_status *st);
-/* Reads `count` floats of tensor e, from its element `first` on, into dst; 0, or -1 if the
- * file could not be read there. */
+/* Reads `count` elements of tensor e, from its element `first` on, into dst as fp32
+ * (converted from e's dtype); 0, or -1 if the file could not be read there or e's dtype is
+ * not one Piper reads. */
 int prt_safetensors_read(FILE *f, uint64_t data_start, const prt_st_in *e, uint64_t first,
                          float *dst, size_t count);
 
@@ -645,6 +673,11 @@ int prt_safetensors_read(FILE *f, uint64_t data_start, const prt_st_in *e, uint6
  * parameters only. Returns rank 0's status on rank 0; other ranks fail only where every rank
  * does (see prt_catalog_build): callers prt_agree after. */
 int prt_checkpoint_save(prt_ctx *ctx, const char *path, int64_t step, prt_status *st);
+/* prt_checkpoint_save with the parameters stored as dtype dt (--save-dtype; NULL or F32: the
+ * same as prt_checkpoint_save). Any other dtype writes the parameters only, no optimizer
+ * state, and rank 0 warns that the file is an inference checkpoint. Collective. */
+int prt_checkpoint_save_as(prt_ctx *ctx, const char *path, int64_t step,
+                           const prt_st_dtype *dt, prt_status *st);
 
 /* What a checkpoint held besides parameters (prt_checkpoint_load). */
 typedef struct prt_ckpt_info {
@@ -733,6 +766,7 @@ typedef struct prt_opts {
   int comm;               /* --comm: a prt_comm_choice; PRT_COMM_AUTO when not given */
   const char *ckpt_dir;   /* --checkpoint-dir: ring of periodic checkpoints, borrowed; NULL = none */
   int64_t keep_ckpts;     /* --keep-checkpoints: ring files kept (>= 1, default 3) */
+  const prt_st_dtype *save_dtype; /* --save-dtype: --save-checkpoint's parameters (F32) */
 } prt_opts;
 /* Reads argv into *o (defaults first; strings borrow from argv). Only parses: no file is
  * touched, nothing is printed, nothing exits; a bad command line fills st (code 2) naming the

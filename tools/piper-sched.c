@@ -22,6 +22,8 @@
 #include <string.h>
 
 #include "piper/checked.h"
+#include "piper/piper.h"
+#include "tune/tune.h"
 
 /* Passes of one (stage, microbatch); keep in sync with passJson[] and passLetter[]. */
 typedef enum { PASS_F, PASS_B, PASS_BI, PASS_BW } Pass;
@@ -64,6 +66,7 @@ static void usage(FILE *out) {
   fprintf(out,
       "usage: piper-sched SCHEDULE --stages S --microbatches M [--devices P] [--dp D]\n"
       "                   [--tp T] [--zero Z] [--ep N] [--cost F,B,W] [--simulate]\n"
+      "                   [--model MODEL.mlir [--profile FILE] [--trace-out FILE]]\n"
       "Prints a Piper JSON strategy (a list of directives) that runs a model annotated with\n"
       "PP = 0..S-1 (piper-gen gpt --stages S) under a pipeline schedule.\n"
       "\n"
@@ -105,6 +108,16 @@ static void usage(FILE *out) {
       "  --cost F,B,W      time units for the simulation (default 1,2,1): F a forward, B a whole\n"
       "                    backward, W its weight-gradient part (BI takes B-W)\n"
       "  --simulate        print the simulated timeline and bubble instead of the JSON\n"
+      "                    (time units of --cost; with --model, piper-tune's simulation)\n"
+      "  --model FILE      with --simulate: compile the strategy on this model (piper-gen's\n"
+      "                    output) as piper-compile --strategy does and simulate the compiled\n"
+      "                    plans with piper-tune's simulator (tune/simulate.c): every device's\n"
+      "                    ops and transfers on their streams, costs from --profile\n"
+      "  --profile FILE    with --model: costs measured by piper-tune --calibrate (default:\n"
+      "                    piper-tune's built-in rough profile)\n"
+      "  --trace-out FILE  with --model: also write the simulated step as a Chrome/Perfetto\n"
+      "                    trace in the runtime's --trace format (same process, thread and\n"
+      "                    span names), to open next to a measured one\n"
       "  --test-swap D,I,J swap passes I and J (0-based) of pipeline device D's order before\n"
       "                    the check: for testing that the check catches a deadlock\n"
       "  --help            this text\n"
@@ -121,6 +134,8 @@ static void usage(FILE *out) {
       "  piper-gen gpt --stages 4 > gpt.mlir\n"
       "  piper-sched 1f1b --stages 4 --microbatches 8 --dp 2 --zero 1 > 1f1b.json\n"
       "  piper-sched 1f1b --stages 4 --microbatches 8 --simulate   # timeline, bubble 3/11\n"
+      "  piper-sched 1f1b --stages 4 --microbatches 8 --simulate --model gpt.mlir \\\n"
+      "      --trace-out predicted.json     # compare: gpt binary --trace measured.json\n"
       "\n"
       "exit status: 0 ok, 1 internal error, 2 bad arguments.\n");
 }
@@ -428,62 +443,62 @@ static Sim simulate(void) {
 
 /* Device ids of pipeline device d: replica r, tensor-parallel member t is (r*P + d)*T + t (the
  * mesh; T = 1 without --tp gives the data-parallel layout r*P + d). */
-static void printDevices(int d) {
-  putchar('[');
+static void printDevices(FILE *f, int d) {
+  fputc('[', f);
   for (int r = 0; r < cfg.D; ++r)
     for (int t = 0; t < cfg.T; ++t)
-      printf("%s%d", r || t ? "," : "", (r * cfg.P + d) * cfg.T + t);
-  putchar(']');
+      fprintf(f, "%s%d", r || t ? "," : "", (r * cfg.P + d) * cfg.T + t);
+  fputc(']', f);
 }
 
 /* --tp: a shard_tensor directive per stage and replica, over that replica's T devices. */
-static void emitShardTensor(void) {
+static void emitShardTensor(FILE *f) {
   for (int s = 0; s < cfg.S && cfg.T > 1; ++s)
     for (int r = 0; r < cfg.D; ++r) {
-      printf(",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},\"devices\":[", s);
+      fprintf(f, ",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},\"devices\":[", s);
       for (int t = 0; t < cfg.T; ++t)
-        printf("%s%d", t ? "," : "", (r * cfg.P + deviceOf(s)) * cfg.T + t);
-      printf("],\"stream\":\"tp\"}");
+        fprintf(f, "%s%d", t ? "," : "", (r * cfg.P + deviceOf(s)) * cfg.T + t);
+      fprintf(f, "],\"stream\":\"tp\"}");
     }
 }
 
 /* The strategy: split, place per stage, replicate per stage (D >= 2), order per device. */
-static void emitJson(void) {
-  printf("[\n  {\"op\":\"split\",\"filter\":{\"PP\":\"*\"},\"dim_name\":\"mb\","
+static void emitJson(FILE *f) {
+  fprintf(f, "[\n  {\"op\":\"split\",\"filter\":{\"PP\":\"*\"},\"dim_name\":\"mb\","
          "\"num_microbatches\":%d}", cfg.M);
   for (int s = 0; s < cfg.S; ++s) {
-    printf(",\n  {\"op\":\"place\",\"filter\":{\"PP\":%d},\"devices\":", s);
-    printDevices(deviceOf(s));
-    printf(",\"stream\":\"compute\"}");
+    fprintf(f, ",\n  {\"op\":\"place\",\"filter\":{\"PP\":%d},\"devices\":", s);
+    printDevices(f, deviceOf(s));
+    fprintf(f, ",\"stream\":\"compute\"}");
   }
-  emitShardTensor();
+  emitShardTensor(f);
   const char *tf[] = {"false", "true"};
   for (int s = 0; s < cfg.S && cfg.D > 1; ++s) {
-    printf(",\n  {\"op\":\"replicate\",\"filter\":{\"PP\":%d},\"devices\":", s);
-    printDevices(deviceOf(s));
-    printf(",\"reduce_stream\":\"dp\",\"gather_stream\":\"dp\",\"shard_optim\":%s,"
+    fprintf(f, ",\n  {\"op\":\"replicate\",\"filter\":{\"PP\":%d},\"devices\":", s);
+    printDevices(f, deviceOf(s));
+    fprintf(f, ",\"reduce_stream\":\"dp\",\"gather_stream\":\"dp\",\"shard_optim\":%s,"
            "\"shard_grads\":%s,\"shard_params\":%s}",
            tf[cfg.zero >= 1], tf[cfg.zero >= 2], tf[cfg.zero >= 3]);
   }
   for (int s = 0; s < cfg.S && cfg.ep; ++s) { /* the experts over the stage's replicas */
-    printf(",\n  {\"op\":\"shard\",\"filter\":{\"PP\":%d,\"EP\":\"*\"},\"devices\":", s);
-    printDevices(deviceOf(s));
-    printf(",\"stream\":\"ep\"}");
+    fprintf(f, ",\n  {\"op\":\"shard\",\"filter\":{\"PP\":%d,\"EP\":\"*\"},\"devices\":", s);
+    printDevices(f, deviceOf(s));
+    fprintf(f, ",\"stream\":\"ep\"}");
   }
   for (int d = 0; d < cfg.P; ++d) {
-    printf(",\n  {\"op\":\"order\",\"filters\":[");
+    fprintf(f, ",\n  {\"op\":\"order\",\"filters\":[");
     for (int i = 0; i < lists[d].n; ++i) {
       Op o = lists[d].ops[i];
-      printf("%s[{\"PP\":%d,\"mb\":%d,\"PASS\":\"%s\"}", i ? "," : "", o.stage, o.mb,
+      fprintf(f, "%s[{\"PP\":%d,\"mb\":%d,\"PASS\":\"%s\"}", i ? "," : "", o.stage, o.mb,
              passJson[o.pass]);
       for (; o.withNext && i + 1 < lists[d].n; o = lists[d].ops[++i]) /* a pair: one group */
-        printf(",{\"PP\":%d,\"mb\":%d,\"PASS\":\"%s\"}", lists[d].ops[i + 1].stage,
+        fprintf(f, ",{\"PP\":%d,\"mb\":%d,\"PASS\":\"%s\"}", lists[d].ops[i + 1].stage,
                lists[d].ops[i + 1].mb, passJson[lists[d].ops[i + 1].pass]);
-      printf("]");
+      fprintf(f, "]");
     }
-    printf("]}");
+    fprintf(f, "]}");
   }
-  printf("\n]\n");
+  fprintf(f, "\n]\n");
 }
 
 /* Stage-prefixed labels ("3F0": stage 3, forward, mb 0) when a device holds several stages. */
@@ -560,6 +575,71 @@ static void emitSimulation(const Sim *sim) {
          bubble + work, (double)bubble / (bubble + work));
 }
 
+/* ---- --simulate --model: the compiled plans through piper-tune's simulator ---- */
+
+/* The strategy JSON as a string (owned), or NULL when out of memory. */
+static char *jsonText(void) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) return NULL;
+  emitJson(m);
+  if (fclose(m)) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* Compiles the schedule's strategy on `modelPath` and prints the simulated timeline; writes the
+ * predicted trace to `traceOut` when given. Exit status: 0, 1 (a model or profile that does
+ * not read, a strategy the model refuses, a file not written). */
+static int simulateOnModel(const char *modelPath, const char *profilePath, const char *traceOut) {
+  TuneProfile profile;
+  tuneProfileDefault(&profile);
+  if (profilePath && !tuneProfileRead(&profile, profilePath)) return 1;
+  char *json = jsonText();
+  if (!json) die("out of memory writing the strategy");
+  MlirContext ctx = piperContextCreate();
+  if (mlirContextIsNull(ctx)) return 1;
+  MlirDiagnosticHandlerID printer = piperAttachDiagnosticPrinter(ctx, stderr, NULL);
+  MlirModule training = tuneLoadTraining(ctx, modelPath);
+  int rc = 1;
+  if (!mlirModuleIsNull(training)) {
+    mlirContextDetachDiagnosticHandler(ctx, printer); /* the first error goes to `why` */
+    TuneStatus status;
+    char why[512];
+    MlirOperation plans = tuneCompilePlan(mlirModuleGetOperation(training), json, &status, why,
+                                          sizeof why);
+    if (mlirOperationIsNull(plans)) {
+      fprintf(stderr, "piper-sched: error: %s: the %s strategy does not compile (%s): %s\n",
+              modelPath, schedNames[cfg.sched], tuneStatusNames[status], why);
+    } else {
+      TuneTrace trace = {0};
+      TuneSimResult r = tuneSimulateTraced(plans, &profile, &trace);
+      printf("%s: S=%d stages on P=%d pipeline devices (x%d DP, x%d TP), M=%d microbatches, "
+             "compiled on %s; costs: %s\n", schedNames[cfg.sched], cfg.S, cfg.P, cfg.D, cfg.T,
+             cfg.M, modelPath, profile.source);
+      if (r.error[0]) fprintf(stderr, "piper-sched: error: the simulation is stuck: %s\n", r.error);
+      else tuneTimelinePrint(&trace, &r, 100, stdout), rc = 0;
+      if (!rc && traceOut) {
+        PiperOutput out;
+        rc = 1;
+        if (piperOutputOpen(&out, traceOut)) {
+          bool ok = tuneTraceWrite(&trace, &r, profile.source, out.file);
+          rc = piperOutputCommit(&out, ok);
+        }
+      }
+      tuneTraceFree(&trace);
+      mlirOperationDestroy(plans);
+    }
+    mlirModuleDestroy(training);
+  }
+  mlirContextDestroy(ctx);
+  free(json);
+  return rc;
+}
+
 /* ---- driver ---- */
 
 static void parseCost(const char *value) {
@@ -586,6 +666,7 @@ int main(int argc, char **argv) {
         argv[1]);
   cfg = (Config){.sched = (Sched)k, .D = 1, .T = 1, .costF = 1, .costB = 2, .costW = 1};
   bool simulateOnly = false;
+  const char *modelPath = NULL, *profilePath = NULL, *traceOut = NULL;
   int devices = 0, swap[3] = {-1, -1, -1};
   for (int i = 2; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -595,6 +676,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--simulate")) {
       simulateOnly = true;
       continue;
+    } else if (!strcmp(a, "--model") || !strcmp(a, "--profile") || !strcmp(a, "--trace-out")) {
+      if (!v) die("%s needs a file", a);
+      *(a[2] == 'm' ? &modelPath : a[2] == 'p' ? &profilePath : &traceOut) = v;
     } else if (!strcmp(a, "--stages")) {
       cfg.S = intFlag(a, v, 1);
     } else if (!strcmp(a, "--microbatches")) {
@@ -621,6 +705,11 @@ int main(int argc, char **argv) {
     ++i;
   }
   const char *name = schedNames[cfg.sched];
+  if ((profilePath || traceOut) && !modelPath)
+    die("%s needs --model MODEL.mlir (the costs and the trace are of the compiled plans)",
+        profilePath ? "--profile" : "--trace-out");
+  if (modelPath && !simulateOnly)
+    die("--model simulates the compiled plans: add --simulate (the JSON needs no model)");
   if (!cfg.S) die("%s needs --stages S (the number of PP tags in the model)", name);
   if (!cfg.M) die("%s needs --microbatches M", name);
   if (cfg.S < 2 && cfg.sched != SCHED_GPIPE)
@@ -687,10 +776,12 @@ int main(int argc, char **argv) {
   }
   checkCoverage();
   Sim sim = simulate();
-  if (simulateOnly) emitSimulation(&sim);
-  else emitJson();
+  int rc = 0;
+  if (simulateOnly && modelPath) rc = simulateOnModel(modelPath, profilePath, traceOut);
+  else if (simulateOnly) emitSimulation(&sim);
+  else emitJson(stdout);
   free(sim.start), free(sim.busy), free(sim.peakAct);
   for (int d = 0; d < cfg.P; ++d) free(lists[d].ops);
   free(lists);
-  return ferror(stdout) ? 1 : 0;
+  return rc ? rc : ferror(stdout) ? 1 : 0;
 }

@@ -132,6 +132,53 @@ typedef struct {
 /* Simulates one step of the extracted (and verified) plan `module`. */
 TuneSimResult tuneSimulate(MlirOperation module, const TuneProfile *p);
 
+/* ---- the simulated step as a trace (simulate.c records, trace.c writes) ---- */
+/* One span of a unit, the way the runtime's --trace records it (runtime/trace.c): a compute
+ * span is a run of consecutive ops of one node (piperNodeLabel), closed by a comm.wait; a
+ * transfer is one span per party on its stream, from its issue to its end. */
+typedef struct {
+  int unit;           /* plan unit (device_<d> or role_<p>) */
+  int stream;         /* index into TuneTrace.streams; 0 is "compute" */
+  bool comm;          /* a transfer (else a compute span) */
+  int kind;           /* transfer: 0 send, 1 recv, then all_reduce, reduce_scatter,
+                         all_gather, all_to_all (runtime/trace.c's op_name order) */
+  int64_t peer, peerStride; /* send/recv: the peer device (+ k * peerStride for replica k) */
+  int group;          /* collective: its group's number (lowering's numbering, TuneTrace) */
+  double bytes;       /* transfer: the whole buffer */
+  double start, end;  /* ns from the step's start */
+  double wait0, wait1;/* transfer: its comm.wait on this unit, ns (-1: not waited in the plan) */
+  int xfer;           /* transfer: the simulation's transfer (internal) */
+  char name[112];     /* compute: the node label ("F PP=0 layer=1 mb=0") */
+} TuneEvent;
+
+typedef struct {
+  TuneEvent *ev;            /* owned */
+  size_t n, cap;
+  char **streams;           /* owned names, [0] = "compute": the lowering's stream numbering */
+  size_t nStreams, capStreams;
+  const void **groups;      /* group keys in the lowering's numbering (internal) */
+  int64_t *groupStride;
+  size_t nGroups, capGroups, capGroupStride;
+  int64_t (*units)[3];      /* per unit: first device, stride, devices it stands for */
+  int nUnits;
+  int64_t devices;          /* the plan's device count (pids 0..devices-1) */
+  bool roles;               /* the plan is per role (units stand for several devices) */
+  double stepNs;            /* the simulated step */
+} TuneTrace;
+
+/* tuneSimulate that also records every span into `trace` (zeroed by the caller; free it with
+ * tuneTraceFree). */
+TuneSimResult tuneSimulateTraced(MlirOperation module, const TuneProfile *p, TuneTrace *trace);
+void tuneTraceFree(TuneTrace *t);
+/* The trace as a Chrome/Perfetto JSON file in runtime/trace.c's format (pid = device, tid =
+ * stream, the same span names), every device of a role expanded; false on a write error. */
+bool tuneTraceWrite(const TuneTrace *t, const TuneSimResult *r, const char *profileSource,
+                    FILE *out);
+/* A text timeline: one row of `width` columns per unit and stream (the pass letter of the
+ * span covering each column's middle, '=' a transfer in flight, '.' idle),
+ * then the step, bubble and exposed communication. */
+void tuneTimelinePrint(const TuneTrace *t, const TuneSimResult *r, int width, FILE *out);
+
 /* ---- compiling a candidate (compile.c) ---- */
 typedef enum {
   TUNE_OK,
@@ -152,6 +199,14 @@ typedef struct {
   TuneSimResult sim;
 } TuneResult;
 
+/* MODEL.mlir ("-": stdin) parsed, verified and through autodiff: the training graph every
+ * candidate is compiled from; a null module after the diagnostics (printed to stderr). */
+MlirModule tuneLoadTraining(MlirContext ctx, const char *path);
+/* A copy of `trainingModule` through the strategy `json`'s passes (piperStrategyPasses, as
+ * piper-compile --strategy runs them), extract and verify-plan: the plans (owned by the
+ * caller), or a null operation with *status and the first diagnostic in `why`. */
+MlirOperation tuneCompilePlan(MlirOperation trainingModule, const char *json, TuneStatus *status,
+                              char *why, size_t whySize);
 /* Compiles `c` on a copy of `trainingModule` (autodiff already run) and simulates it. */
 TuneResult tuneEvaluate(MlirOperation trainingModule, const TuneCandidate *c,
                         const TuneProfile *p, int64_t memoryBytes);

@@ -15,6 +15,7 @@ that noise; the table says how much by the spread of the measured steps.
 Usage: bench_tune.py BUILD_DIR [--steps N] [--layers L --dim C --heads H --seq T --batch B]
 """
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -53,6 +54,75 @@ def spearman(a, b):
     ma, mb = statistics.mean(ra), statistics.mean(rb)
     cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
     return cov / (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
+
+
+def span_table(trace_path, skip_first):
+    """Per device: {class: us per step} of a trace, classes being compute spans by node label
+    without its microbatch ("F PP=0 layer=1"), transfers by kind ("comm all_reduce"), plus
+    "step" (the runtime's span around piper_step) and "(outside spans)" (the step's time on
+    the compute track not in any compute span: waits, the gradient-norm sync, data fill).
+    A measured trace holds several steps: the first (warm-up) is skipped when skip_first, and
+    each class's figure is its smallest over the steps (the least disturbed by other jobs on a
+    shared machine: a step's classes are each delayed by whatever ran beside them)."""
+    with open(trace_path) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
+    out = {}
+    for pid in sorted({e["pid"] for e in ev}):
+        mine = sorted((e for e in ev if e["pid"] == pid), key=lambda e: e["ts"])
+        steps = [e for e in mine if e["name"] == "step"]
+        if skip_first and len(steps) > 1:
+            steps = steps[1:]
+        per_step = []
+        for st in steps:
+            t0, t1 = st["ts"], st["ts"] + st["dur"]
+            table = collections.defaultdict(float)
+            table["step"] = st["dur"]
+            inside = 0.0
+            for e in mine:
+                if e["name"] == "step" or not t0 <= e["ts"] < t1:
+                    continue
+                if e["cat"] == "comm":
+                    kind = e["name"].split("->")[0].split("<-")[0].split(" ")[0]
+                    table["comm " + kind] += e["dur"]
+                    continue
+                key = " ".join(w for w in e["name"].split() if not w.startswith("mb="))
+                table[key] += e["dur"]
+                inside += e["dur"]
+            table["(outside spans)"] = st["dur"] - inside
+            per_step.append(table)
+        keys = {k for t in per_step for k in t}
+        out[pid] = {k: min(t.get(k, 0.0) for t in per_step) for k in keys}
+    return out
+
+
+def per_op(a, bin_dir, work, model, profile, names, cands, dump):
+    """Predicted (piper-tune --strategy --trace-out) vs measured (--trace) time per span
+    class, summed over the devices, for each candidate in `names`; returns {name: (predicted
+    table, measured table)} summed over devices."""
+    result = {}
+    for name in names:
+        c = cands[name]
+        strat = os.path.join(dump, c["file"])
+        exe = os.path.join(work, c["file"] + ".train")
+        sh([os.path.join(bin_dir, "piper-compile"), model, "--strategy", strat, "-o", exe])
+        meas = os.path.join(work, c["file"] + ".trace.json")
+        sh(MPIRUN + [exe, "--steps", str(a.steps), "--quiet", "--trace", meas])
+        pred = os.path.join(work, c["file"] + ".pred.json")
+        sh([os.path.join(bin_dir, "piper-tune"), model, "--strategy", strat, "--profile",
+            profile, "--trace-out", pred], stdout=subprocess.DEVNULL)
+        pt, mt = span_table(pred, False), span_table(meas, True)
+        keys = sorted({k for d in mt for k in mt[d]} | {k for d in pt for k in pt[d]})
+        psum = {k: sum(pt[d].get(k, 0) for d in pt) for k in keys}
+        msum = {k: sum(mt[d].get(k, 0) for d in mt) for k in keys}
+        result[name] = (psum, msum)
+        print("\n### %s: us per step, summed over the devices; measured: each class's least "
+              "over steps 2..%d\n" % (name, a.steps))
+        print("| span class | predicted us | measured us | measured / predicted |")
+        print("|---|---|---|---|")
+        for k in keys:
+            p, m = psum[k], msum[k]
+            print("| %s | %.0f | %.0f | %s |" % (k, p, m, "%.2f" % (m / p) if p > 0 else "-"))
+    return result
 
 
 def main():

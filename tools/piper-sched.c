@@ -606,33 +606,14 @@ static int simulateOnModel(const char *modelPath, const char *profilePath, const
   MlirModule training = tuneLoadTraining(ctx, modelPath);
   int rc = 1;
   if (!mlirModuleIsNull(training)) {
-    mlirContextDetachDiagnosticHandler(ctx, printer); /* the first error goes to `why` */
-    TuneStatus status;
-    char why[512];
-    MlirOperation plans = tuneCompilePlan(mlirModuleGetOperation(training), json, &status, why,
-                                          sizeof why);
-    if (mlirOperationIsNull(plans)) {
-      fprintf(stderr, "piper-sched: error: %s: the %s strategy does not compile (%s): %s\n",
-              modelPath, schedNames[cfg.sched], tuneStatusNames[status], why);
-    } else {
-      TuneTrace trace = {0};
-      TuneSimResult r = tuneSimulateTraced(plans, &profile, &trace);
-      printf("%s: S=%d stages on P=%d pipeline devices (x%d DP, x%d TP), M=%d microbatches, "
-             "compiled on %s; costs: %s\n", schedNames[cfg.sched], cfg.S, cfg.P, cfg.D, cfg.T,
-             cfg.M, modelPath, profile.source);
-      if (r.error[0]) fprintf(stderr, "piper-sched: error: the simulation is stuck: %s\n", r.error);
-      else tuneTimelinePrint(&trace, &r, 100, stdout), rc = 0;
-      if (!rc && traceOut) {
-        PiperOutput out;
-        rc = 1;
-        if (piperOutputOpen(&out, traceOut)) {
-          bool ok = tuneTraceWrite(&trace, &r, profile.source, out.file);
-          rc = piperOutputCommit(&out, ok);
-        }
-      }
-      tuneTraceFree(&trace);
-      mlirOperationDestroy(plans);
-    }
+    mlirContextDetachDiagnosticHandler(ctx, printer); /* the first error goes to the message */
+    printf("%s: S=%d stages on P=%d pipeline devices (x%d DP, x%d TP), M=%d microbatches, "
+           "compiled on %s; costs: %s\n", schedNames[cfg.sched], cfg.S, cfg.P, cfg.D, cfg.T,
+           cfg.M, modelPath, profile.source);
+    char what[160];
+    snprintf(what, sizeof what, "%s: the %s strategy", modelPath, schedNames[cfg.sched]);
+    rc = tuneSimulateStrategy("piper-sched", mlirModuleGetOperation(training), json, &profile,
+                              what, traceOut);
     mlirModuleDestroy(training);
   }
   mlirContextDestroy(ctx);

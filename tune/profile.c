@@ -10,6 +10,9 @@
  * File (JSON, what --calibrate writes):
  *   {"piper_tune_profile": 1, "source": "...",
  *    "kernels": {"tdag.linear": [fixed_ns, ns_per_work], ...},
+ *    "defaults": {"matmul": [fixed_ns, ns_per_work], "elementwise": [...]}, the rates of the
+ *                kinds without an entry (AdamW, bucket packing, copies, the gradient norm),
+
  *    "comm": {"all_reduce": {"2": [alpha_ns, beta_ns_per_byte], ...}, ...}} */
 #include <math.h>
 #include <stdlib.h>
@@ -112,6 +115,14 @@ double tuneKernelNs(const TuneProfile *p, MlirOperation op) {
   return c->fixedNs + c->nsPerWork * work;
 }
 
+double tuneElementwiseNs(const TuneProfile *p, double elements) {
+  return elements > 0 ? p->elemDefault.fixedNs + p->elemDefault.nsPerWork * elements : 0;
+}
+
+double tuneCopyNs(const TuneProfile *p, double elements) {
+  return tuneElementwiseNs(p, 2 * elements); /* read and written: two elements touched each */
+}
+
 double tuneCommNs(const TuneProfile *p, TuneCommKind kind, int groupSize, double bytes) {
   int g = groupSize < 1 ? 1 : groupSize > TUNE_MAX_GROUP ? TUNE_MAX_GROUP : groupSize;
   if (kind == TUNE_P2P) g = 2;
@@ -139,7 +150,10 @@ bool tuneProfileWrite(const TuneProfile *p, FILE *out) {
               p->kernel[rows[i].id].fixedNs, p->kernel[rows[i].id].nsPerWork);
       first = false;
     }
-  fprintf(out, "},\n \"comm\": {");
+  fprintf(out, "},\n \"defaults\": {\"matmul\": [%.6g, %.6g], \"elementwise\": [%.6g, %.6g]},",
+          p->matmulDefault.fixedNs, p->matmulDefault.nsPerWork, p->elemDefault.fixedNs,
+          p->elemDefault.nsPerWork);
+  fprintf(out, "\n \"comm\": {");
   first = true;
   for (int k = 0; k < TUNE_COMM_COUNT; ++k) {
     bool any = false;
@@ -247,7 +261,7 @@ bool tuneProfileRead(TuneProfile *p, const char *path) {
   Reader r = {text, text, path, false};
   char key[128];
   if (!eat(&r, '{')) fail(&r, "expected '{'");
-  bool versioned = false;
+  bool versioned = false, sourced = false;
   while (!r.failed && !eat(&r, '}')) {
     if (!str(&r, key, sizeof key) || !eat(&r, ':')) {
       fail(&r, "expected \"key\":");
@@ -259,6 +273,7 @@ bool tuneProfileRead(TuneProfile *p, const char *path) {
       versioned = true;
     } else if (!strcmp(key, "source")) {
       str(&r, p->source, sizeof p->source);
+      sourced = true;
     } else if (!strcmp(key, "kernels")) {
       if (!eat(&r, '{')) fail(&r, "\"kernels\" must be an object");
       while (!r.failed && !eat(&r, '}')) {
@@ -270,6 +285,19 @@ bool tuneProfileRead(TuneProfile *p, const char *path) {
           break;
         }
         p->kernel[f->id] = (TuneKernelCost){a, b, true};
+        eat(&r, ',');
+      }
+    } else if (!strcmp(key, "defaults")) { /* the class rates of kinds without their own */
+      if (!eat(&r, '{')) fail(&r, "\"defaults\" must be an object");
+      while (!r.failed && !eat(&r, '}')) {
+        double a, b;
+        if (!str(&r, key, sizeof key) || !eat(&r, ':') || !pair(&r, &a, &b)) break;
+        bool mm = !strcmp(key, "matmul");
+        if (!mm && strcmp(key, "elementwise")) {
+          fail(&r, "unknown class in \"defaults\" (matmul, elementwise)");
+          break;
+        }
+        *(mm ? &p->matmulDefault : &p->elemDefault) = (TuneKernelCost){a, b, true};
         eat(&r, ',');
       }
     } else if (!strcmp(key, "comm")) {
@@ -307,9 +335,10 @@ bool tuneProfileRead(TuneProfile *p, const char *path) {
   }
   if (!r.failed && !versioned) fail(&r, "no \"piper_tune_profile\": 1 field");
   free(text);
+  if (!sourced) p->source[0] = '\0'; /* not the built-in default's: the file's own figures */
   if (!r.failed && !strstr(p->source, path)) {
     size_t n = strlen(p->source);
-    snprintf(p->source + n, sizeof p->source - n, " (%s)", path);
+    snprintf(p->source + n, sizeof p->source - n, n ? " (%s)" : "%s", path);
   }
   return !r.failed;
 }

@@ -68,6 +68,8 @@ typedef struct {
   size_t nPending, capPending;
   long openSpan;        /* trace: the compute span still open (-1: none) */
   long stepSpan;        /* trace: the unit's "step" span (the runtime's, around piper_step) */
+  int syncX;            /* a transfer the host waits for where it issued it (-1: none) */
+  bool gradSqDone;      /* ran the gradient norm's sums of squares */
 } Unit;
 
 typedef struct {
@@ -332,6 +334,72 @@ static void traceWaited(World *w, Unit *u, MlirValue token, double from) {
   e->wait0 = from, e->wait1 = u->t;
 }
 
+/* The runtime waits for an all-gather into a whole parameter (ZeRO-1/2, after its sharded
+ * update) right where it issues it, then copies the result back into the parameter
+ * (lowering/lower_comm.c); only a ZeRO-3 shard's all-gather runs behind later ops. */
+static bool blocksHost(MlirOperation op) {
+  if (!piperOpIs(op, "comm.all_gather")) return false;
+  MlirValue v = mlirOperationGetOperand(op, 0);
+  bool fromShard = mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param") &&
+                   !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(v),
+                                                                        piperStr("shards")));
+  return !fromShard;
+}
+
+/* Unit ui issues the transfer of comm op `op` (not a wait): its side of a pair or of its
+ * group's next collective, started once every party has issued it. Returns the transfer, -1
+ * when out of memory. */
+static int issue(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrMap *tokenXfer,
+                 const TuneProfile *p, MlirOperation op) {
+  Unit *u = &units[ui];
+  int x;
+  bool send = piperOpIs(op, "comm.send");
+  bool recv = piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into");
+  if (send || recv) {
+    int other = unitOfDevice(map, piperGetIntAttr(op, "peer", -1));
+    if (other < 0) other = ui;
+    int64_t tag = piperGetIntAttr(op, "tag", 0);
+    x = pairXfer(w, send ? ui : other, send ? other : ui, tag, send);
+    if (x < 0) return -1;
+    Xfer *X = &w->x[x];
+    X->seq |= send ? 1 : 2;
+    if (send) X->bytes = valueBytes(mlirOperationGetOperand(op, 0));
+    addParty(X, ui, streamOf(u, op), u->t);
+    if (X->needed == 1) X->got = 1;
+  } else {
+    x = collectiveXfer(w, map, ui, op);
+    if (x < 0) return -1;
+    if (piperOpIs(op, "comm.all_gather")) { /* the runtime copies this replica's shard in */
+      double ns = tuneCopyNs(p, (double)piperTensorNumel(mlirValueGetType(
+                                    mlirOperationGetResult(op, 0))) / w->x[x].groupSize);
+      u->t += ns, u->busy += ns;
+    }
+    addParty(&w->x[x], ui, streamOf(u, op), u->t);
+  }
+  Xfer *X = &w->x[x];
+  if (!X->resolved && X->got >= X->needed) resolve(w, units, X, p);
+  traceIssue(w, u, ui, op, x);
+  intptr_t nr = mlirOperationGetNumResults(op);
+  if (nr > 0) piperPtrMapPut(tokenXfer, mlirOperationGetResult(op, nr - 1).ptr, x);
+  if (!send && !opPassIs(op, "UPD") &&
+      piperGrow((void **)&u->pending, &u->capPending, u->nPending + 1, sizeof *u->pending))
+    u->pending[u->nPending++] = x;
+  return x;
+}
+
+/* The gradient norm's kernels the lowering puts before its sync: a sum of squares over each
+ * updated gradient (its ZeRO shard), then the world all-reduce (modelled in advance). */
+static double gradSqNs(const Unit *u, const TuneProfile *p) {
+  double ns = 0;
+  for (size_t i = 0; i < u->nOps; ++i) {
+    if (!piperOpIs(u->ops[i], "tdag.adamw")) continue;
+    double n = (double)piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(u->ops[i], 0)));
+    int64_t shards = piperGetIntAttr(u->ops[i], "shards", 1);
+    ns += tuneElementwiseNs(p, n / (double)(shards > 1 ? shards : 1));
+  }
+  return ns;
+}
+
 /* Runs unit `ui` until it blocks or ends; returns whether it advanced. */
 static bool advance(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrMap *tokenXfer,
                     const TuneProfile *p, int64_t devices) {
@@ -343,6 +411,10 @@ static bool advance(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrM
       /* the gradient norm waits for every incoming transfer issued so far */
       for (size_t k = 0; atNorm && k < u->nPending; ++k)
         if (!waitFor(w, u, u->pending[k])) return moved;
+      if (atNorm && !u->gradSqDone) {
+        double ns = gradSqNs(u, p);
+        u->t += ns, u->busy += ns, u->gradSqDone = true;
+      }
       if (atEnd) traceClose(w, u);
       if (atEnd && w->trace && u->stepSpan >= 0) w->trace->ev[u->stepSpan].end = u->t;
       int *slot = atNorm ? &w->normX : &w->lossX;
@@ -377,33 +449,20 @@ static bool advance(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrM
         traceWaited(w, u, token, from);
       }
     } else if (isComm(op)) {
-      int x;
-      bool send = piperOpIs(op, "comm.send");
-      bool recv = piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into");
-      if (send || recv) {
-        int other = unitOfDevice(map, piperGetIntAttr(op, "peer", -1));
-        if (other < 0) other = ui;
-        int64_t tag = piperGetIntAttr(op, "tag", 0);
-        x = pairXfer(w, send ? ui : other, send ? other : ui, tag, send);
-        if (x < 0) return moved;
-        Xfer *X = &w->x[x];
-        X->seq |= send ? 1 : 2;
-        if (send) X->bytes = valueBytes(mlirOperationGetOperand(op, 0));
-        addParty(X, ui, streamOf(u, op), u->t);
-        if (X->needed == 1) X->got = 1;
-      } else {
-        x = collectiveXfer(w, map, ui, op);
-        if (x < 0) return moved;
-        addParty(&w->x[x], ui, streamOf(u, op), u->t);
+      int x = u->syncX;
+      if (x < 0) x = issue(w, units, ui, map, tokenXfer, p, op), moved = true;
+      if (x < 0) return moved;
+      if (u->syncX >= 0 || blocksHost(op)) { /* waited for right away (see blocksHost) */
+        u->syncX = x;
+        double from = u->t;
+        if (!waitFor(w, u, x)) return moved;
+        intptr_t nr = mlirOperationGetNumResults(op);
+        traceWaited(w, u, mlirOperationGetResult(op, nr - 1), from);
+        double ns = tuneCopyNs(p, (double)piperTensorNumel(mlirValueGetType(
+                                      mlirOperationGetOperand(op, 0))));
+        u->t += ns, u->busy += ns; /* the rebuilt parameter copied back */
+        u->syncX = -1;
       }
-      Xfer *X = &w->x[x];
-      if (!X->resolved && X->got >= X->needed) resolve(w, units, X, p);
-      traceIssue(w, u, ui, op, x);
-      intptr_t nr = mlirOperationGetNumResults(op);
-      if (nr > 0) piperPtrMapPut(tokenXfer, mlirOperationGetResult(op, nr - 1).ptr, x);
-      if (!send && !opPassIs(op, "UPD") &&
-          piperGrow((void **)&u->pending, &u->capPending, u->nPending + 1, sizeof *u->pending))
-        u->pending[u->nPending++] = x;
     } else {
       double ns = tuneKernelNs(p, op);
       const PiperOpFacts *f = piperOpFacts(op);
@@ -426,7 +485,7 @@ static int collectUnits(MlirOperation module, Unit **out, UnitMap *map) {
        f = mlirOperationGetNextInBlock(f))
     if (piperOpIs(f, "func.func")) ++n;
   Unit *units = calloc((size_t)(n ? n : 1), sizeof *units);
-  for (int u = 0; units && u < n; ++u) units[u].openSpan = -1;
+  for (int u = 0; units && u < n; ++u) units[u].openSpan = -1, units[u].syncX = -1;
   map->start = calloc((size_t)(n ? n : 1), sizeof(int64_t));
   map->stride = calloc((size_t)(n ? n : 1), sizeof(int64_t));
   map->count = calloc((size_t)(n ? n : 1), sizeof(int64_t));

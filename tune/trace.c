@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "piper/base/json.h"
+#include "piper/piper.h"
 #include "tune/tune.h"
 
 static const char *const kindNames[] = {"send", "recv", "all_reduce", "reduce_scatter",
@@ -117,7 +118,8 @@ void tuneTimelinePrint(const TuneTrace *t, const TuneSimResult *r, int width, FI
   char *row = malloc((size_t)width + 1);
   if (!row || t->stepNs <= 0) {
     free(row);
-    fprintf(out, "(no timeline: the simulated step is empty)\n");
+    fprintf(out, "(no timeline: the simulated step takes no time)\nstep %.3f ms (simulated)\n",
+            r->stepNs / 1e6);
     return;
   }
   fprintf(out, "timeline: %d columns of %.3f ms; F forward, B backward, I input gradient "
@@ -142,4 +144,35 @@ void tuneTimelinePrint(const TuneTrace *t, const TuneSimResult *r, int width, FI
   fprintf(out, "step %.3f ms (simulated); bubble %.1f%%, exposed communication %.1f%% of "
           "devices x step\n", r->stepNs / 1e6, 100 * r->bubble, 100 * r->exposedComm);
   free(row);
+}
+
+int tuneSimulateStrategy(const char *tool, MlirOperation training, const char *json,
+                         const TuneProfile *profile, const char *what, const char *traceOut) {
+  TuneStatus status;
+  char why[512];
+  MlirOperation plans = tuneCompilePlan(training, json, &status, why, sizeof why);
+  if (mlirOperationIsNull(plans)) {
+    fprintf(stderr, "%s: error: %s does not compile (%s): %s\n", tool, what,
+            tuneStatusNames[status], why);
+    return 1;
+  }
+  TuneTrace trace = {0};
+  TuneSimResult r = tuneSimulateTraced(plans, profile, &trace);
+  int rc = 0;
+  if (r.error[0]) {
+    fprintf(stderr, "%s: error: %s: the simulation is stuck: %s\n", tool, what,
+            r.error);
+    rc = 1;
+  } else {
+    tuneTimelinePrint(&trace, &r, 100, stdout);
+  }
+  if (!rc && traceOut) {
+    PiperOutput out;
+    rc = 1;
+    if (piperOutputOpen(&out, traceOut))
+      rc = piperOutputCommit(&out, tuneTraceWrite(&trace, &r, profile->source, out.file));
+  }
+  tuneTraceFree(&trace);
+  mlirOperationDestroy(plans);
+  return rc;
 }

@@ -115,6 +115,11 @@ bool tuneProfileWrite(const TuneProfile *p, FILE *out);
 double tuneWorkOf(MlirOperation op, bool *isMatmul);
 double tuneKernelNs(const TuneProfile *p, MlirOperation op);
 double tuneCommNs(const TuneProfile *p, TuneCommKind kind, int groupSize, double bytes);
+/* Work the runtime does outside the plan's tdag ops, at the elementwise class rate: a pass
+ * touching `elements` (the gradient norm's sums of squares), and a copy of `elements` (read
+ * and written: the all-gathers' shard in and parameter back). 0 for nothing. */
+double tuneElementwiseNs(const TuneProfile *p, double elements);
+double tuneCopyNs(const TuneProfile *p, double elements);
 
 /* --calibrate: kernels of `module` (a training graph) at a few row counts, and, when more than
  * one MPI rank runs this, the transfers at a few sizes. Returns 0 on success. */
@@ -178,6 +183,11 @@ bool tuneTraceWrite(const TuneTrace *t, const TuneSimResult *r, const char *prof
  * span covering each column's middle, '=' a transfer in flight, '.' idle),
  * then the step, bubble and exposed communication. */
 void tuneTimelinePrint(const TuneTrace *t, const TuneSimResult *r, int width, FILE *out);
+/* Compiles the strategy `json` on `training` (tuneCompilePlan), simulates it, prints the
+ * timeline to stdout and, with traceOut, writes the predicted trace there. `what` names the
+ * strategy in errors (to stderr, after "`tool`: error: "). 0, or 1 after the error. */
+int tuneSimulateStrategy(const char *tool, MlirOperation training, const char *json,
+                         const TuneProfile *profile, const char *what, const char *traceOut);
 
 /* ---- compiling a candidate (compile.c) ---- */
 typedef enum {

@@ -13,12 +13,18 @@ Checks, each failing with a message (exit 1):
     the runtime's "step" span around them all), and
     every transfer's wait inside its span's life (issue <= wait end, wait end >= its end);
   * every receive ends no earlier than its matching send starts (matched in order per
-    (sender, receiver, bytes)), and the step ends at otherData.step_ms.
+    (sender, receiver, bytes)), and the step ends at otherData.step_ms;
+  * the all-gathers the prediction waits for where it issues them (wait_begin_us == ts:
+    ZeRO-1/2, into a whole parameter) the runtime waits for within WAITED_AT_ISSUE_US of
+    their issue too, in the median (a loaded machine deschedules a rank between two calls now
+    and then): the n-th such span of a name on a device, in time order, against the n-th
+    measured one of that name in the first traced step.
 Prints one summary line."""
 import collections
 import json
 import sys
 
+WAITED_AT_ISSUE_US = 100.0  # nothing but the call's own overhead lies between issue and wait
 EPS = 2e-3  # us: two rounded figures of the trace's 3 decimals
 
 
@@ -95,13 +101,31 @@ def main():
             pairs += 1
             if r["ts"] + r["dur"] + EPS < s["ts"]:
                 sys.exit("a receive %s ends before its send starts" % (k,))
+    blocking, lates = 0, []
+    for d in range(world):
+        first = min((e for e in ms[d] if e["name"] == "step"), key=lambda e: e["ts"])
+        step0 = [e for e in ms[d] if first["ts"] <= e["ts"] < first["ts"] + first["dur"]]
+        for name in {e["name"] for e in ps[d] if e["name"].startswith("all_gather")}:
+            pred_n = sorted((e for e in ps[d] if e["name"] == name), key=lambda e: e["ts"])
+            meas_n = sorted((e for e in step0 if e["name"] == name), key=lambda e: e["ts"])
+            for p, m in zip(pred_n, meas_n):
+                if abs(p["args"]["wait_begin_us"] - p["ts"]) > EPS:
+                    continue
+                blocking += 1
+                lates.append((m["args"]["wait_begin_us"] - m["ts"], d, name))
+    lates.sort()
+    if lates and lates[len(lates) // 2][0] > WAITED_AT_ISSUE_US:
+        sys.exit("all-gathers predicted waited where they are issued: the runtime waited a "
+                 "median %.0f us later (device %d: %s)" % lates[len(lates) // 2])
     end = max(e["ts"] + e["dur"] for d in ps for e in ps[d])
     step_us = pred["otherData"]["step_ms"] * 1e3
     if end > step_us + EPS:
         sys.exit("a span ends at %.3f us, after the step (%.3f us)" % (end, step_us))
     n = sum(len(v) for v in ps.values())
-    print("trace ok: %d devices, %d spans (%d send/recv pairs) match the measured trace's "
-          "names, tracks and compute order; step %.3f ms" % (world, n, pairs, step_us / 1e3))
+    print("trace ok: %d devices, %d spans (%d send/recv pairs, %d all-gathers waited where "
+          "issued) match "
+          "the measured trace's names, tracks and compute order; step %.3f ms" %
+          (world, n, pairs, blocking, step_us / 1e3))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 /* piper-tune's pieces, in pipeline order (tools/piper-tune.c is the driver):
  *   enumerate.c  the model's tags -> candidate strategies for N devices, each a Piper JSON text
- *                that piper-sched writes (piper-sched is run for the schedule; nothing of its
- *                generator is copied), plus bucket sizes
+ *                that piper-sched's generator (sched.c, called in process) writes, plus
+ *                bucket sizes
+ *   sched.c      the pipeline schedules' generator and check (piper-sched is its command line)
+ *   trace.c      a simulated step as a text timeline and a predicted Chrome/Perfetto trace
  *   compile.c    one candidate through piper's own passes, in process: strategy passes,
  *                extract, verify-plan (the plans, or the reason it is dropped), then the
  *                lowering, whose memory plan gives each plan's exact arena
@@ -62,11 +64,29 @@ typedef struct {
   size_t n, cap;        /* used, allocated */
 } TuneCandidates;
 
+/* piper-sched's schedule generator (sched.c), called in process. */
+typedef struct {
+  TuneSched sched;
+  int S, M;               /* stages, microbatches */
+  int devices;            /* pipeline devices (--devices); 0: the schedule's own */
+  int D, T;               /* data-parallel replicas (>= 1), tensor-parallel group (>= 1) */
+  int zero, ep;           /* ZeRO level 0..3; experts over the D replicas (0: none, else D) */
+  int costF, costB, costW; /* the check's unit costs: forward, whole backward, its BW part */
+  int swap[3];            /* --test-swap D,I,J ({-1,..}: none): for testing the check */
+} TuneSchedArgs;
+typedef enum { TUNE_SCHED_JSON, TUNE_SCHED_TIMELINE } TuneSchedOutput;
+/* Checks the combination, generates and checks the schedule and writes to `out` the Piper JSON
+ * strategy or the unit-cost timeline (piper-sched --simulate). 0; 2 with "error: ..." in why
+ * for a combination it refuses (naming the flag); 1 with "internal error: ..." for a schedule
+ * that fails its own check (a bug). Not reentrant. */
+int tuneSchedRun(const TuneSchedArgs *args, TuneSchedOutput what, FILE *out, char *why,
+                 size_t whySize);
+
 /* Every candidate for `devices` devices the model's tags allow. */
 void tuneEnumerate(const TuneModel *m, int devices, TuneCandidates *out);
-/* Runs piper-sched (found next to this executable) for `c` and keeps its JSON in c->json, with
+/* Runs piper-sched's generator (tuneSchedRun) for `c` and keeps its JSON in c->json, with
  * bucket_size added to the replicate directives. false with a reason in `why` (piper-sched's
- * own message) when piper-sched refuses the combination. */
+ * own message) when the generator refuses the combination. */
 bool tuneGenerate(TuneCandidate *c, char *why, size_t whySize);
 void tuneCandidatesFree(TuneCandidates *cs);
 

@@ -94,6 +94,11 @@ double tuneWorkOf(MlirOperation op, bool *isMatmul) {
     *isMatmul = true;
     return 2.0 * all * 64; /* rough: the rows meet each weight; refined by calibration */
   }
+  case PIPER_TDAG_ADAMW: { /* (p, g, m, v) over this replica's ZeRO shard of p, in place */
+    double n = (double)numel(mlirOperationGetOperand(op, 0));
+    int64_t shards = piperGetIntAttr(op, "shards", 1);
+    return 4.0 * ceil(n / (double)(shards > 1 ? shards : 1));
+  }
   case PIPER_TDAG_PACK_INTO: /* (bucket, grad): copies grad into the bucket, in place */
     return 2.0 * (double)numel(mlirOperationGetOperand(op, 1));
   default: {

@@ -289,7 +289,8 @@ static void calibrateKernels(MlirOperation module, TuneProfile *p, bool verbose)
           for (int k = 0; k < 3 && nIn <= 8 && nOut <= 8; ++k) {
             if (!callKernel(op, fracs[k], in, out)) break; /* warm-up, or not callable */
             double best = INFINITY;
-            for (int rep = 0; rep < 11; ++rep) { /* the best of 11: a shared core deschedules some */
+            /* the best of 11: a shared core deschedules some runs */
+            for (int rep = 0; rep < 11; ++rep) {
               double t0 = nowNs();
               callKernel(op, fracs[k], in, out);
               double t = nowNs() - t0;

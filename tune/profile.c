@@ -84,15 +84,21 @@ double tuneWorkOf(MlirOperation op, bool *isMatmul) {
   case PIPER_TDAG_MOE_EXPERTS:
   case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT:
   case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT: {
-    /* rows(R,C) through gate, up (Fe,C) and down (C,Fe): 6 R C Fe, backward twice */
-    double all = 0;
-    for (intptr_t i = 0; i < nIn; ++i) {
-      MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
-      if (mlirTypeIsARankedTensor(t) && piperTensorRank(t) == 2 && piperTensorIsF32(t))
-        all += (double)piperTensorNumel(t);
-    }
+    /* each of the R capacity rows (C wide) through its expert's three (Fe,C) products, in
+     * every one of the three kernels (prt_moe_expert_*: three sgemms per expert): 2 R 3 Fe C.
+     * R counts every capacity row, an upper bound on the rows routed. Fe: the first (Fe,C)
+     * weight, the operand of width C whose rows are not R (the hidden activations are). */
+    MlirType rows = mlirValueGetType(mlirOperationGetOperand(op, 0));
     *isMatmul = true;
-    return 2.0 * all * 64; /* rough: the rows meet each weight; refined by calibration */
+    if (piperTensorRank(rows) != 2) return (double)numel(mlirOperationGetOperand(op, 0));
+    int64_t R = piperTensorDim(rows, 0), C = piperTensorDim(rows, 1), Fe = 0;
+    for (intptr_t i = 1; i < nIn && !Fe; ++i) {
+      MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+      if (mlirTypeIsARankedTensor(t) && piperTensorRank(t) == 2 && piperTensorIsF32(t) &&
+          piperTensorDim(t, 1) == C && piperTensorDim(t, 0) != R)
+        Fe = piperTensorDim(t, 0);
+    }
+    return 6.0 * (double)R * (double)C * (double)(Fe ? Fe : C);
   }
   case PIPER_TDAG_ADAMW: { /* (p, g, m, v) over this replica's ZeRO shard of p, in place */
     double n = (double)numel(mlirOperationGetOperand(op, 0));

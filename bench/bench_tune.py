@@ -1,20 +1,27 @@
 #!/usr/bin/python3
 """piper-tune's predictions against measurement on 2 MPI ranks.
 
-A GPT with 2 PP stages (default L4 C128 H4 T64 B8 V256: small, so that every candidate runs in
-the time box on a shared machine): piper-tune --calibrate under mpirun -np 2 writes a profile,
-then piper-tune --devices 2 --dump DIR predicts every candidate. The candidates measured are
-DP2 with ZeRO 0-3 (M1, default bucket), PP2 with gpipe, 1f1b and zb-h1 at M in {2, 4, 8}, and
-TP2 (M1): 14 in all (interleaved and dualpipev need more stages than devices: a 4-stage model
-on 2 devices). Each is compiled with piper-compile --strategy as piper-tune wrote it and run
-under mpirun -np 2 (one core a rank, one thread); the measured step is rank 0's median
-step_ms after the first step. Printed: predicted vs measured per candidate, the Spearman rank
-correlation, and whether piper-tune's pick (the fastest predicted among these) is within 10%
-of the fastest measured. The machine is shared (2 cores, other jobs): measured times carry
-that noise; the table says how much by the spread of the measured steps.
-Usage: bench_tune.py BUILD_DIR [--steps N] [--layers L --dim C --heads H --seq T --batch B]
+Two models: --model gpt (default L4 C128 H4 T64 B8 V256, 2 PP stages) and --model moe (a
+Qwen3-MoE L4 C64 H4 KV2, 8 experts top-2 Fe64, T32 B8, 4 PP stages, so that DualPipeV and
+interleaved 1F1B fit 2 devices). piper-tune --calibrate under mpirun -np 2 writes a profile,
+then piper-tune --devices 2 --dump DIR predicts every candidate. Measured (14 each):
+  gpt: DP2 with ZeRO 0-3 (M1, default bucket), PP2 gpipe, 1f1b and zb-h1 at M in {2, 4, 8},
+       TP2 (M1);
+  moe: DP2 and DP2 EP2 with ZeRO 0-3, PP2 interleaved-1f1b M in {2, 4, 8}, PP2 dualpipev M in
+       {4, 8}, TP2.
+Each is compiled with piper-compile --strategy as piper-tune wrote it and run under mpirun -np
+2 (one core a rank, one thread); measured step: rank 0's step_ms after the first step, the
+median and the least (the least disturbed by other jobs on a shared machine). Printed:
+predicted vs measured per candidate, the Spearman rank correlation (against both), whether
+the pick (the fastest predicted among these) is within 10% of the fastest measured, memory.
+--per-op NAME,...: for those candidates also a table of predicted (piper-tune --strategy
+--trace-out) against measured (--trace) time per span class (node label without microbatch,
+transfer kind), each class's least over the steps: where the cost model misses.
+Usage: bench_tune.py BUILD_DIR [--model gpt|moe] [--steps N] [--per-op NAMES]
+                     [--layers L --dim C --heads H --seq T --batch B]
 """
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -25,9 +32,14 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
            OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "core",
           "--map-by", "core", "-np", "2"]
-WANTED = ["DP2", "DP2 Z1", "DP2 Z2", "DP2 Z3"] + \
-         ["PP2 %s M%d" % (s, m) for s in ("gpipe", "1f1b", "zb-h1") for m in (2, 4, 8)] + \
-         ["TP2"]
+WANTED = {
+    "gpt": ["DP2", "DP2 Z1", "DP2 Z2", "DP2 Z3"] +
+           ["PP2 %s M%d" % (s, m) for s in ("gpipe", "1f1b", "zb-h1") for m in (2, 4, 8)] +
+           ["TP2"],
+    "moe": ["DP2", "DP2 Z1", "DP2 Z2", "DP2 Z3", "DP2 EP2", "DP2 EP2 Z1", "DP2 EP2 Z2",
+            "DP2 EP2 Z3"] + ["PP2 interleaved-1f1b M%d" % m for m in (2, 4, 8)] +
+           ["PP2 dualpipev M%d" % m for m in (4, 8)] + ["TP2"],
+}
 
 
 def sh(args, **kw):
@@ -55,10 +67,144 @@ def spearman(a, b):
     return cov / (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
 
 
+def span_table(trace_path, skip_first):
+    """Per device: {class: us per step} of a trace, classes being compute spans by node label
+    without its microbatch ("F PP=0 layer=1"), transfers by kind ("comm all_reduce"), plus
+    "step" (the runtime's span around piper_step) and "(outside spans)" (the step's time on
+    the compute track not in any compute span: waits, the gradient-norm sync, data fill).
+    A measured trace holds several steps: the first (warm-up) is skipped when skip_first, and
+    each class's figure is its smallest over the steps (the least disturbed by other jobs on a
+    shared machine: a step's classes are each delayed by whatever ran beside them)."""
+    with open(trace_path) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
+    out = {}
+    for pid in sorted({e["pid"] for e in ev}):
+        mine = sorted((e for e in ev if e["pid"] == pid), key=lambda e: e["ts"])
+        steps = [e for e in mine if e["name"] == "step"]
+        if skip_first and len(steps) > 1:
+            steps = steps[1:]
+        per_step = []
+        for st in steps:
+            t0, t1 = st["ts"], st["ts"] + st["dur"]
+            table = collections.defaultdict(float)
+            table["step"] = st["dur"]
+            inside = 0.0
+            for e in mine:
+                if e["name"] == "step" or not t0 <= e["ts"] < t1:
+                    continue
+                if e["cat"] == "comm":
+                    kind = e["name"].split("->")[0].split("<-")[0].split(" ")[0]
+                    table["comm " + kind] += e["dur"]
+                    continue
+                key = " ".join(w for w in e["name"].split() if not w.startswith("mb="))
+                table[key] += e["dur"]
+                inside += e["dur"]
+            table["(outside spans)"] = st["dur"] - inside
+            per_step.append(table)
+        keys = {k for t in per_step for k in t}
+        out[pid] = {k: min(t.get(k, 0.0) for t in per_step) for k in keys}
+    return out
+
+
+def per_op(a, bin_dir, work, model, profile, names, cands, dump):
+    """Predicted (piper-tune --strategy --trace-out) vs measured (--trace) time per span
+    class, summed over the devices, for each candidate in `names`; returns {name: (predicted
+    table, measured table)} summed over devices."""
+    result = {}
+    for name in names:
+        c = cands[name]
+        strat = os.path.join(dump, c["file"])
+        exe = os.path.join(work, c["file"] + ".train")
+        sh([os.path.join(bin_dir, "piper-compile"), model, "--strategy", strat, "-o", exe])
+        meas = os.path.join(work, c["file"] + ".trace.json")
+        sh(MPIRUN + [exe, "--steps", str(a.steps), "--quiet", "--trace", meas])
+        pred = os.path.join(work, c["file"] + ".pred.json")
+        sh([os.path.join(bin_dir, "piper-tune"), model, "--strategy", strat, "--profile",
+            profile, "--trace-out", pred], stdout=subprocess.DEVNULL)
+        pt, mt = span_table(pred, False), span_table(meas, True)
+        keys = sorted({k for d in mt for k in mt[d]} | {k for d in pt for k in pt[d]})
+        psum = {k: sum(pt[d].get(k, 0) for d in pt) for k in keys}
+        msum = {k: sum(mt[d].get(k, 0) for d in mt) for k in keys}
+        result[name] = (psum, msum)
+        print("\n### %s: us per step, summed over the devices; measured: each class's least "
+              "over steps 2..%d\n" % (name, a.steps))
+        print("| span class | predicted us | measured us | measured / predicted |")
+        print("|---|---|---|---|")
+        for k in keys:
+            p, m = psum[k], msum[k]
+            print("| %s | %.0f | %.0f | %s |" % (k, p, m, "%.2f" % (m / p) if p > 0 else "-"))
+    return result
+
+
+def gen_model(a, bin_dir, path):
+    if a.model == "gpt":
+        args = ["gpt", "--layers", str(a.layers), "--dim", str(a.dim), "--heads", str(a.heads),
+                "--seq", str(a.seq), "--batch", str(a.batch), "--vocab", "256", "--stages", "2"]
+    else:
+        args = ["qwen3-moe", "--layers", "4", "--dim", "64", "--heads", "4", "--kv-heads", "2",
+                "--experts", "8", "--top-k", "2", "--expert-ffn-dim", "64", "--seq", "32",
+                "--batch", str(a.batch), "--stages", "4"]
+    with open(path, "w") as f:
+        sh([os.path.join(bin_dir, "piper-gen")] + args, stdout=f)
+    return " ".join(args)
+
+
+def measure(a, bin_dir, work, model, c):
+    exe = os.path.join(work, c["file"] + ".train")
+    sh([os.path.join(bin_dir, "piper-compile"), model, "--strategy",
+        os.path.join(work, "dump", c["file"]), "-o", exe])
+    metrics = os.path.join(work, c["file"] + ".jsonl")
+    sh(MPIRUN + [exe, "--steps", str(a.steps), "--quiet", "--metrics", metrics])
+    recs = [json.loads(l) for l in open(metrics) if l.strip()]
+    steps = [r["step_ms"] for r in recs if r["kind"] == "train" and r["step"] > 0]
+    summary = [r for r in recs if r["kind"] == "summary"][0]["ranks"]
+    top = max(summary, key=lambda r: r["params"] + r["optim"] + r["arena"])
+    return dict(name=c["name"], pred=c["step_ms"], meas=statistics.median(steps),
+                least=min(steps), spread=(max(steps) - min(steps)) / statistics.median(steps),
+                mem_pred=c["peak_bytes"], mem_meas=top["params"] + top["optim"] + top["arena"],
+                rss=max(r["peak_rss"] for r in summary), bubble=c["bubble"],
+                comm=c["exposed_comm"])
+
+
+def report(a, desc, profile, rows):
+    print("## piper-tune: predicted vs measured, %s, 2 ranks (one core each), %d steps\n" %
+          (desc, a.steps))
+    with open(profile) as f:
+        print("profile: " + json.load(f)["source"])
+    print("load average during the run: %.1f on %d cores (the measured times share them)\n" % (
+        os.getloadavg()[0], os.cpu_count()))
+    print("| strategy | predicted ms | measured ms: median (spread), least | error vs median | "
+          "vs least | peak MB predicted | measured (params+AdamW+arena) | peak RSS MB | bubble | "
+          "exposed comm |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: r["meas"]):
+        print("| %s | %.1f | %.1f (%.0f%%), %.1f | %+.0f%% | %+.0f%% | %.3f | %.3f | %.1f | %.0f%% | "
+              "%.0f%% |" % (r["name"], r["pred"], r["meas"], 100 * r["spread"], r["least"],
+                            100 * (r["pred"] / r["meas"] - 1), 100 * (r["pred"] / r["least"] - 1),
+                            r["mem_pred"] / 1e6, r["mem_meas"] / 1e6, r["rss"] / 1e6,
+                            100 * r["bubble"], 100 * r["comm"]))
+    pick = min(rows, key=lambda r: r["pred"])
+    for key, what in (("meas", "median"), ("least", "least")):
+        rho = spearman([r["pred"] for r in rows], [r[key] for r in rows])
+        best = min(rows, key=lambda r: r[key])
+        within = pick[key] <= 1.10 * best[key]
+        errs = [abs(r["pred"] / r[key] - 1) for r in rows]
+        print("\nagainst the %s step: Spearman %.2f over %d candidates; pick %s %.1f ms, best %s "
+              "%.1f ms: %s; error median %.0f%%, max %.0f%%, %d of %d within 20%%" % (
+                  what, rho, len(rows), pick["name"], pick[key], best["name"], best[key],
+                  "within 10%" if within else "NOT within 10%% (%.0f%% slower)" %
+                  (100 * (pick[key] / best[key] - 1)), 100 * statistics.median(errs),
+                  100 * max(errs), sum(e <= 0.2 for e in errs), len(errs)))
+    print("memory: predicted peak == measured params+AdamW+arena for %d of %d" % (
+        sum(r["mem_pred"] == r["mem_meas"] for r in rows), len(rows)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
+    ap.add_argument("--model", choices=("gpt", "moe"), default="gpt")
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--per-op", default="", help="candidate names, comma-separated")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
@@ -67,11 +213,8 @@ def main():
     a = ap.parse_args()
     bin_dir = os.path.join(a.build, "bin")
     work = tempfile.mkdtemp(prefix="bench_tune.")
-    model = os.path.join(work, "gpt.mlir")
-    with open(model, "w") as f:
-        sh([os.path.join(bin_dir, "piper-gen"), "gpt", "--layers", str(a.layers), "--dim",
-            str(a.dim), "--heads", str(a.heads), "--seq", str(a.seq), "--batch", str(a.batch),
-            "--vocab", "256", "--stages", "2"], stdout=f)
+    model = os.path.join(work, "model.mlir")
+    desc = gen_model(a, bin_dir, model)
     profile = os.path.join(work, "profile.json")
     sh(MPIRUN + [os.path.join(bin_dir, "piper-tune"), model, "--calibrate", "-o", profile])
     dump = os.path.join(work, "dump")
@@ -80,51 +223,10 @@ def main():
         "--profile", profile, "--dump", dump, "-o", os.path.join(work, "best.json")],
        stdout=subprocess.DEVNULL)
     cands = {c["name"]: c for c in (json.loads(l) for l in open(os.path.join(dump, "candidates.jsonl")))}
-    rows = []
-    for name in WANTED:
-        c = cands[name]
-        exe = os.path.join(work, c["file"] + ".train")
-        sh([os.path.join(bin_dir, "piper-compile"), model, "--strategy",
-            os.path.join(dump, c["file"]), "-o", exe])
-        metrics = os.path.join(work, c["file"] + ".jsonl")
-        sh(MPIRUN + [exe, "--steps", str(a.steps), "--quiet", "--metrics", metrics])
-        recs = [json.loads(l) for l in open(metrics) if l.strip()]
-        steps = [r["step_ms"] for r in recs if r["kind"] == "train" and r["step"] > 0]
-        summary = [r for r in recs if r["kind"] == "summary"][0]["ranks"]
-        top = max(summary, key=lambda r: r["params"] + r["optim"] + r["arena"])
-        rows.append(dict(name=name, pred=c["step_ms"], meas=statistics.median(steps),
-                         spread=(max(steps) - min(steps)) / statistics.median(steps),
-                         mem_pred=c["peak_bytes"], mem_meas=top["params"] + top["optim"] + top["arena"],
-                         rss=max(r["peak_rss"] for r in summary), bubble=c["bubble"],
-                         comm=c["exposed_comm"]))
-    print("## piper-tune: predicted vs measured, GPT L%d C%d H%d T%d B%d V256, 2 PP stages, "
-          "2 ranks (one core each), %d steps\n" % (a.layers, a.dim, a.heads, a.seq, a.batch,
-                                                    a.steps))
-    with open(profile) as f:
-        print("profile: " + json.load(f)["source"])
-    print("load average during the run: %.1f on %d cores (the measured times share them)\n" % (
-        os.getloadavg()[0], os.cpu_count()))
-    print("| strategy | predicted ms | measured ms (spread) | error | peak MB predicted | "
-          "measured (params+AdamW+arena) | peak RSS MB | bubble | exposed comm |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in sorted(rows, key=lambda r: r["meas"]):
-        print("| %s | %.1f | %.1f (%.0f%%) | %+.0f%% | %.3f | %.3f | %.1f | %.0f%% | %.0f%% |" % (
-            r["name"], r["pred"], r["meas"], 100 * r["spread"], 100 * (r["pred"] / r["meas"] - 1),
-            r["mem_pred"] / 1e6, r["mem_meas"] / 1e6, r["rss"] / 1e6, 100 * r["bubble"],
-            100 * r["comm"]))
-    rho = spearman([r["pred"] for r in rows], [r["meas"] for r in rows])
-    pick = min(rows, key=lambda r: r["pred"])
-    best = min(rows, key=lambda r: r["meas"])
-    within = pick["meas"] <= 1.10 * best["meas"]
-    errs = [abs(r["pred"] / r["meas"] - 1) for r in rows]
-    print("\nSpearman rank correlation (predicted, measured): %.2f over %d candidates" % (rho, len(rows)))
-    print("pick: %s, measured %.1f ms; best measured: %s, %.1f ms: %s" % (
-        pick["name"], pick["meas"], best["name"], best["meas"],
-        "within 10%" if within else "NOT within 10%% (%.0f%% slower)" % (100 * (pick["meas"] / best["meas"] - 1))))
-    print("step-time error: median %.0f%%, max %.0f%%; %d of %d within 20%%" % (
-        100 * statistics.median(errs), 100 * max(errs), sum(e <= 0.2 for e in errs), len(errs)))
-    print("memory: predicted peak == measured params+AdamW+arena for %d of %d" % (
-        sum(r["mem_pred"] == r["mem_meas"] for r in rows), len(rows)))
+    rows = [measure(a, bin_dir, work, model, cands[name]) for name in WANTED[a.model]]
+    report(a, desc, profile, rows)
+    if a.per_op:
+        per_op(a, bin_dir, work, model, profile, a.per_op.split(","), cands, dump)
 
 
 if __name__ == "__main__":

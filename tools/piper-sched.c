@@ -1,18 +1,14 @@
-/* piper-sched: pipeline schedules as Piper JSON strategy files.
+/* piper-sched: pipeline schedules as Piper JSON strategy files (the command line of the
+ * generator in tune/sched.c, which piper-tune calls in process).
  *
  * `piper-sched SCHEDULE --stages S --microbatches M ...` prints the directive list that makes a
  * model annotated with PP = 0..S-1 (piper-gen gpt --stages S) train under SCHEDULE: one split
  * into M microbatches, a place (and with --dp a replicate) per stage, and one order directive
- * per pipeline device listing that device's compute sequence.
- *
- * Before anything is printed, the schedule is checked: every (stage, microbatch, pass) occurs
- * exactly once, on the device that holds the stage, and an event simulation with point-to-point
- * dependencies runs every device's list to the end. A schedule that would deadlock is an
- * internal error (exit 1), never output. --simulate prints that simulation as a timeline with
- * the bubble fraction next to the analytic one.
- *
- * Notation: S stages, M microbatches, P pipeline devices, V = S/P stages per device, D data-
- * parallel replicas. Device id = dp_rank * P + pipeline device.
+ * per pipeline device listing that device's compute sequence, checked before it is printed (a
+ * schedule that would deadlock is an internal error, exit 1, never output). --simulate prints
+ * the check's unit-cost timeline with the bubble fraction next to the analytic one; with
+ * --model it compiles the strategy on the model and prints piper-tune's simulation of the
+ * compiled plans instead (tune/simulate.c), and --trace-out writes that as a predicted trace.
  */
 #include <limits.h>
 #include <stdarg.h>
@@ -22,48 +18,14 @@
 #include <string.h>
 
 #include "piper/checked.h"
-
-/* Passes of one (stage, microbatch); keep in sync with passJson[] and passLetter[]. */
-typedef enum { PASS_F, PASS_B, PASS_BI, PASS_BW } Pass;
-static const char *const passJson[] = {"F", "B", "BI", "BW"};
-static const char passLetter[] = {'F', 'B', 'I', 'W'};
-
-typedef struct {
-  int stage; /* PP tag, 0..S-1 */
-  int mb;    /* microbatch, 0..M-1 */
-  Pass pass;
-  bool withNext; /* dualpipev --ep: one order group with the next op (an overlapped F&B pair,
-                    so one microbatch's all-to-all hides behind the other's compute) */
-} Op;
-
-typedef struct {
-  Op *ops;    /* the device's compute order, owned */
-  int n, cap; /* used, allocated */
-} OpList;
-
-/* Schedules; keep in sync with schedNames[]. */
-typedef enum { SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZBH1, SCHED_DUALPIPEV } Sched;
-static const char *const schedNames[] = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
-                                         "dualpipev"};
-
-typedef struct {
-  Sched sched;
-  int S, M;          /* stages, microbatches */
-  int P;             /* pipeline devices */
-  int D;             /* data-parallel replicas of every pipeline device */
-  int zero;          /* ZeRO level 0..3 */
-  int ep;            /* expert parallelism over each stage's D replicas (--ep, 0: none) */
-  int T;             /* tensor-parallel group size (--tp), 1 without */
-  int costF, costB;  /* time units of a forward and a whole backward (BI + BW) of one stage */
-  int costW;         /* time units of the weight-gradient part BW; BI takes costB - costW */
-} Config;
-
-static Config cfg;
+#include "piper/piper.h"
+#include "tune/tune.h"
 
 static void usage(FILE *out) {
   fprintf(out,
       "usage: piper-sched SCHEDULE --stages S --microbatches M [--devices P] [--dp D]\n"
       "                   [--tp T] [--zero Z] [--ep N] [--cost F,B,W] [--simulate]\n"
+      "                   [--model MODEL.mlir [--profile FILE] [--trace-out FILE]]\n"
       "Prints a Piper JSON strategy (a list of directives) that runs a model annotated with\n"
       "PP = 0..S-1 (piper-gen gpt --stages S) under a pipeline schedule.\n"
       "\n"
@@ -105,6 +67,16 @@ static void usage(FILE *out) {
       "  --cost F,B,W      time units for the simulation (default 1,2,1): F a forward, B a whole\n"
       "                    backward, W its weight-gradient part (BI takes B-W)\n"
       "  --simulate        print the simulated timeline and bubble instead of the JSON\n"
+      "                    (time units of --cost; with --model, piper-tune's simulation)\n"
+      "  --model FILE      with --simulate: compile the strategy on this model (piper-gen's\n"
+      "                    output) as piper-compile --strategy does and simulate the compiled\n"
+      "                    plans with piper-tune's simulator (tune/simulate.c): every device's\n"
+      "                    ops and transfers on their streams, costs from --profile\n"
+      "  --profile FILE    with --model: costs measured by piper-tune --calibrate (default:\n"
+      "                    piper-tune's built-in rough profile)\n"
+      "  --trace-out FILE  with --model: also write the simulated step as a Chrome/Perfetto\n"
+      "                    trace in the runtime's --trace format (same process, thread and\n"
+      "                    span names), to open next to a measured one\n"
       "  --test-swap D,I,J swap passes I and J (0-based) of pipeline device D's order before\n"
       "                    the check: for testing that the check catches a deadlock\n"
       "  --help            this text\n"
@@ -121,6 +93,8 @@ static void usage(FILE *out) {
       "  piper-gen gpt --stages 4 > gpt.mlir\n"
       "  piper-sched 1f1b --stages 4 --microbatches 8 --dp 2 --zero 1 > 1f1b.json\n"
       "  piper-sched 1f1b --stages 4 --microbatches 8 --simulate   # timeline, bubble 3/11\n"
+      "  piper-sched 1f1b --stages 4 --microbatches 8 --simulate --model gpt.mlir \\\n"
+      "      --trace-out predicted.json     # compare: gpt binary --trace measured.json\n"
       "\n"
       "exit status: 0 ok, 1 internal error, 2 bad arguments.\n");
 }
@@ -169,400 +143,7 @@ static bool threeInts(const char *value, int64_t lo, int64_t hi, int out[3]) {
   return true;
 }
 
-/* ---- schedule generation: one OpList per pipeline device ---- */
-
-static OpList *lists; /* [P] */
-
-static void push(int device, int stage, int mb, Pass pass) {
-  OpList *l = &lists[device];
-  if (l->n == l->cap) {
-    l->cap = l->cap ? 2 * l->cap : 64;
-    l->ops = realloc(l->ops, l->cap * sizeof *l->ops);
-    if (!l->ops) {
-      fprintf(stderr, "piper-sched: error: out of memory\n");
-      exit(1);
-    }
-  }
-  l->ops[l->n++] = (Op){stage, mb, pass, false};
-}
-
-/* --ep: the op just pushed on `device` and the next one form one order group. */
-static void pairWithNext(int device) {
-  if (cfg.ep && lists[device].n) lists[device].ops[lists[device].n - 1].withNext = true;
-}
-
-/* The pipeline device that holds stage s. */
-static int deviceOf(int s) {
-  if (cfg.sched == SCHED_DUALPIPEV) return s < cfg.P ? s : 2 * cfg.P - 1 - s;
-  return s % cfg.P;
-}
-
-static int imin(int a, int b) { return a < b ? a : b; }
-
-/* gpipe -> F 0..M-1, B 0..M-1 on device s = stage s */
-static void genGpipe(int d) {
-  for (int i = 0; i < cfg.M; ++i) push(d, d, i, PASS_F);
-  for (int i = 0; i < cfg.M; ++i) push(d, d, i, PASS_B);
-}
-
-/* 1f1b -> F x w, { F(w+j) B(j) } x (M-w), B x w, with w = min(S-1-s, M) warm-up forwards.
- * zb-h1 is the same sequence with B split into BI and BW, BW(j) running right after BI(j+s):
- * stage s holds s weight gradients back (the last stage S-1 of them), so every stage keeps at
- * most S microbatches in flight, like stage 0 of 1F1B, and the held-back BW passes fill the
- * cool-down where 1F1B waits for backwards. */
-static void gen1f1b(int d, bool zeroBubble) {
-  int s = d, M = cfg.M, w = imin(cfg.S - 1 - s, M), hold = zeroBubble ? s : 0, nextW = 0;
-  for (int i = 0; i < w; ++i) push(d, s, i, PASS_F);
-  for (int j = 0; j < M; ++j) {
-    if (w + j < M) push(d, s, w + j, PASS_F);
-    if (!zeroBubble) {
-      push(d, s, j, PASS_B);
-      continue;
-    }
-    push(d, s, j, PASS_BI);
-    if (j - nextW >= hold) push(d, s, nextW++, PASS_BW);
-  }
-  while (zeroBubble && nextW < M) push(d, s, nextW++, PASS_BW);
-}
-
-/* interleaved-1f1b -> Megatron's schedule on device d with V = S/P chunks. Virtual microbatch
- * k (0..M*V-1) is chunk (k mod PV) / P (reversed for backward) of microbatch
- * (k / PV) * P + k mod P. Warm-up: 2(P-1-d) + (V-1)P forwards (all of them when M = P),
- * then one forward and one backward per step, then the remaining backwards. */
-static void genInterleaved(int d) {
-  int P = cfg.P, V = cfg.S / cfg.P, total = cfg.M * V;
-  int warm = cfg.M == P ? total : imin(2 * (P - 1 - d) + (V - 1) * P, total);
-#define CHUNK(k) (((k) % (P * V)) / P)
-#define MB(k) (((k) / (P * V)) * P + (k) % P)
-  for (int k = 0; k < total + warm; ++k) {
-    /* warm forwards, then (forward k, backward k - warm) pairs, then the last warm backwards */
-    if (k < warm) {
-      push(d, CHUNK(k) * P + d, MB(k), PASS_F);
-    } else if (k < total) {
-      int j = k - warm;
-      push(d, CHUNK(k) * P + d, MB(k), PASS_F);
-      push(d, (V - 1 - CHUNK(j)) * P + d, MB(j), PASS_B);
-    } else {
-      int j = k - warm; /* cool-down: backward total - warm .. total - 1 */
-      push(d, (V - 1 - CHUNK(j)) * P + d, MB(j), PASS_B);
-    }
-  }
-#undef CHUNK
-#undef MB
-}
-
-/* dualpipev -> DeepSeek's DualPipeV on device d (phase 0: stage d, phase 1: stage 2P-1-d),
- * its eight steps. Each phase runs its forwards and its backwards in microbatch order; a
- * zero-bubble backward emits BI and queues its BW, which a later weight step emits (FIFO). An
- * overlapped F&B pair is F then B. */
-typedef struct {
-  int d, nextF[2], nextB[2]; /* device; next microbatch per phase */
-  Op *queue;                 /* [2M] BW passes queued by zero-bubble backwards, FIFO */
-  int head, tail;            /* next to emit, next free */
-} DualPipe;
-
-static int dpStage(const DualPipe *q, int phase) {
-  return phase == 0 ? q->d : 2 * cfg.P - 1 - q->d;
-}
-static void dpF(DualPipe *q, int phase) { push(q->d, dpStage(q, phase), q->nextF[phase]++, PASS_F); }
-static void dpB(DualPipe *q, int phase, bool zb) {
-  int s = dpStage(q, phase), mb = q->nextB[phase]++;
-  push(q->d, s, mb, zb ? PASS_BI : PASS_B);
-  if (zb) q->queue[q->tail++] = (Op){s, mb, PASS_BW, false};
-}
-static void dpW(DualPipe *q) {
-  if (q->head < q->tail) push(q->d, q->queue[q->head].stage, q->queue[q->head].mb, PASS_BW);
-  q->head++; /* an empty queue here leaves a BW out: checkCoverage reports it */
-}
-
-static void genDualPipeV(int d) {
-  int P = cfg.P, M = cfg.M;
-  DualPipe *q = calloc(1, sizeof *q);
-  q->d = d;
-  q->queue = calloc(2 * (size_t)M, sizeof *q->queue);
-  for (int i = 0; i < 2 * (P - 1 - d); ++i) dpF(q, 0);      /* 1: nF0 */
-  for (int i = 0; i < d + 1; ++i) dpF(q, 0), dpF(q, 1);     /* 2: nF0F1 */
-  for (int i = 0; i < P - 1 - d; ++i)                        /* 3: nB1W1F1, zero bubble */
-    dpB(q, 1, true), dpW(q), dpF(q, 1);
-  for (int i = 0; i < M - 2 * P + d + 1; ++i) {              /* 4: nF0B1F1B0, overlapped */
-    dpF(q, 0), pairWithNext(d), dpB(q, 1, false);
-    dpF(q, 1), pairWithNext(d), dpB(q, 0, false);
-  }
-  for (int i = 0; i < P - 1 - d; ++i)                        /* 5: nB1F1B0 */
-    dpB(q, 1, false), dpF(q, 1), dpB(q, 0, false);
-  bool zb = false;                                           /* 6: nB1B0, 2nd half zero bubble */
-  for (int i = 0; i < d + 1; ++i) {
-    if (i == (d + 1) / 2 && d % 2 == 1) zb = true;
-    dpB(q, 1, zb);
-    if (i == (d + 1) / 2 && d % 2 == 0) zb = true;
-    dpB(q, 0, zb);
-  }
-  for (int i = 0; i < P - 1 - d; ++i) dpW(q), dpB(q, 0, true); /* 7: nWB0 */
-  while (q->head < q->tail) dpW(q);                            /* 8: nW */
-  free(q->queue);
-  free(q);
-}
-
-/* ---- checking: every pass once on its device, then an event simulation ---- */
-
-typedef struct {
-  int *start;    /* [P][max ops] start time of each op of each device's list */
-  int makespan;  /* time the last op ends */
-  int *busy;     /* [P] time units of compute per device */
-  int *peakAct;  /* [P] max microbatch-stages whose activations are held (F done, grads not) */
-  int width;     /* ops per device row in start[] */
-} Sim;
-
-static int cost(Pass p) {
-  return p == PASS_F ? cfg.costF : p == PASS_B ? cfg.costB
-         : p == PASS_BI ? cfg.costB - cfg.costW : cfg.costW;
-}
-
-static void internalError(const char *what) {
-  fprintf(stderr, "piper-sched: internal error: the %s schedule for S=%d M=%d P=%d %s; this is "
-                  "a bug in piper-sched, please report it\n",
-          schedNames[cfg.sched], cfg.S, cfg.M, cfg.P, what);
-  exit(1);
-}
-
-static const char *opText(Op o) {
-  static char buf[4][48];
-  static int k;
-  char *b = buf[k++ % 4];
-  snprintf(b, 48, "%s(stage %d, mb %d)", passJson[o.pass], o.stage, o.mb);
-  return b;
-}
-
-/* Each (stage, mb) needs F once and either B once or BI and BW once each, on deviceOf(stage). */
-static void checkCoverage(void) {
-  int S = cfg.S, M = cfg.M;
-  int *count = calloc((size_t)S * M * 4, sizeof *count);
-  char what[160];
-  for (int d = 0; d < cfg.P; ++d)
-    for (int i = 0; i < lists[d].n; ++i) {
-      Op o = lists[d].ops[i];
-      if (o.stage < 0 || o.stage >= S || o.mb < 0 || o.mb >= M) {
-        snprintf(what, sizeof what, "emits %s outside the model", opText(o));
-        internalError(what);
-      }
-      if (deviceOf(o.stage) != d) {
-        snprintf(what, sizeof what, "puts %s on device %d, not on device %d that holds the stage",
-                 opText(o), d, deviceOf(o.stage));
-        internalError(what);
-      }
-      count[((size_t)o.stage * M + o.mb) * 4 + o.pass]++;
-    }
-  for (int s = 0; s < S; ++s)
-    for (int mb = 0; mb < M; ++mb) {
-      int *c = &count[((size_t)s * M + mb) * 4];
-      bool ok = c[PASS_F] == 1 && ((c[PASS_B] == 1 && !c[PASS_BI] && !c[PASS_BW]) ||
-                                   (!c[PASS_B] && c[PASS_BI] == 1 && c[PASS_BW] == 1));
-      if (!ok) {
-        snprintf(what, sizeof what, "has stage %d mb %d with F x%d, B x%d, BI x%d, BW x%d "
-                 "(want F once and B or BI+BW once)", s, mb, c[PASS_F], c[PASS_B], c[PASS_BI],
-                 c[PASS_BW]);
-        internalError(what);
-      }
-    }
-  free(count);
-}
-
-/* Runs every device's list in order with cost(pass) time units per op and free, instantaneous
- * point-to-point communication: F(s,mb) needs F(s-1,mb); B or BI (s,mb) needs F(s,mb) and the
- * input gradient of (s+1,mb) (its B or BI); BW(s,mb) needs BI(s,mb). A device starts its next
- * op as soon as it is idle and the op's inputs are done. Guarantees: returns only if every op
- * ran; a stuck state is an internal error naming the waiting ops. */
-static Sim simulate(void) {
-  int S = cfg.S, M = cfg.M, P = cfg.P, width = 0, left = 0;
-  for (int d = 0; d < P; ++d) {
-    width = lists[d].n > width ? lists[d].n : width;
-    left += lists[d].n;
-  }
-  Sim sim = {calloc((size_t)P * width, sizeof(int)), 0, calloc(P, sizeof(int)),
-             calloc(P, sizeof(int)), width};
-  /* end time of each (stage, mb)'s forward and input gradient; INT_MAX = not started */
-  int *doneF = malloc((size_t)S * M * sizeof(int)), *doneG = malloc((size_t)S * M * sizeof(int));
-  int *next = calloc(P, sizeof(int)), *freeAt = calloc(P, sizeof(int)), *held = calloc(P, sizeof(int));
-  for (int i = 0; i < S * M; ++i) doneF[i] = doneG[i] = INT_MAX;
-  for (int t = 0; left > 0;) {
-    for (int d = 0; d < P; ++d) {
-      if (freeAt[d] > t || next[d] == lists[d].n) continue;
-      Op o = lists[d].ops[next[d]];
-      int at = o.stage * M + o.mb;
-      bool ready = o.pass == PASS_F ? o.stage == 0 || doneF[at - M] <= t
-                   : o.pass == PASS_BW ? doneG[at] <= t
-                   : doneF[at] <= t && (o.stage == S - 1 || doneG[at + M] <= t);
-      if (!ready) continue;
-      sim.start[(size_t)d * width + next[d]++] = t;
-      freeAt[d] = t + cost(o.pass);
-      sim.busy[d] += cost(o.pass);
-      if (o.pass == PASS_F) doneF[at] = freeAt[d];
-      if (o.pass == PASS_B || o.pass == PASS_BI) doneG[at] = freeAt[d];
-      held[d] += o.pass == PASS_F ? 1 : o.pass == PASS_BI ? 0 : -1;
-      if (held[d] > sim.peakAct[d]) sim.peakAct[d] = held[d];
-      if (freeAt[d] > sim.makespan) sim.makespan = freeAt[d];
-      --left;
-    }
-    int later = INT_MAX; /* the next time a running op ends */
-    for (int d = 0; d < P; ++d)
-      if (freeAt[d] > t && freeAt[d] < later) later = freeAt[d];
-    if (left > 0 && later == INT_MAX) {
-      char what[512];
-      int n = snprintf(what, sizeof what, "deadlocks at t=%d:", t);
-      for (int d = 0; d < P && n < (int)sizeof what - 64; ++d)
-        if (next[d] < lists[d].n)
-          n += snprintf(what + n, sizeof what - n, " device %d waits at %s;", d,
-                        opText(lists[d].ops[next[d]]));
-      what[n - 1] = '\0';
-      free(doneF), free(doneG), free(next), free(freeAt), free(held);
-      free(sim.start), free(sim.busy), free(sim.peakAct);
-      internalError(what); /* exits */
-    }
-    t = later;
-  }
-  free(doneF), free(doneG), free(next), free(freeAt), free(held);
-  return sim;
-}
-
-/* ---- output ---- */
-
-/* Device ids of pipeline device d: replica r, tensor-parallel member t is (r*P + d)*T + t (the
- * mesh; T = 1 without --tp gives the data-parallel layout r*P + d). */
-static void printDevices(int d) {
-  putchar('[');
-  for (int r = 0; r < cfg.D; ++r)
-    for (int t = 0; t < cfg.T; ++t)
-      printf("%s%d", r || t ? "," : "", (r * cfg.P + d) * cfg.T + t);
-  putchar(']');
-}
-
-/* --tp: a shard_tensor directive per stage and replica, over that replica's T devices. */
-static void emitShardTensor(void) {
-  for (int s = 0; s < cfg.S && cfg.T > 1; ++s)
-    for (int r = 0; r < cfg.D; ++r) {
-      printf(",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},\"devices\":[", s);
-      for (int t = 0; t < cfg.T; ++t)
-        printf("%s%d", t ? "," : "", (r * cfg.P + deviceOf(s)) * cfg.T + t);
-      printf("],\"stream\":\"tp\"}");
-    }
-}
-
-/* The strategy: split, place per stage, replicate per stage (D >= 2), order per device. */
-static void emitJson(void) {
-  printf("[\n  {\"op\":\"split\",\"filter\":{\"PP\":\"*\"},\"dim_name\":\"mb\","
-         "\"num_microbatches\":%d}", cfg.M);
-  for (int s = 0; s < cfg.S; ++s) {
-    printf(",\n  {\"op\":\"place\",\"filter\":{\"PP\":%d},\"devices\":", s);
-    printDevices(deviceOf(s));
-    printf(",\"stream\":\"compute\"}");
-  }
-  emitShardTensor();
-  const char *tf[] = {"false", "true"};
-  for (int s = 0; s < cfg.S && cfg.D > 1; ++s) {
-    printf(",\n  {\"op\":\"replicate\",\"filter\":{\"PP\":%d},\"devices\":", s);
-    printDevices(deviceOf(s));
-    printf(",\"reduce_stream\":\"dp\",\"gather_stream\":\"dp\",\"shard_optim\":%s,"
-           "\"shard_grads\":%s,\"shard_params\":%s}",
-           tf[cfg.zero >= 1], tf[cfg.zero >= 2], tf[cfg.zero >= 3]);
-  }
-  for (int s = 0; s < cfg.S && cfg.ep; ++s) { /* the experts over the stage's replicas */
-    printf(",\n  {\"op\":\"shard\",\"filter\":{\"PP\":%d,\"EP\":\"*\"},\"devices\":", s);
-    printDevices(deviceOf(s));
-    printf(",\"stream\":\"ep\"}");
-  }
-  for (int d = 0; d < cfg.P; ++d) {
-    printf(",\n  {\"op\":\"order\",\"filters\":[");
-    for (int i = 0; i < lists[d].n; ++i) {
-      Op o = lists[d].ops[i];
-      printf("%s[{\"PP\":%d,\"mb\":%d,\"PASS\":\"%s\"}", i ? "," : "", o.stage, o.mb,
-             passJson[o.pass]);
-      for (; o.withNext && i + 1 < lists[d].n; o = lists[d].ops[++i]) /* a pair: one group */
-        printf(",{\"PP\":%d,\"mb\":%d,\"PASS\":\"%s\"}", lists[d].ops[i + 1].stage,
-               lists[d].ops[i + 1].mb, passJson[lists[d].ops[i + 1].pass]);
-      printf("]");
-    }
-    printf("]}");
-  }
-  printf("\n]\n");
-}
-
-/* Stage-prefixed labels ("3F0": stage 3, forward, mb 0) when a device holds several stages. */
-static int label(char *buf, size_t size, Op o) {
-  if (cfg.S > cfg.P) return snprintf(buf, size, "%d%c%d", o.stage, passLetter[o.pass], o.mb);
-  return snprintf(buf, size, "%c%d", passLetter[o.pass], o.mb);
-}
-
-/* Idle time per device the PIPER.md table predicts, for the schedule and cost model. */
-static long analyticBubble(const char **formula) {
-  long F = cfg.costF, B = cfg.costB, W = cfg.costW;
-  switch (cfg.sched) {
-  case SCHED_GPIPE:
-  case SCHED_1F1B: *formula = "(S-1)(F+B)"; return (long)(cfg.S - 1) * (F + B);
-  case SCHED_INTERLEAVED: *formula = "(P-1)(F+B), F and B per stage"; return (long)(cfg.P - 1) * (F + B);
-  case SCHED_ZBH1: *formula = "(S-1)(F+B-2W) (for M >= S)"; return (long)(cfg.S - 1) * (F + B - 2 * W);
-  case SCHED_DUALPIPEV:
-    /* DeepSeek's bound runs an F&B pair as one block; the simulation lets the F of a pair
-     * start before the B's gradient arrives, so it can come out below the bound. */
-    *formula = "(S/2-1)(F&B+B-3W) with F&B = F+B, an upper bound";
-    return (long)(cfg.P - 1) * (F + B + B - 3 * W);
-  }
-  return 0;
-}
-
-static void emitSimulation(const Sim *sim) {
-  int cw = 0; /* cell width: longest label + 1 */
-  char lab[32];
-  for (int d = 0; d < cfg.P; ++d)
-    for (int i = 0; i < lists[d].n; ++i) {
-      int n = label(lab, sizeof lab, lists[d].ops[i]) + 1;
-      cw = n > cw ? n : cw;
-    }
-  printf("%s: S=%d stages on P=%d pipeline devices (x%d DP), M=%d microbatches; cost F=%d B=%d "
-         "(BI=%d + BW=%d) time units\n", schedNames[cfg.sched], cfg.S, cfg.P, cfg.D, cfg.M,
-         cfg.costF, cfg.costB, cfg.costB - cfg.costW, cfg.costW);
-  printf("cells: %s<pass><mb>, pass F forward, B backward, I input gradient (BI), W weight "
-         "gradient (BW); '-' one more time unit of the op, '.' idle\n",
-         cfg.S > cfg.P ? "<stage>" : "");
-  long idle = 0;
-  bool rows = sim->makespan <= 20000; /* beyond that a row is no picture, only megabytes */
-  size_t size = (size_t)sim->makespan * cw + 1;
-  char *row = rows ? malloc(size) : NULL; /* one cell of cw characters per time unit */
-  if (!rows) printf("(timeline omitted: makespan %d time units)\n", sim->makespan);
-  for (int d = 0; d < cfg.P; ++d) {
-    idle += sim->makespan - sim->busy[d];
-    if (!rows) continue;
-    int t = 0, n = 0;
-    for (int i = 0; i < lists[d].n; ++i) {
-      Op o = lists[d].ops[i];
-      for (int start = sim->start[(size_t)d * sim->width + i]; t < start; ++t)
-        n += snprintf(row + n, size - n, " %-*s", cw - 1, ".");
-      label(lab, sizeof lab, o);
-      n += snprintf(row + n, size - n, " %-*s", cw - 1, lab);
-      for (int k = 1; k < cost(o.pass); ++k)
-        n += snprintf(row + n, size - n, " %.*s", cw - 1, "------------------------------");
-      t += cost(o.pass);
-    }
-    for (; t < sim->makespan; ++t) n += snprintf(row + n, size - n, " %-*s", cw - 1, ".");
-    while (n > 0 && row[n - 1] == ' ') row[--n] = '\0';
-    printf("device %d:%s\n", d, row);
-  }
-  free(row);
-  for (int d = 0; d < cfg.P; ++d)
-    printf("device %d: busy %d, idle %d, peak activations held %d (microbatch-stages)\n", d,
-           sim->busy[d], sim->makespan - sim->busy[d], sim->peakAct[d]);
-  long total = (long)cfg.P * sim->makespan;
-  const char *formula = "";
-  long bubble = analyticBubble(&formula);
-  long work = (long)(cfg.S / cfg.P) * cfg.M * (cfg.costF + cfg.costB); /* per device */
-  printf("makespan %d\n", sim->makespan);
-  printf("bubble: simulated idle/total = %ld/%ld = %.4f; analytic %s = %ld per device: "
-         "%ld/%ld = %.4f\n", idle, total, (double)idle / total, formula, bubble, bubble,
-         bubble + work, (double)bubble / (bubble + work));
-}
-
-/* ---- driver ---- */
-
-static void parseCost(const char *value) {
+static void parseCost(const char *value, TuneSchedArgs *a) {
   int c[3] = {0, 0, 0};
   bool ok = threeInts(value, 0, 1000, c);
   int f = c[0], b = c[1], w = c[2];
@@ -571,22 +152,75 @@ static void parseCost(const char *value) {
                     "0 <= W < B (e.g. 1,2,1), got '%s'\n", value ? value : "(nothing)");
     exit(2);
   }
-  cfg.costF = f, cfg.costB = b, cfg.costW = w;
+  a->costF = f, a->costB = b, a->costW = w;
 }
+
+/* ---- --simulate --model: the compiled plans through piper-tune's simulator ---- */
+
+/* The schedule's strategy JSON as a string (owned); exits as piper-sched does when the
+ * generator refuses it. */
+static char *jsonText(const TuneSchedArgs *a) {
+  char *buf = NULL, why[512];
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) die("out of memory writing the strategy");
+  int rc = tuneSchedRun(a, TUNE_SCHED_JSON, m, why, sizeof why);
+  if (fclose(m) && !rc) die("out of memory writing the strategy");
+  if (rc) {
+    fprintf(stderr, "piper-sched: %s\n", why);
+    exit(rc);
+  }
+  return buf;
+}
+
+/* Compiles the schedule's strategy on `modelPath` and prints the simulated timeline; writes the
+ * predicted trace to `traceOut` when given. Exit status: 0, 1 (a model or profile that does
+ * not read, a strategy the model refuses, a file not written). */
+static int simulateOnModel(const TuneSchedArgs *a, const char *modelPath,
+                           const char *profilePath, const char *traceOut) {
+  TuneProfile profile;
+  tuneProfileDefault(&profile);
+  if (profilePath && !tuneProfileRead(&profile, profilePath)) return 1;
+  char *json = jsonText(a);
+  MlirContext ctx = piperContextCreate();
+  if (mlirContextIsNull(ctx)) return 1;
+  MlirDiagnosticHandlerID printer = piperAttachDiagnosticPrinter(ctx, stderr, NULL);
+  MlirModule training = tuneLoadTraining(ctx, modelPath);
+  int rc = 1;
+  if (!mlirModuleIsNull(training)) {
+    mlirContextDetachDiagnosticHandler(ctx, printer); /* the first error goes to the message */
+    const char *name = tuneSchedNames[a->sched];
+    printf("%s: S=%d stages on P=%d pipeline devices (x%d DP, x%d TP), M=%d microbatches, "
+           "compiled on %s; costs: %s\n", name, a->S,
+           a->devices ? a->devices : a->sched == TUNE_DUALPIPEV ? a->S / 2 : a->S, a->D, a->T,
+           a->M, modelPath, profile.source);
+    char what[160];
+    snprintf(what, sizeof what, "%s: the %s strategy", modelPath, name);
+    rc = tuneSimulateStrategy("piper-sched", mlirModuleGetOperation(training), json, &profile,
+                              what, traceOut);
+    mlirModuleDestroy(training);
+  }
+  mlirContextDestroy(ctx);
+  free(json);
+  return rc;
+}
+
+/* ---- driver ---- */
 
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  size_t k = 0, nSched = sizeof schedNames / sizeof *schedNames;
-  while (k < nSched && strcmp(argv[1], schedNames[k])) ++k;
-  if (k == nSched)
+  int k = 0;
+  while (k < TUNE_SCHED_COUNT && strcmp(argv[1], tuneSchedNames[k])) ++k;
+  if (k == TUNE_SCHED_COUNT)
     die("unknown schedule '%s'; choose one of: gpipe, 1f1b, interleaved-1f1b, zb-h1, dualpipev",
         argv[1]);
-  cfg = (Config){.sched = (Sched)k, .D = 1, .T = 1, .costF = 1, .costB = 2, .costW = 1};
+  TuneSchedArgs args = {.sched = (TuneSched)k, .D = 1, .T = 1, .costF = 1, .costB = 2,
+                        .costW = 1, .swap = {-1, -1, -1}};
   bool simulateOnly = false;
-  int devices = 0, swap[3] = {-1, -1, -1};
+  const char *modelPath = NULL, *profilePath = NULL, *traceOut = NULL;
   for (int i = 2; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help")) {
@@ -595,24 +229,27 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--simulate")) {
       simulateOnly = true;
       continue;
+    } else if (!strcmp(a, "--model") || !strcmp(a, "--profile") || !strcmp(a, "--trace-out")) {
+      if (!v) die("%s needs a file", a);
+      *(a[2] == 'm' ? &modelPath : a[2] == 'p' ? &profilePath : &traceOut) = v;
     } else if (!strcmp(a, "--stages")) {
-      cfg.S = intFlag(a, v, 1);
+      args.S = intFlag(a, v, 1);
     } else if (!strcmp(a, "--microbatches")) {
-      cfg.M = intFlag(a, v, 1);
+      args.M = intFlag(a, v, 1);
     } else if (!strcmp(a, "--devices")) {
-      devices = intFlag(a, v, 1);
+      args.devices = intFlag(a, v, 1);
     } else if (!strcmp(a, "--dp")) {
-      cfg.D = intFlag(a, v, 1);
+      args.D = intFlag(a, v, 1);
     } else if (!strcmp(a, "--zero")) {
-      cfg.zero = intFlag(a, v, 0);
+      args.zero = intFlag(a, v, 0);
     } else if (!strcmp(a, "--ep")) {
-      cfg.ep = intFlag(a, v, 1);
+      args.ep = intFlag(a, v, 1);
     } else if (!strcmp(a, "--tp")) {
-      cfg.T = intFlag(a, v, 1);
+      args.T = intFlag(a, v, 1);
     } else if (!strcmp(a, "--cost")) {
-      parseCost(v);
+      parseCost(v, &args);
     } else if (!strcmp(a, "--test-swap")) {
-      if (!threeInts(v, 0, INT_MAX, swap))
+      if (!threeInts(v, 0, INT_MAX, args.swap))
         die("--test-swap needs D,I,J (device, two positions in its order), got '%s'",
             v ? v : "(nothing)");
     } else {
@@ -620,77 +257,15 @@ int main(int argc, char **argv) {
     }
     ++i;
   }
-  const char *name = schedNames[cfg.sched];
-  if (!cfg.S) die("%s needs --stages S (the number of PP tags in the model)", name);
-  if (!cfg.M) die("%s needs --microbatches M", name);
-  if (cfg.S < 2 && cfg.sched != SCHED_GPIPE)
-    die("%s needs --stages >= 2, got %d; for one stage use gpipe (plain microbatching)", name,
-        cfg.S);
-  if (cfg.zero > 3) die("--zero %d is not a ZeRO level; use 0, 1, 2 or 3", cfg.zero);
-  if (cfg.zero && cfg.D < 2)
-    die("--zero %d shards over data-parallel replicas: add --dp D with D >= 2, or use --zero 0",
-        cfg.zero);
-  if (cfg.ep && cfg.ep != cfg.D)
-    die("--ep %d: the experts are split over each stage's data-parallel replicas, so --ep must "
-        "equal --dp (%d)", cfg.ep, cfg.D);
-  if (cfg.ep == 1) cfg.ep = 0; /* one replica: nothing to split */
-  bool splitsBackward = cfg.sched == SCHED_ZBH1 || cfg.sched == SCHED_DUALPIPEV;
-  if (splitsBackward && cfg.costW < 1)
-    die("%s splits the backward into BI and BW: --cost needs 1 <= W < B", name);
-
-  switch (cfg.sched) {
-  case SCHED_INTERLEAVED:
-    if (!devices)
-      die("%s needs --devices P, the pipeline devices (--stages %d must be a multiple of P)",
-          name, cfg.S);
-    if (cfg.S % devices)
-      die("interleaved-1f1b: --stages %d is not a multiple of --devices %d; every device holds "
-          "S/P stages", cfg.S, devices);
-    if (cfg.M % devices)
-      die("interleaved-1f1b: --microbatches %d is not a multiple of --devices %d (Megatron "
-          "runs microbatches in groups of P); round M to a multiple of P", cfg.M, devices);
-    cfg.P = devices;
-    break;
-  case SCHED_DUALPIPEV:
-    if (cfg.S % 2)
-      die("dualpipev needs an even --stages (two per device, V shape), got %d", cfg.S);
-    cfg.P = cfg.S / 2;
-    if (cfg.M < 2 * cfg.P)
-      die("dualpipev needs --microbatches >= 2 * devices = %d (S/2 = %d devices), got %d",
-          2 * cfg.P, cfg.P, cfg.M);
-    break;
-  default: cfg.P = cfg.S;
-  }
-  if (devices && devices != cfg.P)
-    die("%s puts its stages on %d pipeline devices; --devices %d does not match (leave it out)",
-        name, cfg.P, devices);
-  if ((long)cfg.P * cfg.D * cfg.T > 100000 || (long)cfg.S * cfg.M > 1000000)
-    die("%ld devices or %ld (stage, microbatch) pairs is more than piper-sched handles",
-        (long)cfg.P * cfg.D * cfg.T, (long)cfg.S * cfg.M);
-
-  lists = calloc(cfg.P, sizeof *lists);
-  for (int d = 0; d < cfg.P; ++d) {
-    switch (cfg.sched) {
-    case SCHED_GPIPE: genGpipe(d); break;
-    case SCHED_1F1B: gen1f1b(d, false); break;
-    case SCHED_ZBH1: gen1f1b(d, true); break;
-    case SCHED_INTERLEAVED: genInterleaved(d); break;
-    case SCHED_DUALPIPEV: genDualPipeV(d); break;
-    }
-  }
-  if (swap[0] >= 0) {
-    OpList *l = swap[0] < cfg.P ? &lists[swap[0]] : NULL;
-    if (!l || swap[1] < 0 || swap[2] < 0 || swap[1] >= l->n || swap[2] >= l->n)
-      die("--test-swap %d,%d,%d is outside the schedule", swap[0], swap[1], swap[2]);
-    Op o = l->ops[swap[1]];
-    l->ops[swap[1]] = l->ops[swap[2]], l->ops[swap[2]] = o;
-  }
-  checkCoverage();
-  Sim sim = simulate();
-  if (simulateOnly) emitSimulation(&sim);
-  else emitJson();
-  free(sim.start), free(sim.busy), free(sim.peakAct);
-  for (int d = 0; d < cfg.P; ++d) free(lists[d].ops);
-  free(lists);
-  return ferror(stdout) ? 1 : 0;
+  if ((profilePath || traceOut) && !modelPath)
+    die("%s needs --model MODEL.mlir (the costs and the trace are of the compiled plans)",
+        profilePath ? "--profile" : "--trace-out");
+  if (modelPath && !simulateOnly)
+    die("--model simulates the compiled plans: add --simulate (the JSON needs no model)");
+  if (modelPath) return simulateOnModel(&args, modelPath, profilePath, traceOut);
+  char why[512];
+  int rc = tuneSchedRun(&args, simulateOnly ? TUNE_SCHED_TIMELINE : TUNE_SCHED_JSON, stdout, why,
+                        sizeof why);
+  if (rc) fprintf(stderr, "piper-sched: %s\n", why);
+  return rc ? rc : ferror(stdout) ? 1 : 0;
 }

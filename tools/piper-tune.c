@@ -19,6 +19,7 @@ static void usage(FILE *out) {
       "usage: piper-tune MODEL.mlir --devices N --memory BYTES [--profile FILE] [--top K]\n"
       "                  [-o best.json] [--verbose]\n"
       "       piper-tune MODEL.mlir --calibrate [-o profile.json] [--verbose]\n"
+      "       piper-tune MODEL.mlir --strategy S.json [--profile FILE] [--trace-out FILE]\n"
       "Enumerates strategies for N devices within what the model's tags allow (PP stages,\n"
       "TP and EP blocks): data parallelism with ZeRO 0-3 and bucket sizes, pipelines (gpipe,\n"
       "1f1b, interleaved-1f1b, zb-h1, dualpipev) with microbatches, tensor and expert\n"
@@ -37,6 +38,9 @@ static void usage(FILE *out) {
       "                  line per candidate to DIR/candidates.jsonl (name, file, predicted\n"
       "                  step_ms, peak/params/optim/arena bytes, bubble, exposed_comm), for\n"
       "                  comparing predictions with measurements (bench/bench_tune.py)\n"
+      "  --strategy FILE simulate this strategy (any Piper JSON, e.g. a --dump'ed candidate)\n"
+      "                  instead of searching: print its timeline and, with --trace-out FILE,\n"
+      "                  write the predicted step as a trace in the runtime's --trace format\n"
       "  --calibrate     time the model's kernels at a few row counts (libpiper_rt's CPU\n"
       "                  kernels, linear fit per op kind) and, under mpirun with 2+ ranks,\n"
       "                  point-to-point and collectives at a few sizes; write the profile\n");
@@ -169,8 +173,20 @@ static int reportResults(Row *rows, size_t nOk, const Row *smallest, int devices
   return rc;
 }
 
+/* --strategy FILE: that strategy's timeline (and --trace-out), no search. */
+static int simulateOne(MlirOperation training, const char *path, const TuneProfile *profile,
+                       const char *traceOut) {
+  char *json = piperReadInput(path, NULL);
+  if (!json) return 1;
+  printf("%s simulated; costs: %s\n", path, profile->source);
+  int rc = tuneSimulateStrategy("piper-tune", training, json, profile, path, traceOut);
+  free(json);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   const char *input = NULL, *output = NULL, *profilePath = NULL, *dumpDir = NULL;
+  const char *strategyPath = NULL, *traceOut = NULL;
   int devices = -1, top = 10;
   int64_t memory = -1;
   bool verbose = false, calibrate = false;
@@ -189,6 +205,9 @@ int main(int argc, char **argv) {
       memory = parseBytes(a, v), ++i;
     } else if (!strcmp(a, "--top")) {
       top = intFlag(a, v, 1, 100000), ++i;
+    } else if (!strcmp(a, "--strategy") || !strcmp(a, "--trace-out")) {
+      if (!v) die("%s needs a file", a);
+      *(a[2] == 's' ? &strategyPath : &traceOut) = v, ++i;
     } else if (!strcmp(a, "--dump")) {
       if (!v) die("%s needs a folder", a);
       dumpDir = v, ++i;
@@ -204,7 +223,9 @@ int main(int argc, char **argv) {
     }
   }
   if (!input) die("no model given; see piper-tune --help");
-  if (!calibrate) {
+  if (traceOut && !strategyPath)
+    die("--trace-out writes the simulation of one strategy: add --strategy FILE");
+  if (!calibrate && !strategyPath) {
     if (devices < 0) die("no devices given: add --devices N (the MPI ranks to plan for)");
     if (devices == 0) die("--devices 0: there is nothing to plan for; give N >= 1");
     if (memory < 0) die("no memory given: add --memory BYTES (per device, e.g. 2G)");
@@ -249,6 +270,13 @@ int main(int argc, char **argv) {
     return rc;
   }
   if (profilePath && !tuneProfileRead(&profile, profilePath)) return 1;
+  if (strategyPath) {
+    mlirContextDetachDiagnosticHandler(ctx, printer); /* the first error is in the message */
+    int rc = simulateOne(op, strategyPath, &profile, traceOut);
+    mlirModuleDestroy(module);
+    mlirContextDestroy(ctx);
+    return rc;
+  }
 
   TuneCandidates cands = {0};
   tuneEnumerate(&model, devices, &cands);

@@ -5,8 +5,10 @@
  * matmul_nt, bias_grad, attention, gelu, add, bias_add, cross_entropy, and their gradients)
  * runs through libpiper_rt at 1/4, 1/2 and all of its rows (batch rows, or tokens), the best of
  * a few repetitions; time = fixed + ns_per_work * work is then fitted per op kind by least
- * squares over those points. Kinds it cannot call (Qwen3, MoE, AdamW, which needs a run's
- * context) keep the class default, scaled by the measured elementwise and matmul rates.
+ * squares over those points. AdamW runs through prt_adamw on an empty runtime context at
+ * three sizes. Kinds it cannot call (Qwen3, MoE) keep the class default: the mean of the
+ * measured add and gelu (elementwise) or matmul kinds' fits, written to the profile's
+ * "defaults" (the rate of bucket packing, copies and the gradient norm's sums too).
  * Transfers: under mpirun with 2+ ranks, ping-pong between ranks 0 and 1 (p2p) and each
  * collective over all ranks at 4 KB, 128 KB and 1 MB; alpha and beta fitted per kind at that
  * group size. Ranks measure transfers first, together; then rank 0 alone times the kernels
@@ -103,7 +105,9 @@ static void calibrateComm(TuneProfile *p, int rank, int size, bool verbose) {
       int count = counts[s] / size * size;
       timeComm((TuneCommKind)k, a, b, count, rank, size, 2); /* warm the path */
       x[s] = 4.0 * count;
-      y[s] = timeComm((TuneCommKind)k, a, b, count, rank, size, s == SIZES - 1 ? 10 : 30);
+      /* best of 40: on a loaded machine a run where either rank was descheduled is slow, and
+       * 10 runs of the 1 MB size left betas 80x too high (18.8 ns/B measured, 0.24 quiet) */
+      y[s] = timeComm((TuneCommKind)k, a, b, count, rank, size, 40);
       if (verbose && rank == 0)
         fprintf(stderr, "calibrate: %-14s %d ranks %9.0f B %10.1f us\n", tuneCommNames[k],
                 k == TUNE_P2P ? 2 : size, x[s], y[s] / 1e3);
@@ -218,6 +222,35 @@ typedef struct {
   int n;
 } Points;
 
+/* The runtime's context constructor (runtime/ctx.c; not in the public header): AdamW reads the
+ * step count, lr and clip scale from a context, and an empty one holds torch's defaults. */
+prt_ctx *prt_ctx_create(void);
+void prt_ctx_destroy(prt_ctx *ctx);
+
+/* AdamW (tdag.adamw) through libpiper_rt's prt_adamw at three sizes, best of 11 each: work =
+ * the four tensors it reads and writes (p, g, m, v), as tuneWorkOf counts an unsharded one.
+ * Its cost per element is several times an add's (a square root and a division each), so the
+ * elementwise class rate would under-predict every update. */
+static void calibrateAdamw(Points *q) {
+  prt_ctx *ctx = prt_ctx_create();
+  enum { MAXN = 1 << 18 };
+  float *buf = calloc(4 * (size_t)MAXN, sizeof *buf);
+  for (int64_t n = MAXN / 16; ctx && buf && n <= MAXN && q->n < 64; n *= 4) {
+    float *pp = buf, *g = buf + MAXN, *m = buf + 2 * MAXN, *v = buf + 3 * MAXN;
+    prt_adamw(ctx, pp, g, m, v, n, 0.9f, 0.999f, 1e-8f, 1); /* warm-up */
+    double best = INFINITY;
+    for (int rep = 0; rep < 11; ++rep) {
+      double t0 = nowNs();
+      prt_adamw(ctx, pp, g, m, v, n, 0.9f, 0.999f, 1e-8f, 1);
+      double t = nowNs() - t0;
+      best = t < best ? t : best;
+    }
+    q->work[q->n] = 4.0 * (double)n, q->ns[q->n++] = best;
+  }
+  free(buf);
+  prt_ctx_destroy(ctx);
+}
+
 static float *zeroed(MlirValue v) {
   int64_t n = elems(v);
   return calloc((size_t)(n > 0 ? n : 1) + 16, sizeof(float));
@@ -256,7 +289,8 @@ static void calibrateKernels(MlirOperation module, TuneProfile *p, bool verbose)
           for (int k = 0; k < 3 && nIn <= 8 && nOut <= 8; ++k) {
             if (!callKernel(op, fracs[k], in, out)) break; /* warm-up, or not callable */
             double best = INFINITY;
-            for (int rep = 0; rep < 5; ++rep) {
+            /* the best of 11: a shared core deschedules some runs */
+            for (int rep = 0; rep < 11; ++rep) {
               double t0 = nowNs();
               callKernel(op, fracs[k], in, out);
               double t = nowNs() - t0;
@@ -268,9 +302,10 @@ static void calibrateKernels(MlirOperation module, TuneProfile *p, bool verbose)
           for (int i = 0; i < 8; ++i) free(in[i]), free(out[i]);
         }
   }
+  calibrateAdamw(&pts[PIPER_TDAG_ADAMW]);
   size_t nRows;
   const PiperOpFacts *rows = piperOpFactsTable(&nRows);
-  double mmRate = 0, elRate = 0;
+  double mmRate = 0, elRate = 0, mmFixed = 0, elFixed = 0;
   int mmN = 0, elN = 0;
   for (size_t i = 0; i < nRows && i < 64; ++i) {
     Points *q = &pts[rows[i].id];
@@ -281,14 +316,17 @@ static void calibrateKernels(MlirOperation module, TuneProfile *p, bool verbose)
     bool mm = rows[i].id == PIPER_TDAG_LINEAR || rows[i].id == PIPER_TDAG_MATMUL_NT ||
               rows[i].id == PIPER_TDAG_LINEAR_GRAD_INPUT ||
               rows[i].id == PIPER_TDAG_LINEAR_GRAD_WEIGHT;
-    if (mm) mmRate += b, ++mmN;
-    if (rows[i].id == PIPER_TDAG_ADD || rows[i].id == PIPER_TDAG_GELU) elRate += b, ++elN;
+    if (mm) mmRate += b, mmFixed += a, ++mmN;
+    if (rows[i].id == PIPER_TDAG_ADD || rows[i].id == PIPER_TDAG_GELU)
+      elRate += b, elFixed += a, ++elN;
     if (verbose)
       fprintf(stderr, "calibrate: %-28s %d points: %.0f ns + %.4g ns/work\n", rows[i].name,
               q->n, a, b);
   }
-  if (mmN) p->matmulDefault.nsPerWork = mmRate / mmN;
-  if (elN) p->elemDefault.nsPerWork = elRate / elN;
+  /* the class rates (and per-call costs: the built-in 2 us is far above what a measured
+   * small kernel takes) for the kinds this file cannot call; written to the profile */
+  if (mmN) p->matmulDefault = (TuneKernelCost){mmFixed / mmN, mmRate / mmN, true};
+  if (elN) p->elemDefault = (TuneKernelCost){elFixed / elN, elRate / elN, true};
   free(pts);
 }
 

@@ -140,39 +140,76 @@ static void arenaBytes(MlirOperation module, int64_t *arena, int64_t units) {
   }
 }
 
-TuneResult tuneEvaluate(MlirOperation trainingModule, const TuneCandidate *c,
-                        const TuneProfile *p, int64_t memoryBytes) {
-  TuneResult r = {.status = TUNE_OK};
-  char path[] = "/tmp/piper-tune-XXXXXX";
-  const char *tmp = getenv("TMPDIR");
-  char pathBuf[4096];
-  snprintf(pathBuf, sizeof pathBuf, "%s/piper-tune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  int fd = mkstemp(pathBuf);
-  if (fd < 0) {
-    fd = mkstemp(path);
-    snprintf(pathBuf, sizeof pathBuf, "%s", path);
+MlirModule tuneLoadTraining(MlirContext ctx, const char *path) {
+  char *text = piperReadInput(path, NULL);
+  if (!text) return (MlirModule){NULL};
+  MlirModule module = piperParseAndVerify(ctx, text, strcmp(path, "-") ? path : "<stdin>");
+  free(text);
+  if (mlirModuleIsNull(module)) return module;
+  MlirPass autodiff = piperCreateAutodiffPass(NULL);
+  if (!runPasses(mlirModuleGetOperation(module), &autodiff, 1)) {
+    mlirModuleDestroy(module);
+    return (MlirModule){NULL};
   }
-  if (fd < 0 || write(fd, c->json, strlen(c->json)) != (ssize_t)strlen(c->json)) {
-    r.status = TUNE_DROP_COMPILE;
-    snprintf(r.why, sizeof r.why, "cannot write a temporary strategy file under $TMPDIR");
-    if (fd >= 0) close(fd), unlink(pathBuf);
-    return r;
-  }
-  close(fd);
+  return module;
+}
 
+/* Writes `json` to a fresh file under $TMPDIR (or /tmp) whose name goes to path; false after
+ * a reason in why. */
+static bool writeTemp(const char *json, char *path, size_t size, char *why, size_t whySize) {
+  const char *tmp = getenv("TMPDIR");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    snprintf(path, size, "%s/piper-tune-XXXXXX", attempt == 0 && tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) continue;
+    bool ok = write(fd, json, strlen(json)) == (ssize_t)strlen(json);
+    close(fd);
+    if (ok) return true;
+    unlink(path);
+  }
+  snprintf(why, whySize, "cannot write a temporary strategy file under $TMPDIR or /tmp");
+  return false;
+}
+
+MlirOperation tuneCompilePlan(MlirOperation trainingModule, const char *json, TuneStatus *status,
+                              char *why, size_t whySize) {
+  char path[4096];
+  *status = TUNE_OK;
+  why[0] = '\0';
+  if (!writeTemp(json, path, sizeof path, why, whySize)) {
+    *status = TUNE_DROP_COMPILE;
+    return (MlirOperation){NULL};
+  }
   MlirContext ctx = mlirOperationGetContext(trainingModule);
   FirstError err = {{0}, 0};
   MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(ctx, keepFirst, &err, NULL);
   MlirOperation module = mlirOperationClone(trainingModule);
   MlirPass passes[10];
-  int n = piperStrategyPasses(pathBuf, passes, 9);
+  int n = piperStrategyPasses(path, passes, 9);
   passes[n++] = piperCreateExtractPass(NULL);
   bool ok = runPasses(module, passes, n);
-  if (!ok) r.status = TUNE_DROP_COMPILE;
+  if (!ok) *status = TUNE_DROP_COMPILE;
   MlirPass verify = piperCreateVerifyPlanPass(NULL);
-  if (ok && !(ok = runPasses(module, &verify, 1))) r.status = TUNE_DROP_VERIFY;
+  if (ok && !(ok = runPasses(module, &verify, 1))) *status = TUNE_DROP_VERIFY;
+  mlirContextDetachDiagnosticHandler(ctx, h);
+  unlink(path);
+  if (ok) return module;
+  snprintf(why, whySize, "%s", err.text[0] ? err.text : "failed without a message");
+  mlirOperationDestroy(module);
+  return (MlirOperation){NULL};
+}
+
+TuneResult tuneEvaluate(MlirOperation trainingModule, const TuneCandidate *c,
+                        const TuneProfile *p, int64_t memoryBytes) {
+  TuneResult r = {.status = TUNE_OK};
+  MlirOperation module = tuneCompilePlan(trainingModule, c->json, &r.status, r.why, sizeof r.why);
+  if (mlirOperationIsNull(module)) return r;
+  MlirContext ctx = mlirOperationGetContext(trainingModule);
+  FirstError err = {{0}, 0};
+  MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(ctx, keepFirst, &err, NULL);
+  bool ok = true;
   int64_t units = 0, *params = NULL, *optim = NULL, *arena = NULL;
-  if (ok) {
+  {
     int64_t roles = piperGetIntAttr(module, "piper.roles", 0);
     units = roles > 0 ? roles : piperGetIntAttr(module, "piper.devices", 1);
     if (units < 1 || units > MAX_UNITS) units = 1;
@@ -214,7 +251,6 @@ TuneResult tuneEvaluate(MlirOperation trainingModule, const TuneCandidate *c,
     snprintf(r.why, sizeof r.why, "%s", err.text[0] ? err.text : "failed without a message");
   mlirContextDetachDiagnosticHandler(ctx, h);
   mlirOperationDestroy(module);
-  unlink(pathBuf);
   free(params), free(optim), free(arena);
   return r;
 }

@@ -11,22 +11,15 @@
  * times microbatches M (the batch must split into D * M), ZeRO 0..3 over D >= 2 replicas,
  * expert parallelism over the D replicas (EP-tagged models), and bucket sizes for the gradient
  * all-reduces (ZeRO 0 and 1; ZeRO-2/3 reduce-scatter unbucketed). The directives themselves
- * are piper-sched's: tuneGenerate runs it, so every schedule is generated (and checked) by the
- * one generator the project has. */
-#include <libgen.h>
-#include <limits.h>
-#include <spawn.h>
+ * are piper-sched's: tuneGenerate calls its generator (sched.c) in process, so every schedule
+ * is generated (and checked) by the one generator the project has. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "piper/checked.h"
 #include "piper/piper.h"
 #include "tune/tune.h"
-
-extern char **environ;
 
 const char *const tuneSchedNames[TUNE_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b",
                                                       "zb-h1", "dualpipev"};
@@ -146,22 +139,6 @@ void tuneCandidatesFree(TuneCandidates *cs) {
   *cs = (TuneCandidates){0};
 }
 
-/* All of fd's bytes as a NUL-terminated string (owned), NULL when out of memory. */
-static char *readAll(int fd) {
-  size_t n = 0, cap = 4096;
-  char *buf = malloc(cap);
-  for (ssize_t got; buf; n += (size_t)got) {
-    if (n + 1 >= cap && !piperGrow((void **)&buf, &cap, n + 4096, 1)) {
-      free(buf);
-      return NULL;
-    }
-    got = read(fd, buf + n, cap - n - 1);
-    if (got <= 0) break;
-  }
-  if (buf) buf[n] = '\0';
-  return buf;
-}
-
 /* `text` with `"op":"replicate",` followed by the bucket size in every replicate (owned). */
 static char *withBucketSize(const char *text, double mb) {
   static const char key[] = "\"op\":\"replicate\",";
@@ -184,58 +161,21 @@ static char *withBucketSize(const char *text, double mb) {
 }
 
 bool tuneGenerate(TuneCandidate *c, char *why, size_t whySize) {
-  char exe[PATH_MAX], sched[PATH_MAX + 16];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[len > 0 ? len : 0] = '\0';
-  snprintf(sched, sizeof sched, "%s/piper-sched", dirname(exe));
-  char args[8][16];
-  snprintf(args[0], 16, "%d", c->S);
-  snprintf(args[1], 16, "%d", c->M);
-  snprintf(args[2], 16, "%d", c->P);
-  snprintf(args[3], 16, "%d", c->D);
-  snprintf(args[4], 16, "%d", c->T);
-  snprintf(args[5], 16, "%d", c->zero);
-  char *argv[20] = {sched, (char *)tuneSchedNames[c->sched], "--stages", args[0],
-                    "--microbatches", args[1]};
-  int n = 6;
-  if (c->sched == TUNE_INTERLEAVED) argv[n++] = "--devices", argv[n++] = args[2];
-  if (c->D > 1) argv[n++] = "--dp", argv[n++] = args[3];
-  if (c->T > 1) argv[n++] = "--tp", argv[n++] = args[4];
-  if (c->zero) argv[n++] = "--zero", argv[n++] = args[5];
-  if (c->ep) argv[n++] = "--ep", argv[n++] = args[3];
-  argv[n] = NULL;
-  int outPipe[2], errPipe[2];
-  if (pipe(outPipe) || pipe(errPipe)) {
-    snprintf(why, whySize, "cannot make a pipe for piper-sched");
+  TuneSchedArgs args = {.sched = c->sched, .S = c->S, .M = c->M, .D = c->D, .T = c->T,
+                        .zero = c->zero, .ep = c->ep ? c->D : 0, .costF = 1, .costB = 2,
+                        .costW = 1, .swap = {-1, -1, -1}};
+  if (c->sched == TUNE_INTERLEAVED) args.devices = c->P;
+  char *text = NULL, msg[512];
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  if (!out) {
+    snprintf(why, whySize, "out of memory writing the strategy");
     return false;
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, outPipe[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, errPipe[1], 2);
-  posix_spawn_file_actions_addclose(&fa, outPipe[0]);
-  posix_spawn_file_actions_addclose(&fa, errPipe[0]);
-  pid_t pid;
-  int spawned = posix_spawn(&pid, sched, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(outPipe[1]);
-  close(errPipe[1]);
-  if (spawned) {
-    close(outPipe[0]);
-    close(errPipe[0]);
-    snprintf(why, whySize, "cannot run %s (piper-tune runs piper-sched from its own folder)",
-             sched);
-    return false;
-  }
-  char *text = readAll(outPipe[0]), *err = readAll(errPipe[0]);
-  close(outPipe[0]);
-  close(errPipe[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  bool ok = text && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  int rc = tuneSchedRun(&args, TUNE_SCHED_JSON, out, msg, sizeof msg);
+  bool ok = !fclose(out) && rc == 0;
   if (!ok) {
-    const char *msg = err && *err ? err : "piper-sched failed";
-    snprintf(why, whySize, "%.*s", (int)strcspn(msg, "\n"), msg);
+    snprintf(why, whySize, "piper-sched: %s", rc ? msg : "out of memory writing the strategy");
   } else if (c->bucketMB >= 0) {
     c->json = withBucketSize(text, c->bucketMB);
     ok = c->json != NULL;
@@ -243,6 +183,5 @@ bool tuneGenerate(TuneCandidate *c, char *why, size_t whySize) {
     c->json = text, text = NULL;
   }
   free(text);
-  free(err);
   return ok;
 }

@@ -10,6 +10,9 @@
  * File (JSON, what --calibrate writes):
  *   {"piper_tune_profile": 1, "source": "...",
  *    "kernels": {"tdag.linear": [fixed_ns, ns_per_work], ...},
+ *    "defaults": {"matmul": [fixed_ns, ns_per_work], "elementwise": [...]}, the rates of the
+ *                kinds without an entry (AdamW, bucket packing, copies, the gradient norm),
+
  *    "comm": {"all_reduce": {"2": [alpha_ns, beta_ns_per_byte], ...}, ...}} */
 #include <math.h>
 #include <stdlib.h>
@@ -81,15 +84,26 @@ double tuneWorkOf(MlirOperation op, bool *isMatmul) {
   case PIPER_TDAG_MOE_EXPERTS:
   case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT:
   case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT: {
-    /* rows(R,C) through gate, up (Fe,C) and down (C,Fe): 6 R C Fe, backward twice */
-    double all = 0;
-    for (intptr_t i = 0; i < nIn; ++i) {
-      MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
-      if (mlirTypeIsARankedTensor(t) && piperTensorRank(t) == 2 && piperTensorIsF32(t))
-        all += (double)piperTensorNumel(t);
-    }
+    /* each of the R capacity rows (C wide) through its expert's three (Fe,C) products, in
+     * every one of the three kernels (prt_moe_expert_*: three sgemms per expert): 2 R 3 Fe C.
+     * R counts every capacity row, an upper bound on the rows routed. Fe: the first (Fe,C)
+     * weight, the operand of width C whose rows are not R (the hidden activations are). */
+    MlirType rows = mlirValueGetType(mlirOperationGetOperand(op, 0));
     *isMatmul = true;
-    return 2.0 * all * 64; /* rough: the rows meet each weight; refined by calibration */
+    if (piperTensorRank(rows) != 2) return (double)numel(mlirOperationGetOperand(op, 0));
+    int64_t R = piperTensorDim(rows, 0), C = piperTensorDim(rows, 1), Fe = 0;
+    for (intptr_t i = 1; i < nIn && !Fe; ++i) {
+      MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
+      if (mlirTypeIsARankedTensor(t) && piperTensorRank(t) == 2 && piperTensorIsF32(t) &&
+          piperTensorDim(t, 1) == C && piperTensorDim(t, 0) != R)
+        Fe = piperTensorDim(t, 0);
+    }
+    return 6.0 * (double)R * (double)C * (double)(Fe ? Fe : C);
+  }
+  case PIPER_TDAG_ADAMW: { /* (p, g, m, v) over this replica's ZeRO shard of p, in place */
+    double n = (double)numel(mlirOperationGetOperand(op, 0));
+    int64_t shards = piperGetIntAttr(op, "shards", 1);
+    return 4.0 * ceil(n / (double)(shards > 1 ? shards : 1));
   }
   case PIPER_TDAG_PACK_INTO: /* (bucket, grad): copies grad into the bucket, in place */
     return 2.0 * (double)numel(mlirOperationGetOperand(op, 1));
@@ -110,6 +124,14 @@ double tuneKernelNs(const TuneProfile *p, MlirOperation op) {
   const TuneKernelCost *c = f && f->id < 64 && p->kernel[f->id].set ? &p->kernel[f->id]
                             : mm ? &p->matmulDefault : &p->elemDefault;
   return c->fixedNs + c->nsPerWork * work;
+}
+
+double tuneElementwiseNs(const TuneProfile *p, double elements) {
+  return elements > 0 ? p->elemDefault.fixedNs + p->elemDefault.nsPerWork * elements : 0;
+}
+
+double tuneCopyNs(const TuneProfile *p, double elements) {
+  return tuneElementwiseNs(p, 2 * elements); /* read and written: two elements touched each */
 }
 
 double tuneCommNs(const TuneProfile *p, TuneCommKind kind, int groupSize, double bytes) {
@@ -139,7 +161,10 @@ bool tuneProfileWrite(const TuneProfile *p, FILE *out) {
               p->kernel[rows[i].id].fixedNs, p->kernel[rows[i].id].nsPerWork);
       first = false;
     }
-  fprintf(out, "},\n \"comm\": {");
+  fprintf(out, "},\n \"defaults\": {\"matmul\": [%.6g, %.6g], \"elementwise\": [%.6g, %.6g]},",
+          p->matmulDefault.fixedNs, p->matmulDefault.nsPerWork, p->elemDefault.fixedNs,
+          p->elemDefault.nsPerWork);
+  fprintf(out, "\n \"comm\": {");
   first = true;
   for (int k = 0; k < TUNE_COMM_COUNT; ++k) {
     bool any = false;
@@ -247,7 +272,7 @@ bool tuneProfileRead(TuneProfile *p, const char *path) {
   Reader r = {text, text, path, false};
   char key[128];
   if (!eat(&r, '{')) fail(&r, "expected '{'");
-  bool versioned = false;
+  bool versioned = false, sourced = false;
   while (!r.failed && !eat(&r, '}')) {
     if (!str(&r, key, sizeof key) || !eat(&r, ':')) {
       fail(&r, "expected \"key\":");
@@ -259,6 +284,7 @@ bool tuneProfileRead(TuneProfile *p, const char *path) {
       versioned = true;
     } else if (!strcmp(key, "source")) {
       str(&r, p->source, sizeof p->source);
+      sourced = true;
     } else if (!strcmp(key, "kernels")) {
       if (!eat(&r, '{')) fail(&r, "\"kernels\" must be an object");
       while (!r.failed && !eat(&r, '}')) {
@@ -270,6 +296,19 @@ bool tuneProfileRead(TuneProfile *p, const char *path) {
           break;
         }
         p->kernel[f->id] = (TuneKernelCost){a, b, true};
+        eat(&r, ',');
+      }
+    } else if (!strcmp(key, "defaults")) { /* the class rates of kinds without their own */
+      if (!eat(&r, '{')) fail(&r, "\"defaults\" must be an object");
+      while (!r.failed && !eat(&r, '}')) {
+        double a, b;
+        if (!str(&r, key, sizeof key) || !eat(&r, ':') || !pair(&r, &a, &b)) break;
+        bool mm = !strcmp(key, "matmul");
+        if (!mm && strcmp(key, "elementwise")) {
+          fail(&r, "unknown class in \"defaults\" (matmul, elementwise)");
+          break;
+        }
+        *(mm ? &p->matmulDefault : &p->elemDefault) = (TuneKernelCost){a, b, true};
         eat(&r, ',');
       }
     } else if (!strcmp(key, "comm")) {
@@ -307,9 +346,10 @@ bool tuneProfileRead(TuneProfile *p, const char *path) {
   }
   if (!r.failed && !versioned) fail(&r, "no \"piper_tune_profile\": 1 field");
   free(text);
+  if (!sourced) p->source[0] = '\0'; /* not the built-in default's: the file's own figures */
   if (!r.failed && !strstr(p->source, path)) {
     size_t n = strlen(p->source);
-    snprintf(p->source + n, sizeof p->source - n, " (%s)", path);
+    snprintf(p->source + n, sizeof p->source - n, n ? " (%s)" : "%s", path);
   }
   return !r.failed;
 }

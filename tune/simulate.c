@@ -66,6 +66,10 @@ typedef struct {
   size_t normAt;        /* index of the first UPD op (nOps if none) */
   int *pending;         /* incoming transfers issued (for the norm point) */
   size_t nPending, capPending;
+  long openSpan;        /* trace: the compute span still open (-1: none) */
+  long stepSpan;        /* trace: the unit's "step" span (the runtime's, around piper_step) */
+  int syncX;            /* a transfer the host waits for where it issued it (-1: none) */
+  bool gradSqDone;      /* ran the gradient norm's sums of squares */
 } Unit;
 
 typedef struct {
@@ -77,6 +81,8 @@ typedef struct {
   size_t nGroups, capGroups;
   int nUnits;
   int normX, lossX; /* the runtime's gradient-norm and loss all-reduces (-1: not yet) */
+  TuneTrace *trace; /* NULL: no trace recorded */
+  PiperPtrMap tokenEvent; /* trace: a transfer's token -> its event on the issuing unit */
 } World;
 
 static int streamOf(Unit *u, MlirOperation op) {
@@ -227,6 +233,173 @@ static bool waitFor(World *w, Unit *u, int i) {
   return true;
 }
 
+/* ---- the trace (tuneSimulateTraced) ---- */
+
+static long pushEvent(TuneTrace *t, TuneEvent e) {
+  if (!piperGrow((void **)&t->ev, &t->cap, t->n + 1, sizeof *t->ev)) return -1;
+  t->ev[t->n] = e;
+  return (long)t->n++;
+}
+
+/* The op's stream as the lowering numbers it (lwStreamOf): "compute" (0) when it names none,
+ * else by first appearance; -1 when out of memory. */
+static int traceStream(TuneTrace *t, MlirOperation op) {
+  char name[64] = "compute";
+  if (!mlirOperationIsNull(op)) piperGetStringAttr(op, "stream", name, sizeof name);
+  for (size_t i = 0; i < t->nStreams; ++i)
+    if (!strcmp(t->streams[i], name)) return (int)i;
+  if (!piperGrow((void **)&t->streams, &t->capStreams, t->nStreams + 1, sizeof *t->streams))
+    return -1;
+  t->streams[t->nStreams] = strdup(name);
+  return t->streams[t->nStreams] ? (int)t->nStreams++ : -1;
+}
+
+/* The op's group as the lowering numbers it (lwGroupOf): by first appearance of the group, a
+ * role plan's group family (group_stride S) apart from the plain group. */
+static int traceGroup(TuneTrace *t, MlirOperation op, bool roles) {
+  const void *key = mlirOperationGetAttributeByName(op, piperStr("group")).ptr;
+  int64_t stride = roles ? piperGetIntAttr(op, "group_stride", 0) : 0;
+  for (size_t g = 0; g < t->nGroups; ++g)
+    if (t->groups[g] == key && t->groupStride[g] == stride) return (int)g;
+  if (!piperGrow((void **)&t->groups, &t->capGroups, t->nGroups + 1, sizeof *t->groups) ||
+      !piperGrow((void **)&t->groupStride, &t->capGroupStride, t->nGroups + 1,
+                 sizeof *t->groupStride))
+    return -1;
+  t->groups[t->nGroups] = key, t->groupStride[t->nGroups] = stride;
+  return (int)t->nGroups++;
+}
+
+/* Numbers streams and groups in the lowering's order: the plans in order, their ops in order. */
+static void traceNumber(TuneTrace *t, const Unit *units, int n, bool roles) {
+  traceStream(t, (MlirOperation){NULL});
+  for (int u = 0; u < n; ++u)
+    for (size_t i = 0; i < units[u].nOps; ++i) {
+      MlirOperation op = units[u].ops[i];
+      if (!piperOpInDialect(op, "comm") || piperOpIs(op, "comm.wait")) continue;
+      traceStream(t, op);
+      if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("group"))))
+        traceGroup(t, op, roles);
+    }
+}
+
+/* Ends the unit's open compute span at its current time (the runtime ends a span when the next
+ * node's op starts, before a wait, and at the step's end). */
+static void traceClose(World *w, Unit *u) {
+  if (!w->trace || u->openSpan < 0) return;
+  w->trace->ev[u->openSpan].end = u->t;
+  u->openSpan = -1;
+}
+
+/* A kernel of `ns` starting at u->t: extends the open span of its node or opens one. */
+static void traceCompute(World *w, Unit *u, int ui, MlirOperation op) {
+  if (!w->trace) return;
+  TuneEvent e = {.unit = ui, .start = u->t, .end = u->t, .wait0 = -1, .wait1 = -1, .xfer = -1};
+  piperNodeLabel(op, e.name, sizeof e.name);
+  if (u->openSpan >= 0 && !strcmp(w->trace->ev[u->openSpan].name, e.name)) return;
+  traceClose(w, u);
+  u->openSpan = pushEvent(w->trace, e);
+}
+
+/* The issuing side of transfer `x` by unit ui's op: its span starts now; its end is the
+ * transfer's, filled in when the simulation is over. */
+static void traceIssue(World *w, Unit *u, int ui, MlirOperation op, int x) {
+  if (!w->trace) return;
+  bool send = piperOpIs(op, "comm.send");
+  bool recv = piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into");
+  TuneEvent e = {.unit = ui, .comm = true, .start = u->t, .wait0 = -1, .wait1 = -1, .xfer = x,
+                 .bytes = w->x[x].bytes, .peer = -1, .group = -1};
+  e.stream = traceStream(w->trace, op);
+  if (e.stream < 0) e.stream = 0;
+  if (send || recv) {
+    e.kind = send ? 0 : 1;
+    e.peer = piperGetIntAttr(op, "peer", -1);
+    e.peerStride = piperGetIntAttr(op, "peer_stride", 0);
+    e.bytes = piperOpIs(op, "comm.recv") ? valueBytes(mlirOperationGetResult(op, 0))
+                                         : valueBytes(mlirOperationGetOperand(op, 0));
+  } else {
+    e.kind = 2 + (int)kindOf(op) - (int)TUNE_ALL_REDUCE;
+    e.group = traceGroup(w->trace, op, w->trace->roles);
+  }
+  long i = pushEvent(w->trace, e);
+  intptr_t nr = mlirOperationGetNumResults(op);
+  if (i >= 0 && nr > 0) piperPtrMapPut(&w->tokenEvent, mlirOperationGetResult(op, nr - 1).ptr, i);
+}
+
+/* Unit ui waits for the transfer behind `token` from `from` to u->t. */
+static void traceWaited(World *w, Unit *u, MlirValue token, double from) {
+  intptr_t i;
+  if (!w->trace || !piperPtrMapGet(&w->tokenEvent, token.ptr, &i)) return;
+  TuneEvent *e = &w->trace->ev[i];
+  if (e->wait1 >= 0) return; /* waited already: the unit re-runs a wait it blocked in */
+  e->wait0 = from, e->wait1 = u->t;
+}
+
+/* The runtime waits for an all-gather into a whole parameter (ZeRO-1/2, after its sharded
+ * update) right where it issues it, then copies the result back into the parameter
+ * (lowering/lower_comm.c); only a ZeRO-3 shard's all-gather runs behind later ops. */
+static bool blocksHost(MlirOperation op) {
+  if (!piperOpIs(op, "comm.all_gather")) return false;
+  MlirValue v = mlirOperationGetOperand(op, 0);
+  bool fromShard = mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param") &&
+                   !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(v),
+                                                                        piperStr("shards")));
+  return !fromShard;
+}
+
+/* Unit ui issues the transfer of comm op `op` (not a wait): its side of a pair or of its
+ * group's next collective, started once every party has issued it. Returns the transfer, -1
+ * when out of memory. */
+static int issue(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrMap *tokenXfer,
+                 const TuneProfile *p, MlirOperation op) {
+  Unit *u = &units[ui];
+  int x;
+  bool send = piperOpIs(op, "comm.send");
+  bool recv = piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into");
+  if (send || recv) {
+    int other = unitOfDevice(map, piperGetIntAttr(op, "peer", -1));
+    if (other < 0) other = ui;
+    int64_t tag = piperGetIntAttr(op, "tag", 0);
+    x = pairXfer(w, send ? ui : other, send ? other : ui, tag, send);
+    if (x < 0) return -1;
+    Xfer *X = &w->x[x];
+    X->seq |= send ? 1 : 2;
+    if (send) X->bytes = valueBytes(mlirOperationGetOperand(op, 0));
+    addParty(X, ui, streamOf(u, op), u->t);
+    if (X->needed == 1) X->got = 1;
+  } else {
+    x = collectiveXfer(w, map, ui, op);
+    if (x < 0) return -1;
+    if (piperOpIs(op, "comm.all_gather")) { /* the runtime copies this replica's shard in */
+      double ns = tuneCopyNs(p, (double)piperTensorNumel(mlirValueGetType(
+                                    mlirOperationGetResult(op, 0))) / w->x[x].groupSize);
+      u->t += ns, u->busy += ns;
+    }
+    addParty(&w->x[x], ui, streamOf(u, op), u->t);
+  }
+  Xfer *X = &w->x[x];
+  if (!X->resolved && X->got >= X->needed) resolve(w, units, X, p);
+  traceIssue(w, u, ui, op, x);
+  intptr_t nr = mlirOperationGetNumResults(op);
+  if (nr > 0) piperPtrMapPut(tokenXfer, mlirOperationGetResult(op, nr - 1).ptr, x);
+  if (!send && !opPassIs(op, "UPD") &&
+      piperGrow((void **)&u->pending, &u->capPending, u->nPending + 1, sizeof *u->pending))
+    u->pending[u->nPending++] = x;
+  return x;
+}
+
+/* The gradient norm's kernels the lowering puts before its sync: a sum of squares over each
+ * updated gradient (its ZeRO shard), then the world all-reduce (modelled in advance). */
+static double gradSqNs(const Unit *u, const TuneProfile *p) {
+  double ns = 0;
+  for (size_t i = 0; i < u->nOps; ++i) {
+    if (!piperOpIs(u->ops[i], "tdag.adamw")) continue;
+    double n = (double)piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(u->ops[i], 0)));
+    int64_t shards = piperGetIntAttr(u->ops[i], "shards", 1);
+    ns += tuneElementwiseNs(p, n / (double)(shards > 1 ? shards : 1));
+  }
+  return ns;
+}
+
 /* Runs unit `ui` until it blocks or ends; returns whether it advanced. */
 static bool advance(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrMap *tokenXfer,
                     const TuneProfile *p, int64_t devices) {
@@ -238,6 +411,12 @@ static bool advance(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrM
       /* the gradient norm waits for every incoming transfer issued so far */
       for (size_t k = 0; atNorm && k < u->nPending; ++k)
         if (!waitFor(w, u, u->pending[k])) return moved;
+      if (atNorm && !u->gradSqDone) {
+        double ns = gradSqNs(u, p);
+        u->t += ns, u->busy += ns, u->gradSqDone = true;
+      }
+      if (atEnd) traceClose(w, u);
+      if (atEnd && w->trace && u->stepSpan >= 0) w->trace->ev[u->stepSpan].end = u->t;
       int *slot = atNorm ? &w->normX : &w->lossX;
       if (*slot < 0) {
         *slot = newXfer(w);
@@ -260,41 +439,34 @@ static bool advance(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrM
     }
     MlirOperation op = u->ops[u->pc];
     if (piperOpIs(op, "comm.wait")) {
+      traceClose(w, u);
       for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
         intptr_t x;
-        if (piperPtrMapGet(tokenXfer, mlirOperationGetOperand(op, k).ptr, &x) &&
-            !waitFor(w, u, (int)x))
-          return moved;
+        double from = u->t;
+        MlirValue token = mlirOperationGetOperand(op, k);
+        if (!piperPtrMapGet(tokenXfer, token.ptr, &x)) continue;
+        if (!waitFor(w, u, (int)x)) return moved;
+        traceWaited(w, u, token, from);
       }
     } else if (isComm(op)) {
-      int x;
-      bool send = piperOpIs(op, "comm.send");
-      bool recv = piperOpIs(op, "comm.recv") || piperOpIs(op, "comm.recv_into");
-      if (send || recv) {
-        int other = unitOfDevice(map, piperGetIntAttr(op, "peer", -1));
-        if (other < 0) other = ui;
-        int64_t tag = piperGetIntAttr(op, "tag", 0);
-        x = pairXfer(w, send ? ui : other, send ? other : ui, tag, send);
-        if (x < 0) return moved;
-        Xfer *X = &w->x[x];
-        X->seq |= send ? 1 : 2;
-        if (send) X->bytes = valueBytes(mlirOperationGetOperand(op, 0));
-        addParty(X, ui, streamOf(u, op), u->t);
-        if (X->needed == 1) X->got = 1;
-      } else {
-        x = collectiveXfer(w, map, ui, op);
-        if (x < 0) return moved;
-        addParty(&w->x[x], ui, streamOf(u, op), u->t);
+      int x = u->syncX;
+      if (x < 0) x = issue(w, units, ui, map, tokenXfer, p, op), moved = true;
+      if (x < 0) return moved;
+      if (u->syncX >= 0 || blocksHost(op)) { /* waited for right away (see blocksHost) */
+        u->syncX = x;
+        double from = u->t;
+        if (!waitFor(w, u, x)) return moved;
+        intptr_t nr = mlirOperationGetNumResults(op);
+        traceWaited(w, u, mlirOperationGetResult(op, nr - 1), from);
+        double ns = tuneCopyNs(p, (double)piperTensorNumel(mlirValueGetType(
+                                      mlirOperationGetOperand(op, 0))));
+        u->t += ns, u->busy += ns; /* the rebuilt parameter copied back */
+        u->syncX = -1;
       }
-      Xfer *X = &w->x[x];
-      if (!X->resolved && X->got >= X->needed) resolve(w, units, X, p);
-      intptr_t nr = mlirOperationGetNumResults(op);
-      if (nr > 0) piperPtrMapPut(tokenXfer, mlirOperationGetResult(op, nr - 1).ptr, x);
-      if (!send && !opPassIs(op, "UPD") &&
-          piperGrow((void **)&u->pending, &u->capPending, u->nPending + 1, sizeof *u->pending))
-        u->pending[u->nPending++] = x;
     } else {
       double ns = tuneKernelNs(p, op);
+      const PiperOpFacts *f = piperOpFacts(op);
+      if (!f || !f->declaresTensor) traceCompute(w, u, ui, op); /* the lowering's spans */
       u->t += ns;
       u->busy += ns;
     }
@@ -313,6 +485,7 @@ static int collectUnits(MlirOperation module, Unit **out, UnitMap *map) {
        f = mlirOperationGetNextInBlock(f))
     if (piperOpIs(f, "func.func")) ++n;
   Unit *units = calloc((size_t)(n ? n : 1), sizeof *units);
+  for (int u = 0; units && u < n; ++u) units[u].openSpan = -1, units[u].syncX = -1;
   map->start = calloc((size_t)(n ? n : 1), sizeof(int64_t));
   map->stride = calloc((size_t)(n ? n : 1), sizeof(int64_t));
   map->count = calloc((size_t)(n ? n : 1), sizeof(int64_t));
@@ -355,7 +528,66 @@ static int collectUnits(MlirOperation module, Unit **out, UnitMap *map) {
   return got == n ? n : -1;
 }
 
+/* The step's figures from the finished units; r.error names a unit that did not finish. */
+static void summarize(const Unit *units, int n, TuneSimResult *r) {
+  double step = 0, busy = 0, exposed = 0, weight = 0;
+  for (int u = 0; u < n; ++u) {
+    if (!units[u].finished && !r->error[0]) {
+      MlirOperation at = units[u].pc < units[u].nOps ? units[u].ops[units[u].pc]
+                                                     : (MlirOperation){NULL};
+      char label[96] = "the step's end";
+      if (!mlirOperationIsNull(at)) piperNodeLabel(at, label, sizeof label);
+      snprintf(r->error, sizeof r->error, "unit %d is stuck at op %zu (%s)", u, units[u].pc,
+               label);
+    }
+    step = units[u].t > step ? units[u].t : step;
+  }
+  for (int u = 0; u < n; ++u) {
+    double R = (double)units[u].replicas;
+    busy += R * units[u].busy, exposed += R * units[u].exposed, weight += R;
+  }
+  r->stepNs = step;
+  r->units = n;
+  if (step > 0 && weight > 0) {
+    r->exposedComm = exposed / (weight * step);
+    r->bubble = 1 - busy / (weight * step) - r->exposedComm;
+    if (r->bubble < 0) r->bubble = 0;
+  }
+}
+
+/* The trace's units (their device ranges) and numbering before the run; the transfers' ends
+ * after it (a transfer that never completed, in a stuck plan, ends at the step's end). */
+static void traceBegin(TuneTrace *t, Unit *units, const UnitMap *map, int n,
+                       MlirOperation module) {
+  t->devices = piperGetIntAttr(module, "piper.devices", 1);
+  t->roles = piperGetIntAttr(module, "piper.roles", 0) > 0;
+  t->units = calloc((size_t)n, sizeof *t->units);
+  t->nUnits = t->units ? n : 0;
+  for (int u = 0; u < t->nUnits; ++u)
+    t->units[u][0] = map->start[u], t->units[u][1] = map->stride[u], t->units[u][2] = map->count[u];
+  traceNumber(t, units, n, t->roles);
+  for (int u = 0; u < n; ++u) { /* the runtime's span around each step's piper_step */
+    TuneEvent e = {.unit = u, .wait0 = -1, .wait1 = -1, .xfer = -1, .name = "step"};
+    units[u].stepSpan = pushEvent(t, e);
+  }
+}
+
+static void traceEnd(TuneTrace *t, const World *w, double stepNs) {
+  for (size_t i = 0; i < t->n; ++i) {
+    TuneEvent *e = &t->ev[i];
+    if (!e->comm) continue;
+    const Xfer *x = &w->x[e->xfer];
+    e->end = x->resolved ? x->end : stepNs;
+    if (e->end < e->start) e->end = e->start;
+  }
+  t->stepNs = stepNs;
+}
+
 TuneSimResult tuneSimulate(MlirOperation module, const TuneProfile *p) {
+  return tuneSimulateTraced(module, p, NULL);
+}
+
+TuneSimResult tuneSimulateTraced(MlirOperation module, const TuneProfile *p, TuneTrace *trace) {
   TuneSimResult r = {0};
   Unit *units = NULL;
   UnitMap map = {0};
@@ -365,37 +597,19 @@ TuneSimResult tuneSimulate(MlirOperation module, const TuneProfile *p) {
     snprintf(r.error, sizeof r.error, "the plan's functions are not device_0.. or role_0.. "
                                       "(run --piper-extract)");
   } else {
-    World w = {.nUnits = n, .normX = -1, .lossX = -1};
+    World w = {.nUnits = n, .normX = -1, .lossX = -1, .trace = trace};
     PiperPtrMap tokenXfer;
     piperPtrMapInit(&tokenXfer, 256);
+    piperPtrMapInit(&w.tokenEvent, trace ? 256 : 1);
+    if (trace) traceBegin(trace, units, &map, n, module);
     for (bool moved = true; moved;) {
       moved = false;
       for (int u = 0; u < n; ++u) moved |= advance(&w, units, u, &map, &tokenXfer, p, devices);
     }
-    double step = 0, busy = 0, exposed = 0, weight = 0;
-    for (int u = 0; u < n; ++u) {
-      if (!units[u].finished && !r.error[0]) {
-        MlirOperation at = units[u].pc < units[u].nOps ? units[u].ops[units[u].pc]
-                                                       : (MlirOperation){NULL};
-        char label[96] = "the step's end";
-        if (!mlirOperationIsNull(at)) piperNodeLabel(at, label, sizeof label);
-        snprintf(r.error, sizeof r.error, "unit %d is stuck at op %zu (%s)", u, units[u].pc,
-                 label);
-      }
-      step = units[u].t > step ? units[u].t : step;
-    }
-    for (int u = 0; u < n; ++u) {
-      double R = (double)units[u].replicas;
-      busy += R * units[u].busy, exposed += R * units[u].exposed, weight += R;
-    }
-    r.stepNs = step;
-    r.units = n;
-    if (step > 0 && weight > 0) {
-      r.exposedComm = exposed / (weight * step);
-      r.bubble = 1 - busy / (weight * step) - r.exposedComm;
-      if (r.bubble < 0) r.bubble = 0;
-    }
+    summarize(units, n, &r);
+    if (trace) traceEnd(trace, &w, r.stepNs);
     piperPtrMapFree(&tokenXfer);
+    piperPtrMapFree(&w.tokenEvent);
     for (size_t g = 0; g < w.nGroups; ++g) free(w.groupSeq[g]);
     free(w.groupSeq);
     free(w.groupKeys);

@@ -1,7 +1,9 @@
 /* piper-tune's pieces, in pipeline order (tools/piper-tune.c is the driver):
  *   enumerate.c  the model's tags -> candidate strategies for N devices, each a Piper JSON text
- *                that piper-sched writes (piper-sched is run for the schedule; nothing of its
- *                generator is copied), plus bucket sizes
+ *                that piper-sched's generator (sched.c, called in process) writes, plus
+ *                bucket sizes
+ *   sched.c      the pipeline schedules' generator and check (piper-sched is its command line)
+ *   trace.c      a simulated step as a text timeline and a predicted Chrome/Perfetto trace
  *   compile.c    one candidate through piper's own passes, in process: strategy passes,
  *                extract, verify-plan (the plans, or the reason it is dropped), then the
  *                lowering, whose memory plan gives each plan's exact arena
@@ -62,11 +64,29 @@ typedef struct {
   size_t n, cap;        /* used, allocated */
 } TuneCandidates;
 
+/* piper-sched's schedule generator (sched.c), called in process. */
+typedef struct {
+  TuneSched sched;
+  int S, M;               /* stages, microbatches */
+  int devices;            /* pipeline devices (--devices); 0: the schedule's own */
+  int D, T;               /* data-parallel replicas (>= 1), tensor-parallel group (>= 1) */
+  int zero, ep;           /* ZeRO level 0..3; experts over the D replicas (0: none, else D) */
+  int costF, costB, costW; /* the check's unit costs: forward, whole backward, its BW part */
+  int swap[3];            /* --test-swap D,I,J ({-1,..}: none): for testing the check */
+} TuneSchedArgs;
+typedef enum { TUNE_SCHED_JSON, TUNE_SCHED_TIMELINE } TuneSchedOutput;
+/* Checks the combination, generates and checks the schedule and writes to `out` the Piper JSON
+ * strategy or the unit-cost timeline (piper-sched --simulate). 0; 2 with "error: ..." in why
+ * for a combination it refuses (naming the flag); 1 with "internal error: ..." for a schedule
+ * that fails its own check (a bug). Not reentrant. */
+int tuneSchedRun(const TuneSchedArgs *args, TuneSchedOutput what, FILE *out, char *why,
+                 size_t whySize);
+
 /* Every candidate for `devices` devices the model's tags allow. */
 void tuneEnumerate(const TuneModel *m, int devices, TuneCandidates *out);
-/* Runs piper-sched (found next to this executable) for `c` and keeps its JSON in c->json, with
+/* Runs piper-sched's generator (tuneSchedRun) for `c` and keeps its JSON in c->json, with
  * bucket_size added to the replicate directives. false with a reason in `why` (piper-sched's
- * own message) when piper-sched refuses the combination. */
+ * own message) when the generator refuses the combination. */
 bool tuneGenerate(TuneCandidate *c, char *why, size_t whySize);
 void tuneCandidatesFree(TuneCandidates *cs);
 
@@ -115,6 +135,11 @@ bool tuneProfileWrite(const TuneProfile *p, FILE *out);
 double tuneWorkOf(MlirOperation op, bool *isMatmul);
 double tuneKernelNs(const TuneProfile *p, MlirOperation op);
 double tuneCommNs(const TuneProfile *p, TuneCommKind kind, int groupSize, double bytes);
+/* Work the runtime does outside the plan's tdag ops, at the elementwise class rate: a pass
+ * touching `elements` (the gradient norm's sums of squares), and a copy of `elements` (read
+ * and written: the all-gathers' shard in and parameter back). 0 for nothing. */
+double tuneElementwiseNs(const TuneProfile *p, double elements);
+double tuneCopyNs(const TuneProfile *p, double elements);
 
 /* --calibrate: kernels of `module` (a training graph) at a few row counts, and, when more than
  * one MPI rank runs this, the transfers at a few sizes. Returns 0 on success. */
@@ -131,6 +156,58 @@ typedef struct {
 
 /* Simulates one step of the extracted (and verified) plan `module`. */
 TuneSimResult tuneSimulate(MlirOperation module, const TuneProfile *p);
+
+/* ---- the simulated step as a trace (simulate.c records, trace.c writes) ---- */
+/* One span of a unit, the way the runtime's --trace records it (runtime/trace.c): a compute
+ * span is a run of consecutive ops of one node (piperNodeLabel), closed by a comm.wait; a
+ * transfer is one span per party on its stream, from its issue to its end. */
+typedef struct {
+  int unit;           /* plan unit (device_<d> or role_<p>) */
+  int stream;         /* index into TuneTrace.streams; 0 is "compute" */
+  bool comm;          /* a transfer (else a compute span) */
+  int kind;           /* transfer: 0 send, 1 recv, then all_reduce, reduce_scatter,
+                         all_gather, all_to_all (runtime/trace.c's op_name order) */
+  int64_t peer, peerStride; /* send/recv: the peer device (+ k * peerStride for replica k) */
+  int group;          /* collective: its group's number (lowering's numbering, TuneTrace) */
+  double bytes;       /* transfer: the whole buffer */
+  double start, end;  /* ns from the step's start */
+  double wait0, wait1;/* transfer: its comm.wait on this unit, ns (-1: not waited in the plan) */
+  int xfer;           /* transfer: the simulation's transfer (internal) */
+  char name[112];     /* compute: the node label ("F PP=0 layer=1 mb=0") */
+} TuneEvent;
+
+typedef struct {
+  TuneEvent *ev;            /* owned */
+  size_t n, cap;
+  char **streams;           /* owned names, [0] = "compute": the lowering's stream numbering */
+  size_t nStreams, capStreams;
+  const void **groups;      /* group keys in the lowering's numbering (internal) */
+  int64_t *groupStride;
+  size_t nGroups, capGroups, capGroupStride;
+  int64_t (*units)[3];      /* per unit: first device, stride, devices it stands for */
+  int nUnits;
+  int64_t devices;          /* the plan's device count (pids 0..devices-1) */
+  bool roles;               /* the plan is per role (units stand for several devices) */
+  double stepNs;            /* the simulated step */
+} TuneTrace;
+
+/* tuneSimulate that also records every span into `trace` (zeroed by the caller; free it with
+ * tuneTraceFree). */
+TuneSimResult tuneSimulateTraced(MlirOperation module, const TuneProfile *p, TuneTrace *trace);
+void tuneTraceFree(TuneTrace *t);
+/* The trace as a Chrome/Perfetto JSON file in runtime/trace.c's format (pid = device, tid =
+ * stream, the same span names), every device of a role expanded; false on a write error. */
+bool tuneTraceWrite(const TuneTrace *t, const TuneSimResult *r, const char *profileSource,
+                    FILE *out);
+/* A text timeline: one row of `width` columns per unit and stream (the pass letter of the
+ * span covering each column's middle, '=' a transfer in flight, '.' idle),
+ * then the step, bubble and exposed communication. */
+void tuneTimelinePrint(const TuneTrace *t, const TuneSimResult *r, int width, FILE *out);
+/* Compiles the strategy `json` on `training` (tuneCompilePlan), simulates it, prints the
+ * timeline to stdout and, with traceOut, writes the predicted trace there. `what` names the
+ * strategy in errors (to stderr, after "`tool`: error: "). 0, or 1 after the error. */
+int tuneSimulateStrategy(const char *tool, MlirOperation training, const char *json,
+                         const TuneProfile *profile, const char *what, const char *traceOut);
 
 /* ---- compiling a candidate (compile.c) ---- */
 typedef enum {
@@ -152,6 +229,14 @@ typedef struct {
   TuneSimResult sim;
 } TuneResult;
 
+/* MODEL.mlir ("-": stdin) parsed, verified and through autodiff: the training graph every
+ * candidate is compiled from; a null module after the diagnostics (printed to stderr). */
+MlirModule tuneLoadTraining(MlirContext ctx, const char *path);
+/* A copy of `trainingModule` through the strategy `json`'s passes (piperStrategyPasses, as
+ * piper-compile --strategy runs them), extract and verify-plan: the plans (owned by the
+ * caller), or a null operation with *status and the first diagnostic in `why`. */
+MlirOperation tuneCompilePlan(MlirOperation trainingModule, const char *json, TuneStatus *status,
+                              char *why, size_t whySize);
 /* Compiles `c` on a copy of `trainingModule` (autodiff already run) and simulates it. */
 TuneResult tuneEvaluate(MlirOperation trainingModule, const TuneCandidate *c,
                         const TuneProfile *p, int64_t memoryBytes);

@@ -415,6 +415,7 @@ static void lowerMoeCombine(Lowering *L, MlirOperation op, bool grad) {
 void lwLowerCompute(Lowering *L, MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
   if (!lwKernelOf(L->shared, op)) return;
+  lwConvertBegin(L, op); /* bf16 operands and results: fp32 scratch around the call */
   switch (f->id) {
   case PIPER_TDAG_PACK_INTO: lowerPackInto(L, op); break;
   case PIPER_TDAG_OUTPUT: lowerOutput(L, op); break;
@@ -463,6 +464,7 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
   case PIPER_TDAG_NODE: /* refused by the pass before lowering */
     break;
   }
+  lwConvertEnd(L, op);
 }
 
 

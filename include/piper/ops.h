@@ -160,6 +160,16 @@ typedef struct {
                                 row of its last dim (numel / last dim): the fused attention
                                 keeps each query row's log-sum-exp where the CPU keeps the
                                 T x T probabilities, so the memory plan reserves only that */
+  /* The bf16 mixed-precision policy (--piper-precision=bf16, passes/precision.c; README
+   * "Mixed precision"). An activation, or an activation's gradient, is stored in bf16; what
+   * stays fp32 (master weights, moments, weight gradients, norm statistics, the loss and its
+   * probabilities, attention's saved softmax, the router's weights and ids) is simply not
+   * named. A likeOperand0 row (add) is bf16 when what it sums is. */
+  uint8_t bf16Results;       /* bit r = result r is stored as bf16 under the bf16 policy */
+  uint8_t bf16RoundOperands; /* bit k = operand k is a matmul's weight: an fp32 operand is
+                                rounded to bf16 values before the kernel reads it */
+  bool bf16RoundTail;        /* every operand after the last one bf16RoundOperands names is
+                                rounded too: the experts' variadic weights */
 } PiperOpFacts;
 
 /* The row of `op`, or NULL for an op that is not a tdag op. */
@@ -174,6 +184,21 @@ const PiperOpFacts *piperOpFactsTable(size_t *n);
 /* True if result `r` of an op with row `f` needs only numel / last dim elements on the GPU. */
 static inline bool piperFactsGpuRowResult(const PiperOpFacts *f, intptr_t r) {
   return f && r >= 0 && r < 8 && ((f->gpuRowResults >> r) & 1);
+}
+
+/* True if result `r` of an op with row `f` is stored as bf16 under the bf16 policy. */
+static inline bool piperFactsBf16Result(const PiperOpFacts *f, intptr_t r) {
+  return f && r >= 0 && r < 8 && ((f->bf16Results >> r) & 1);
+}
+
+/* True if operand `k` of an op with row `f` is a matmul weight rounded to bf16 under the bf16
+ * policy. */
+static inline bool piperFactsBf16RoundOperand(const PiperOpFacts *f, intptr_t k) {
+  if (!f || k < 0 || !f->bf16RoundOperands) return false;
+  if (k < 8 && ((f->bf16RoundOperands >> k) & 1)) return true;
+  int last = 7;
+  while (!((f->bf16RoundOperands >> last) & 1)) last--;
+  return f->bf16RoundTail && k > last;
 }
 
 static inline bool piperFactsWeightGrad(const PiperOpFacts *f, intptr_t r) {

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_common as oc  # noqa: E402  (the init/train flags and loop)
+import precision  # noqa: E402  (--precision: where bf16 rounds)
 import safetensors_io as st  # noqa: E402
 
 LN_EPS = 1e-5
@@ -80,35 +81,43 @@ def init_params(L, C, V, T, seed):
 def attention(h, P, p, H):
     B, T, C = h.shape
     hd = C // H
-    qkv = F.linear(h, P[p + "attn.c_attn.weight"], P[p + "attn.c_attn.bias"])
-    q, k, v = qkv.split(C, dim=2)
-    q = q.view(B, T, H, hd).transpose(1, 2)  # (B, H, T, hd)
-    k = k.view(B, T, H, hd).transpose(1, 2)
-    v = v.view(B, T, H, hd).transpose(1, 2)
-    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-    mask = torch.ones(T, T, dtype=torch.bool, device=h.device).triu(1)  # True above diagonal
-    att = att.masked_fill(mask, float("-inf"))
-    att = torch.softmax(att, dim=-1)
-    y = att @ v  # (B, H, T, hd)
-    y = y.transpose(1, 2).contiguous().view(B, T, C)
-    return F.linear(y, P[p + "attn.c_proj.weight"], P[p + "attn.c_proj.bias"])
+    pc = precision.current()
+    qkv = pc.linear(h, P[p + "attn.c_attn.weight"], P[p + "attn.c_attn.bias"])
+
+    def core(qkv):  # one op: scores and softmax in fp32, only its output stored (precision.py)
+        q, k, v = qkv.split(C, dim=2)
+        q = q.view(B, T, H, hd).transpose(1, 2)  # (B, H, T, hd)
+        k = k.view(B, T, H, hd).transpose(1, 2)
+        v = v.view(B, T, H, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        mask = torch.ones(T, T, dtype=torch.bool, device=h.device).triu(1)  # True above diagonal
+        att = att.masked_fill(mask, float("-inf"))
+        att = torch.softmax(att, dim=-1)
+        y = att @ v  # (B, H, T, hd)
+        return y.transpose(1, 2).contiguous().view(B, T, C)
+
+    return pc.linear(pc.op(core, qkv), P[p + "attn.c_proj.weight"], P[p + "attn.c_proj.bias"])
 
 
 def forward(P, idx, targets, L, H):
     """idx, targets: (B, T) int64. Returns (mean loss, logits)."""
     B, T = idx.shape
     C = P["wte.weight"].shape[1]
-    x = F.embedding(idx, P["wte.weight"]) + P["wpe.weight"][:T].unsqueeze(0)
+    pc = precision.current()  # fp32: every pc.* below is the plain expression
+    add = lambda a, b: a + b  # noqa: E731  (the residual add, an op of its own)
+    x = pc.out(F.embedding(idx, P["wte.weight"]) + P["wpe.weight"][:T].unsqueeze(0))
     for i in range(L):
         p = f"h.{i}."
-        h = F.layer_norm(x, (C,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], LN_EPS)
-        x = x + attention(h, P, p, H)
-        h = F.layer_norm(x, (C,), P[p + "ln_2.weight"], P[p + "ln_2.bias"], LN_EPS)
-        h = F.linear(h, P[p + "mlp.c_fc.weight"], P[p + "mlp.c_fc.bias"])
-        h = F.gelu(h, approximate="tanh")
-        x = x + F.linear(h, P[p + "mlp.c_proj.weight"], P[p + "mlp.c_proj.bias"])
-    x = F.layer_norm(x, (C,), P["ln_f.weight"], P["ln_f.bias"], LN_EPS)
-    logits = F.linear(x, P["wte.weight"])
+        h = pc.op(lambda t: F.layer_norm(t, (C,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], LN_EPS), x)
+        x = pc.op(add, x, attention(h, P, p, H))
+        h = pc.op(lambda t: F.layer_norm(t, (C,), P[p + "ln_2.weight"], P[p + "ln_2.bias"], LN_EPS), x)
+        h = pc.linear(h, P[p + "mlp.c_fc.weight"], P[p + "mlp.c_fc.bias"])
+        h = pc.op(lambda t: F.gelu(t, approximate="tanh"), h)
+        x = pc.op(add, x, pc.linear(h, P[p + "mlp.c_proj.weight"], P[p + "mlp.c_proj.bias"]))
+    x = pc.op(lambda t: F.layer_norm(t, (C,), P["ln_f.weight"], P["ln_f.bias"], LN_EPS), x)
+    logits = pc.linear(x, P["wte.weight"])
+    # the loss and its internals are fp32; the logits' gradient is an activation gradient
+    logits = pc.act(logits)
     loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
     return loss, logits
 

@@ -40,6 +40,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import precision  # noqa: E402  (--precision: where bf16 rounds)
 import qwen3_torch as qw  # noqa: E402  (parameter list, flags, init/train/compare)
 
 RMS_NORM_EPS = 1e-5  # LlamaConfig.rms_norm_eps as Llama 3 ships it
@@ -80,34 +81,46 @@ def repeat_kv(hidden, n_rep):
 
 
 def self_attn(P, p, h, cfg, cos, sin):
-    """LlamaAttention.forward with eager_attention_forward (no dropout, causal mask)."""
+    """LlamaAttention.forward with eager_attention_forward (no dropout, causal mask). bf16
+    (precision.py): q, k, v and the rotary outputs stored, scores and softmax fp32 in one op."""
     B, T, _ = h.shape
     D = cfg.D
-    q = F.linear(h, P[p + "self_attn.q_proj.weight"]).view(B, T, -1, D).transpose(1, 2)
-    k = F.linear(h, P[p + "self_attn.k_proj.weight"]).view(B, T, -1, D).transpose(1, 2)
-    v = F.linear(h, P[p + "self_attn.v_proj.weight"]).view(B, T, -1, D).transpose(1, 2)
-    q, k = apply_rotary_pos_emb(q, k, cos, sin)
-    k, v = repeat_kv(k, cfg.H // cfg.KV), repeat_kv(v, cfg.H // cfg.KV)
-    # HF's causal mask adds the dtype's most negative value above the diagonal
-    mask = torch.full((T, T), torch.finfo(q.dtype).min, dtype=q.dtype).triu(1)
-    weights = torch.matmul(q, k.transpose(2, 3)) * D ** -0.5 + mask
-    weights = torch.softmax(weights, dim=-1)
-    out = torch.matmul(weights, v).transpose(1, 2).reshape(B, T, -1)
-    return F.linear(out, P[p + "self_attn.o_proj.weight"])
+    pc = precision.current()
+    q = pc.linear(h, P[p + "self_attn.q_proj.weight"]).view(B, T, -1, D).transpose(1, 2)
+    k = pc.linear(h, P[p + "self_attn.k_proj.weight"]).view(B, T, -1, D).transpose(1, 2)
+    v = pc.linear(h, P[p + "self_attn.v_proj.weight"]).view(B, T, -1, D).transpose(1, 2)
+    if pc.bf16:  # one rope op per tensor, as Piper's graph has them
+        q = pc.op(lambda t: apply_rotary_pos_emb(t, t, cos, sin)[0], q)
+        k = pc.op(lambda t: apply_rotary_pos_emb(t, t, cos, sin)[0], k)
+    else:  # the fp32 expression as it always was
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+
+    def core(q, k, v):
+        k, v = repeat_kv(k, cfg.H // cfg.KV), repeat_kv(v, cfg.H // cfg.KV)
+        # HF's causal mask adds the dtype's most negative value above the diagonal
+        mask = torch.full((T, T), torch.finfo(q.dtype).min, dtype=q.dtype).triu(1)
+        weights = torch.matmul(q, k.transpose(2, 3)) * D ** -0.5 + mask
+        weights = torch.softmax(weights, dim=-1)
+        return torch.matmul(weights, v).transpose(1, 2).reshape(B, T, -1)
+
+    return pc.linear(pc.op(core, q, k, v), P[p + "self_attn.o_proj.weight"])
 
 
 def forward(P, idx, targets, cfg):
     """LlamaForCausalLM.forward; idx, targets: (B, T) int64. Returns (mean loss, logits)."""
-    x = F.embedding(idx, P["model.embed_tokens.weight"])
+    pc = precision.current()  # fp32: every pc.* below is the plain expression
+    x = pc.out(F.embedding(idx, P["model.embed_tokens.weight"]))
     cos, sin = rotary_cos_sin(idx.shape[1], cfg.D, cfg.theta, x.dtype)
     for i in range(cfg.L):
         p = f"model.layers.{i}."
-        x = x + self_attn(P, p, rms_norm(x, P[p + "input_layernorm.weight"]), cfg, cos, sin)
+        h = pc.op(lambda t: rms_norm(t, P[p + "input_layernorm.weight"]), x)
+        x = pc.op(qw.add, x, self_attn(P, p, h, cfg, cos, sin))
         # LlamaMLP is Qwen3MLP (HF copies one from the other): qwen3_torch's dense mlp
-        x = x + qw.dense_mlp(P, p, rms_norm(x, P[p + "post_attention_layernorm.weight"]), cfg)
-    x = rms_norm(x, P["model.norm.weight"])
+        h = pc.op(lambda t: rms_norm(t, P[p + "post_attention_layernorm.weight"]), x)
+        x = pc.op(qw.add, x, qw.dense_mlp(P, p, h, cfg))
+    x = pc.op(lambda t: rms_norm(t, P["model.norm.weight"]), x)
     head = P["model.embed_tokens.weight"] if cfg.tie else P["lm_head.weight"]
-    logits = F.linear(x, head)
+    logits = pc.act(pc.linear(x, head))  # the loss is fp32; the logits' gradient is not
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
     return loss, logits
 

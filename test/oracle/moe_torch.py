@@ -26,6 +26,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_torch as gt  # noqa: E402
 import oracle_common as oc  # noqa: E402  (the init/train flags and loop)
+import precision  # noqa: E402  (--precision: where bf16 rounds)
 import safetensors_io as st  # noqa: E402
 
 
@@ -40,10 +41,15 @@ def topk_route(logits, K):
 
 def moe_mlp(h, gate_w, experts, K):
     """h (..., C); gate_w (E, C); experts: list of (gate_proj, up_proj, down_proj) weights.
-    Every token goes through each of its K experts (dropless)."""
+    Every token goes through each of its K experts (dropless).
+    bf16 (precision.py): the router's scores and weights w stay fp32; the dispatch rows, each
+    expert's linears and swiglu, and the combine are stored in bf16; the dispatch's gradient
+    for x (the sum over a token's K rows) is rounded once, as the one op that produces it."""
+    pc = precision.current()
     shape = h.shape
     x = h.reshape(-1, shape[-1])
-    w, ex = topk_route(F.linear(x, gate_w), K)
+    w, ex = topk_route(pc.router(x, gate_w), K)
+    xd = pc.act(x)  # the dispatch's operand
     y = torch.zeros_like(x)
     for e, (g, u, d) in enumerate(experts):
         # An expert no token chose still runs on its (empty) rows, so its weights get a zero
@@ -51,10 +57,17 @@ def moe_mlp(h, gate_w, experts, K):
         # as it does any parameter whose gradient is zero, which is what Piper does. (Skipping
         # it would leave grad None, and torch's AdamW skips a parameter without a gradient.)
         tok, slot = (ex == e).nonzero(as_tuple=True)
-        xe = x[tok]
-        out = F.linear(F.silu(F.linear(xe, g)) * F.linear(xe, u), d)
-        y = y.index_add(0, tok, out * w[tok, slot].unsqueeze(-1))
-    return y.reshape(shape)
+        xe = xd[tok]
+        if pc.bf16:
+            out = pc.linear(pc.op(swiglu, pc.linear(xe, g), pc.linear(xe, u)), d)
+        else:  # the fp32 expression as it always was
+            out = F.linear(F.silu(F.linear(xe, g)) * F.linear(xe, u), d)
+        y = y.index_add(0, tok, pc.act(out) * w[tok, slot].unsqueeze(-1))
+    return pc.out(y).reshape(shape)  # the combine's output
+
+
+def swiglu(g, u):
+    return F.silu(g) * u
 
 
 def expert_weights(P, prefix, E):
@@ -78,11 +91,12 @@ def block_specs(L, C, V, T, E, Fe):
 
 def block_forward(P, idx, targets, L, E, K):
     T = idx.shape[1]
-    x = F.embedding(idx, P["wte.weight"]) + P["wpe.weight"][:T].unsqueeze(0)
+    pc = precision.current()
+    x = pc.out(F.embedding(idx, P["wte.weight"]) + P["wpe.weight"][:T].unsqueeze(0))
     for i in range(L):
         p = f"layers.{i}.mlp."
-        x = x + moe_mlp(x, P[p + "gate.weight"], expert_weights(P, p, E), K)
-    logits = x @ P["wte.weight"].t()
+        x = pc.op(lambda a, b: a + b, x, moe_mlp(x, P[p + "gate.weight"], expert_weights(P, p, E), K))
+    logits = pc.act(pc.out(pc.act(x) @ pc.weight(P["wte.weight"]).t()))
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 

@@ -8,6 +8,7 @@ import json
 
 import torch
 
+import precision
 import safetensors_io as st
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -40,6 +41,7 @@ def train_parser(sub, add_model_args):
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--dtype", choices=list(DTYPES), default="float32",
                    help="compute dtype (float64 only for calibrating tolerances; outputs are F32)")
+    precision.add_flag(p)
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -49,8 +51,10 @@ def train_parser(sub, add_model_args):
 def load_init(a, shapes):
     """The parameters of checkpoint --init, in the order of `shapes` (name -> shape: the
     model's canonical list), as leaf tensors of --dtype; sets torch's thread count (--threads).
-    Exits naming every missing, extra or misshaped tensor."""
+    Exits naming every missing, extra or misshaped tensor. Sets the models' precision
+    (--precision: precision.py)."""
     torch.set_num_threads(a.threads)
+    precision.use(a.precision)
     init = st.read(a.init)
     missing = sorted(set(shapes) - set(init))
     extra = sorted(set(init) - set(shapes))

@@ -48,6 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt_torch as common  # noqa: E402  (optimizer, data, lr schedule, compare)
 import moe_torch  # noqa: E402  (the MoE mlp)
 import oracle_common as oc  # noqa: E402  (the init/train flags and loop)
+import precision  # noqa: E402  (--precision: where bf16 rounds)
 import safetensors_io as st  # noqa: E402
 
 RMS_EPS = 1e-6
@@ -111,10 +112,15 @@ def dense_mlp_specs(cfg, p):
             (p + "mlp.down_proj.weight", (cfg.C, cfg.F), "normal")]
 
 
+def swiglu(g, u):
+    return F.silu(g) * u
+
+
 def dense_mlp(P, p, h, cfg):
-    g = F.linear(h, P[p + "mlp.gate_proj.weight"])
-    u = F.linear(h, P[p + "mlp.up_proj.weight"])
-    return F.linear(F.silu(g) * u, P[p + "mlp.down_proj.weight"])
+    pc = precision.current()
+    g = pc.linear(h, P[p + "mlp.gate_proj.weight"])
+    u = pc.linear(h, P[p + "mlp.up_proj.weight"])
+    return pc.linear(pc.op(swiglu, g, u), P[p + "mlp.down_proj.weight"])
 
 
 def moe_mlp_specs(cfg, p):
@@ -189,33 +195,44 @@ def rope(x, theta):
 def attention(P, p, h, cfg):
     B, T, _ = h.shape
     H, KV, D = cfg.H, cfg.KV, cfg.D
-    q = F.linear(h, P[p + "self_attn.q_proj.weight"]).view(B, T, H, D)
-    k = F.linear(h, P[p + "self_attn.k_proj.weight"]).view(B, T, KV, D)
-    v = F.linear(h, P[p + "self_attn.v_proj.weight"]).view(B, T, KV, D)
-    q = rms(q, P[p + "self_attn.q_norm.weight"]).transpose(1, 2)  # (B, H, T, D)
-    k = rms(k, P[p + "self_attn.k_norm.weight"]).transpose(1, 2)  # (B, KV, T, D)
+    pc = precision.current()
+    q = pc.linear(h, P[p + "self_attn.q_proj.weight"]).view(B, T, H, D)
+    k = pc.linear(h, P[p + "self_attn.k_proj.weight"]).view(B, T, KV, D)
+    v = pc.linear(h, P[p + "self_attn.v_proj.weight"]).view(B, T, KV, D)
+    q = pc.op(lambda t: rms(t, P[p + "self_attn.q_norm.weight"]), q).transpose(1, 2)  # (B, H, T, D)
+    k = pc.op(lambda t: rms(t, P[p + "self_attn.k_norm.weight"]), k).transpose(1, 2)  # (B, KV, T, D)
     v = v.transpose(1, 2)
-    q, k = rope(q, cfg.theta), rope(k, cfg.theta)
-    kv_of = torch.tensor([j * KV // H for j in range(H)])  # query head j reads kv head j*KV//H
-    k, v = k[:, kv_of], v[:, kv_of]
-    att = (q @ k.transpose(-2, -1)) / math.sqrt(D)
-    att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-    y = torch.softmax(att, dim=-1) @ v  # (B, H, T, D)
-    y = y.transpose(1, 2).reshape(B, T, H * D)
-    return F.linear(y, P[p + "self_attn.o_proj.weight"])
+    q, k = pc.op(lambda t: rope(t, cfg.theta), q), pc.op(lambda t: rope(t, cfg.theta), k)
+
+    def core(q, k, v):  # one op: scores and softmax in fp32, only its output stored
+        kv_of = torch.tensor([j * KV // H for j in range(H)])  # query head j reads kv head j*KV//H
+        k, v = k[:, kv_of], v[:, kv_of]
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(D)
+        att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        y = torch.softmax(att, dim=-1) @ v  # (B, H, T, D)
+        return y.transpose(1, 2).reshape(B, T, H * D)
+
+    return pc.linear(pc.op(core, q, k, v), P[p + "self_attn.o_proj.weight"])
+
+
+def add(a, b):
+    return a + b
 
 
 def forward(P, idx, targets, cfg):
     """idx, targets: (B, T) int64. Returns (mean loss, logits)."""
     mlp = MLPS[cfg.mlp][1]
-    x = F.embedding(idx, P["model.embed_tokens.weight"])
+    pc = precision.current()  # fp32: every pc.* below is the plain expression
+    x = pc.out(F.embedding(idx, P["model.embed_tokens.weight"]))
     for i in range(cfg.L):
         p = f"model.layers.{i}."
-        x = x + attention(P, p, rms(x, P[p + "input_layernorm.weight"]), cfg)
-        x = x + mlp(P, p, rms(x, P[p + "post_attention_layernorm.weight"]), cfg)
-    x = rms(x, P["model.norm.weight"])
+        h = pc.op(lambda t: rms(t, P[p + "input_layernorm.weight"]), x)
+        x = pc.op(add, x, attention(P, p, h, cfg))
+        h = pc.op(lambda t: rms(t, P[p + "post_attention_layernorm.weight"]), x)
+        x = pc.op(add, x, mlp(P, p, h, cfg))
+    x = pc.op(lambda t: rms(t, P["model.norm.weight"]), x)
     head = P["model.embed_tokens.weight"] if cfg.tie else P["lm_head.weight"]
-    logits = F.linear(x, head)
+    logits = pc.act(pc.linear(x, head))  # the loss is fp32; the logits' gradient is not
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
     return loss, logits
 

@@ -4,6 +4,9 @@
 #  2. compare against perturbed candidates (final param scaled by 1%, one loss off by 1e-3,
 #     a gradient tensor missing, a NaN param): each must FAIL with exit 1 -> the checks can fail.
 #  3. calibrate.py: fp64 / 2-thread runs must pass, deliberately buggy variants must fail.
+#  4. bf16 (precision.py): bf16_selftest.py (r() ties to even, the wrappers, each model under
+#     bf16 is not its fp32 self), and `train --precision bf16` through the CLI: its run is
+#     not the fp32 run (compare at the fp32 tolerances fails), two bf16 runs are identical.
 # Tiny model: L2 C32 H2 T16 B4, 5 steps. Usage: test/oracle/selftest.sh [python]
 set -eu
 PY=${1:-/usr/bin/python3}
@@ -87,5 +90,28 @@ if "$PY" "$HERE/calibrate.py" --steps 5 >"$TMP/calib.txt" 2>&1; then
 else
   bad "calibrate"; cat "$TMP/calib.txt"
 fi
+
+if "$PY" "$HERE/bf16_selftest.py" >"$TMP/bf16.txt" 2>&1; then
+  ok "bf16: r() ties to even, the wrappers round where documented, bf16 models differ from fp32"
+else
+  bad "bf16_selftest.py"; cat "$TMP/bf16.txt"
+fi
+for run in a b; do
+  "$PY" "$O" train $M --batch 4 --init "$TMP/init_a.st" --data "$TMP/data.txt" --steps 5 \
+      --lr 1e-3 --weight-decay 0.1 --precision bf16 --losses "$TMP/bf16_loss_$run.json" \
+      --grads "$TMP/bf16_grads_$run.st" --final "$TMP/bf16_final_$run.st" >/dev/null
+done
+"$PY" - "$TMP" <<'PYEOF'
+import json, sys
+with open(f"{sys.argv[1]}/metrics_bf16.jsonl", "w") as f:
+    for s, l in enumerate(json.load(open(f"{sys.argv[1]}/bf16_loss_a.json"))):
+        f.write(json.dumps({"kind": "train", "step": s, "loss": l}) + "\n")
+PYEOF
+same=1
+for f in bf16_loss_X.json bf16_grads_X.st bf16_final_X.st; do
+  cmp -s "$TMP/$(echo $f | sed s/X/a/)" "$TMP/$(echo $f | sed s/X/b/)" || same=0
+done
+[ $same = 1 ] && ok "two bf16 runs are bit-identical" || bad "two bf16 runs differ"
+cmpr "bf16 run against fp32 fails" 1 "$TMP/metrics_bf16.jsonl" "$TMP/bf16_grads_a.st" "$TMP/bf16_final_a.st"
 
 if [ $fails = 0 ]; then echo "selftest: all passed"; else echo "selftest: $fails failed"; exit 1; fi

@@ -63,7 +63,10 @@ static const PiperOpFacts table[PIPER_TDAG_OP_COUNT] = {
         .i32Operands = 1u << 1, .kernel = PRT_K_cross_entropy_bwd,
         .bf16Results = 1u << 0),
     /* ---- optimizer ---- */
-    ROW(ADAMW, "adamw", UPDATE, .alias = PIPER_ALIAS_UPDATES_OPERANDS, .kernel = PRT_K_adamw),
+    /* fp32 master weight, gradient and moments: a parameter read as an activation (a linear's
+     * x) still gets an fp32 gradient */
+    ROW(ADAMW, "adamw", UPDATE, .alias = PIPER_ALIAS_UPDATES_OPERANDS, .kernel = PRT_K_adamw,
+        .fp32Operands = 0xfu),
     /* ---- gradient buckets: a bucket holds weight gradients ---- */
     ROW(BUCKET, "bucket", BUFFER, .weightGradResults = 1u << 0),
     ROW(PACK_INTO, "pack_into", BUFFER, .alias = PIPER_ALIAS_RESULT_IS_OPERAND0,
@@ -102,11 +105,11 @@ static const PiperOpFacts table[PIPER_TDAG_OP_COUNT] = {
     /* ---- mixture of experts. Dispatched rows (R, C) carry the batch in dim 0 too: R is a
      * static multiple of the tokens (see moe_dispatch), so a split or a replica's slice of the
      * batch scales it the same way. Expert ids and counts are i32. ---- */
+    /* the router's scores (#0 in) and weights (#0 out) stay fp32 under bf16 */
     ROW(MOE_TOPK, "moe_topk", FORWARD, .batch = PIPER_BATCH_ALL, .i32Results = 1u << 1,
-        .kernel = PRT_K_moe_topk_fwd),
+        .kernel = PRT_K_moe_topk_fwd, .fp32Operands = 1u << 0),
     ROW(MOE_TOPK_GRAD, "moe_topk_grad", BACKWARD, .batch = PIPER_BATCH_ALL,
-        .i32Operands = 1u << 2, .kernel = PRT_K_moe_topk_bwd,
-        .bf16Results = 1u << 0),
+        .i32Operands = 1u << 2, .kernel = PRT_K_moe_topk_bwd),
     /* rows (#0) are per token copy; counts (#1) are per expert, not per row */
     ROW(MOE_DISPATCH, "moe_dispatch", FORWARD, .batch = PIPER_BATCH_SOME,
         .batchedResults = 1u << 0, .i32Operands = 1u << 1, .i32Results = 1u << 1,

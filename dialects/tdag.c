@@ -231,7 +231,8 @@ static bool tensorIsBf16(MlirType t) {
  * the row stores it so, or a sum (likeOperand0) of bf16 values. */
 static bool bf16Allowed(const PiperOpFacts *f, MlirOperation op, bool result, intptr_t i) {
   if (!result)
-    return f->kind != PIPER_OP_UPDATE && f->kind != PIPER_OP_BUFFER && f->kind != PIPER_OP_IO;
+    return f->kind != PIPER_OP_UPDATE && f->kind != PIPER_OP_BUFFER && f->kind != PIPER_OP_IO &&
+           !piperFactsFp32Operand(f, i);
   if (piperFactsBf16Result(f, i)) return true;
   if (!f->likeOperand0) return false;
   for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k)

@@ -6,7 +6,8 @@
  * (master weights, moments, weight gradients and their buckets, norm statistics, the loss and
  * its probabilities, attention's saved softmax, the router's weights). Transfers follow what
  * they carry: a comm op's tensor results take its operand's element type, a comm.recv its
- * comm.send's (paired by tag). The types then size everything downstream
+ * comm.send's (paired by tag). An operand the table keeps fp32 (fp32Operands: the router's
+ * scores) keeps its producer's result fp32. The types then size everything downstream
  * (piperTensorElementBytes): the memory plan, sends and all-to-alls move half the bytes. The
  * module gets piper.precision = "bf16", from which the lowering also rounds matmul weights
  * (bf16RoundOperands) and converts at each kernel's boundary (lower_compute.c).
@@ -20,6 +21,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "piper/piper.h"
+#include "piper/ptrmap.h"
 
 static bool isF32Tensor(MlirType t) { return piperTensorIsF32(t); }
 static bool isBf16Tensor(MlirType t) {
@@ -52,18 +54,32 @@ static MlirOperation sendTagged(const Sends *s, int64_t tag) {
   return (MlirOperation){NULL};
 }
 
+/* Every value some op reads as an fp32Operands operand: its producer keeps it fp32. */
+static void markFp32Operands(MlirBlock body, PiperPtrMap *keep) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    const PiperOpFacts *f = piperOpFacts(op);
+    for (intptr_t k = 0; f && k < mlirOperationGetNumOperands(op); ++k)
+      if (piperFactsFp32Operand(f, k)) piperPtrMapPut(keep, mlirOperationGetOperand(op, k).ptr, 1);
+  }
+}
+
 /* One op under the policy: true if a result's type changed. A tensor all-reduce of bf16
  * values is refused (*failed): the runtime sums fp32 (tensor parallelism's activation
  * all-reduce has no bf16 form yet). */
-static bool applyOp(MlirOperation op, const Sends *sends, bool *failed) {
+static bool applyOp(MlirOperation op, const Sends *sends, PiperPtrMap *keep, bool *failed) {
   bool changed = false;
   const PiperOpFacts *f = piperOpFacts(op);
   if (f) {
     bool sum = false; /* a sum of bf16 values is one */
     for (intptr_t k = 0; f->likeOperand0 && k < mlirOperationGetNumOperands(op); ++k)
       sum = sum || isBf16Tensor(mlirValueGetType(mlirOperationGetOperand(op, k)));
-    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r)
-      if (piperFactsBf16Result(f, r) || sum) changed |= toBf16(mlirOperationGetResult(op, r));
+    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+      MlirValue v = mlirOperationGetResult(op, r);
+      intptr_t kept;
+      if ((piperFactsBf16Result(f, r) || sum) && !piperPtrMapGet(keep, v.ptr, &kept))
+        changed |= toBf16(v);
+    }
     return changed;
   }
   if (!piperOpInDialect(op, "comm") || piperOpIs(op, "comm.send") ||
@@ -113,13 +129,17 @@ static MlirLogicalResult applyFunction(MlirOperation func) {
     }
     sends.ops[sends.n++] = op;
   }
+  PiperPtrMap keep;
+  piperPtrMapInit(&keep, 16);
+  markFp32Operands(body, &keep);
   bool changed = true, failed = false;
   while (changed && !failed) {
     changed = false;
     for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
          op = mlirOperationGetNextInBlock(op))
-      changed |= applyOp(op, &sends, &failed);
+      changed |= applyOp(op, &sends, &keep, &failed);
   }
+  piperPtrMapFree(&keep);
   free(sends.ops);
   return failed ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
 }

@@ -170,6 +170,9 @@ typedef struct {
                                 rounded to bf16 values before the kernel reads it */
   bool bf16RoundTail;        /* every operand after the last one bf16RoundOperands names is
                                 rounded too: the experts' variadic weights */
+  uint8_t fp32Operands;      /* bit k = operand k is kept fp32 under the bf16 policy, so its
+                                producer stores it fp32 whatever that producer's row says: the
+                                MoE router's scores (a linear's output) feeding moe_topk */
 } PiperOpFacts;
 
 /* The row of `op`, or NULL for an op that is not a tdag op. */
@@ -189,6 +192,11 @@ static inline bool piperFactsGpuRowResult(const PiperOpFacts *f, intptr_t r) {
 /* True if result `r` of an op with row `f` is stored as bf16 under the bf16 policy. */
 static inline bool piperFactsBf16Result(const PiperOpFacts *f, intptr_t r) {
   return f && r >= 0 && r < 8 && ((f->bf16Results >> r) & 1);
+}
+
+/* True if operand `k` of an op with row `f` is kept fp32 under the bf16 policy. */
+static inline bool piperFactsFp32Operand(const PiperOpFacts *f, intptr_t k) {
+  return f && k >= 0 && k < 8 && ((f->fp32Operands >> k) & 1);
 }
 
 /* True if operand `k` of an op with row `f` is a matmul weight rounded to bf16 under the bf16

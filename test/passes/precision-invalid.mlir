@@ -54,3 +54,12 @@ func.func @allowed(%x: tensor<2x3x4xbf16>, %w: tensor<4xf32>, %b: tensor<4xf32>,
   %s = "tdag.add"(%y, %x) : (tensor<2x3x4xbf16>, tensor<2x3x4xbf16>) -> tensor<2x3x4xbf16>
   return
 }
+
+// -----
+
+// the MoE router's scores are read in fp32 (moe_topk's fp32Operands)
+func.func @router_scores_bf16(%l: tensor<4x8xbf16>) {
+  // expected-error@+1 {{operand #0 is tensor<4x8xbf16>, but the bf16 policy keeps it in f32}}
+  %w, %e = "tdag.moe_topk"(%l) {top_k = 2 : i64} : (tensor<4x8xbf16>) -> (tensor<4x2xf32>, tensor<4x2xi32>)
+  return
+}

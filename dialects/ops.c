@@ -120,15 +120,15 @@ static const PiperOpFacts table[PIPER_TDAG_OP_COUNT] = {
         .bf16Results = 1u << 0),
     /* one kernel call per local expert (lower_compute.c) */
     ROW(MOE_EXPERTS, "moe_experts", FORWARD, .batch = PIPER_BATCH_ALL, .i32Operands = 1u << 1,
-        .kernel = PRT_K_moe_expert_fwd,
+        .kernel = PRT_K_moe_expert_fwd, .bf16Kernel = PRT_K_moe_expert_fwd_bf16,
         .bf16Results = 3u << 0, .bf16RoundOperands = 1u << 2, .bf16RoundTail = true),
     ROW(MOE_EXPERTS_GRAD_INPUT, "moe_experts_grad_input", BACKWARD, .batch = PIPER_BATCH_ALL,
-        .i32Operands = 1u << 1, .kernel = PRT_K_moe_expert_bwd_input,
+        .i32Operands = 1u << 1, .kernel = PRT_K_moe_expert_bwd_input, .bf16Kernel = PRT_K_moe_expert_bwd_input_bf16,
         .bf16Results = 1u << 0, .bf16RoundOperands = 1u << 3, .bf16RoundTail = true),
     /* one op per expert: its three weight gradients */
     ROW(MOE_EXPERTS_GRAD_WEIGHT, "moe_experts_grad_weight", BACKWARD,
         .weightGradResults = 7u << 0, .i32Operands = 1u << 2,
-        .kernel = PRT_K_moe_expert_bwd_weight,
+        .kernel = PRT_K_moe_expert_bwd_weight, .bf16Kernel = PRT_K_moe_expert_bwd_weight_bf16,
         .bf16RoundOperands = 1u << 4),
     ROW(MOE_COMBINE, "moe_combine", FORWARD, .batch = PIPER_BATCH_ALL, .i32Operands = 1u << 2,
         .kernel = PRT_K_moe_combine_fwd,

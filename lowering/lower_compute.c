@@ -9,9 +9,11 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 
-/* The call of op's kernel (its op-facts row's) with these n arguments. */
+/* The call of op's kernel (its op-facts row's; under the bf16 policy its bf16Kernel where it
+ * names one) with these n arguments. */
 static void call(Lowering *L, MlirOperation op, intptr_t n, const MlirValue *args) {
-  lwCallKernel(L, op, piperOpFacts(op)->kernel, n, args);
+  const PiperOpFacts *f = piperOpFacts(op);
+  lwCallKernel(L, op, L->bf16 && f->bf16Kernel ? f->bf16Kernel : f->kernel, n, args);
 }
 
 static MlirType resultType(MlirOperation op, intptr_t r) {

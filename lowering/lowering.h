@@ -2,7 +2,8 @@
  * communicator groups and streams, and the state of lowering one device function.
  * Each file uses only those above it in this list, so the calls between them form no circle:
  *   target.c         the target records (include/piper/target.h) and their kernel columns
- *   memory_plan.c    liveness-based arena layout, ZeRO shard geometry
+ *   memory_plan.c    liveness-based arena layout, ZeRO shard geometry, the bf16 conversions
+ *                    each kernel call needs and their scratch
  *   lower_common.c   piper_step's helpers: pointers to values, constants, kernel calls
  *   lower_compute.c  tdag op -> runtime kernel call
  *   lower_comm.c     comm op -> nonblocking runtime transfer; comm.wait -> prt_wait

@@ -8,7 +8,10 @@
  * the data loader's position. Loading checks the whole header against this plan's catalog
  * before reading a byte: every local parameter must be there with its full shape; optimizer
  * state is all or nothing; a tensor that is neither a parameter of some rank nor "optim.*"
- * means the file is another model's.
+ * means the file is another model's. Tensors may be F32, BF16 or F16 (a Hugging Face
+ * checkpoint ships in bf16): converted to the fp32 master weights as they are read.
+ * --save-dtype bf16 writes an inference checkpoint: the parameters rounded to BF16, no
+ * optimizer state (prt_checkpoint_save_as).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,6 +52,25 @@ int prt_checkpoint_save(prt_ctx *ctx, const char *path, int64_t step, prt_status
   return st->code;
 }
 
+int prt_checkpoint_save_as(prt_ctx *ctx, const char *path, int64_t step,
+                           const prt_st_dtype *dt, prt_status *st) {
+  if (!dt || strcmp(dt->name, "F32") == 0) return prt_checkpoint_save(ctx, path, step, st);
+  /* Another dtype is for inference: rounded moments would not resume AdamW exactly, so the
+   * file holds the parameters only (a run started from it restarts AdamW, and says so). */
+  if (prt_catalog_build(ctx, st)) return st->code;
+  if (ctx->rank == 0 && prt_catalog_optim_count(ctx)) {
+    fprintf(stderr, "piper: warning: --save-dtype %s: %s holds the parameters in %s only (an "
+            "inference checkpoint: no optimizer state; a run started from it restarts AdamW "
+            "from the rounded weights)\n", dt->flag, path, dt->name);
+    fflush(stderr);
+  }
+  prt_assembly as;
+  if (prt_catalog_assemble(ctx, 0, 0, path, &as, st)) return st->code;
+  if (ctx->rank == 0) prt_safetensors_write_as(path, as.entries, as.n, step, dt, st);
+  prt_assembly_free(&as);
+  return st->code;
+}
+
 int prt_grads_save(prt_ctx *ctx, const char *path, prt_status *st) {
   prt_assembly as;
   if (prt_catalog_assemble(ctx, 1, 0, path, &as, st)) return st->code;
@@ -63,26 +85,28 @@ static int prt_has_prefix(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* Checks that file tensor e can fill local tensor t (F32, t's full shape, the bytes that
- * takes); `what` names t's kind in messages. */
+/* Checks that file tensor e can fill local tensor t (a dtype Piper reads, t's full shape, the
+ * bytes that takes in that dtype); `what` names t's kind in messages. */
 static int prt_check_entry(const prt_tensor_info *t, const prt_st_in *e, const char *what,
                            const char *path, const char *fix, prt_status *st) {
   char want[128], got[128];
   prt_shape_str(want, sizeof want, t->ndim, t->dims);
   prt_shape_str(got, sizeof got, e->ndim, e->dims);
-  if (strcmp(e->dtype, "F32") != 0)
-    return prt_fail(st, 1, "%s '%s' has dtype %s in the checkpoint, expected F32: %s; %s",
-                    what, t->name, e->dtype, path, fix);
+  if (!e->type)
+    return prt_fail(st, 1, "%s '%s' has dtype %s in the checkpoint, which Piper does not read "
+                    "(it reads %s, converted to fp32): %s; convert the tensor to one of "
+                    "those (e.g. tensor.float() in PyTorch)", what, t->name, e->dtype,
+                    PRT_ST_DTYPES_READ, path);
   int same = e->ndim == t->ndim;
   for (int64_t k = 0; same && k < t->ndim; k++) same = e->dims[k] == t->dims[k];
   if (!same)
     return prt_fail(st, 1, "%s '%s' has shape %s in the checkpoint, expected %s: %s; %s",
                     what, t->name, got, want, path, fix);
-  if (e->end - e->begin != (uint64_t)t->full_numel * 4)
-    return prt_fail(st, 1, "%s '%s' spans %llu bytes in the checkpoint, but F32 %s needs "
+  if (e->end - e->begin != (uint64_t)t->full_numel * e->type->size)
+    return prt_fail(st, 1, "%s '%s' spans %llu bytes in the checkpoint, but %s %s needs "
                     "%llu: %s; the file is corrupt: re-create it", what, t->name,
-                    (unsigned long long)(e->end - e->begin), want,
-                    (unsigned long long)t->full_numel * 4, path);
+                    (unsigned long long)(e->end - e->begin), e->type->name, want,
+                    (unsigned long long)t->full_numel * e->type->size, path);
   return 0;
 }
 

@@ -42,6 +42,7 @@ void prt_ctx_destroy(prt_ctx *ctx) {
     free(ctx->tensors[i].grad_copy);
   }
   free(ctx->tensors);
+  prt_elastic_free(ctx);
   prt_device_free(ctx->device, ctx->arena);
   for (int64_t k = 0; ctx->streams && k < ctx->nstreams; k++)
     prt_device_stream_destroy(ctx->device, ctx->streams[k]);

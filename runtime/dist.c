@@ -45,6 +45,11 @@ int64_t prt_rank(prt_ctx *ctx) { return ctx->rank; }
 void prt_declare_roles(prt_ctx *ctx, int64_t nroles, const int64_t *start, const int64_t *stride,
                        const int64_t *count) {
   if (!prt_decl_open(ctx, "prt_declare_roles")) return;
+  if (ctx->declared_world > 0 && ctx->world != ctx->declared_world &&
+      !prt_backend_current()->comm->one_process) { /* serial: the world check's message */
+    prt_elastic_roles(ctx, nroles, start, stride, count); /* fewer ranks: elastic.c */
+    return;
+  }
   ctx->role = -1;
   ctx->replica = 0;
   for (int64_t p = 0; p < nroles; p++) {
@@ -69,7 +74,11 @@ int64_t prt_replica_affine(prt_ctx *ctx, int64_t base, int64_t stride) {
   return base + ctx->replica * stride;
 }
 
-int32_t prt_first_replica(prt_ctx *ctx) { return ctx->replica == 0; }
+/* elastic: the rank standing in for replica 0 (its passes count alike; only the last one's
+ * sum reaches the norm) */
+int32_t prt_first_replica(prt_ctx *ctx) {
+  return ctx->replica < (ctx->elastic.k > 1 ? ctx->elastic.k : 1);
+}
 
 int64_t prt_shard_len(prt_ctx *ctx, int64_t n, int64_t c) {
   return pb_shard_len(n, c, ctx->replica);
@@ -93,6 +102,9 @@ void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t sta
 void prt_declare_group_family(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *base,
                               int64_t stride) {
   int64_t shift = 0;
+  if (prt_elastic_refuse(ctx, "a tensor-parallel group family",
+                         "its members shift with the replica a rank runs"))
+    return;
   if (n < 1 || n > (int64_t)1 << 24 || !base || stride < 1 ||
       __builtin_mul_overflow(ctx->replica, stride, &shift)) {
     prt_fail(&ctx->decl_status, 1, "group family %lld: %lld members%s shifted by %lld a "
@@ -152,9 +164,10 @@ void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *me
   g->n = n;
   g->members = prt_xmalloc((size_t)n * sizeof *g->members, "a group");
   memcpy(g->members, members, (size_t)n * sizeof *g->members);
+  prt_elastic_group(ctx, g->members, &g->n, &g->folded); /* onto ranks, when elastic */
   g->index = -1;
-  for (int64_t k = 0; k < n; k++)
-    if (members[k] == ctx->rank) g->index = k;
+  for (int64_t k = 0; k < g->n; k++)
+    if (g->members[k] == ctx->rank) g->index = k;
 }
 
 void prt_declare_batch(prt_ctx *ctx, int64_t global_batch) {
@@ -172,6 +185,10 @@ void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
                        int64_t full_numel) {
   prt_status *st = &ctx->decl_status;
   if (!prt_decl_open(ctx, "prt_declare_shard")) return;
+  if (prt_elastic_refuse(ctx, "a ZeRO shard (of the optimizer state, gradients or "
+                         "parameters)", "a replica keeps its own shard, and one rank's arena "
+                         "holds one"))
+    return;
   if (id < 0 || id >= ctx->ntensors || !ctx->tensors[id].name ||
       (ctx->tensors[id].kind != PRT_PARAM && ctx->tensors[id].kind != PRT_OPTIM)) {
     prt_fail(st, 1, "shard of tensor id %lld, which is not a parameter or optimizer state "
@@ -237,6 +254,9 @@ void prt_declare_expert(prt_ctx *ctx, int64_t id, int64_t at, int64_t len, int64
                         int64_t stride) {
   prt_status *st = &ctx->decl_status;
   if (!prt_decl_open(ctx, "prt_declare_expert")) return;
+  if (prt_elastic_refuse(ctx, "expert parallelism", "a replica holds its own experts, and "
+                         "one rank's arena holds one replica's"))
+    return;
   if (id < 0 || id >= ctx->ntensors || !ctx->tensors[id].name ||
       (ctx->tensors[id].kind != PRT_PARAM && ctx->tensors[id].kind != PRT_OPTIM)) {
     prt_fail(st, 1, "expert index of tensor id %lld, which is not a parameter or optimizer "
@@ -439,14 +459,16 @@ static int64_t prt_issue(prt_ctx *ctx, const prt_comm_op *op) {
 
 int64_t prt_isend(prt_ctx *ctx, const float *buf, int64_t n, int64_t peer, int64_t tag,
                   int64_t stream) {
-  prt_comm_op op = {PRT_OP_SEND, (int32_t)stream, buf, NULL, n, peer, tag, -1};
+  prt_comm_op op = {PRT_OP_SEND, (int32_t)stream, buf, NULL, n, prt_elastic_rank(ctx, peer),
+                    tag, -1};
   if (stream != op.stream) op.stream = -1;
   return prt_issue(ctx, &op);
 }
 
 int64_t prt_irecv(prt_ctx *ctx, float *buf, int64_t n, int64_t peer, int64_t tag,
                   int64_t stream) {
-  prt_comm_op op = {PRT_OP_RECV, (int32_t)stream, NULL, buf, n, peer, tag, -1};
+  prt_comm_op op = {PRT_OP_RECV, (int32_t)stream, NULL, buf, n, prt_elastic_rank(ctx, peer),
+                    tag, -1};
   if (stream != op.stream) op.stream = -1;
   return prt_issue(ctx, &op);
 }
@@ -454,6 +476,8 @@ int64_t prt_irecv(prt_ctx *ctx, float *buf, int64_t n, int64_t peer, int64_t tag
 int64_t prt_iall_reduce(prt_ctx *ctx, float *buf, int64_t n, int64_t group, int64_t stream) {
   prt_comm_op op = {PRT_OP_ALL_REDUCE, (int32_t)stream, buf, buf, n, -1, 0, group};
   if (stream != op.stream) op.stream = -1;
+  prt_check_op(ctx, &op); /* before the fold reads buf */
+  prt_elastic_fold(ctx, buf, n, group);
   return prt_issue(ctx, &op);
 }
 
@@ -606,6 +630,7 @@ int prt_dist_setup(prt_ctx *ctx, int64_t *T_out, prt_status *st) {
     if (t->kind == PRT_OUTPUT && strcmp(t->name, "loss") == 0)
       rows += (double)(t->first_sample ? t->first_sample : ctx->global_batch);
   }
+  if (ctx->elastic.k > 1) rows *= (double)ctx->elastic.k; /* one loss a pass */
   prt_comm_allreduce_f64(&rows, 1);
   if (rows != (double)ctx->global_batch)
     return prt_fail(st, 1, "the plan's \"loss\" outputs average over %.0f batch rows in all, "
@@ -621,16 +646,9 @@ double prt_dist_loss(prt_ctx *ctx, int pending, int signal, int *stop, int *sign
   /* [sum of value * rows, ranks that failed, ranks told SIGINT, ranks told SIGTERM]: one
    * allreduce carries the loss and every reason to stop, so all ranks leave the loop after
    * the same step and agree on why. */
-  double v[4] = {0.0, pending ? 1.0 : 0.0, signal == SIGINT, signal == SIGTERM};
-  for (int64_t i = 0; i < ctx->ntensors; i++) {
-    const prt_tensor_info *t = &ctx->tensors[i];
-    if (t->kind != PRT_OUTPUT || strcmp(t->name, "loss") != 0) continue;
-    int64_t rows = t->first_sample ? t->first_sample : ctx->global_batch;
-    float *loss = prt_host_view_begin(ctx->device, t->data, sizeof *loss, PRT_VIEW_READ,
-                                      "the loss");
-    v[0] += (double)loss[0] * (double)rows;
-    prt_host_view_end(ctx->device, t->data, loss, sizeof *loss, 0, "the loss");
-  }
+  double v[4] = {prt_local_loss(ctx) + ctx->elastic.loss, pending ? 1.0 : 0.0,
+                  signal == SIGINT, signal == SIGTERM};
+  ctx->elastic.loss = 0.0; /* the earlier passes' losses (prt_elastic_step), counted once */
   prt_comm_allreduce_f64(v, 4);
   *stop = v[1] > 0;
   *signal_out = v[3] > 0 ? SIGTERM : v[2] > 0 ? SIGINT : 0; /* SIGTERM wins: the stronger */

@@ -23,10 +23,9 @@ double prt_eval_loss(prt_ctx *ctx, const prt_loop *lp, const prt_data *data,
   const char *was = prt_watch.what;
   double sum = 0.0;
   for (int64_t k = 0; k < lp->eval_batches; k++) {
-    prt_data_fill(data, ctx, k);
     prt_span_begin(ctx, "eval", 0);
     prt_watch.what = NULL; /* the plan's transfers: named by the backend */
-    eval_step(ctx);
+    prt_elastic_step(ctx, data, k, eval_step); /* the inputs, then the step (k passes) */
     prt_span_end(ctx, 0);
     if (ctx->ops_busy)
       prt_fatal("the evaluation step ended with %lld transfer%s never waited: piper_eval_step "

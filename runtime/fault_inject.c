@@ -9,6 +9,8 @@
  *            is written: training has gone on, the file is not committed)
  *   OPTION = rank=R (default 0) | once=FILE (fire only if FILE does not exist yet, and
  *            create it: a supervised run then meets the fault once, not after every restart)
+ *          | lost (the message says the rank does not come back: piper-run --min-ranks then
+ *            restarts on fewer ranks)
  *
  * Unset, it costs one getenv per run. The real faults are the same signals from outside; the
  * hook only fixes when they land.
@@ -32,11 +34,12 @@ static struct {
   int64_t step;       /* STEP */
   int64_t rank;       /* rank=R */
   char once[4096];    /* once=FILE, "" = every time */
+  int lost;           /* lost: the rank does not come back (said in the message) */
 } prt_fault;
 
 static void prt_fault_bad(const char *spec, const char *why) {
   fprintf(stderr, "piper: error: PIPER_FAULT='%s': %s; expected KIND@SITE=STEP[,rank=R]"
-          "[,once=FILE] with KIND kill, stop or exit and SITE step or save (see "
+          "[,once=FILE][,lost] with KIND kill, stop or exit and SITE step or save (see "
           "runtime/fault_inject.c)\n", spec, why);
   fflush(stderr);
   _exit(2);
@@ -76,6 +79,9 @@ static void prt_fault_parse(void) {
     p++;
     if (!strncmp(p, "rank=", 5)) {
       prt_fault.rank = prt_fault_int(spec, p + 5, &p);
+    } else if (!strncmp(p, "lost", 4) && (p[4] == ',' || !p[4])) {
+      prt_fault.lost = 1;
+      p += 4;
     } else if (!strncmp(p, "once=", 5)) {
       size_t n = strcspn(p + 5, ",");
       if (n == 0 || n >= sizeof prt_fault.once) prt_fault_bad(spec, "once= needs a file name");
@@ -104,9 +110,9 @@ void prt_fault_point(prt_fault_site site, int64_t rank, int64_t step) {
   static const char *const where[] = {"at step", "writing the checkpoint of step"};
   const char *what = prt_fault.kind == SIGKILL ? "SIGKILL" : prt_fault.kind == SIGSTOP ?
                      "SIGSTOP" : "exit 3";
-  fprintf(stderr, "piper: fault injected: %s %s %lld (rank %lld) at t=%lld.%03ld\n", what,
+  fprintf(stderr, "piper: fault injected: %s %s %lld (rank %lld) at t=%lld.%03ld%s\n", what,
           where[site], (long long)step, (long long)rank, (long long)ts.tv_sec,
-          ts.tv_nsec / 1000000);
+          ts.tv_nsec / 1000000, prt_fault.lost ? "; this rank does not come back" : "");
   fflush(stderr);
   if (prt_fault.kind < 0) _exit(3);
   raise(prt_fault.kind);

@@ -62,6 +62,9 @@ static const char *const USAGE =
     "                          bias correction and the batches restart; moments still load)\n"
     "  --save-checkpoint FILE  save parameters, optimizer state and the number of completed\n"
     "                          steps (safetensors) after the last step\n"
+    "  --save-dtype fp32|bf16  --save-checkpoint's parameters: fp32 (default), or bf16\n"
+    "                          (rounded to nearest even): an inference checkpoint without\n"
+    "                          optimizer state (periodic checkpoints stay fp32 and whole)\n"
     "  --dump-grads FILE       save every parameter's gradient at the first step run\n"
     "                          (step 0, or K when resuming) (safetensors)\n"
     "  --trace FILE            one Chrome trace JSON of every rank (a process per rank,\n"
@@ -172,6 +175,7 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   o->data_format = PRT_DATA_BYTES;
   const char *data_format = NULL; /* --data-format's name, parsed after the loop */
   const char *comm = NULL;        /* --comm's name, parsed after the loop */
+  const char *save_dtype = NULL;  /* --save-dtype's name, parsed after the loop */
   const prt_flag flags[] = {
       {"--steps", PRT_FLAG_COUNT, &o->steps},
       {"--seed", PRT_FLAG_SEED, &o->seed},
@@ -201,6 +205,7 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--eval-batches", PRT_FLAG_COUNT, &o->loop.eval_batches},
       {"--log-every", PRT_FLAG_COUNT, &o->log_every},
       {"--comm", PRT_FLAG_WORD, &comm},
+      {"--save-dtype", PRT_FLAG_WORD, &save_dtype},
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -267,6 +272,13 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       return prt_fail(st, 2, "--comm expects mpi (transfers staged through host memory) or "
                       "nccl (collectives on the GPUs), got '%s': command line", comm);
   }
+  o->save_dtype = prt_st_dtype_for_flag(save_dtype ? save_dtype : "fp32");
+  if (!o->save_dtype)
+    return prt_fail(st, 2, "--save-dtype expects fp32 or bf16, got '%s': command line; run "
+                    "with --help for usage", save_dtype);
+  if (save_dtype && !o->save_ckpt)
+    return prt_fail(st, 2, "--save-dtype needs --save-checkpoint (the file it sets the dtype "
+                    "of): command line; run with --help for usage");
   if (data_format && prt_data_format_parse(data_format, &o->data_format, st)) return st->code;
   if (o->lr_schedule && prt_schedule_parse(o->lr_schedule, &o->loop.schedule, st))
     return st->code;
@@ -349,12 +361,16 @@ static double prt_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* The world check: the plan's device count against the world the backend runs. Local. */
-static int prt_check_world(const prt_ctx *ctx, prt_status *st) {
+/* The world check: the plan's device count against the world the backend runs; a role plan
+ * on fewer ranks runs elastic where it can (elastic.c decided at prt_declare_roles). Local. */
+static int prt_check_world(prt_ctx *ctx, const prt_opts *o, prt_status *st) {
   int64_t planned = ctx->declared_world ? ctx->declared_world : 1;
   if (planned == ctx->world) return 0;
+  if (ctx->elastic.k > 1) return prt_elastic_check(ctx, o->dump_grads != NULL, st);
   if (ctx->rank == 0) { /* printed here: it is no rank's fault, so no " (rank k)" */
-    if (prt_backend_current()->comm->one_process)
+    if (ctx->elastic.refusal[0])
+      fprintf(stderr, "piper: error: %s\n", ctx->elastic.refusal);
+    else if (prt_backend_current()->comm->one_process)
       fprintf(stderr, "piper: error: this plan is for %lld devices but this binary runs on "
               "one (it is linked with the serial comm backend); link it with piper_rt_mpi "
               "and run it with mpirun -np %lld\n", (long long)planned, (long long)planned);
@@ -464,7 +480,7 @@ static int prt_run_setup(prt_run_state *r, const prt_opts *o, void (*setup)(prt_
   if (ctx->comm == PRT_COMM_NCCL && !ctx->comm_resolved) /* no GPU setup consumed it */
     prt_fail(st, 2, "--comm nccl needs a binary compiled with --target cuda (this one runs on "
              "the CPU, over MPI): command line; drop --comm or pass --comm mpi");
-  else if (!prt_check_world(ctx, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
+  else if (!prt_check_world(ctx, o, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
     prt_check_dump(ctx, o, st);
   if (!st->code && (o->ckpt_every || o->ckpt_dir))
     r->writer = prt_ckpt_writer_create(ctx, o->ckpt_dir, o->save_ckpt, o->keep_ckpts, st);
@@ -553,8 +569,7 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
   ctx->lr = prt_lr_at(&r->loop, o->lr, s);
   double t0 = prt_now_ms();
   prt_span_begin(ctx, "step", 0);
-  prt_data_fill(&r->data, ctx, s);
-  step(ctx);
+  prt_elastic_step(ctx, &r->data, s, step); /* the inputs, then the step (k passes) */
   prt_fault_point(PRT_FAULT_AT_STEP, ctx->rank, s);
   if (ctx->ops_busy)
     prt_fatal("step %lld ended with %lld transfer%s never waited: piper_step (rank %lld); "
@@ -598,7 +613,7 @@ static void prt_run_end(prt_run_state *r, const prt_opts *o, prt_status *st) {
   prt_watch.what = "the final checkpoint";
   prt_ckpt_writer_wait(r->writer, st); /* the periodic write in flight ends before the last */
   if (prt_agree(ctx, st)) return;
-  if (o->save_ckpt) prt_checkpoint_save(ctx, o->save_ckpt, r->completed, st);
+  if (o->save_ckpt) prt_checkpoint_save_as(ctx, o->save_ckpt, r->completed, o->save_dtype, st);
   if (prt_agree(ctx, st)) return;
   prt_ckpt_ring_final(r->writer, ctx, r->completed, st);
   if (prt_agree(ctx, st)) return;
@@ -664,7 +679,8 @@ int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_c
       fprintf(stderr, "piper: error: %s\n", st.msg);
       fprintf(stderr, "usage: %s [--steps N] [--data FILE] [--seed S] [--lr X] "
               "[--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] "
-              "[--restart-steps] [--save-checkpoint FILE] [--checkpoint-every N] "
+              "[--restart-steps] [--save-checkpoint FILE] [--save-dtype fp32|bf16] "
+              "[--checkpoint-every N] "
               "[--dump-grads FILE] [--trace FILE] [--trace-per-rank] [--timeout SECONDS] "
               "[--quiet] [--log-every N] [--help]\n", prog);
     }

@@ -74,6 +74,7 @@ typedef struct prt_tensor_info {
   int64_t tp_block, tp_stride, tp_offset;
   int64_t first_sample;        /* PRT_INPUT: global index of this tensor's first batch row;
                                   PRT_OUTPUT "loss": batch rows it averages over (0 = all) */
+  int64_t first_sample0;       /* PRT_INPUT of an elastic run: first_sample of its pass 0 */
   void *data;                  /* owned device memory (ctx->device), PRT_ALIGN-aligned:
                                   numel fp32 (int32 for inputs), NULL until
                                   prt_ctx_allocate; host code reads and writes it through
@@ -103,6 +104,8 @@ typedef struct prt_group {
   int64_t stride;     /* the family's stride, 0 for a plain group */
   prt_opaque comm;    /* the backend's communicator (members only), after
                          prt_comm_groups_create */
+  int folded;         /* an elastic run (elastic.c): the declared members mapped onto fewer
+                         ranks (a data-parallel group); its all-reduces sum the passes */
 } prt_group;
 
 /* What a nonblocking call asked for; keep in sync with the name tables indexed by it
@@ -154,6 +157,24 @@ typedef struct prt_op_slot {
   size_t out_bytes;
   const struct prt_xfer_vtable *xfer; /* the engine running it (the backend's for its kind) */
 } prt_op_slot;
+
+/* An elastic run (runtime/elastic.c): a role plan compiled for R replicas started on fewer
+ * ranks. Each rank stands in for k consecutive replicas: it runs the role's step k times
+ * (passes) on their rows, summing the gradients before the data-parallel all-reduce of the
+ * last pass; only that pass updates the weights. */
+typedef struct prt_elastic {
+  int64_t k;          /* replicas this rank stands in for; 0 or 1: the plan runs as compiled */
+  int64_t roles;      /* the plan's roles (pipeline devices of a replica) */
+  int64_t pass;       /* the pass running, 0..k-1 */
+  int64_t seq;        /* folded all-reduces issued so far in this pass */
+  float **acc;        /* owned (nacc): all-reduce seq's gradient summed over the passes so
+                         far, acc_n[seq] floats each */
+  int64_t *acc_n;     /* owned (nacc) */
+  int64_t nacc;       /* entries of acc and acc_n */
+  double loss;        /* sum of loss * rows of this step's passes before the last */
+  char refusal[640];  /* why this world cannot run the plan ("" = it can): prt_check_world
+                         prints it */
+} prt_elastic;
 
 typedef struct prt_trace prt_trace;     /* trace.c */
 typedef struct prt_catalog prt_catalog; /* catalog.c */
@@ -221,7 +242,39 @@ struct prt_ctx {
   int64_t grad_scattered;   /* first parameter id declared by prt_declare_grad_scattered
                                (ZeRO-2: its gradient is never whole here); -1 = none */
   int64_t step;             /* the step now running (0-based) */
+  prt_elastic elastic;      /* a run on fewer ranks than the plan's devices; k 0 = none */
 };
+
+/* ---- elastic runs (elastic.c) ---- */
+/* 1 in a pass whose update is skipped (every pass of an elastic step but the last). */
+static inline int prt_elastic_dry(const prt_ctx *ctx) {
+  return ctx->elastic.pass < ctx->elastic.k - 1;
+}
+/* prt_declare_roles on a world smaller than the plan's: this rank's role and first replica,
+ * and k; or the refusal (elastic.refusal), printed by the world check. */
+void prt_elastic_roles(prt_ctx *ctx, int64_t nroles, const int64_t *start,
+                       const int64_t *stride, const int64_t *count);
+/* The rank that runs the plan's device `device` (itself unless elastic). */
+int64_t prt_elastic_rank(const prt_ctx *ctx, int64_t device);
+/* A group's declared members onto ranks (in place, sorted, duplicates dropped): *n shrinks
+ * and *folded is set where members now share ranks. */
+void prt_elastic_group(const prt_ctx *ctx, int64_t *members, int64_t *n, int *folded);
+/* A declaration an elastic run cannot honour (a ZeRO shard, an expert, a TP family): fails
+ * the setup naming `what` and why; 0 where the run is not elastic. */
+int prt_elastic_refuse(prt_ctx *ctx, const char *what, const char *why);
+/* After setup: 0 where the plan runs on this world (elastic or as compiled); else the
+ * refusal, printed by rank 0. Notes the elastic run on rank 0. */
+int prt_elastic_check(prt_ctx *ctx, int dump_grads, prt_status *st);
+/* Before a folded all-reduce of buf (n floats): sums this pass's gradient into the passes'
+ * total, and on the last pass adds that total to buf. */
+void prt_elastic_fold(prt_ctx *ctx, float *buf, int64_t n, int64_t group);
+/* Step s: fills the inputs and runs fn once per pass (once when not elastic). */
+struct prt_data;
+void prt_elastic_step(prt_ctx *ctx, const struct prt_data *data, int64_t s,
+                      void (*fn)(prt_ctx *));
+/* This rank's sum of loss * rows over its "loss" outputs (the value prt_dist_loss reduces). */
+double prt_local_loss(const prt_ctx *ctx);
+void prt_elastic_free(prt_ctx *ctx);
 
 /* An empty context with defaults (lr 1e-3, no weight decay, t = 1, no dump, the CPU
  * device); rank and world come from the backend (0 and 1 before prt_comm_init). */
@@ -527,6 +580,29 @@ extern const int64_t prt_default_corpus_len; /* strlen(prt_default_corpus) */
 
 /* ---- safetensors (safetensors.c) ---- */
 
+/* A dtype a safetensors file may hold (a row of safetensors.c's table): its name in the
+ * header, its --save-dtype name, its size and its converters from and to fp32 (store NULL:
+ * read only). Little-endian bytes either way. */
+typedef struct prt_st_dtype {
+  const char *name;                                       /* "F32", "BF16", "F16" */
+  const char *flag;                                       /* "fp32", "bf16", "fp16" */
+  size_t size;                                            /* bytes per element */
+  void (*load)(const void *src, float *dst, size_t n);    /* file elements -> fp32, exact */
+  void (*store)(const float *src, void *dst, size_t n);   /* fp32 -> file elements (RNE) */
+} prt_st_dtype;
+/* The dtypes prt_st_dtype_find knows, for messages. */
+#define PRT_ST_DTYPES_READ "F32, BF16 or F16"
+/* The row of header dtype `name`, or NULL (a dtype Piper does not read). */
+const prt_st_dtype *prt_st_dtype_find(const char *name);
+/* The row --save-dtype `flag` names among the written ones ("fp32", "bf16"), or NULL. */
+const prt_st_dtype *prt_st_dtype_for_flag(const char *flag);
+/* The scalar conversions (exposed for the kernel test): BF16 and F16 to fp32 are exact
+ * (F16 subnormals, infinities and NaN payloads kept); fp32 to BF16 rounds to nearest, ties to
+ * even, and gives 0x7FC0 for every NaN (what torch's conversion gives). */
+float prt_bf16_to_f32(uint16_t h);
+uint16_t prt_f32_to_bf16(float f);
+float prt_f16_to_f32(uint16_t h);
+
 /* One tensor to write: fp32, shape dims[0..ndim). */
 typedef struct prt_st_entry {
   const char *name;     /* borrowed, NUL-terminated */
@@ -541,10 +617,14 @@ typedef struct prt_st_entry {
  * __metadata__ holds "format": "pt" and, when step >= 0, "step": "<step>". */
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
                           int64_t step, prt_status *st);
+/* The same with every tensor stored as dtype dt (a row with a store converter). */
+int prt_safetensors_write_as(const char *path, const prt_st_entry *entries, int64_t n,
+                             int64_t step, const prt_st_dtype *dt, prt_status *st);
 /* One tensor of a safetensors header, as read. */
 typedef struct prt_st_in {
   char *name;                     /* owned, decoded UTF-8 */
   char dtype[16];                 /* e.g. "F32"; longer names are cut (and never match) */
+  const prt_st_dtype *type;       /* dtype's row; NULL: a dtype Piper does not read */
   int64_t ndim;                   /* 0..8 */
   int64_t dims[8];                /* shape */
   uint64_t begin, end;            /* data_offsets, bytes into the data section */
@@ -577,8 +657,9 @@ const prt_st_in *prt_st_header_find(const prt_st_header *h, const char *name);
  * failure fills st naming `path` and leaves *h empty. */
 int prt_safetensors_read_header(FILE *f, uint64_t size, const char *path, prt_st_header *h,
                                 uint64_t *data_start, prt_status *st);
-/* Reads `count` floats of tensor e, from its element `first` on, into dst; 0, or -1 if the
- * file could not be read there. */
+/* Reads `count` elements of tensor e, from its element `first` on, into dst as fp32
+ * (converted from e's dtype); 0, or -1 if the file could not be read there or e's dtype is
+ * not one Piper reads. */
 int prt_safetensors_read(FILE *f, uint64_t data_start, const prt_st_in *e, uint64_t first,
                          float *dst, size_t count);
 
@@ -592,6 +673,11 @@ int prt_safetensors_read(FILE *f, uint64_t data_start, const prt_st_in *e, uint6
  * parameters only. Returns rank 0's status on rank 0; other ranks fail only where every rank
  * does (see prt_catalog_build): callers prt_agree after. */
 int prt_checkpoint_save(prt_ctx *ctx, const char *path, int64_t step, prt_status *st);
+/* prt_checkpoint_save with the parameters stored as dtype dt (--save-dtype; NULL or F32: the
+ * same as prt_checkpoint_save). Any other dtype writes the parameters only, no optimizer
+ * state, and rank 0 warns that the file is an inference checkpoint. Collective. */
+int prt_checkpoint_save_as(prt_ctx *ctx, const char *path, int64_t step,
+                           const prt_st_dtype *dt, prt_status *st);
 
 /* What a checkpoint held besides parameters (prt_checkpoint_load). */
 typedef struct prt_ckpt_info {
@@ -680,6 +766,7 @@ typedef struct prt_opts {
   int comm;               /* --comm: a prt_comm_choice; PRT_COMM_AUTO when not given */
   const char *ckpt_dir;   /* --checkpoint-dir: ring of periodic checkpoints, borrowed; NULL = none */
   int64_t keep_ckpts;     /* --keep-checkpoints: ring files kept (>= 1, default 3) */
+  const prt_st_dtype *save_dtype; /* --save-dtype: --save-checkpoint's parameters (F32) */
 } prt_opts;
 /* Reads argv into *o (defaults first; strings borrow from argv). Only parses: no file is
  * touched, nothing is printed, nothing exits; a bad command line fills st (code 2) naming the

@@ -6,9 +6,12 @@
  *            "<name>": {"dtype": "F32", "shape": [d0, ...], "data_offsets": [begin, end]},
  *            ...}
  *
- * with offsets relative to the start of the data section. We write tensors contiguously in
- * the order given and pad the header with spaces to a multiple of 8 bytes, as the reference
- * implementation does. The header is read with the base library's JSON reader
+ * with offsets relative to the start of the data section. Dtypes are rows of prt_st_dtypes
+ * below: F32, BF16 and F16 are read (converted to fp32, exactly: every BF16 and F16 value,
+ * subnormals, infinities and NaNs included, is an fp32 value); F32 and BF16 are written (BF16
+ * rounded to nearest, ties to even, as torch's float->bfloat16 conversion). We write tensors
+ * contiguously in the order given and pad the header with spaces to a multiple of 8 bytes, as
+ * the reference implementation does. The header is read with the base library's JSON reader
  * (piper/base/json.h) one value at a time, keeping only what a safetensors header holds
  * (names, dtypes, shapes, offsets, the "step" metadata) and skipping any other value.
  *
@@ -29,6 +32,93 @@
 
 #define PRT_MAX_HEADER (100u << 20) /* bytes; safetensors' own limit */
 #define PRT_ST_MAX_DIMS 8           /* dims we accept in a file's shape */
+
+/* ---- dtypes ---- */
+
+static void prt_f32_load(const void *src, float *dst, size_t n) { memcpy(dst, src, 4 * n); }
+static void prt_f32_store(const float *src, void *dst, size_t n) { memcpy(dst, src, 4 * n); }
+
+float prt_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16; /* bf16 is fp32's top half */
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t prt_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  /* any NaN: 0x7FC0, what c10's scalar conversion gives (its vectorized one gives 0xFFFF) */
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
+  /* round to nearest, ties to even: add just under half a bf16 ulp, plus one when the kept
+   * half is odd, and cut; a carry into the exponent is the correct rounding up (to +-inf
+   * past the largest bf16) */
+  return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+float prt_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  uint32_t u;
+  if (exp == 0x1F) { /* inf, or NaN with its payload kept in fp32's top mantissa bits */
+    u = sign | 0x7F800000u | man << 13;
+  } else if (exp == 0) { /* zero or subnormal: man * 2^-24, exact in fp32 */
+    float m = (float)man * 0x1p-24f;
+    memcpy(&u, &m, 4);
+    u |= sign;
+  } else { /* normal: rebias the exponent (15 -> 127) */
+    u = sign | (exp + 112u) << 23 | man << 13;
+  }
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* The 16-bit little-endian element i of b. */
+static uint16_t prt_u16_at(const uint8_t *b, size_t i) {
+  return (uint16_t)(b[2 * i] | b[2 * i + 1] << 8);
+}
+
+static void prt_bf16_load(const void *src, float *dst, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = prt_bf16_to_f32(prt_u16_at(src, i));
+}
+
+static void prt_bf16_store(const float *src, void *dst, size_t n) {
+  uint8_t *b = dst;
+  for (size_t i = 0; i < n; i++) {
+    uint16_t h = prt_f32_to_bf16(src[i]);
+    b[2 * i] = (uint8_t)h;
+    b[2 * i + 1] = (uint8_t)(h >> 8);
+  }
+}
+
+static void prt_f16_load(const void *src, float *dst, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = prt_f16_to_f32(prt_u16_at(src, i));
+}
+
+/* The dtypes a checkpoint may hold, one row each (a new one is a row and its converters).
+ * store NULL: read only. Keep PRT_ST_DTYPES_READ (prt_internal.h) in step. */
+static const prt_st_dtype prt_st_dtypes[] = {
+    {"F32", "fp32", 4, prt_f32_load, prt_f32_store},
+    {"BF16", "bf16", 2, prt_bf16_load, prt_bf16_store},
+    {"F16", "fp16", 2, prt_f16_load, NULL},
+};
+#define PRT_ST_NDTYPES (sizeof prt_st_dtypes / sizeof prt_st_dtypes[0])
+
+const prt_st_dtype *prt_st_dtype_find(const char *name) {
+  for (size_t i = 0; i < PRT_ST_NDTYPES; i++)
+    if (strcmp(prt_st_dtypes[i].name, name) == 0) return &prt_st_dtypes[i];
+  return NULL;
+}
+
+const prt_st_dtype *prt_st_dtype_for_flag(const char *flag) {
+  for (size_t i = 0; i < PRT_ST_NDTYPES; i++)
+    if (prt_st_dtypes[i].store && strcmp(prt_st_dtypes[i].flag, flag) == 0)
+      return &prt_st_dtypes[i];
+  return NULL;
+}
+
+/* Elements converted per chunk when a tensor is read or written in another dtype. */
+#define PRT_ST_CHUNK 4096
 
 /* ---- a growable byte buffer for building the header ---- */
 
@@ -71,7 +161,7 @@ static void prt_buf_sink(void *b, const char *bytes, size_t n) { prt_buf_put(b, 
 /* The header: metadata, then each tensor's dtype, shape and offsets; padded with spaces so
  * the data section starts at a multiple of 8 bytes. */
 static void prt_st_header_build(prt_buf *h, const prt_st_entry *entries, int64_t n,
-                                int64_t step) {
+                                int64_t step, const prt_st_dtype *dt) {
   prt_buf_str(h, "{\"__metadata__\":{\"format\":\"pt\"");
   if (step >= 0) prt_buf_printf(h, ",\"step\":\"%lld\"", (long long)step);
   prt_buf_put(h, "}", 1);
@@ -81,23 +171,41 @@ static void prt_st_header_build(prt_buf *h, const prt_st_entry *entries, int64_t
     uint64_t numel = 1;
     prt_buf_put(h, ",", 1);
     pb_json_quote(e->name, prt_buf_sink, h);
-    prt_buf_str(h, ":{\"dtype\":\"F32\",\"shape\":[");
+    prt_buf_printf(h, ":{\"dtype\":\"%s\",\"shape\":[", dt->name);
     for (int64_t k = 0; k < e->ndim; k++) {
       prt_buf_printf(h, "%s%lld", k ? "," : "", (long long)e->dims[k]);
       numel *= (uint64_t)e->dims[k];
     }
     prt_buf_printf(h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)offset,
-                   (unsigned long long)(offset + 4 * numel));
-    offset += 4 * numel;
+                   (unsigned long long)(offset + dt->size * numel));
+    offset += dt->size * numel;
   }
   prt_buf_put(h, "}", 1);
   while ((8 + h->len) % 8) prt_buf_put(h, " ", 1);
 }
 
+/* numel fp32 values as dtype dt's bytes to fd: straight for F32, else converted a chunk at a
+ * time. 0, or -1 with errno. */
+static int prt_st_write_data(int fd, const float *data, size_t numel, const prt_st_dtype *dt) {
+  if (dt->store == prt_f32_store) return pb_write_all(fd, data, 4 * numel);
+  uint8_t buf[PRT_ST_CHUNK * 4];
+  for (size_t i = 0; i < numel; i += PRT_ST_CHUNK) {
+    size_t k = numel - i < PRT_ST_CHUNK ? numel - i : PRT_ST_CHUNK;
+    dt->store(data + i, buf, k);
+    if (pb_write_all(fd, buf, k * dt->size)) return -1;
+  }
+  return 0;
+}
+
 int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t n,
                           int64_t step, prt_status *st) {
+  return prt_safetensors_write_as(path, entries, n, step, prt_st_dtype_find("F32"), st);
+}
+
+int prt_safetensors_write_as(const char *path, const prt_st_entry *entries, int64_t n,
+                             int64_t step, const prt_st_dtype *dt, prt_status *st) {
   prt_buf h = {0};
-  prt_st_header_build(&h, entries, n, step);
+  prt_st_header_build(&h, entries, n, step, dt);
   pb_atomic_file f;
   char err[sizeof st->msg];
   if (pb_atomic_open(&f, path, 0, err, sizeof err)) {
@@ -109,7 +217,7 @@ int prt_safetensors_write(const char *path, const prt_st_entry *entries, int64_t
   for (int64_t i = 0; ok && i < n; i++) {
     size_t numel = 1;
     for (int64_t k = 0; k < entries[i].ndim; k++) numel *= (size_t)entries[i].dims[k];
-    ok = !pb_write_all(f.fd, entries[i].data, 4 * numel);
+    ok = !prt_st_write_data(f.fd, entries[i].data, numel, dt);
   }
   int e = errno;
   free(h.p);
@@ -143,6 +251,7 @@ static int prt_st_field(pb_json *r, const char *key, prt_st_in *t, int *have) {
     char *dt = NULL;
     int rc = pb_json_string(r, &dt);
     if (!rc) snprintf(t->dtype, sizeof t->dtype, "%s", dt);
+    if (!rc) t->type = strlen(dt) < sizeof t->dtype ? prt_st_dtype_find(dt) : NULL;
     free(dt);
     *have |= 1;
     return rc;
@@ -365,6 +474,16 @@ int prt_safetensors_read_header(FILE *f, uint64_t size, const char *path, prt_st
 
 int prt_safetensors_read(FILE *f, uint64_t data_start, const prt_st_in *e, uint64_t first,
                          float *dst, size_t count) {
-  off_t at = (off_t)(data_start + e->begin + 4 * first);
-  return fseeko(f, at, SEEK_SET) == 0 && fread(dst, 4, count, f) == count ? 0 : -1;
+  const prt_st_dtype *dt = e->type;
+  if (!dt) return -1; /* prt_check_entry refuses such a tensor before anything is read */
+  off_t at = (off_t)(data_start + e->begin + dt->size * first);
+  if (fseeko(f, at, SEEK_SET) != 0) return -1;
+  if (dt->load == prt_f32_load) return fread(dst, 4, count, f) == count ? 0 : -1;
+  uint8_t buf[PRT_ST_CHUNK * 4];
+  for (size_t i = 0; i < count; i += PRT_ST_CHUNK) {
+    size_t k = count - i < PRT_ST_CHUNK ? count - i : PRT_ST_CHUNK;
+    if (fread(buf, dt->size, k, f) != k) return -1;
+    dt->load(buf, dst + i, k);
+  }
+  return 0;
 }

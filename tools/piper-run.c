@@ -1,7 +1,7 @@
 /* piper-run: a supervisor over mpirun that keeps a training run going through faults.
  *
- *   piper-run -np N [--hostfile F] [--max-restarts K] [--checkpoint-dir DIR] [--resume]
- *             [--stall-timeout S] [--grace S] -- ./plan FLAGS
+ *   piper-run -np N [--hostfile F] [--max-restarts K] [--min-ranks M] [--checkpoint-dir DIR]
+ *             [--resume] [--stall-timeout S] [--grace S] -- ./plan FLAGS
  *
  * It runs `mpirun --allow-run-as-root --oversubscribe -np N ./plan FLAGS` (Open MPI is the
  * launcher; piper-run only watches it) and relays its output. When the job ends by a fault (a
@@ -10,6 +10,9 @@
  * before when it is truncated or corrupt (naming the bad file), and starts the job again from
  * it with the flags rewritten so the restarted job ends at the same step and follows the same
  * learning-rate schedule: the resumed run ends bit for bit where the uninterrupted one would.
+ * A rank lost for good (its fault injected with `lost`, or a fault on the same rank in two
+ * jobs in a row) makes the next job start on fewer ranks, the most that divide N and are at
+ * least --min-ranks M (a role plan runs elastic on them: runtime/elastic.c).
  * One line per event on stderr, "piper-run: ...": what failed and where, the step resumed
  * from, the seconds lost; and, once the restarted job completes a step, how long that took.
  *
@@ -51,8 +54,8 @@ static const char *const USAGE =
     "  -np N                ranks (the plan's device count)\n"
     "  --hostfile F         passed to mpirun\n"
     "  --max-restarts K     restarts allowed before giving up (default 3)\n"
-    "  --min-ranks M        the fewest ranks to restart on; only M = N is supported (elastic\n"
-    "                       restarts on fewer ranks are not implemented)\n"
+    "  --min-ranks M        after a rank is lost for good, restart on fewer ranks (the most\n"
+    "                       that divide N), down to M (default N: never fewer)\n"
     "  --checkpoint-dir DIR the ring of checkpoints (also passed to the plan when its flags\n"
     "                       do not name one); without one a fault restarts from the start\n"
     "  --resume             start from the newest checkpoint already in DIR (without it, a DIR\n"
@@ -420,6 +423,8 @@ typedef struct {
   double faultAt;      /* "fault injected ... at t=": wall time; 0 = none seen */
   char rankDeath[320]; /* mpirun's words on a rank that died ("rank 1 on node x ..."), or "" */
   char error[512];     /* the first "piper: error: ..." line (without the prefix), or "" */
+  int64_t deadRank;    /* the rank mpirun saw die, or the fault injected's; -1 = unknown */
+  bool lost;           /* the fault injected said its rank does not come back */
   bool stalled;        /* ended by --stall-timeout */
   double endedAt;      /* wall time mpirun was seen to end */
 } Job;
@@ -437,8 +442,10 @@ static void jobScanLine(Job *j, const char *line) {
     return;
   }
   if ((p = strstr(line, "piper: fault injected: "))) {
-    const char *t = strstr(p, " at t=");
+    const char *t = strstr(p, " at t="), *r = strstr(p, " (rank ");
     if (t) j->faultAt = strtod(t + 6, NULL);
+    if (r && j->deadRank < 0) j->deadRank = strtoll(r + 7, NULL, 10);
+    if (strstr(p, "does not come back")) j->lost = true;
     return;
   }
   if (!j->error[0] && (p = strstr(line, "piper: error: "))) {
@@ -456,6 +463,7 @@ static void jobScanLine(Job *j, const char *line) {
       if (!how) how = strstr(p, " exited ");
       snprintf(j->rankDeath, sizeof j->rankDeath, "rank %lld on %s%s", rank, node,
                how ? how : " died");
+      if (rank >= 0) j->deadRank = rank;
       size_t n = strlen(j->rankDeath);
       while (n && (j->rankDeath[n - 1] == '.' || j->rankDeath[n - 1] == '\n'))
         j->rankDeath[--n] = 0;
@@ -517,8 +525,11 @@ static double ringLatest(const char *dir) {
 
 /* The supervisor's settings. */
 typedef struct {
-  const char *np;        /* -np N, as given */
-  int64_t ranks;         /* N */
+  const char *np;        /* -np of the next job: N as given, then npBuf */
+  int64_t ranks;         /* the next job's ranks: N, fewer after a rank is lost for good */
+  int64_t firstRanks;    /* N */
+  int64_t minRanks;      /* --min-ranks M (N when not given) */
+  char npBuf[24];        /* the text of ranks once it shrank */
   const char *hostfile;  /* --hostfile; NULL = none */
   int64_t maxRestarts;   /* --max-restarts */
   const char *ckptDir;   /* the ring: --checkpoint-dir or the plan's; NULL = none */
@@ -532,7 +543,7 @@ typedef struct {
  * finish the step, save and exit); after --grace s mpirun gets SIGTERM, 10 s later the job's
  * process group SIGKILL. --stall-timeout takes the SIGTERM path at once. */
 static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
-  *j = (Job){.lastStep = -1, .firstStep = -1};
+  *j = (Job){.lastStep = -1, .firstStep = -1, .deadRank = -1};
   Argv a = {0};
   argvPush(&a, c->mpirun);
   argvPush(&a, "--allow-run-as-root");
@@ -659,6 +670,51 @@ static void jobDescribe(const Job *j, char *out, size_t cap) {
   }
 }
 
+/* ---- losing a rank for good ---- */
+
+/* After a failed job: whether its rank is lost for good (the fault injected says so, or the
+ * same rank failed in the job before too); if so, and --min-ranks allows, the next job runs
+ * on the most ranks that are fewer, divide N (a role plan's replicas must share the
+ * compiled batches evenly) and are at least M, with one line saying so. Returns 1 when a
+ * rank is lost and no such count is left (the caller gives up), else 0. *lastDead: the
+ * failed rank, carried to the next call. */
+static int lostForGood(Config *c, const Job *j, int64_t *lastDead, const char *what) {
+  bool again = j->deadRank >= 0 && j->deadRank == *lastDead;
+  /* a smaller world the plan refused before its first step (not whole pipelines): the next
+   * smaller count, as if another rank were lost */
+  bool refused = c->ranks < c->firstRanks && j->firstStep < 0 &&
+                 strstr(j->error, "run it with mpirun -np");
+  *lastDead = j->deadRank;
+  if (((j->deadRank < 0 || (!j->lost && !again)) && !refused) || c->minRanks >= c->ranks)
+    return 0;
+  int64_t n = c->ranks - 1;
+  while (n >= c->minRanks && c->firstRanks % n) n--;
+  const char *why = refused ? "the plan refused the smaller world"
+                    : j->lost ? "its fault says it does not come back"
+                              : "it failed in two jobs in a row";
+  if (n < c->minRanks) {
+    note("giving up: %s%lld %s (%s: %s) and no count of ranks from %lld (--min-ranks) to "
+         "%lld divides -np %lld", refused ? "the plan refused " : "rank ",
+         (long long)(refused ? c->ranks : j->deadRank),
+         refused ? "ranks" : "is lost for good", why, what,
+         (long long)c->minRanks, (long long)(c->ranks - 1), (long long)c->firstRanks);
+    return 1;
+  }
+  if (refused)
+    note("the plan cannot run on %lld ranks (%s); trying %lld of %lld ranks (--min-ranks "
+         "%lld)", (long long)c->ranks, what, (long long)n, (long long)c->firstRanks,
+         (long long)c->minRanks);
+  else
+    note("rank %lld is lost for good (%s); continuing on %lld of %lld ranks (--min-ranks "
+         "%lld)", (long long)j->deadRank, why, (long long)n, (long long)c->firstRanks,
+         (long long)c->minRanks);
+  c->ranks = n;
+  snprintf(c->npBuf, sizeof c->npBuf, "%lld", (long long)n);
+  c->np = c->npBuf;
+  *lastDead = -1; /* the ranks are renumbered */
+  return 0;
+}
+
 /* ---- the command line ---- */
 
 static int64_t argCount(const char *flag, const char *v, int64_t lo) {
@@ -768,11 +824,11 @@ int main(int argc, char **argv) {
     die(EXIT_USAGE, "no plan to run: command line; give it after '--': piper-run -np N -- "
         "./plan [flags]");
   if (!c.np) die(EXIT_USAGE, "-np N is missing: command line; give the plan's device count");
-  if (minRanks >= 0 && minRanks != c.ranks)
-    die(EXIT_USAGE, "--min-ranks %lld: restarting on fewer ranks than -np %lld is not "
-        "implemented (role plans take their replica count at compile time): command line; "
-        "pass --min-ranks %lld or leave it out", (long long)minRanks, (long long)c.ranks,
-        (long long)c.ranks);
+  if (minRanks > c.ranks)
+    die(EXIT_USAGE, "--min-ranks %lld is more than -np %lld: command line; give at most "
+        "%lld", (long long)minRanks, (long long)c.ranks, (long long)c.ranks);
+  c.firstRanks = c.ranks;
+  c.minRanks = minRanks >= 0 ? minRanks : c.ranks;
   Plan p = {.prog = argv[k + 1], .args = argv + k + 2, .nargs = argc - k - 2};
   planRead(&p);
   if (dirFlag && p.ckptDir && strcmp(dirFlag, p.ckptDir))
@@ -809,6 +865,7 @@ int main(int argc, char **argv) {
 
   catchStopSignals();
   double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
+  int64_t lastDead = -1;  /* the rank the previous job's fault was on; -1 = none known */
   int64_t redo = 0;       /* steps of the failed job that the next one runs again */
   for (int64_t restarts = 0;; restarts++) {
     if (stopSignal) { /* it came between two jobs: start no other */
@@ -840,8 +897,12 @@ int main(int argc, char **argv) {
       return 128 + stopSignal;
     }
     if (code == 0 && !j.stalled) {
-      note("finished: step %lld of %lld, after %lld restart%s", (long long)end,
-           (long long)end, (long long)restarts, restarts == 1 ? "" : "s");
+      char on[64] = "";
+      if (c.ranks != c.firstRanks)
+        snprintf(on, sizeof on, ", on %lld of %lld ranks", (long long)c.ranks,
+                 (long long)c.firstRanks);
+      note("finished: step %lld of %lld, after %lld restart%s%s", (long long)end,
+           (long long)end, (long long)restarts, restarts == 1 ? "" : "s", on);
       return EXIT_OK;
     }
     if (code == 2 && j.firstStep < 0 && !j.faultAt && !j.rankDeath[0] && !j.stalled) {
@@ -876,6 +937,7 @@ int main(int argc, char **argv) {
              "piper-run --resume", newest, (long long)in.step, (long long)end);
       return EXIT_GAVE_UP;
     }
+    if (lostForGood(&c, &j, &lastDead, what) != 0) return EXIT_GAVE_UP;
     from = NULL;
     fromStep = start;
     double since = startedAt;

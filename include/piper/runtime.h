@@ -97,7 +97,10 @@ void prt_declare_group_family(prt_ctx *ctx, int64_t group, int64_t n, const int6
                               int64_t stride);
 /* Plans per role (--piper-extract): role p runs on the count[p] devices start[p] +
  * k * stride[p], k = 0 .. count[p]-1 (its replica index). Finds this rank's (role, k) once,
- * O(roles); a rank no role covers gets role -1 (runs nothing; prt_main's world check stops it). */
+ * O(roles); a rank no role covers gets role -1 (runs nothing; prt_main's world check stops it).
+ * On fewer ranks than the plan's devices (MPI), rank r' * roles + p runs role p for the
+ * replicas r' * k .. r' * k + k - 1 where that divides evenly (runtime/elastic.c), else the
+ * world check says why not. */
 void prt_declare_roles(prt_ctx *ctx, int64_t nroles, const int64_t *start, const int64_t *stride,
                        const int64_t *count);
 /* This rank's role (-1 before prt_declare_roles or outside every role). */

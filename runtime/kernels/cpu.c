@@ -325,6 +325,7 @@ prt_adam_scalars prt_adam_scalars_of(const prt_ctx *ctx, float beta1, float beta
 void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                float beta1, float beta2, float eps, int32_t decay) {
   prt_comm_progress();
+  if (prt_elastic_dry(ctx)) return; /* an elastic step updates in its last pass only */
   prt_adam_scalars a = prt_adam_scalars_of(ctx, beta1, beta2, eps);
   beta1 = a.beta1;
   beta2 = a.beta2;

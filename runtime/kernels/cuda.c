@@ -404,6 +404,7 @@ void prt_cuda_cross_entropy_bwd(float *dlogits, const float *probs, const int32_
  * float where torch's kernels see them), then one thread per element. */
 void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                     float beta1, float beta2, float eps, int32_t decay) {
+  if (prt_elastic_dry(ctx)) return; /* an elastic step updates in its last pass only */
   prt_adam_scalars a = prt_adam_scalars_of(ctx, beta1, beta2, eps);
   void *args[] = {&p,      &g,        &m,        &v,          &n,
                   &a.beta1, &a.beta2, &a.eps,    &a.keep,     &a.one_minus_b1,

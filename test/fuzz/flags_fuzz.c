@@ -3,7 +3,8 @@
  * Input: the arguments, separated by NUL bytes (argv[0] is supplied). Whatever they are, the
  * parse must return without crashing, touching a file or printing, and a refusal must say
  * why with exit code 2 (a bad command line); an accepted command line must hold values the
- * rest of the run relies on (steps and counts not negative, log_every at least 1). */
+ * rest of the run relies on (steps and counts not negative, log_every at least 1, a
+ * --save-dtype the writer has a converter for). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   prt_status st = {0};
   if (prt_parse_args(argc, argv, &o, &st) != 0) {
     if (st.code != 2 || !st.msg[0]) abort(); /* a refusal is a bad command line, said */
-  } else if (o.steps < 0 || o.ckpt_every < 0 || o.log_every < 1 || !(o.timeout >= 0)) {
+  } else if (o.steps < 0 || o.ckpt_every < 0 || o.log_every < 1 || !(o.timeout >= 0) ||
+             !o.save_dtype || !o.save_dtype->store) { /* the final save's dtype is writable */
     abort(); /* accepted, but a value the run would misuse */
   }
   free(text);

@@ -5,10 +5,12 @@ File layout:
 Header: {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
          optional "__metadata__": {str: str}}; offsets are relative to the buffer start.
 
-Tensors are exchanged as dict name -> torch.float32 tensor. write() emits F32 only,
-tensors in sorted-name order, header padded with spaces to a multiple of 8 bytes
-(like the reference implementation). read() accepts F32 (and F64/F16/BF16/integer
-dtypes, converted to float32 unless keep_dtype=True).
+Tensors are exchanged as dict name -> torch.float32 tensor. write() emits F32 unless told
+otherwise (dtype="BF16", or a dict name -> dtype: BF16, F16, F32, F64, I8, ...: each tensor
+converted by torch's .to(), so BF16 rounds to nearest even and a tensor already of that torch
+dtype keeps its bits), tensors in sorted-name order, header padded with spaces to a multiple
+of 8 bytes (like the reference implementation). read() accepts F32 (and F64/F16/BF16/integer
+dtypes, converted to float32 unless keep_dtype=True; BF16 comes back as float32 either way).
 """
 import json
 import struct
@@ -71,16 +73,33 @@ def read(path, with_metadata=False, keep_dtype=False):
     return (out, meta) if with_metadata else out
 
 
-def write(path, tensors, metadata=None):
-    """Write {name: tensor} as F32 safetensors. metadata: optional {str: str}."""
+# safetensors dtype -> torch dtype write() converts to (BF16's bytes are its int16 view)
+_TORCH_DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16,
+                 "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32,
+                 "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8}
+
+
+def _tensor_bytes(t, dt):
+    """(shape, little-endian bytes) of tensor t as safetensors dtype dt"""
+    t = t.detach().cpu().to(_TORCH_DTYPES[dt]).contiguous()
+    if dt == "BF16":  # numpy has no bfloat16: write its bits
+        t = t.view(torch.int16)
+    arr = t.numpy()
+    return list(t.shape), arr.astype(arr.dtype.newbyteorder("<")).tobytes()  # keeps 0-d
+
+
+def write(path, tensors, metadata=None, dtype="F32"):
+    """Write {name: tensor} as safetensors. metadata: optional {str: str}. dtype: one
+    safetensors dtype for every tensor, or {name: dtype} (names not in it: F32)."""
     header = {}
     blobs = []
     off = 0
     for name in sorted(tensors):
-        t = tensors[name]
-        arr = np.array(t.detach().cpu().to(torch.float32).numpy(), dtype="<f4", order="C")  # keeps 0-d
-        data = arr.tobytes()
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [off, off + len(data)]}
+        dt = dtype.get(name, "F32") if isinstance(dtype, dict) else dtype
+        if dt not in _TORCH_DTYPES:
+            raise ValueError(f"write {path}: tensor {name!r}: unknown dtype {dt}")
+        shape, data = _tensor_bytes(tensors[name], dt)
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(data)]}
         blobs.append(data)
         off += len(data)
     if metadata:

@@ -740,10 +740,56 @@ static void test_checkpoints(void) {
   end();
 
   begin("checkpoint_wrong_dtype");
+  /* I8 and F64 are not read (the message names the tensor, the dtype and the file); BF16 and
+   * F16 are, when their bytes are 2 per element */
   write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]},"
-                  "\"b\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[48,56]},"
-                  "\"ln\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[56,72]}}", 72);
-  expect_load_error(path, "'b'", "dtype F16");
+                  "\"b\":{\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[48,52]},"
+                  "\"ln\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[52,68]}}", 68);
+  expect_load_error(path, "'b' has dtype I8", "reads F32, BF16 or F16");
+  write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]},"
+                  "\"b\":{\"dtype\":\"F64\",\"shape\":[4],\"data_offsets\":[48,80]},"
+                  "\"ln\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[80,96]}}", 96);
+  expect_load_error(path, "'b' has dtype F64", "reads F32, BF16 or F16");
+  write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]},"
+                  "\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[48,64]},"
+                  "\"ln\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[64,80]}}", 80);
+  expect_load_error(path, "'b' spans 16 bytes", "BF16 [4] needs 8");
+  const char *half[] = {"BF16", "F16"};
+  for (int k = 0; k < 2; k++) {
+    char hdr[400];
+    snprintf(hdr, sizeof hdr, "{\"w\":{\"dtype\":\"%s\",\"shape\":[3,4],\"data_offsets\":"
+             "[0,24]},\"b\":{\"dtype\":\"%s\",\"shape\":[4],\"data_offsets\":[24,32]},"
+             "\"ln\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[32,48]}}", half[k],
+             half[k]);
+    write_raw(path, hdr, 48);
+    if (try_load(path, msg, sizeof msg)) fail("a %s checkpoint did not load: %s", half[k], msg);
+  }
+  end();
+
+  begin("half_conversions");
+  /* bit patterns against values worked out by hand (the e2e test checkpoint-bf16.test checks
+   * every BF16 and F16 pattern against PyTorch) */
+  struct { uint16_t h; float f; } f16[] = {
+      {0x3C00, 1.0f}, {0xC000, -2.0f}, {0x7BFF, 65504.0f}, {0x0001, 0x1p-24f},
+      {0x03FF, 1023 * 0x1p-24f}, {0x0400, 0x1p-14f}, {0x8000, -0.0f}, {0x7C00, INFINITY},
+      {0xFC00, -INFINITY}};
+  for (size_t i = 0; i < sizeof f16 / sizeof f16[0]; i++) {
+    float got = prt_f16_to_f32(f16[i].h);
+    if (memcmp(&got, &f16[i].f, 4)) fail("F16 0x%04X -> %a, want %a", f16[i].h, got, f16[i].f);
+  }
+  if (!isnan(prt_f16_to_f32(0x7E01))) fail("F16 NaN 0x7E01 is not a NaN");
+  if (prt_bf16_to_f32(0x3F81) != 1.0078125f) fail("BF16 0x3F81 is not 1.0078125");
+  /* fp32 -> BF16, ties to even: 1+2^-8 is halfway between 0x3F80 (even) and 0x3F81 */
+  struct { uint32_t u; uint16_t h; } rne[] = {
+      {0x3F808000, 0x3F80}, {0x3F818000, 0x3F82}, {0x3F808001, 0x3F81}, {0x3F807FFF, 0x3F80},
+      {0xBF818000, 0xBF82}, {0x7F7FFFFF, 0x7F80}, {0x7F800000, 0x7F80}, {0x7FC00001, 0x7FC0},
+      {0xFFFFFFFF, 0x7FC0}};
+  for (size_t i = 0; i < sizeof rne / sizeof rne[0]; i++) {
+    float f;
+    memcpy(&f, &rne[i].u, 4);
+    if (prt_f32_to_bf16(f) != rne[i].h)
+      fail("fp32 0x%08X -> BF16 0x%04X, want 0x%04X", rne[i].u, prt_f32_to_bf16(f), rne[i].h);
+  }
   end();
 
   begin("checkpoint_extra_tensor");

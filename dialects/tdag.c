@@ -220,28 +220,50 @@ static bool checkSizes(Verifier *v, MlirOperation op) {
   return true;
 }
 
+/* True for a ranked tensor of bf16. */
+static bool tensorIsBf16(MlirType t) {
+  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
+}
+
+/* Whether the bf16 policy (ops.h bf16Results) lets float operand #i / result #i of `op` be
+ * bf16: an activation read by a kernel (every kernel widens it) but never what the optimizer
+ * updates or a bucket packs, which hold fp32 master weights and gradients; a result only where
+ * the row stores it so, or a sum (likeOperand0) of bf16 values. */
+static bool bf16Allowed(const PiperOpFacts *f, MlirOperation op, bool result, intptr_t i) {
+  if (!result)
+    return f->kind != PIPER_OP_UPDATE && f->kind != PIPER_OP_BUFFER && f->kind != PIPER_OP_IO &&
+           !piperFactsFp32Operand(f, i);
+  if (piperFactsBf16Result(f, i)) return true;
+  if (!f->likeOperand0) return false;
+  for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k)
+    if (tensorIsBf16(operandType(op, k))) return true;
+  return false;
+}
+
 /* Every operand and result must be a statically shaped tensor of the element type the op's row
- * names (f32, or i32 for its i32Operands, an i32 resultElem and its i32Results), of a size int64 can count. */
+ * names (f32, or i32 for its i32Operands, an i32 resultElem and its i32Results; bf16 in place
+ * of f32 where bf16Allowed), of a size int64 can count. */
 static bool checkElementTypes(Verifier *v, MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
-  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
-    MlirType t = operandType(op, i);
-    bool wantI32 = i < 8 && ((f->i32Operands >> i) & 1);
-    if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
-        (wantI32 ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
-      fail(v, op, "operand #%d must be a statically shaped tensor of %s, got %s", (int)i,
-           wantI32 ? "i32" : "f32", typeStr(t));
-      return false;
-    }
-  }
-  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
-    MlirType t = resultType(op, i);
-    bool wantI32 = f->resultElem == PIPER_ELEM_I32 || (i < 8 && ((f->i32Results >> i) & 1));
-    if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
-        (wantI32 ? !piperTensorIsI32(t) : !piperTensorIsF32(t))) {
-      fail(v, op, "result #%d must be a statically shaped tensor of %s, got %s", (int)i,
-           wantI32 ? "i32" : "f32", typeStr(t));
-      return false;
+  for (int res = 0; res < 2; ++res) {
+    intptr_t n = res ? mlirOperationGetNumResults(op) : mlirOperationGetNumOperands(op);
+    for (intptr_t i = 0; i < n; ++i) {
+      MlirType t = res ? resultType(op, i) : operandType(op, i);
+      bool wantI32 = res ? f->resultElem == PIPER_ELEM_I32 || (i < 8 && ((f->i32Results >> i) & 1))
+                         : i < 8 && ((f->i32Operands >> i) & 1);
+      bool bf16 = !wantI32 && tensorIsBf16(t);
+      if (bf16 && mlirShapedTypeHasStaticShape(t) && !bf16Allowed(f, op, res, i)) {
+        fail(v, op, "%s #%d is %s, but the bf16 policy keeps it in f32 (a master weight, "
+             "moment, weight gradient, statistic or loss: include/piper/ops.h bf16Results)",
+             res ? "result" : "operand", (int)i, typeStr(t));
+        return false;
+      }
+      if (!mlirTypeIsARankedTensor(t) || !mlirShapedTypeHasStaticShape(t) ||
+          (wantI32 ? !piperTensorIsI32(t) : !piperTensorIsF32(t) && !bf16)) {
+        fail(v, op, "%s #%d must be a statically shaped tensor of %s, got %s",
+             res ? "result" : "operand", (int)i, wantI32 ? "i32" : "f32", typeStr(t));
+        return false;
+      }
     }
   }
   return checkSizes(v, op);

@@ -63,6 +63,14 @@ static void setHandle(Lowering *L, MlirOperation op, MlirValue h) {
   piperPtrMapPut(&L->handleOf, token.ptr, (intptr_t)h.ptr);
 }
 
+/* The count a transfer of tensor type `t` passes: the runtime moves 4-byte words (its MPI
+ * datatype is a float), so a bf16 tensor (--precision bf16) travels as half as many words,
+ * rounded up (arena buffers are ALIGN-rounded, so the last word is there). f32 and i32: numel,
+ * as before. */
+static int64_t words(MlirType t) {
+  return (piperTensorNumel(t) * piperTensorElementBytes(t) + 3) / 4;
+}
+
 /* One comm op -> its runtime call(s). */
 void lwLowerComm(Lowering *L, MlirOperation op) {
   LlvmBuilder *b = &L->lb;
@@ -91,7 +99,7 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
       MlirValue affine[3] = {L->ctxArg, peer, lwI64(L, piperGetIntAttr(op, "peer_stride", 0))};
       peer = lbCall(b, "prt_replica_affine", b->i64, 3, affine);
     }
-    MlirValue args[6] = {L->ctxArg, buf, lwI64(L, piperTensorNumel(t)), peer,
+    MlirValue args[6] = {L->ctxArg, buf, lwI64(L, words(t)), peer,
                          lwI64(L, piperGetIntAttr(op, "tag", 0)), lwI64(L, lwStreamOf(L, op))};
     MlirValue h = lbCall(b, send ? "prt_isend" : "prt_irecv", b->i64, 6, args);
     setHandle(L, op, h);
@@ -137,9 +145,23 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     }
   } else if (piperOpIs(op, "comm.all_to_all")) {
     /* comm.all_to_all(x) -> h = prt_iall_to_all(ctx, x, out, n, group, stream): block k of x
-     * to member k, block s of out from member s; wait at the first use of out */
+     * to member k, block s of out from member s; wait at the first use of out. n is in words
+     * (see words): a bf16 block must be whole words. */
+    MlirType x = lwInType(op, 0);
+    MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
+    int64_t members = mlirAttributeIsAArray(g) ? mlirArrayAttrGetNumElements(g) : 1;
+    if (piperTensorElementBytes(x) != 4 && members > 0 &&
+        (piperTensorNumel(x) * piperTensorElementBytes(x)) % (4 * members)) {
+      piperEmitErrorf(mlirOperationGetLocation(op),
+                      "piper-lower-to-llvm: this all-to-all's %lld bf16 elements do not split "
+                      "into %lld blocks of whole 4-byte words, which the runtime moves; use an "
+                      "even number of elements per member (e.g. an even hidden size)",
+                      (long long)piperTensorNumel(x), (long long)members);
+      L->failed = true;
+      return;
+    }
     MlirValue args[6] = {L->ctxArg, lwIn(L, op, 0), lwOut(L, op, 0),
-                         lwI64(L, piperTensorNumel(lwInType(op, 0))), lwI64(L, lwGroupOf(L, op)),
+                         lwI64(L, words(x)), lwI64(L, lwGroupOf(L, op)),
                          lwI64(L, lwStreamOf(L, op))};
     setHandle(L, op, lbCall(b, "prt_iall_to_all", b->i64, 6, args));
   } else if (piperOpIs(op, "comm.all_reduce")) {

@@ -2,6 +2,7 @@
  * (lower_to_llvm.c): the pointer of a tensor value, constants, and calls of runtime functions,
  * a kernel's checked against the kernel list (include/piper/kernels.def). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lowering/lowering.h"
@@ -16,6 +17,8 @@ enum { MAX_PARAMS = 16 };
 #define F32_IN(p) 'p'
 #define I32_OUT(p) 'p'
 #define I32_IN(p) 'p'
+#define BF16_OUT(p) 'p'
+#define BF16_IN(p) 'p'
 #define CTX_P(c) 'p'
 #define I64_V(v) 'l'
 #define F32_V(v) 'f'
@@ -29,6 +32,8 @@ static const char kernelParams[PRT_K_COUNT][MAX_PARAMS] = {
 #define F32_IN(p) 'p'
 #define I32_OUT(p) 'p'
 #define I32_IN(p) 'p'
+#define BF16_OUT(p) 'p'
+#define BF16_IN(p) 'p'
 #define CTX_P(c) 'p'
 #define I64_V(v) 'l'
 #define F32_V(v) 'f'
@@ -58,10 +63,13 @@ MlirValue lwPtrOf(Lowering *L, MlirValue v) {
   return view ? lbOffset(&L->lb, base, offset) : base;
 }
 
+/* An operand or result the current op converts reads or writes its fp32 scratch. */
 MlirValue lwIn(Lowering *L, MlirOperation op, intptr_t i) {
+  if (mlirOperationEqual(L->conv.op, op) && L->conv.in[i].ptr) return L->conv.in[i];
   return lwPtrOf(L, mlirOperationGetOperand(op, i));
 }
 MlirValue lwOut(Lowering *L, MlirOperation op, intptr_t i) {
+  if (mlirOperationEqual(L->conv.op, op) && L->conv.out[i].ptr) return L->conv.out[i];
   return lwPtrOf(L, mlirOperationGetResult(op, i));
 }
 MlirValue lwI64(Lowering *L, int64_t v) { return lbConstI64(&L->lb, v); }
@@ -110,4 +118,58 @@ void lwCallKernel(Lowering *L, MlirOperation at, prt_kernel_id k, intptr_t n,
     return;
   }
   lwCall(L, fn, n, args);
+}
+
+/* Scratch for `v` (fp32, numel elements) at *at in the arena's scratch; moves *at past it. */
+static MlirValue scratchFor(Lowering *L, MlirValue v, int64_t *at) {
+  MlirValue p = lbOffset(&L->lb, L->arena, L->scratchAt + *at);
+  *at += lwRoundUp(piperTensorNumel(mlirValueGetType(v)) * 4);
+  return p;
+}
+
+/* The conversion kernel k (bf16_widen, bf16_round, bf16_narrow) of n elements, src -> dst. */
+static void convert(Lowering *L, MlirOperation op, prt_kernel_id k, MlirValue dst, MlirValue src,
+                    MlirValue v) {
+  MlirValue args[3] = {dst, src, lwI64(L, piperTensorNumel(mlirValueGetType(v)))};
+  lwCallKernel(L, op, k, 3, args);
+}
+
+/* The same offsets as conversionBytes (memory_plan.c) reserved, operands then results. */
+void lwConvertBegin(Lowering *L, MlirOperation op) {
+  intptr_t nIn = mlirOperationGetNumOperands(op), nOut = mlirOperationGetNumResults(op);
+  bool any = false;
+  for (intptr_t i = 0; i < nIn && !any; ++i) any = lwConversionOf(L, op, false, i) != LW_CONV_NONE;
+  for (intptr_t r = 0; r < nOut && !any; ++r) any = lwConversionOf(L, op, true, r) != LW_CONV_NONE;
+  if (!any) return;
+  L->conv.op = op;
+  L->conv.in = calloc((size_t)nIn + 1, sizeof *L->conv.in);
+  L->conv.out = calloc((size_t)nOut + 1, sizeof *L->conv.out);
+  if (!L->conv.in || !L->conv.out) {
+    fprintf(stderr, "piper: error: out of memory lowering a bf16 conversion\n");
+    exit(1);
+  }
+  int64_t at = 0;
+  for (intptr_t i = 0; i < nIn; ++i) {
+    LwConversion c = lwConversionOf(L, op, false, i);
+    if (c == LW_CONV_NONE) continue;
+    MlirValue v = mlirOperationGetOperand(op, i), own = lwPtrOf(L, v);
+    L->conv.in[i] = scratchFor(L, v, &at);
+    convert(L, op, c == LW_CONV_WIDEN ? PRT_K_bf16_widen : PRT_K_bf16_round, L->conv.in[i], own,
+            v);
+  }
+  for (intptr_t r = 0; r < nOut; ++r)
+    if (lwConversionOf(L, op, true, r) == LW_CONV_NARROW)
+      L->conv.out[r] = scratchFor(L, mlirOperationGetResult(op, r), &at);
+}
+
+void lwConvertEnd(Lowering *L, MlirOperation op) {
+  if (!mlirOperationEqual(L->conv.op, op)) return;
+  for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+    if (!L->conv.out[r].ptr) continue;
+    MlirValue v = mlirOperationGetResult(op, r);
+    convert(L, op, PRT_K_bf16_narrow, lwPtrOf(L, v), L->conv.out[r], v);
+  }
+  free(L->conv.in);
+  free(L->conv.out);
+  L->conv = (Conversions){{NULL}, NULL, NULL};
 }

@@ -9,9 +9,11 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 
-/* The call of op's kernel (its op-facts row's) with these n arguments. */
+/* The call of op's kernel (its op-facts row's; under the bf16 policy its bf16Kernel where it
+ * names one) with these n arguments. */
 static void call(Lowering *L, MlirOperation op, intptr_t n, const MlirValue *args) {
-  lwCallKernel(L, op, piperOpFacts(op)->kernel, n, args);
+  const PiperOpFacts *f = piperOpFacts(op);
+  lwCallKernel(L, op, L->bf16 && f->bf16Kernel ? f->bf16Kernel : f->kernel, n, args);
 }
 
 static MlirType resultType(MlirOperation op, intptr_t r) {
@@ -415,6 +417,7 @@ static void lowerMoeCombine(Lowering *L, MlirOperation op, bool grad) {
 void lwLowerCompute(Lowering *L, MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
   if (!lwKernelOf(L->shared, op)) return;
+  lwConvertBegin(L, op); /* bf16 operands and results: fp32 scratch around the call */
   switch (f->id) {
   case PIPER_TDAG_PACK_INTO: lowerPackInto(L, op); break;
   case PIPER_TDAG_OUTPUT: lowerOutput(L, op); break;
@@ -463,6 +466,7 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
   case PIPER_TDAG_NODE: /* refused by the pass before lowering */
     break;
   }
+  lwConvertEnd(L, op);
 }
 
 

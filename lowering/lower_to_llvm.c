@@ -372,6 +372,9 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   L.func = func;
   L.shared = shared;
   L.role = !mlirAttributeIsNull(mlirOperationGetAttributeByName(func, piperStr("piper.role")));
+  char precision[8];
+  L.bf16 = piperGetStringAttr(moduleOp, "piper.precision", precision, sizeof precision) &&
+           !strcmp(precision, "bf16");
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {

@@ -2,7 +2,8 @@
  * communicator groups and streams, and the state of lowering one device function.
  * Each file uses only those above it in this list, so the calls between them form no circle:
  *   target.c         the target records (include/piper/target.h) and their kernel columns
- *   memory_plan.c    liveness-based arena layout, ZeRO shard geometry
+ *   memory_plan.c    liveness-based arena layout, ZeRO shard geometry, the bf16 conversions
+ *                    each kernel call needs and their scratch
  *   lower_common.c   piper_step's helpers: pointers to values, constants, kernel calls
  *   lower_compute.c  tdag op -> runtime kernel call
  *   lower_comm.c     comm op -> nonblocking runtime transfer; comm.wait -> prt_wait
@@ -47,6 +48,24 @@ typedef struct {
                                 piper_setup calls first (include/piper/target.h) */
 } Shared;
 
+/* How a kernel's operand or result crosses the bf16 policy's boundary (passes/precision.c):
+ * every kernel computes in fp32, so a bf16 operand is widened into fp32 scratch, a matmul's
+ * fp32 weight rounded to bf16 values in fp32 scratch, and a bf16 result written by the kernel
+ * into fp32 scratch then narrowed into its buffer. */
+typedef enum {
+  LW_CONV_NONE,   /* the kernel reads or writes the value's own buffer */
+  LW_CONV_WIDEN,  /* bf16 operand -> prt_bf16_widen into scratch before the call */
+  LW_CONV_ROUND,  /* fp32 matmul weight -> prt_bf16_round into scratch before the call */
+  LW_CONV_NARROW, /* bf16 result: the kernel writes scratch, prt_bf16_narrow after it */
+} LwConversion;
+
+/* The fp32 scratch of the op whose kernel call is being built (lwConvertBegin/End). */
+typedef struct {
+  MlirOperation op;    /* that op, or null between ops */
+  MlirValue *in, *out; /* per operand / result: its scratch pointer, or null (own buffer);
+                          owned, sized by the op's operand / result counts */
+} Conversions;
+
 typedef struct {
   MlirOperation func;   /* the tdag function being lowered */
   Shared *shared;       /* groups and streams of the module */
@@ -68,6 +87,11 @@ typedef struct {
   bool role;            /* a plan per role (piper.role): k-dependent values are read at run
                            time from the rank's replica index (prt_replica_affine) */
   bool failed;          /* a kernel call was refused (lwCallKernel); its diagnostic is out */
+  bool bf16;            /* the module's piper.precision is "bf16": matmul weights are rounded */
+  int64_t workspace;    /* bytes of fp32 scratch at arena offset scratchAt: the most one op's
+                           conversions need (counted in arenaBytes, not as activations) */
+  int64_t scratchAt;    /* where the scratch starts: the end of the planned tensors */
+  Conversions conv;     /* the current op's scratch pointers */
 } Lowering;
 
 /* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:
@@ -90,6 +114,8 @@ Shard lwShardOf(MlirOperation op, int64_t n);
 void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, MlirValue *offset,
                    MlirValue *len);
 int64_t lwGatherElems(MlirOperation op);
+/* The conversion operand (result = false) or result #i of `op` needs at its kernel call. */
+LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i);
 bool lwIsShardedParam(MlirValue v);
 
 /* The type of operand i of op. */
@@ -119,6 +145,11 @@ void lwCallKernel(Lowering *L, MlirOperation at, prt_kernel_id k, intptr_t n,
 int64_t lwStreamOf(Lowering *L, MlirOperation op);
 int64_t lwGroupOf(Lowering *L, MlirOperation op);
 void lwLowerCompute(Lowering *L, MlirOperation op);
+/* Around one op's kernel call(s): widen / round its operands into scratch (lwIn then returns
+ * the scratch) and give its bf16 results scratch (lwOut); then narrow those into their
+ * buffers. No-ops for an op that converts nothing (every op of an fp32 plan). */
+void lwConvertBegin(Lowering *L, MlirOperation op);
+void lwConvertEnd(Lowering *L, MlirOperation op);
 /* The --grad-clip norm term of one tdag.adamw (see lower_compute.c). */
 void lwLowerGradSq(Lowering *L, MlirOperation op);
 void lwLowerComm(Lowering *L, MlirOperation op);

@@ -115,6 +115,39 @@ bool lwIsShardedParam(MlirValue v) {
                                                                piperStr("shards")));
 }
 
+static bool isBf16Tensor(MlirType t) {
+  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
+}
+
+LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f || f->kernel <= PRT_K_NONE || f->kernel >= PRT_K_COUNT ||
+      !L->shared->target->kernels[f->kernel])
+    return LW_CONV_NONE; /* storage, comm: no kernel call to convert around */
+  MlirType t = mlirValueGetType(result ? mlirOperationGetResult(op, i)
+                                       : mlirOperationGetOperand(op, i));
+  if (isBf16Tensor(t)) return result ? LW_CONV_NARROW : LW_CONV_WIDEN;
+  if (!result && L->bf16 && piperTensorIsF32(t) && piperFactsBf16RoundOperand(f, i))
+    return LW_CONV_ROUND;
+  return LW_CONV_NONE;
+}
+
+/* fp32 scratch bytes op's conversions take at once (each value ALIGN-rounded); -1 on
+ * overflow. */
+static int64_t conversionBytes(const Lowering *L, MlirOperation op) {
+  int64_t total = 0;
+  for (int res = 0; res < 2; ++res) {
+    intptr_t n = res ? mlirOperationGetNumResults(op) : mlirOperationGetNumOperands(op);
+    for (intptr_t i = 0; i < n; ++i) {
+      if (lwConversionOf(L, op, res, i) == LW_CONV_NONE) continue;
+      MlirValue v = res ? mlirOperationGetResult(op, i) : mlirOperationGetOperand(op, i);
+      int64_t bytes = arenaBytesOf(piperTensorNumel(mlirValueGetType(v)), 4);
+      if (bytes < 0 || !piperAddI64(total, bytes, &total)) return -1;
+    }
+  }
+  return total;
+}
+
 /* Gives every result a Buffer: declared tensors get ids, the rest arena offsets. */
 /* Weight gradients and what carries them (sums, buckets, reductions, transfers); what is
  * neither a parameter nor one of these is an activation or an activation's gradient. */
@@ -231,6 +264,15 @@ bool lwPlanMemory(Lowering *L) {
     }
   }
   free(dying);
+  /* the conversions' fp32 scratch after the tensors: one op's at a time, as kernels run one
+   * at a time (transfers read and write tensors' own buffers, never scratch) */
+  for (size_t i = 0; i < L->nOps && !live.overflow; ++i) {
+    int64_t w = conversionBytes(L, L->ops[i]);
+    if (w < 0) live.overflow = true;
+    else if (w > L->workspace) L->workspace = w;
+  }
+  L->scratchAt = L->arenaBytes;
+  if (!piperAddI64(L->arenaBytes, L->workspace, &L->arenaBytes)) live.overflow = true;
   free(live.offset);
   free(live.bytes);
   free(live.owner);

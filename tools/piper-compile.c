@@ -24,7 +24,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: piper-compile MODEL.mlir -o OUTPUT [--strategy FILE] [--emit=exe|obj|asm|ll|mlir]\n"
           "                     [--target cpu|cuda] [--gpu-arch sm_NN] [--emit-ptx FILE]\n"
-          "                     [--emit-gpu-mlir FILE]\n"
+          "                     [--emit-gpu-mlir FILE] [--precision fp32|bf16]\n"
           "Compiles a tdag model (forward graph, or a training graph already built by\n"
           "--piper-autodiff) into a training binary linked with libpiper_rt.\n\n"
           "  -o OUTPUT      the file to write (required)\n"
@@ -40,6 +40,10 @@ static void usage(FILE *out) {
           "  --emit-ptx F   with --target cuda: also write the plan's device kernels as PTX\n"
           "                 (-o is then optional)\n"
           "  --emit-gpu-mlir F  with --target cuda: write them in the gpu dialect, before NVVM\n"
+          "  --precision P  fp32 (default) or bf16: mixed precision, activations and their\n"
+          "                 gradients stored in bf16, matmul weights rounded to bf16, fp32\n"
+          "                 master weights, optimizer state, gradients and statistics (the CPU\n"
+          "                 target emulates it exactly; README \"Mixed precision\")\n"
           "Run the binary with --help for its flags.\n");
 }
 
@@ -102,6 +106,7 @@ typedef struct {
   const char *gpuArch;        /* the PTX's sm_NN under --target cuda */
   const char *ptxOut, *gpuMlirOut; /* where the PTX / gpu-dialect kernels go, or NULL */
   const char *cc;             /* the C compiler driver that links */
+  const char *precision;      /* fp32 or bf16 (--piper-precision) */
 } Options;
 
 /* True if `flag` takes its value as the next argument and names one of the target slots. */
@@ -128,6 +133,16 @@ static int parseArg(Options *o, int argc, char **argv, int *i) {
               o->emit);
       return 2;
     }
+  } else if (!strcmp(a, "--precision") && hasValue) {
+    o->precision = argv[++*i];
+    if (strcmp(o->precision, "fp32") && strcmp(o->precision, "bf16")) {
+      fprintf(stderr, "piper-compile: error: --precision %s: expected fp32 or bf16\n",
+              o->precision);
+      return 2;
+    }
+  } else if (!strcmp(a, "--precision")) {
+    fprintf(stderr, "piper-compile: error: --precision needs a value (fp32 or bf16)\n");
+    return 2;
   } else if (!strcmp(a, "--strategy") && hasValue) {
     o->strategy = argv[++*i];
   } else if (isTargetFlag(a) && hasValue) {
@@ -182,8 +197,8 @@ static const PiperTarget *checkOptions(const Options *o) {
   return tgt;
 }
 
-/* autodiff -> the strategy's passes, extract and verify-plan (with --strategy) -> lowering,
- * then the device code under a GPU target. 0 on success. */
+/* autodiff -> the strategy's passes -> precision (bf16 only) -> extract and verify-plan (with
+ * --strategy) -> lowering, then the device code under a GPU target. 0 on success. */
 static int compileModule(MlirOperation op, const Options *o, const PiperTarget *tgt) {
   MlirContext ctx = mlirOperationGetContext(op);
   if (tgt != piperTargetDefault()) /* the lowering reads the target from the module */
@@ -195,6 +210,11 @@ static int compileModule(MlirOperation op, const Options *o, const PiperTarget *
     MlirPass passes[PIPER_STRATEGY_PASSES];
     int n = piperStrategyPasses(o->strategy, passes, PIPER_STRATEGY_PASSES);
     for (int k = 0; k < n; ++k) mlirPassManagerAddOwnedPass(pm, passes[k]);
+  }
+  /* after the directives, so every transfer they insert carries its value's type */
+  if (!strcmp(o->precision, "bf16"))
+    mlirPassManagerAddOwnedPass(pm, piperCreatePrecisionPass(o->precision));
+  if (o->strategy) {
     mlirPassManagerAddOwnedPass(pm, piperCreateExtractPass(NULL));
     mlirPassManagerAddOwnedPass(pm, piperCreateVerifyPlanPass(NULL));
   }
@@ -285,7 +305,7 @@ static int writeOutput(MlirOperation op, const Options *o, const PiperTarget *tg
 }
 
 int main(int argc, char **argv) {
-  Options o = {.emit = "exe", .target = "cpu", .gpuArch = "sm_80",
+  Options o = {.emit = "exe", .target = "cpu", .gpuArch = "sm_80", .precision = "fp32",
                .cc = getenv("CC") ? getenv("CC") : "cc"};
   for (int i = 1; i < argc; ++i) {
     int rc = parseArg(&o, argc, argv, &i);

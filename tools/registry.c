@@ -41,6 +41,10 @@ static const PiperPassInfo registry[] = {
      "write the global DAG (nodes, data and transfer edges, devices) to FILE as Graphviz; "
      "the IR is unchanged",
      "piper-print-dag=FILE.dot", piperCreatePrintDagPass},
+    {"piper-precision",
+     "mixed precision: with =bf16, activations and their gradients become bf16 per the op-facts "
+     "table's bf16Results (fp32: unchanged); run after the directives, before extract",
+     "piper-precision=fp32|bf16", piperCreatePrecisionPass},
     {"piper-extract", "order directives + global DAG -> one function per device, in execution "
      "order", NULL, piperCreateExtractPass},
     {"piper-verify-plan",

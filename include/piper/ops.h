@@ -160,6 +160,22 @@ typedef struct {
                                 row of its last dim (numel / last dim): the fused attention
                                 keeps each query row's log-sum-exp where the CPU keeps the
                                 T x T probabilities, so the memory plan reserves only that */
+  /* The bf16 mixed-precision policy (--piper-precision=bf16, passes/precision.c; README
+   * "Mixed precision"). An activation, or an activation's gradient, is stored in bf16; what
+   * stays fp32 (master weights, moments, weight gradients, norm statistics, the loss and its
+   * probabilities, attention's saved softmax, the router's weights and ids) is simply not
+   * named. A likeOperand0 row (add) is bf16 when what it sums is. */
+  uint8_t bf16Results;       /* bit r = result r is stored as bf16 under the bf16 policy */
+  uint8_t bf16RoundOperands; /* bit k = operand k is a matmul's weight: an fp32 operand is
+                                rounded to bf16 values before the kernel reads it */
+  bool bf16RoundTail;        /* every operand after the last one bf16RoundOperands names is
+                                rounded too: the experts' variadic weights */
+  prt_kernel_id bf16Kernel;  /* the kernel under the bf16 policy where it is not `kernel`: a
+                                fused kernel that must round its internal intermediates (the
+                                experts); PRT_K_NONE: `kernel` */
+  uint8_t fp32Operands;      /* bit k = operand k is kept fp32 under the bf16 policy, so its
+                                producer stores it fp32 whatever that producer's row says: the
+                                MoE router's scores (a linear's output) feeding moe_topk */
 } PiperOpFacts;
 
 /* The row of `op`, or NULL for an op that is not a tdag op. */
@@ -174,6 +190,26 @@ const PiperOpFacts *piperOpFactsTable(size_t *n);
 /* True if result `r` of an op with row `f` needs only numel / last dim elements on the GPU. */
 static inline bool piperFactsGpuRowResult(const PiperOpFacts *f, intptr_t r) {
   return f && r >= 0 && r < 8 && ((f->gpuRowResults >> r) & 1);
+}
+
+/* True if result `r` of an op with row `f` is stored as bf16 under the bf16 policy. */
+static inline bool piperFactsBf16Result(const PiperOpFacts *f, intptr_t r) {
+  return f && r >= 0 && r < 8 && ((f->bf16Results >> r) & 1);
+}
+
+/* True if operand `k` of an op with row `f` is kept fp32 under the bf16 policy. */
+static inline bool piperFactsFp32Operand(const PiperOpFacts *f, intptr_t k) {
+  return f && k >= 0 && k < 8 && ((f->fp32Operands >> k) & 1);
+}
+
+/* True if operand `k` of an op with row `f` is a matmul weight rounded to bf16 under the bf16
+ * policy. */
+static inline bool piperFactsBf16RoundOperand(const PiperOpFacts *f, intptr_t k) {
+  if (!f || k < 0 || !f->bf16RoundOperands) return false;
+  if (k < 8 && ((f->bf16RoundOperands >> k) & 1)) return true;
+  int last = 7;
+  while (!((f->bf16RoundOperands >> last) & 1)) last--;
+  return f->bf16RoundTail && k > last;
 }
 
 static inline bool piperFactsWeightGrad(const PiperOpFacts *f, intptr_t r) {

@@ -163,6 +163,9 @@ MlirPass piperCreateShardTensorPass(const char *arg);
 MlirPass piperCreateExtractPass(const char *arg);
 MlirPass piperCreateVerifyPlanPass(const char *arg);
 MlirPass piperCreatePrintDagPass(const char *arg);
+/* --piper-precision=fp32|bf16 (passes/precision.c): the bf16 mixed-precision policy of the
+ * op-facts table as element types; fp32 (the default) changes nothing. */
+MlirPass piperCreatePrecisionPass(const char *arg);
 
 /* ---- lowering ---- */
 /* Training graph (tdag) -> llvm dialect: piper_setup and piper_step calling libpiper_rt. */

@@ -521,9 +521,12 @@ int64_t prt_moe_block_used(const int32_t *counts, int64_t s, int64_t El) {
 
 static float prt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-void prt_moe_expert_fwd(float *out, float *hidden, const float *rows, const int32_t *counts,
-                        int64_t G, int64_t cap, int64_t El, int64_t j, const float *wg,
-                        const float *wu, const float *wd, int64_t C, int64_t Fe) {
+/* bf16: the bf16 policy's twin (kernels.def moe_expert_*_bf16): the intermediates an unfused
+ * graph stores (g, u, silu(g) u; in the backward dact, dg, du) rounded to bf16 values, as the
+ * reference (test/oracle/moe_torch.py) rounds them. */
+static void expertFwd(float *out, float *hidden, const float *rows, const int32_t *counts,
+                      int64_t G, int64_t cap, int64_t El, int64_t j, const float *wg,
+                      const float *wu, const float *wd, int64_t C, int64_t Fe, bool bf16) {
   prt_comm_progress();
   for (int64_t s = 0; s < G; s++) {
     int64_t first, n;
@@ -536,12 +539,14 @@ void prt_moe_expert_fwd(float *out, float *hidden, const float *rows, const int3
                   1.0f, x, (blasint)C, wg, (blasint)C, 0.0f, hid, (blasint)(2 * Fe));
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)Fe, (blasint)C,
                   1.0f, x, (blasint)C, wu, (blasint)C, 0.0f, hid + Fe, (blasint)(2 * Fe));
+      if (bf16) prt_bf16_round(hid, hid, n * 2 * Fe); /* n whole rows of 2Fe */
       float *act = prt_xmalloc((size_t)(n * Fe) * sizeof *act, "prt_moe_expert_fwd scratch");
       for (int64_t i = 0; i < n; i++)
         for (int64_t f = 0; f < Fe; f++) {
           float g = hid[i * 2 * Fe + f], u = hid[i * 2 * Fe + Fe + f];
           act[i * Fe + f] = g * prt_sigmoid(g) * u;
         }
+      if (bf16) prt_bf16_round(act, act, n * Fe);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)C, (blasint)Fe,
                   1.0f, act, (blasint)Fe, wd, (blasint)Fe, 0.0f, o, (blasint)C);
       free(act);
@@ -555,11 +560,25 @@ void prt_moe_expert_fwd(float *out, float *hidden, const float *rows, const int3
   }
 }
 
-/* dact = dout wd for n rows, then dg, du in place of two (n, Fe) buffers, from hidden. */
+void prt_moe_expert_fwd(float *out, float *hidden, const float *rows, const int32_t *counts,
+                        int64_t G, int64_t cap, int64_t El, int64_t j, const float *wg,
+                        const float *wu, const float *wd, int64_t C, int64_t Fe) {
+  expertFwd(out, hidden, rows, counts, G, cap, El, j, wg, wu, wd, C, Fe, false);
+}
+void prt_moe_expert_fwd_bf16(float *out, float *hidden, const float *rows,
+                             const int32_t *counts, int64_t G, int64_t cap, int64_t El,
+                             int64_t j, const float *wg, const float *wu, const float *wd,
+                             int64_t C, int64_t Fe) {
+  expertFwd(out, hidden, rows, counts, G, cap, El, j, wg, wu, wd, C, Fe, true);
+}
+
+/* dact = dout wd for n rows, then dg, du in place of two (n, Fe) buffers, from hidden; with
+ * bf16, dact, dg and du rounded to bf16 values. */
 static void prt_moe_expert_dgu(float *dg, float *du, const float *dout, const float *hid,
-                               const float *wd, int64_t n, int64_t C, int64_t Fe) {
+                               const float *wd, int64_t n, int64_t C, int64_t Fe, bool bf16) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)Fe, (blasint)C,
               1.0f, dout, (blasint)C, wd, (blasint)Fe, 0.0f, dg, (blasint)Fe);
+  if (bf16) prt_bf16_round(dg, dg, n * Fe);
   for (int64_t i = 0; i < n; i++)
     for (int64_t f = 0; f < Fe; f++) {
       float g = hid[i * 2 * Fe + f], u = hid[i * 2 * Fe + Fe + f], sg = prt_sigmoid(g);
@@ -567,12 +586,16 @@ static void prt_moe_expert_dgu(float *dg, float *du, const float *dout, const fl
       du[i * Fe + f] = da * g * sg;                             /* d/du of silu(g) u */
       dg[i * Fe + f] = da * u * sg * (1.0f + g * (1.0f - sg)); /* silu'(g) */
     }
+  if (bf16) {
+    prt_bf16_round(dg, dg, n * Fe);
+    prt_bf16_round(du, du, n * Fe);
+  }
 }
 
-void prt_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
-                              const float *hidden, int64_t G, int64_t cap, int64_t El,
-                              int64_t j, const float *wg, const float *wu, const float *wd,
-                              int64_t C, int64_t Fe) {
+static void expertBwdInput(float *drows, const float *dout, const int32_t *counts,
+                           const float *hidden, int64_t G, int64_t cap, int64_t El, int64_t j,
+                           const float *wg, const float *wu, const float *wd, int64_t C,
+                           int64_t Fe, bool bf16) {
   prt_comm_progress();
   for (int64_t s = 0; s < G; s++) {
     int64_t first, n;
@@ -580,7 +603,8 @@ void prt_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *co
     if (n > 0) {
       float *buf = prt_xmalloc((size_t)(2 * n * Fe) * sizeof *buf, "prt_moe_expert_bwd_input");
       float *dg = buf, *du = buf + n * Fe;
-      prt_moe_expert_dgu(dg, du, dout + first * C, hidden + first * 2 * Fe, wd, n, C, Fe);
+      prt_moe_expert_dgu(dg, du, dout + first * C, hidden + first * 2 * Fe, wd, n, C, Fe,
+                         bf16);
       float *dx = drows + first * C;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)C, (blasint)Fe,
                   1.0f, dg, (blasint)Fe, wg, (blasint)C, 0.0f, dx, (blasint)C);
@@ -595,10 +619,23 @@ void prt_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *co
   }
 }
 
-void prt_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
-                               const float *rows, const int32_t *counts, const float *hidden,
-                               int64_t G, int64_t cap, int64_t El, int64_t j, const float *wd,
-                               int64_t C, int64_t Fe) {
+void prt_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
+                              const float *hidden, int64_t G, int64_t cap, int64_t El,
+                              int64_t j, const float *wg, const float *wu, const float *wd,
+                              int64_t C, int64_t Fe) {
+  expertBwdInput(drows, dout, counts, hidden, G, cap, El, j, wg, wu, wd, C, Fe, false);
+}
+void prt_moe_expert_bwd_input_bf16(float *drows, const float *dout, const int32_t *counts,
+                                   const float *hidden, int64_t G, int64_t cap, int64_t El,
+                                   int64_t j, const float *wg, const float *wu, const float *wd,
+                                   int64_t C, int64_t Fe) {
+  expertBwdInput(drows, dout, counts, hidden, G, cap, El, j, wg, wu, wd, C, Fe, true);
+}
+
+static void expertBwdWeight(float *dwg, float *dwu, float *dwd, const float *dout,
+                            const float *rows, const int32_t *counts, const float *hidden,
+                            int64_t G, int64_t cap, int64_t El, int64_t j, const float *wd,
+                            int64_t C, int64_t Fe, bool bf16) {
   prt_comm_progress();
   memset(dwg, 0, (size_t)(Fe * C) * sizeof(float));
   memset(dwu, 0, (size_t)(Fe * C) * sizeof(float));
@@ -615,7 +652,8 @@ void prt_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *
         float g = hid[i * 2 * Fe + f], u = hid[i * 2 * Fe + Fe + f];
         act[i * Fe + f] = g * prt_sigmoid(g) * u;
       }
-    prt_moe_expert_dgu(dg, du, d, hid, wd, n, C, Fe);
+    if (bf16) prt_bf16_round(act, act, n * Fe);
+    prt_moe_expert_dgu(dg, du, d, hid, wd, n, C, Fe, bf16);
     /* dwd += dout^T act, dwg += dg^T x, dwu += du^T x */
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)C, (blasint)Fe, (blasint)n,
                 1.0f, d, (blasint)C, act, (blasint)Fe, 1.0f, dwd, (blasint)Fe);
@@ -625,4 +663,16 @@ void prt_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *
                 1.0f, du, (blasint)Fe, x, (blasint)C, 1.0f, dwu, (blasint)C);
     free(buf);
   }
+}
+void prt_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
+                               const float *rows, const int32_t *counts, const float *hidden,
+                               int64_t G, int64_t cap, int64_t El, int64_t j, const float *wd,
+                               int64_t C, int64_t Fe) {
+  expertBwdWeight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, false);
+}
+void prt_moe_expert_bwd_weight_bf16(float *dwg, float *dwu, float *dwd, const float *dout,
+                                    const float *rows, const int32_t *counts,
+                                    const float *hidden, int64_t G, int64_t cap, int64_t El,
+                                    int64_t j, const float *wd, int64_t C, int64_t Fe) {
+  expertBwdWeight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, true);
 }

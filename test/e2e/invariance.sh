@@ -8,6 +8,8 @@
 # INVARIANCE_MODEL (environment): the piper-gen model and its flags, without --stages (e.g.
 #   "qwen3 --layers 4 --dim 32 --heads 4 --kv-heads 2 --ffn-dim 64 --seq 16 --batch 8"; tensor
 #   parallelism needs heads divisible by the group size).
+# INVARIANCE_COMPILE_ARGS (environment): more piper-compile flags for both binaries (e.g.
+#   "--precision bf16": then the plan is held to the one-device bf16 run).
 # INVARIANCE_COMPARE_ARGS (environment): more compare_runs.py flags (e.g. --param-tol).
 # INVARIANCE_GRADS=1 (environment): also compare both runs' step-0 gradients (--dump-grads, a
 # separate 1-step run of each) with compare_grads.py.
@@ -23,8 +25,9 @@ rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
 piper-gen $model > single.mlir
 piper-gen $model --stages "$stages" > staged.mlir
 piper-sched "$@" > strategy.json
-piper-compile single.mlir -o single
-piper-compile staged.mlir --strategy strategy.json -o plan
+compile=(${INVARIANCE_COMPILE_ARGS:-})
+piper-compile single.mlir "${compile[@]}" -o single
+piper-compile staged.mlir "${compile[@]}" --strategy strategy.json -o plan
 extra=(${INVARIANCE_TRAIN_ARGS:-})
 planonly=(${INVARIANCE_PLAN_ARGS:-})
 ./single --steps 10 --quiet "${extra[@]}" --metrics single.jsonl --save-checkpoint single.safetensors

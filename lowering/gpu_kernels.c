@@ -266,6 +266,31 @@ typedef struct {
   "      %one = arith.constant 1.0 : f32\n"                                                \
   "      %d = arith.addf %one, %e : f32\n"
 
+/* %h (i32, its upper half zero) = the bf16 nearest to %x (f32), ties to even, a NaN as the
+ * one quiet NaN 0x7fc0: runtime/kernels/cpu_bf16.c's narrow1, operation for operation (the
+ * carry of 0x7fff plus the kept half's lowest bit rounds, and walks an overflow into inf) */
+#define BF16_NARROW                                                                        \
+  "      %u = arith.bitcast %x : f32 to i32\n"                                             \
+  "      %absmask = arith.constant 2147483647 : i32\n"                                     \
+  "      %abs = arith.andi %u, %absmask : i32\n"                                           \
+  "      %infbits = arith.constant 2139095040 : i32\n"                                     \
+  "      %isnan = arith.cmpi ugt, %abs, %infbits : i32\n"                                  \
+  "      %c16 = arith.constant 16 : i32\n"                                                 \
+  "      %kept = arith.shrui %u, %c16 : i32\n"                                             \
+  "      %c1 = arith.constant 1 : i32\n"                                                   \
+  "      %lsb = arith.andi %kept, %c1 : i32\n"                                             \
+  "      %half = arith.constant 32767 : i32\n"                                             \
+  "      %bias = arith.addi %half, %lsb : i32\n"                                           \
+  "      %ur = arith.addi %u, %bias : i32\n"                                               \
+  "      %hr = arith.shrui %ur, %c16 : i32\n"                                              \
+  "      %qnan = arith.constant 32704 : i32\n"                                             \
+  "      %h = arith.select %isnan, %qnan, %hr : i32\n"
+/* %w (f32) = the bf16 %h (i32, upper half zero) widened: its bits become the fp32's upper half */
+#define BF16_WIDEN                                                                         \
+  "      %c16w = arith.constant 16 : i32\n"                                                \
+  "      %wb = arith.shli %h, %c16w : i32\n"                                               \
+  "      %w = arith.bitcast %wb : i32 to f32\n"
+
 static const GpuKernel kernels[PRT_DK_COUNT] = {
     /* y[i] = a[i] + b[i] (prt_add) */
     KERNEL(add, "%y: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr, %n: i64",
@@ -1182,6 +1207,31 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %dgv = arith.mulf %a2, %fct : f32\n"
            "      llvm.store %duv, %pdu : f32, !llvm.ptr\n"
            "      llvm.store %dgv, %pdg : f32, !llvm.ptr\n"),
+    /* The bf16 conversions (prt_bf16_*, runtime/kernels/cpu_bf16.c): one thread per element.
+     * dst[i] = src[i] widened (bf16 bits, 2 bytes each, to fp32) */
+    KERNEL(bf16_widen, "%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%ps", "%src", "%i", "i16")
+           "      %h16 = llvm.load %ps : !llvm.ptr -> i16\n"
+           "      %h = arith.extui %h16 : i16 to i32\n"
+           BF16_WIDEN GEP("%pd", "%dst", "%i", "f32")
+           "      llvm.store %w, %pd : f32, !llvm.ptr\n"),
+    /* dst[i] = src[i] narrowed to bf16 bits (2 bytes each) */
+    KERNEL(bf16_narrow, "%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%ps", "%src", "%i", "f32")
+           "      %x = llvm.load %ps : !llvm.ptr -> f32\n"
+           BF16_NARROW
+           "      %h16 = arith.trunci %h : i32 to i16\n" GEP("%pd", "%dst", "%i", "i16")
+           "      llvm.store %h16, %pd : i16, !llvm.ptr\n"),
+    /* dst[i] = src[i] rounded to a bf16 value, kept fp32 (dst may be src: each thread reads
+     * its element before writing it) */
+    KERNEL(bf16_round, "%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%ps", "%src", "%i", "f32")
+           "      %x = llvm.load %ps : !llvm.ptr -> f32\n"
+           BF16_NARROW BF16_WIDEN GEP("%pd", "%dst", "%i", "f32")
+           "      llvm.store %w, %pd : f32, !llvm.ptr\n"),
 };
 
 /* The device kernels each libpiper_rt_cuda function launches, from the kernel list's

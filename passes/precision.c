@@ -151,16 +151,9 @@ static MlirLogicalResult runPrecision(MlirOperation module, const char *arg) {
                     "piper-precision: '%s': expected fp32 or bf16", arg);
     return mlirLogicalResultFailure();
   }
-  char target[16];
-  if (piperGetStringAttr(module, "piper.target", target, sizeof target) &&
-      strcmp(target, "cpu")) {
-    piperEmitErrorf(mlirOperationGetLocation(module),
-                    "piper-precision: --precision bf16 is not available for --target %s yet "
-                    "(its bf16 conversion kernels have no GPU body in include/piper/kernels.def); "
-                    "compile for the CPU, which emulates bf16 exactly, or use --precision fp32",
-                    target);
-    return mlirLogicalResultFailure();
-  }
+  /* Every target has the conversions' kernels (include/piper/kernels.def bf16_*): the CPU
+   * emulates, the GPU converts with device kernels of the same arithmetic. A target without
+   * them is refused by the lowering at the first conversion, as any op whose kernel it lacks. */
   MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f))

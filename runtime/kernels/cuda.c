@@ -708,19 +708,34 @@ static void moe_silu_mul(float *act, const float *hid, int64_t n, int64_t Fe, co
   launch(PRT_DK_moe_silu_mul, n * Fe, args, fn);
 }
 
-/* prt_moe_expert_dgu: dg = dout wd (n, Fe), then dg and du in place from hidden. */
-static void moe_dgu(float *dg, float *du, const float *dout, const float *hid,
-                    const float *wd, int64_t n, int64_t C, int64_t Fe, const char *fn) {
-  sgemm(prt_gemm_row_major(false, false, n, Fe, C, dout, C, wd, Fe, 0.0f, dg, Fe), fn);
-  void *args[] = {&dg, &du, &hid, &n, &Fe};
-  launch(PRT_DK_moe_dgu, n * Fe, args, fn);
+/* x (n) rounded in place to bf16 values (prt_bf16_round's device kernel) */
+static void round_bf16(float *x, int64_t n, const char *fn) {
+  void *args[] = {&x, &x, &n};
+  launch(PRT_DK_bf16_round, n, args, fn);
 }
 
-void prt_cuda_moe_expert_fwd(float *out, float *hidden, const float *rows,
-                             const int32_t *counts, int64_t G, int64_t cap, int64_t El,
-                             int64_t j, const float *wg, const float *wu, const float *wd,
-                             int64_t C, int64_t Fe) {
-  const char *fn = "prt_cuda_moe_expert_fwd";
+/* prt_moe_expert_dgu: dg = dout wd (n, Fe), then dg and du in place from hidden; with bf16,
+ * dact, dg and du rounded to bf16 values where the CPU's twin rounds them. */
+static void moe_dgu(float *dg, float *du, const float *dout, const float *hid,
+                    const float *wd, int64_t n, int64_t C, int64_t Fe, bool bf16,
+                    const char *fn) {
+  sgemm(prt_gemm_row_major(false, false, n, Fe, C, dout, C, wd, Fe, 0.0f, dg, Fe), fn);
+  if (bf16) round_bf16(dg, n * Fe, fn);
+  void *args[] = {&dg, &du, &hid, &n, &Fe};
+  launch(PRT_DK_moe_dgu, n * Fe, args, fn);
+  if (bf16) {
+    round_bf16(dg, n * Fe, fn);
+    round_bf16(du, n * Fe, fn);
+  }
+}
+
+/* The experts (kernels.def moe_expert_*): the fp32 kernels, and with bf16 their bf16-policy
+ * twins (moe_expert_*_bf16), which round the intermediates where runtime/kernels/cpu.c's
+ * twins do (g and u, silu(g) u; dact, dg, du), with the same conversion as prt_bf16_round. */
+static void expert_fwd(float *out, float *hidden, const float *rows, const int32_t *counts,
+                       int64_t G, int64_t cap, int64_t El, int64_t j, const float *wg,
+                       const float *wu, const float *wd, int64_t C, int64_t Fe, bool bf16,
+                       const char *fn) {
   int32_t *cnt = moe_counts(counts, G, El, fn);
   for (int64_t s = 0; s < G; s++) {
     int64_t first, n;
@@ -731,8 +746,10 @@ void prt_cuda_moe_expert_fwd(float *out, float *hidden, const float *rows,
       /* hidden[:, :Fe] = x wg^T, hidden[:, Fe:] = x wu^T (row stride 2Fe) */
       sgemm(prt_gemm_row_major(false, true, n, Fe, C, x, C, wg, C, 0.0f, hid, 2 * Fe), fn);
       sgemm(prt_gemm_row_major(false, true, n, Fe, C, x, C, wu, C, 0.0f, hid + Fe, 2 * Fe), fn);
+      if (bf16) round_bf16(hid, n * 2 * Fe, fn); /* n whole rows of 2Fe */
       float *act = scratch(SCR_MOE_ACT, (size_t)(n * Fe) * sizeof(float), fn);
       moe_silu_mul(act, hid, n, Fe, fn);
+      if (bf16) round_bf16(act, n * Fe, fn);
       sgemm(prt_gemm_row_major(false, true, n, C, Fe, act, Fe, wd, Fe, 0.0f, o, C), fn);
     }
     if (j == El - 1) { /* the block's rows past its last expert's */
@@ -744,11 +761,25 @@ void prt_cuda_moe_expert_fwd(float *out, float *hidden, const float *rows,
   free(cnt);
 }
 
-void prt_cuda_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
-                                   const float *hidden, int64_t G, int64_t cap, int64_t El,
-                                   int64_t j, const float *wg, const float *wu,
-                                   const float *wd, int64_t C, int64_t Fe) {
-  const char *fn = "prt_cuda_moe_expert_bwd_input";
+void prt_cuda_moe_expert_fwd(float *out, float *hidden, const float *rows,
+                             const int32_t *counts, int64_t G, int64_t cap, int64_t El,
+                             int64_t j, const float *wg, const float *wu, const float *wd,
+                             int64_t C, int64_t Fe) {
+  expert_fwd(out, hidden, rows, counts, G, cap, El, j, wg, wu, wd, C, Fe, false,
+             "prt_cuda_moe_expert_fwd");
+}
+void prt_cuda_moe_expert_fwd_bf16(float *out, float *hidden, const float *rows,
+                                  const int32_t *counts, int64_t G, int64_t cap, int64_t El,
+                                  int64_t j, const float *wg, const float *wu, const float *wd,
+                                  int64_t C, int64_t Fe) {
+  expert_fwd(out, hidden, rows, counts, G, cap, El, j, wg, wu, wd, C, Fe, true,
+             "prt_cuda_moe_expert_fwd_bf16");
+}
+
+static void expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
+                             const float *hidden, int64_t G, int64_t cap, int64_t El, int64_t j,
+                             const float *wg, const float *wu, const float *wd, int64_t C,
+                             int64_t Fe, bool bf16, const char *fn) {
   int32_t *cnt = moe_counts(counts, G, El, fn);
   for (int64_t s = 0; s < G; s++) {
     int64_t first, n;
@@ -756,7 +787,7 @@ void prt_cuda_moe_expert_bwd_input(float *drows, const float *dout, const int32_
     if (n > 0) {
       float *dg = scratch(SCR_MOE_ACT, (size_t)(2 * n * Fe) * sizeof(float), fn);
       float *du = dg + n * Fe, *dx = drows + first * C;
-      moe_dgu(dg, du, dout + first * C, hidden + first * 2 * Fe, wd, n, C, Fe, fn);
+      moe_dgu(dg, du, dout + first * C, hidden + first * 2 * Fe, wd, n, C, Fe, bf16, fn);
       sgemm(prt_gemm_row_major(false, false, n, C, Fe, dg, Fe, wg, C, 0.0f, dx, C), fn);
       sgemm(prt_gemm_row_major(false, false, n, C, Fe, du, Fe, wu, C, 1.0f, dx, C), fn);
     }
@@ -768,11 +799,26 @@ void prt_cuda_moe_expert_bwd_input(float *drows, const float *dout, const int32_
   free(cnt);
 }
 
-void prt_cuda_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
-                                    const float *rows, const int32_t *counts,
-                                    const float *hidden, int64_t G, int64_t cap, int64_t El,
-                                    int64_t j, const float *wd, int64_t C, int64_t Fe) {
-  const char *fn = "prt_cuda_moe_expert_bwd_weight";
+void prt_cuda_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
+                                   const float *hidden, int64_t G, int64_t cap, int64_t El,
+                                   int64_t j, const float *wg, const float *wu,
+                                   const float *wd, int64_t C, int64_t Fe) {
+  expert_bwd_input(drows, dout, counts, hidden, G, cap, El, j, wg, wu, wd, C, Fe, false,
+                   "prt_cuda_moe_expert_bwd_input");
+}
+void prt_cuda_moe_expert_bwd_input_bf16(float *drows, const float *dout,
+                                        const int32_t *counts, const float *hidden, int64_t G,
+                                        int64_t cap, int64_t El, int64_t j, const float *wg,
+                                        const float *wu, const float *wd, int64_t C,
+                                        int64_t Fe) {
+  expert_bwd_input(drows, dout, counts, hidden, G, cap, El, j, wg, wu, wd, C, Fe, true,
+                   "prt_cuda_moe_expert_bwd_input_bf16");
+}
+
+static void expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
+                              const float *rows, const int32_t *counts, const float *hidden,
+                              int64_t G, int64_t cap, int64_t El, int64_t j, const float *wd,
+                              int64_t C, int64_t Fe, bool bf16, const char *fn) {
   int32_t *cnt = moe_counts(counts, G, El, fn);
   moe_zero(dwg, Fe * C, fn);
   moe_zero(dwu, Fe * C, fn);
@@ -785,11 +831,44 @@ void prt_cuda_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const fl
     float *dg = scratch(SCR_MOE_ACT, (size_t)(3 * n * Fe) * sizeof(float), fn);
     float *du = dg + n * Fe, *act = dg + 2 * n * Fe;
     moe_silu_mul(act, hid, n, Fe, fn);
-    moe_dgu(dg, du, d, hid, wd, n, C, Fe, fn);
+    if (bf16) round_bf16(act, n * Fe, fn);
+    moe_dgu(dg, du, d, hid, wd, n, C, Fe, bf16, fn);
     /* dwd += dout^T act, dwg += dg^T x, dwu += du^T x */
     sgemm(prt_gemm_row_major(true, false, C, Fe, n, d, C, act, Fe, 1.0f, dwd, Fe), fn);
     sgemm(prt_gemm_row_major(true, false, Fe, C, n, dg, Fe, x, C, 1.0f, dwg, C), fn);
     sgemm(prt_gemm_row_major(true, false, Fe, C, n, du, Fe, x, C, 1.0f, dwu, C), fn);
   }
   free(cnt);
+}
+void prt_cuda_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
+                                    const float *rows, const int32_t *counts,
+                                    const float *hidden, int64_t G, int64_t cap, int64_t El,
+                                    int64_t j, const float *wd, int64_t C, int64_t Fe) {
+  expert_bwd_weight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, false,
+                    "prt_cuda_moe_expert_bwd_weight");
+}
+void prt_cuda_moe_expert_bwd_weight_bf16(float *dwg, float *dwu, float *dwd, const float *dout,
+                                         const float *rows, const int32_t *counts,
+                                         const float *hidden, int64_t G, int64_t cap,
+                                         int64_t El, int64_t j, const float *wd, int64_t C,
+                                         int64_t Fe) {
+  expert_bwd_weight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, true,
+                    "prt_cuda_moe_expert_bwd_weight_bf16");
+}
+
+/* ---- bf16 conversions (kernels.def bf16_*): the lowering's conversions at each kernel's
+ * boundary, one thread per element ---- */
+void prt_cuda_bf16_widen(float *dst, const uint16_t *src, int64_t n) {
+  void *args[] = {&dst, &src, &n};
+  launch(PRT_DK_bf16_widen, n, args, "prt_cuda_bf16_widen");
+}
+
+void prt_cuda_bf16_narrow(uint16_t *dst, const float *src, int64_t n) {
+  void *args[] = {&dst, &src, &n};
+  launch(PRT_DK_bf16_narrow, n, args, "prt_cuda_bf16_narrow");
+}
+
+void prt_cuda_bf16_round(float *dst, const float *src, int64_t n) {
+  void *args[] = {&dst, &src, &n};
+  launch(PRT_DK_bf16_round, n, args, "prt_cuda_bf16_round");
 }

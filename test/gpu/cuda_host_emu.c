@@ -29,6 +29,61 @@ void fake_cuda_destroy(void);
 /* Sizes with ragged edges: rows not a multiple of the 64-row chunks, columns not of 256. */
 enum { B = 3, T = 50, C = 20, V = 13, N = B * T };
 
+/* The bf16 policy's launchers (kernels.def bf16_*, moe_expert_*_bf16): the conversions bit for
+ * bit with the CPU's on bf16Patterns (more than one block of threads); the expert twins
+ * against the CPU's twins at the fp32 experts' tolerances (the rounded intermediates are the
+ * same bits unless an fp32 sum of another order lands across a bf16 rounding boundary, which
+ * these sizes do not show; the fp32 experts are checked at 2e-6 above), and the CPU's fp32
+ * experts differ from those twins by far more (the check that the twins round at all). */
+static void checkBf16(const int32_t *cnt, const float *rows, const float *hid,
+                      const float *dout, float *const *wg, float *const *wu,
+                      float *const *wd, int64_t G, int64_t cap, int64_t El, int64_t Fe) {
+  enum { NP = 3000 };
+  float *x = bf16Patterns(NP), *g = zeros(NP), *w = zeros(NP);
+  uint16_t gh[NP], wh[NP];
+  prt_cuda_bf16_narrow(gh, x, NP);
+  prt_bf16_narrow(wh, x, NP);
+  sameBits("bf16_narrow", gh, wh, NP, sizeof *gh);
+  prt_cuda_bf16_widen(g, wh, NP);
+  prt_bf16_widen(w, wh, NP);
+  sameBits("bf16_widen", g, w, NP, sizeof *g);
+  prt_cuda_bf16_round(g, x, NP);
+  prt_bf16_round(w, x, NP);
+  sameBits("bf16_round", g, w, NP, sizeof *g);
+  int64_t R = G * cap;
+  float *go = zeros(R * C), *gd = zeros(R * 2 * Fe), *wo = zeros(R * C), *wdh = zeros(R * 2 * Fe);
+  float *fo = zeros(R * C), *fh = zeros(R * 2 * Fe);
+  for (int64_t j = 0; j < El; j++) {
+    prt_cuda_moe_expert_fwd_bf16(go, gd, rows, cnt, G, cap, El, j, wg[j], wu[j], wd[j], C, Fe);
+    prt_moe_expert_fwd_bf16(wo, wdh, rows, cnt, G, cap, El, j, wg[j], wu[j], wd[j], C, Fe);
+    prt_moe_expert_fwd(fo, fh, rows, cnt, G, cap, El, j, wg[j], wu[j], wd[j], C, Fe);
+  }
+  same("moe_expert_fwd_bf16 hidden", gd, wdh, R * 2 * Fe, 1e-6);
+  same("moe_expert_fwd_bf16 out", go, wo, R * C, 2e-6);
+  double off = 0; /* the negative control, outside same(): it must differ */
+  for (int64_t i = 0; i < R * C; i++)
+    off = fmax(off, fabs((double)fo[i] - wo[i]) / fmax(1.0, fabs((double)wo[i])));
+  printf("moe_expert_fwd fp32 against the bf16 twin: max rel diff %.3g\n", off);
+  if (!(off > 1e-4)) fail("the bf16 twin gives the fp32 experts' output (%.3g)", off);
+  float *gdr = zeros(R * C), *wdr = zeros(R * C);
+  for (int64_t j = 0; j < El; j++) {
+    prt_cuda_moe_expert_bwd_input_bf16(gdr, dout, cnt, hid, G, cap, El, j, wg[j], wu[j], wd[j],
+                                       C, Fe);
+    prt_moe_expert_bwd_input_bf16(wdr, dout, cnt, hid, G, cap, El, j, wg[j], wu[j], wd[j], C,
+                                  Fe);
+  }
+  same("moe_expert_bwd_input_bf16", gdr, wdr, R * C, 2e-6);
+  float *gw[3], *ww[3];
+  for (int k = 0; k < 3; k++) gw[k] = rnd(Fe * C, 1), ww[k] = zeros(Fe * C);
+  prt_cuda_moe_expert_bwd_weight_bf16(gw[0], gw[1], gw[2], dout, rows, cnt, hid, G, cap, El, 0,
+                                      wd[0], C, Fe);
+  prt_moe_expert_bwd_weight_bf16(ww[0], ww[1], ww[2], dout, rows, cnt, hid, G, cap, El, 0,
+                                 wd[0], C, Fe);
+  same("moe_expert_bwd_weight_bf16 dwg", gw[0], ww[0], Fe * C, 2e-6);
+  same("moe_expert_bwd_weight_bf16 dwu", gw[1], ww[1], Fe * C, 2e-6);
+  same("moe_expert_bwd_weight_bf16 dwd", gw[2], ww[2], C * Fe, 2e-6);
+}
+
 int main(void) {
   emuSetup(0x2545f4914f6cdd1dull, "prt_cuda", "CPU");
   prt_ctx *ctx = prt_ctx_create();
@@ -233,9 +288,12 @@ int main(void) {
     same("moe_combine_bwd dweights", gdw, wdw, NK, 1e-6);
     free(gex);
     free(wex);
+    printf("%d kernel launches\n", fake_cuda_launches);
+    end();
+    begin("bf16");
+    checkBf16(wcnt, wrows, wh, dout, wg, wu, wd, G, CAP, El, Fe);
   }
   end();
-  printf("%d kernel launches\n", fake_cuda_launches);
 
   prt_ctx_destroy(ctx);
   fake_cuda_destroy();

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../runtime/check.h"
 
@@ -55,6 +56,48 @@ static float *rnd(int64_t n, float scale) {
 }
 
 static float *zeros(int64_t n) { return track(calloc((size_t)n, sizeof(float))); }
+
+/* n (> 32) fp32 bit patterns for the bf16 conversions: first the cases a rounding rule gets
+ * wrong (ties to even both ways, one past a tie, the largest finite fp32 and the last value
+ * that rounds below inf, both infs, zeros of both signs, subnormals with a tie, NaNs whose
+ * payload sits in either half and a negative NaN), then random 32-bit patterns: every
+ * exponent, so subnormals, infs and NaNs come up again. */
+static float *bf16Patterns(int64_t n) {
+  static const uint32_t edge[] = {
+      0x3f808000u, 0x3f818000u, 0x3f808001u, 0x3f817fffu, 0xbf808000u, 0xbf818000u,
+      0x7f7fffffu, 0x7f7f7fffu, 0x7f7f8000u, 0xff7fffffu, 0x7f800000u, 0xff800000u,
+      0x00000000u, 0x80000000u, 0x00008000u, 0x00018000u, 0x00000001u, 0x807fffffu,
+      0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0xffc00001u, 0x7f810000u, 0xff800001u,
+      0x3f800000u, 0x3f7fffffu, 0x4b7fffffu, 0x33800000u, 0x00800000u, 0x007fffffu,
+      0x407f8000u, 0x40ff8000u};
+  enum { N_EDGE = sizeof edge / sizeof edge[0] };
+  if (n < N_EDGE) {
+    fprintf(stderr, "bf16Patterns: %lld patterns, fewer than its %d edge cases\n",
+            (long long)n, N_EDGE);
+    exit(2);
+  }
+  float *p = track(malloc((size_t)n * sizeof *p));
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t u = i < N_EDGE ? edge[i] : (uint32_t)(rng ^= rng << 13, rng ^= rng >> 7,
+                                                   rng ^= rng << 17, rng >> 32);
+    memcpy(&p[i], &u, sizeof u);
+  }
+  return p;
+}
+
+/* Whether n values are the same bits (NaNs included): prints how many differ, fails if any. */
+static void sameBits(const char *what, const void *got, const void *want, int64_t n,
+                     size_t size) {
+  int64_t differ = 0, first = -1;
+  for (int64_t i = 0; i < n; i++)
+    if (memcmp((const char *)got + i * size, (const char *)want + i * size, size)) {
+      if (first < 0) first = i;
+      differ++;
+    }
+  printf("%s: %lld of %lld differ in a bit\n", what, (long long)differ, (long long)n);
+  if (differ) fail("%s[%lld]: %s and %s differ in bits", what, (long long)first, emuGotName,
+                   emuWantName);
+}
 
 static void emuFreeArrays(void) {
   for (int i = 0; i < narrays; i++) free(arrays[i]);

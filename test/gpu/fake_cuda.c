@@ -119,7 +119,10 @@ static int nargs_of(const char *name) {
              {"piper_moe_combine_fwd", 7},
              {"piper_moe_combine_bwd", 9},
              {"piper_moe_silu_mul", 4},
-             {"piper_moe_dgu", 5}};
+             {"piper_moe_dgu", 5},
+             {"piper_bf16_widen", 3},
+             {"piper_bf16_narrow", 3},
+             {"piper_bf16_round", 3}};
   for (size_t k = 0; k < sizeof sig / sizeof sig[0]; k++)
     if (!strcmp(sig[k].name, name)) return sig[k].n;
   fprintf(stderr, "fake cudaLaunchKernel: unknown kernel %s\n", name);

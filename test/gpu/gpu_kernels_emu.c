@@ -46,6 +46,42 @@ static void replay(prt_gemm a) {
               (int)a.lda, a.B, (int)a.ldb, a.beta, a.C, (int)a.ldc);
 }
 
+/* The bf16 conversions (kernels.def bf16_*): each device kernel against its CPU function
+ * (runtime/kernels/cpu_bf16.c, checked against torch.Tensor.bfloat16() by
+ * test/runtime/bf16.test), bit for bit, NaN, inf, ties and subnormals included
+ * (bf16Patterns). round may run in place (the expert twins' use). */
+static void checkBf16(void) {
+  enum { NP = 200000 };
+  float *x = bf16Patterns(NP), *gf = zeros(NP), *wf = zeros(NP), *gr = zeros(NP);
+  uint16_t *gh = calloc(NP, sizeof *gh), *wh = calloc(NP, sizeof *wh);
+  void (*narrow)(int64_t, uint16_t *, const float *, int64_t) = fn("piper_bf16_narrow");
+  void (*widen)(int64_t, float *, const uint16_t *, int64_t) = fn("piper_bf16_widen");
+  void (*round)(int64_t, float *, const float *, int64_t) = fn("piper_bf16_round");
+  begin("bf16_narrow");
+  for (int64_t i = 0; i < NP + 5; i++) narrow(i, gh, x, NP); /* threads past n do nothing */
+  prt_bf16_narrow(wh, x, NP);
+  sameBits("bf16_narrow", gh, wh, NP, sizeof *gh);
+  end();
+  begin("bf16_widen");
+  uint16_t *all = calloc(65536, sizeof *all); /* every bf16 */
+  for (int64_t i = 0; i < 65536; i++) all[i] = (uint16_t)i;
+  for (int64_t i = 0; i < 65536; i++) widen(i, gf, all, 65536);
+  prt_bf16_widen(wf, all, 65536);
+  sameBits("bf16_widen", gf, wf, 65536, sizeof *gf);
+  end();
+  begin("bf16_round");
+  for (int64_t i = 0; i < NP; i++) round(i, gr, x, NP);
+  prt_bf16_round(wf, x, NP);
+  sameBits("bf16_round", gr, wf, NP, sizeof *gr);
+  memcpy(gr, x, NP * sizeof *gr);
+  for (int64_t i = 0; i < NP; i++) round(i, gr, gr, NP);
+  sameBits("bf16_round in place", gr, wf, NP, sizeof *gr);
+  end();
+  free(all);
+  free(gh);
+  free(wh);
+}
+
 int main(void) {
   emuSetup(0x9e3779b97f4a7c15ull, "GPU kernel", "CPU kernel");
   jit = kernelJitCreate();
@@ -477,6 +513,7 @@ int main(void) {
       end();
     }
   }
+  checkBf16();
   kernelJitDestroy(jit);
   emuFreeArrays();
   printf("%d failed\n", failures);

@@ -93,7 +93,8 @@ static MlirExecutionEngine kernelJitCreate(void) {
                        "prt_cuda_swiglu_bwd", "prt_cuda_bias_add", "prt_cuda_moe_topk_fwd",
                        "prt_cuda_moe_topk_bwd", "prt_cuda_moe_dispatch_fwd",
                        "prt_cuda_moe_dispatch_bwd", "prt_cuda_moe_combine_fwd",
-                       "prt_cuda_moe_combine_bwd", "prt_cuda_moe_expert_bwd_weight"};
+                       "prt_cuda_moe_combine_bwd", "prt_cuda_moe_expert_bwd_weight",
+                       "prt_cuda_bf16_widen", "prt_cuda_bf16_narrow", "prt_cuda_bf16_round"};
   char *gpu = piperGpuKernelModule(all, sizeof all / sizeof all[0]);
   char *text = hostText(gpu);
   MlirModule m = kernelJitModule =

@@ -3,6 +3,9 @@
 
 The GPT of the issue (L12 C768 H12 T1024 B16 V256, 86M parameters), one AdamW step:
   piper fp32           piper-compile --target cuda (cuBLAS in pedantic fp32: no TF32)
+  piper bf16           piper-compile --target cuda --precision bf16 (README "Mixed precision":
+                       activations stored bf16, converted at each kernel's edge; matmuls still
+                       fp32 cuBLAS on bf16-rounded values, not yet tensor cores)
   pytorch eager fp32   test/oracle/gpt_torch.py's model on CUDA, TF32 off
   pytorch eager bf16   the same under torch.autocast(bfloat16)
   pytorch compile bf16 torch.compile of the step's forward and loss, autocast bf16
@@ -13,8 +16,12 @@ For each: median ms/step over the timed steps (after warm-up), tokens/s,
 Without a GPU it prints that the table was skipped and why, and exits 0.
 
 The GPU machine has no LLVM/MLIR, so the binary is built where piper-compile runs:
-  bench_gpu.py BUILD_DIR --compile-only OUT_DIR   (here: writes OUT_DIR/piper_gpu_train)
-  bench_gpu.py BUILD_DIR --binary OUT_DIR/piper_gpu_train   (there)
+  bench_gpu.py BUILD_DIR --compile-only OUT_DIR   (here: writes OUT_DIR/piper_gpu_train and
+                                                   OUT_DIR/piper_gpu_train_bf16)
+  bench_gpu.py BUILD_DIR --binary OUT_DIR/piper_gpu_train   (there; the bf16 binary is taken
+                                                   from beside it, or --binary-bf16)
+The table ends with the bf16 row against PyTorch's eager bf16 autocast and torch.compile bf16
+(the issue's targets: <= 28.2 ms, aiming at 21 ms on an H100).
 `make bench` runs it with BUILD_DIR alone: compile, then measure, when a GPU is present.
 """
 import argparse
@@ -54,20 +61,24 @@ def gpu_name():
     return names[0], None
 
 
-def compile_binary(build, outdir, m):
+def compile_binary(build, outdir, m, target=("--target", "cuda", "--gpu-arch", "sm_80")):
+    """OUT_DIR/piper_gpu_train (fp32) and OUT_DIR/piper_gpu_train_bf16 (--precision bf16) of
+    model m; `target` () makes CPU binaries, for a dry run of ours() without a GPU."""
     os.makedirs(outdir, exist_ok=True)
     mlir, exe = os.path.join(outdir, "gpt_gpu.mlir"), os.path.join(outdir, "piper_gpu_train")
     with open(mlir, "w") as f:
         subprocess.run([os.path.join(build, "bin", "piper-gen"), "gpt"] +
                        [a for k, v in m.items() for a in ("--" + k, str(v))],
                        stdout=f, check=True)
-    subprocess.run([os.path.join(build, "bin", "piper-compile"), mlir, "--target", "cuda",
-                    "--gpu-arch", "sm_80", "-o", exe], check=True)
+    compiler = os.path.join(build, "bin", "piper-compile")
+    subprocess.run([compiler, mlir, *target, "-o", exe], check=True)
+    subprocess.run([compiler, mlir, *target, "--precision", "bf16", "-o", exe + "_bf16"],
+                   check=True)
     return exe
 
 
 def ours(exe, steps, workdir):
-    metrics = os.path.join(workdir, "piper_gpu.jsonl")
+    metrics = os.path.join(workdir, os.path.basename(exe) + ".jsonl")
     subprocess.run([exe, "--steps", str(steps + 3), "--metrics", metrics, "--quiet"], check=True)
     with open(metrics) as f:
         records = [json.loads(line) for line in f if line.strip()]
@@ -124,6 +135,7 @@ def main():
     ap.add_argument("build", nargs="?", default="build")
     ap.add_argument("--steps", type=int, default=20, help="timed steps per implementation")
     ap.add_argument("--binary", help="a piper --target cuda binary of MODEL built elsewhere")
+    ap.add_argument("--binary-bf16", help="its --precision bf16 twin (default: BINARY_bf16)")
     ap.add_argument("--compile-only", metavar="OUT_DIR",
                     help="only build the binary into OUT_DIR (no GPU needed)")
     ap.add_argument("--peak", type=float, help="dense bf16 TFLOP/s of this GPU (MFU)")
@@ -141,7 +153,8 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     exe = args.binary or compile_binary(args.build, workdir, MODEL)
     peak = args.peak or next((v for k, v in PEAKS.items() if k in name), None)
-    rows = [("piper fp32", ours(exe, args.steps, workdir))]
+    rows = [("piper fp32", ours(exe, args.steps, workdir)),
+            ("piper bf16", ours(args.binary_bf16 or exe + "_bf16", args.steps, workdir))]
     rows += list(torch_modes(MODEL, args.steps).items())
     tokens, flops = MODEL["batch"] * MODEL["seq"], flops_of(MODEL)
     print("GPU: {}; params {:.1f} M; MFU against {} TFLOP/s dense bf16\n".format(
@@ -153,6 +166,10 @@ def main():
         mfu = "{:.1f}%".format(100 * tf / peak) if peak else "-"
         print("| {} | {:.1f} | {:.0f} | {:.1f} | {} |".format(impl, ms, tokens / (ms / 1e3), tf,
                                                            mfu))
+    ms = dict(rows)
+    print("\npiper bf16 / pytorch eager bf16: {:.2f}x the time; / torch.compile bf16: {:.2f}x "
+          "(issue 17's target: <= 1)".format(ms["piper bf16"] / ms["pytorch eager bf16"],
+                                             ms["piper bf16"] / ms["pytorch compile bf16"]))
     sys.stdout.flush()
 
 

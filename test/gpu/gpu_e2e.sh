@@ -22,9 +22,18 @@
 #                qwen3-moe L2 C32 H4 KV2 E4 T16 B8: DP2 x EP2 on 2 ranks (all-to-alls staged
 #                through host memory) against the single-GPU run, 10 steps, --adam-eps 1e-5 as
 #                the CPU invariance tests (test/e2e/strategies/qwen3-moe-dp2-ep2.test)
-# test/gpu/gpu-e2e.test runs both phases where a GPU and LLVM meet.
+#   @bf16_gpt @bf16_qwen3_moe
+#                --precision bf16: the GPT of @pytorch and the qwen3-moe of @qwen3_moe_pytorch
+#                on one GPU, 20 steps, against the CPU bf16 binary's losses (run in the prepare
+#                phase: the GPU machine needs no BLAS), each step within 2e-2 relative (issue
+#                17: the GPU's fp32 kernels differ in the last bits, which bf16 rounding can
+#                amplify; the fake runtime measures them: test/gpu/fake-cuda-train-bf16.test)
+# test/gpu/gpu-e2e.test runs both phases where a GPU and LLVM meet. GPU_E2E_TARGET (default
+# "--target cuda") is the target flag every binary is compiled with: GPU_E2E_TARGET= makes CPU
+# binaries, a dry run of both phases on a machine without a GPU.
 set -euo pipefail
 phase=$1 dir=$2
+target=${GPU_E2E_TARGET---target cuda}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 py=${PYTHON:-/usr/bin/python3}
 strategies=("dp2 2 1 gpipe --stages 1 --microbatches 1 --dp 2"
@@ -43,32 +52,44 @@ if [ "$phase" = prepare ]; then
   mkdir e2e && cp -r "$src/test/oracle" . && cp "$src/test/e2e/compare_runs.py" e2e/
   "$py" -c "import random; r = random.Random(7); words = [bytes(r.choice(b'etaoinshrdlu ') for _ in range(r.randint(1, 8))) for _ in range(400)]; open('data.bin', 'wb').write(b' '.join(r.choice(words) for _ in range(3000)))"
   piper-gen gpt $big --batch 8 > gpt.mlir
-  piper-compile gpt.mlir --target cuda -o train
+  piper-compile gpt.mlir $target -o train
   "$py" oracle/gpt_torch.py init $big --seed 3 -o init.safetensors
   "$py" oracle/gpt_torch.py train $big --batch 8 $train --data data.bin \
     --init init.safetensors --losses ref_losses.json --grads ref_grads.safetensors \
     --final ref_final.safetensors
   piper-gen gpt $small > single.mlir
-  piper-compile single.mlir --target cuda -o single
+  piper-compile single.mlir $target -o single
   for s in "${strategies[@]}"; do
     read -r name np stages sched <<< "$s"
     piper-gen gpt $small --stages "$stages" > "$name.mlir"
     piper-sched $sched > "$name.json"
-    piper-compile "$name.mlir" --target cuda --strategy "$name.json" -o "$name"
+    piper-compile "$name.mlir" $target --strategy "$name.json" -o "$name"
   done
   for m in qwen3 qwen3_moe; do # one GPU against PyTorch
     flags=${!m} gen=${m/_/-}
     piper-gen "$gen" $flags --batch 4 > "$m.mlir"
-    piper-compile "$m.mlir" --target cuda -o "train_$m"
+    piper-compile "$m.mlir" $target -o "train_$m"
     "$py" oracle/qwen3_torch.py init $flags --seed 3 -o "init_$m.safetensors"
     "$py" oracle/qwen3_torch.py train $flags --batch 4 $train --data data.bin \
       --init "init_$m.safetensors" --losses "ref_losses_$m.json" \
       --grads "ref_grads_$m.safetensors" --final "ref_final_$m.safetensors"
   done
   piper-gen qwen3-moe $moe_small > moe_single.mlir
-  piper-compile moe_single.mlir --target cuda -o moe_single
+  piper-compile moe_single.mlir $target -o moe_single
   piper-sched gpipe --stages 1 --microbatches 1 --dp 2 --ep 2 > moe_dp2_ep2.json
-  piper-compile moe_single.mlir --target cuda --strategy moe_dp2_ep2.json -o moe_dp2_ep2
+  piper-compile moe_single.mlir $target --strategy moe_dp2_ep2.json -o moe_dp2_ep2
+  # bf16: the GPU binaries, and the CPU bf16 binaries' losses as their reference
+  for m in gpt qwen3_moe; do
+    init=init.safetensors
+    [ "$m" = gpt ] || init="init_$m.safetensors"
+    piper-compile "$m.mlir" $target --precision bf16 -o "train_bf16_$m"
+    piper-compile "$m.mlir" --precision bf16 -o "cpu_bf16_$m"
+    "./cpu_bf16_$m" $train --data data.bin --init-checkpoint "$init" --quiet \
+      --metrics "cpu_bf16_$m.jsonl"
+    "$py" -c "import json, sys; print(json.dumps([r['loss'] for r in map(json.loads, open(sys.argv[1])) if r['kind'] == 'train']))" \
+      "cpu_bf16_$m.jsonl" > "ref_losses_bf16_$m.json"
+    rm "cpu_bf16_$m"
+  done
   echo "prepared $dir"
 elif [ "$phase" = run ]; then
   cd "$dir"
@@ -107,6 +128,14 @@ elif [ "$phase" = run ]; then
     "$py" e2e/compare_runs.py "$ref.jsonl" "$ref.safetensors" "$name.jsonl" "$name.safetensors" \
       --steps 10 --model "$ref.mlir"
   }
+  bf16() { # gpt | qwen3_moe: the GPU bf16 binary's losses against the CPU bf16 binary's
+    local init=init.safetensors
+    [ "$1" = gpt ] || init="init_$1.safetensors"
+    "./train_bf16_$1" $train --data data.bin --init-checkpoint "$init" --quiet \
+      --metrics "metrics_bf16_$1.jsonl" &&
+    "$py" oracle/gpt_torch.py compare --losses-ref "ref_losses_bf16_$1.json" \
+      --metrics "metrics_bf16_$1.jsonl" --loss-rtol 2e-2
+  }
   echo "@pytorch"
   check pytorch pytorch
   echo "@single"
@@ -126,6 +155,10 @@ elif [ "$phase" = run ]; then
     --save-checkpoint moe_single.safetensors
   echo "@moe_dp2_ep2"
   check moe_dp2_ep2 strategy moe_dp2_ep2 2 moe_single --adam-eps 1e-5
+  for m in gpt qwen3_moe; do
+    echo "@bf16_$m"
+    check "bf16_$m" bf16 "$m"
+  done
   exit $failed
 else
   echo "usage: gpu_e2e.sh prepare|run DIR" >&2

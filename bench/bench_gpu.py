@@ -4,8 +4,9 @@
 The GPT of the issue (L12 C768 H12 T1024 B16 V256, 86M parameters), one AdamW step:
   piper fp32           piper-compile --target cuda (cuBLAS in pedantic fp32: no TF32)
   piper bf16           piper-compile --target cuda --precision bf16 (README "Mixed precision":
-                       activations stored bf16, converted at each kernel's edge; matmuls still
-                       fp32 cuBLAS on bf16-rounded values, not yet tensor cores)
+                       activations stored bf16, converted at each kernel's edge; the linears
+                       cublasGemmEx on bf16 operands, fp32 accumulate; attention and the rest
+                       fp32 kernels)
   pytorch eager fp32   test/oracle/gpt_torch.py's model on CUDA, TF32 off
   pytorch eager bf16   the same under torch.autocast(bfloat16)
   pytorch compile bf16 torch.compile of the step's forward and loss, autocast bf16

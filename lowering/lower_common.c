@@ -42,6 +42,56 @@ static const char kernelParams[PRT_K_COUNT][MAX_PARAMS] = {
   _Static_assert(sizeof((char[]){PRT_KERNEL_UNPAREN params}) < MAX_PARAMS,                 \
                  "prt_" #name " has more parameters than lower_common.c's MAX_PARAMS");
 #include "piper/kernels.def"
+/* Each kernel's parameters as letters again, by what the bf16 lowering needs: h a bf16
+ * operand (BF16_IN), t any other tensor, c the context, v a value. A kernel takes its results'
+ * pointers first, then its operands' (the list's convention), so an op's operand i is tensor
+ * parameter nResults + i, counting t and h. */
+#define F32_OUT(p) 't'
+#define F32_IN(p) 't'
+#define I32_OUT(p) 't'
+#define I32_IN(p) 't'
+#define BF16_OUT(p) 't'
+#define BF16_IN(p) 'h'
+#define CTX_P(c) 'c'
+#define I64_V(v) 'v'
+#define F32_V(v) 'v'
+#define I32_V(v) 'v'
+#define PRT_KERNEL(name, gpu, params, launches) [PRT_K_##name] = {PRT_KERNEL_UNPAREN params},
+static const char kernelTensors[PRT_K_COUNT][MAX_PARAMS] = {
+#include "piper/kernels.def"
+};
+
+/* Whether kernel k's tensor parameter `at` is a bf16 operand. */
+static bool tensorParamIsBf16(prt_kernel_id k, intptr_t at) {
+  if (k <= PRT_K_NONE || k >= PRT_K_COUNT) return false;
+  intptr_t n = 0;
+  for (const char *s = kernelTensors[k]; s < kernelTensors[k] + MAX_PARAMS && *s; ++s) {
+    if (*s != 't' && *s != 'h') continue;
+    if (n++ == at) return *s == 'h';
+  }
+  return false;
+}
+
+static bool isBf16(MlirValue v) {
+  MlirType t = mlirValueGetType(v);
+  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
+}
+
+prt_kernel_id lwPolicyKernel(const Lowering *L, MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f) return PRT_K_NONE;
+  if (!L->bf16 || !f->bf16Kernel) return f->kernel;
+  intptr_t nOut = mlirOperationGetNumResults(op);
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
+    if (tensorParamIsBf16(f->bf16Kernel, nOut + i) &&
+        !isBf16(mlirOperationGetOperand(op, i)) && !piperFactsBf16RoundOperand(f, i))
+      return f->kernel; /* an fp32 operand the policy keeps unrounded (the router's gradient) */
+  return f->bf16Kernel;
+}
+
+bool lwOperandIsBf16Param(const Lowering *L, MlirOperation op, intptr_t i) {
+  return tensorParamIsBf16(lwPolicyKernel(L, op), mlirOperationGetNumResults(op) + i);
+}
 
 /* The base pointer of `buf`, materialised on first use in piper_step. */
 static MlirValue bufferPtr(Lowering *L, Buffer *buf) {
@@ -154,8 +204,11 @@ void lwConvertBegin(Lowering *L, MlirOperation op) {
     if (c == LW_CONV_NONE) continue;
     MlirValue v = mlirOperationGetOperand(op, i), own = lwPtrOf(L, v);
     L->conv.in[i] = scratchFor(L, v, &at);
-    convert(L, op, c == LW_CONV_WIDEN ? PRT_K_bf16_widen : PRT_K_bf16_round, L->conv.in[i], own,
-            v);
+    convert(L, op,
+            c == LW_CONV_WIDEN ? PRT_K_bf16_widen
+            : c == LW_CONV_ROUND ? PRT_K_bf16_round
+                                 : PRT_K_bf16_narrow,
+            L->conv.in[i], own, v);
   }
   for (intptr_t r = 0; r < nOut; ++r)
     if (lwConversionOf(L, op, true, r) == LW_CONV_NARROW)

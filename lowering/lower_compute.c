@@ -10,10 +10,9 @@
 #include "mlir-c/BuiltinTypes.h"
 
 /* The call of op's kernel (its op-facts row's; under the bf16 policy its bf16Kernel where it
- * names one) with these n arguments. */
+ * names one: lwPolicyKernel) with these n arguments. */
 static void call(Lowering *L, MlirOperation op, intptr_t n, const MlirValue *args) {
-  const PiperOpFacts *f = piperOpFacts(op);
-  lwCallKernel(L, op, L->bf16 && f->bf16Kernel ? f->bf16Kernel : f->kernel, n, args);
+  lwCallKernel(L, op, lwPolicyKernel(L, op), n, args);
 }
 
 static MlirType resultType(MlirOperation op, intptr_t r) {

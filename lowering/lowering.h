@@ -57,6 +57,8 @@ typedef enum {
   LW_CONV_WIDEN,  /* bf16 operand -> prt_bf16_widen into scratch before the call */
   LW_CONV_ROUND,  /* fp32 matmul weight -> prt_bf16_round into scratch before the call */
   LW_CONV_NARROW, /* bf16 result: the kernel writes scratch, prt_bf16_narrow after it */
+  LW_CONV_NARROW_IN, /* fp32 matmul weight to a bf16 parameter: prt_bf16_narrow into scratch
+                        (reserved at 4 bytes an element, as every conversion's) */
 } LwConversion;
 
 /* The fp32 scratch of the op whose kernel call is being built (lwConvertBegin/End). */
@@ -116,6 +118,11 @@ void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, Mlir
 int64_t lwGatherElems(MlirOperation op);
 /* The conversion operand (result = false) or result #i of `op` needs at its kernel call. */
 LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i);
+/* The kernel op calls: its op-facts row's, or under the bf16 policy its bf16Kernel, unless
+ * that kernel takes a bf16 parameter where op has an fp32 operand the policy does not round. */
+prt_kernel_id lwPolicyKernel(const Lowering *L, MlirOperation op);
+/* Whether op's operand i is passed to a bf16 parameter of that kernel (BF16_IN). */
+bool lwOperandIsBf16Param(const Lowering *L, MlirOperation op, intptr_t i);
 bool lwIsShardedParam(MlirValue v);
 
 /* The type of operand i of op. */

@@ -126,6 +126,8 @@ LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, in
     return LW_CONV_NONE; /* storage, comm: no kernel call to convert around */
   MlirType t = mlirValueGetType(result ? mlirOperationGetResult(op, i)
                                        : mlirOperationGetOperand(op, i));
+  if (!result && lwOperandIsBf16Param(L, op, i)) /* the kernel reads bf16 itself */
+    return isBf16Tensor(t) ? LW_CONV_NONE : LW_CONV_NARROW_IN;
   if (isBf16Tensor(t)) return result ? LW_CONV_NARROW : LW_CONV_WIDEN;
   if (!result && L->bf16 && piperTensorIsF32(t) && piperFactsBf16RoundOperand(f, i))
     return LW_CONV_ROUND;

@@ -172,7 +172,8 @@ typedef struct {
                                 rounded too: the experts' variadic weights */
   prt_kernel_id bf16Kernel;  /* the kernel under the bf16 policy where it is not `kernel`: a
                                 fused kernel that must round its internal intermediates (the
-                                experts); PRT_K_NONE: `kernel` */
+                                experts), or one that takes bf16 operands (BF16_IN: the
+                                linears, lwPolicyKernel); PRT_K_NONE: `kernel` */
   uint8_t fp32Operands;      /* bit k = operand k is kept fp32 under the bf16 policy, so its
                                 producer stores it fp32 whatever that producer's row says: the
                                 MoE router's scores (a linear's output) feeding moe_topk */

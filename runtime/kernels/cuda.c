@@ -340,6 +340,47 @@ void prt_cuda_linear_bwd_weight(float *dw, const float *dout, const float *x, in
   sgemm(prt_gemm_linear_bwd_weight(dw, dout, x, M, N, K), "prt_cuda_linear_bwd_weight");
 }
 
+/* The same product on bf16 operands (A and B hold uint16_t bf16 patterns; prt_gemm's float
+ * pointers carry them untouched): cublasGemmEx with CUDA_R_16BF inputs, an fp32 C and
+ * CUBLAS_COMPUTE_32F, so the products of bf16 values are accumulated in fp32 on tensor cores
+ * (the pedantic math mode does not apply to a 16-bit input type's compute). */
+static void gemm_bf16(prt_gemm g, const char *fn) {
+  float one = 1.0f;
+  check_blas(cublasSetStream(S.blas, compute_stream()), fn, __LINE__);
+  check_blas(cublasGemmEx(S.blas, g.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          g.transB ? CUBLAS_OP_T : CUBLAS_OP_N, blas_dim(g.m, fn),
+                          blas_dim(g.n, fn), blas_dim(g.k, fn), &one, g.A, CUDA_R_16BF,
+                          blas_dim(g.lda, fn), g.B, CUDA_R_16BF, blas_dim(g.ldb, fn), &g.beta,
+                          g.C, CUDA_R_32F, blas_dim(g.ldc, fn), CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT),
+             fn, __LINE__);
+  if (S.sync_each) CUDA_OR_DIE(fn, "cublasGemmEx", cudaStreamSynchronize(compute_stream()));
+}
+
+void prt_cuda_linear_fwd_bf16(float *out, const uint16_t *x, const uint16_t *w, const float *b,
+                              int64_t M, int64_t N, int64_t K) {
+  const char *fn = "prt_cuda_linear_fwd_bf16";
+  if (b) { /* out = bias rows, then out += x w^T in fp32, as prt_cuda_linear_fwd */
+    void *args[] = {&out, &b, &M, &N};
+    launch(PRT_DK_bias_rows, M * N, args, fn);
+  }
+  gemm_bf16(prt_gemm_linear_fwd(out, (const float *)x, (const float *)w, M, N, K,
+                                b ? 1.0f : 0.0f),
+            fn);
+}
+
+void prt_cuda_linear_bwd_input_bf16(float *dx, const uint16_t *dout, const uint16_t *w,
+                                    int64_t M, int64_t N, int64_t K) {
+  gemm_bf16(prt_gemm_linear_bwd_input(dx, (const float *)dout, (const float *)w, M, N, K),
+            "prt_cuda_linear_bwd_input_bf16");
+}
+
+void prt_cuda_linear_bwd_weight_bf16(float *dw, const uint16_t *dout, const uint16_t *x,
+                                     int64_t M, int64_t N, int64_t K) {
+  gemm_bf16(prt_gemm_linear_bwd_weight(dw, (const float *)dout, (const float *)x, M, N, K),
+            "prt_cuda_linear_bwd_weight_bf16");
+}
+
 void prt_cuda_bias_bwd(float *db, const float *dout, int64_t M, int64_t N) {
   const char *fn = "prt_cuda_bias_bwd";
   int64_t R = COL_CHUNK, chunks = (M + R - 1) / R;

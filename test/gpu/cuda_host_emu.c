@@ -29,6 +29,42 @@ void fake_cuda_destroy(void);
 /* Sizes with ragged edges: rows not a multiple of the 64-row chunks, columns not of 256. */
 enum { B = 3, T = 50, C = 20, V = 13, N = B * T };
 
+/* n bf16 patterns of values uniform in [-scale, scale), narrowed from fp32 */
+static uint16_t *rndBf16(int64_t n, float scale) {
+  uint16_t *h = (uint16_t *)track((float *)malloc((size_t)n * sizeof *h));
+  prt_bf16_narrow(h, rnd(n, scale), n);
+  return h;
+}
+
+/* The linear kernels on bf16 operands (cublasGemmEx, CUDA_R_16BF, fp32 compute; the fake
+ * widens and runs CBLAS) against the CPU's (widen, then its fp32 kernel): the same products
+ * summed in another order (cuBLAS's column-major transposes), 1e-6 as the fp32 linears. M, K
+ * odd and N not a multiple of anything: leading dimensions checked at ragged sizes. */
+static void checkLinearBf16(void) {
+  enum { M = 37, Nn = 13, K = 21 };
+  uint16_t *x = rndBf16(M * K, 1), *w = rndBf16(Nn * K, 1), *dy = rndBf16(M * Nn, 1);
+  float *b = rnd(Nn, 1), *g = zeros(M * K + Nn * K), *want = zeros(M * K + Nn * K);
+  prt_cuda_linear_fwd_bf16(g, x, w, b, M, Nn, K);
+  prt_linear_fwd_bf16(want, x, w, b, M, Nn, K);
+  same("linear_fwd_bf16", g, want, M * Nn, 1e-6);
+  prt_cuda_linear_fwd_bf16(g, x, w, NULL, M, Nn, K);
+  prt_linear_fwd_bf16(want, x, w, NULL, M, Nn, K);
+  same("linear_fwd_bf16 no bias", g, want, M * Nn, 1e-6);
+  prt_cuda_linear_bwd_input_bf16(g, dy, w, M, Nn, K);
+  prt_linear_bwd_input_bf16(want, dy, w, M, Nn, K);
+  same("linear_bwd_input_bf16", g, want, M * K, 1e-6);
+  prt_cuda_linear_bwd_weight_bf16(g, dy, x, M, Nn, K);
+  prt_linear_bwd_weight_bf16(want, dy, x, M, Nn, K);
+  same("linear_bwd_weight_bf16", g, want, Nn * K, 1e-6);
+  /* and the CPU twin is the fp32 kernel on the widened values (the emulation's numbers) */
+  float *xf = zeros(M * K), *wf = zeros(Nn * K);
+  prt_bf16_widen(xf, x, M * K);
+  prt_bf16_widen(wf, w, Nn * K);
+  prt_linear_fwd(g, xf, wf, b, M, Nn, K);
+  prt_linear_fwd_bf16(want, x, w, b, M, Nn, K);
+  same("linear_fwd_bf16 CPU = widen + linear_fwd", g, want, M * Nn, 0);
+}
+
 /* The bf16 policy's launchers (kernels.def bf16_*, moe_expert_*_bf16): the conversions bit for
  * bit with the CPU's on bf16Patterns (more than one block of threads); the expert twins
  * against the CPU's twins at the fp32 experts' tolerances (the rounded intermediates are the
@@ -82,6 +118,7 @@ static void checkBf16(const int32_t *cnt, const float *rows, const float *hid,
   same("moe_expert_bwd_weight_bf16 dwg", gw[0], ww[0], Fe * C, 2e-6);
   same("moe_expert_bwd_weight_bf16 dwu", gw[1], ww[1], Fe * C, 2e-6);
   same("moe_expert_bwd_weight_bf16 dwd", gw[2], ww[2], C * Fe, 2e-6);
+  checkLinearBf16();
 }
 
 int main(void) {

@@ -160,6 +160,36 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* cublasGemmEx as the bf16 linear kernels call it (CUDA_R_16BF A and B, fp32 C,
+ * CUBLAS_COMPUTE_32F): A and B widened exactly to fp32, then CBLAS's column-major sgemm, the
+ * products of bf16 values summed in fp32 (a tensor core's order of summation aside). Any
+ * other combination of types is refused, so a launcher that passes others fails its test. */
+static float *widenMatrix(const void *X, cublasOperation_t t, int rowsOp, int colsOp, int ld) {
+  /* X is rows x cols, column-major with leading dimension ld: its last column ends at
+   * (cols - 1) ld + rows, past which the caller's buffer may end */
+  int64_t rows = t == CUBLAS_OP_T ? colsOp : rowsOp, cols = t == CUBLAS_OP_T ? rowsOp : colsOp;
+  int64_t n = cols > 0 ? (cols - 1) * ld + rows : 0;
+  float *w = calloc((size_t)(cols * ld + 1), sizeof *w);
+  prt_bf16_widen(w, X, n);
+  return w;
+}
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void *alpha, const void *A, cudaDataType Atype,
+                            int lda, const void *B, cudaDataType Btype, int ldb,
+                            const void *beta, void *C, cudaDataType Ctype, int ldc,
+                            cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+  if (Atype != CUDA_R_16BF || Btype != CUDA_R_16BF || Ctype != CUDA_R_32F ||
+      compute != CUBLAS_COMPUTE_32F)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  float *a = widenMatrix(A, ta, m, k, lda), *b = widenMatrix(B, tb, k, n, ldb);
+  cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
+              tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, *(const float *)alpha, a,
+              lda, b, ldb, *(const float *)beta, C, ldc);
+  free(a);
+  free(b);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 /* The engine, for a test that ends cleanly (a training binary just exits). */
 void fake_cuda_destroy(void) {
   if (!mlirExecutionEngineIsNull(jit)) kernelJitDestroy(jit);

@@ -1,7 +1,9 @@
-// --piper-precision=bf16 then --piper-lower-to-llvm: every kernel still computes in fp32; the
-// lowering converts at its boundary (lowering/lower_common.c lwConvertBegin/End): a bf16
-// operand is widened into fp32 scratch, a matmul's fp32 weight rounded to bf16 values in
-// scratch, and a bf16 result written to scratch by the kernel, then narrowed into its buffer.
+// --piper-precision=bf16 then --piper-lower-to-llvm: kernels compute in fp32; the lowering
+// converts at their boundary (lowering/lower_common.c lwConvertBegin/End): a bf16 operand is
+// widened into fp32 scratch, and a bf16 result written to scratch by the kernel, then narrowed
+// into its buffer. The linears call their bf16 kernels (op-facts bf16Kernel, whose BF16_IN
+// parameters in include/piper/kernels.def take bf16 buffers as they are): their bf16
+// operands are passed straight, a fp32 weight narrowed into bf16 scratch.
 // The scratch (one op's worth, at the end of the arena) counts in the arena, not in the
 // activation peak.
 // RUN: piper-opt %s --piper-autodiff --piper-precision=bf16 --piper-lower-to-llvm | FileCheck %s
@@ -14,19 +16,21 @@
 // the embedding reads fp32 weights; its bf16 output goes through scratch
 // CHECK: llvm.call @prt_embed_fwd
 // CHECK: llvm.call @prt_bf16_narrow
-// linear #1: x widened, w1 rounded, its bf16 result through scratch.
-// CHECK: llvm.call @prt_bf16_widen
-// CHECK: llvm.call @prt_bf16_round
-// CHECK: llvm.call @prt_linear_fwd
+// linear #1: x as it is, w1 narrowed to bf16, its fp32 result narrowed from scratch.
+// CHECK-NOT: llvm.call @prt_bf16_widen
+// CHECK: llvm.call @prt_bf16_narrow
+// CHECK-NOT: llvm.call @prt_bf16_widen
+// CHECK: llvm.call @prt_linear_fwd_bf16
 // CHECK: llvm.call @prt_bf16_narrow
 // gelu: bf16 in, bf16 out.
 // CHECK: llvm.call @prt_bf16_widen
 // CHECK: llvm.call @prt_gelu_fwd
 // CHECK: llvm.call @prt_bf16_narrow
-// linear #2: h widened, w2 rounded, the logits narrowed.
-// CHECK: llvm.call @prt_bf16_widen
-// CHECK: llvm.call @prt_bf16_round
-// CHECK: llvm.call @prt_linear_fwd
+// linear #2: h as it is, w2 narrowed, the logits narrowed.
+// CHECK-NOT: llvm.call @prt_bf16_widen
+// CHECK: llvm.call @prt_bf16_narrow
+// CHECK-NOT: llvm.call @prt_bf16_widen
+// CHECK: llvm.call @prt_linear_fwd_bf16
 // CHECK: llvm.call @prt_bf16_narrow
 // cross-entropy: bf16 logits widened; its loss and probabilities are fp32, nothing narrowed.
 // CHECK: llvm.call @prt_bf16_widen
@@ -36,15 +40,15 @@
 // its gradient (bf16 dlogits) narrowed
 // CHECK: llvm.call @prt_cross_entropy_bwd
 // CHECK: llvm.call @prt_bf16_narrow
-// linear_grad_input: dy widened, w2 rounded, dx narrowed; linear_grad_weight: fp32 result, so
-// its bf16 operands are widened and nothing is narrowed.
-// CHECK: llvm.call @prt_bf16_widen
-// CHECK: llvm.call @prt_bf16_round
-// CHECK: llvm.call @prt_linear_bwd_input
+// linear_grad_input: dy as it is, w2 narrowed, dx narrowed; linear_grad_weight: both bf16
+// operands as they are, its fp32 result (the weight gradient) written directly.
+// CHECK-NOT: llvm.call @prt_bf16_widen
 // CHECK: llvm.call @prt_bf16_narrow
-// CHECK: llvm.call @prt_bf16_widen
-// CHECK: llvm.call @prt_bf16_widen
-// CHECK: llvm.call @prt_linear_bwd_weight
+// CHECK-NOT: llvm.call @prt_bf16_widen
+// CHECK: llvm.call @prt_linear_bwd_input_bf16
+// CHECK: llvm.call @prt_bf16_narrow
+// CHECK-NOT: llvm.call @prt_bf16_
+// CHECK: llvm.call @prt_linear_bwd_weight_bf16
 // CHECK-NOT: llvm.call @prt_bf16_narrow
 // CHECK: llvm.call @prt_bias_bwd
 // The last backward op, then the updates: fp32 master weights and gradients, no conversion.

@@ -9,6 +9,7 @@
  *   cublasSgemm           is CBLAS's column-major sgemm (the same contract);
  *   cudaMalloc, copies    are calloc and memmove; streams and events do nothing;
  *   prt_device_cuda_open  gives the CPU device's memory, marked not host visible (staged);
+ *   prt_device_cuda_count 1: the backend opens cuda:0;
  * the attention launchers are fake_attention.cc's. Only what cuda.c calls is defined. */
 #include <cblas.h>
 #include <stdint.h>
@@ -37,6 +38,8 @@ int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st) {
   *out = &fake_gpu;
   return 0;
 }
+
+int prt_device_cuda_count(void) { return 1; } /* one fake GPU, as cudaGetDeviceCount says */
 
 cudaError_t cudaGetDeviceCount(int *n) {
   *n = 1;

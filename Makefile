@@ -57,17 +57,21 @@ check-asan: configure
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 180
 FUZZ_PACKAGES := clang-22 libclang-rt-22-dev
+# The targets (test/fuzz/NAME_fuzz.c, corpus/NAME): named once here for the build, the run and
+# the merge.
+FUZZ_TARGETS := strategy opt safetensors flags data
 fuzz: deps
 	@$(MAKE) --no-print-directory deps PACKAGES="$(FUZZ_PACKAGES)"
 	CC=clang-22 CXX=clang++-22 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release \
 	  -DPIPER_SANITIZE=ON -DPIPER_FUZZ=ON > /dev/null
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target strategy-fuzz opt-fuzz safetensors-fuzz flags-fuzz data-fuzz
-	ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer bash test/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS:=-fuzz)
+	ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer bash test/fuzz/run.sh $(FUZZ_BUILD) \
+	  $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # -use_counters=0: an input joins for a new edge, not for a new hit count on a known one (a
 # third of the inputs, so the checked-in corpus and its replay stay small).
 fuzz-corpus:
-	for t in strategy opt safetensors flags data; do \
+	for t in $(FUZZ_TARGETS); do \
 	  $(FUZZ_BUILD)/bin/$$t-fuzz -merge=1 -use_counters=0 test/fuzz/corpus/$$t $(FUZZ_BUILD)/fuzz/corpus/$$t || exit 1; \
 	done
 

@@ -1,29 +1,44 @@
-/* The backend record (prt_internal.h, "the backend"): which comm backend this process runs
- * and which engine runs each kind of the plan's transfers, chosen once by prt_comm_init;
+/* The backend record (prt_internal.h, "the backend"): the device this process's tensors live
+ * on, which comm backend it runs and which engine runs each kind of the plan's transfers;
  * and the prt_comm_* wrappers the rest of the runtime calls through it.
  *
- * The choice: MPI where the binary links libpiper_rt_mpi (the link line names
- * -Wl,-u,prt_comm_mpi, so its record is pulled out of the archive; the reference here is
- * weak), serial otherwise. An MPI binary started without mpirun is a world of one over MPI,
- * as before the record existed. */
-#include <stddef.h>
+ * The choices, each made once at start-up:
+ *   the world: MPI where the binary links libpiper_rt_mpi (the link line names
+ *     -Wl,-u,prt_comm_mpi, so its record is pulled out of the archive; the reference here is
+ *     weak), serial otherwise (prt_comm_init). An MPI binary started without mpirun is a
+ *     world of one over MPI.
+ *   the device: the CPU's, until a GPU plan's setup calls prt_backend_use_gpu, which opens
+ *     this rank's GPU through the device seam (device.h) before anything is allocated;
+ *   the collectives' engine: the world's (staged through host memory on a GPU), or NCCL's,
+ *     from --comm (prt_backend_use_gpu). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "prt_internal.h"
 
 /* Weak: resolved only when libpiper_rt_mpi is linked (with -u prt_comm_mpi). */
 extern const prt_comm_vtable prt_comm_mpi __attribute__((weak));
+/* Weak: libpiper_rt_nccl, linked (with -u prt_nccl_attach) into multi-device GPU binaries. */
+extern int prt_nccl_attach(prt_ctx *ctx) __attribute__((weak));
 
 _Static_assert(PRT_OP_KINDS == PRT_OP_ALL_TO_ALL + 1, "PRT_OP_KINDS must count prt_op_kind");
 
 prt_watchdog prt_watch = {0.0, -1, NULL}; /* no watchdog until prt_main sets --timeout */
 
+/* The device is filled in on first use: the CPU device is a function's, not a constant. */
 static prt_backend B = {
+    NULL,
     &prt_comm_serial,
     {&prt_comm_serial.xfer, &prt_comm_serial.xfer, &prt_comm_serial.xfer,
      &prt_comm_serial.xfer, &prt_comm_serial.xfer, &prt_comm_serial.xfer},
+    PRT_COMM_MPI,
 };
 
-const prt_backend *prt_backend_current(void) { return &B; }
+const prt_backend *prt_backend_current(void) {
+  if (!B.device) B.device = prt_device_cpu();
+  return &B;
+}
 
 /* The comm backend this binary runs: the widest one it links. */
 static const prt_comm_vtable *prt_backend_choose(void) {
@@ -42,6 +57,67 @@ void prt_backend_use_collectives(const prt_xfer_vtable *engine) {
   B.xfer[PRT_OP_ALL_REDUCE] = engine;
   B.xfer[PRT_OP_REDUCE_SCATTER] = engine;
   B.xfer[PRT_OP_ALL_GATHER] = engine;
+}
+
+/* --comm, else PIPER_COMM (the environment variable the flag replaced; still read so existing
+ * scripts keep working), else AUTO. */
+static prt_comm_choice requested_comm(const prt_ctx *ctx) {
+  const char *env = getenv("PIPER_COMM");
+  if (ctx->comm != PRT_COMM_AUTO || !env) return (prt_comm_choice)ctx->comm;
+  if (!strcmp(env, "nccl")) return PRT_COMM_NCCL;
+  if (!strcmp(env, "mpi")) return PRT_COMM_MPI;
+  prt_fatal("PIPER_COMM=%s: expected nccl (collectives on the GPUs) or mpi (transfers staged "
+            "through host memory); --comm does the same", env);
+}
+
+/* The first of the launchers' variables that is set (Open MPI, MPICH, Slurm), or NULL. */
+static const char *launcher_env(const char *ompi, const char *mpich, const char *slurm) {
+  const char *v = getenv(ompi);
+  if (!v) v = getenv(mpich);
+  if (!v && slurm) v = getenv(slurm);
+  return v;
+}
+
+/* Opens this rank's GPU (the node-local rank's, modulo the GPUs there: ranks beyond the GPU
+ * count share them, which staged MPI transfers allow) and resolves `choice` (AUTO: NCCL only
+ * where every rank of the node has its own GPU, as NCCL refuses two ranks on one). */
+static void open_gpu(prt_ctx *ctx, prt_comm_choice choice) {
+  int ngpu = prt_device_count("cuda"), ordinal = 0;
+  const char *local = launcher_env("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                   "SLURM_LOCALID");
+  if (local && ngpu > 0) ordinal = atoi(local) % ngpu;
+  char kind[32];
+  snprintf(kind, sizeof kind, "cuda:%d", ordinal);
+  prt_status st = {0};
+  prt_device *gpu = NULL;
+  if (prt_device_open(kind, &gpu, &st))
+    prt_fatal("this binary was compiled with --target cuda and needs an NVIDIA GPU: %s",
+              st.msg);
+  const char *lsize = launcher_env("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", NULL);
+  int local_ranks = lsize ? atoi(lsize) : ctx->world > 0 ? (int)ctx->world : 1;
+  int own_gpu = ngpu >= local_ranks;
+  if (choice == PRT_COMM_NCCL && ctx->world > 1 && !own_gpu)
+    prt_fatal("--comm nccl needs one GPU per rank, but %d ranks on this node share %d GPU(s) "
+              "(NCCL refuses two ranks on one GPU); pass --comm mpi to stage the transfers "
+              "through host memory, or run at most %d ranks per node", local_ranks, ngpu,
+              ngpu);
+  if (choice == PRT_COMM_AUTO)
+    choice = ctx->world > 1 && own_gpu && prt_nccl_attach ? PRT_COMM_NCCL : PRT_COMM_MPI;
+  B.device = gpu;
+  B.collectives = choice;
+}
+
+void prt_backend_use_gpu(prt_ctx *ctx) {
+  /* checked before the GPU is opened, so a typo is named first */
+  prt_comm_choice choice = requested_comm(ctx);
+  ctx->comm_resolved = 1;
+  if (choice == PRT_COMM_NCCL && ctx->world > 1 && !prt_nccl_attach)
+    prt_fatal("--comm nccl (or PIPER_COMM=nccl), but this binary has no NCCL backend (piper "
+              "was built without NCCL); pass --comm mpi");
+  if (prt_backend_current()->device == prt_device_cpu()) open_gpu(ctx, choice); /* once */
+  ctx->backend = &B;
+  /* once: a second call finds NCCL's communicators made */
+  if (B.collectives == PRT_COMM_NCCL && ctx->world > 1) prt_nccl_attach(ctx);
 }
 
 /* ---- the wrappers ---- */

@@ -371,7 +371,7 @@ static const float *prt_source(const prt_ctx *ctx, int64_t id, int grads) {
 
 /* 1 if prt_source(ctx, id, grads) may be read by the host in place. */
 static int prt_source_on_host(const prt_ctx *ctx, int grads) {
-  return grads || ctx->device->host_visible;
+  return grads || ctx->backend->device->host_visible;
 }
 
 /* dst (host) = n floats of a source at src: memcpy, or a copy from the device. */
@@ -382,8 +382,8 @@ static void prt_read_source(prt_ctx *ctx, int grads, float *dst, const float *sr
     return;
   }
   prt_status st = {0};
-  if (prt_device_d2h(ctx->device, dst, src, (size_t)n * 4, NULL, &st) ||
-      prt_device_synchronize(ctx->device, &st))
+  if (prt_device_d2h(ctx->backend->device, dst, src, (size_t)n * 4, NULL, &st) ||
+      prt_device_synchronize(ctx->backend->device, &st))
     prt_fatal("%s (reading '%s' for a checkpoint)", st.msg, name);
 }
 

@@ -186,13 +186,14 @@ int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_ckpt_info *info, prt
      * contiguous run of the full tensor (one for a whole tensor or a shard, one per block of a
      * tensor-parallel slice). */
     size_t bytes = (size_t)t->numel * 4;
-    float *view = prt_host_view_begin(ctx->device, t->data, bytes, PRT_VIEW_WRITE, t->name);
+    float *view =
+        prt_host_view_begin(ctx->backend->device, t->data, bytes, PRT_VIEW_WRITE, t->name);
     int ok = 1;
     for (int64_t j = 0, full, run; ok && j < t->numel; j += run) {
       run = prt_tensor_run(t, j, &full);
       ok = !prt_safetensors_read(f, data_start, idx[i], (uint64_t)full, view + j, (size_t)run);
     }
-    prt_host_view_end(ctx->device, t->data, view, bytes, ok ? PRT_VIEW_WRITE : 0, t->name);
+    prt_host_view_end(ctx->backend->device, t->data, view, bytes, ok ? PRT_VIEW_WRITE : 0, t->name);
     if (!ok) {
       prt_fail(st, 1, "cannot read %s '%s' from checkpoint: %s; the file changed or "
                "is unreadable", t->kind == PRT_PARAM ? "parameter" : "optimizer state",

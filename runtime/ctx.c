@@ -30,7 +30,7 @@ prt_ctx *prt_ctx_create(void) {
   ctx->clip_scale = 1.0f;
   ctx->dump_step = -1;
   ctx->grad_scattered = -1;
-  ctx->device = prt_device_cpu();
+  ctx->backend = prt_backend_current(); /* the CPU device until a GPU plan's setup */
   return ctx;
 }
 
@@ -38,14 +38,14 @@ void prt_ctx_destroy(prt_ctx *ctx) {
   if (!ctx) return;
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     free(ctx->tensors[i].name);
-    prt_device_free(ctx->device, ctx->tensors[i].data);
+    prt_device_free(ctx->backend->device, ctx->tensors[i].data);
     free(ctx->tensors[i].grad_copy);
   }
   free(ctx->tensors);
   prt_elastic_free(ctx);
-  prt_device_free(ctx->device, ctx->arena);
+  prt_device_free(ctx->backend->device, ctx->arena);
   for (int64_t k = 0; ctx->streams && k < ctx->nstreams; k++)
-    prt_device_stream_destroy(ctx->device, ctx->streams[k]);
+    prt_device_stream_destroy(ctx->backend->device, ctx->streams[k]);
   free(ctx->streams);
   for (int64_t g = 0; g < ctx->ngroups; g++) {
     if (ctx->groups_created) prt_comm_group_free(&ctx->groups[g]);
@@ -263,7 +263,7 @@ int prt_ctx_allocate(prt_ctx *ctx, prt_status *st) {
                       (long long)t->first_sample, PLAN_BUG);
   }
   if (prt_check_groups(ctx, st)) return st->code;
-  prt_device *dev = ctx->device;
+  prt_device *dev = ctx->backend->device;
   for (int64_t i = 0; i < ctx->ntensors; i++) { /* fp32 and int32: 4 B an element */
     prt_tensor_info *t = &ctx->tensors[i];
     prt_status a = {0};
@@ -310,7 +310,8 @@ void prt_observe_grad(prt_ctx *ctx, int64_t param_id, const float *grad) {
   prt_tensor_info *t = &ctx->tensors[param_id];
   if (!t->grad_copy) t->grad_copy = prt_xmalloc((size_t)t->numel * 4, "a gradient dump");
   prt_status st = {0}; /* the gradient is device memory; the copy is the host's */
-  if (prt_device_d2h(ctx->device, t->grad_copy, grad, (size_t)t->numel * 4, NULL, &st) ||
-      prt_device_synchronize(ctx->device, &st))
+  prt_device *dev = ctx->backend->device;
+  if (prt_device_d2h(dev, t->grad_copy, grad, (size_t)t->numel * 4, NULL, &st) ||
+      prt_device_synchronize(dev, &st))
     prt_fatal("%s (the gradient of '%s'): prt_observe_grad", st.msg, t->name);
 }

@@ -158,6 +158,7 @@ void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step) {
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     const prt_tensor_info *t = &ctx->tensors[i];
     if (t->kind != PRT_INPUT) continue;
-    prt_fill_input(d, ctx->device, t, ctx->global_batch, step, strcmp(t->name, "targets") == 0);
+    prt_fill_input(d, ctx->backend->device, t, ctx->global_batch, step,
+                   strcmp(t->name, "targets") == 0);
   }
 }

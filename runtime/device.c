@@ -11,6 +11,15 @@
 extern int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st)
     __attribute__((weak));
 
+/* Weak as well, and pulled in with prt_device_cuda_open (the same file). */
+extern int prt_device_cuda_count(void) __attribute__((weak));
+
+int prt_device_count(const char *kind) {
+  if (kind && !strcmp(kind, "cpu")) return 1;
+  if (kind && !strcmp(kind, "cuda") && prt_device_cuda_count) return prt_device_cuda_count();
+  return 0;
+}
+
 int prt_device_open(const char *kind, prt_device **out, prt_status *st) {
   *out = NULL;
   if (kind && strcmp(kind, "cpu") == 0) {

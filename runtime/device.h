@@ -85,10 +85,14 @@ int prt_device_open(const char *kind, prt_device **out, prt_status *st);
 void prt_device_close(prt_device *d); /* NULL ok; the shared CPU device is never freed */
 /* The process's CPU device, shared (prt_device_close on it does nothing); cannot fail. */
 prt_device *prt_device_cpu(void);
+/* How many devices of `kind` ("cpu" or "cuda") this process can open: 1 for the CPU, the
+ * GPUs the CUDA runtime sees (0 without libpiper_rt_cuda, a driver or a GPU). Cannot fail. */
+int prt_device_count(const char *kind);
 /* "cuda:N" is opened by prt_device_cuda_open(N, out, st), defined in libpiper_rt_cuda
  * (device/cuda.c) and weakly referenced by prt_device_open: a binary that wants CUDA links
  * -lpiper_rt_cuda -lcudart with -Wl,-u,prt_device_cuda_open; one that does not, has no CUDA
- * dependency at all. */
+ * dependency at all. prt_device_count("cuda") asks its prt_device_cuda_count(), referenced
+ * the same way. */
 
 /* ---- what the runtime calls: the vtable, with the sizes checked ---- */
 

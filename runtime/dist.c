@@ -393,9 +393,9 @@ static void prt_stage_out(prt_ctx *ctx, prt_op_slot *s) {
    * is waited for, not the device: a collective in flight on its own stream (NCCL) may need
    * this rank's transfer first */
   s->host_in = nin ? prt_xmalloc((size_t)nin * sizeof(float), "a staged transfer") : NULL;
-  if (nin && (prt_device_d2h(ctx->device, s->host_in, op->in, (size_t)nin * sizeof(float),
+  if (nin && (prt_device_d2h(ctx->backend->device, s->host_in, op->in, (size_t)nin * sizeof(float),
                              NULL, &st) ||
-              prt_device_stream_sync(ctx->device, NULL, &st)))
+              prt_device_stream_sync(ctx->backend->device, NULL, &st)))
     prt_fatal("staging %s on rank %lld: %s", PRT_OP_ABI[op->kind], (long long)ctx->rank,
               st.msg);
   s->dev_out = op->out;
@@ -414,9 +414,9 @@ static void prt_stage_out(prt_ctx *ctx, prt_op_slot *s) {
 /* The end of a staged transfer: its output back to the device, the host copies freed. */
 static void prt_unstage(prt_ctx *ctx, prt_op_slot *s) {
   prt_status st = {0};
-  if (s->out_bytes && (prt_device_h2d(ctx->device, s->dev_out, s->host_out, s->out_bytes,
+  if (s->out_bytes && (prt_device_h2d(ctx->backend->device, s->dev_out, s->host_out, s->out_bytes,
                                       NULL, &st) ||
-                       prt_device_stream_sync(ctx->device, NULL, &st)))
+                       prt_device_stream_sync(ctx->backend->device, NULL, &st)))
     prt_fatal("unstaging %s on rank %lld: %s", PRT_OP_ABI[s->op.kind], (long long)ctx->rank,
               st.msg);
   free(s->host_in);
@@ -447,8 +447,8 @@ static int64_t prt_issue(prt_ctx *ctx, const prt_comm_op *op) {
   prt_op_slot *s = &ctx->ops[k];
   s->op = *op;
   /* the backend's engine for this kind; one on host memory needs a device's tensors staged */
-  s->xfer = prt_backend_current()->xfer[op->kind];
-  if (!s->xfer->device_memory && !ctx->device->host_visible) prt_stage_out(ctx, s);
+  s->xfer = ctx->backend->xfer[op->kind];
+  if (!s->xfer->device_memory && !ctx->backend->device->host_visible) prt_stage_out(ctx, s);
   s->busy = 1;
   s->gen++;
   ctx->ops_busy++;

@@ -142,7 +142,7 @@ int prt_elastic_refuse(prt_ctx *ctx, const char *what, const char *why) {
 int prt_elastic_check(prt_ctx *ctx, int dump_grads, prt_status *st) {
   int64_t k = prt_elastic_k(ctx);
   if (k == 1 || ctx->decl_status.code) return 0; /* a refused declaration: allocate says it */
-  if (!ctx->device->host_visible)
+  if (!ctx->backend->device->host_visible)
     return prt_fail(st, 1, "an elastic run (%lld ranks for the plan's %lld devices) sums "
                     "the gradients of its passes on the host, and this device's memory is "
                     "not host visible: command line; run it with mpirun -np %lld",
@@ -203,10 +203,10 @@ double prt_local_loss(const prt_ctx *ctx) {
     const prt_tensor_info *t = &ctx->tensors[i];
     if (t->kind != PRT_OUTPUT || !t->name || strcmp(t->name, "loss") != 0) continue;
     int64_t rows = t->first_sample ? t->first_sample : ctx->global_batch;
-    float *loss = prt_host_view_begin(ctx->device, t->data, sizeof *loss, PRT_VIEW_READ,
+    float *loss = prt_host_view_begin(ctx->backend->device, t->data, sizeof *loss, PRT_VIEW_READ,
                                       "the loss");
     sum += (double)loss[0] * (double)rows;
-    prt_host_view_end(ctx->device, t->data, loss, sizeof *loss, 0, "the loss");
+    prt_host_view_end(ctx->backend->device, t->data, loss, sizeof *loss, 0, "the loss");
   }
   return sum;
 }

@@ -88,7 +88,8 @@ void prt_init_params(prt_ctx *ctx, uint64_t seed) {
     prt_tensor_info *t = &ctx->tensors[i];
     if (t->kind != PRT_PARAM) continue;
     size_t bytes = (size_t)t->numel * sizeof(float);
-    float *p = prt_host_view_begin(ctx->device, t->data, bytes, PRT_VIEW_WRITE, t->name);
+    float *p =
+        prt_host_view_begin(ctx->backend->device, t->data, bytes, PRT_VIEW_WRITE, t->name);
     switch (t->init) {
     case PRT_INIT_NORMAL:
       /* each run of the full tensor held here (a tensor-parallel slice has several) */
@@ -102,6 +103,6 @@ void prt_init_params(prt_ctx *ctx, uint64_t seed) {
       for (int64_t k = 0; k < t->numel; k++) p[k] = 1.0f;
       break;
     }
-    prt_host_view_end(ctx->device, t->data, p, bytes, PRT_VIEW_WRITE, t->name);
+    prt_host_view_end(ctx->backend->device, t->data, p, bytes, PRT_VIEW_WRITE, t->name);
   }
 }

@@ -75,7 +75,7 @@ typedef struct prt_tensor_info {
   int64_t first_sample;        /* PRT_INPUT: global index of this tensor's first batch row;
                                   PRT_OUTPUT "loss": batch rows it averages over (0 = all) */
   int64_t first_sample0;       /* PRT_INPUT of an elastic run: first_sample of its pass 0 */
-  void *data;                  /* owned device memory (ctx->device), PRT_ALIGN-aligned:
+  void *data;                  /* owned device memory (ctx->backend->device), PRT_ALIGN-aligned:
                                   numel fp32 (int32 for inputs), NULL until
                                   prt_ctx_allocate; host code reads and writes it through
                                   prt_host_view_begin/end */
@@ -135,7 +135,7 @@ typedef struct prt_comm_op {
 
 /* How a GPU binary's ranks exchange data (--comm; PIPER_COMM stands in when the flag is not
  * given): AUTO picks NCCL where the binary has the NCCL backend and each rank of the node has
- * its own GPU, MPI staging through host memory otherwise (kernels/cuda.c prt_cuda_setup). */
+ * its own GPU, MPI staging through host memory otherwise (backend.c prt_backend_use_gpu). */
 typedef enum { PRT_COMM_AUTO = 0, PRT_COMM_MPI, PRT_COMM_NCCL } prt_comm_choice;
 
 /* A slot of the handle table: handle = gen << 32 | slot index. */
@@ -177,6 +177,7 @@ typedef struct prt_elastic {
 } prt_elastic;
 
 typedef struct prt_trace prt_trace;     /* trace.c */
+typedef struct prt_backend prt_backend; /* backend.c, below */
 typedef struct prt_catalog prt_catalog; /* catalog.c */
 
 struct prt_ctx {
@@ -188,8 +189,10 @@ struct prt_ctx {
   int64_t arena_gradients;   /* the plan's peak gradient bytes in the arena (-1: unknown) */
   void *arena;              /* owned device memory, PRT_ALIGN-aligned, arena_bytes (at
                                least PRT_ALIGN) */
-  prt_device *device;       /* borrowed: where every tensor and the arena live (the CPU
-                               device unless set before prt_ctx_allocate) */
+  const prt_backend *backend; /* borrowed: the backend record at create (the process's,
+                               prt_backend_current): its device is where every tensor and
+                               the arena live (the CPU until a GPU plan's setup opens one,
+                               before prt_ctx_allocate) */
   prt_dstream **streams;    /* owned (nstreams) device streams, one per plan stream id,
                                created by prt_ctx_allocate; NULL before */
   int allocated;            /* 1 once prt_ctx_allocate succeeded: storage exists */
@@ -209,7 +212,7 @@ struct prt_ctx {
   int64_t ngroups;          /* 1 + the largest group id declared */
   int groups_created;       /* 1 once prt_comm_groups_create ran */
   int comm;                 /* --comm as a prt_comm_choice (prt_run sets it before the plan's
-                               setup; prt_cuda_setup resolves AUTO) */
+                               setup; prt_backend_use_gpu resolves AUTO) */
   int comm_resolved;        /* 1 once a GPU setup consumed `comm`: a CPU binary given
                                --comm nccl is refused after its setup */
   char **stream_names;      /* owned array (nstreams) of owned names; NULL entries unnamed */
@@ -284,7 +287,7 @@ void prt_ctx_destroy(prt_ctx *ctx); /* frees everything, group communicators too
  * except the inputs "tokens"/"targets" and the outputs "loss", which may repeat; every input
  * (B, T) with one T; groups dense and within the declared world; with a declared batch,
  * every input's rows inside it) and allocates zeroed storage for every tensor and the arena
- * on ctx->device, and a device stream per plan stream id. Sets global_batch and seq_len.
+ * on ctx->backend->device, and a device stream per plan stream id. Sets global_batch and seq_len.
  * Local: other ranks are not consulted. Out of device memory fails with the device's
  * message (what the CPU device says: "out of memory; free memory or shrink ..."). */
 int prt_ctx_allocate(prt_ctx *ctx, prt_status *st);
@@ -295,12 +298,15 @@ int64_t prt_ctx_bytes(const prt_ctx *ctx, int32_t kind);
 /* Id of the first tensor named `name`, or -1. */
 int64_t prt_ctx_find(const prt_ctx *ctx, const char *name);
 
-/* ---- the backend (backend.c): how the ranks talk ----
- * One record, chosen once at start-up by prt_comm_init, holds everything the runtime asks of
- * the communication layer: the comm backend (the world of ranks: its size, the runtime's own
+/* ---- the backend (backend.c): where tensors live and how the ranks talk ----
+ * One record, chosen at start-up (the world by prt_comm_init, the device and the GPU's
+ * collectives by a GPU plan's setup through prt_backend_use_gpu, before anything is
+ * allocated), holds everything the runtime asks of the machine: the device (device.h: the
+ * CPU's, or a GPU's), the comm backend (the world of ranks: its size, the runtime's own
  * agreements, checkpoint assembly, the plan's groups) and, per kind of the plan's transfers,
- * the engine that runs it. The runtime calls the prt_comm_* wrappers and the record's engines
- * and never asks which backend it has. Backends:
+ * the engine that runs it. A context reaches it as ctx->backend. The runtime calls the
+ * prt_comm_* wrappers, the record's device and its engines, and never asks which backend it
+ * has. Backends:
  *   comm/serial.c  "serial" (prt_comm_serial, always in libpiper_rt): a world of one process
  *   comm/mpi.c     "mpi" (prt_comm_mpi, libpiper_rt_mpi): one device per MPI rank; a binary
  *                  that links it (with -Wl,-u,prt_comm_mpi) runs over MPI, under mpirun or
@@ -367,11 +373,16 @@ typedef struct prt_comm_vtable {
   prt_xfer_vtable xfer; /* the plan's transfers over this world, on host memory */
 } prt_comm_vtable;
 
-/* The backend record. */
-typedef struct prt_backend {
+/* The backend record: the device and the comm backend this process runs on, one object. */
+struct prt_backend {
+  prt_device *device;                       /* where tensors live and how bytes move (the
+                                               device vtable, device.h): the CPU device, or
+                                               the GPU prt_backend_use_gpu opened */
   const prt_comm_vtable *comm;              /* the world */
   const prt_xfer_vtable *xfer[PRT_OP_KINDS]; /* the engine of each prt_op_kind */
-} prt_backend;
+  prt_comm_choice collectives;              /* MPI (staged through host memory) until
+                                               prt_backend_use_gpu resolves --comm to NCCL */
+};
 
 extern const prt_comm_vtable prt_comm_serial; /* comm/serial.c */
 
@@ -381,6 +392,15 @@ const prt_backend *prt_backend_current(void);
  * on; point-to-point transfers and all-to-alls stay on the comm backend (staged), as NCCL has
  * no all-to-all and its send/recv would need grouping the plan does not say. */
 void prt_backend_use_collectives(const prt_xfer_vtable *engine);
+/* A GPU plan's start-up (kernels/cuda.c prt_cuda_setup, first thing): puts the device of this
+ * rank's GPU in the record (the node-local rank's, modulo the GPUs there; opened once per
+ * process) and resolves --comm (ctx->comm, else PIPER_COMM, else AUTO: NCCL where the binary
+ * links libpiper_rt_nccl, the plan has several ranks and each rank of the node has its own
+ * GPU; MPI staging through host memory otherwise, which lets ranks share a GPU), installing
+ * NCCL's engine for the collectives when chosen. A bad --comm/PIPER_COMM, NCCL asked for
+ * without the library or with ranks sharing a GPU, and no usable GPU are prt_fatal. Sets
+ * ctx->comm_resolved. */
+void prt_backend_use_gpu(prt_ctx *ctx);
 
 /* Chooses the backend (MPI where the binary links it, serial otherwise), installs its abort
  * as prt_fatal's stop, and starts it; returns 1 if this call started it, and then the caller

@@ -22,6 +22,7 @@
 #include "prt_internal.h"
 
 int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st);
+int prt_device_cuda_count(void);
 
 typedef struct prt_cuda_device {
   prt_device base; /* first: a prt_device * is a prt_cuda_device * */
@@ -166,6 +167,13 @@ static const prt_device_vtable cuda_vtable = {
     cuda_event_create, cuda_event_destroy, cuda_event_record,  cuda_stream_wait,
     cuda_event_sync,   cuda_synchronize,
 };
+
+int prt_device_cuda_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0; /* no driver or no GPU: none to open */
+  (void)cudaGetLastError();
+  return n;
+}
 
 int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st) {
   *out = NULL;

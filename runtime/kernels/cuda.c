@@ -33,9 +33,6 @@
 /* The PTX of the plan's kernels: a constant the compiled plan defines (piper-compile
  * --target cuda, piperEmbedPtx). */
 extern const char piper_ptx[];
-/* NCCL collectives (comm/nccl.c, libpiper_rt_nccl): linked into multi-device GPU binaries
- * only, hence weak. */
-extern int prt_nccl_attach(prt_ctx *ctx) __attribute__((weak));
 
 /* The device kernels' names (their PTX .entry names), from the kernel list: PRT_DK_<name> is
  * piper_<name>, whose text lowering/gpu_kernels.c writes. */
@@ -58,8 +55,8 @@ enum { SCR_ROWLOSS, SCR_COLS, SCR_WTE, SCR_ROPE_FWD, SCR_ROPE_BWD, SCR_MOE_POS, 
 
 /* What prt_cuda_setup opens once per process (one plan, one GPU per process). */
 static struct {
-  prt_ctx *ctx;              /* the plan's context: its compute stream, the optimizer state */
-  prt_device *dev;           /* the GPU (device/cuda.c); the context's device */
+  prt_ctx *ctx;              /* the plan's context: its compute stream, the optimizer state,
+                                its backend record (the GPU, device/cuda.c) */
   cudaLibrary_t lib;         /* the loaded piper_ptx */
   cudaKernel_t k[PRT_DK_COUNT]; /* its kernels; NULL where the plan's PTX lacks one */
   cublasHandle_t blas;       /* pedantic fp32 math */
@@ -70,8 +67,8 @@ static struct {
   size_t scratch_cap[SCR_COUNT]; /* their sizes in bytes */
   double *norm_partial;      /* device scratch: NORM_THREADS partial sums of squares */
   double *norm_sq;           /* device: this step's sum of squared gradients so far */
+  int ready;                 /* 1 once the PTX, cuBLAS and the scratch are set up */
   int sync_each;             /* PIPER_CUDA_SYNC=1: synchronize after every launch */
-  int nccl;                  /* the resolved --comm: 1 when the collectives run on NCCL */
   int64_t rope_key[2][3];    /* (T, D, theta bits) the rotary tables in SCR_ROPE_FWD/BWD hold,
                                 so each is computed and uploaded once per shape */
 } S;
@@ -153,82 +150,33 @@ static int blas_dim(int64_t v, const char *fn) {
   return (int)v;
 }
 
+/* The plan's kernels and cuBLAS, once per process; the GPU itself and how the ranks exchange
+ * data are the backend record's (backend.c prt_backend_use_gpu), chosen first. */
 void prt_cuda_setup(prt_ctx *ctx) {
-  prt_status st = {0};
-  /* How the ranks exchange data: --comm (ctx->comm), else PIPER_COMM (the environment
-   * variable the flag replaced; still read so existing scripts keep working), else AUTO:
-   * nccl where this binary has the NCCL backend, the plan has several ranks and each rank of
-   * this node has its own GPU, otherwise mpi (every transfer staged through host memory,
-   * which lets ranks share a GPU: NCCL refuses that). Checked before the GPU is opened, so a
-   * typo is named first. */
-  int choice = ctx->comm;
-  const char *comm = getenv("PIPER_COMM");
-  if (choice == PRT_COMM_AUTO && comm) {
-    if (!strcmp(comm, "nccl")) choice = PRT_COMM_NCCL;
-    else if (!strcmp(comm, "mpi")) choice = PRT_COMM_MPI;
-    else
-      prt_fatal("PIPER_COMM=%s: expected nccl (collectives on the GPUs) or mpi (transfers "
-                "staged through host memory); --comm does the same", comm);
-  }
-  ctx->comm_resolved = 1;
-  if (choice == PRT_COMM_NCCL && ctx->world > 1 && !prt_nccl_attach)
-    prt_fatal("--comm nccl (or PIPER_COMM=nccl), but this binary has no NCCL backend (piper "
-              "was built without NCCL); pass --comm mpi");
-  if (!S.dev) {
-    /* one GPU per rank of a node (mpirun's local rank, modulo the GPUs there): ranks
-     * beyond the GPU count share them, which the staged MPI transfers allow */
-    int ngpu = 0, ordinal = 0;
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    if (!local) local = getenv("MPI_LOCALRANKID");
-    if (!local) local = getenv("SLURM_LOCALID");
-    if (local && cudaGetDeviceCount(&ngpu) == cudaSuccess && ngpu > 0)
-      ordinal = atoi(local) % ngpu;
-    (void)cudaGetLastError();
-    char kind[32];
-    snprintf(kind, sizeof kind, "cuda:%d", ordinal);
-    if (prt_device_open(kind, &S.dev, &st))
-      prt_fatal("this binary was compiled with --target cuda and needs an NVIDIA GPU: %s",
-                st.msg);
-    /* one GPU per rank of this node, or ranks sharing GPUs (then only MPI staging works) */
-    const char *lsize = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    if (!lsize) lsize = getenv("MPI_LOCALNRANKS");
-    int local_ranks = lsize ? atoi(lsize) : ctx->world > 0 ? (int)ctx->world : 1;
-    if (ngpu <= 0 && cudaGetDeviceCount(&ngpu) != cudaSuccess) ngpu = 0;
-    (void)cudaGetLastError();
-    int own_gpu = ngpu >= local_ranks;
-    if (choice == PRT_COMM_NCCL && ctx->world > 1 && !own_gpu)
-      prt_fatal("--comm nccl needs one GPU per rank, but %d ranks on this node share %d "
-                "GPU(s) (NCCL refuses two ranks on one GPU); pass --comm mpi to stage the "
-                "transfers through host memory, or run at most %d ranks per node",
-                local_ranks, ngpu, ngpu);
-    if (choice == PRT_COMM_AUTO)
-      choice = ctx->world > 1 && own_gpu && prt_nccl_attach ? PRT_COMM_NCCL : PRT_COMM_MPI;
-    S.nccl = choice == PRT_COMM_NCCL;
-    const char *sync = getenv("PIPER_CUDA_SYNC");
-    S.sync_each = sync && !strcmp(sync, "1");
-    cudaError_t e = cudaLibraryLoadData(&S.lib, piper_ptx, NULL, NULL, 0, NULL, NULL, 0);
-    if (e != cudaSuccess)
-      prt_fatal("CUDA error in prt_cuda_setup: the driver could not load the plan's PTX "
-                "(cudaLibraryLoadData): %s: %s at %s:%d; update the NVIDIA driver (CUDA 13 "
-                "needs >= 580), or recompile with piper-compile --gpu-arch set to this GPU's "
-                "sm_NN or lower", cudaGetErrorName(e), cudaGetErrorString(e), __FILE__, __LINE__);
-    for (int k = PRT_DK_NONE + 1; k < PRT_DK_COUNT; k++)
-      if (cudaLibraryGetKernel(&S.k[k], S.lib, kernel_names[k]) != cudaSuccess) {
-        (void)cudaGetLastError(); /* a plan without this op's kernel: fine until called */
-        S.k[k] = NULL;
-      }
-    check_blas(cublasCreate(&S.blas), "prt_cuda_setup", __LINE__);
-    check_blas(cublasSetMathMode(S.blas, CUBLAS_PEDANTIC_MATH), "prt_cuda_setup", __LINE__);
-    CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
-                cudaMalloc((void **)&S.norm_partial, NORM_THREADS * sizeof(double)));
-    CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
-                cudaMalloc((void **)&S.norm_sq, sizeof(double)));
-    CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
-                cudaMemset(S.norm_sq, 0, sizeof(double)));
-  }
+  prt_backend_use_gpu(ctx); /* every tensor and the arena are then device memory */
   S.ctx = ctx;
-  ctx->device = S.dev; /* every tensor and the arena are then device memory */
-  if (S.nccl && ctx->world > 1) prt_nccl_attach(ctx); /* once: it installs NCCL's engine */
+  if (S.ready) return;
+  S.ready = 1;
+  const char *sync = getenv("PIPER_CUDA_SYNC");
+  S.sync_each = sync && !strcmp(sync, "1");
+  cudaError_t e = cudaLibraryLoadData(&S.lib, piper_ptx, NULL, NULL, 0, NULL, NULL, 0);
+  if (e != cudaSuccess)
+    prt_fatal("CUDA error in prt_cuda_setup: the driver could not load the plan's PTX "
+              "(cudaLibraryLoadData): %s: %s at %s:%d; update the NVIDIA driver (CUDA 13 "
+              "needs >= 580), or recompile with piper-compile --gpu-arch set to this GPU's "
+              "sm_NN or lower", cudaGetErrorName(e), cudaGetErrorString(e), __FILE__, __LINE__);
+  for (int k = PRT_DK_NONE + 1; k < PRT_DK_COUNT; k++)
+    if (cudaLibraryGetKernel(&S.k[k], S.lib, kernel_names[k]) != cudaSuccess) {
+      (void)cudaGetLastError(); /* a plan without this op's kernel: fine until called */
+      S.k[k] = NULL;
+    }
+  check_blas(cublasCreate(&S.blas), "prt_cuda_setup", __LINE__);
+  check_blas(cublasSetMathMode(S.blas, CUBLAS_PEDANTIC_MATH), "prt_cuda_setup", __LINE__);
+  CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
+              cudaMalloc((void **)&S.norm_partial, NORM_THREADS * sizeof(double)));
+  CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
+              cudaMalloc((void **)&S.norm_sq, sizeof(double)));
+  CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch", cudaMemset(S.norm_sq, 0, sizeof(double)));
 }
 
 /* ---- elementwise ---- */

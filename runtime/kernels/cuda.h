@@ -18,9 +18,9 @@ typedef struct prt_ctx prt_ctx;
 /* The largest head size the fused attention kernels hold in registers (4 per lane). */
 enum { PRT_CUDA_ATTENTION_MAX_HEAD = 128 };
 
-/* Opens the GPU (exits 1 with a message where there is none), JIT-loads the plan's PTX
- * (piper_ptx), creates the cuBLAS handle, makes the GPU the context's device. piper_setup
- * calls it first. */
+/* Has the backend record open this rank's GPU and resolve --comm (prt_backend_use_gpu: exits
+ * 1 with a message where there is no GPU), then JIT-loads the plan's PTX (piper_ptx) and
+ * creates the cuBLAS handle. piper_setup calls it first. */
 void prt_cuda_setup(prt_ctx *ctx);
 
 /* The GPU target's prt_cuda_<name> for every PRT_KERNEL entry of include/piper/kernels.def

@@ -126,8 +126,13 @@ int main(void) {
   prt_ctx *ctx = prt_ctx_create();
   prt_cuda_setup(ctx);
   begin("setup");
-  if (!ctx->device || ctx->device->host_visible || strncmp(ctx->device->name, "fakecuda", 8))
-    fail("prt_cuda_setup did not make the (fake) GPU the context's device");
+  const prt_device *gpu = ctx->backend->device;
+  if (ctx->backend != prt_backend_current() || gpu->host_visible ||
+      strncmp(gpu->name, "fakecuda", 8))
+    fail("prt_cuda_setup did not make the (fake) GPU the device of the process's backend "
+         "record (the context's is '%s')", gpu->name);
+  if (!ctx->comm_resolved || prt_backend_current()->collectives != PRT_COMM_MPI)
+    fail("one rank without --comm: the collectives should be resolved to MPI's engine");
   end();
 
   begin("elementwise");

@@ -9,6 +9,7 @@
  *   cublasSgemm           is CBLAS's column-major sgemm (the same contract);
  *   cudaMalloc, copies    are calloc and memmove; streams and events do nothing;
  *   prt_device_cuda_open  gives the CPU device's memory, marked not host visible (staged);
+ *   prt_device_cuda_count 1: the backend opens cuda:0;
  * the attention launchers are fake_attention.cc's. Only what cuda.c calls is defined. */
 #include <cblas.h>
 #include <stdint.h>
@@ -37,6 +38,8 @@ int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st) {
   *out = &fake_gpu;
   return 0;
 }
+
+int prt_device_cuda_count(void) { return 1; } /* one fake GPU, as cudaGetDeviceCount says */
 
 cudaError_t cudaGetDeviceCount(int *n) {
   *n = 1;
@@ -79,52 +82,11 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKin
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { return cudaSuccess; }
 
-/* Kernel arguments by name: how many the launcher must pass (the kernel's signature). */
+/* Kernel arguments by name: how many the launcher must pass, from the kernel's signature in
+ * the JIT's module (kernel_jit.h), so a new device kernel needs no entry here. */
 static int nargs_of(const char *name) {
-  static const struct {
-    const char *name;
-    int n;
-  } sig[] = {{"piper_add", 4},
-             {"piper_copy", 3},
-             {"piper_gelu_fwd", 3},
-             {"piper_gelu_bwd", 4},
-             {"piper_embedding_fwd", 7},
-             {"piper_embedding_wte_partials", 7},
-             {"piper_sum_slabs", 4},
-             {"piper_embedding_bwd_wpe", 5},
-             {"piper_layernorm_fwd", 9},
-             {"piper_layernorm_bwd_dx", 8},
-             {"piper_layernorm_dwdb_partials", 9},
-             {"piper_col_partials", 5},
-             {"piper_col_finish", 4},
-             {"piper_bias_rows", 4},
-             {"piper_cross_entropy_fwd", 6},
-             {"piper_mean_rows", 3},
-             {"piper_cross_entropy_bwd", 6},
-             {"piper_adamw", 15},
-             {"piper_sum_squares", 4},
-             {"piper_sum_partials", 3},
-             {"piper_embed_fwd", 6},
-             {"piper_rmsnorm_fwd", 7},
-             {"piper_rmsnorm_bwd_dx", 7},
-             {"piper_rmsnorm_dw_partials", 7},
-             {"piper_rope", 7},
-             {"piper_swiglu_fwd", 4},
-             {"piper_swiglu_bwd", 6},
-             {"piper_bias_add", 5},
-             {"piper_moe_topk_fwd", 6},
-             {"piper_moe_topk_bwd", 7},
-             {"piper_moe_scatter_rows", 6},
-             {"piper_moe_gather_sum", 6},
-             {"piper_moe_combine_fwd", 7},
-             {"piper_moe_combine_bwd", 9},
-             {"piper_moe_silu_mul", 4},
-             {"piper_moe_dgu", 5},
-             {"piper_bf16_widen", 3},
-             {"piper_bf16_narrow", 3},
-             {"piper_bf16_round", 3}};
-  for (size_t k = 0; k < sizeof sig / sizeof sig[0]; k++)
-    if (!strcmp(sig[k].name, name)) return sig[k].n;
+  int n = kernelJitArgCount(name);
+  if (n >= 0) return n;
   fprintf(stderr, "fake cudaLaunchKernel: unknown kernel %s\n", name);
   exit(2);
 }

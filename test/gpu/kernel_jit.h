@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/ExecutionEngine.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
@@ -79,22 +81,62 @@ static char *hostText(const char *gpu) {
 static MlirContext kernelJitCtx;
 static MlirModule kernelJitModule;
 
+/* Each kernel's argument count (without the thread index), read from its signature in the
+ * module before lowering: what a launcher must pass it (fake_cuda.c checks the count). One
+ * entry per function of the module: the device kernels (their count is right) and
+ * gpu_kernels.c's helpers (which have no thread index: never launched). */
+enum { KERNEL_JIT_MAX_FUNCS = 128 };
+static struct {
+  char name[64];
+  int nargs;
+} kernelJitSigs[KERNEL_JIT_MAX_FUNCS];
+static int kernelJitNSigs;
+
+static void kernelJitReadSignatures(MlirModule m) {
+  MlirStringRef typeName = mlirStringRefCreateFromCString("function_type");
+  MlirStringRef symName = mlirStringRefCreateFromCString("sym_name");
+  kernelJitNSigs = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(m));
+       !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute type = mlirOperationGetAttributeByName(op, typeName);
+    MlirAttribute sym = mlirOperationGetAttributeByName(op, symName);
+    if (mlirAttributeIsNull(type) || mlirAttributeIsNull(sym) ||
+        !mlirAttributeIsAType(type) || !mlirTypeIsAFunction(mlirTypeAttrGetValue(type)))
+      continue;
+    MlirStringRef name = mlirStringAttrGetValue(sym);
+    if (kernelJitNSigs == KERNEL_JIT_MAX_FUNCS || name.length >= sizeof kernelJitSigs[0].name) {
+      fprintf(stderr, "kernel_jit.h: more than %d functions or a name over %zu bytes (%.*s); "
+              "raise KERNEL_JIT_MAX_FUNCS or the name's size\n", KERNEL_JIT_MAX_FUNCS,
+              sizeof kernelJitSigs[0].name - 1, (int)name.length, name.data);
+      exit(2);
+    }
+    memcpy(kernelJitSigs[kernelJitNSigs].name, name.data, name.length);
+    kernelJitSigs[kernelJitNSigs].name[name.length] = 0;
+    /* the host rewrite put the thread index first */
+    kernelJitSigs[kernelJitNSigs++].nargs =
+        (int)mlirFunctionTypeGetNumInputs(mlirTypeAttrGetValue(type)) - 1;
+  }
+}
+
+/* The argument count of kernel `name` (piper_<name>), or -1 when the module has none. */
+__attribute__((unused)) static int kernelJitArgCount(const char *name) {
+  for (int k = 0; k < kernelJitNSigs; k++)
+    if (!strcmp(kernelJitSigs[k].name, name)) return kernelJitSigs[k].nargs;
+  return -1;
+}
+
 /* Every kernel of gpu_kernels.c, JIT-compiled for the host; exits 2 when that fails. */
 static MlirExecutionEngine kernelJitCreate(void) {
   MlirContext ctx = kernelJitCtx = piperContextCreate();
-  const char *all[] = {"prt_cuda_add", "prt_cuda_copy", "prt_cuda_gelu_fwd", "prt_cuda_gelu_bwd",
-                       "prt_cuda_embedding_fwd", "prt_cuda_embedding_bwd",
-                       "prt_cuda_layernorm_fwd", "prt_cuda_layernorm_bwd", "prt_cuda_bias_bwd",
-                       "prt_cuda_linear_fwd", "prt_cuda_cross_entropy_fwd",
-                       "prt_cuda_cross_entropy_bwd", "prt_cuda_adamw",
-                       "prt_cuda_grad_sq_accum", "prt_cuda_embed_fwd",
-                       "prt_cuda_embed_bwd", "prt_cuda_rmsnorm_fwd", "prt_cuda_rmsnorm_bwd",
-                       "prt_cuda_rope_fwd", "prt_cuda_rope_bwd", "prt_cuda_swiglu_fwd",
-                       "prt_cuda_swiglu_bwd", "prt_cuda_bias_add", "prt_cuda_moe_topk_fwd",
-                       "prt_cuda_moe_topk_bwd", "prt_cuda_moe_dispatch_fwd",
-                       "prt_cuda_moe_dispatch_bwd", "prt_cuda_moe_combine_fwd",
-                       "prt_cuda_moe_combine_bwd", "prt_cuda_moe_expert_bwd_weight",
-                       "prt_cuda_bf16_widen", "prt_cuda_bf16_narrow", "prt_cuda_bf16_round"};
+  /* every GPU function of the kernel list, hence every device kernel one launches */
+#define JIT_GPU_1(name) "prt_cuda_" #name,
+#define JIT_GPU_0(name)
+#define PRT_KERNEL(name, gpu, params, launches) JIT_GPU_##gpu(name)
+  const char *all[] = {
+#include "piper/kernels.def"
+  };
+#undef JIT_GPU_1
+#undef JIT_GPU_0
   char *gpu = piperGpuKernelModule(all, sizeof all / sizeof all[0]);
   char *text = hostText(gpu);
   MlirModule m = kernelJitModule =
@@ -103,6 +145,7 @@ static MlirExecutionEngine kernelJitCreate(void) {
     fprintf(stderr, "the host rewrite of the kernels did not parse:\n%s\n", text);
     exit(2);
   }
+  kernelJitReadSignatures(m);
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   if (mlirLogicalResultIsFailure(mlirParsePassPipeline(
           mlirPassManagerGetAsOpPassManager(pm),

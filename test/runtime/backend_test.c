@@ -24,6 +24,9 @@ static void look_before_init(void) {
   if (b->comm != &prt_comm_serial)
     snprintf(before_init, sizeof before_init, "record starts on '%s', expected serial",
              b->comm->name);
+  else if (b->device != prt_device_cpu())
+    snprintf(before_init, sizeof before_init, "record starts on device '%s', expected the "
+             "CPU's", b->device ? b->device->name : "(none)");
   else if (prt_comm_size() != 1 || prt_comm_rank() != 0)
     snprintf(before_init, sizeof before_init, "world %lld rank %lld before init, expected 1 "
              "and 0", (long long)prt_comm_size(), (long long)prt_comm_rank());
@@ -47,6 +50,9 @@ static void check_chosen(void) {
     fail("'%s' says one_process = %d", b->comm->name, b->comm->one_process);
   if (prt_comm_size() != want_world)
     fail("world of %lld, expected %lld", (long long)prt_comm_size(), (long long)want_world);
+  if (b->device != prt_device_cpu() || b->collectives != PRT_COMM_MPI)
+    fail("a CPU binary's record is on device '%s' with collectives %d, expected the CPU's and "
+         "the world's engine", b->device->name, (int)b->collectives);
   if (prt_comm_rank() < 0 || prt_comm_rank() >= prt_comm_size())
     fail("rank %lld outside the world of %lld", (long long)prt_comm_rank(),
          (long long)prt_comm_size());

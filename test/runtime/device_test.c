@@ -176,11 +176,30 @@ static void test_errors(prt_device *d, const char *label) {
 
 /* ---- the runtime on a device ---- */
 
+/* A backend record like the process's with `dev` as its device: the runtime reaches a
+ * context's device only through its record (ctx->backend), as a GPU plan's setup arranges
+ * with the process's own. One record per device (two devices here: the CPU and `dev`). */
+static const prt_backend *backend_on(prt_device *dev) {
+  static prt_backend records[2];
+  static int n;
+  for (int i = 0; i < n; i++)
+    if (records[i].device == dev) return &records[i];
+  if (n == 2) {
+    fail("more than 2 devices in one test: backend_on");
+    return prt_backend_current();
+  }
+  records[n] = *prt_backend_current();
+  records[n].device = dev;
+  return &records[n++];
+}
+
 /* The runtime's small context (as in kernel_test.c) on `dev`: parameters of every init kind,
  * optimizer state, inputs, a loss, two named streams and an arena. */
 static prt_ctx *small_ctx(prt_device *dev) {
   prt_ctx *ctx = prt_ctx_create();
-  ctx->device = dev;
+  if (ctx->backend != prt_backend_current() || ctx->backend->device != prt_device_cpu())
+    fail("a new context is not on the process's backend record and its CPU device");
+  ctx->backend = backend_on(dev);
   prt_declare_tensor(ctx, 0, "w", PRT_PARAM, PRT_INIT_NORMAL, 2, 3, 4, 0, 0, 0);
   prt_declare_tensor(ctx, 1, "b", PRT_PARAM, PRT_INIT_ZEROS, 1, 4, 0, 0, 0, 0);
   prt_declare_tensor(ctx, 2, "ln", PRT_PARAM, PRT_INIT_ONES, 1, 4, 0, 0, 0, 0);
@@ -200,14 +219,15 @@ static prt_ctx *small_ctx(prt_device *dev) {
 static int same_storage(prt_ctx *a, prt_ctx *b, const char *when) {
   for (int64_t i = 0; i < a->ntensors; i++) {
     size_t bytes = (size_t)a->tensors[i].numel * 4;
-    void *ha = prt_host_view_begin(a->device, a->tensors[i].data, bytes, PRT_VIEW_READ, "a");
-    void *hb = prt_host_view_begin(b->device, b->tensors[i].data, bytes, PRT_VIEW_READ, "b");
+    prt_device *da = a->backend->device, *db = b->backend->device;
+    void *ha = prt_host_view_begin(da, a->tensors[i].data, bytes, PRT_VIEW_READ, "a");
+    void *hb = prt_host_view_begin(db, b->tensors[i].data, bytes, PRT_VIEW_READ, "b");
     int differ = memcmp(ha, hb, bytes) != 0;
-    prt_host_view_end(a->device, a->tensors[i].data, ha, bytes, 0, "a");
-    prt_host_view_end(b->device, b->tensors[i].data, hb, bytes, 0, "b");
+    prt_host_view_end(da, a->tensors[i].data, ha, bytes, 0, "a");
+    prt_host_view_end(db, b->tensors[i].data, hb, bytes, 0, "b");
     if (differ) {
-      fail("%s: tensor '%s' differs between %s and %s", when, a->tensors[i].name,
-           a->device->name, b->device->name);
+      fail("%s: tensor '%s' differs between %s and %s", when, a->tensors[i].name, da->name,
+           db->name);
       return 1;
     }
   }

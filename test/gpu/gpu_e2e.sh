@@ -86,7 +86,8 @@ if [ "$phase" = prepare ]; then
     piper-compile "$m.mlir" --precision bf16 -o "cpu_bf16_$m"
     "./cpu_bf16_$m" $train --data data.bin --init-checkpoint "$init" --quiet \
       --metrics "cpu_bf16_$m.jsonl"
-    "$py" -c "import json, sys; print(json.dumps([r['loss'] for r in map(json.loads, open(sys.argv[1])) if r['kind'] == 'train']))" \
+    "$py" -c "import json, sys; rs = map(json.loads, open(sys.argv[1]));
+print(json.dumps([r['loss'] for r in rs if r['kind'] == 'train']))" \
       "cpu_bf16_$m.jsonl" > "ref_losses_bf16_$m.json"
     rm "cpu_bf16_$m"
   done

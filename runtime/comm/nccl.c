@@ -1,4 +1,4 @@
-/* The plan's collectives over NCCL, for --target cuda plans whose ranks each have a GPU
+/* The plan's collectives and all-to-alls over NCCL, for --target cuda plans whose ranks each have a GPU
  * (PIPER_COMM=nccl; libpiper_rt_nccl, linked into multi-device GPU binaries). OPT-IN AND
  * UNVERIFIED: it builds here, but no machine this project can use runs it (the GPU test
  * machine has one GPU, and NCCL refuses two ranks on one GPU); the default stays the staged
@@ -13,17 +13,17 @@
  * stream, so it reads what the kernels wrote; prt_wait makes the compute stream wait for its
  * completion event: no host synchronization.
  *
- * Point-to-point (the pipeline's send/recv) runs on two more communicators of the whole
- * world, one per direction: "up" carries every message from a lower rank to a higher one,
- * "down" the others, each on its own stream. A pair's exchange (A sends to B while B sends to
- * A) then never sits on one stream behind its own peer's matching call, which is what would
- * deadlock ungrouped ncclSend/ncclRecv (1F1B: stage 0's next activation send queued before
- * its gradient receive, stage 1's gradient send before its next activation receive). NCCL
- * matches a pair's messages in issue order and has no tags: this relies on every pair's sends
- * being issued in the order the peer issues the receives, which the plan's schedules do (the
- * tag is not checked here). Expert parallelism's all-to-all is one NCCL group (ncclGroupStart,
- * a ncclSend and a ncclRecv of each member's block, ncclGroupEnd) on its group's communicator
- * and stream, blocks as bytes as the MPI backend's. Every engine orders its stream after the
+ * Point-to-point (the pipeline's send/recv) stays on the staged MPI path: NCCL matches a
+ * pair's messages in issue order and has no tags, and the plans' schedules do not issue a
+ * pair's sends in the order the peer posts the receives (GPT 1F1B on 2 stages: stage 1 sends
+ * the tied embedding's gradient, tag 9, before the activation gradient, tag 5, which stage 0
+ * receives first; the fake NCCL of test/gpu/fake_nccl.c caught it as a truncated message). An
+ * engine for it needs the tags' order agreed first (issue 17).
+ *
+ * Expert parallelism's all-to-all is one NCCL group (ncclGroupStart, a ncclSend and a
+ * ncclRecv of each member's block, ncclGroupEnd) on its group's communicator and stream,
+ * blocks as bytes as the MPI backend's: every member issues a group's all-to-alls in the
+ * same order, as any collective. Every engine orders its stream after the
  * compute stream by an event and the compute stream after it by another. The runtime's own
  * host-side reductions (loss, gradient norm) stay on MPI. The streams are non-blocking, so a
  * staged copy on the legacy stream does not wait for a transfer in flight. */
@@ -43,8 +43,6 @@ int prt_nccl_attach(prt_ctx *ctx);
 /* What the communicators need, per plan group. */
 static struct {
   ncclComm_t world;      /* every rank of the plan */
-  ncclComm_t dir[2];     /* point-to-point: [0] lower rank to higher ("up"), [1] the others */
-  cudaStream_t dir_stream[2]; /* their streams */
   ncclComm_t *comm;      /* owned (ngroups): the group's communicator; NULL if not a member */
   cudaStream_t *stream;  /* owned (ngroups): the group's non-blocking stream; NULL likewise */
   int64_t ngroups;       /* groups declared when attached */
@@ -147,28 +145,6 @@ static void nccl_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   record_done(s, req, what);
 }
 
-/* A send or a receive on the direction's communicator (world ranks: it is a dup of the
- * world's). */
-static void nccl_p2p_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
-  const char *what = op->kind == PRT_OP_SEND ? "a send on the GPU" : "a receive on the GPU";
-  if (op->peer < 0 || op->peer >= ctx->world || op->peer == ctx->rank)
-    prt_fatal("%s between rank %lld and peer %lld (world of %lld); a plan defect", what,
-              (long long)ctx->rank, (long long)op->peer, (long long)ctx->world);
-  int sender_lower = op->kind == PRT_OP_SEND ? ctx->rank < op->peer : op->peer < ctx->rank;
-  int d = sender_lower ? 0 : 1;
-  cudaStream_t s = N.dir_stream[d];
-  order_after_compute(ctx, s, what);
-  size_t n = (size_t)op->n;
-  if (op->kind == PRT_OP_SEND)
-    NCCL_OR_DIE("ncclSend", ncclSend(op->in, n, ncclFloat, (int)op->peer, N.dir[d], s));
-  else if (op->kind == PRT_OP_RECV)
-    NCCL_OR_DIE("ncclRecv", ncclRecv(op->out, n, ncclFloat, (int)op->peer, N.dir[d], s));
-  else
-    prt_fatal("%s: transfer kind %d is not point-to-point; a runtime defect", what,
-              (int)op->kind);
-  record_done(s, req, what);
-}
-
 /* The all-to-all as one NCCL group: member p's block of in goes to p, p's block for this rank
  * lands at out's block p (the group communicator's ranks are the members' indices, the key
  * of ncclCommSplit). Bytes, as the MPI backend, so i32 routing counts cross untouched. */
@@ -212,12 +188,12 @@ static int nccl_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
 /* Engines on the GPUs' memory: dist.c stages nothing for them. They share finish and test
  * (the completion event). */
 static const prt_xfer_vtable nccl_xfer = {"nccl", 1, nccl_start, nccl_finish, nccl_test};
-static const prt_xfer_vtable nccl_p2p = {"nccl", 1, nccl_p2p_start, nccl_finish, nccl_test};
 static const prt_xfer_vtable nccl_a2a = {"nccl", 1, nccl_a2a_start, nccl_finish, nccl_test};
 
-/* NCCL's engine for each kind of the plan's transfers, installed row by row. */
+/* NCCL's engine for each kind of the plan's transfers, installed row by row; NULL: the kind
+ * stays on the comm backend (send/recv: see the top of the file). */
 static const prt_xfer_vtable *const nccl_engines[PRT_OP_KINDS] = {
-    [PRT_OP_SEND] = &nccl_p2p,         [PRT_OP_RECV] = &nccl_p2p,
+    [PRT_OP_SEND] = NULL,              [PRT_OP_RECV] = NULL,
     [PRT_OP_ALL_REDUCE] = &nccl_xfer,  [PRT_OP_REDUCE_SCATTER] = &nccl_xfer,
     [PRT_OP_ALL_GATHER] = &nccl_xfer,  [PRT_OP_ALL_TO_ALL] = &nccl_a2a,
 };
@@ -233,11 +209,6 @@ int prt_nccl_attach(prt_ctx *ctx) {
               (long long)ctx->rank);
   NCCL_OR_DIE("ncclCommInitRank",
               ncclCommInitRank(&N.world, (int)ctx->world, id, (int)ctx->rank));
-  for (int d = 0; d < 2; d++) { /* the point-to-point directions: copies of the world */
-    NCCL_OR_DIE("ncclCommSplit", ncclCommSplit(N.world, 0, (int)ctx->rank, &N.dir[d], NULL));
-    CUDA_OR_DIE("a point-to-point stream",
-                cudaStreamCreateWithFlags(&N.dir_stream[d], cudaStreamNonBlocking));
-  }
   N.ngroups = ctx->ngroups;
   N.comm = calloc((size_t)(N.ngroups ? N.ngroups : 1), sizeof *N.comm);
   N.stream = calloc((size_t)(N.ngroups ? N.ngroups : 1), sizeof *N.stream);
@@ -254,6 +225,7 @@ int prt_nccl_attach(prt_ctx *ctx) {
       CUDA_OR_DIE("a group's stream",
                   cudaStreamCreateWithFlags(&N.stream[g], cudaStreamNonBlocking));
   }
-  for (int k = 0; k < PRT_OP_KINDS; k++) prt_backend_use_engine(k, nccl_engines[k]);
+  for (int k = 0; k < PRT_OP_KINDS; k++)
+    if (nccl_engines[k]) prt_backend_use_engine(k, nccl_engines[k]);
   return 0;
 }

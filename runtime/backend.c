@@ -9,8 +9,8 @@
  *     world of one over MPI.
  *   the device: the CPU's, until a GPU plan's setup calls prt_backend_use_gpu, which opens
  *     this rank's GPU through the device seam (device.h) before anything is allocated;
- *   the collectives' engine: the world's (staged through host memory on a GPU), or NCCL's,
- *     from --comm (prt_backend_use_gpu). */
+ *   the collectives' and all-to-alls' engines: the world's (staged through host memory on a
+ *     GPU), or NCCL's, from --comm (prt_backend_use_gpu); send/recv stay the world's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

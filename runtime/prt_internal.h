@@ -399,8 +399,8 @@ void prt_backend_use_collectives(const prt_xfer_vtable *engine);
  * process) and resolves --comm (ctx->comm, else PIPER_COMM, else AUTO: NCCL where the binary
  * links libpiper_rt_nccl, the plan has several ranks and each rank of the node has its own
  * GPU; MPI staging through host memory otherwise, which lets ranks share a GPU), installing
- * NCCL's engine for the collectives when chosen. A bad --comm/PIPER_COMM, NCCL asked for
- * without the library or with ranks sharing a GPU, and no usable GPU are prt_fatal. Sets
+ * NCCL's engines (collectives, all-to-all) when chosen. A bad --comm/PIPER_COMM, NCCL asked
+ * for without the library or with ranks sharing a GPU, and no usable GPU are prt_fatal. Sets
  * ctx->comm_resolved. */
 void prt_backend_use_gpu(prt_ctx *ctx);
 

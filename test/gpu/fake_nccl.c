@@ -13,6 +13,9 @@
  *                                      to make the compute stream wait therefore reads stale
  *                                      data, deterministically, rather than racing;
  *   ncclGroupStart / End               nesting only: the sends and receives are nonblocking.
+ * Every call also checks that its stream waited for the compute stream's latest kernel (the
+ * other half of the ordering: stale input instead of stale output); fake_cuda.c runs the
+ * kernels at once, so that cannot be shown by stale data here and is checked instead.
  * FAKE_NCCL_IGNORE_WAITS=1 makes cudaStreamWaitEvent do nothing: the negative control of
  * fake-nccl-train.test (a backend without its completion wait), which must fail.
  * FAKE_NCCL_REPORT=1 prints each rank's calls at exit, so a test can tell that the NCCL
@@ -58,11 +61,29 @@ typedef struct {
 static xfer *X;
 static int64_t nx, capx;
 
-/* A fake stream or event: the transfers (indices into X) it holds. */
+/* A fake stream or event: the transfers (indices into X) it holds, and the compute
+ * stream's position it is ordered after, counted in fake_cuda.c's kernel launches: an
+ * event's when recorded on the compute stream (-1 on one of ours), a stream's as of the
+ * latest such event it waited for (-1: none). */
 typedef struct {
   int64_t *ids;
   int64_t n, cap;
+  long at;
 } idlist;
+
+extern int fake_cuda_launches; /* fake_cuda.c: kernels launched so far */
+
+/* The backend's first duty before an NCCL call (comm/nccl.c's order_after_compute): its
+ * stream waits for the compute stream's latest kernel, which may have written the input. On
+ * a GPU a call without it reads stale data; here it stops with the reason. (cuBLAS calls are
+ * not counted as launches, so a missing wait after a GEMM alone is not caught.) */
+static void check_ordered(idlist *st, const char *call) {
+  if (st->at == fake_cuda_launches) return;
+  fprintf(stderr, "fake NCCL: %s on a stream ordered after %ld of the compute stream's %d "
+          "kernel launches: the backend did not make it wait for the compute stream\n",
+          call, st->at, fake_cuda_launches);
+  die("unordered NCCL call");
+}
 
 static void push(idlist *l, int64_t id) {
   if (l->n == l->cap) {
@@ -114,6 +135,7 @@ static idlist *ours(cudaStream_t s) {
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
   idlist *l = calloc(1, sizeof *l);
+  if (l) l->at = -1;
   idlist **grown = realloc(fake_streams, (size_t)(nfake_streams + 1) * sizeof *grown);
   if (!l || !grown) return cudaErrorMemoryAllocation;
   fake_streams = grown;
@@ -129,6 +151,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   idlist *ev = (idlist *)e, *st = ours(s);
   ev->n = 0;
+  ev->at = st ? -1 : fake_cuda_launches;
   if (!st) return cudaSuccess;
   int64_t keep = 0;
   for (int64_t i = 0; i < st->n; i++)
@@ -141,6 +164,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 }
 /* Work issued later on any stream runs at once here, so waiting means completing now. */
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+  idlist *waiter = ours(s);
+  if (waiter && ((idlist *)e)->at > waiter->at) waiter->at = ((idlist *)e)->at;
   static int ignore = -1;
   if (ignore < 0) ignore = getenv("FAKE_NCCL_IGNORE_WAITS") != NULL;
   if (ignore) return cudaSuccess;
@@ -203,6 +228,13 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *out,
   return ncclSuccess;
 }
 
+/* A collective's stream: one of ours, ordered after the compute stream. */
+static void ordered(cudaStream_t s, const char *call) {
+  idlist *st = ours(s);
+  if (!st) die("a collective on a stream it did not make: the backend gives them their own");
+  check_ordered(st, call);
+}
+
 static MPI_Datatype mpi_type(ncclDataType_t t, size_t *size) {
   switch (t) {
   case ncclFloat: *size = 4; return MPI_FLOAT;
@@ -218,6 +250,7 @@ static MPI_Op mpi_op(ncclRedOp_t op) {
 
 ncclResult_t ncclAllReduce(const void *in, void *out, size_t n, ncclDataType_t t,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t s) {
+  ordered(s, "ncclAllReduce");
   calls[C_COLL]++;
   size_t sz;
   MPI_Datatype dt = mpi_type(t, &sz);
@@ -226,6 +259,7 @@ ncclResult_t ncclAllReduce(const void *in, void *out, size_t n, ncclDataType_t t
 }
 ncclResult_t ncclReduceScatter(const void *in, void *out, size_t n, ncclDataType_t t,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t s) {
+  ordered(s, "ncclReduceScatter");
   calls[C_COLL]++;
   size_t sz;
   MPI_Datatype dt = mpi_type(t, &sz);
@@ -235,6 +269,7 @@ ncclResult_t ncclReduceScatter(const void *in, void *out, size_t n, ncclDataType
 }
 ncclResult_t ncclAllGather(const void *in, void *out, size_t n, ncclDataType_t t,
                            ncclComm_t comm, cudaStream_t s) {
+  ordered(s, "ncclAllGather");
   calls[C_COLL]++;
   size_t sz;
   MPI_Datatype dt = mpi_type(t, &sz);
@@ -246,6 +281,7 @@ ncclResult_t ncclAllGather(const void *in, void *out, size_t n, ncclDataType_t t
 }
 ncclResult_t ncclBroadcast(const void *in, void *out, size_t n, ncclDataType_t t, int root,
                            ncclComm_t comm, cudaStream_t s) {
+  ordered(s, "ncclBroadcast");
   calls[C_COLL]++;
   size_t sz;
   MPI_Datatype dt = mpi_type(t, &sz);
@@ -261,6 +297,7 @@ static ncclResult_t p2p(const void *in, void *out, size_t n, ncclDataType_t t, i
                         ncclComm_t comm, cudaStream_t s) {
   idlist *st = ours(s);
   if (!st) die("a send or receive on a stream it did not make: the backend gives them their own");
+  check_ordered(st, in ? "ncclSend" : "ncclRecv");
   size_t sz;
   MPI_Datatype dt = mpi_type(t, &sz);
   int64_t id = new_xfer();

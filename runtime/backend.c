@@ -9,8 +9,8 @@
  *     world of one over MPI.
  *   the device: the CPU's, until a GPU plan's setup calls prt_backend_use_gpu, which opens
  *     this rank's GPU through the device seam (device.h) before anything is allocated;
- *   the collectives' engine: the world's (staged through host memory on a GPU), or NCCL's,
- *     from --comm (prt_backend_use_gpu). */
+ *   the collectives' and all-to-alls' engines: the world's (staged through host memory on a
+ *     GPU), or NCCL's, from --comm (prt_backend_use_gpu); send/recv stay the world's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +53,17 @@ int prt_comm_init(int *argc, char ***argv) {
   return comm->init(argc, argv, &prt_watch);
 }
 
+void prt_backend_use_engine(int kind, const prt_xfer_vtable *engine) {
+  if (kind < 0 || kind >= PRT_OP_KINDS || !engine)
+    prt_fatal("installing %s engine for transfer kind %d (kinds are 0..%d); a runtime defect",
+              engine ? engine->name : "no", kind, PRT_OP_KINDS - 1);
+  B.xfer[kind] = engine;
+}
+
 void prt_backend_use_collectives(const prt_xfer_vtable *engine) {
-  B.xfer[PRT_OP_ALL_REDUCE] = engine;
-  B.xfer[PRT_OP_REDUCE_SCATTER] = engine;
-  B.xfer[PRT_OP_ALL_GATHER] = engine;
+  prt_backend_use_engine(PRT_OP_ALL_REDUCE, engine);
+  prt_backend_use_engine(PRT_OP_REDUCE_SCATTER, engine);
+  prt_backend_use_engine(PRT_OP_ALL_GATHER, engine);
 }
 
 /* --comm, else PIPER_COMM (the environment variable the flag replaced; still read so existing

@@ -312,8 +312,9 @@ int64_t prt_ctx_find(const prt_ctx *ctx, const char *name);
  *                  that links it (with -Wl,-u,prt_comm_mpi) runs over MPI, under mpirun or
  *                  alone, and the serial backend otherwise
  *   comm/nccl.c    "nccl" (libpiper_rt_nccl): not a world of its own but an engine for the
- *                  plan's collectives on GPU memory, installed over MPI's by the GPU setup
- *                  (prt_nccl_attach, prt_backend_use_collectives)
+ *                  plan's transfers on GPU memory (collectives, send/recv, all-to-all),
+ *                  installed over MPI's by the GPU setup (prt_nccl_attach,
+ *                  prt_backend_use_engine, one row per kind)
  * World-level calls run on a communicator of their own, so they never match the plan's
  * messages. Any failure inside a backend (an MPI error) prints "piper: error: ..." and stops
  * every rank; these functions therefore return nothing. */
@@ -388,17 +389,18 @@ extern const prt_comm_vtable prt_comm_serial; /* comm/serial.c */
 
 /* The process's record: until prt_comm_init, the serial backend (one rank, rank 0). */
 const prt_backend *prt_backend_current(void);
-/* Runs the plan's collectives (all-reduce, reduce-scatter, all-gather) on `engine` from now
- * on; point-to-point transfers and all-to-alls stay on the comm backend (staged), as NCCL has
- * no all-to-all and its send/recv would need grouping the plan does not say. */
+/* Runs the plan's transfers of `kind` (a prt_op_kind) on `engine` from now on; a kind out of
+ * range or no engine is prt_fatal. NCCL installs one row per kind (comm/nccl.c). */
+void prt_backend_use_engine(int kind, const prt_xfer_vtable *engine);
+/* The three collectives (all-reduce, reduce-scatter, all-gather) onto one `engine`. */
 void prt_backend_use_collectives(const prt_xfer_vtable *engine);
 /* A GPU plan's start-up (kernels/cuda.c prt_cuda_setup, first thing): puts the device of this
  * rank's GPU in the record (the node-local rank's, modulo the GPUs there; opened once per
  * process) and resolves --comm (ctx->comm, else PIPER_COMM, else AUTO: NCCL where the binary
  * links libpiper_rt_nccl, the plan has several ranks and each rank of the node has its own
  * GPU; MPI staging through host memory otherwise, which lets ranks share a GPU), installing
- * NCCL's engine for the collectives when chosen. A bad --comm/PIPER_COMM, NCCL asked for
- * without the library or with ranks sharing a GPU, and no usable GPU are prt_fatal. Sets
+ * NCCL's engines (collectives, all-to-all) when chosen. A bad --comm/PIPER_COMM, NCCL asked
+ * for without the library or with ranks sharing a GPU, and no usable GPU are prt_fatal. Sets
  * ctx->comm_resolved. */
 void prt_backend_use_gpu(prt_ctx *ctx);
 

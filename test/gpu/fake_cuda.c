@@ -39,10 +39,17 @@ int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st) {
   return 0;
 }
 
-int prt_device_cuda_count(void) { return 1; } /* one fake GPU, as cudaGetDeviceCount says */
+/* One fake GPU, or FAKE_CUDA_DEVICES of them (one per rank for --comm nccl over the fake
+ * NCCL, test/gpu/fake_nccl.c); they all share the host's memory. */
+static int fake_count(void) {
+  const char *v = getenv("FAKE_CUDA_DEVICES");
+  int n = v ? atoi(v) : 1;
+  return n > 0 ? n : 1;
+}
+int prt_device_cuda_count(void) { return fake_count(); }
 
 cudaError_t cudaGetDeviceCount(int *n) {
-  *n = 1;
+  *n = fake_count();
   return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }

@@ -121,6 +121,13 @@ static void check_collectives_engine(void) {
   prt_ctx_destroy(ctx);
   /* back to the comm backend's engine for the checks after this one */
   prt_backend_use_collectives(host);
+  /* one row (NCCL's send/recv and all-to-all engines go in this way): only that kind moves */
+  prt_backend_use_engine(PRT_OP_ALL_TO_ALL, &fake_engine);
+  for (int k = 0; k < PRT_OP_KINDS; k++)
+    if (b->xfer[k] != (k == PRT_OP_ALL_TO_ALL ? &fake_engine : host))
+      fail("transfer kind %d runs on '%s' after installing an all-to-all engine", k,
+           b->xfer[k]->name);
+  prt_backend_use_engine(PRT_OP_ALL_TO_ALL, host);
   end();
 }
 

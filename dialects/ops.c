@@ -28,7 +28,7 @@ static const PiperOpFacts table[PIPER_TDAG_OP_COUNT] = {
     ROW(LINEAR, "linear", FORWARD, .batch = PIPER_BATCH_ALL, .kernel = PRT_K_linear_fwd),
     ROW(MATMUL_NT, "matmul_nt", FORWARD, .batch = PIPER_BATCH_ALL, .kernel = PRT_K_linear_fwd),
     ROW(ATTENTION, "attention", FORWARD, .batch = PIPER_BATCH_ALL,
-        .kernel = PRT_K_attention_fwd, .gpuRowResults = 1u << 1),
+        .kernel = PRT_K_attention_fwd, .rowResults = 1u << 1),
     ROW(GELU, "gelu", FORWARD, .batch = PIPER_BATCH_ALL, .kernel = PRT_K_gelu_fwd),
     ROW(ADD, "add", FORWARD, .likeOperand0 = true, .kernel = PRT_K_add),
     /* the loss (#0) is a scalar of the whole batch; probs (#1) are per row */
@@ -67,7 +67,7 @@ static const PiperOpFacts table[PIPER_TDAG_OP_COUNT] = {
     ROW(SWIGLU, "swiglu", FORWARD, .batch = PIPER_BATCH_ALL, .kernel = PRT_K_swiglu_fwd),
     /* out (#0) and the saved probs (#1, (B,H,T,T)) are per row */
     ROW(GQA_ATTENTION, "gqa_attention", FORWARD, .batch = PIPER_BATCH_ALL,
-        .kernel = PRT_K_gqa_attention_fwd, .gpuRowResults = 1u << 1),
+        .kernel = PRT_K_gqa_attention_fwd, .rowResults = 1u << 1),
     /* ---- Qwen3 backward ---- */
     ROW(EMBED_GRAD, "embed_grad", BACKWARD, .weightGradResults = 1u << 0,
         .i32Operands = 1u << 1, .kernel = PRT_K_embed_bwd),

@@ -209,7 +209,8 @@ static void ring_bwd(prt_ctx *ctx, const ring_shape *s0, float *dq, float *dk, f
       if (hd[i] >= 0) prt_wait(ctx, hd[i]);
     }
   }
-  float *mine = slot[s->G % 2] + 2 * s->n; /* slot 0 when G = 1: nothing moved */
+  /* the last dK, dV shift landed in slot G mod 2; with G = 1 nothing moved (slot 0) */
+  float *mine = slot[s->G == 1 ? 0 : s->G % 2] + 2 * s->n;
   unpack_rows(dk, mine, s);
   unpack_rows(dv, mine + s->n, s);
   prt_attn_scratch_free(&w);

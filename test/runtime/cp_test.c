@@ -92,11 +92,13 @@ static void close_rows(const char *what, const float *got, const float *full, in
   free(want);
 }
 
-/* A context of the world as group 0, communicators created. */
+/* A context of the world as group 0 and each rank alone as group 1 + rank (a ring of one),
+ * communicators created. */
 static prt_ctx *ring_ctx(void) {
   prt_ctx *ctx = prt_ctx_create();
   prt_declare_world(ctx, W);
   prt_declare_group_range(ctx, 0, W, 0, 1);
+  for (int64_t r = 0; r < W; r++) prt_declare_group_range(ctx, 1 + r, 1, r, 1);
   prt_declare_stream(ctx, 1, "cp");
   prt_status st = {0};
   if (prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
@@ -138,6 +140,41 @@ static void check_gqa(prt_ctx *ctx, int64_t c) {
   float *all[] = {q, k, v, dout, out, lse, dq, dk, dv, lq, lk, lv, ldo, lout, llse, ldq, ldk,
                   ldv};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* A ring of one member (G = 1: chunks 0 and 1, the whole sequence of 2c rows, no transfer)
+ * against the single-device kernels: GQA with B 2, H 4 over KV 2, D 8. */
+static void check_alone(prt_ctx *ctx, int64_t c) {
+  int64_t B = 2, H = 4, KV = 2, D = 8, T = 2 * c, nq = H * D, nk = KV * D;
+  rng_state = 77 + (uint64_t)c;
+  float *q = rand_vec(B * T * nq, 1.5f), *k = rand_vec(B * T * nk, 1.5f);
+  float *v = rand_vec(B * T * nk, 1), *dout = rand_vec(B * T * nq, 1);
+  float *o[2], *l[2], *dq[2], *dk[2], *dv[2]; /* [0] one device, [1] the ring of one */
+  for (int i = 0; i < 2; i++) {
+    o[i] = malloc((size_t)(B * T * nq) * sizeof(float));
+    l[i] = malloc((size_t)(B * H * T) * sizeof(float));
+    dq[i] = malloc((size_t)(B * T * nq) * sizeof(float));
+    dk[i] = malloc((size_t)(B * T * nk) * sizeof(float));
+    dv[i] = malloc((size_t)(B * T * nk) * sizeof(float));
+  }
+  prt_gqa_attention_fwd(o[0], l[0], q, k, v, B, T, H, KV, D);
+  prt_gqa_attention_bwd(dq[0], dk[0], dv[0], dout, q, k, v, l[0], B, T, H, KV, D);
+  prt_ring_gqa_attention_fwd(ctx, o[1], l[1], q, k, v, B, T, H, KV, D, 1 + R, 70);
+  prt_ring_gqa_attention_bwd(ctx, dq[1], dk[1], dv[1], dout, o[1], q, k, v, l[1], B, T, H, KV,
+                             D, 1 + R, 70);
+  const struct { const char *what; float *got, *want; int64_t n; } cmp[] = {
+      {"alone out", o[1], o[0], B * T * nq}, {"alone lse", l[1], l[0], B * H * T},
+      {"alone dq", dq[1], dq[0], B * T * nq}, {"alone dk", dk[1], dk[0], B * T * nk},
+      {"alone dv", dv[1], dv[0], B * T * nk}};
+  for (size_t j = 0; j < sizeof cmp / sizeof *cmp; j++)
+    for (int64_t i = 0; i < cmp[j].n; i++)
+      if (!(fabsf(cmp[j].got[i] - cmp[j].want[i]) <= 2e-5f + 1e-4f * fabsf(cmp[j].want[i]))) {
+        fail("%s[%lld]: ring of one %.9g, one device %.9g", cmp[j].what, (long long)i,
+             cmp[j].got[i], cmp[j].want[i]);
+        break;
+      }
+  for (int i = 0; i < 2; i++) free(o[i]), free(l[i]), free(dq[i]), free(dk[i]), free(dv[i]);
+  free(q), free(k), free(v), free(dout);
 }
 
 /* GPT's packed qkv (C 32, H 2) with chunks of c rows, B 1. */
@@ -196,6 +233,9 @@ int main(int argc, char **argv) {
   begin("ring_gqa");
   check_gqa(ctx, 5);
   check_gqa(ctx, 70);
+  end();
+  begin("ring_alone");
+  check_alone(ctx, 45);
   end();
   begin("ring_packed");
   check_packed(ctx, 3);

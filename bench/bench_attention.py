@@ -40,8 +40,9 @@ def main():
         out = subprocess.run(PIN + [exe, str(T), str(args.reps)], env=ENV, check=True,
                              capture_output=True, text=True).stdout
         for r in (json.loads(l) for l in out.splitlines() if l.strip()):
-            print("| {B} | {T} | {C} | {H} | {impl} | {fwd_ms:.1f} | {bwd_ms:.1f} | {tot:.1f} | {sv} |"
-                  .format(tot=r["fwd_ms"] + r["bwd_ms"], sv=mib(r["saved_bytes"]), **r))
+            row = ("| {B} | {T} | {C} | {H} | {impl} | {fwd_ms:.1f} | {bwd_ms:.1f} | {tot:.1f} "
+                   "| {sv} |")
+            print(row.format(tot=r["fwd_ms"] + r["bwd_ms"], sv=mib(r["saved_bytes"]), **r))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ For each model: piper-gen + piper-compile a binary, run it pinned to core 0 with
 run bench/torch_gpt_bench.py the same way, and print a table of tokens/s and effective GFLOP/s.
   model GFLOP/s = 6 * params * tokens / time                    (the usual 6PT estimate)
   attn  GFLOP/s = 12 * L * B * T^2 * C / time per step          (QK^T and PV, fwd + bwd,
-                                                                  full T x T as in the kernels)
+                                                                  full T x T, as the dense
+                                                                  kernels did; the blocked
+                                                                  ones skip the masked half)
 The two runs alternate (ours, torch, ours, torch) so machine noise hits both alike; the table
 shows the median step of each. Usage: bench_gpt.py BUILD_DIR [--steps N]
 """

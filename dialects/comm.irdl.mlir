@@ -77,6 +77,76 @@ irdl.dialect @comm {
     irdl.operands(value: %t2)
     irdl.results(out: %t3, done: %tok4)
   }
+  // Context parallelism: causal attention whose key/value rows travel around `group` (the
+  // context-parallel group, device ids in ring order; member r holds sequence chunks r and
+  // 2G-1-r as its local rows), runtime/cp_attention.c. A collective of the group: every member
+  // issues the group's ring ops in the same order (verify-plan proves it, as for the
+  // collectives above), and each completes inside its call (its point-to-point transfers go to
+  // member r+1 and come from r-1 with tags `tag` and `tag` + 1 in a fixed pattern), so `done`
+  // has nothing left to wait for. lse (B, H, Tl): one log-sum-exp per local query row.
+  // GPT's packed qkv (B, Tl, 3C) -> out (B, Tl, C), lse.
+  irdl.operation @ring_attention {
+    %g = irdl.base "#builtin.array"
+    %tag = irdl.base "#builtin.integer"
+    %heads = irdl.base "#builtin.integer"
+    %qkv = irdl.base "!builtin.tensor"
+    %out = irdl.base "!builtin.tensor"
+    %lse = irdl.base "!builtin.tensor"
+    %done = irdl.base @comm::@token
+    irdl.attributes { "group" = %g, "tag" = %tag, "heads" = %heads }
+    irdl.operands(qkv: %qkv)
+    irdl.results(out: %out, lse: %lse, done: %done)
+  }
+  // dqkv from dout, the forward's out, qkv and lse; dK, dV travel with the keys.
+  irdl.operation @ring_attention_grad {
+    %g = irdl.base "#builtin.array"
+    %tag = irdl.base "#builtin.integer"
+    %heads = irdl.base "#builtin.integer"
+    %dout = irdl.base "!builtin.tensor"
+    %out = irdl.base "!builtin.tensor"
+    %qkv = irdl.base "!builtin.tensor"
+    %lse = irdl.base "!builtin.tensor"
+    %dqkv = irdl.base "!builtin.tensor"
+    %done = irdl.base @comm::@token
+    irdl.attributes { "group" = %g, "tag" = %tag, "heads" = %heads }
+    irdl.operands(dout: %dout, out: %out, qkv: %qkv, lse: %lse)
+    irdl.results(dqkv: %dqkv, done: %done)
+  }
+  // Grouped-query: q (B, Tl, H*D), k and v (B, Tl, KV*D) -> out like q, lse.
+  irdl.operation @ring_gqa_attention {
+    %g = irdl.base "#builtin.array"
+    %tag = irdl.base "#builtin.integer"
+    %heads = irdl.base "#builtin.integer"
+    %kv_heads = irdl.base "#builtin.integer"
+    %q = irdl.base "!builtin.tensor"
+    %k = irdl.base "!builtin.tensor"
+    %v = irdl.base "!builtin.tensor"
+    %out = irdl.base "!builtin.tensor"
+    %lse = irdl.base "!builtin.tensor"
+    %done = irdl.base @comm::@token
+    irdl.attributes { "group" = %g, "tag" = %tag, "heads" = %heads, "kv_heads" = %kv_heads }
+    irdl.operands(q: %q, k: %k, v: %v)
+    irdl.results(out: %out, lse: %lse, done: %done)
+  }
+  irdl.operation @ring_gqa_attention_grad {
+    %g = irdl.base "#builtin.array"
+    %tag = irdl.base "#builtin.integer"
+    %heads = irdl.base "#builtin.integer"
+    %kv_heads = irdl.base "#builtin.integer"
+    %dout = irdl.base "!builtin.tensor"
+    %out = irdl.base "!builtin.tensor"
+    %q = irdl.base "!builtin.tensor"
+    %k = irdl.base "!builtin.tensor"
+    %v = irdl.base "!builtin.tensor"
+    %lse = irdl.base "!builtin.tensor"
+    %dq = irdl.base "!builtin.tensor"
+    %dk = irdl.base "!builtin.tensor"
+    %dv = irdl.base "!builtin.tensor"
+    %done = irdl.base @comm::@token
+    irdl.attributes { "group" = %g, "tag" = %tag, "heads" = %heads, "kv_heads" = %kv_heads }
+    irdl.operands(dout: %dout, out: %out, q: %q, k: %k, v: %v, lse: %lse)
+    irdl.results(dq: %dq, dk: %dk, dv: %dv, done: %done)
+  }
   // Blocks the issuing stream until the communications behind `tokens` have completed.
   irdl.operation @wait {
     %tok1 = irdl.base @comm::@token

@@ -34,7 +34,7 @@ static const PiperOpFacts table[PIPER_TDAG_OP_COUNT] = {
         .bf16Results = 1u << 0, .bf16RoundOperands = 1u << 1,
         .bf16Kernel = PRT_K_linear_fwd_bf16),
     ROW(ATTENTION, "attention", FORWARD, .batch = PIPER_BATCH_ALL,
-        .kernel = PRT_K_attention_fwd, .gpuRowResults = 1u << 1,
+        .kernel = PRT_K_attention_fwd, .rowResults = 1u << 1,
         .bf16Results = 1u << 0),
     ROW(GELU, "gelu", FORWARD, .batch = PIPER_BATCH_ALL, .kernel = PRT_K_gelu_fwd,
         .bf16Results = 1u << 0),
@@ -88,7 +88,7 @@ static const PiperOpFacts table[PIPER_TDAG_OP_COUNT] = {
         .bf16Results = 1u << 0),
     /* out (#0) and the saved probs (#1, (B,H,T,T)) are per row */
     ROW(GQA_ATTENTION, "gqa_attention", FORWARD, .batch = PIPER_BATCH_ALL,
-        .kernel = PRT_K_gqa_attention_fwd, .gpuRowResults = 1u << 1,
+        .kernel = PRT_K_gqa_attention_fwd, .rowResults = 1u << 1,
         .bf16Results = 1u << 0),
     /* ---- Qwen3 backward ---- */
     ROW(EMBED_GRAD, "embed_grad", BACKWARD, .weightGradResults = 1u << 0,

@@ -71,9 +71,64 @@ static int64_t words(MlirType t) {
   return (piperTensorNumel(t) * piperTensorElementBytes(t) + 3) / 4;
 }
 
+/* Context parallelism's ring attention (comm.irdl.mlir) -> one blocking runtime call:
+ *   comm.ring_attention(qkv)
+ *     -> prt_ring_attention_fwd(ctx, out, lse, qkv, B, Tl, C, H, group, tag)
+ *   comm.ring_attention_grad(dout, out, qkv, lse)
+ *     -> prt_ring_attention_bwd(ctx, dqkv, dout, out, qkv, lse, B, Tl, C, H, group, tag)
+ *   comm.ring_gqa_attention(q, k, v)
+ *     -> prt_ring_gqa_attention_fwd(ctx, out, lse, q, k, v, B, Tl, H, KV, D, group, tag)
+ *   comm.ring_gqa_attention_grad(dout, out, q, k, v, lse)
+ *     -> prt_ring_gqa_attention_bwd(ctx, dq, dk, dv, dout, out, q, k, v, lse, B, Tl, H, KV,
+ *        D, group, tag)
+ * The call completes the ring, so the op's token stands for nothing. Returns false for an op
+ * that is not a ring op. */
+static bool lowerRing(Lowering *L, MlirOperation op) {
+  bool gqa = piperOpIs(op, "comm.ring_gqa_attention") ||
+             piperOpIs(op, "comm.ring_gqa_attention_grad");
+  bool grad = piperOpIs(op, "comm.ring_attention_grad") ||
+              piperOpIs(op, "comm.ring_gqa_attention_grad");
+  if (!gqa && !grad && !piperOpIs(op, "comm.ring_attention")) return false;
+  if (L->shared->target->deviceCode) { /* the ring kernels are the CPU's (cp_attention.c) */
+    piperEmitErrorf(mlirOperationGetLocation(op),
+                    "piper-lower-to-llvm: context parallelism's ring attention runs on the CPU "
+                    "target only; compile without --target cuda");
+    L->failed = true;
+    return true;
+  }
+  MlirValue a[18];
+  intptr_t n = 0, nIn = mlirOperationGetNumOperands(op);
+  a[n++] = L->ctxArg;
+  for (intptr_t r = 0; r + 1 < mlirOperationGetNumResults(op); ++r) a[n++] = lwOut(L, op, r);
+  for (intptr_t i = 0; i < nIn; ++i) a[n++] = lwIn(L, op, i);
+  /* q (or qkv) is operand 0 of the forward, 2 of the backward */
+  MlirType q = lwInType(op, grad ? 2 : 0);
+  int64_t H = piperGetIntAttr(op, "heads", 1), B = piperTensorDim(q, 0);
+  int64_t Tl = piperTensorDim(q, 1), last = piperTensorDim(q, 2);
+  a[n++] = lwI64(L, B);
+  a[n++] = lwI64(L, Tl);
+  if (gqa) {
+    a[n++] = lwI64(L, H);
+    a[n++] = lwI64(L, piperGetIntAttr(op, "kv_heads", 1));
+    a[n++] = lwI64(L, last / H);
+  } else {
+    a[n++] = lwI64(L, last / 3);
+    a[n++] = lwI64(L, H);
+  }
+  a[n++] = lwI64(L, lwGroupOf(L, op));
+  a[n++] = lwI64(L, piperGetIntAttr(op, "tag", 0));
+  lwCall(L,
+         gqa ? (grad ? "prt_ring_gqa_attention_bwd" : "prt_ring_gqa_attention_fwd")
+             : (grad ? "prt_ring_attention_bwd" : "prt_ring_attention_fwd"),
+         n, a);
+  setHandle(L, op, (MlirValue){NULL});
+  return true;
+}
+
 /* One comm op -> its runtime call(s). */
 void lwLowerComm(Lowering *L, MlirOperation op) {
   LlvmBuilder *b = &L->lb;
+  if (lowerRing(L, op)) return;
   if (piperOpIs(op, "comm.wait")) {
     /* comm.wait(tokens) -> prt_wait(ctx, handle) for each */
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {

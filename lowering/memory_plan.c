@@ -196,8 +196,8 @@ bool lwPlanMemory(Lowering *L) {
       b->gradient = isGradient(L, op, r);
       int64_t elemBytes = piperTensorElementBytes(mlirValueGetType(v));
       int64_t elems = piperTensorNumel(mlirValueGetType(v));
-      if (L->shared->target->rowResults && piperFactsGpuRowResult(piperOpFacts(op), r)) {
-        /* the GPU kernel writes one element per row of the last dim (ops.h gpuRowResults) */
+      if (piperFactsRowResult(piperOpFacts(op), r)) {
+        /* the kernels write one element per row of the last dim (ops.h rowResults) */
         MlirType t = mlirValueGetType(v);
         intptr_t rank = mlirShapedTypeGetRank(t);
         int64_t last = rank > 0 ? mlirShapedTypeGetDimSize(t, rank - 1) : 1;

@@ -32,7 +32,6 @@ static const PiperTarget targets[] = {
     {.name = "cuda",
      .kernels = gpuKernels,
      .setup = "prt_cuda_setup",
-     .rowResults = true,
      .deviceCode = true,
      .link = {{"cuda", CUDA_REBUILD}, {"cuda_mpi", CUDA_REBUILD}}},
 };

@@ -61,9 +61,15 @@ static int64_t numelOf(MlirOperation op) {
   return piperTensorNumel(t);
 }
 
+/* The ring attention ops (context parallelism) are collectives too: their transfers are a fixed
+ * ring pattern over the group, completed inside the call, so the op returns on every member
+ * exactly when every member has reached it (comm.irdl.mlir). */
 static bool isCollective(MlirOperation op) {
   return piperOpIs(op, "comm.all_reduce") || piperOpIs(op, "comm.reduce_scatter") ||
-         piperOpIs(op, "comm.all_gather") || piperOpIs(op, "comm.all_to_all");
+         piperOpIs(op, "comm.all_gather") || piperOpIs(op, "comm.all_to_all") ||
+         piperOpIs(op, "comm.ring_attention") || piperOpIs(op, "comm.ring_attention_grad") ||
+         piperOpIs(op, "comm.ring_gqa_attention") ||
+         piperOpIs(op, "comm.ring_gqa_attention_grad");
 }
 
 static void describe(MlirOperation op, char *buf, size_t size) {

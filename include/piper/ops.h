@@ -156,10 +156,11 @@ typedef struct {
   uint8_t i32Results;        /* bit r = result r is an i32 tensor whatever resultElem says: the
                                 MoE ops that return expert ids or counts next to f32 values */
   prt_kernel_id kernel;      /* its kernel in include/piper/kernels.def, or PRT_K_NONE */
-  uint8_t gpuRowResults;     /* bit r = under --target cuda, result r holds one element per
-                                row of its last dim (numel / last dim): the fused attention
-                                keeps each query row's log-sum-exp where the CPU keeps the
-                                T x T probabilities, so the memory plan reserves only that */
+  uint8_t rowResults;        /* bit r = result r holds one element per row of its last dim
+                                (numel / last dim) on every target: the attention kernels
+                                (CPU and GPU) keep each query row's log-sum-exp in the
+                                declared (B,H,T,T) result, so the memory plan reserves only
+                                that */
   /* The bf16 mixed-precision policy (--piper-precision=bf16, passes/precision.c; README
    * "Mixed precision"). An activation, or an activation's gradient, is stored in bf16; what
    * stays fp32 (master weights, moments, weight gradients, norm statistics, the loss and its
@@ -188,9 +189,9 @@ const PiperOpFacts *piperOpFactsTable(size_t *n);
 
 /* True if result `r` of an op with row `f` is a weight gradient by the row alone (not through
  * likeOperand0). */
-/* True if result `r` of an op with row `f` needs only numel / last dim elements on the GPU. */
-static inline bool piperFactsGpuRowResult(const PiperOpFacts *f, intptr_t r) {
-  return f && r >= 0 && r < 8 && ((f->gpuRowResults >> r) & 1);
+/* True if result `r` of an op with row `f` needs only numel / last dim elements. */
+static inline bool piperFactsRowResult(const PiperOpFacts *f, intptr_t r) {
+  return f && r >= 0 && r < 8 && ((f->rowResults >> r) & 1);
 }
 
 /* True if result `r` of an op with row `f` is stored as bf16 under the bf16 policy. */

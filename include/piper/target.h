@@ -15,9 +15,6 @@ typedef struct {
   const char *const *kernels;  /* the runtime function of each kernel of the kernel list,
                                   indexed by prt_kernel_id; NULL where this target has none */
   const char *setup;           /* what piper_setup calls first (opens the device), or NULL */
-  bool rowResults;             /* results an op-facts row marks gpuRowResults keep one float
-                                  per row (the fused attention's log-sum-exp), so the memory
-                                  plan reserves only that */
   bool deviceCode;             /* the plan's device kernels are generated (PTX) and embedded */
   struct {
     const char *file;          /* the runtime's link flags: <lib dir>/piper_rt_<file>.link,

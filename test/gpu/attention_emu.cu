@@ -142,19 +142,9 @@ static void check(int64_t B, int64_t T, int64_t C, int64_t H, bool warp) {
   prt_attention_fwd(wout, probs, qkv, B, T, C, H);
   prt_attention_bwd(wd, dout, qkv, probs, B, T, C, H);
   same("out", out, wout, n, 2e-6);
-  // lse against the CPU's probabilities: exp(s_tj - lse_t) is P_tj, so P_t0 checks it
-  float *p0 = (float *)malloc(rows * 4), *w0 = (float *)malloc(rows * 4);
-  for (int64_t row = 0; row < rows; row++) {
-    AttnShape sh = attn_packed(T, C, H);
-    AttnRow a = attn_row(row, sh);
-    const float *q = qkv + (a.b * T + a.t) * sh.qs + a.h * sh.D;
-    const float *k = qkv + a.b * T * sh.ks + C + a.h * sh.D; // key 0
-    float s = 0;
-    for (int64_t d = 0; d < sh.D; d++) s += q[d] * k[d];
-    p0[row] = expf(s * scale - lse[row]);
-    w0[row] = probs[((a.b * H + a.h) * T + a.t) * T];
-  }
-  same("lse (as P[t][0])", p0, w0, rows, 2e-6);
+  // lse against the CPU's: its blocked kernels keep the same (B, H, T) log-sum-exps in the
+  // first B*H*T floats of the probs result
+  same("lse", lse, probs, rows, 2e-6);
   // dq, dk, dv: the q, k and v thirds of each row of dqkv
   for (int part = 0; part < 3; part++) {
     float *g = (float *)malloc(n * 4), *w = (float *)malloc(n * 4);
@@ -168,7 +158,7 @@ static void check(int64_t B, int64_t T, int64_t C, int64_t H, bool warp) {
     free(w);
   }
   free(qkv); free(dout); free(out); free(lse); free(D); free(dqkv); free(wout); free(probs);
-  free(wd); free(p0); free(w0);
+  free(wd);
 }
 
 // ---- grouped-query attention (gqa_*_row) against prt_gqa_attention_* ----
@@ -246,21 +236,13 @@ static void check_gqa(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D, bo
   prt_gqa_attention_fwd(wout, probs, q, k, v, B, T, H, KV, D);
   prt_gqa_attention_bwd(wdq, wdk, wdv, dout, q, k, v, probs, B, T, H, KV, D);
   same("out", out, wout, nq, 2e-6);
-  // lse against the CPU's probabilities: P[t][0] = exp(s_t0 - lse_t)
-  float *p0 = (float *)malloc(rows * 4), *w0 = (float *)malloc(rows * 4);
-  for (int64_t row = 0; row < rows; row++) {
-    AttnShape sh = attn_gqa(T, H, KV, D);
-    AttnRow a = attn_row(row, sh);
-    float s = dot(q + (a.b * T + a.t) * sh.qs + a.h * D, k + a.b * T * sh.ks + a.kh * D, D);
-    p0[row] = expf(s * scale - lse[row]);
-    w0[row] = probs[((a.b * H + a.h) * T + a.t) * T];
-  }
-  same("lse (as P[t][0])", p0, w0, rows, 2e-6);
+  // lse against the CPU's (B, H, T) log-sum-exps
+  same("lse", lse, probs, rows, 2e-6);
   same("dq", dq, wdq, nq, 2e-6);
   same("dk", dk, wdk, nk, 2e-6);
   same("dv", dv, wdv, nk, 2e-6);
   free(q); free(k); free(v); free(dout); free(out); free(lse); free(Dbuf); free(dq); free(dk);
-  free(dv); free(wout); free(probs); free(wdq); free(wdk); free(wdv); free(p0); free(w0);
+  free(dv); free(wout); free(probs); free(wdq); free(wdk); free(wdv);
 }
 
 int main() {

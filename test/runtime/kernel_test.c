@@ -261,12 +261,13 @@ static void test_attention(void) {
   s.R = rand_vec(B * T * C, 1);
   attn_loss(&s);
   double *want = calloc((size_t)(B * T * C), sizeof(double));
-  double *wantp = calloc((size_t)(B * H * T * T), sizeof(double));
+  double *wantl = calloc((size_t)(B * H * T), sizeof(double));
+  double *p = calloc((size_t)T, sizeof(double));
   for (int64_t b = 0; b < B; b++)
     for (int64_t h = 0; h < H; h++)
       for (int64_t t = 0; t < T; t++) {
         const float *q = s.qkv + (b * T + t) * 3 * C + h * hs;
-        double *p = wantp + ((b * H + h) * T + t) * T, mx = -1e300, sum = 0;
+        double mx = -1e300, sum = 0;
         for (int64_t u = 0; u <= t; u++) {
           const float *k = s.qkv + (b * T + u) * 3 * C + C + h * hs;
           double d = 0;
@@ -276,14 +277,16 @@ static void test_attention(void) {
         }
         for (int64_t u = 0; u <= t; u++) sum += (p[u] = exp(p[u] - mx));
         for (int64_t u = 0; u <= t; u++) p[u] /= sum;
+        wantl[(b * H + h) * T + t] = mx + log(sum);
         for (int64_t e = 0; e < hs; e++)
           for (int64_t u = 0; u <= t; u++)
             want[(b * T + t) * C + h * hs + e] +=
                 p[u] * s.qkv[(b * T + u) * 3 * C + 2 * C + h * hs + e];
       }
   close_check("out", s.out, want, B * T * C, 1e-5, 1e-5);
-  close_check("probs", s.probs, wantp, B * H * T * T, 1e-6, 1e-5); /* exact 0 above diag */
-  free(want), free(wantp);
+  /* the saved result is one log-sum-exp per query row, (B, H, T) */
+  close_check("lse", s.probs, wantl, B * H * T, 1e-5, 1e-5);
+  free(want), free(wantl), free(p);
   end();
 
   begin("attention_bwd");
@@ -292,6 +295,137 @@ static void test_attention(void) {
   prt_attention_bwd(dqkv, s.R, s.qkv, s.probs, B, T, C, H);
   fd_check("dqkv", s.qkv, B * T * 3 * C, dqkv, attn_loss, &s);
   free(s.qkv), free(s.out), free(s.probs), free(s.R), free(dqkv);
+  end();
+}
+
+/* Causal attention in double over strided views (q, dq stride qs; k, v, dk, dv stride ks;
+ * out, dout stride os), the oracle of the blocked kernels: out, lse (B, H, T) and the
+ * gradients dq, dk, dv (zeroed here) of sum(out * dout). */
+typedef struct ref_attn {
+  int64_t B, T, H, KV, D, qs, ks, os; /* sizes and row strides */
+  double *out, *lse, *dq, *dk, *dv;   /* like the kernel's, dense at the same strides */
+} ref_attn;
+
+static void ref_attention_head(ref_attn *r, int64_t b, int64_t h, const float *q,
+                               const float *k, const float *v, const float *dout, double *P) {
+  int64_t T = r->T, D = r->D, kh = h * r->KV / r->H;
+  double scale = 1.0 / sqrt((double)D);
+#define RQ(t) (q + (b * T + (t)) * r->qs + h * D)
+#define RK(u) (k + (b * T + (u)) * r->ks + kh * D)
+#define RV(u) (v + (b * T + (u)) * r->ks + kh * D)
+#define RDO(t) (dout + (b * T + (t)) * r->os + h * D)
+  for (int64_t t = 0; t < T; t++) {
+    double mx = -1e300, sum = 0, Dt = 0;
+    double *p = P + t * T;
+    for (int64_t u = 0; u <= t; u++) {
+      double d = 0;
+      for (int64_t e = 0; e < D; e++) d += (double)RQ(t)[e] * RK(u)[e];
+      p[u] = d * scale;
+      mx = p[u] > mx ? p[u] : mx;
+    }
+    for (int64_t u = 0; u <= t; u++) sum += (p[u] = exp(p[u] - mx));
+    r->lse[(b * r->H + h) * T + t] = mx + log(sum);
+    for (int64_t u = 0; u <= t; u++) p[u] /= sum;
+    for (int64_t e = 0; e < D; e++) {
+      double o = 0;
+      for (int64_t u = 0; u <= t; u++) o += p[u] * RV(u)[e];
+      r->out[(b * T + t) * r->os + h * D + e] = o;
+      Dt += o * RDO(t)[e];
+    }
+    for (int64_t u = 0; u <= t; u++) {
+      double dp = 0;
+      for (int64_t e = 0; e < D; e++) dp += (double)RDO(t)[e] * RV(u)[e];
+      double ds = p[u] * (dp - Dt) * scale;
+      for (int64_t e = 0; e < D; e++) {
+        r->dq[(b * T + t) * r->qs + h * D + e] += ds * RK(u)[e];
+        r->dk[(b * T + u) * r->ks + kh * D + e] += ds * RQ(t)[e];
+        r->dv[(b * T + u) * r->ks + kh * D + e] += p[u] * RDO(t)[e];
+      }
+    }
+  }
+#undef RQ
+#undef RK
+#undef RV
+#undef RDO
+}
+
+static void ref_attention(ref_attn *r, const float *q, const float *k, const float *v,
+                          const float *dout) {
+  int64_t T = r->T;
+  r->out = calloc((size_t)(r->B * T * r->os), sizeof(double));
+  r->lse = calloc((size_t)(r->B * r->H * T), sizeof(double));
+  r->dq = calloc((size_t)(r->B * T * r->qs), sizeof(double));
+  r->dk = calloc((size_t)(r->B * T * r->ks), sizeof(double));
+  r->dv = calloc((size_t)(r->B * T * r->ks), sizeof(double));
+  double *P = calloc((size_t)(T * T), sizeof(double));
+  for (int64_t b = 0; b < r->B; b++)
+    for (int64_t h = 0; h < r->H; h++) ref_attention_head(r, b, h, q, k, v, dout, P);
+  free(P);
+}
+
+static void ref_attention_free(ref_attn *r) {
+  free(r->out), free(r->lse), free(r->dq), free(r->dk), free(r->dv);
+}
+
+/* Compares columns [g0, g0+n) of `got` with columns [0, n) of `want`, each of `rows` rows of
+ * stride `stride` (the oracle keeps dk, dv at column 0 of its own rows, packed qkv at C, 2C). */
+static void close_cols(const char *what, const float *got, int64_t g0, const double *want,
+                       int64_t rows, int64_t stride, int64_t n, double atol, double rtol) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < n; c++) {
+      double w = want[r * stride + c], g = got[r * stride + g0 + c];
+      if (!(fabs(g - w) <= atol + rtol * fabs(w))) {
+        fail("%s[row %lld, col %lld]: got %.9g, want %.9g (atol %g, rtol %g)", what,
+             (long long)r, (long long)c, g, w, atol, rtol);
+        return;
+      }
+    }
+}
+
+/* The blocked kernels at sequence lengths that are not multiples of the blocks (64): the
+ * last query and key blocks are partial and the diagonal block is cut. GQA with KV < H (two
+ * query heads add into one kv head's dk, dv) and GPT's packed qkv, against the double oracle.
+ * Tolerance: fp32 sums of up to T terms of size ~1, relative 1e-4 (the errors seen are ~1e-6). */
+static void test_attention_blocks(void) {
+  begin("attention_blocks");
+  {
+    int64_t B = 2, T = 150, H = 4, KV = 2, D = 8;
+    float *q = rand_vec(B * T * H * D, 1.5f), *k = rand_vec(B * T * KV * D, 1.5f);
+    float *v = rand_vec(B * T * KV * D, 1), *dout = rand_vec(B * T * H * D, 1);
+    float *out = rand_vec(B * T * H * D, 1), *lse = rand_vec(B * H * T, 1);
+    float *dq = rand_vec(B * T * H * D, 7), *dk = rand_vec(B * T * KV * D, 7);
+    float *dv = rand_vec(B * T * KV * D, 7); /* garbage: the kernels overwrite */
+    ref_attn r = {.B = B, .T = T, .H = H, .KV = KV, .D = D, .qs = H * D, .ks = KV * D,
+                  .os = H * D};
+    ref_attention(&r, q, k, v, dout);
+    prt_gqa_attention_fwd(out, lse, q, k, v, B, T, H, KV, D);
+    prt_gqa_attention_bwd(dq, dk, dv, dout, q, k, v, lse, B, T, H, KV, D);
+    close_check("gqa out", out, r.out, B * T * H * D, 1e-5, 1e-4);
+    close_check("gqa lse", lse, r.lse, B * H * T, 1e-5, 1e-5);
+    close_check("gqa dq", dq, r.dq, B * T * H * D, 1e-5, 1e-4);
+    close_check("gqa dk", dk, r.dk, B * T * KV * D, 1e-5, 1e-4);
+    close_check("gqa dv", dv, r.dv, B * T * KV * D, 1e-5, 1e-4);
+    ref_attention_free(&r);
+    free(q), free(k), free(v), free(dout), free(out), free(lse), free(dq), free(dk), free(dv);
+  }
+  {
+    int64_t B = 1, T = 129, C = 32, H = 2;
+    float *qkv = rand_vec(B * T * 3 * C, 1.5f), *dout = rand_vec(B * T * C, 1);
+    float *out = rand_vec(B * T * C, 1), *lse = rand_vec(B * H * T, 1);
+    float *dqkv = rand_vec(B * T * 3 * C, 7);
+    ref_attn r = {.B = B, .T = T, .H = H, .KV = H, .D = C / H, .qs = 3 * C, .ks = 3 * C,
+                  .os = C};
+    ref_attention(&r, qkv, qkv + C, qkv + 2 * C, dout);
+    prt_attention_fwd(out, lse, qkv, B, T, C, H);
+    prt_attention_bwd(dqkv, dout, qkv, lse, B, T, C, H);
+    close_check("gpt out", out, r.out, B * T * C, 1e-5, 1e-4);
+    close_check("gpt lse", lse, r.lse, B * H * T, 1e-5, 1e-5);
+    close_cols("gpt dq", dqkv, 0, r.dq, B * T, 3 * C, C, 1e-5, 1e-4);
+    close_cols("gpt dk", dqkv, C, r.dk, B * T, 3 * C, C, 1e-5, 1e-4);
+    close_cols("gpt dv", dqkv, 2 * C, r.dv, B * T, 3 * C, C, 1e-5, 1e-4);
+    ref_attention_free(&r);
+    free(qkv), free(dout), free(out), free(lse), free(dqkv);
+  }
   end();
 }
 
@@ -1689,6 +1823,7 @@ int main(void) {
   test_layernorm();
   test_linear();
   test_attention();
+  test_attention_blocks();
   test_gelu();
   test_cross_entropy();
   test_adamw();

@@ -189,8 +189,10 @@ MlirOperation tuneCompilePlan(MlirOperation trainingModule, const char *json, Tu
   passes[n++] = piperCreateExtractPass(NULL);
   bool ok = runPasses(module, passes, n);
   if (!ok) *status = TUNE_DROP_COMPILE;
-  MlirPass verify = piperCreateVerifyPlanPass(NULL);
-  if (ok && !(ok = runPasses(module, &verify, 1))) *status = TUNE_DROP_VERIFY;
+  if (ok) { /* a pass is owned by the pass manager it joins: create it only to run it */
+    MlirPass verify = piperCreateVerifyPlanPass(NULL);
+    if (!(ok = runPasses(module, &verify, 1))) *status = TUNE_DROP_VERIFY;
+  }
   mlirContextDetachDiagnosticHandler(ctx, h);
   unlink(path);
   if (ok) return module;
@@ -224,8 +226,10 @@ TuneResult tuneEvaluate(MlirOperation trainingModule, const TuneCandidate *c,
       ok = false;
     }
   }
-  MlirPass lower = piperCreateLowerToLLVMPass(NULL);
-  if (ok && !(ok = runPasses(module, &lower, 1))) r.status = TUNE_DROP_COMPILE;
+  if (ok) {
+    MlirPass lower = piperCreateLowerToLLVMPass(NULL);
+    if (!(ok = runPasses(module, &lower, 1))) r.status = TUNE_DROP_COMPILE;
+  }
   if (ok) {
     for (int64_t u = 0; u < units; ++u) arena[u] = -1;
     arenaBytes(module, arena, units);

@@ -267,7 +267,7 @@ typedef struct {
   "      %d = arith.addf %one, %e : f32\n"
 
 /* %h (i32, its upper half zero) = the bf16 nearest to %x (f32), ties to even, a NaN as the
- * one quiet NaN 0x7fc0: runtime/kernels/cpu_bf16.c's narrow1, operation for operation (the
+ * one quiet NaN 0x7fc0: prt_f32_to_bf16 (runtime/prt_internal.h), operation for operation (the
  * carry of 0x7fff plus the kept half's lowest bit rounds, and walks an overflow into inf) */
 #define BF16_NARROW                                                                        \
   "      %u = arith.bitcast %x : f32 to i32\n"                                             \

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "piper/runtime.h"
 #include "device.h"
@@ -618,11 +619,27 @@ typedef struct prt_st_dtype {
 const prt_st_dtype *prt_st_dtype_find(const char *name);
 /* The row --save-dtype `flag` names among the written ones ("fp32", "bf16"), or NULL. */
 const prt_st_dtype *prt_st_dtype_for_flag(const char *flag);
-/* The scalar conversions (exposed for the kernel test): BF16 and F16 to fp32 are exact
- * (F16 subnormals, infinities and NaN payloads kept); fp32 to BF16 rounds to nearest, ties to
- * even, and gives 0x7FC0 for every NaN (what torch's conversion gives). */
-float prt_bf16_to_f32(uint16_t h);
-uint16_t prt_f32_to_bf16(float f);
+/* The scalar conversions, shared by the checkpoint dtypes (safetensors.c) and the bf16 kernels
+ * of the mixed-precision policy (kernels/cpu_bf16.c), inline for the kernels' loops. BF16 and
+ * F16 to fp32 are exact (F16 subnormals, infinities and NaN payloads kept). fp32 to BF16 is
+ * torch.Tensor.bfloat16() (c10::round_to_nearest_even): adding 0x7fff plus the lowest kept bit
+ * carries into the kept half exactly when the dropped half is above one half ulp, or equal to
+ * it with an odd kept half; the carry also walks a finite value past the largest bf16 into
+ * inf's pattern (0x7f80), as rounding should. A NaN would carry into the sign or become inf,
+ * so it is kept apart: every NaN becomes 0x7FC0, what c10's scalar conversion gives (its
+ * vectorized one gives 0xFFFF). */
+static inline float prt_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16; /* bf16 is fp32's top half */
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static inline uint16_t prt_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
+  return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 float prt_f16_to_f32(uint16_t h);
 
 /* One tensor to write: fp32, shape dims[0..ndim). */

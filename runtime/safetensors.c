@@ -38,24 +38,6 @@
 static void prt_f32_load(const void *src, float *dst, size_t n) { memcpy(dst, src, 4 * n); }
 static void prt_f32_store(const float *src, void *dst, size_t n) { memcpy(dst, src, 4 * n); }
 
-float prt_bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16; /* bf16 is fp32's top half */
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-uint16_t prt_f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  /* any NaN: 0x7FC0, what c10's scalar conversion gives (its vectorized one gives 0xFFFF) */
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0;
-  /* round to nearest, ties to even: add just under half a bf16 ulp, plus one when the kept
-   * half is odd, and cut; a carry into the exponent is the correct rounding up (to +-inf
-   * past the largest bf16) */
-  return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 float prt_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
   uint32_t u;

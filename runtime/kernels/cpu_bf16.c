@@ -10,37 +10,17 @@
 #include "piper/runtime.h"
 #include "prt_internal.h"
 
-/* The bf16 nearest to x, ties to even, as torch.Tensor.bfloat16() (c10::round_to_nearest_even):
- * adding 0x7fff plus the lowest kept bit to the fp32 pattern carries into the kept half
- * exactly when the dropped half is above one half ulp, or equal to it with an odd kept half.
- * The carry also walks a finite value past the largest bf16 into inf's pattern (0x7f80), as
- * rounding should. A NaN would carry into the sign or become inf, so it is kept apart: it
- * becomes PyTorch's one quiet NaN, 0x7fc0, whatever its sign and payload. */
-static inline uint16_t narrow1(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-
-static inline float widen1(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
-
+/* One element: prt_f32_to_bf16 and prt_bf16_to_f32 (prt_internal.h), the checkpoints' own. */
 void prt_bf16_widen(float *dst, const uint16_t *src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = widen1(src[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = prt_bf16_to_f32(src[i]);
 }
 
 void prt_bf16_narrow(uint16_t *dst, const float *src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = narrow1(src[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = prt_f32_to_bf16(src[i]);
 }
 
 void prt_bf16_round(float *dst, const float *src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = widen1(narrow1(src[i]));
+  for (int64_t i = 0; i < n; ++i) dst[i] = prt_bf16_to_f32(prt_f32_to_bf16(src[i]));
 }
 
 /* The linear kernels on bf16 operands (kernels.def linear_*_bf16): the GPU multiplies them on

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,10 +621,17 @@ static void prt_run_end(prt_run_state *r, const prt_opts *o, prt_status *st) {
   prt_watch.what = NULL;
   if (r->stop_signal && ctx->rank == 0) {
     const char *name = r->stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
-    if (o->save_ckpt)
+    bool resumable = !o->save_dtype || strcmp(o->save_dtype->name, "F32") == 0;
+    if (o->save_ckpt && resumable)
       fprintf(stderr, "piper: stopped by %s after step %lld: saved %s (%lld steps completed); "
               "resume with --init-checkpoint %s\n", name, (long long)(r->completed - 1),
               o->save_ckpt, (long long)r->completed, o->save_ckpt);
+    else if (o->save_ckpt) /* an inference checkpoint: no optimizer state to resume from */
+      fprintf(stderr, "piper: stopped by %s after step %lld: saved %s (%lld steps completed) "
+              "as %s parameters only, which cannot resume the run exactly (AdamW restarts); "
+              "to stop and resume, save with --save-dtype fp32 or keep a --checkpoint-dir "
+              "ring\n", name, (long long)(r->completed - 1), o->save_ckpt,
+              (long long)r->completed, o->save_dtype->name);
     else
       fprintf(stderr, "piper: stopped by %s after step %lld; no checkpoint saved (pass "
               "--save-checkpoint to keep the run)\n", name, (long long)(r->completed - 1));

@@ -17,7 +17,10 @@ the pick (the fastest predicted among these) is within 10% of the fastest measur
 --per-op NAME,...: for those candidates also a table of predicted (piper-tune --strategy
 --trace-out) against measured (--trace) time per span class (node label without microbatch,
 transfer kind), each class's least over the steps: where the cost model misses.
-Usage: bench_tune.py BUILD_DIR [--model gpt|moe] [--steps N] [--per-op NAMES]
+--explain NAME,...: for those candidates piper-tune --strategy --explain's table: per kernel
+kind, the profile's prediction against each op's kernel run alone at the plan's shape.
+The load average (os.getloadavg, as uptime) is printed before and after the measurements.
+Usage: bench_tune.py BUILD_DIR [--model gpt|moe] [--steps N] [--per-op NAMES] [--explain NAMES]
                      [--layers L --dim C --heads H --seq T --batch B]
 """
 import argparse
@@ -166,13 +169,13 @@ def measure(a, bin_dir, work, model, c):
                 comm=c["exposed_comm"])
 
 
-def report(a, desc, profile, rows):
+def report(a, desc, profile, rows, load_before):
     print("## piper-tune: predicted vs measured, %s, 2 ranks (one core each), %d steps\n" %
           (desc, a.steps))
     with open(profile) as f:
         print("profile: " + json.load(f)["source"])
-    print("load average during the run: %.1f on %d cores (the measured times share them)\n" % (
-        os.getloadavg()[0], os.cpu_count()))
+    print("load average (1 min) before the runs %.1f, after %.1f, on %d cores (the measured "
+          "times share them)\n" % (load_before, os.getloadavg()[0], os.cpu_count()))
     print("| strategy | predicted ms | measured ms: median (spread), least | error vs median | "
           "vs least | peak MB predicted | measured (params+AdamW+arena) | peak RSS MB | bubble | "
           "exposed comm |")
@@ -205,6 +208,7 @@ def main():
     ap.add_argument("--model", choices=("gpt", "moe"), default="gpt")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--per-op", default="", help="candidate names, comma-separated")
+    ap.add_argument("--explain", default="", help="candidate names, comma-separated")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
@@ -223,10 +227,18 @@ def main():
         "--profile", profile, "--dump", dump, "-o", os.path.join(work, "best.json")],
        stdout=subprocess.DEVNULL)
     cands = {c["name"]: c for c in (json.loads(l) for l in open(os.path.join(dump, "candidates.jsonl")))}
+    load_before = os.getloadavg()[0]
     rows = [measure(a, bin_dir, work, model, cands[name]) for name in WANTED[a.model]]
-    report(a, desc, profile, rows)
+    report(a, desc, profile, rows, load_before)
     if a.per_op:
         per_op(a, bin_dir, work, model, profile, a.per_op.split(","), cands, dump)
+    for name in filter(None, a.explain.split(",")):
+        print("\n### %s: piper-tune --explain (one core)\n" % name)
+        out = subprocess.run(["taskset", "-c", "0", os.path.join(bin_dir, "piper-tune"), model,
+                              "--strategy", os.path.join(dump, cands[name]["file"]), "--profile",
+                              profile, "--explain"], check=True, env=ENV, capture_output=True,
+                             text=True).stdout
+        print(out[out.index("kernels of one step"):])
 
 
 if __name__ == "__main__":

@@ -176,7 +176,7 @@ double tuneWorkOf(MlirOperation op, bool *isMatmul) {
     /* the routed copies: N*K rows of C moved one by one (prt_moe_dispatch_*, combine_*). Not
      * the elements of the R-row buffer: it is cleared at memset speed, and under EP half of it
      * is padding that no copy touches (counted, EP2's dispatch and combine were predicted
-     * 1.5-1.7x what they take, measured with --explain) */
+     * 1.2-1.7x what they take, measured with --explain) */
     int ex = f->id == PIPER_TDAG_MOE_DISPATCH || f->id == PIPER_TDAG_MOE_DISPATCH_GRAD ? 1
              : f->id == PIPER_TDAG_MOE_COMBINE ? 2 : 3;
     int64_t C = lastDim(mlirOperationGetResult(op, 0)); /* rows, dh, y, dout: all (.., C) */

@@ -351,8 +351,8 @@ static bool callMoeKernel(MlirOperation op, const PiperOpFacts *f, double frac, 
   switch (f->id) {
   case PIPER_TDAG_MOE_TOPK: { /* (logits(N,E)) -> weights(N,K), experts */
     MlirValue logits = mlirOperationGetOperand(op, 0);
-    int64_t El = dim(logits, -1), Kt = dim(mlirOperationGetResult(op, 0), -1);
-    prt_moe_topk_fwd(out[0], (int32_t *)out[1], in[0], ROWS(elems(logits) / El), El, Kt);
+    int64_t Et = dim(logits, -1), Kt = dim(mlirOperationGetResult(op, 0), -1);
+    prt_moe_topk_fwd(out[0], (int32_t *)out[1], in[0], ROWS(elems(logits) / Et), Et, Kt);
     return true;
   }
   case PIPER_TDAG_MOE_TOPK_GRAD: { /* -> dlogits(N,E) */

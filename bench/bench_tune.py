@@ -20,10 +20,12 @@ transfer kind), each class's least over the steps: where the cost model misses.
 --explain NAME,...: for those candidates piper-tune --strategy --explain's table: per kernel
 kind, the profile's prediction against each op's kernel run alone at the plan's shape.
 The load average (os.getloadavg, as uptime) is printed before and after the measurements.
+--explain-only: calibrate and print the --explain tables without running the candidates.
 --issue-probe: instead, a 2-rank C program (mpicc) that issues four MPI_Iallreduce 2-3 ms of
 computing apart, as a DP step issues its gradient buckets, and prints how long each issue
 takes to return (the first alone in flight, the next ones behind it).
 Usage: bench_tune.py BUILD_DIR [--model gpt|moe] [--steps N] [--per-op NAMES] [--explain NAMES]
+                     [--explain-only]
        bench_tune.py BUILD_DIR --issue-probe
                      [--layers L --dim C --heads H --seq T --batch B]
 """
@@ -264,6 +266,8 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--explain-only", action="store_true",
+                    help="calibrate and print --explain's tables, run no candidate")
     ap.add_argument("--issue-probe", action="store_true",
                     help="only time MPI_Iallreduce's issue with an earlier one in flight")
     a = ap.parse_args()
@@ -283,8 +287,11 @@ def main():
        stdout=subprocess.DEVNULL)
     cands = {c["name"]: c for c in (json.loads(l) for l in open(os.path.join(dump, "candidates.jsonl")))}
     load_before = os.getloadavg()[0]
-    rows = [measure(a, bin_dir, work, model, cands[name]) for name in WANTED[a.model]]
-    report(a, desc, profile, rows, load_before)
+    if not a.explain_only:
+        rows = [measure(a, bin_dir, work, model, cands[name]) for name in WANTED[a.model]]
+        report(a, desc, profile, rows, load_before)
+    else:
+        print("## %s: profile and --explain only (load %.1f)" % (desc, load_before))
     if a.per_op:
         per_op(a, bin_dir, work, model, profile, a.per_op.split(","), cands, dump)
     for name in filter(None, a.explain.split(",")):

@@ -9,7 +9,7 @@
  * Qwen3's RMSNorm, RoPE, SwiGLU, GQA attention, embed, and MoE's top-k, dispatch, experts,
  * combine, with their gradients); MoE ops run on an even routing (token n's k-th expert is
  * (n + k) mod E), the one the cost model assumes. AdamW runs through prt_adamw on an empty
- * runtime context at three sizes. A kind without a caller (none today; --verbose names it)
+ * runtime context at three sizes. A kind without a caller (tdag.output; --verbose names it)
  * keeps the class default: the mean of the measured add and gelu (elementwise) or matmul
  * kinds' fits, written to the profile's "defaults" (the rate of bucket packing, copies and
  * the gradient norm's sums too).
@@ -214,6 +214,10 @@ static bool callGptKernel(MlirOperation op, const PiperOpFacts *f, double frac, 
                       dim(x0, 1), dim(wte, 1));
     return true;
   }
+  case PIPER_TDAG_PACK_INTO: /* (bucket, grad): prt_copy of grad into the bucket at offset */
+    prt_copy(in[0] + piperGetIntAttr(op, "offset", 0), in[1],
+             ROWS(elems(mlirOperationGetOperand(op, 1))));
+    return true;
   case PIPER_TDAG_EMBEDDING_GRAD: { /* (dy(B,T,C), tokens) -> dwte(V,C), dwpe */
     MlirValue wte = mlirOperationGetResult(op, 0);
     prt_embedding_bwd(out[0], out[1], in[0], (const int32_t *)in[1], ROWS(dim(x0, 0)),
@@ -447,8 +451,34 @@ static float *zeroed(MlirValue v) {
 
 enum { MAX_KERNEL_ARGS = 64 }; /* operands or results of one op (the experts: 2 + 3 El) */
 
+/* AdamW of a plan (--explain): prt_adamw on this replica's ZeRO shard (1/shards of p, as
+ * tuneWorkOf counts it), best of 11; calibrateAdamw fits the kind itself. */
+static double timeAdamw(MlirOperation op, double frac) {
+  int64_t shards = piperGetIntAttr(op, "shards", 1);
+  int64_t n = (int64_t)fmax(1, floor(ceil((double)elems(mlirOperationGetOperand(op, 0)) /
+                                          (double)(shards > 1 ? shards : 1)) * frac));
+  prt_ctx *ctx = prt_ctx_create();
+  float *buf = calloc(4 * (size_t)n, sizeof *buf);
+  double best = -1;
+  if (ctx && buf) {
+    float *pp = buf, *g = buf + n, *m = buf + 2 * n, *v = buf + 3 * n;
+    prt_adamw(ctx, pp, g, m, v, n, 0.9f, 0.999f, 1e-8f, 1); /* warm-up */
+    best = INFINITY;
+    for (int rep = 0; rep < 11; ++rep) {
+      double t0 = nowNs();
+      prt_adamw(ctx, pp, g, m, v, n, 0.9f, 0.999f, 1e-8f, 1);
+      double t = nowNs() - t0;
+      best = t < best ? t : best;
+    }
+  }
+  free(buf);
+  if (ctx) prt_ctx_destroy(ctx);
+  return best;
+}
+
 double tuneTimeKernel(MlirOperation op, double frac) {
   const PiperOpFacts *f = piperOpFacts(op);
+  if (f && f->id == PIPER_TDAG_ADAMW) return timeAdamw(op, frac);
   intptr_t nIn = mlirOperationGetNumOperands(op), nOut = mlirOperationGetNumResults(op);
   if (!f || nIn > MAX_KERNEL_ARGS || nOut > MAX_KERNEL_ARGS) return -1;
   float *in[MAX_KERNEL_ARGS] = {0}, *out[MAX_KERNEL_ARGS] = {0};

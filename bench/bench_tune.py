@@ -17,7 +17,16 @@ the pick (the fastest predicted among these) is within 10% of the fastest measur
 --per-op NAME,...: for those candidates also a table of predicted (piper-tune --strategy
 --trace-out) against measured (--trace) time per span class (node label without microbatch,
 transfer kind), each class's least over the steps: where the cost model misses.
-Usage: bench_tune.py BUILD_DIR [--model gpt|moe] [--steps N] [--per-op NAMES]
+--explain NAME,...: for those candidates piper-tune --strategy --explain's table: per kernel
+kind, the profile's prediction against each op's kernel run alone at the plan's shape.
+The load average (os.getloadavg, as uptime) is printed before and after the measurements.
+--explain-only: calibrate and print the --explain tables without running the candidates.
+--issue-probe: instead, a 2-rank C program (mpicc) that issues four MPI_Iallreduce 2-3 ms of
+computing apart, as a DP step issues its gradient buckets, and prints how long each issue
+takes to return (the first alone in flight, the next ones behind it).
+Usage: bench_tune.py BUILD_DIR [--model gpt|moe] [--steps N] [--per-op NAMES] [--explain NAMES]
+                     [--explain-only]
+       bench_tune.py BUILD_DIR --issue-probe
                      [--layers L --dim C --heads H --seq T --batch B]
 """
 import argparse
@@ -136,6 +145,52 @@ def per_op(a, bin_dir, work, model, profile, names, cands, dump):
     return result
 
 
+# --issue-probe: how long Open MPI's MPI_Iallreduce takes to return when an earlier one on the
+# same communicator is still in flight and the peer is computing (the DP "B" issue spans).
+ISSUE_PROBE = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+                          return t.tv_sec * 1e6 + t.tv_nsec / 1e3; }
+static void busy(double us) { double t = now(); while (now() - t < us) {} }
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int r; MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Comm w, g; MPI_Comm_dup(MPI_COMM_WORLD, &w); MPI_Comm_split(w, 0, r, &g);
+  int n[4] = {127712, 111264, 111264, 127648};  /* the MoE DP2's four buckets, floats */
+  float *b[4]; for (int i = 0; i < 4; i++) b[i] = calloc(n[i], 4);
+  for (int step = 0; step < 6; step++) {
+    MPI_Barrier(w); MPI_Request q[4]; double iss[4];
+    for (int i = 0; i < 4; i++) {  /* compute between issues, rank 1 longer than rank 0 */
+      busy(r == 0 ? 2000 : 3000);
+      double t0 = now();
+      MPI_Iallreduce(MPI_IN_PLACE, b[i], n[i], MPI_FLOAT, MPI_SUM, g, &q[i]);
+      iss[i] = now() - t0;
+    }
+    MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
+    if (step >= 2)  /* past the communicator's set-up */
+      printf("rank %d step %d: MPI_Iallreduce returned after %.0f %.0f %.0f %.0f us\n", r, step,
+             iss[0], iss[1], iss[2], iss[3]);
+  }
+  MPI_Finalize();
+  return 0;
+}
+"""
+
+
+def issue_probe(work):
+    src, exe = os.path.join(work, "issue_probe.c"), os.path.join(work, "issue_probe")
+    with open(src, "w") as f:
+        f.write(ISSUE_PROBE)
+    sh(["mpicc", "-O2", src, "-o", exe])
+    print("## MPI_Iallreduce issue while the previous bucket's is in flight (load %.1f)\n" %
+          os.getloadavg()[0])
+    out = subprocess.run(MPIRUN + [exe], check=True, env=ENV, capture_output=True, text=True)
+    print("\n".join(sorted(out.stdout.splitlines())) + "\n")
+
+
 def gen_model(a, bin_dir, path):
     if a.model == "gpt":
         args = ["gpt", "--layers", str(a.layers), "--dim", str(a.dim), "--heads", str(a.heads),
@@ -166,13 +221,13 @@ def measure(a, bin_dir, work, model, c):
                 comm=c["exposed_comm"])
 
 
-def report(a, desc, profile, rows):
+def report(a, desc, profile, rows, load_before):
     print("## piper-tune: predicted vs measured, %s, 2 ranks (one core each), %d steps\n" %
           (desc, a.steps))
     with open(profile) as f:
         print("profile: " + json.load(f)["source"])
-    print("load average during the run: %.1f on %d cores (the measured times share them)\n" % (
-        os.getloadavg()[0], os.cpu_count()))
+    print("load average (1 min) before the runs %.1f, after %.1f, on %d cores (the measured "
+          "times share them)\n" % (load_before, os.getloadavg()[0], os.cpu_count()))
     print("| strategy | predicted ms | measured ms: median (spread), least | error vs median | "
           "vs least | peak MB predicted | measured (params+AdamW+arena) | peak RSS MB | bubble | "
           "exposed comm |")
@@ -205,14 +260,22 @@ def main():
     ap.add_argument("--model", choices=("gpt", "moe"), default="gpt")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--per-op", default="", help="candidate names, comma-separated")
+    ap.add_argument("--explain", default="", help="candidate names, comma-separated")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--explain-only", action="store_true",
+                    help="calibrate and print --explain's tables, run no candidate")
+    ap.add_argument("--issue-probe", action="store_true",
+                    help="only time MPI_Iallreduce's issue with an earlier one in flight")
     a = ap.parse_args()
     bin_dir = os.path.join(a.build, "bin")
     work = tempfile.mkdtemp(prefix="bench_tune.")
+    if a.issue_probe:
+        issue_probe(work)
+        return
     model = os.path.join(work, "model.mlir")
     desc = gen_model(a, bin_dir, model)
     profile = os.path.join(work, "profile.json")
@@ -223,10 +286,21 @@ def main():
         "--profile", profile, "--dump", dump, "-o", os.path.join(work, "best.json")],
        stdout=subprocess.DEVNULL)
     cands = {c["name"]: c for c in (json.loads(l) for l in open(os.path.join(dump, "candidates.jsonl")))}
-    rows = [measure(a, bin_dir, work, model, cands[name]) for name in WANTED[a.model]]
-    report(a, desc, profile, rows)
+    load_before = os.getloadavg()[0]
+    if not a.explain_only:
+        rows = [measure(a, bin_dir, work, model, cands[name]) for name in WANTED[a.model]]
+        report(a, desc, profile, rows, load_before)
+    else:
+        print("## %s: profile and --explain only (load %.1f)" % (desc, load_before))
     if a.per_op:
         per_op(a, bin_dir, work, model, profile, a.per_op.split(","), cands, dump)
+    for name in filter(None, a.explain.split(",")):
+        print("\n### %s: piper-tune --explain (one core)\n" % name)
+        out = subprocess.run(["taskset", "-c", "0", os.path.join(bin_dir, "piper-tune"), model,
+                              "--strategy", os.path.join(dump, cands[name]["file"]), "--profile",
+                              profile, "--explain"], check=True, env=ENV, capture_output=True,
+                             text=True).stdout
+        print(out[out.index("kernels of one step"):])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ static void usage(FILE *out) {
       "                  [-o best.json] [--verbose]\n"
       "       piper-tune MODEL.mlir --calibrate [-o profile.json] [--verbose]\n"
       "       piper-tune MODEL.mlir --strategy S.json [--profile FILE] [--trace-out FILE]\n"
+      "                  [--explain]\n"
       "Enumerates strategies for N devices within what the model's tags allow (PP stages,\n"
       "TP and EP blocks): data parallelism with ZeRO 0-3 and bucket sizes, pipelines (gpipe,\n"
       "1f1b, interleaved-1f1b, zb-h1, dualpipev) with microbatches, tensor and expert\n"
@@ -41,6 +42,8 @@ static void usage(FILE *out) {
       "  --strategy FILE simulate this strategy (any Piper JSON, e.g. a --dump'ed candidate)\n"
       "                  instead of searching: print its timeline and, with --trace-out FILE,\n"
       "                  write the predicted step as a trace in the runtime's --trace format\n"
+      "  --explain       with --strategy: also a table per kernel kind of the plan (calls,\n"
+      "                  predicted time, and each op's CPU kernel timed alone at its shape)\n"
       "  --calibrate     time the model's kernels at a few row counts (libpiper_rt's CPU\n"
       "                  kernels, linear fit per op kind) and, under mpirun with 2+ ranks,\n"
       "                  point-to-point and collectives at a few sizes; write the profile\n");
@@ -175,11 +178,12 @@ static int reportResults(Row *rows, size_t nOk, const Row *smallest, int devices
 
 /* --strategy FILE: that strategy's timeline (and --trace-out), no search. */
 static int simulateOne(MlirOperation training, const char *path, const TuneProfile *profile,
-                       const char *traceOut) {
+                       const char *traceOut, bool explain) {
   char *json = piperReadInput(path, NULL);
   if (!json) return 1;
   printf("%s simulated; costs: %s\n", path, profile->source);
   int rc = tuneSimulateStrategy("piper-tune", training, json, profile, path, traceOut);
+  if (!rc && explain) rc = tuneExplain("piper-tune", training, json, profile, path, stdout);
   free(json);
   return rc;
 }
@@ -189,7 +193,7 @@ int main(int argc, char **argv) {
   const char *strategyPath = NULL, *traceOut = NULL;
   int devices = -1, top = 10;
   int64_t memory = -1;
-  bool verbose = false, calibrate = false;
+  bool verbose = false, calibrate = false, explain = false;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -197,6 +201,8 @@ int main(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--verbose")) {
       verbose = true;
+    } else if (!strcmp(a, "--explain")) {
+      explain = true;
     } else if (!strcmp(a, "--calibrate")) {
       calibrate = true;
     } else if (!strcmp(a, "--devices")) {
@@ -225,6 +231,8 @@ int main(int argc, char **argv) {
   if (!input) die("no model given; see piper-tune --help");
   if (traceOut && !strategyPath)
     die("--trace-out writes the simulation of one strategy: add --strategy FILE");
+  if (explain && !strategyPath)
+    die("--explain tables the kernels of one strategy: add --strategy FILE");
   if (!calibrate && !strategyPath) {
     if (devices < 0) die("no devices given: add --devices N (the MPI ranks to plan for)");
     if (devices == 0) die("--devices 0: there is nothing to plan for; give N >= 1");
@@ -272,7 +280,7 @@ int main(int argc, char **argv) {
   if (profilePath && !tuneProfileRead(&profile, profilePath)) return 1;
   if (strategyPath) {
     mlirContextDetachDiagnosticHandler(ctx, printer); /* the first error is in the message */
-    int rc = simulateOne(op, strategyPath, &profile, traceOut);
+    int rc = simulateOne(op, strategyPath, &profile, traceOut, explain);
     mlirModuleDestroy(module);
     mlirContextDestroy(ctx);
     return rc;

@@ -21,6 +21,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "piper/piper.h"
+#include "runtime/prt_attention.h"
 #include "tune/tune.h"
 
 const char *const tuneCommNames[TUNE_COMM_COUNT] = {"p2p", "all_reduce", "reduce_scatter",
@@ -46,6 +47,87 @@ static int64_t lastDim(MlirValue v) {
   return r > 0 ? piperTensorDim(t, r - 1) : 1;
 }
 
+double tuneAttentionPairs(int64_t T) {
+  /* runtime/kernels/cpu_attention.c: a block of PRT_ATTN_BQ queries from i0 meets every key
+   * block that starts at or before its last query (scores above the diagonal inside a block
+   * are computed, then masked), so it costs its rows times min(T, the keys up to the end of
+   * the last such block). Up to one block this is the whole T x T; for long T about T^2 / 2. */
+  double pairs = 0;
+  for (int64_t i0 = 0; i0 < T; i0 += PRT_ATTN_BQ) {
+    int64_t mq = T - i0 < PRT_ATTN_BQ ? T - i0 : PRT_ATTN_BQ;
+    int64_t keyBlocks = (i0 + mq - 1) / PRT_ATTN_BK + 1;
+    int64_t keys = keyBlocks * PRT_ATTN_BK < T ? keyBlocks * PRT_ATTN_BK : T;
+    pairs += (double)mq * (double)keys;
+  }
+  return pairs;
+}
+
+/* K (experts per token) of the MoE layer `op` belongs to: the last dim of the expert ids a
+ * tdag.moe_dispatch or moe_combine(_grad) of the same block takes (the experts ops do not
+ * carry it); 0 when the plan holds none (a stage with experts but not its router). */
+static int64_t moeTopK(MlirOperation op) {
+  MlirBlock b = mlirOperationGetBlock(op);
+  for (MlirOperation o = mlirBlockIsNull(b) ? (MlirOperation){NULL}
+                                            : mlirBlockGetFirstOperation(b);
+       !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+    const PiperOpFacts *f = piperOpFacts(o);
+    if (!f || (f->id != PIPER_TDAG_MOE_DISPATCH && f->id != PIPER_TDAG_MOE_COMBINE))
+      continue;
+    MlirValue ex = mlirOperationGetOperand(o, f->id == PIPER_TDAG_MOE_DISPATCH ? 1 : 2);
+    return lastDim(ex);
+  }
+  return 0;
+}
+
+/* The experts op's shape: R rows of C, G groups, El local experts, Fe expert FFN dim; false
+ * for a shape that is not the dialect's. */
+static bool moeExpertShape(MlirOperation op, PiperOpId id, int64_t *R, int64_t *C, int64_t *G,
+                           int64_t *El, int64_t *Fe) {
+  MlirType rows = mlirValueGetType(
+      mlirOperationGetOperand(op, id == PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT ? 1 : 0));
+  if (!mlirTypeIsARankedTensor(rows) || piperTensorRank(rows) != 2) return false;
+  *R = piperTensorDim(rows, 0), *C = piperTensorDim(rows, 1);
+  *G = piperGetIntAttr(op, "groups", 1);
+  if (*G < 1) *G = 1;
+  if (id == PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT) { /* (dout, rows, counts(G*El), hidden, wd(C,Fe)) */
+    *El = numel(mlirOperationGetOperand(op, 2)) / *G;
+    *Fe = lastDim(mlirOperationGetOperand(op, 4));
+  } else { /* (rows|dout, counts, [hidden,] gates(Fe,C) x El, ups x El, downs x El) */
+    intptr_t first = id == PIPER_TDAG_MOE_EXPERTS ? 2 : 3;
+    *El = (mlirOperationGetNumOperands(op) - first) / 3;
+    *Fe = *El > 0 ? piperTensorDim(mlirValueGetType(mlirOperationGetOperand(op, first)), 0) : *C;
+  }
+  if (*El < 1) *El = 1;
+  return true;
+}
+
+/* The op's R = G * cap rows (cap = N * min(K, El): room for the worst routing) hold
+ * N*K*El/E routed copies a block, the fraction K / (G * min(K, El)) = max(1/G, K/E) of R:
+ * under EP2 with K <= El half the rows are padding, and the kernels (prt_moe_segment) multiply
+ * only each expert's counts[] rows. Tokens are taken as spread evenly over the E experts. */
+double tuneMoeRoutedRows(MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  int64_t R, C, G, El, Fe;
+  if (!f || !moeExpertShape(op, f->id, &R, &C, &G, &El, &Fe)) return 0;
+  int64_t K = moeTopK(op), E = G * El;
+  double frac = 1.0 / (double)G;
+  if (K > 0 && (double)K / (double)E > frac) frac = (double)K / (double)E;
+  return (double)R * frac;
+}
+
+/* Each routed row (C wide) through its expert's three (Fe,C) products, in each of the three
+ * kernels (prt_moe_expert_*: three sgemms per expert): 2 * 3 * rows * Fe * C. The fused ops
+ * (forward, grad_input) run all El local experts; grad_weight is one expert (`expert` = j):
+ * its share, rows / El. */
+static double moeExpertWork(MlirOperation op, PiperOpId id) {
+  int64_t R, C, G, El, Fe;
+  if (!moeExpertShape(op, id, &R, &C, &G, &El, &Fe))
+    return (double)numel(mlirOperationGetOperand(op, 0));
+  double routed = tuneMoeRoutedRows(op);
+  if (id == PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT) routed /= (double)El;
+  return 6.0 * routed * (double)C * (double)Fe;
+}
+
 double tuneWorkOf(MlirOperation op, bool *isMatmul) {
   const PiperOpFacts *f = piperOpFacts(op);
   *isMatmul = false;
@@ -68,37 +150,37 @@ double tuneWorkOf(MlirOperation op, bool *isMatmul) {
   case PIPER_TDAG_ATTENTION_GRAD:
   case PIPER_TDAG_GQA_ATTENTION:
   case PIPER_TDAG_GQA_ATTENTION_GRAD: {
-    /* QK^T and PV over the T x T scores: 4 B T^2 (H D) forward, twice that backward */
+    /* QK^T and PV over the (query, key) pairs the blocked kernel computes: 4 B (H D) pairs
+     * forward, twice that backward (tuneAttentionPairs) */
     MlirValue q = mlirOperationGetOperand(op, f->id == PIPER_TDAG_ATTENTION_GRAD ||
                                                       f->id == PIPER_TDAG_GQA_ATTENTION_GRAD
                                                   ? 1 : 0);
     MlirType t = mlirValueGetType(q);
     if (piperTensorRank(t) < 3) return (double)numel(q);
-    double B = (double)piperTensorDim(t, 0), T = (double)piperTensorDim(t, 1);
+    double B = (double)piperTensorDim(t, 0);
     double HD = (double)piperTensorDim(t, 2);
     if (f->id == PIPER_TDAG_ATTENTION || f->id == PIPER_TDAG_ATTENTION_GRAD) HD /= 3; /* qkv */
     bool grad = f->id == PIPER_TDAG_ATTENTION_GRAD || f->id == PIPER_TDAG_GQA_ATTENTION_GRAD;
     *isMatmul = true;
-    return (grad ? 8.0 : 4.0) * B * T * T * HD;
+    return (grad ? 8.0 : 4.0) * B * tuneAttentionPairs(piperTensorDim(t, 1)) * HD;
   }
   case PIPER_TDAG_MOE_EXPERTS:
   case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT:
-  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT: {
-    /* each of the R capacity rows (C wide) through its expert's three (Fe,C) products, in
-     * every one of the three kernels (prt_moe_expert_*: three sgemms per expert): 2 R 3 Fe C.
-     * R counts every capacity row, an upper bound on the rows routed. Fe: the first (Fe,C)
-     * weight, the operand of width C whose rows are not R (the hidden activations are). */
-    MlirType rows = mlirValueGetType(mlirOperationGetOperand(op, 0));
+  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT:
     *isMatmul = true;
-    if (piperTensorRank(rows) != 2) return (double)numel(mlirOperationGetOperand(op, 0));
-    int64_t R = piperTensorDim(rows, 0), C = piperTensorDim(rows, 1), Fe = 0;
-    for (intptr_t i = 1; i < nIn && !Fe; ++i) {
-      MlirType t = mlirValueGetType(mlirOperationGetOperand(op, i));
-      if (mlirTypeIsARankedTensor(t) && piperTensorRank(t) == 2 && piperTensorIsF32(t) &&
-          piperTensorDim(t, 1) == C && piperTensorDim(t, 0) != R)
-        Fe = piperTensorDim(t, 0);
-    }
-    return 6.0 * (double)R * (double)C * (double)(Fe ? Fe : C);
+    return moeExpertWork(op, f->id);
+  case PIPER_TDAG_MOE_DISPATCH:
+  case PIPER_TDAG_MOE_DISPATCH_GRAD:
+  case PIPER_TDAG_MOE_COMBINE:
+  case PIPER_TDAG_MOE_COMBINE_GRAD: {
+    /* the routed copies: N*K rows of C moved one by one (prt_moe_dispatch_*, combine_*). Not
+     * the elements of the R-row buffer: it is cleared at memset speed, and under EP half of it
+     * is padding that no copy touches (counted, EP2's dispatch and combine were predicted
+     * 1.2-1.7x what they take, measured with --explain) */
+    int ex = f->id == PIPER_TDAG_MOE_DISPATCH || f->id == PIPER_TDAG_MOE_DISPATCH_GRAD ? 1
+             : f->id == PIPER_TDAG_MOE_COMBINE ? 2 : 3;
+    int64_t C = lastDim(mlirOperationGetResult(op, 0)); /* rows, dh, y, dout: all (.., C) */
+    return (double)numel(mlirOperationGetOperand(op, ex)) * (double)C;
   }
   case PIPER_TDAG_ADAMW: { /* (p, g, m, v) over this replica's ZeRO shard of p, in place */
     double n = (double)numel(mlirOperationGetOperand(op, 0));

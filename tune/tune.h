@@ -133,6 +133,14 @@ bool tuneProfileWrite(const TuneProfile *p, FILE *out);
 /* Work units of a tdag op: 2*M*N*K multiply-adds for the matmul kinds, elements touched for the
  * rest; *isMatmul says which class. 0 for ops with no kernel. */
 double tuneWorkOf(MlirOperation op, bool *isMatmul);
+/* (query, key) pairs the CPU's blocked causal attention computes for a sequence of T, per
+ * batch row and head (runtime/kernels/cpu_attention.c: whole 64 x 64 blocks up to the
+ * diagonal): T^2 up to one block, about T^2 / 2 for long T. */
+double tuneAttentionPairs(int64_t T);
+/* Rows a tdag.moe_experts(_grad_*) op's kernels run over all its local experts, with tokens
+ * spread evenly over the experts: its R capacity rows times max(1/G, K/E) (the rest is
+ * padding). 0 for another op. */
+double tuneMoeRoutedRows(MlirOperation op);
 double tuneKernelNs(const TuneProfile *p, MlirOperation op);
 double tuneCommNs(const TuneProfile *p, TuneCommKind kind, int groupSize, double bytes);
 /* Work the runtime does outside the plan's tdag ops, at the elementwise class rate: a pass
@@ -144,6 +152,16 @@ double tuneCopyNs(const TuneProfile *p, double elements);
 /* --calibrate: kernels of `module` (a training graph) at a few row counts, and, when more than
  * one MPI rank runs this, the transfers at a few sizes. Returns 0 on success. */
 int tuneCalibrate(MlirOperation trainingModule, TuneProfile *p, bool verbose);
+/* The best of 11 runs of op's CPU kernel (libpiper_rt) on `frac` of its rows, in ns, on
+ * zeroed buffers of its shapes (MoE expert ids and counts spread evenly over the experts);
+ * -1 for a kind --calibrate cannot call. In calibrate.c (piper-tune links libpiper_rt). */
+double tuneTimeKernel(MlirOperation op, double frac);
+/* piper-tune --strategy S --explain: compiles `json` on `training` and prints a table per
+ * kernel kind of the plan: calls, the profile's predicted time, and the time of each op's
+ * kernel run alone at its plan shape (tuneTimeKernel), both summed over the devices (a
+ * role's ops count once per replica). 0, or 1 after an error naming `what`. */
+int tuneExplain(const char *tool, MlirOperation training, const char *json,
+                const TuneProfile *p, const char *what, FILE *out);
 
 /* ---- simulation (simulate.c) ---- */
 typedef struct {

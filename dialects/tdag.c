@@ -269,7 +269,7 @@ static bool checkElementTypes(Verifier *v, MlirOperation op) {
   return checkSizes(v, op);
 }
 
-/* ---- mixture of experts: the shared geometry (see the MoE ops in tdag.irdl.mlir) ---- */
+/* ---- mixture of experts: the shared geometry (see the MoE ops in include/piper/tdag_ops.def) ---- */
 
 /* The most experts a MoE op may name: kernels keep a per-expert table of this size. */
 enum { PIPER_MOE_MAX_EXPERTS = 1 << 20 };
@@ -369,7 +369,7 @@ static bool moeExperts(Verifier *v, MlirOperation op, intptr_t first, MlirType r
   return true;
 }
 
-/* ---- the shape rule of each tdag op (see the op's comment in tdag.irdl.mlir) ----
+/* ---- the shape rule of each tdag op (see the op's comment in include/piper/tdag_ops.def) ----
  * verifyOp has checked every operand's and result's element type and size (checkElementTypes)
  * before it calls one of these, so they read ranked, statically shaped tensors. */
 

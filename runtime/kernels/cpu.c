@@ -344,7 +344,7 @@ void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64
   }
 }
 
-/* ---- mixture of experts (layout: dialects/tdag.irdl.mlir, "mixture of experts") ---- */
+/* ---- mixture of experts (layout: include/piper/tdag_ops.def, "mixture of experts") ---- */
 
 /* pos[n*K+k] = the row of token n's k-th copy; counts[e] (may be NULL) = copies per expert.
  * Group g's rows start at g*cap, expert e's after those of the lower experts of its group, each

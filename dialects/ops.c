@@ -10,7 +10,7 @@
  * names; facts not named are 0 (NULL, false, PRT_K_NONE). A kernel is named by its id in the
  * kernel list (include/piper/kernels.def), which gives its name and arguments on every target. */
 static const PiperOpFacts table[PIPER_TDAG_OP_COUNT] = {
-#define TDAG_OP(ID, n, KIND, attributes, operands, results, ...)                                 \
+#define TDAG_OP(ID, n, KIND, attributes, operands, results, shape, grad, lower, ...)             \
   [PIPER_TDAG_##ID] = {.id = PIPER_TDAG_##ID, .name = "tdag." #n, .kind = PIPER_OP_##KIND,      \
                        __VA_ARGS__},
 #include "piper/tdag_ops.def"

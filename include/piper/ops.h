@@ -1,11 +1,13 @@
 /* Op facts: one row per tdag op holding what the passes and the lowering must know of it, so
  * that they ask the table (piperOpFacts(op)->batch, ->kernel, ...) instead of keeping
  * their own lists of op names. A new op is one entry of include/piper/tdag_ops.def (its id, its
- * IRDL signature and this row, declared once) plus its rules: the shape
+ * IRDL signature, this row and the names of its rules, declared once) plus any rule of its own
+ * that it does not share: the shape
  * rule (verifyOp, dialects/tdag.c), the gradient rule (gradOp, passes/autodiff.c) and the
  * kernel call's arguments (lwLowerCompute, lowering/lower_compute.c). test/dialects/op-facts.test
  * checks that the table and the generated tdag dialect name the same ops, once each, in the same
- * order; the three rules switch on PiperOpId, so the build refuses a rule missing for an id.
+ * order; each rule file expands the entry's rule column into a table indexed by PiperOpId, so
+ * the build refuses a rule named and not written, and an entry must name a rule or NONE.
  *
  * What each fact means and who reads it:
  *   kind            what the op is in the training graph. split (STATE is never split),
@@ -53,9 +55,8 @@ extern "C" {
 #endif
 
 /* One id per tdag op, in the order of include/piper/tdag_ops.def; the table in dialects/ops.c
- * is indexed by it (row[id].id == id, which test/dialects/op-facts.test checks). The rules that
- * are code dispatch on it with a `switch` that has no default (verifyOp, gradOp,
- * lwLowerCompute), so -Werror=switch names every rule a new op still lacks. */
+ * is indexed by it (row[id].id == id, which test/dialects/op-facts.test checks), and so are the
+ * rule tables (verifyOp, gradOp, lwLowerCompute) each rule file expands from the same list. */
 typedef enum {
 #define TDAG_OP(ID, name, KIND, attributes, operands, results, ...) PIPER_TDAG_##ID,
 #include "piper/tdag_ops.def"
@@ -117,6 +118,9 @@ typedef struct {
   uint8_t i32Results;        /* bit r = result r is an i32 tensor whatever resultElem says: the
                                 MoE ops that return expert ids or counts next to f32 values */
   prt_kernel_id kernel;      /* its kernel in include/piper/kernels.def, or PRT_K_NONE */
+  PiperOpId gradOp;          /* the backward op of the shared gradient rule gradElementwise
+                                (passes/autodiff.c): X -> X_grad(dy, X's operands...) with
+                                one gradient per operand; unused by the other rules */
   uint8_t rowResults;        /* bit r = result r holds one element per row of its last dim
                                 (numel / last dim) on every target: the attention kernels
                                 (CPU and GPU) keep each query row's log-sum-exp in the

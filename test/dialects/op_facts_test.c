@@ -268,6 +268,27 @@ int main(int argc, char **argv) {
   }
   printf("ok\n");
 
+  /* gradElementwise builds the gradOp with the forward's operands after dy and one result per
+   * operand: the two signatures must agree */
+  printf("@grad_op_fits_elementwise_rule\n");
+  for (int i = 0; i < nOps; ++i) {
+    const PiperOpFacts *f = piperOpFactsByName(piperStr(ops[i].name));
+    if (f->gradOp == PIPER_TDAG_PARAM) continue; /* not set: 0 */
+    const PiperOpFacts *g = &rows[f->gradOp];
+    const IrdlOp *go = NULL;
+    for (int k = 0; k < nOps; ++k)
+      if (!strcmp(ops[k].name, g->name)) go = &ops[k];
+    if (g->kind != PIPER_OP_BACKWARD || f->kind != PIPER_OP_FORWARD || !go ||
+        ops[i].nOperands < 0 || go->nOperands != ops[i].nOperands + 1 ||
+        go->nResults != ops[i].nOperands) {
+      printf("FAIL: %s: gradOp %s must be a backward op of %d operands (dy, then %s's) and %d "
+             "results (one gradient per operand)\n", ops[i].name, g->name,
+             ops[i].nOperands + 1, ops[i].name, ops[i].nOperands);
+      return 13;
+    }
+  }
+  printf("ok\n");
+
   printf("@signature_enforced_by_verifier\n");
   MlirType t = mlirRankedTensorTypeGet(1, (int64_t[]){2}, mlirF32TypeGet(ctx),
                                        mlirAttributeGetNull());

@@ -92,7 +92,13 @@ static int parseList(Text *t, const OpSig *op, const char *list, bool attribute,
     Item *it = &items[n++];
     memset(it, 0, sizeof *it);
     char spec[2][MAX_WORD] = {"", ""};
-    int words = sscanf(item, " %47[A-Za-z0-9_] : %47s %47s", it->name, spec[0], spec[1]);
+    int used = 0, words = sscanf(item, " %47[A-Za-z0-9_]%n", it->name, &used);
+    const char *rest = item + used;
+    while (*rest == ' ') rest++;
+    if (words == 1 && *rest == ':')
+      words += sscanf(rest + 1, " %47s %47s", spec[0], spec[1]);
+    else if (words == 1 && *rest) /* a name, then neither `: spec` nor the end */
+      words = 0;
     if (words < 1 || (attribute && words != 2)) {
       malformed(t, op, attribute ? "an attribute is `name: base`" : "an item is `name[: spec]`",
                 item);

@@ -8,8 +8,6 @@
 #include "mlir-c/Diagnostics.h"
 #include "piper/piper.h"
 
-extern const char piper_irdl_source[]; /* generated from the dialects/ IRDL files */
-
 MlirContext piperContextCreate(void) {
   mlirRegisterAllPasses(); /* upstream passes, for --upstream= pipelines; idempotent */
   MlirDialectRegistry registry = mlirDialectRegistryCreate();
@@ -19,9 +17,12 @@ MlirContext piperContextCreate(void) {
   mlirDialectRegistryDestroy(registry);
   mlirContextLoadAllAvailableDialects(ctx);
   mlirRegisterAllLLVMTranslations(ctx);
-  MlirModule defs = mlirModuleCreateParse(ctx, piperStr(piper_irdl_source));
+  char *source = piperIrdlSourceCreate();
+  MlirModule defs = source ? mlirModuleCreateParse(ctx, piperStr(source))
+                           : (MlirModule){NULL};
   bool ok = !mlirModuleIsNull(defs) &&
             mlirLogicalResultIsSuccess(mlirLoadIRDLDialects(defs));
+  free(source);
   if (!mlirModuleIsNull(defs)) mlirModuleDestroy(defs);
   if (!ok) {
     fprintf(stderr, "piper: error: the built-in IRDL dialect definitions did not load; "

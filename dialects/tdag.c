@@ -269,7 +269,7 @@ static bool checkElementTypes(Verifier *v, MlirOperation op) {
   return checkSizes(v, op);
 }
 
-/* ---- mixture of experts: the shared geometry (see the MoE ops in tdag.irdl.mlir) ---- */
+/* ---- mixture of experts: the shared geometry (see the MoE ops in include/piper/tdag_ops.def) ---- */
 
 /* The most experts a MoE op may name: kernels keep a per-expert table of this size. */
 enum { PIPER_MOE_MAX_EXPERTS = 1 << 20 };
@@ -369,9 +369,13 @@ static bool moeExperts(Verifier *v, MlirOperation op, intptr_t first, MlirType r
   return true;
 }
 
-/* ---- the shape rule of each tdag op (see the op's comment in tdag.irdl.mlir) ----
+/* ---- the shape rule of each tdag op (see the op's comment in include/piper/tdag_ops.def) ----
  * verifyOp has checked every operand's and result's element type and size (checkElementTypes)
  * before it calls one of these, so they read ranked, statically shaped tensors. */
+
+/* True for a backward op: a rule shared by an op and its gradient (layernorm, layernorm_grad)
+ * reads which one it checks from the op's kind. */
+static bool isGradOp(MlirOperation op) { return piperOpFacts(op)->kind == PIPER_OP_BACKWARD; }
 
 /* param -> tensor of at most 4 dims, init "normal" | "zeros" | "ones" */
 static void verifyParam(Verifier *v, MlirOperation op) {
@@ -435,7 +439,8 @@ static void verifyEmbedding(Verifier *v, MlirOperation op) {
 
 /* layernorm: x(...,C), w(C), b(C) -> y like x, mean and rstd like x without C;
  * layernorm_grad: dout, x, w, mean, rstd -> dx like x, dw(C), db(C) */
-static void verifyLayernorm(Verifier *v, MlirOperation op, bool grad) {
+static void verifyLayernorm(Verifier *v, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
   int64_t C = piperTensorDim(x, -1);
   if (!isVector(w, C) || (!grad && !isVector(operandType(op, 2), C)))
@@ -495,7 +500,8 @@ static void verifyBiasGrad(Verifier *v, MlirOperation op) {
 
 /* attention {heads}: qkv(B,T,3C) -> out(B,T,C), probs(B,H,T,T);
  * attention_grad: dout, qkv, probs -> dqkv like qkv */
-static void verifyAttention(Verifier *v, MlirOperation op, bool grad) {
+static void verifyAttention(Verifier *v, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType qkv = operandType(op, grad ? 1 : 0);
   int64_t H = piperGetIntAttr(op, "heads", 0);
   int64_t B = piperTensorDim(qkv, 0), T = piperTensorDim(qkv, 1), C3 = piperTensorDim(qkv, 2);
@@ -515,7 +521,7 @@ static void verifyAttention(Verifier *v, MlirOperation op, bool grad) {
     fail(v, op, "dqkv must have qkv's shape %s", typeStr(qkv));
 }
 
-/* gelu, add, gelu_grad: every operand has the result's shape */
+/* gelu, add, gelu_grad (shared): every operand has result #0's shape */
 static void verifyElementwise(Verifier *v, MlirOperation op) {
   MlirType r = resultType(op, 0);
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
@@ -528,7 +534,8 @@ static void verifyElementwise(Verifier *v, MlirOperation op) {
 
 /* cross_entropy: logits(...,V), targets(...) -> loss(scalar), probs like logits;
  * cross_entropy_grad: probs(...,V), targets(...) -> dlogits like probs */
-static void verifyCrossEntropy(Verifier *v, MlirOperation op, bool grad) {
+static void verifyCrossEntropy(Verifier *v, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType a = operandType(op, 0);
   if (!shapeWithLast(operandType(op, 1), a, -1))
     fail(v, op, "targets %s must be logits %s without the last dim",
@@ -600,7 +607,8 @@ static void verifyAdamw(Verifier *v, MlirOperation op) {
 }
 
 /* embed: tokens(B,T), wte(V,C) -> (B,T,C); embed_grad: dout(B,T,C), tokens(B,T) -> (V,C) */
-static void verifyEmbed(Verifier *v, MlirOperation op, bool grad) {
+static void verifyEmbed(Verifier *v, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType tok = operandType(op, grad ? 1 : 0);
   MlirType wte = grad ? resultType(op, 0) : operandType(op, 1);
   MlirType x = grad ? operandType(op, 0) : resultType(op, 0);
@@ -614,7 +622,8 @@ static void verifyEmbed(Verifier *v, MlirOperation op, bool grad) {
 
 /* rmsnorm {eps}: x(...,N), w(D) with D dividing N -> y like x, rstd like x with last dim N/D;
  * rmsnorm_grad: dout, x, w, rstd -> dx like x, dw like w */
-static void verifyRmsnorm(Verifier *v, MlirOperation op, bool grad) {
+static void verifyRmsnorm(Verifier *v, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType x = operandType(op, grad ? 1 : 0), w = operandType(op, grad ? 2 : 1);
   MlirType rstd = grad ? operandType(op, 3) : resultType(op, 1);
   int64_t N = piperTensorDim(x, -1), D = piperTensorDim(w, 0);
@@ -647,8 +656,8 @@ static void verifyRope(Verifier *v, MlirOperation op) {
     fail(v, op, "result %s must have x's shape %s", typeStr(resultType(op, 0)), typeStr(a));
 }
 
-/* swiglu, swiglu_grad: every operand and result has one shape */
-static void verifySwiglu(Verifier *v, MlirOperation op) {
+/* swiglu, swiglu_grad (shared): every operand and result has operand #0's shape */
+static void verifySameShape(Verifier *v, MlirOperation op) {
   MlirType a = operandType(op, 0);
   for (int res = 0; res < 2; ++res)
     for (intptr_t i = 0; i < (res ? mlirOperationGetNumResults(op)
@@ -662,7 +671,8 @@ static void verifySwiglu(Verifier *v, MlirOperation op) {
 
 /* gqa_attention {heads = H, kv_heads = KV}: q(B,T,H*D), k, v(B,T,KV*D), KV dividing H ->
  * out like q, probs(B,H,T,T); gqa_attention_grad: dout, q, k, v, probs -> dq, dk, dv */
-static void verifyGqaAttention(Verifier *v, MlirOperation op, bool grad) {
+static void verifyGqaAttention(Verifier *v, MlirOperation op) {
+  bool grad = isGradOp(op);
   int o = grad ? 1 : 0;
   MlirType q = operandType(op, o), k = operandType(op, o + 1), vv = operandType(op, o + 2);
   MlirType out = grad ? operandType(op, 0) : resultType(op, 0);
@@ -690,7 +700,8 @@ static void verifyGqaAttention(Verifier *v, MlirOperation op, bool grad) {
 
 /* moe_topk {top_k = K}: logits(...,E) -> weights(...,K), experts(...,K);
  * moe_topk_grad: dweights, weights, experts -> dlogits(...,E) */
-static void verifyMoeTopk(Verifier *v, MlirOperation op, bool grad) {
+static void verifyMoeTopk(Verifier *v, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType logits = grad ? resultType(op, 0) : operandType(op, 0);
   MlirType w = grad ? operandType(op, 1) : resultType(op, 0);
   MlirType ex = grad ? operandType(op, 2) : resultType(op, 1);
@@ -706,7 +717,8 @@ static void verifyMoeTopk(Verifier *v, MlirOperation op, bool grad) {
 
 /* moe_dispatch: h(...,C), experts(...,K) -> rows(R,C), counts(E);
  * moe_dispatch_grad: drows(R,C), experts(...,K) -> dh(...,C) */
-static void verifyMoeDispatch(Verifier *v, MlirOperation op, bool grad) {
+static void verifyMoeDispatch(Verifier *v, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType h = grad ? resultType(op, 0) : operandType(op, 0);
   MlirType rows = grad ? operandType(op, 0) : resultType(op, 0);
   MlirType ex = operandType(op, 1);
@@ -765,7 +777,8 @@ static void verifyMoeExpertsGradWeight(Verifier *v, MlirOperation op) {
 
 /* moe_combine: out(R,C), weights(...,K), experts(...,K) -> y(...,C);
  * moe_combine_grad: dy, out, weights, experts -> dout like out, dweights like weights */
-static void verifyMoeCombine(Verifier *v, MlirOperation op, bool grad) {
+static void verifyMoeCombine(Verifier *v, MlirOperation op) {
+  bool grad = isGradOp(op);
   intptr_t o = grad ? 1 : 0; /* the grad's operands are dy, then the forward's */
   MlirType out = operandType(op, o), w = operandType(op, o + 1), ex = operandType(op, o + 2);
   MlirType y = grad ? operandType(op, 0) : resultType(op, 0);
@@ -780,59 +793,24 @@ static void verifyMoeCombine(Verifier *v, MlirOperation op, bool grad) {
     fail(v, op, "results must be dout %s and dweights %s", typeStr(out), typeStr(w));
 }
 
+/* The shape rule of each op, by id: the shape column of include/piper/tdag_ops.def (NONE: IRDL's
+ * checks are all it has). */
+typedef void (*ShapeRule)(Verifier *v, MlirOperation op);
+#define NONE NULL
+static const ShapeRule shapeRules[PIPER_TDAG_OP_COUNT] = {
+#define TDAG_OP(ID, n, KIND, attributes, operands, results, shape, grad, lower, ...) \
+  [PIPER_TDAG_##ID] = shape,
+#include "piper/tdag_ops.def"
+};
+#undef NONE
+
 /* The shape rule of one tdag op: its element types, then the rule of its id. */
 static void verifyOp(Verifier *v, MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
   if (!f) return; /* not a tdag op IRDL defines: IRDL has said so */
-  if (f->id == PIPER_TDAG_NODE) return; /* a graph-level op: IRDL checks it */
+  if (!shapeRules[f->id]) return; /* a graph-level op (node): IRDL checks it */
   if (!checkElementTypes(v, op)) return;
-  switch (f->id) {
-  case PIPER_TDAG_PARAM: verifyParam(v, op); break;
-  case PIPER_TDAG_ADAM_STATE: verifyAdamState(v, op); break;
-  case PIPER_TDAG_INPUT: verifyInput(v, op); break;
-  case PIPER_TDAG_OUTPUT: verifyOutput(v, op); break;
-  case PIPER_TDAG_EMBEDDING: verifyEmbedding(v, op); break;
-  case PIPER_TDAG_LAYERNORM: verifyLayernorm(v, op, false); break;
-  case PIPER_TDAG_LAYERNORM_GRAD: verifyLayernorm(v, op, true); break;
-  case PIPER_TDAG_LINEAR: verifyLinear(v, op); break;
-  case PIPER_TDAG_MATMUL_NT: verifyLinear(v, op); break;
-  case PIPER_TDAG_LINEAR_GRAD_INPUT: verifyLinearGradInput(v, op); break;
-  case PIPER_TDAG_LINEAR_GRAD_WEIGHT: verifyLinearGradWeight(v, op); break;
-  case PIPER_TDAG_BIAS_ADD: verifyBiasAdd(v, op); break;
-  case PIPER_TDAG_BIAS_GRAD: verifyBiasGrad(v, op); break;
-  case PIPER_TDAG_ATTENTION: verifyAttention(v, op, false); break;
-  case PIPER_TDAG_ATTENTION_GRAD: verifyAttention(v, op, true); break;
-  case PIPER_TDAG_GELU: verifyElementwise(v, op); break;
-  case PIPER_TDAG_ADD: verifyElementwise(v, op); break;
-  case PIPER_TDAG_GELU_GRAD: verifyElementwise(v, op); break;
-  case PIPER_TDAG_CROSS_ENTROPY: verifyCrossEntropy(v, op, false); break;
-  case PIPER_TDAG_CROSS_ENTROPY_GRAD: verifyCrossEntropy(v, op, true); break;
-  case PIPER_TDAG_EMBEDDING_GRAD: verifyEmbeddingGrad(v, op); break;
-  case PIPER_TDAG_BUCKET: verifyBucket(v, op); break;
-  case PIPER_TDAG_PACK_INTO: verifyPackInto(v, op); break;
-  case PIPER_TDAG_VIEW: verifyView(v, op); break;
-  case PIPER_TDAG_ADAMW: verifyAdamw(v, op); break;
-  case PIPER_TDAG_EMBED: verifyEmbed(v, op, false); break;
-  case PIPER_TDAG_EMBED_GRAD: verifyEmbed(v, op, true); break;
-  case PIPER_TDAG_RMSNORM: verifyRmsnorm(v, op, false); break;
-  case PIPER_TDAG_RMSNORM_GRAD: verifyRmsnorm(v, op, true); break;
-  case PIPER_TDAG_ROPE: verifyRope(v, op); break;
-  case PIPER_TDAG_ROPE_GRAD: verifyRope(v, op); break;
-  case PIPER_TDAG_SWIGLU: verifySwiglu(v, op); break;
-  case PIPER_TDAG_SWIGLU_GRAD: verifySwiglu(v, op); break;
-  case PIPER_TDAG_GQA_ATTENTION: verifyGqaAttention(v, op, false); break;
-  case PIPER_TDAG_GQA_ATTENTION_GRAD: verifyGqaAttention(v, op, true); break;
-  case PIPER_TDAG_MOE_TOPK: verifyMoeTopk(v, op, false); break;
-  case PIPER_TDAG_MOE_TOPK_GRAD: verifyMoeTopk(v, op, true); break;
-  case PIPER_TDAG_MOE_DISPATCH: verifyMoeDispatch(v, op, false); break;
-  case PIPER_TDAG_MOE_DISPATCH_GRAD: verifyMoeDispatch(v, op, true); break;
-  case PIPER_TDAG_MOE_EXPERTS: verifyMoeExperts(v, op); break;
-  case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT: verifyMoeExpertsGradInput(v, op); break;
-  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT: verifyMoeExpertsGradWeight(v, op); break;
-  case PIPER_TDAG_MOE_COMBINE: verifyMoeCombine(v, op, false); break;
-  case PIPER_TDAG_MOE_COMBINE_GRAD: verifyMoeCombine(v, op, true); break;
-  case PIPER_TDAG_NODE: break; /* returned above */
-  }
+  shapeRules[f->id](v, op);
 }
 
 /* A device-id list attribute `name` of `op` (devices, group, peers), if present: a non-empty

@@ -340,6 +340,25 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %local = arith.addf %l1, %q4 : f32\n"
            "      %r = arith.mulf %local, %dyv : f32\n" GEP("%pdx", "%dx", "%i", "f32")
            "      llvm.store %r, %pdx : f32, !llvm.ptr\n"),
+    /* y = x <= 0 ? 0 : x (prt_relu_fwd; cmpf ole is false for a NaN, which passes) */
+    KERNEL(relu_fwd, "%y: !llvm.ptr, %x: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%px", "%x", "%i", "f32")
+           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "      %zero = arith.constant 0.0 : f32\n"
+           "      %off = arith.cmpf ole, %xv, %zero : f32\n"
+           "      %r = arith.select %off, %zero, %xv : f32\n" GEP("%py", "%y", "%i", "f32")
+           "      llvm.store %r, %py : f32, !llvm.ptr\n"),
+    /* dx = x <= 0 ? 0 : dy (prt_relu_bwd) */
+    KERNEL(relu_bwd, "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %n: i64",
+           "", "%n",
+           GEP("%px", "%x", "%i", "f32") GEP("%pdy", "%dy", "%i", "f32")
+           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           "      %dyv = llvm.load %pdy : !llvm.ptr -> f32\n"
+           "      %zero = arith.constant 0.0 : f32\n"
+           "      %off = arith.cmpf ole, %xv, %zero : f32\n"
+           "      %r = arith.select %off, %zero, %dyv : f32\n" GEP("%pdx", "%dx", "%i", "f32")
+           "      llvm.store %r, %pdx : f32, !llvm.ptr\n"),
     /* out[b,t,:] = wte[tok[b,t],:] + wpe[t,:], one thread per element (prt_embedding_fwd);
      * a negative token (the CPU stops on it) gives NaN, which the loss then shows */
     KERNEL(embedding_fwd,

@@ -19,6 +19,10 @@ static MlirType resultType(MlirOperation op, intptr_t r) {
   return mlirValueGetType(mlirOperationGetResult(op, r));
 }
 
+/* True for a backward op: a rule shared by an op and its gradient (attention, attention_grad)
+ * reads which one it lowers from the op's kind. */
+static bool isGradOp(MlirOperation op) { return piperOpFacts(op)->kind == PIPER_OP_BACKWARD; }
+
 /* The MoE geometry attributes: E (num_experts) and G (groups, default 1). */
 static MlirValue moeE(Lowering *L, MlirOperation op) {
   return lwI64(L, piperGetIntAttr(op, "num_experts", 1));
@@ -27,8 +31,9 @@ static MlirValue moeG(Lowering *L, MlirOperation op) {
   return lwI64(L, piperGetIntAttr(op, "groups", 1));
 }
 
-/* An elementwise op: kernel(results..., operands..., numel(operand #0)). gelu, gelu_grad, add,
- * swiglu, swiglu_grad; a new elementwise op needs no rule of its own. */
+/* An elementwise op (shared): kernel(results..., operands..., numel(operand #0)). gelu,
+ * gelu_grad, add, swiglu, swiglu_grad; a new elementwise op names it and needs no rule of its
+ * own. */
 static void lowerElementwise(Lowering *L, MlirOperation op) {
   intptr_t nOut = mlirOperationGetNumResults(op), nIn = mlirOperationGetNumOperands(op);
   MlirValue args[8];
@@ -144,7 +149,8 @@ static void lowerBiasGrad(Lowering *L, MlirOperation op) {
 
 /* tdag.attention(qkv) -> prt_attention_fwd(y, probs, qkv, B, T, C, H)
  * tdag.attention_grad(dy, qkv, probs) -> prt_attention_bwd(dqkv, dy, qkv, probs, B, T, C, H) */
-static void lowerAttention(Lowering *L, MlirOperation op, bool grad) {
+static void lowerAttention(Lowering *L, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType qkv = lwInType(op, grad ? 1 : 0);
   MlirValue dims[4] = {lwI64(L, piperTensorDim(qkv, 0)), lwI64(L, piperTensorDim(qkv, 1)),
                        lwI64(L, piperTensorDim(qkv, 2) / 3),
@@ -172,7 +178,8 @@ static void lowerBiasAdd(Lowering *L, MlirOperation op) {
 /* tdag.cross_entropy(logits, tgt) -> prt_cross_entropy_fwd(loss, probs, logits, tgt, N, V)
  * tdag.cross_entropy_grad(probs, tgt)
  *   -> prt_cross_entropy_bwd(dlogits, probs, tgt, N, V, total_rows) */
-static void lowerCrossEntropy(Lowering *L, MlirOperation op, bool grad) {
+static void lowerCrossEntropy(Lowering *L, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType logits = lwInType(op, 0);
   int64_t V = piperTensorDim(logits, -1);
   MlirValue n = lwI64(L, piperTensorNumel(logits) / V), v = lwI64(L, V);
@@ -290,7 +297,8 @@ static void lowerRope(Lowering *L, MlirOperation op) {
 /* tdag.gqa_attention(q, k, v) -> prt_gqa_attention_fwd(out, probs, q, k, v, B, T, H, KV, D)
  * tdag.gqa_attention_grad(dy, q, k, v, probs)
  *   -> prt_gqa_attention_bwd(dq, dk, dv, dy, q, k, v, probs, B, T, H, KV, D) */
-static void lowerGqaAttention(Lowering *L, MlirOperation op, bool grad) {
+static void lowerGqaAttention(Lowering *L, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType q = lwInType(op, grad ? 1 : 0);
   int64_t H = piperGetIntAttr(op, "heads", 1);
   MlirValue dims[5] = {lwI64(L, piperTensorDim(q, 0)), lwI64(L, piperTensorDim(q, 1)),
@@ -310,7 +318,8 @@ static void lowerGqaAttention(Lowering *L, MlirOperation op, bool grad) {
 
 /* tdag.moe_topk(logits) -> prt_moe_topk_fwd(weights, experts, logits, N, E, K)
  * tdag.moe_topk_grad(dw, w, ex) -> prt_moe_topk_bwd(dlogits, dw, w, ex, N, E, K) */
-static void lowerMoeTopk(Lowering *L, MlirOperation op, bool grad) {
+static void lowerMoeTopk(Lowering *L, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType logits = grad ? resultType(op, 0) : lwInType(op, 0);
   int64_t E = piperTensorDim(logits, -1), N = piperTensorNumel(logits) / E;
   int64_t K = piperTensorDim(grad ? lwInType(op, 0) : resultType(op, 0), -1);
@@ -327,7 +336,8 @@ static void lowerMoeTopk(Lowering *L, MlirOperation op, bool grad) {
 
 /* tdag.moe_dispatch(h, ex) -> prt_moe_dispatch_fwd(rows, counts, h, ex, N, K, C, E, G)
  * tdag.moe_dispatch_grad(drows, ex) -> prt_moe_dispatch_bwd(dh, drows, ex, N, K, C, E, G) */
-static void lowerMoeDispatch(Lowering *L, MlirOperation op, bool grad) {
+static void lowerMoeDispatch(Lowering *L, MlirOperation op) {
+  bool grad = isGradOp(op);
   MlirType ex = lwInType(op, 1), rows = grad ? lwInType(op, 0) : resultType(op, 0);
   int64_t K = piperTensorDim(ex, -1);
   MlirValue dims[5] = {lwI64(L, piperTensorNumel(ex) / K), lwI64(L, K),
@@ -349,7 +359,8 @@ static void lowerMoeDispatch(Lowering *L, MlirOperation op, bool grad) {
  *   prt_moe_expert_bwd_input(drows, dout, counts, hidden, G, cap, El, j, wg_j, wu_j, wd_j,
  *                            C, Fe)
  * Expert j's gate, up and down are operands #first + j, + El + j, + 2El + j. */
-static void lowerMoeExperts(Lowering *L, MlirOperation op, bool grad) {
+static void lowerMoeExperts(Lowering *L, MlirOperation op) {
+  bool grad = isGradOp(op);
   intptr_t first = grad ? 3 : 2;
   MlirType rows = lwInType(op, 0), hidden = grad ? lwInType(op, 2) : resultType(op, 1);
   int64_t G = piperGetIntAttr(op, "groups", 1), El = (mlirOperationGetNumOperands(op) - first) / 3;
@@ -391,7 +402,8 @@ static void lowerMoeExpertsGradWeight(Lowering *L, MlirOperation op) {
 /* tdag.moe_combine(out, w, ex) -> prt_moe_combine_fwd(y, out, w, ex, N, K, C, E, G)
  * tdag.moe_combine_grad(dy, out, w, ex)
  *   -> prt_moe_combine_bwd(dout, dw, dy, out, w, ex, N, K, C, E, G) */
-static void lowerMoeCombine(Lowering *L, MlirOperation op, bool grad) {
+static void lowerMoeCombine(Lowering *L, MlirOperation op) {
+  bool grad = isGradOp(op);
   intptr_t o = grad ? 1 : 0;
   MlirType ex = lwInType(op, o + 2);
   int64_t K = piperTensorDim(ex, -1);
@@ -409,65 +421,35 @@ static void lowerMoeCombine(Lowering *L, MlirOperation op, bool grad) {
   }
 }
 
+/* The kernel-call rule of each op, by id: the lower column of include/piper/tdag_ops.def (NONE:
+ * storage only, or not lowered). */
+typedef void (*LowerRule)(Lowering *L, MlirOperation op);
+#define NONE NULL
+static const LowerRule lowerRules[PIPER_TDAG_OP_COUNT] = {
+#define TDAG_OP(ID, n, KIND, attributes, operands, results, shape, grad, lower, ...) \
+  [PIPER_TDAG_##ID] = lower,
+#include "piper/tdag_ops.def"
+};
+#undef NONE
+
 /* One tdag op -> its runtime kernel call, by the rule for its id. Storage-only ops (declared
  * tensors, a bucket's arena bytes, a view into them) have no kernel and lower to nothing:
  * pointers are fetched where first used. An op with a CPU kernel and no GPU one never gets here
- * under --target cuda: the pass refused it. */
+ * under --target cuda: the pass refused it; a graph-level node neither. */
 void lwLowerCompute(Lowering *L, MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
   if (!lwKernelOf(L->shared, op)) return;
-  lwConvertBegin(L, op); /* bf16 operands and results: fp32 scratch around the call */
-  switch (f->id) {
-  case PIPER_TDAG_PACK_INTO: lowerPackInto(L, op); break;
-  case PIPER_TDAG_OUTPUT: lowerOutput(L, op); break;
-  case PIPER_TDAG_EMBEDDING: lowerEmbedding(L, op); break;
-  case PIPER_TDAG_EMBEDDING_GRAD: lowerEmbeddingGrad(L, op); break;
-  case PIPER_TDAG_LAYERNORM: lowerLayernorm(L, op); break;
-  case PIPER_TDAG_LAYERNORM_GRAD: lowerLayernormGrad(L, op); break;
-  case PIPER_TDAG_LINEAR:
-  case PIPER_TDAG_MATMUL_NT: lowerLinear(L, op); break;
-  case PIPER_TDAG_LINEAR_GRAD_INPUT: lowerLinearGradInput(L, op); break;
-  case PIPER_TDAG_LINEAR_GRAD_WEIGHT: lowerLinearGradWeight(L, op); break;
-  case PIPER_TDAG_BIAS_GRAD: lowerBiasGrad(L, op); break;
-  case PIPER_TDAG_ATTENTION: lowerAttention(L, op, false); break;
-  case PIPER_TDAG_ATTENTION_GRAD: lowerAttention(L, op, true); break;
-  case PIPER_TDAG_GELU:
-  case PIPER_TDAG_GELU_GRAD:
-  case PIPER_TDAG_ADD:
-  case PIPER_TDAG_SWIGLU:
-  case PIPER_TDAG_SWIGLU_GRAD: lowerElementwise(L, op); break;
-  case PIPER_TDAG_BIAS_ADD: lowerBiasAdd(L, op); break;
-  case PIPER_TDAG_CROSS_ENTROPY: lowerCrossEntropy(L, op, false); break;
-  case PIPER_TDAG_CROSS_ENTROPY_GRAD: lowerCrossEntropy(L, op, true); break;
-  case PIPER_TDAG_ADAMW: lowerAdamw(L, op); break;
-  case PIPER_TDAG_EMBED: lowerEmbed(L, op); break;
-  case PIPER_TDAG_EMBED_GRAD: lowerEmbedGrad(L, op); break;
-  case PIPER_TDAG_RMSNORM: lowerRmsnorm(L, op); break;
-  case PIPER_TDAG_RMSNORM_GRAD: lowerRmsnormGrad(L, op); break;
-  case PIPER_TDAG_ROPE:
-  case PIPER_TDAG_ROPE_GRAD: lowerRope(L, op); break;
-  case PIPER_TDAG_GQA_ATTENTION: lowerGqaAttention(L, op, false); break;
-  case PIPER_TDAG_GQA_ATTENTION_GRAD: lowerGqaAttention(L, op, true); break;
-  case PIPER_TDAG_MOE_TOPK: lowerMoeTopk(L, op, false); break;
-  case PIPER_TDAG_MOE_TOPK_GRAD: lowerMoeTopk(L, op, true); break;
-  case PIPER_TDAG_MOE_DISPATCH: lowerMoeDispatch(L, op, false); break;
-  case PIPER_TDAG_MOE_DISPATCH_GRAD: lowerMoeDispatch(L, op, true); break;
-  case PIPER_TDAG_MOE_EXPERTS: lowerMoeExperts(L, op, false); break;
-  case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT: lowerMoeExperts(L, op, true); break;
-  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT: lowerMoeExpertsGradWeight(L, op); break;
-  case PIPER_TDAG_MOE_COMBINE: lowerMoeCombine(L, op, false); break;
-  case PIPER_TDAG_MOE_COMBINE_GRAD: lowerMoeCombine(L, op, true); break;
-  case PIPER_TDAG_PARAM: /* no kernel: returned above */
-  case PIPER_TDAG_ADAM_STATE:
-  case PIPER_TDAG_INPUT:
-  case PIPER_TDAG_BUCKET:
-  case PIPER_TDAG_VIEW:
-  case PIPER_TDAG_NODE: /* refused by the pass before lowering */
-    break;
+  if (!lowerRules[f->id]) { /* a list defect: a kernel and no rule to call it */
+    piperEmitErrorf(mlirOperationGetLocation(op),
+                    "piper-lower-to-llvm: internal error: %s has a kernel but its entry in "
+                    "include/piper/tdag_ops.def names no lowering rule", f->name);
+    L->failed = true;
+    return;
   }
+  lwConvertBegin(L, op); /* bf16 operands and results: fp32 scratch around the call */
+  lowerRules[f->id](L, op);
   lwConvertEnd(L, op);
 }
-
 
 /* tdag.adamw(p, g, m, v) -> prt_grad_sq_accum(ctx, g slice, len, counted): the squared norm of
  * the gradient slice this update applies (the same slice prt_adamw reads). It counts towards

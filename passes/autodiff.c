@@ -31,6 +31,7 @@ typedef struct {
   MlirBlock block;        /* the function body */
   MlirOperation before;   /* its terminator: new ops go right before it */
   PiperPtrMap grads;      /* forward value -> its gradient so far */
+  bool failed;            /* a rule has emitted an error */
 } Builder;
 
 /* Creates op `name`, inserts it, and gives it `from`'s tags plus pass = `pass`. */
@@ -141,10 +142,30 @@ static void gradBiasAdd(Builder *b, MlirOperation op, MlirValue dy) {
   accumulate(b, op, operand(op, 1), emit1(b, "tdag.bias_grad", op, 1, &dy, operand(op, 1)));
 }
 
-/* gelu: dx = gelu_grad(dy, x) */
-static void gradGelu(Builder *b, MlirOperation op, MlirValue dy) {
-  MlirValue ops[2] = {dy, operand(op, 0)};
-  accumulate(b, op, operand(op, 0), emit1(b, "tdag.gelu_grad", op, 2, ops, operand(op, 0)));
+/* The shared elementwise rule (gelu, swiglu): y = X(x...), so (dx...) = X_grad(dy, x...),
+ * X_grad the row's gradOp, one gradient per operand, each typed like its operand. */
+static void gradElementwise(Builder *b, MlirOperation op, MlirValue dy) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  size_t nRows;
+  const PiperOpFacts *g = &piperOpFactsTable(&nRows)[f->gradOp];
+  intptr_t n = mlirOperationGetNumOperands(op);
+  MlirValue ops[8];
+  MlirType types[8];
+  if (g->kind != PIPER_OP_BACKWARD || n + 1 > 8) { /* a list defect, not the model's */
+    piperEmitErrorf(mlirOperationGetLocation(op),
+                    "piper-autodiff: internal error: %s shares the elementwise gradient rule "
+                    "but its row names no backward .gradOp (include/piper/tdag_ops.def), or it "
+                    "has more than 7 operands", f->name);
+    b->failed = true;
+    return;
+  }
+  ops[0] = dy;
+  for (intptr_t i = 0; i < n; ++i) {
+    ops[i + 1] = operand(op, i);
+    types[i] = typeOf(operand(op, i));
+  }
+  MlirOperation gop = emit(b, g->name, op, "B", n + 1, ops, n, types, 0, NULL);
+  for (intptr_t i = 0; i < n; ++i) accumulate(b, op, operand(op, i), result(gop, i));
 }
 
 /* layernorm: (dx, dw, db) from dy, x, w and the saved mean and rstd */
@@ -208,16 +229,6 @@ static void gradRope(Builder *b, MlirOperation op, MlirValue dy) {
   accumulate(b, op, x, result(g, 0));
 }
 
-/* swiglu: y = silu(gate) * up, so (dgate, dup) from dy, gate, up */
-static void gradSwiglu(Builder *b, MlirOperation op, MlirValue dy) {
-  MlirValue gate = operand(op, 0), up = operand(op, 1);
-  MlirValue ops[3] = {dy, gate, up};
-  MlirType types[2] = {typeOf(gate), typeOf(up)};
-  MlirOperation g = emit(b, "tdag.swiglu_grad", op, "B", 3, ops, 2, types, 0, NULL);
-  accumulate(b, op, gate, result(g, 0));
-  accumulate(b, op, up, result(g, 1));
-}
-
 /* gqa_attention: (dq, dk, dv) from dy, q, k, v and the saved probs; heads and kv_heads
  * carried over */
 static void gradGqaAttention(Builder *b, MlirOperation op, MlirValue dy) {
@@ -262,57 +273,24 @@ static void gradMoeCombine(Builder *b, MlirOperation op, MlirValue dy) {
   accumulate(b, op, w, result(g, 1));
 }
 
+/* The gradient rule of each op, by id: the grad column of include/piper/tdag_ops.def. NONE:
+ * leaves, the loss (seeded by differentiate), ops autodiff itself emits and ops of later
+ * passes. */
+typedef void (*GradRule)(Builder *b, MlirOperation op, MlirValue dy);
+#define NONE NULL
+static const GradRule gradRules[PIPER_TDAG_OP_COUNT] = {
+#define TDAG_OP(ID, n, KIND, attributes, operands, results, shape, grad, lower, ...) \
+  [PIPER_TDAG_##ID] = grad,
+#include "piper/tdag_ops.def"
+};
+#undef NONE
+
 /* The vector-Jacobian product of one forward op, given its output gradient `dy`. */
 static MlirLogicalResult gradOp(Builder *b, MlirOperation op, MlirValue dy) {
-  switch (piperOpFacts(op)->id) {
-  case PIPER_TDAG_LINEAR: gradLinear(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_MATMUL_NT: gradLinear(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_ADD: gradAdd(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_BIAS_ADD: gradBiasAdd(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_GELU: gradGelu(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_LAYERNORM: gradLayernorm(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_ATTENTION: gradAttention(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_EMBEDDING: gradEmbedding(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_EMBED: gradEmbed(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_RMSNORM: gradRmsnorm(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_ROPE: gradRope(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_SWIGLU: gradSwiglu(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_GQA_ATTENTION: gradGqaAttention(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_MOE_TOPK: gradMoeTopk(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_MOE_DISPATCH: gradMoeDispatch(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_MOE_EXPERTS: gradMoeExperts(b, op, dy); return mlirLogicalResultSuccess();
-  case PIPER_TDAG_MOE_COMBINE: gradMoeCombine(b, op, dy); return mlirLogicalResultSuccess();
-  /* no gradient rule: leaves, the loss (seeded by differentiate), ops autodiff itself emits
-   * and ops of later passes */
-  case PIPER_TDAG_PARAM:
-  case PIPER_TDAG_ADAM_STATE:
-  case PIPER_TDAG_INPUT:
-  case PIPER_TDAG_OUTPUT:
-  case PIPER_TDAG_CROSS_ENTROPY:
-  case PIPER_TDAG_EMBEDDING_GRAD:
-  case PIPER_TDAG_LAYERNORM_GRAD:
-  case PIPER_TDAG_LINEAR_GRAD_INPUT:
-  case PIPER_TDAG_LINEAR_GRAD_WEIGHT:
-  case PIPER_TDAG_BIAS_GRAD:
-  case PIPER_TDAG_ATTENTION_GRAD:
-  case PIPER_TDAG_GELU_GRAD:
-  case PIPER_TDAG_CROSS_ENTROPY_GRAD:
-  case PIPER_TDAG_ADAMW:
-  case PIPER_TDAG_BUCKET:
-  case PIPER_TDAG_PACK_INTO:
-  case PIPER_TDAG_VIEW:
-  case PIPER_TDAG_EMBED_GRAD:
-  case PIPER_TDAG_RMSNORM_GRAD:
-  case PIPER_TDAG_ROPE_GRAD:
-  case PIPER_TDAG_SWIGLU_GRAD:
-  case PIPER_TDAG_GQA_ATTENTION_GRAD:
-  case PIPER_TDAG_MOE_TOPK_GRAD:
-  case PIPER_TDAG_MOE_DISPATCH_GRAD:
-  case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT:
-  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT:
-  case PIPER_TDAG_MOE_COMBINE_GRAD:
-  case PIPER_TDAG_NODE:
-    break;
+  GradRule rule = gradRules[piperOpFacts(op)->id];
+  if (rule) {
+    rule(b, op, dy);
+    return b->failed ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
   }
   char msg[160];
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
@@ -384,7 +362,7 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
        op = mlirOperationGetNextInBlock(op))
     ops[n++] = op;
 
-  Builder b = {ctx, body, mlirBlockGetTerminator(body), {0}};
+  Builder b = {ctx, body, mlirBlockGetTerminator(body), {0}, false};
   piperPtrMapInit(&b.grads, nOps);
   MlirLogicalResult status = mlirLogicalResultSuccess();
 

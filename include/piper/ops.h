@@ -1,10 +1,13 @@
 /* Op facts: one row per tdag op holding what the passes and the lowering must know of it, so
  * that they ask the table (piperOpFacts(op)->batch, ->kernel, ...) instead of keeping
- * their own lists of op names. A new op is one row in dialects/ops.c plus its rules: the shape
+ * their own lists of op names. A new op is one entry of include/piper/tdag_ops.def (its id, its
+ * IRDL signature, this row and the names of its rules, declared once) plus any rule of its own
+ * that it does not share: the shape
  * rule (verifyOp, dialects/tdag.c), the gradient rule (gradOp, passes/autodiff.c) and the
  * kernel call's arguments (lwLowerCompute, lowering/lower_compute.c). test/dialects/op-facts.test
- * checks that the table and dialects/tdag.irdl.mlir name the same ops, once each, in the same
- * order; the three rules switch on PiperOpId, so the build refuses a rule missing for an id.
+ * checks that the table and the generated tdag dialect name the same ops, once each, in the same
+ * order; each rule file expands the entry's rule column into a table indexed by PiperOpId, so
+ * the build refuses a rule named and not written, and an entry must name a rule or NONE.
  *
  * What each fact means and who reads it:
  *   kind            what the op is in the training graph. split (STATE is never split),
@@ -51,61 +54,20 @@
 extern "C" {
 #endif
 
-/* One id per tdag op, in the order of dialects/tdag.irdl.mlir; the table in dialects/ops.c is
- * indexed by it (row[id].id == id, which test/dialects/op-facts.test checks). The rules that
- * are code dispatch on it with a `switch` that has no default (verifyOp, gradOp,
- * lwLowerCompute), so -Werror=switch names every rule a new op still lacks. */
+/* One id per tdag op, in the order of include/piper/tdag_ops.def; the table in dialects/ops.c
+ * is indexed by it (row[id].id == id, which test/dialects/op-facts.test checks), and so are the
+ * rule tables (verifyOp, gradOp, lwLowerCompute) each rule file expands from the same list. */
 typedef enum {
-  PIPER_TDAG_PARAM,
-  PIPER_TDAG_ADAM_STATE,
-  PIPER_TDAG_INPUT,
-  PIPER_TDAG_OUTPUT,
-  PIPER_TDAG_EMBEDDING,
-  PIPER_TDAG_LAYERNORM,
-  PIPER_TDAG_LINEAR,
-  PIPER_TDAG_MATMUL_NT,
-  PIPER_TDAG_ATTENTION,
-  PIPER_TDAG_GELU,
-  PIPER_TDAG_ADD,
-  PIPER_TDAG_CROSS_ENTROPY,
-  PIPER_TDAG_EMBEDDING_GRAD,
-  PIPER_TDAG_LAYERNORM_GRAD,
-  PIPER_TDAG_LINEAR_GRAD_INPUT,
-  PIPER_TDAG_LINEAR_GRAD_WEIGHT,
-  PIPER_TDAG_BIAS_GRAD,
-  PIPER_TDAG_ATTENTION_GRAD,
-  PIPER_TDAG_GELU_GRAD,
-  PIPER_TDAG_CROSS_ENTROPY_GRAD,
-  PIPER_TDAG_ADAMW,
-  PIPER_TDAG_BUCKET,
-  PIPER_TDAG_PACK_INTO,
-  PIPER_TDAG_VIEW,
-  /* Qwen3 (piper-gen qwen3) */
-  PIPER_TDAG_EMBED,
-  PIPER_TDAG_RMSNORM,
-  PIPER_TDAG_ROPE,
-  PIPER_TDAG_SWIGLU,
-  PIPER_TDAG_GQA_ATTENTION,
-  PIPER_TDAG_EMBED_GRAD,
-  PIPER_TDAG_RMSNORM_GRAD,
-  PIPER_TDAG_ROPE_GRAD,
-  PIPER_TDAG_SWIGLU_GRAD,
-  PIPER_TDAG_GQA_ATTENTION_GRAD,
-  /* ---- mixture of experts (issue 9): router top-k, dispatch, experts, combine ---- */
-  PIPER_TDAG_MOE_TOPK,
-  PIPER_TDAG_MOE_TOPK_GRAD,
-  PIPER_TDAG_MOE_DISPATCH,
-  PIPER_TDAG_MOE_DISPATCH_GRAD,
-  PIPER_TDAG_MOE_EXPERTS,
-  PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT,
-  PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT,
-  PIPER_TDAG_MOE_COMBINE,
-  PIPER_TDAG_MOE_COMBINE_GRAD,
-  /* tensor parallelism (passes/shard_tensor.c) */
-  PIPER_TDAG_BIAS_ADD,
-  PIPER_TDAG_NODE, /* the last: PIPER_TDAG_OP_COUNT follows it */
+#define TDAG_OP(ID, name, KIND, attributes, operands, results, ...) PIPER_TDAG_##ID,
+#include "piper/tdag_ops.def"
 } PiperOpId;
-enum { PIPER_TDAG_OP_COUNT = PIPER_TDAG_NODE + 1 }; /* rows in the table */
+/* Rows in the table: one per entry (not an enumerator, which the rule switches would have to
+ * name). */
+enum {
+  PIPER_TDAG_OP_COUNT = 0
+#define TDAG_OP(ID, name, KIND, attributes, operands, results, ...) +1
+#include "piper/tdag_ops.def"
+};
 
 /* What an op is in the training graph. */
 typedef enum {
@@ -156,6 +118,9 @@ typedef struct {
   uint8_t i32Results;        /* bit r = result r is an i32 tensor whatever resultElem says: the
                                 MoE ops that return expert ids or counts next to f32 values */
   prt_kernel_id kernel;      /* its kernel in include/piper/kernels.def, or PRT_K_NONE */
+  PiperOpId gradOp;          /* the backward op of the shared gradient rule gradElementwise
+                                (passes/autodiff.c): X -> X_grad(dy, X's operands...) with
+                                one gradient per operand; unused by the other rules */
   uint8_t rowResults;        /* bit r = result r holds one element per row of its last dim
                                 (numel / last dim) on every target: the attention kernels
                                 (CPU and GPU) keep each query row's log-sum-exp in the

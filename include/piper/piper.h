@@ -30,6 +30,11 @@ enum { PIPER_MAX_DEVICES = 1 << 16 };
  * load, which is a build defect. Destroy with mlirContextDestroy. */
 MlirContext piperContextCreate(void);
 
+/* The IRDL text of piper's dialects as piperContextCreate loads it, one module: tdag generated
+ * from include/piper/tdag_ops.def, then comm and sched. Owned by the caller (free); NULL after
+ * printing why (a malformed list entry, out of memory). */
+char *piperIrdlSourceCreate(void);
+
 /* Prints every diagnostic of `ctx` to `out` as `file:line:col: error: message`, the form lit
  * tests match; returns the handler id. `errorCount` (may be NULL) counts errors. */
 MlirDiagnosticHandlerID piperAttachDiagnosticPrinter(MlirContext ctx, FILE *out,

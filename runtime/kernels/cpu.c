@@ -218,6 +218,18 @@ void prt_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
   }
 }
 
+/* x <= 0 rather than x > 0: a NaN fails the test and passes through, as in torch.relu and its
+ * threshold_backward */
+void prt_relu_fwd(float *out, const float *x, int64_t n) {
+  prt_comm_progress();
+  for (int64_t i = 0; i < n; i++) out[i] = x[i] <= 0.0f ? 0.0f : x[i];
+}
+
+void prt_relu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
+  prt_comm_progress();
+  for (int64_t i = 0; i < n; i++) dx[i] = x[i] <= 0.0f ? 0.0f : dout[i];
+}
+
 void prt_add(float *out, const float *a, const float *b, int64_t n) {
   prt_comm_progress();
   for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -344,7 +356,7 @@ void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64
   }
 }
 
-/* ---- mixture of experts (layout: dialects/tdag.irdl.mlir, "mixture of experts") ---- */
+/* ---- mixture of experts (layout: include/piper/tdag_ops.def, "mixture of experts") ---- */
 
 /* pos[n*K+k] = the row of token n's k-th copy; counts[e] (may be NULL) = copies per expert.
  * Group g's rows start at g*cap, expert e's after those of the lower experts of its group, each

@@ -179,12 +179,54 @@ void prt_cuda_setup(prt_ctx *ctx) {
   CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch", cudaMemset(S.norm_sq, 0, sizeof(double)));
 }
 
-/* ---- elementwise ---- */
+/* ---- the launchers of the kernel list's PRT_KERNEL_1D entries (include/piper/kernels.def):
+ * prt_cuda_<name>(params) launches device kernel piper_<device> over `threads` threads with
+ * the params, in order, as its arguments (elementwise ops, the bf16 conversions, one thread per
+ * row or element). Each argument macro gives a (type, name) pair; PRT_MAP writes a list of
+ * them as the definition's parameters, then as the launch's argument addresses. ---- */
+#define F32_OUT(p) (float *, p)
+#define F32_IN(p) (const float *, p)
+#define I32_OUT(p) (int32_t *, p)
+#define I32_IN(p) (const int32_t *, p)
+#define BF16_OUT(p) (uint16_t *, p)
+#define BF16_IN(p) (const uint16_t *, p)
+#define I64_V(v) (int64_t, v)
+#define F32_V(v) (float, v)
+#define I32_V(v) (int32_t, v)
+#define CTX_P(c) (prt_ctx *, c)
+#define PAIR_DECL_(type, name) type name
+#define PAIR_DECL(pair) PAIR_DECL_ pair
+#define PAIR_ADDR_(type, name) &name
+#define PAIR_ADDR(pair) PAIR_ADDR_ pair
+/* m(x) for each of 1 to 10 arguments, comma-separated */
+#define PRT_MAP(m, ...) PRT_MAP_N(PRT_NARGS(__VA_ARGS__), m, __VA_ARGS__)
+#define PRT_MAP_N(n, m, ...) PRT_CAT(PRT_MAP_, n)(m, __VA_ARGS__)
+#define PRT_CAT(a, b) PRT_CAT_(a, b)
+#define PRT_CAT_(a, b) a##b
+#define PRT_NARGS(...) PRT_NARGS_(__VA_ARGS__, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define PRT_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, n, ...) n
+#define PRT_MAP_1(m, a) m(a)
+#define PRT_MAP_2(m, a, ...) m(a), PRT_MAP_1(m, __VA_ARGS__)
+#define PRT_MAP_3(m, a, ...) m(a), PRT_MAP_2(m, __VA_ARGS__)
+#define PRT_MAP_4(m, a, ...) m(a), PRT_MAP_3(m, __VA_ARGS__)
+#define PRT_MAP_5(m, a, ...) m(a), PRT_MAP_4(m, __VA_ARGS__)
+#define PRT_MAP_6(m, a, ...) m(a), PRT_MAP_5(m, __VA_ARGS__)
+#define PRT_MAP_7(m, a, ...) m(a), PRT_MAP_6(m, __VA_ARGS__)
+#define PRT_MAP_8(m, a, ...) m(a), PRT_MAP_7(m, __VA_ARGS__)
+#define PRT_MAP_9(m, a, ...) m(a), PRT_MAP_8(m, __VA_ARGS__)
+#define PRT_MAP_10(m, a, ...) m(a), PRT_MAP_9(m, __VA_ARGS__)
+#define PRT_KERNEL_1D(name, params, device, threads)                                       \
+  void prt_cuda_##name(PRT_MAP(PAIR_DECL, PRT_KERNEL_UNPAREN params)) {                      \
+    void *args[] = {PRT_MAP(PAIR_ADDR, PRT_KERNEL_UNPAREN params)};                          \
+    launch(PRT_DK_##device, threads, args, "prt_cuda_" #name);                                \
+  }
+#include "piper/kernels.def"
+#undef PAIR_DECL_
+#undef PAIR_DECL
+#undef PAIR_ADDR_
+#undef PAIR_ADDR
 
-void prt_cuda_add(float *out, const float *a, const float *b, int64_t n) {
-  void *args[] = {&out, &a, &b, &n};
-  launch(PRT_DK_add, n, args, "prt_cuda_add");
-}
+/* ---- copy: a PRT_KERNEL of its own, as an in-place copy (dst == src) launches nothing ---- */
 
 void prt_cuda_copy(float *dst, const float *src, int64_t n) {
   if (dst == src) return;
@@ -192,23 +234,7 @@ void prt_cuda_copy(float *dst, const float *src, int64_t n) {
   launch(PRT_DK_copy, n, args, "prt_cuda_copy");
 }
 
-void prt_cuda_gelu_fwd(float *out, const float *x, int64_t n) {
-  void *args[] = {&out, &x, &n};
-  launch(PRT_DK_gelu_fwd, n, args, "prt_cuda_gelu_fwd");
-}
-
-void prt_cuda_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
-  void *args[] = {&dx, &dout, &x, &n};
-  launch(PRT_DK_gelu_bwd, n, args, "prt_cuda_gelu_bwd");
-}
-
-/* ---- embedding ---- */
-
-void prt_cuda_embedding_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
-                            int64_t B, int64_t T, int64_t C) {
-  void *args[] = {&out, &tok, &wte, &wpe, &B, &T, &C};
-  launch(PRT_DK_embedding_fwd, B * T * C, args, "prt_cuda_embedding_fwd");
-}
+/* ---- embedding (the forward is a PRT_KERNEL_1D) ---- */
 
 /* dwte in chunks of R token rows, as many chunks as 64 MB of V x C slabs hold (at least one,
  * at most one per 256 rows), then the slabs summed in order; dwpe one thread per (t, c). */
@@ -232,12 +258,6 @@ void prt_cuda_embedding_bwd(float *dwte, float *dwpe, const float *dout, const i
 }
 
 /* ---- layernorm ---- */
-
-void prt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
-                            const float *w, const float *b, int64_t N, int64_t C, float eps) {
-  void *args[] = {&out, &mean, &rstd, &x, &w, &b, &N, &C, &eps};
-  launch(PRT_DK_layernorm_fwd, N, args, "prt_cuda_layernorm_fwd");
-}
 
 void prt_cuda_layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
                             const float *x, const float *w, const float *mean,
@@ -381,12 +401,6 @@ void prt_cuda_cross_entropy_fwd(float *loss, float *probs, const float *logits,
   launch(PRT_DK_mean_rows, 1, a2, fn);
 }
 
-void prt_cuda_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
-                                int64_t N, int64_t V, int64_t total_rows) {
-  void *args[] = {&dlogits, &probs, &targets, &N, &V, &total_rows};
-  launch(PRT_DK_cross_entropy_bwd, N * V, args, "prt_cuda_cross_entropy_bwd");
-}
-
 /* ---- optimizer and gradient norm ---- */
 
 /* prt_adamw's scalars (runtime/kernels/cpu.c: in double as Python computes them, rounded to
@@ -430,12 +444,6 @@ void prt_cuda_grad_norm_sync(prt_ctx *ctx) {
 
 /* ---- Qwen3's ops (runtime/kernels/cpu_qwen3.c's twins) ---- */
 
-void prt_cuda_embed_fwd(float *out, const int32_t *tok, const float *wte, int64_t N, int64_t C,
-                        int64_t V) {
-  void *args[] = {&out, &tok, &wte, &N, &C, &V};
-  launch(PRT_DK_embed_fwd, N * C, args, "prt_cuda_embed_fwd");
-}
-
 /* dwte as prt_cuda_embedding_bwd's: chunks of R token rows summed into V x C slabs, then the
  * slabs added in order (no atomics); no position table. */
 void prt_cuda_embed_bwd(float *dwte, const float *dout, const int32_t *tok, int64_t N,
@@ -453,12 +461,6 @@ void prt_cuda_embed_bwd(float *dwte, const float *dout, const int32_t *tok, int6
   launch(PRT_DK_embedding_wte_partials, chunks * C, a1, fn);
   void *a2[] = {&dwte, &slabs, &chunks, &VC};
   launch(PRT_DK_sum_slabs, VC, a2, fn);
-}
-
-void prt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int64_t R,
-                          int64_t D, float eps) {
-  void *args[] = {&out, &rstd, &x, &w, &R, &D, &eps};
-  launch(PRT_DK_rmsnorm_fwd, R, args, "prt_cuda_rmsnorm_fwd");
 }
 
 /* dx one row per thread; dw by chunks of COL_CHUNK rows (f64), the chunks added in order. */
@@ -516,22 +518,6 @@ void prt_cuda_rope_fwd(float *out, const float *x, int64_t B, int64_t T, int64_t
 void prt_cuda_rope_bwd(float *dx, const float *dout, int64_t B, int64_t T, int64_t N,
                        int64_t D, float theta) {
   rope(dx, dout, B, T, N, D, theta, SCR_ROPE_BWD, "prt_cuda_rope_bwd");
-}
-
-void prt_cuda_swiglu_fwd(float *out, const float *gate, const float *up, int64_t n) {
-  void *args[] = {&out, &gate, &up, &n};
-  launch(PRT_DK_swiglu_fwd, n, args, "prt_cuda_swiglu_fwd");
-}
-
-void prt_cuda_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate,
-                         const float *up, int64_t n) {
-  void *args[] = {&dgate, &dup, &dout, &gate, &up, &n};
-  launch(PRT_DK_swiglu_bwd, n, args, "prt_cuda_swiglu_bwd");
-}
-
-void prt_cuda_bias_add(float *out, const float *x, const float *b, int64_t M, int64_t N) {
-  void *args[] = {&out, &x, &b, &M, &N};
-  launch(PRT_DK_bias_add, M * N, args, "prt_cuda_bias_add");
 }
 
 /* Grouped-query attention (kernels/cuda_attention.cu): probs is the CPU's (B, H, T, T) result,
@@ -638,18 +624,6 @@ static void moe_zero(float *p, int64_t n, const char *fn) {
   if (n <= 0) return;
   CUDA_OR_DIE(fn, "cudaMemsetAsync",
               cudaMemsetAsync(p, 0, (size_t)n * sizeof(float), compute_stream()));
-}
-
-void prt_cuda_moe_topk_fwd(float *weights, int32_t *experts, const float *logits, int64_t N,
-                           int64_t E, int64_t K) {
-  void *args[] = {&weights, &experts, &logits, &N, &E, &K};
-  launch(PRT_DK_moe_topk_fwd, N, args, "prt_cuda_moe_topk_fwd");
-}
-
-void prt_cuda_moe_topk_bwd(float *dlogits, const float *dweights, const float *weights,
-                           const int32_t *experts, int64_t N, int64_t E, int64_t K) {
-  void *args[] = {&dlogits, &dweights, &weights, &experts, &N, &E, &K};
-  launch(PRT_DK_moe_topk_bwd, N, args, "prt_cuda_moe_topk_bwd");
 }
 
 void prt_cuda_moe_dispatch_fwd(float *rows, int32_t *counts, const float *h,
@@ -843,21 +817,4 @@ void prt_cuda_moe_expert_bwd_weight_bf16(float *dwg, float *dwu, float *dwd, con
                                          int64_t Fe) {
   expert_bwd_weight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, true,
                     "prt_cuda_moe_expert_bwd_weight_bf16");
-}
-
-/* ---- bf16 conversions (kernels.def bf16_*): the lowering's conversions at each kernel's
- * boundary, one thread per element ---- */
-void prt_cuda_bf16_widen(float *dst, const uint16_t *src, int64_t n) {
-  void *args[] = {&dst, &src, &n};
-  launch(PRT_DK_bf16_widen, n, args, "prt_cuda_bf16_widen");
-}
-
-void prt_cuda_bf16_narrow(uint16_t *dst, const float *src, int64_t n) {
-  void *args[] = {&dst, &src, &n};
-  launch(PRT_DK_bf16_narrow, n, args, "prt_cuda_bf16_narrow");
-}
-
-void prt_cuda_bf16_round(float *dst, const float *src, int64_t n) {
-  void *args[] = {&dst, &src, &n};
-  launch(PRT_DK_bf16_round, n, args, "prt_cuda_bf16_round");
 }

@@ -1,22 +1,32 @@
 /* Checks the op-facts table (include/piper/ops.h) against the tdag dialect as IRDL defines it
- * (the definitions piper's tools load, dialects/tdag.irdl.mlir): every tdag op has exactly
- * one row and every row names a tdag op, so a new op cannot be forgotten by the passes; and
- * each row's per-operand and per-result bits fit the op's operand and result counts. Prints
- * `@check` then `ok` per check; exits with a distinct non-zero code on the first failure. */
+ * (the definitions piper's tools load, generated from include/piper/tdag_ops.def): every tdag
+ * op has exactly one row and every row names a tdag op, so a new op cannot be forgotten by the
+ * passes; each row's per-operand and per-result bits fit the op's operand and result counts;
+ * and MLIR's verifier, with the generated dialect loaded, accepts an op built to the declared
+ * signature and refuses one with an operand too few or too many or a required attribute
+ * missing. Prints `@check` then `ok` per check; exits with a distinct non-zero code on the
+ * first failure. `--print-irdl` prints the IRDL text the tools load instead. */
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
 #include "piper/piper.h"
 
-extern const char piper_irdl_source[]; /* the IRDL files as the tools embed them */
-
-enum { MAX_OPS = 256 };
+enum { MAX_OPS = 256, MAX_ATTRS = 8 };
 
 typedef struct {
   char name[64];    /* "tdag.linear" */
   int nOperands;    /* operands irdl.operands declares (-1 if variadic) */
   int nResults;     /* results irdl.results declares (-1 if variadic) */
+  int nDecl[2];     /* operands, results declared (a variadic group counts once) */
+  int nVariadicOperands; /* operand groups that are variadic */
+  int nAttrs;       /* required attributes */
+  char attr[MAX_ATTRS][32];   /* their names */
+  char attrBase[MAX_ATTRS][32]; /* their base types, "#builtin.float" */
 } IrdlOp;
 
 static void printToBuf(MlirStringRef s, void *userData) {
@@ -38,9 +48,39 @@ static bool isVariadic(MlirOperation op) {
   return list && (strstr(list, "variadic") || strstr(list, "optional"));
 }
 
+/* How many entries of an irdl.operands op are variadic. */
+static int variadicGroups(MlirOperation op) {
+  MlirAttribute v = mlirOperationGetAttributeByName(op, piperStr("variadicity"));
+  if (mlirAttributeIsNull(v)) return 0;
+  char buf[256] = "";
+  mlirAttributePrint(v, printToBuf, buf);
+  int n = 0;
+  for (const char *p = strstr(buf, "variadic"); p; p = strstr(p + 1, "variadic"))
+    n += p[-1] != '<'; /* not the attribute's own name, variadicity_array */
+  return n;
+}
+
+/* The names and base types of an irdl.attributes op's entries into r. */
+static void readAttributes(MlirOperation op, IrdlOp *r) {
+  MlirAttribute names = mlirOperationGetAttributeByName(op, piperStr("attributeValueNames"));
+  intptr_t n = mlirAttributeIsNull(names) ? 0 : mlirArrayAttrGetNumElements(names);
+  for (intptr_t i = 0; i < n && r->nAttrs < MAX_ATTRS; i++) {
+    MlirStringRef s = mlirStringAttrGetValue(mlirArrayAttrGetElement(names, i));
+    snprintf(r->attr[r->nAttrs], sizeof r->attr[0], "%.*s", (int)s.length, s.data);
+    MlirValue c = mlirOperationGetOperand(op, i);
+    r->attrBase[r->nAttrs][0] = 0;
+    if (mlirValueIsAOpResult(c))
+      piperGetStringAttr(mlirOpResultGetOwner(c), "base_name", r->attrBase[r->nAttrs],
+                         sizeof r->attrBase[0]);
+    r->nAttrs++;
+  }
+}
+
 /* The tdag ops the IRDL source defines; returns how many (or -1). */
 static int irdlOps(MlirContext ctx, IrdlOp *ops) {
-  MlirModule m = mlirModuleCreateParse(ctx, piperStr(piper_irdl_source));
+  char *source = piperIrdlSourceCreate();
+  MlirModule m = source ? mlirModuleCreateParse(ctx, piperStr(source)) : (MlirModule){NULL};
+  free(source);
   if (mlirModuleIsNull(m)) return -1;
   int n = 0;
   MlirBlock top = mlirModuleGetBody(m);
@@ -57,8 +97,8 @@ static int irdlOps(MlirContext ctx, IrdlOp *ops) {
       if (!piperOpIs(o, "irdl.operation") || n == MAX_OPS) continue;
       piperGetStringAttr(o, "sym_name", name, sizeof name);
       IrdlOp *r = &ops[n++];
+      memset(r, 0, sizeof *r);
       snprintf(r->name, sizeof r->name, "tdag.%s", name);
-      r->nOperands = r->nResults = 0;
       MlirBlock ob = mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0));
       for (MlirOperation c = mlirBlockGetFirstOperation(ob); !mlirOperationIsNull(c);
            c = mlirOperationGetNextInBlock(c)) {
@@ -66,6 +106,9 @@ static int irdlOps(MlirContext ctx, IrdlOp *ops) {
                      : piperOpIs(c, "irdl.results") ? &r->nResults
                                                     : NULL;
         if (count) *count = isVariadic(c) ? -1 : (int)mlirOperationGetNumOperands(c);
+        if (count) r->nDecl[count == &r->nResults] = (int)mlirOperationGetNumOperands(c);
+        if (count == &r->nOperands) r->nVariadicOperands = variadicGroups(c);
+        if (piperOpIs(c, "irdl.attributes")) readAttributes(c, r);
       }
     }
   }
@@ -78,7 +121,87 @@ static bool bitsFit(unsigned mask, int count) {
   return count < 0 || count >= 8 || (mask >> count) == 0;
 }
 
-int main(void) {
+/* An attribute of base type `base` ("#builtin.float"), or a null one for an unknown base. */
+static MlirAttribute attrOfBase(MlirContext ctx, const char *base) {
+  if (!strcmp(base, "#builtin.string")) return mlirStringAttrGet(ctx, piperStr("x"));
+  if (!strcmp(base, "#builtin.float")) return mlirFloatAttrDoubleGet(ctx, mlirF64TypeGet(ctx), 1.0);
+  if (!strcmp(base, "#builtin.integer")) return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), 1);
+  if (!strcmp(base, "#builtin.symbol_ref")) return mlirFlatSymbolRefAttrGet(ctx, piperStr("f"));
+  return mlirAttributeGetNull();
+}
+
+/* Whether MLIR's verifier accepts `o` built with nIn operands, its declared results, and its
+ * required attributes but attribute `skipAttr` (-1: all). Every value is one tensor type, which
+ * satisfies each constraint (shared ones too); a variadic group gets one value. */
+static bool verifies(MlirContext ctx, MlirBlock values, const IrdlOp *o, int nIn, int skipAttr) {
+  MlirLocation loc = mlirLocationUnknownGet(ctx);
+  MlirType t = mlirValueGetType(mlirBlockGetArgument(values, 0));
+  MlirOperationState st = mlirOperationStateGet(piperStr(o->name), loc);
+  MlirValue ins[16];
+  MlirType outs[16];
+  for (int i = 0; i < nIn && i < 16; i++) ins[i] = mlirBlockGetArgument(values, i);
+  for (int r = 0; r < o->nDecl[1] && r < 16; r++) outs[r] = t;
+  mlirOperationStateAddOperands(&st, nIn, ins);
+  mlirOperationStateAddResults(&st, o->nDecl[1], outs);
+  MlirNamedAttribute attrs[MAX_ATTRS + 1];
+  int na = 0;
+  for (int a = 0; a < o->nAttrs; a++)
+    if (a != skipAttr)
+      attrs[na++] = piperNamedAttr(ctx, o->attr[a], attrOfBase(ctx, o->attrBase[a]));
+  if (o->nVariadicOperands > 1) { /* which operands form which group: one each */
+    int32_t seg[16];
+    for (int i = 0; i < o->nDecl[0] && i < 16; i++) seg[i] = 1;
+    attrs[na++] = piperNamedAttr(ctx, "operandSegmentSizes",
+                                 mlirDenseI32ArrayGet(ctx, o->nDecl[0], seg));
+  }
+  mlirOperationStateAddAttributes(&st, na, attrs);
+  MlirOperation op = mlirOperationCreate(&st);
+  bool ok = mlirOperationVerify(op);
+  mlirOperationDestroy(op);
+  return ok;
+}
+
+static MlirLogicalResult quiet(MlirDiagnostic d, void *userData) {
+  return mlirLogicalResultSuccess(); /* the refusals are expected; FAIL lines say what broke */
+}
+
+/* 0 if the verifier enforces o's declared signature, else a distinct exit code (printed). */
+static int checkSignature(MlirContext ctx, MlirBlock values, const IrdlOp *o) {
+  for (int a = 0; a < o->nAttrs; a++)
+    if (mlirAttributeIsNull(attrOfBase(ctx, o->attrBase[a]))) {
+      printf("FAIL: %s: attribute %s has base %s, not one the op list allows\n", o->name,
+             o->attr[a], o->attrBase[a]);
+      return 9;
+    }
+  if (o->nDecl[0] > 15 || o->nDecl[1] > 16 || !verifies(ctx, values, o, o->nDecl[0], -1)) {
+    printf("FAIL: %s: the verifier refuses the op built to its signature (%d operands, %d "
+           "results, %d attributes)\n", o->name, o->nDecl[0], o->nDecl[1], o->nAttrs);
+    return 10;
+  }
+  bool fixed = o->nOperands >= 0; /* a variadic group takes any count */
+  if (fixed && ((o->nDecl[0] > 0 && verifies(ctx, values, o, o->nDecl[0] - 1, -1)) ||
+                verifies(ctx, values, o, o->nDecl[0] + 1, -1))) {
+    printf("FAIL: %s: the verifier accepts %d operands, one more or fewer than the %d "
+           "declared\n", o->name, o->nDecl[0] - 1, o->nDecl[0]);
+    return 11;
+  }
+  for (int a = 0; a < o->nAttrs; a++)
+    if (verifies(ctx, values, o, o->nDecl[0], a)) {
+      printf("FAIL: %s: the verifier accepts the op without its attribute %s\n", o->name,
+             o->attr[a]);
+      return 12;
+    }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--print-irdl")) {
+    char *source = piperIrdlSourceCreate();
+    if (!source) return 1;
+    fputs(source, stdout);
+    free(source);
+    return 0;
+  }
   MlirContext ctx = piperContextCreate();
   if (mlirContextIsNull(ctx)) return 1;
   static IrdlOp ops[MAX_OPS];
@@ -93,7 +216,7 @@ int main(void) {
   }
   for (int i = 0; i < nOps; ++i) {
     if (i < (int)nRows && strcmp(rows[i].name, ops[i].name)) {
-      printf("FAIL: row %d is %s, but op #%d of tdag.irdl.mlir is %s: keep PiperOpId in the "
+      printf("FAIL: row %d is %s, but op #%d of the tdag dialect is %s: keep PiperOpId in the "
              "IRDL file's order\n", i, rows[i].name, i, ops[i].name);
       return 8;
     }
@@ -120,7 +243,7 @@ int main(void) {
     int found = 0;
     for (int i = 0; i < nOps; ++i) found += !strcmp(rows[r].name, ops[i].name);
     if (found != 1 || !mlirContextIsRegisteredOperation(ctx, piperStr(rows[r].name))) {
-      printf("FAIL: row %s names no op of dialects/tdag.irdl.mlir\n", rows[r].name);
+      printf("FAIL: row %s names no op of the generated tdag dialect\n", rows[r].name);
       return 5;
     }
   }
@@ -143,6 +266,46 @@ int main(void) {
       return 6;
     }
   }
+  printf("ok\n");
+
+  /* gradElementwise builds the gradOp with the forward's operands after dy and one result per
+   * operand: the two signatures must agree */
+  printf("@grad_op_fits_elementwise_rule\n");
+  for (int i = 0; i < nOps; ++i) {
+    const PiperOpFacts *f = piperOpFactsByName(piperStr(ops[i].name));
+    if (f->gradOp == PIPER_TDAG_PARAM) continue; /* not set: 0 */
+    const PiperOpFacts *g = &rows[f->gradOp];
+    const IrdlOp *go = NULL;
+    for (int k = 0; k < nOps; ++k)
+      if (!strcmp(ops[k].name, g->name)) go = &ops[k];
+    if (g->kind != PIPER_OP_BACKWARD || f->kind != PIPER_OP_FORWARD || !go ||
+        ops[i].nOperands < 0 || go->nOperands != ops[i].nOperands + 1 ||
+        go->nResults != ops[i].nOperands) {
+      printf("FAIL: %s: gradOp %s must be a backward op of %d operands (dy, then %s's) and %d "
+             "results (one gradient per operand)\n", ops[i].name, g->name,
+             ops[i].nOperands + 1, ops[i].name, ops[i].nOperands);
+      return 13;
+    }
+  }
+  printf("ok\n");
+
+  printf("@signature_enforced_by_verifier\n");
+  MlirType t = mlirRankedTensorTypeGet(1, (int64_t[]){2}, mlirF32TypeGet(ctx),
+                                       mlirAttributeGetNull());
+  MlirType types[17];
+  MlirLocation locs[17];
+  for (int i = 0; i < 17; i++) {
+    types[i] = t;
+    locs[i] = mlirLocationUnknownGet(ctx);
+  }
+  MlirBlock values = mlirBlockCreate(17, types, locs);
+  MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(ctx, quiet, NULL, NULL);
+  for (int i = 0; i < nOps; ++i) {
+    int code = checkSignature(ctx, values, &ops[i]);
+    if (code) return code;
+  }
+  mlirContextDetachDiagnosticHandler(ctx, h);
+  mlirBlockDestroy(values);
   printf("ok\n");
   printf("checked %d tdag ops\n", nOps);
   mlirContextDestroy(ctx);

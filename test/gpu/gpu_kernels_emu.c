@@ -113,6 +113,21 @@ int main(void) {
     prt_gelu_bwd(w, dy, a, n);
     same("gelu_bwd", g, w, n, 1e-6);
     end();
+    /* relu: a comparison and a select, bit for bit, with 0, -0, a NaN and the infinities */
+    float special[6] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e-30f};
+    memcpy(a, special, sizeof special);
+    begin("relu_fwd");
+    void (*rf)(int64_t, float *, const float *, int64_t) = fn("piper_relu_fwd");
+    for (int64_t i = 0; i < n + 3; i++) rf(i, g, a, n); /* threads past n do nothing */
+    prt_relu_fwd(w, a, n);
+    sameBits("relu_fwd", g, w, n, sizeof *g);
+    end();
+    begin("relu_bwd");
+    void (*rb)(int64_t, float *, const float *, const float *, int64_t) = fn("piper_relu_bwd");
+    for (int64_t i = 0; i < n; i++) rb(i, g, dy, a, n);
+    prt_relu_bwd(w, dy, a, n);
+    sameBits("relu_bwd", g, w, n, sizeof *g);
+    end();
   }
 
   /* ---- embedding ---- */

@@ -495,6 +495,52 @@ static void test_gelu(void) {
   end();
 }
 
+/* ---- relu (added through the op list: include/piper/tdag_ops.def) ---- */
+
+static double relu_loss(void *p) {
+  gelu_state *s = p;
+  prt_relu_fwd(s->out, s->x, s->n);
+  return dot_out(s->out, s->R, s->n);
+}
+
+static void test_relu(void) {
+  /* The forward against torch.relu's definition, exactly (a comparison and a copy: no
+   * rounding), on random values and the special ones: 0 and -0 give +0, a NaN passes, the
+   * infinities clamp or pass. */
+  begin("relu_fwd");
+  gelu_state s = {.n = 48};
+  s.x = rand_vec(s.n, 4);
+  s.out = rand_vec(s.n, 1);
+  s.R = rand_vec(s.n, 1);
+  float special[6] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e-30f};
+  memcpy(s.x + 40, special, sizeof special);
+  relu_loss(&s);
+  for (int64_t i = 0; i < s.n; i++) {
+    float x = s.x[i], want = isnan(x) ? x : (x > 0 ? x : 0.0f);
+    if (memcmp(&s.out[i], &want, sizeof want) && !(isnan(x) && isnan(s.out[i])))
+      fail("relu_fwd[%lld] of %g: got %g, want %g", (long long)i, x, s.out[i], want);
+  }
+  end();
+
+  /* The backward against central differences of the forward (1e-2 steps: the inputs are kept
+   * 0.05 away from the kink at 0, where the difference would straddle it), and at the special
+   * values against torch's threshold_backward: dx = x <= 0 ? 0 : dy, so 0 at x = 0, dy at NaN. */
+  begin("relu_bwd");
+  s.n = 40;
+  for (int64_t i = 0; i < s.n; i++) s.x[i] += s.x[i] < 0 ? -0.05f : 0.05f;
+  float *dx = rand_vec(48, 9);
+  prt_relu_bwd(dx, s.R, s.x, s.n);
+  fd_check("dx", s.x, s.n, dx, relu_loss, &s);
+  memcpy(s.x + 40, special, sizeof special);
+  prt_relu_bwd(dx, s.R, s.x, 48);
+  for (int64_t i = 40; i < 46; i++) {
+    float x = s.x[i], want = x <= 0 ? 0.0f : s.R[i];
+    if (dx[i] != want) fail("relu_bwd[%lld] at x = %g: got %g, want %g", (long long)i, x, dx[i], want);
+  }
+  free(s.x), free(s.out), free(s.R), free(dx);
+  end();
+}
+
 /* ---- cross entropy ---- */
 
 typedef struct ce_state {
@@ -1825,6 +1871,7 @@ int main(void) {
   test_attention();
   test_attention_blocks();
   test_gelu();
+  test_relu();
   test_cross_entropy();
   test_adamw();
   test_init();

@@ -26,12 +26,20 @@
  *     data-parallel replicas), and the reported loss counts each member's mean for 1/G.
  * The groups are recorded on the module as `piper.cp_groups`.
  *
+ * With data parallelism a stage is placed on R * G devices and has one directive per batch
+ * replica, each over an aligned run of G of the placed list (piper-sched --cp G --dp R: [0,1]
+ * and [2,3] of [0,1,2,3]); the first rewrites the ops, the others record their groups, and the
+ * ring's group is narrowed to the member's run at extraction. With pipeline parallelism each
+ * stage has its own directives; transfers between stages pair member r with member r, which
+ * holds the same chunks.
+ *
  * Refused at the directive: a group of fewer than two devices or with a device twice; a tag
- * the model does not have; a filter that matches nothing; ops of the filter placed elsewhere
- * or ops on the group the filter leaves out; a sequence T that 2G does not divide; a second
- * directive over ops already split (two groups over one stage, i.e. CP x DP, is not done);
- * compositions not done yet: tensor parallelism (shard_tensor), expert parallelism and MoE
- * ops, a model without a "tokens" input. */
+ * the model does not have; a filter that matches nothing; ops of the filter not placed on the
+ * group (or on a list of which it is an aligned run) or ops on the group the filter leaves out;
+ * a sequence T that 2G does not divide; groups of different sizes over the same ops; split ops
+ * whose device list the groups do not cover (a replica without its directive); compositions
+ * not done yet: tensor parallelism (shard_tensor), expert parallelism and MoE ops, a model
+ * without a "tokens" input. ZeRO over a group is refused by replicate. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,21 +63,28 @@ MlirAttribute piperCpGroups(MlirOperation module) {
   return !mlirAttributeIsNull(g) && mlirAttributeIsAArray(g) ? g : mlirAttributeGetNull();
 }
 
-int64_t piperCpSize(MlirAttribute groups, MlirAttribute devices) {
-  if (mlirAttributeIsNull(groups) || mlirAttributeIsNull(devices)) return 1;
-  intptr_t n = mlirArrayAttrGetNumElements(devices);
+/* Whether entries [j, j + G) of `devices` are exactly a group of `groups`, in its order. */
+static bool runIsGroup(MlirAttribute groups, MlirAttribute devices, intptr_t j, intptr_t G) {
   for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
     MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
-    intptr_t G = mlirArrayAttrGetNumElements(grp);
-    if (G < 2 || n % G) continue;
-    /* a run of the list equal to this group, at an aligned position */
-    for (intptr_t j = 0; j < n; j += G) {
-      bool same = true;
-      for (intptr_t t = 0; t < G && same; ++t) same = elemAt(grp, t) == elemAt(devices, j + t);
-      if (same) return G;
-    }
+    if (mlirArrayAttrGetNumElements(grp) != G) continue;
+    bool same = true;
+    for (intptr_t t = 0; t < G && same; ++t) same = elemAt(grp, t) == elemAt(devices, j + t);
+    if (same) return true;
   }
-  return 1;
+  return false;
+}
+
+int64_t piperCpSize(MlirAttribute groups, MlirAttribute devices) {
+  if (mlirAttributeIsNull(groups) || mlirAttributeIsNull(devices) ||
+      !mlirArrayAttrGetNumElements(groups))
+    return 1;
+  intptr_t n = mlirArrayAttrGetNumElements(devices);
+  intptr_t G = mlirArrayAttrGetNumElements(mlirArrayAttrGetElement(groups, 0)); /* one size */
+  if (G < 2 || n % G) return 1;
+  for (intptr_t j = 0; j < n; j += G) /* every aligned run a group */
+    if (!runIsGroup(groups, devices, j, G)) return 1;
+  return G;
 }
 
 int64_t piperCpSplitReplicas(MlirAttribute groups, MlirOperation op, int64_t *replicas,
@@ -108,6 +123,7 @@ typedef struct {
   MlirBlock body;
   MlirAttribute group; /* the placed (ascending) device list: ring order */
   int64_t G, T, Tl;
+  bool repeat;         /* the ops are split already (another batch replica's group) */
 } Seq;
 
 static void noteAt(MlirOperation op, const char *what) {
@@ -138,30 +154,56 @@ static bool tagsKnown(Seq *s, MlirAttribute filter) {
 
 /* An op the sequence split does not handle yet: its rows are not (B, T, ...) or it already
  * belongs to another split. */
-static const char *unsupported(MlirOperation op) {
+static const char *unsupported(MlirOperation op, int64_t G) {
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
   if (n.length > 9 && !memcmp(n.data, "tdag.moe_", 9))
     return "MoE ops (and expert parallelism) under context parallelism are not supported yet";
   if (piperOpIs(op, "tdag.bias_add") || piperOpIs(op, "comm.all_to_all") ||
       piperOpIs(op, "comm.all_reduce"))
     return "this op of another directive (shard_tensor, shard) cannot be split by sequence yet";
-  if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("cp_size"))) ||
-      piperIsRingOp(op))
-    return "this op is already split by another shard_sequence directive (two groups over one "
-           "stage, i.e. context x data parallelism, is not supported yet)";
+  /* another batch replica's group over the same ops split them already: the same G */
+  if (piperGetIntAttr(op, "cp_size", G) != G)
+    return "this op is already split over a group of another size by another shard_sequence "
+           "directive; give every group of a stage the same size";
   return NULL;
 }
 
-static bool sameSet(MlirAttribute a, MlirAttribute b) {
-  if (mlirAttributeIsNull(a) || mlirAttributeIsNull(b)) return false;
-  intptr_t n = mlirArrayAttrGetNumElements(a);
-  if (n != mlirArrayAttrGetNumElements(b)) return false;
-  for (intptr_t i = 0; i < n; ++i) {
-    bool found = false;
-    for (intptr_t j = 0; j < n && !found; ++j) found = elemAt(a, i) == elemAt(b, j);
-    if (!found) return false;
+/* Whether `list` holds device d. */
+static bool holds(MlirAttribute list, int64_t d) {
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(list); ++i)
+    if (elemAt(list, i) == d) return true;
+  return false;
+}
+
+/* The start of the aligned run of the placed (ascending) list `placed` that holds exactly the
+ * devices of `group`, or -1: a stage placed on R * G devices holds R groups, one per batch
+ * replica (piper-sched --cp G --dp R: [0,1] and [2,3] of [0,1,2,3]). */
+static intptr_t runOf(MlirAttribute placed, MlirAttribute group) {
+  if (mlirAttributeIsNull(placed) || mlirAttributeIsNull(group)) return -1;
+  intptr_t n = mlirArrayAttrGetNumElements(placed), G = mlirArrayAttrGetNumElements(group);
+  if (G < 1 || n % G) return -1;
+  for (intptr_t j = 0; j < n; j += G) {
+    bool same = true;
+    for (intptr_t t = 0; t < G && same; ++t) same = holds(group, elemAt(placed, j + t));
+    if (same) return j;
   }
-  return true;
+  return -1;
+}
+
+static bool overlaps(MlirAttribute placed, MlirAttribute group) {
+  if (mlirAttributeIsNull(placed)) return false;
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(placed); ++i)
+    if (holds(group, elemAt(placed, i))) return true;
+  return false;
+}
+
+/* The group as it runs: its run of the placed list, ascending (member r = position r). */
+static MlirAttribute runAttr(MlirContext ctx, MlirAttribute placed, intptr_t j, intptr_t G) {
+  MlirAttribute *ids = malloc((size_t)G * sizeof *ids);
+  for (intptr_t t = 0; t < G; ++t) ids[t] = mlirArrayAttrGetElement(placed, j + t);
+  MlirAttribute a = mlirArrayAttrGet(ctx, G, ids);
+  free(ids);
+  return a;
 }
 
 /* The group: two or more devices, each once; the selected ops exactly those placed on it. */
@@ -190,16 +232,18 @@ static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttrib
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "func.return")) continue;
     MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    bool selected = piperFilterMatches(op, filter), onGroup = sameSet(placed, devices);
+    bool selected = piperFilterMatches(op, filter);
+    intptr_t run = selected ? runOf(placed, devices) : -1;
     const char *why = NULL;
-    if (selected && !onGroup)
-      why = "the tags select this op, which is placed on other devices than the group; give "
-            "place and shard_sequence the same device list";
-    else if (!selected && onGroup)
+    if (selected && run < 0)
+      why = "the tags select this op, which is not placed on the group (the group must be the "
+            "op's device list, or one aligned run of G of it per batch replica); give place "
+            "and shard_sequence matching device lists";
+    else if (!selected && overlaps(placed, devices))
       why = "this op runs on the group but its tags are not selected: every op a member runs "
             "must see its share of the sequence; select the whole stage (e.g. {\"PP\": 0})";
     else if (selected)
-      why = unsupported(op);
+      why = unsupported(op, s->G);
     if (why) {
       piperDirectiveError(s->directive, "shard_sequence: %s", why);
       noteAt(op, "this op");
@@ -207,7 +251,9 @@ static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttrib
     }
     if (selected) {
       matched++;
-      s->group = placed;
+      s->group = runAttr(s->ctx, placed, run, s->G);
+      s->repeat = s->repeat || piperIsRingOp(op) ||
+                  !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("cp_size")));
     }
   }
   if (!matched) {
@@ -380,6 +426,10 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
   if (mlirLogicalResultIsFailure(checkSelection(&s, filter, devices)) ||
       mlirLogicalResultIsFailure(findSequence(&s)))
     return mlirLogicalResultFailure();
+  if (s.repeat) { /* one more batch replica's group: the ops are split, record it */
+    recordGroup(&s);
+    return mlirLogicalResultSuccess();
+  }
   /* snapshot the selection: the rewrite inserts and erases ops */
   size_t n = 0, cap = 0;
   MlirOperation *ops = NULL;
@@ -408,10 +458,47 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
   return mlirLogicalResultSuccess();
 }
 
+/* Every split op's device list is cut into groups: a stage on R * G devices needs a directive
+ * per batch replica, or its other devices would run the split ops with no group. */
+static MlirLogicalResult checkCovered(MlirOperation module) {
+  MlirAttribute groups = piperCpGroups(module);
+  if (mlirAttributeIsNull(groups)) return mlirLogicalResultSuccess();
+  MlirOperation func = piperTrainingFunction(module, "piper-shard-sequence");
+  if (mlirOperationIsNull(func)) return mlirLogicalResultFailure();
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    bool split = piperIsRingOp(op) ||
+                 !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("cp_size")));
+    MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    if (!split || piperCpSize(groups, placed) > 1) continue;
+    char list[128];
+    piperDescribeDevices(placed, list, sizeof list);
+    MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+    MlirOperation at = op;
+    for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
+         d = mlirOperationGetNextInBlock(d))
+      if (piperOpIs(d, "sched.shard_sequence") &&
+          piperFilterMatches(op, mlirOperationGetAttributeByName(d, piperStr("tags")))) {
+        at = d;
+        break;
+      }
+    piperEmitErrorf(mlirOperationGetLocation(at),
+                    "shard_sequence: the split ops run on %s, which the shard_sequence groups "
+                    "do not cut into groups of one size; give one directive per batch replica, "
+                    "each over an aligned run of the list", list);
+    noteAt(op, "this op");
+    return mlirLogicalResultFailure();
+  }
+  return mlirLogicalResultSuccess();
+}
+
 static MlirLogicalResult runShardSequence(MlirOperation module, const char *arg) {
   (void)arg;
-  return piperApplyDirectives(module, "sched.shard_sequence", "piper-shard-sequence",
-                              applyShardSequence);
+  if (mlirLogicalResultIsFailure(piperApplyDirectives(
+          module, "sched.shard_sequence", "piper-shard-sequence", applyShardSequence)))
+    return mlirLogicalResultFailure();
+  return checkCovered(module);
 }
 
 MlirPass piperCreateShardSequencePass(const char *arg) {

@@ -354,13 +354,15 @@ static void printDevices(FILE *f, int d) {
   fputc(']', f);
 }
 
-/* --cp: a shard_sequence directive per stage, over its C devices. */
+/* --cp: a shard_sequence directive per stage and replica, over that replica's C devices. */
 static void emitShardSequence(FILE *f) {
-  for (int s = 0; s < cfg.S && cfg.C > 1; ++s) {
-    fprintf(f, ",\n  {\"op\":\"shard_sequence\",\"tags\":{\"PP\":%d},\"devices\":", s);
-    printDevices(f, deviceOf(s));
-    fputc('}', f);
-  }
+  for (int s = 0; s < cfg.S && cfg.C > 1; ++s)
+    for (int r = 0; r < cfg.D; ++r) {
+      fprintf(f, ",\n  {\"op\":\"shard_sequence\",\"tags\":{\"PP\":%d},\"devices\":[", s);
+      for (int c = 0; c < cfg.C; ++c)
+        fprintf(f, "%s%d", c ? "," : "", (r * cfg.P + deviceOf(s)) * cfg.C + c);
+      fprintf(f, "]}");
+    }
 }
 
 /* --tp: a shard_tensor directive per stage and replica, over that replica's T devices. */
@@ -515,9 +517,9 @@ static void build(const TuneSchedArgs *args) {
   if (cfg.ep == 1) cfg.ep = 0; /* one replica: nothing to split */
   /* context parallelism: what the shard_sequence pass composes with so far */
   if (cfg.C > 1 && cfg.T > 1) die("--cp with --tp is not supported yet; use one of them");
-  if (cfg.C > 1 && cfg.D > 1)
-    die("--cp with --dp is not supported yet (the shard_sequence pass refuses two groups over "
-        "one stage)");
+  if (cfg.C > 1 && cfg.zero)
+    die("--cp with --zero is not supported yet (the replicate pass refuses ZeRO over a "
+        "context-parallel group)");
   if (cfg.C > 1 && cfg.ep) die("--cp with --ep is not supported yet");
   bool splitsBackward = cfg.sched == SCHED_ZBH1 || cfg.sched == SCHED_DUALPIPEV;
   if (splitsBackward && cfg.costW < 1)

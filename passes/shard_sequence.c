@@ -40,6 +40,7 @@
  * whose device list the groups do not cover (a replica without its directive); compositions
  * not done yet: tensor parallelism (shard_tensor), expert parallelism and MoE ops, a model
  * without a "tokens" input. ZeRO over a group is refused by replicate. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +131,27 @@ static void noteAt(MlirOperation op, const char *what) {
   piperEmitNotef(mlirOperationGetLocation(op), "shard_sequence: %s", what);
 }
 
+/* The model's tag names, "PP, layer, ..." (each once, cut short within `size`). */
+static void modelTags(Seq *s, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
+    for (intptr_t i = 0; !mlirAttributeIsNull(tags) && i < mlirDictionaryAttrGetNumElements(tags);
+         ++i) {
+      MlirStringRef k = mlirIdentifierStr(mlirDictionaryAttrGetElement(tags, i).name);
+      char name[64];
+      snprintf(name, sizeof name, "%.*s", (int)k.length, k.data);
+      bool seen = false; /* a whole entry of the list so far */
+      for (const char *p = strstr(buf, name); p && !seen; p = strstr(p + 1, name))
+        seen = (p == buf || p[-1] == ' ') && (p[strlen(name)] == ',' || !p[strlen(name)]);
+      if (!seen && used + strlen(name) + 3 < size)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "", name);
+    }
+  }
+}
+
 /* Every tag the filter names is a tag of some op of the model. */
 static bool tagsKnown(Seq *s, MlirAttribute filter) {
   for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(filter); ++i) {
@@ -143,9 +165,11 @@ static bool tagsKnown(Seq *s, MlirAttribute filter) {
               !mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(tags, key));
     }
     if (!found) {
+      char known[256];
+      modelTags(s, known, sizeof known);
       piperDirectiveError(s->directive, "shard_sequence: no op of the model has the tag '%.*s' "
-                                        "(piper-gen's tags: PP, layer, embed, head, TP, mb)",
-                          (int)key.length, key.data);
+                                        "(the model's tags: %s)",
+                          (int)key.length, key.data, known);
       return false;
     }
   }
@@ -206,6 +230,18 @@ static MlirAttribute runAttr(MlirContext ctx, MlirAttribute placed, intptr_t j, 
   return a;
 }
 
+/* Whether another shard_sequence directive selects `op` (a device holding two stages, as
+ * interleaved 1F1B and DualPipeV place them, has one directive per stage). */
+static bool otherDirectiveSelects(Seq *s, MlirOperation op) {
+  MlirBlock top = mlirOperationGetBlock(s->directive);
+  for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
+       d = mlirOperationGetNextInBlock(d))
+    if (d.ptr != s->directive.ptr && piperOpIs(d, "sched.shard_sequence") &&
+        piperFilterMatches(op, mlirOperationGetAttributeByName(d, piperStr("tags"))))
+      return true;
+  return false;
+}
+
 /* The group: two or more devices, each once; the selected ops exactly those placed on it. */
 static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttribute devices) {
   intptr_t n = mlirArrayAttrGetNumElements(devices);
@@ -239,7 +275,7 @@ static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttrib
       why = "the tags select this op, which is not placed on the group (the group must be the "
             "op's device list, or one aligned run of G of it per batch replica); give place "
             "and shard_sequence matching device lists";
-    else if (!selected && overlaps(placed, devices))
+    else if (!selected && overlaps(placed, devices) && !otherDirectiveSelects(s, op))
       why = "this op runs on the group but its tags are not selected: every op a member runs "
             "must see its share of the sequence; select the whole stage (e.g. {\"PP\": 0})";
     else if (selected)
@@ -306,15 +342,20 @@ static MlirType withDim1(MlirType t, int64_t d) {
                                  mlirAttributeGetNull());
 }
 
+/* The loss gradient divides by the whole sequence's rows, B * T: set from the probabilities'
+ * type before any type is narrowed (split sets it already when it copied the op). */
+static void keepTotalRows(Seq *s, MlirOperation op) {
+  if (!piperOpIs(op, "tdag.cross_entropy_grad") ||
+      !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("total_rows"))))
+    return;
+  MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0)); /* whole (B, T, V) */
+  mlirOperationSetAttributeByName(
+      op, piperStr("total_rows"), i64Attr(s->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
+}
+
 /* Batched (B, T, ...) results -> (B, Tl, ...); the attention ops' saved probabilities are
  * replaced with the ring's log-sum-exps later. */
 static void retype(Seq *s, MlirOperation op) {
-  if (piperOpIs(op, "tdag.cross_entropy_grad") &&
-      mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("total_rows")))) {
-    MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0)); /* whole (B, T, V) */
-    mlirOperationSetAttributeByName(
-        op, piperStr("total_rows"), i64Attr(s->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
-  }
   for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
     MlirValue v = mlirOperationGetResult(op, r);
     MlirType t = mlirValueGetType(v);
@@ -443,6 +484,7 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
     }
     ops[n++] = op;
   }
+  for (size_t i = 0; i < n; ++i) keepTotalRows(&s, ops[i]);
   for (size_t i = 0; i < n; ++i) retype(&s, ops[i]);
   for (size_t i = 0; i < n; ++i) /* forward before backward: program order */
     if (isAttention(ops[i])) ringForward(&s, ops[i]);

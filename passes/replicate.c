@@ -468,17 +468,10 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
     if (!tp && (piperOpIs(op, "tdag.adamw") || sameDevices(placed, devices)))
       tp = piperTpSize(mlirOperationGetParentOperation(d), placed);
     /* every op but a parameter is on this directive's devices (checked above), so tp is set */
-    /* context parallelism (shard_sequence.c): a group's members share batch rows */
+    /* context parallelism (shard_sequence.c): a group's members share batch rows, not
+     * gradients or state: the reduction and ZeRO's shards span every device of the list
+     * (extraction gives device k of it shard k) */
     int64_t cp = piperCpSize(piperCpGroups(mlirOperationGetParentOperation(d)), placed);
-    if (cp > 1 && !piperOpIs(op, "tdag.param") &&
-        (!mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_params"))) ||
-         !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_grads"))) ||
-         !mlirAttributeIsNull(mlirOperationGetAttributeByName(d, piperStr("shard_optim"))))) {
-      piperDirectiveError(d, "replicate: ZeRO (shard_optim, shard_grads, shard_params) over a "
-                             "context-parallel group (shard_sequence) is not supported yet");
-      free(updates);
-      return mlirLogicalResultFailure();
-    }
     if (!piperOpIs(op, "tdag.param") && tp &&
         !replicasDivideBatch(d, op, mlirArrayAttrGetNumElements(devices) / tp / cp, tp)) {
       free(updates);

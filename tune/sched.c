@@ -508,18 +508,15 @@ static void build(const TuneSchedArgs *args) {
     die("%s needs --stages >= 2, got %d; for one stage use gpipe (plain microbatching)", name,
         cfg.S);
   if (cfg.zero > 3) die("--zero %d is not a ZeRO level; use 0, 1, 2 or 3", cfg.zero);
-  if (cfg.zero && cfg.D < 2)
+  if (cfg.zero && cfg.D * cfg.C < 2)
     die("--zero %d shards over data-parallel replicas: add --dp D with D >= 2, or use --zero 0",
-        cfg.zero);
+        cfg.zero); /* or a context-parallel group: --cp C shards over its C devices too */
   if (cfg.ep && cfg.ep != cfg.D)
     die("--ep %d: the experts are split over each stage's data-parallel replicas, so --ep must "
         "equal --dp (%d)", cfg.ep, cfg.D);
   if (cfg.ep == 1) cfg.ep = 0; /* one replica: nothing to split */
   /* context parallelism: what the shard_sequence pass composes with so far */
   if (cfg.C > 1 && cfg.T > 1) die("--cp with --tp is not supported yet; use one of them");
-  if (cfg.C > 1 && cfg.zero)
-    die("--cp with --zero is not supported yet (the replicate pass refuses ZeRO over a "
-        "context-parallel group)");
   if (cfg.C > 1 && cfg.ep) die("--cp with --ep is not supported yet");
   bool splitsBackward = cfg.sched == SCHED_ZBH1 || cfg.sched == SCHED_DUALPIPEV;
   if (splitsBackward && cfg.costW < 1)

@@ -77,6 +77,13 @@ static void callPositional(Lowering *L, MlirOperation op, prt_kernel_id cpKernel
     call(L, op, n, args);
     return;
   }
+  if (L->shared->target->deviceCode) { /* the _cp kernels are the CPU's, as the ring's */
+    piperEmitErrorf(mlirOperationGetLocation(op),
+                    "piper-lower-to-llvm: context parallelism's per-chunk positions run on the "
+                    "CPU target only; compile without --target cuda");
+    L->failed = true;
+    return;
+  }
   args[n] = lwI64(L, piperGetIntAttr(op, "cp_rank", 0));
   args[n + 1] = lwI64(L, cpSize(op));
   lwCallKernel(L, op, cpKernel, n + 2, args);

@@ -428,10 +428,16 @@ static void ringForward(Seq *s, MlirOperation op) {
  * gqa_attention_grad(dout, q, k, v, probs) -> ring_gqa_attention_grad(dout, out, q, k, v, lse).
  * `probs` is by now the forward ring op's lse (ringForward replaced it), whose owner gives
  * out. */
-static void ringBackward(Seq *s, MlirOperation op) {
+static bool ringBackward(Seq *s, MlirOperation op) {
   bool gqa = piperOpIs(op, "tdag.gqa_attention_grad");
   intptr_t n = mlirOperationGetNumOperands(op);
   MlirValue lse = mlirOperationGetOperand(op, n - 1);
+  if (!mlirValueIsAOpResult(lse) || !piperIsRingOp(mlirOpResultGetOwner(lse))) {
+    piperDirectiveError(s->directive, "shard_sequence: this attention gradient's forward is "
+                                      "not among the selected ops; select both");
+    noteAt(op, "this op");
+    return false;
+  }
   MlirOperation fwd = mlirOpResultGetOwner(lse);
   MlirValue in[6];
   intptr_t k = 0;
@@ -445,6 +451,7 @@ static void ringBackward(Seq *s, MlirOperation op) {
     out[i] = mlirValueGetType(mlirOperationGetResult(op, i));
   ringOp(s, op, gqa ? "comm.ring_gqa_attention_grad" : "comm.ring_attention_grad", k, in, nOut,
          out);
+  return true;
 }
 
 static void recordGroup(Seq *s) {
@@ -488,11 +495,16 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
   for (size_t i = 0; i < n; ++i) retype(&s, ops[i]);
   for (size_t i = 0; i < n; ++i) /* forward before backward: program order */
     if (isAttention(ops[i])) ringForward(&s, ops[i]);
-  for (size_t i = 0; i < n; ++i)
+  bool ok = true;
+  for (size_t i = 0; i < n && ok; ++i)
     if (piperOpIs(ops[i], "tdag.attention_grad") || piperOpIs(ops[i], "tdag.gqa_attention_grad")) {
-      ringBackward(&s, ops[i]);
-      mlirOperationDestroy(ops[i]);
+      ok = ringBackward(&s, ops[i]);
+      if (ok) mlirOperationDestroy(ops[i]);
     }
+  if (!ok) {
+    free(ops);
+    return mlirLogicalResultFailure();
+  }
   for (size_t i = 0; i < n; ++i)
     if (isAttention(ops[i])) mlirOperationDestroy(ops[i]);
   free(ops);

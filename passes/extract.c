@@ -109,7 +109,7 @@ typedef struct {
   size_t nOrders;
   MlirBlock moduleBody;
   PiperTpLayout tp;           /* its tensor-parallel layout (shard_tensor.c) */
-  MlirAttribute cpGroups;     /* piper.cp_groups (shard_sequence.c), null without */
+  PiperCpLayout cp;           /* its context-parallel layout (shard_sequence.c) */
   MlirOperation insertBefore; /* new functions go before the training function */
 } Extractor;
 
@@ -302,7 +302,7 @@ static MlirLogicalResult instantiateOp(Extractor *ex, MlirBlock body, MlirOperat
   /* context parallelism (shard_sequence.c): the members of a group hold the same batch rows
    * (R and k count batch replicas) but their optimizer state and gradient-norm count are
    * per device, as for data-parallel replicas: stateK is the position in the list */
-  int64_t stateK = k, cpG = piperCpSplitReplicas(ex->cpGroups, op, &R, &k);
+  int64_t stateK = k, cpG = piperCpSplitReplicas(&ex->cp, op, &R, &k);
   if (cpG > 1) stateK = flatK;
   mlirBlockAppendOwnedOperation(body, c);
   epLocalWeights(ex->ctx, op, c, d);
@@ -488,7 +488,7 @@ static bool peersOk(Extractor *ex, MlirAttribute peers, MlirAttribute devs, int6
 static bool findRoles(Extractor *ex, int64_t devices) {
   /* context parallelism: a member's positions (cp_rank) are constants of its plan, so each
    * device gets its own */
-  if (devices < 2 || !mlirAttributeIsNull(ex->cpGroups)) return false;
+  if (devices < 2 || !mlirAttributeIsNull(ex->cp.groups)) return false;
   PiperPtrMap listSeen; /* device-list attributes already cut into roles */
   piperPtrMapInit(&listSeen, 16);
   bool ok = true;
@@ -581,7 +581,7 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
                   .moduleBody = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)),
                   .insertBefore = func};
   piperTpLayoutInit(&ex.tp, module);
-  ex.cpGroups = piperCpGroups(module);
+  piperCpLayoutInit(&ex.cp, module);
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   size_t cap = 256;
   ex.ops = malloc(cap * sizeof *ex.ops);
@@ -640,6 +640,7 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
   free(ex.roles);
   free(ex.roleOf);
   piperTpLayoutFree(&ex.tp);
+  piperCpLayoutFree(&ex.cp);
   return status;
 }
 

@@ -88,9 +88,21 @@ int64_t piperCpSize(MlirAttribute groups, MlirAttribute devices) {
   return G;
 }
 
-int64_t piperCpSplitReplicas(MlirAttribute groups, MlirOperation op, int64_t *replicas,
-                             int64_t *k) {
-  int64_t G = piperCpSize(groups, mlirOperationGetAttributeByName(op, piperStr("devices")));
+void piperCpLayoutInit(PiperCpLayout *l, MlirOperation module) {
+  l->groups = piperCpGroups(module);
+  piperPtrMapInit(&l->sizeOf, 16);
+}
+
+void piperCpLayoutFree(PiperCpLayout *l) { piperPtrMapFree(&l->sizeOf); }
+
+int64_t piperCpSplitReplicas(PiperCpLayout *l, MlirOperation op, int64_t *replicas, int64_t *k) {
+  MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
+  if (mlirAttributeIsNull(l->groups) || mlirAttributeIsNull(devices)) return 1;
+  intptr_t G;
+  if (!piperPtrMapGet(&l->sizeOf, devices.ptr, &G)) { /* once per uniqued list */
+    G = (intptr_t)piperCpSize(l->groups, devices);
+    piperPtrMapPut(&l->sizeOf, devices.ptr, G);
+  }
   if (G > 1) {
     *replicas /= G;
     *k /= G;

@@ -37,6 +37,14 @@ irdl.dialect @sched {
     %a2 = irdl.base "#builtin.array"
     irdl.attributes { "filter" = %d1, "devices" = %a2 }
   }
+  // Context parallelism: the sequence of the ops whose tags match `tags` (a filter) is split
+  // over the group `devices` (member r holds chunks r and 2G-1-r of 2G); attention becomes the
+  // comm dialect's ring ops. Applied by --piper-shard-sequence (passes/shard_sequence.c).
+  irdl.operation @shard_sequence {
+    %d1 = irdl.base "#builtin.dictionary"
+    %a2 = irdl.base "#builtin.array"
+    irdl.attributes { "tags" = %d1, "devices" = %a2 }
+  }
   // Temporal edges: every node matching group k runs before every node matching group k+1.
   irdl.operation @order {
     %a1 = irdl.base "#builtin.array"

@@ -124,6 +124,8 @@ static const DirectiveSpec directives[] = {
     /* tensor parallelism (passes/shard_tensor.c) */
     {"shard_tensor",
      {{"filter", F_FILTER, true}, {"devices", F_DEVICES, true}, {"stream", F_STRING, false}}},
+    /* context parallelism (passes/shard_sequence.c): `tags` is a filter */
+    {"shard_sequence", {{"tags", F_FILTER, true}, {"devices", F_DEVICES, true}}},
 };
 
 static MlirAttribute fieldAttr(Importer *im, const FieldSpec *f, const pb_json_value *v,
@@ -191,7 +193,7 @@ static void importDirective(Importer *im, const pb_json_value *d) {
   const pb_json_value *opNode = pb_json_get(d, "op");
   if (!opNode || opNode->kind != PB_JSON_STRING) {
     errorAt(im, d, "directive without \"op\": expected one of place, replicate, shard, split, "
-                   "order, shard_tensor", NULL, NULL);
+                   "order, shard_tensor, shard_sequence", NULL, NULL);
     return;
   }
   const DirectiveSpec *spec = NULL;
@@ -199,7 +201,7 @@ static void importDirective(Importer *im, const pb_json_value *d) {
     if (!strcmp(directives[i].op, opNode->string)) spec = &directives[i];
   if (!spec) {
     errorAt(im, opNode, "unknown directive '%s': expected one of place, replicate, shard, split, "
-                        "order, shard_tensor", opNode->string, NULL);
+                        "order, shard_tensor, shard_sequence", opNode->string, NULL);
     return;
   }
   /* one attribute per key at most (keys are unique: PB_JSON_UNIQUE_KEYS) */

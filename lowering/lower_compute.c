@@ -71,22 +71,47 @@ static void lowerOutput(Lowering *L, MlirOperation op) {
   call(L, op, 3, args);
 }
 
-/* tdag.embedding(tok, wte, wpe) -> prt_embedding_fwd(out, tok, wte, wpe, B, T, C) */
-static void lowerEmbedding(Lowering *L, MlirOperation op) {
-  MlirType tok = lwInType(op, 0);
-  MlirValue args[7] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), lwIn(L, op, 2),
-                       lwI64(L, piperTensorDim(tok, 0)), lwI64(L, piperTensorDim(tok, 1)),
-                       lwI64(L, piperTensorDim(lwInType(op, 1), 1))};
-  call(L, op, 7, args);
+/* Context parallelism (passes/shard_sequence.c): an op with cp_size = G > 1 runs on member
+ * cp_rank of the group, its rows at the positions prt_cp_position gives; its kernel is the
+ * _cp variant, with (r, G) appended to the arguments. */
+static int64_t cpSize(MlirOperation op) { return piperGetIntAttr(op, "cp_size", 1); }
+
+static void callPositional(Lowering *L, MlirOperation op, prt_kernel_id cpKernel, intptr_t n,
+                           MlirValue *args) {
+  if (cpSize(op) <= 1) {
+    call(L, op, n, args);
+    return;
+  }
+  if (L->shared->target->deviceCode) { /* the _cp kernels are the CPU's, as the ring's */
+    piperEmitErrorf(mlirOperationGetLocation(op),
+                    "piper-lower-to-llvm: context parallelism's per-chunk positions run on the "
+                    "CPU target only; compile without --target cuda");
+    L->failed = true;
+    return;
+  }
+  args[n] = lwI64(L, piperGetIntAttr(op, "cp_rank", 0));
+  args[n + 1] = lwI64(L, cpSize(op));
+  lwCallKernel(L, op, cpKernel, n + 2, args);
 }
 
-/* tdag.embedding_grad(dy, tok) -> prt_embedding_bwd(dwte, dwpe, dy, tok, B, T, C, V) */
+/* tdag.embedding(tok, wte, wpe) -> prt_embedding_fwd(out, tok, wte, wpe, B, T, C)
+ *   {cp_size = G, cp_rank = r} -> prt_embedding_fwd_cp(out, tok, wte, wpe, B, Tl, C, r, G) */
+static void lowerEmbedding(Lowering *L, MlirOperation op) {
+  MlirType tok = lwInType(op, 0);
+  MlirValue args[9] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), lwIn(L, op, 2),
+                       lwI64(L, piperTensorDim(tok, 0)), lwI64(L, piperTensorDim(tok, 1)),
+                       lwI64(L, piperTensorDim(lwInType(op, 1), 1))};
+  callPositional(L, op, PRT_K_embedding_fwd_cp, 7, args);
+}
+
+/* tdag.embedding_grad(dy, tok) -> prt_embedding_bwd(dwte, dwpe, dy, tok, B, T, C, V)
+ *   {cp_size = G, cp_rank = r} -> prt_embedding_bwd_cp(..., B, Tl, C, V, r, G) */
 static void lowerEmbeddingGrad(Lowering *L, MlirOperation op) {
   MlirType dy = lwInType(op, 0), wte = resultType(op, 0);
-  MlirValue args[8] = {lwOut(L, op, 0), lwOut(L, op, 1), lwIn(L, op, 0), lwIn(L, op, 1),
-                       lwI64(L, piperTensorDim(dy, 0)), lwI64(L, piperTensorDim(dy, 1)),
-                       lwI64(L, piperTensorDim(dy, 2)), lwI64(L, piperTensorDim(wte, 0))};
-  call(L, op, 8, args);
+  MlirValue args[10] = {lwOut(L, op, 0), lwOut(L, op, 1), lwIn(L, op, 0), lwIn(L, op, 1),
+                        lwI64(L, piperTensorDim(dy, 0)), lwI64(L, piperTensorDim(dy, 1)),
+                        lwI64(L, piperTensorDim(dy, 2)), lwI64(L, piperTensorDim(wte, 0))};
+  callPositional(L, op, PRT_K_embedding_bwd_cp, 8, args);
 }
 
 /* tdag.layernorm(x, w, b) -> prt_layernorm_fwd(y, mean, rstd, x, w, b, N, C, eps) */
@@ -287,11 +312,14 @@ static void lowerRmsnormGrad(Lowering *L, MlirOperation op) {
  *   the usual 1e4, 1e6) and the kernel computes the angles in double */
 static void lowerRope(Lowering *L, MlirOperation op) {
   MlirType x = lwInType(op, 0);
-  MlirValue args[7] = {lwOut(L, op, 0), lwIn(L, op, 0), lwI64(L, piperTensorDim(x, 0)),
+  MlirValue args[9] = {lwOut(L, op, 0), lwIn(L, op, 0), lwI64(L, piperTensorDim(x, 0)),
                        lwI64(L, piperTensorDim(x, 1)), lwI64(L, piperTensorDim(x, 2)),
                        lwI64(L, piperGetIntAttr(op, "head_dim", 2)),
                        lbConstF32(&L->lb, (float)piperGetFloatAttr(op, "theta", 1e6))};
-  call(L, op, 7, args);
+  /* {cp_size = G, cp_rank = r}: prt_rope_fwd_cp / prt_rope_bwd_cp(..., theta, r, G) */
+  callPositional(L, op,
+                 piperOpIs(op, "tdag.rope_grad") ? PRT_K_rope_bwd_cp : PRT_K_rope_fwd_cp, 7,
+                 args);
 }
 
 /* tdag.gqa_attention(q, k, v) -> prt_gqa_attention_fwd(out, probs, q, k, v, B, T, H, KV, D)

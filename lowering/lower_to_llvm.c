@@ -72,6 +72,16 @@ static int64_t lossRows(MlirOperation output) {
   return piperTensorDim(mlirValueGetType(mlirOperationGetOperand(mlirOpResultGetOwner(v), 0)), 0);
 }
 
+/* Context parallelism (passes/shard_sequence.c): an input or the loss of a member of a
+ * context-parallel group -> prt_declare_cp(ctx, id, cp_rank, cp_size). */
+static void declareCp(LlvmBuilder *b, MlirValue ctx, MlirOperation op, int64_t id) {
+  int64_t G = piperGetIntAttr(op, "cp_size", 1);
+  if (G <= 1) return;
+  MlirValue args[4] = {ctx, lbConstI64(b, id), lbConstI64(b, piperGetIntAttr(op, "cp_rank", 0)),
+                       lbConstI64(b, G)};
+  lbCall(b, "prt_declare_cp", (MlirType){NULL}, 4, args);
+}
+
 /* String attribute `name` of `op`, whole (a heap copy, "" when absent); free() it. Tensor
  * names key checkpoints, so two long names must never be cut to the same prefix. */
 static char *attrText(MlirOperation op, const char *name) {
@@ -222,10 +232,12 @@ static void emitSetup(Lowering *L, const char *fnName) {
       }
       declareV(L, ctx, id++, name, PRT_INPUT, 0, mlirValueGetType(mlirOperationGetResult(op, 0)),
                first, row);
+      declareCp(b, ctx, op, id - 1);
     } else if (piperOpIs(op, "tdag.output")) {
       name = attrText(op, "name");
       declare(L, ctx, id++, name, PRT_OUTPUT, 0, mlirValueGetType(mlirOperationGetOperand(op, 0)),
               lossRows(op));
+      declareCp(b, ctx, op, id - 1);
     }
     free(name);
   }

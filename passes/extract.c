@@ -109,6 +109,7 @@ typedef struct {
   size_t nOrders;
   MlirBlock moduleBody;
   PiperTpLayout tp;           /* its tensor-parallel layout (shard_tensor.c) */
+  PiperCpLayout cp;           /* its context-parallel layout (shard_sequence.c) */
   MlirOperation insertBefore; /* new functions go before the training function */
 } Extractor;
 
@@ -253,9 +254,12 @@ static MlirLogicalResult splitResults(MlirOperation op, MlirOperation c, int64_t
 }
 
 /* The replica-dependent attributes of clone `c` of `op` as replica k of R (flatK: its
- * position in the device list; role >= 0: a plan per role, k's values symbolic). */
+ * position in the device list; role >= 0: a plan per role, k's values symbolic). ZeRO shards
+ * and the gradient norm's count follow stateK of stateR: k of R, but under context
+ * parallelism every device of the list (its members share batch rows, not state). */
 static void setReplicaAttrs(Extractor *ex, MlirOperation op, MlirOperation c, int64_t R,
-                            int64_t k, int64_t flatK, int64_t role) {
+                            int64_t k, int64_t flatK, int64_t role, int64_t stateK,
+                            int64_t stateR) {
   if (piperOpIs(op, "tdag.input") && R > 1) {
     int64_t rows = piperTensorDim(mlirValueGetType(mlirOperationGetResult(c, 0)), 0);
     mlirOperationSetAttributeByName(
@@ -271,9 +275,10 @@ static void setReplicaAttrs(Extractor *ex, MlirOperation op, MlirOperation c, in
         i64Attr(ex->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
   }
   if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
-    mlirOperationSetAttributeByName(c, piperStr("shard"), i64Attr(ex->ctx, k)); /* ZeRO */
-  else if (R > 1 && piperOpIs(op, "tdag.adamw")) /* a whole-tensor update on R replicas: */
-    mlirOperationSetAttributeByName(c, piperStr("replica"), i64Attr(ex->ctx, k)); /* norm once */
+    mlirOperationSetAttributeByName(c, piperStr("shard"), i64Attr(ex->ctx, stateK)); /* ZeRO */
+  else if (stateR > 1 && piperOpIs(op, "tdag.adamw"))
+    /* a whole-tensor update on stateR devices holding the same reduced gradient */
+    mlirOperationSetAttributeByName(c, piperStr("replica"), i64Attr(ex->ctx, stateK)); /* norm once */
   MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
   if (!mlirAttributeIsNull(peers)) {
     mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, flatK));
@@ -294,13 +299,19 @@ static MlirLogicalResult instantiateOp(Extractor *ex, MlirBlock body, MlirOperat
   /* tensor parallelism (shard_tensor.c): on a TP list R and k count data-parallel
    * replicas; flatK is the position in the device list (peers pair up by it) */
   int64_t flatK = k, tpT = piperTpSplitReplicas(&ex->tp, op, &R, &k);
+  /* context parallelism (shard_sequence.c): the members of a group hold the same batch rows
+   * (R and k count batch replicas) but their optimizer state and gradient-norm count are
+   * per device, as for data-parallel replicas: stateK is the position in the list */
+  int64_t stateK = k, cpG = piperCpSplitReplicas(&ex->cp, op, &R, &k);
+  if (cpG > 1) stateK = flatK;
   mlirBlockAppendOwnedOperation(body, c);
   epLocalWeights(ex->ctx, op, c, d);
   MlirLogicalResult status = linkOperands(op, c, cloneOf);
   if (mlirLogicalResultIsFailure(splitResults(op, c, R, cloneOf)))
     status = mlirLogicalResultFailure();
-  setReplicaAttrs(ex, op, c, R, k, flatK, role);
+  setReplicaAttrs(ex, op, c, R, k, flatK, role, stateK, R * cpG);
   if (tpT > 1 && piperTpInstantiate(c, op, flatK, tpT)) return status;
+  if (cpG > 1) piperCpInstantiate(c, op, flatK, cpG);
   if (role >= 0 && epLocal(op)) /* one replica's expert: every replica counts its own in the
                                  * gradient norm (on TP member 0: tp_replica), not "k == 0" */
     mlirOperationRemoveAttributeByName(c, piperStr("replica"));
@@ -475,7 +486,9 @@ static bool peersOk(Extractor *ex, MlirAttribute peers, MlirAttribute devs, int6
  * instances of its ops name follows k (groupOk, peersOk). Fills ex->roles and ex->roleOf;
  * false: per device. */
 static bool findRoles(Extractor *ex, int64_t devices) {
-  if (devices < 2) return false;
+  /* context parallelism: a member's positions (cp_rank) are constants of its plan, so each
+   * device gets its own */
+  if (devices < 2 || !mlirAttributeIsNull(ex->cp.groups)) return false;
   PiperPtrMap listSeen; /* device-list attributes already cut into roles */
   piperPtrMapInit(&listSeen, 16);
   bool ok = true;
@@ -568,6 +581,7 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
                   .moduleBody = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)),
                   .insertBefore = func};
   piperTpLayoutInit(&ex.tp, module);
+  piperCpLayoutInit(&ex.cp, module);
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   size_t cap = 256;
   ex.ops = malloc(cap * sizeof *ex.ops);
@@ -626,6 +640,7 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
   free(ex.roles);
   free(ex.roleOf);
   piperTpLayoutFree(&ex.tp);
+  piperCpLayoutFree(&ex.cp);
   return status;
 }
 

@@ -28,7 +28,7 @@ static MlirLogicalResult importMlir(MlirOperation module, const char *path, cons
     } else if (!nonSched++) {
       mlirEmitError(mlirOperationGetLocation(op),
                     "a strategy file holds only sched ops (place, replicate, shard, split, order, "
-                    "shard_tensor)");
+                    "shard_tensor, shard_sequence)");
     }
     op = next;
   }

@@ -207,6 +207,13 @@ static MlirLogicalResult runInsertComm(MlirOperation module, const char *arg) {
     if (n == cap) ops = realloc(ops, (cap *= 2) * sizeof *ops);
     ops[n++] = op;
   }
+  /* the plan's tag counter continues past the tags already taken (shard_sequence's ring ops
+   * take two each: tag, tag + 1) */
+  for (size_t k = 0; k < n; ++k) {
+    int64_t tag = piperGetIntAttr(ops[k], "tag", -1);
+    int64_t end = tag + (piperIsRingOp(ops[k]) ? 2 : 1);
+    if (tag >= 0 && end > in.nextTag) in.nextTag = end;
+  }
   MlirLogicalResult status = mlirLogicalResultSuccess();
   for (size_t k = 0; k < n && mlirLogicalResultIsSuccess(status); ++k) {
     MlirOperation op = ops[k];

@@ -20,6 +20,7 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "passes/strategy.h"
 #include "piper/piper.h"
 #include "piper/ptrmap.h"
 
@@ -93,6 +94,15 @@ static bool applyOp(MlirOperation op, const Sends *sends, PiperPtrMap *keep, boo
     from = mlirOperationGetOperand(op, 0);
   }
   if (!from.ptr || !isBf16Tensor(mlirValueGetType(from))) return false;
+  if (piperIsRingOp(op)) { /* runtime/cp_attention.c computes in fp32 on fp32 buffers */
+    if (!*failed)
+      mlirEmitError(mlirOperationGetLocation(op),
+                    "piper-precision: this ring attention (context parallelism, "
+                    "shard_sequence) reads bf16 activations, which --precision bf16 does not "
+                    "support yet; compile with --precision fp32, or without shard_sequence");
+    *failed = true;
+    return false;
+  }
   if (piperOpIs(op, "comm.all_reduce")) {
     if (!*failed)
       mlirEmitError(mlirOperationGetLocation(op),

@@ -446,6 +446,7 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
   if (!wholeTensorParallelGroups(d, devices)) return mlirLogicalResultFailure();
   int matched = 0;
   int64_t tp = 0; /* tensor-parallel group size of the placed list (shard_tensor.c), 1 none */
+  int64_t cp = 0; /* context-parallel group size of the placed list (shard_sequence.c) */
   MlirOperation *updates = NULL; /* the selected updates: one per parameter, any number */
   size_t nUpdates = 0, capUpdates = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
@@ -468,8 +469,14 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
     if (!tp && (piperOpIs(op, "tdag.adamw") || sameDevices(placed, devices)))
       tp = piperTpSize(mlirOperationGetParentOperation(d), placed);
     /* every op but a parameter is on this directive's devices (checked above), so tp is set */
+    /* context parallelism (shard_sequence.c): a group's members share batch rows, not
+     * gradients or state: the reduction and ZeRO's shards span every device of the list
+     * (extraction gives device k of it shard k), the batch only its groups */
+    if (!cp && (piperOpIs(op, "tdag.adamw") || sameDevices(placed, devices)))
+      cp = piperCpSize(piperCpGroups(mlirOperationGetParentOperation(d)), placed);
     if (!piperOpIs(op, "tdag.param") && tp &&
-        !replicasDivideBatch(d, op, mlirArrayAttrGetNumElements(devices) / tp, tp)) {
+        !replicasDivideBatch(d, op, mlirArrayAttrGetNumElements(devices) / tp / (cp ? cp : 1),
+                             tp)) {
       free(updates);
       return mlirLogicalResultFailure();
     }

@@ -75,6 +75,8 @@ bool piperResultIsBatched(MlirOperation op, intptr_t i) {
            mlirValueIsAOpResult(a) &&
            piperResultIsBatched(mlirOpResultGetOwner(a), mlirOpResultGetResultNumber(a));
   }
+  if (piperIsRingOp(op)) /* context parallelism: every tensor result is per row, the token not */
+    return i < mlirOperationGetNumResults(op) - 1;
   const PiperOpFacts *f = piperOpFacts(op);
   if (!f) return false;
   if (f->likeOperand0) { /* a sum follows what it sums */

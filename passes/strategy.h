@@ -95,4 +95,30 @@ int64_t piperTpSplitReplicas(PiperTpLayout *l, MlirOperation op, int64_t *replic
  * gradient-norm counting. Returns true if it destroyed `c` (an op member 0 alone runs). */
 bool piperTpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t T);
 
+/* ---- context parallelism (passes/shard_sequence.c) ----
+ * A "CP list" is a device list that the module's piper.cp_groups cut into runs of G
+ * consecutive entries (one context-parallel group each); position k of it is member k % G of
+ * batch replica k / G. */
+/* The module's groups (piper.cp_groups: a list of device lists), null without. */
+MlirAttribute piperCpGroups(MlirOperation module);
+/* G if `devices` is a CP list of `groups`, else 1. */
+int64_t piperCpSize(MlirAttribute groups, MlirAttribute devices);
+/* The module's groups and, per device-list attribute asked about, its G: extraction asks for
+ * every op on every device (lists are few, ops many; piperCpSize costs O(list x groups)). */
+typedef struct {
+  MlirAttribute groups; /* piper.cp_groups, null without context parallelism */
+  PiperPtrMap sizeOf;   /* device-list attribute -> G (1: not a CP list) */
+} PiperCpLayout;
+void piperCpLayoutInit(PiperCpLayout *l, MlirOperation module);
+void piperCpLayoutFree(PiperCpLayout *l);
+/* For an op on a CP list: divides *replicas and *k by G, so they count batch replicas (the
+ * members of a group hold the same batch rows), and returns G; else returns 1. */
+int64_t piperCpSplitReplicas(PiperCpLayout *l, MlirOperation op, int64_t *replicas, int64_t *k);
+/* comm.ring_attention(_grad), comm.ring_gqa_attention(_grad). */
+bool piperIsRingOp(MlirOperation op);
+/* Instantiates the CP facts of global op `op` on clone `c`, position flatK of a CP list of
+ * groups of G: cp_rank = flatK % G where the op has cp_size, a ring op's group narrowed to
+ * the member's group. */
+void piperCpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t G);
+
 #endif

@@ -206,11 +206,13 @@ static int prt_check_input(prt_ctx *ctx, int64_t i, prt_status *st) {
     return prt_fail(st, 1, "input '%s' (id %lld) has first_sample %lld, expected >= 0: "
                     "piper_setup; %s", t->name, (long long)i, (long long)t->first_sample,
                     PLAN_BUG);
-  if (ctx->seq_len && t->dims[1] != ctx->seq_len)
+  /* the model's T: a context-parallel member holds Tl = T / G of it (prt_declare_cp) */
+  int64_t T = t->dims[1] * (t->cp_size > 1 ? t->cp_size : 1);
+  if (ctx->seq_len && T != ctx->seq_len)
     return prt_fail(st, 1, "inputs disagree: '%s' (id %lld) has T = %lld, an earlier input "
-                    "T = %lld: piper_setup; %s", t->name, (long long)i, (long long)t->dims[1],
+                    "T = %lld: piper_setup; %s", t->name, (long long)i, (long long)T,
                     (long long)ctx->seq_len, PLAN_BUG);
-  ctx->seq_len = t->dims[1];
+  ctx->seq_len = T;
   if (ctx->declared_batch && t->first_sample + t->dims[0] > ctx->declared_batch)
     return prt_fail(st, 1, "input '%s' (id %lld) holds batch rows [%lld, %lld), outside the "
                     "global batch of %lld: piper_setup; %s", t->name, (long long)i,

@@ -7,7 +7,9 @@
  *   tokens[b]  = data[o     .. o + T)
  *   targets[b] = data[o + 1 .. o + T + 1)
  *
- * B_global is the global batch (prt_declare_batch; one device: the "tokens" B). Every input
+ * B_global is the global batch (prt_declare_batch; one device: the "tokens" B). A
+ * context-parallel member (prt_declare_cp) reads, of those T tokens, the columns its chunks
+ * hold (prt_cp_position). Every input
  * is filled on its own, so microbatches, data-parallel ranks and pipeline stages holding
  * only targets all see slices of the same global batch.
  */
@@ -18,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "prt_attention.h"
 #include "prt_internal.h"
 
 int prt_data_format_parse(const char *name, prt_data_format *out, prt_status *st) {
@@ -139,8 +142,10 @@ void prt_data_close(prt_data *d) {
 /* Fills input t (tokens, or targets when `shift` is 1) for step s. */
 static void prt_fill_input(const prt_data *d, prt_device *dev, const prt_tensor_info *t,
                            int64_t B_global, int64_t step, int shift) {
-  int64_t B = t->dims[0], T = t->dims[1];
-  size_t bytes = (size_t)(B * T) * sizeof(int32_t);
+  /* a context-parallel member (prt_declare_cp) holds Tl of the T columns: chunks r and
+   * 2G-1-r of c = Tl/2 tokens each */
+  int64_t G = t->cp_size > 1 ? t->cp_size : 1, B = t->dims[0], Tl = t->dims[1], T = Tl * G;
+  size_t bytes = (size_t)(B * Tl) * sizeof(int32_t);
   int32_t *rows = prt_host_view_begin(dev, t->data, bytes, PRT_VIEW_WRITE, t->name);
   /* o = (s * (B_global * T) + g * T) mod span, reduced as we go so nothing overflows. */
   typedef unsigned __int128 u128;
@@ -149,7 +154,10 @@ static void prt_fill_input(const prt_data *d, prt_device *dev, const prt_tensor_
   for (int64_t b = 0; b < B; b++) {
     u128 g = (u128)(uint64_t)(t->first_sample + b);
     int64_t o = (int64_t)((step_part % span + (g * (uint64_t)T) % span) % span) + shift;
-    for (int64_t k = 0; k < T; k++) rows[b * T + k] = (int32_t)prt_data_token(d, o + k);
+    for (int64_t k = 0; k < Tl; k++) {
+      int64_t at = G > 1 ? prt_cp_position(t->cp_rank, G, Tl / 2, k) : k;
+      rows[b * Tl + k] = (int32_t)prt_data_token(d, o + at);
+    }
   }
   prt_host_view_end(dev, t->data, rows, bytes, PRT_VIEW_WRITE, t->name);
 }

@@ -212,6 +212,26 @@ void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
   t->numel = numel;
 }
 
+void prt_declare_cp(prt_ctx *ctx, int64_t id, int64_t r, int64_t G) {
+  prt_status *st = &ctx->decl_status;
+  if (!prt_decl_open(ctx, "prt_declare_cp")) return;
+  if (prt_elastic_refuse(ctx, "context parallelism (shard_sequence)",
+                         "each member of a group holds its own chunks of the sequence"))
+    return;
+  const prt_tensor_info *t = id >= 0 && id < ctx->ntensors ? &ctx->tensors[id] : NULL;
+  int ok = t && t->name && G >= 2 && r >= 0 && r < G &&
+           ((t->kind == PRT_INPUT && t->ndim == 2 && t->dims[1] % 2 == 0) ||
+            (t->kind == PRT_OUTPUT && strcmp(t->name, "loss") == 0));
+  if (!ok) {
+    prt_fail(st, 1, "prt_declare_cp(id %lld, member %lld of %lld): expected an input (B, Tl) "
+             "with Tl even, or the loss, declared before it, and 0 <= member < G, G >= 2: "
+             "piper_setup; %s", (long long)id, (long long)r, (long long)G, PLAN_BUG);
+    return;
+  }
+  ctx->tensors[id].cp_rank = r;
+  ctx->tensors[id].cp_size = G;
+}
+
 void prt_declare_tp_slice(prt_ctx *ctx, int64_t id, int64_t offset, int64_t block,
                           int64_t stride, int64_t blocks) {
   prt_status *st = &ctx->decl_status;
@@ -628,7 +648,8 @@ int prt_dist_setup(prt_ctx *ctx, int64_t *T_out, prt_status *st) {
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     const prt_tensor_info *t = &ctx->tensors[i];
     if (t->kind == PRT_OUTPUT && strcmp(t->name, "loss") == 0)
-      rows += (double)(t->first_sample ? t->first_sample : ctx->global_batch);
+      rows += (double)(t->first_sample ? t->first_sample : ctx->global_batch) /
+              (double)(t->cp_size > 1 ? t->cp_size : 1); /* a share of the sequence */
   }
   if (ctx->elastic.k > 1) rows *= (double)ctx->elastic.k; /* one loss a pass */
   prt_comm_allreduce_f64(&rows, 1);

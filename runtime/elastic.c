@@ -205,7 +205,8 @@ double prt_local_loss(const prt_ctx *ctx) {
     int64_t rows = t->first_sample ? t->first_sample : ctx->global_batch;
     float *loss = prt_host_view_begin(ctx->backend->device, t->data, sizeof *loss, PRT_VIEW_READ,
                                       "the loss");
-    sum += (double)loss[0] * (double)rows;
+    /* a context-parallel member's loss averages over 1/G of the sequence (prt_declare_cp) */
+    sum += (double)loss[0] * (double)rows / (double)(t->cp_size > 1 ? t->cp_size : 1);
     prt_host_view_end(ctx->backend->device, t->data, loss, sizeof *loss, 0, "the loss");
   }
   return sum;

@@ -75,6 +75,8 @@ typedef struct prt_tensor_info {
   int64_t tp_block, tp_stride, tp_offset;
   int64_t first_sample;        /* PRT_INPUT: global index of this tensor's first batch row;
                                   PRT_OUTPUT "loss": batch rows it averages over (0 = all) */
+  int64_t cp_rank, cp_size;    /* context parallelism (prt_declare_cp): member cp_rank of a
+                                  group of cp_size; cp_size 0 or 1 = not split */
   int64_t first_sample0;       /* PRT_INPUT of an elastic run: first_sample of its pass 0 */
   void *data;                  /* owned device memory (ctx->backend->device), PRT_ALIGN-aligned:
                                   numel fp32 (int32 for inputs), NULL until

@@ -24,7 +24,7 @@
 static void usage(FILE *out) {
   fprintf(out,
       "usage: piper-sched SCHEDULE --stages S --microbatches M [--devices P] [--dp D]\n"
-      "                   [--tp T] [--zero Z] [--ep N] [--cost F,B,W] [--simulate]\n"
+      "                   [--tp T] [--cp C] [--zero Z] [--ep N] [--cost F,B,W] [--simulate]\n"
       "                   [--model MODEL.mlir [--profile FILE] [--trace-out FILE]]\n"
       "Prints a Piper JSON strategy (a list of directives) that runs a model annotated with\n"
       "PP = 0..S-1 (piper-gen gpt --stages S) under a pipeline schedule.\n"
@@ -53,9 +53,16 @@ static void usage(FILE *out) {
       "                    of T devices (a shard_tensor directive per stage and replica over\n"
       "                    the TP-tagged blocks); device id = (dp_rank * P + pipeline device)\n"
       "                    * T + tp_rank, e.g. PP2xTP2: stage 0 on [0,1], stage 1 on [2,3]\n"
+      "  --cp C            context parallelism: every pipeline device becomes a group of C\n"
+      "                    devices holding 2 of the sequence's 2C chunks each (a\n"
+      "                    shard_sequence directive per stage and replica, and a replicate\n"
+      "                    over the stage's devices that sums the gradients); device id =\n"
+      "                    (dp_rank * P + pipeline device) * C + cp_rank, e.g. CP2xDP2:\n"
+      "                    groups [0,1] and [2,3]; --zero shards over all the stage's devices;\n"
+      "                    not yet with --tp or --ep\n"
       "  --zero Z          0: all-reduce gradients (default); 1: shard optimizer state;\n"
       "                    2: and gradients (reduce-scatter); 3: and parameters (all-gather);\n"
-      "                    Z >= 1 needs --dp >= 2\n"
+      "                    Z >= 1 needs --dp >= 2 (or --cp >= 2)\n"
       "  --ep N            expert parallelism: a shard directive per stage splits the experts\n"
       "                    (tag EP, piper-gen qwen3-moe) over its N = D replicas; with\n"
       "                    dualpipev each overlapped F&B pair is one order group of two\n"
@@ -82,7 +89,8 @@ static void usage(FILE *out) {
       "  --help            this text\n"
       "\n"
       "JSON: [split, place per stage, shard_tensor per stage and replica (only with --tp >= 2),\n"
-      "replicate per stage (only with --dp >= 2), order per pipeline device]. An order lists\n"
+      "shard_sequence per stage (only with --cp >= 2), replicate per stage (only with --dp\n"
+      "or --cp >= 2), order per pipeline device]. An order lists\n"
       "one single-filter group per compute pass, e.g.\n"
       "[[{\"PP\":0,\"mb\":0,\"PASS\":\"F\"}],[{\"PP\":0,\"mb\":1,\"PASS\":\"F\"}],...]: each group runs\n"
       "before the next. PASS is F, B (whole backward), BI or BW. Replicas share the order.\n"
@@ -246,6 +254,8 @@ int main(int argc, char **argv) {
       args.ep = intFlag(a, v, 1);
     } else if (!strcmp(a, "--tp")) {
       args.T = intFlag(a, v, 1);
+    } else if (!strcmp(a, "--cp")) {
+      args.C = intFlag(a, v, 1);
     } else if (!strcmp(a, "--cost")) {
       parseCost(v, &args);
     } else if (!strcmp(a, "--test-swap")) {

@@ -16,7 +16,7 @@ static const PiperPassInfo registry[] = {
      "piper-import-strategy=FILE", piperCreateImportStrategyPass},
     {"piper-apply-strategy",
      "import FILE and apply its directives: split, split-backward, place, shard, shard-tensor, "
-     "insert-comm, replicate (the global "
+     "shard-sequence, insert-comm, replicate (the global "
      "DAG; add --piper-extract for per-device plans)",
      "piper-apply-strategy=FILE", NULL},
     {"piper-split", "split directive: copy forward/backward ops per microbatch", NULL,
@@ -33,6 +33,10 @@ static const PiperPassInfo registry[] = {
      "shard_tensor directive: Megatron column/row splits of the selected regions over a "
      "tensor-parallel group, with their all-reduces",
      NULL, piperCreateShardTensorPass},
+    {"piper-shard-sequence",
+     "shard_sequence directive: context parallelism, the selected ops' sequence split over a "
+     "group (chunks r and 2G-1-r), attention as ring attention",
+     NULL, piperCreateShardSequencePass},
     {"piper-insert-comm", "send/recv for values crossing devices; copies of shared parameters",
      NULL, piperCreateInsertCommPass},
     {"piper-replicate", "replicate directive: gradient all-reduce over data-parallel replicas",
@@ -63,7 +67,7 @@ const PiperPassInfo *piperPassRegistry(void) { return registry; }
 static MlirPass (*const strategyPasses[PIPER_STRATEGY_PASSES])(const char *arg) = {
     piperCreateImportStrategyPass, piperCreateSplitPass,        piperCreateSplitBackwardPass,
     piperCreatePlacePass,          piperCreateShardPass,        piperCreateShardTensorPass,
-    piperCreateInsertCommPass,     piperCreateReplicatePass};
+    piperCreateShardSequencePass,  piperCreateInsertCommPass,   piperCreateReplicatePass};
 
 int piperStrategyPasses(const char *file, MlirPass *out, int max) {
   int n = max < PIPER_STRATEGY_PASSES ? max : PIPER_STRATEGY_PASSES;

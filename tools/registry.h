@@ -19,9 +19,9 @@ const PiperPassInfo *piperPassRegistry(void);
 const PiperPassInfo *piperLookupPass(const char *name);
 
 /* How many passes --piper-apply-strategy stands for. */
-enum { PIPER_STRATEGY_PASSES = 8 };
+enum { PIPER_STRATEGY_PASSES = 9 };
 /* The passes --piper-apply-strategy=FILE stands for, in Piper's order: import FILE, split,
- * split-backward, place, shard, shard-tensor, insert-comm, replicate (the result is the global
+ * split-backward, place, shard, shard-tensor, shard-sequence, insert-comm, replicate (the result is the global
  * DAG; --piper-extract then makes the per-device plans). Writes up to `max` new passes to
  * `out`; returns how many. */
 int piperStrategyPasses(const char *file, MlirPass *out, int max);

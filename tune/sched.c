@@ -64,6 +64,7 @@ typedef struct {
   int zero;          /* ZeRO level 0..3 */
   int ep;            /* expert parallelism over each stage's D replicas (--ep, 0: none) */
   int T;             /* tensor-parallel group size (--tp), 1 without */
+  int C;             /* context-parallel group size (--cp), 1 without */
   int costF, costB;  /* time units of a forward and a whole backward (BI + BW) of one stage */
   int costW;         /* time units of the weight-gradient part BW; BI takes costB - costW */
 } Config;
@@ -342,13 +343,26 @@ static Sim simulate(void) {
 /* ---- output ---- */
 
 /* Device ids of pipeline device d: replica r, tensor-parallel member t is (r*P + d)*T + t (the
- * mesh; T = 1 without --tp gives the data-parallel layout r*P + d). */
+ * mesh; T = 1 without --tp gives the data-parallel layout r*P + d). A context-parallel group
+ * (--cp C, not combined with --tp) takes the tensor-parallel member's place: (r*P + d)*C + c. */
 static void printDevices(FILE *f, int d) {
+  int inner = cfg.T * cfg.C; /* one of them is 1 */
   fputc('[', f);
   for (int r = 0; r < cfg.D; ++r)
-    for (int t = 0; t < cfg.T; ++t)
-      fprintf(f, "%s%d", r || t ? "," : "", (r * cfg.P + d) * cfg.T + t);
+    for (int t = 0; t < inner; ++t)
+      fprintf(f, "%s%d", r || t ? "," : "", (r * cfg.P + d) * inner + t);
   fputc(']', f);
+}
+
+/* --cp: a shard_sequence directive per stage and replica, over that replica's C devices. */
+static void emitShardSequence(FILE *f) {
+  for (int s = 0; s < cfg.S && cfg.C > 1; ++s)
+    for (int r = 0; r < cfg.D; ++r) {
+      fprintf(f, ",\n  {\"op\":\"shard_sequence\",\"tags\":{\"PP\":%d},\"devices\":[", s);
+      for (int c = 0; c < cfg.C; ++c)
+        fprintf(f, "%s%d", c ? "," : "", (r * cfg.P + deviceOf(s)) * cfg.C + c);
+      fprintf(f, "]}");
+    }
 }
 
 /* --tp: a shard_tensor directive per stage and replica, over that replica's T devices. */
@@ -372,8 +386,10 @@ static void emitJson(FILE *f) {
     fprintf(f, ",\"stream\":\"compute\"}");
   }
   emitShardTensor(f);
+  emitShardSequence(f);
   const char *tf[] = {"false", "true"};
-  for (int s = 0; s < cfg.S && cfg.D > 1; ++s) {
+  /* a context-parallel group sums its parameter gradients as data-parallel replicas do */
+  for (int s = 0; s < cfg.S && cfg.D * cfg.C > 1; ++s) {
     fprintf(f, ",\n  {\"op\":\"replicate\",\"filter\":{\"PP\":%d},\"devices\":", s);
     printDevices(f, deviceOf(s));
     fprintf(f, ",\"reduce_stream\":\"dp\",\"gather_stream\":\"dp\",\"shard_optim\":%s,"
@@ -483,8 +499,8 @@ static void build(const TuneSchedArgs *args) {
   if ((int)args->sched < 0 || args->sched >= TUNE_SCHED_COUNT)
     fail(2, "error: schedule %d is none of piper-sched's", (int)args->sched);
   cfg = (Config){.sched = args->sched, .S = args->S, .M = args->M, .D = args->D, .zero = args->zero,
-                 .ep = args->ep, .T = args->T, .costF = args->costF, .costB = args->costB,
-                 .costW = args->costW};
+                 .ep = args->ep, .T = args->T, .C = args->C > 1 ? args->C : 1,
+                 .costF = args->costF, .costB = args->costB, .costW = args->costW};
   const char *name = schedNames[cfg.sched];
   if (!cfg.S) die("%s needs --stages S (the number of PP tags in the model)", name);
   if (!cfg.M) die("%s needs --microbatches M", name);
@@ -492,13 +508,16 @@ static void build(const TuneSchedArgs *args) {
     die("%s needs --stages >= 2, got %d; for one stage use gpipe (plain microbatching)", name,
         cfg.S);
   if (cfg.zero > 3) die("--zero %d is not a ZeRO level; use 0, 1, 2 or 3", cfg.zero);
-  if (cfg.zero && cfg.D < 2)
+  if (cfg.zero && cfg.D * cfg.C < 2)
     die("--zero %d shards over data-parallel replicas: add --dp D with D >= 2, or use --zero 0",
-        cfg.zero);
+        cfg.zero); /* or a context-parallel group: --cp C shards over its C devices too */
   if (cfg.ep && cfg.ep != cfg.D)
     die("--ep %d: the experts are split over each stage's data-parallel replicas, so --ep must "
         "equal --dp (%d)", cfg.ep, cfg.D);
   if (cfg.ep == 1) cfg.ep = 0; /* one replica: nothing to split */
+  /* context parallelism: what the shard_sequence pass composes with so far */
+  if (cfg.C > 1 && cfg.T > 1) die("--cp with --tp is not supported yet; use one of them");
+  if (cfg.C > 1 && cfg.ep) die("--cp with --ep is not supported yet");
   bool splitsBackward = cfg.sched == SCHED_ZBH1 || cfg.sched == SCHED_DUALPIPEV;
   if (splitsBackward && cfg.costW < 1)
     die("%s splits the backward into BI and BW: --cost needs 1 <= W < B", name);
@@ -529,9 +548,9 @@ static void build(const TuneSchedArgs *args) {
   if (devices && devices != cfg.P)
     die("%s puts its stages on %d pipeline devices; --devices %d does not match (leave it out)",
         name, cfg.P, devices);
-  if ((long)cfg.P * cfg.D * cfg.T > 100000 || (long)cfg.S * cfg.M > 1000000)
+  if ((long)cfg.P * cfg.D * cfg.T * cfg.C > 100000 || (long)cfg.S * cfg.M > 1000000)
     die("%ld devices or %ld (stage, microbatch) pairs is more than piper-sched handles",
-        (long)cfg.P * cfg.D * cfg.T, (long)cfg.S * cfg.M);
+        (long)cfg.P * cfg.D * cfg.T * cfg.C, (long)cfg.S * cfg.M);
 
   lists = calloc(cfg.P, sizeof *lists);
   if (!lists) fail(1, "error: out of memory for %d pipeline devices", cfg.P);

@@ -70,6 +70,7 @@ typedef struct {
   int S, M;               /* stages, microbatches */
   int devices;            /* pipeline devices (--devices); 0: the schedule's own */
   int D, T;               /* data-parallel replicas (>= 1), tensor-parallel group (>= 1) */
+  int C;                  /* context-parallel group (--cp; 0 or 1: none) */
   int zero, ep;           /* ZeRO level 0..3; experts over the D replicas (0: none, else D) */
   int costF, costB, costW; /* the check's unit costs: forward, whole backward, its BW part */
   int swap[3];            /* --test-swap D,I,J ({-1,..}: none): for testing the check */

@@ -165,6 +165,7 @@ MlirPass piperCreateShardPass(const char *arg);
 MlirPass piperCreateInsertCommPass(const char *arg);
 MlirPass piperCreateReplicatePass(const char *arg);
 MlirPass piperCreateShardTensorPass(const char *arg);
+MlirPass piperCreateShardSequencePass(const char *arg);
 MlirPass piperCreateExtractPass(const char *arg);
 MlirPass piperCreateVerifyPlanPass(const char *arg);
 MlirPass piperCreatePrintDagPass(const char *arg);

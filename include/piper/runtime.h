@@ -142,6 +142,13 @@ void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
  * Init, checkpoints and --dump-grads see the full tensor, as for a shard. */
 void prt_declare_tp_slice(prt_ctx *ctx, int64_t id, int64_t offset, int64_t block,
                           int64_t stride, int64_t blocks);
+/* Context parallelism (shard_sequence, passes/shard_sequence.c): declared input or "loss"
+ * output `id` belongs to member r of a context-parallel group of G devices. An input (B, Tl)
+ * holds, of each of its rows, the sequence chunks r and 2G-1-r of c = Tl/2 tokens of the
+ * full sequence T = G * Tl (local column t at position prt_cp_position(r, G, c, t)); the data
+ * loader fills it so. The loss averages over those Tl of the T positions, so it counts for
+ * rows / G of its batch rows in the reported mean. */
+void prt_declare_cp(prt_ctx *ctx, int64_t id, int64_t r, int64_t G);
 /* Declared parameter `param_id` (whole on this device) has its gradient only ever
  * reduce-scattered (ZeRO-2, shard_grads without shard_params): no device holds that gradient
  * whole, so prt_observe_grad never sees it and --dump-grads is refused before the first step.

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prt_attention.h"
 #include "prt_internal.h"
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
@@ -28,35 +29,64 @@ static void prt_check_token(int32_t v, int64_t i, int64_t V, const char *kernel)
               "data must hold token ids below V", v, (long long)i, (long long)V, kernel);
 }
 
-void prt_embedding_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
-                       int64_t B, int64_t T, int64_t C) {
+/* Row t's position: t, or for member r of a context-parallel group of G (G > 1) the
+ * position prt_cp_position gives local row t of Tl. */
+static inline int64_t prt_row_position(int64_t t, int64_t Tl, int64_t r, int64_t G) {
+  return G > 1 ? prt_cp_position(r, G, Tl / 2, t) : t;
+}
+
+static void prt_embedding(float *out, const int32_t *tok, const float *wte, const float *wpe,
+                          int64_t B, int64_t T, int64_t C, int64_t r, int64_t G) {
   prt_comm_progress();
   for (int64_t b = 0; b < B; b++)
     for (int64_t t = 0; t < T; t++) {
       int32_t ix = tok[b * T + t];
       prt_check_token(ix, b * T + t, 0, "prt_embedding_fwd");
       float *o = out + (b * T + t) * C;
-      const float *e = wte + (int64_t)ix * C, *p = wpe + t * C;
+      const float *e = wte + (int64_t)ix * C, *p = wpe + prt_row_position(t, T, r, G) * C;
       for (int64_t c = 0; c < C; c++) o[c] = e[c] + p[c];
     }
 }
 
-void prt_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
-                       int64_t B, int64_t T, int64_t C, int64_t V) {
+/* dwpe has G * T rows (the full sequence) under context parallelism; a member writes the
+ * rows of its positions and zeros elsewhere, summed over the group with the other gradients */
+static void prt_embedding_grad(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+                               int64_t B, int64_t T, int64_t C, int64_t V, int64_t r,
+                               int64_t G) {
   prt_comm_progress();
   memset(dwte, 0, (size_t)(V * C) * sizeof(float));
-  memset(dwpe, 0, (size_t)(T * C) * sizeof(float));
+  memset(dwpe, 0, (size_t)((G > 1 ? G : 1) * T * C) * sizeof(float));
   for (int64_t b = 0; b < B; b++)
     for (int64_t t = 0; t < T; t++) {
       int32_t ix = tok[b * T + t];
       prt_check_token(ix, b * T + t, V, "prt_embedding_bwd");
       const float *d = dout + (b * T + t) * C;
-      float *e = dwte + (int64_t)ix * C, *p = dwpe + t * C;
+      float *e = dwte + (int64_t)ix * C, *p = dwpe + prt_row_position(t, T, r, G) * C;
       for (int64_t c = 0; c < C; c++) {
         e[c] += d[c];
         p[c] += d[c];
       }
     }
+}
+
+void prt_embedding_fwd(float *out, const int32_t *tok, const float *wte, const float *wpe,
+                       int64_t B, int64_t T, int64_t C) {
+  prt_embedding(out, tok, wte, wpe, B, T, C, 0, 1);
+}
+
+void prt_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+                       int64_t B, int64_t T, int64_t C, int64_t V) {
+  prt_embedding_grad(dwte, dwpe, dout, tok, B, T, C, V, 0, 1);
+}
+
+void prt_embedding_fwd_cp(float *out, const int32_t *tok, const float *wte, const float *wpe,
+                          int64_t B, int64_t Tl, int64_t C, int64_t r, int64_t G) {
+  prt_embedding(out, tok, wte, wpe, B, Tl, C, r, G);
+}
+
+void prt_embedding_bwd_cp(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+                          int64_t B, int64_t Tl, int64_t C, int64_t V, int64_t r, int64_t G) {
+  prt_embedding_grad(dwte, dwpe, dout, tok, B, Tl, C, V, r, G);
 }
 
 /* ---- layernorm ---- */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prt_attention.h"
 #include "prt_internal.h"
 
 /* ---- embedding ---- */
@@ -92,37 +93,51 @@ void prt_rope_table(float *cs, int64_t T, int64_t D, float theta, double dir) {
     }
 }
 
-/* y = the rotation of x by +angle (dir = 1) or -angle (dir = -1, the gradient): per position
- * t, head h and pair j < D/2, angle t * theta^(-2j/D) computed in double. */
+/* y = the rotation of x by +angle (dir = 1) or -angle (dir = -1, the gradient): per row t,
+ * head h and pair j < D/2, angle pos(t) * theta^(-2j/D) computed in double. pos(t) = t, or
+ * for member r of a context-parallel group of G (G > 1) prt_cp_position(r, G, T/2, t): the
+ * table then covers the full sequence G * T. */
 static void prt_rope(float *out, const float *x, int64_t B, int64_t T, int64_t N, int64_t D,
-                     float theta, double dir) {
+                     float theta, double dir, int64_t r, int64_t G) {
   prt_comm_progress();
-  int64_t half = D / 2, H = N / D;
-  float *cs = prt_xmalloc((size_t)(2 * T * half) * sizeof(float), "prt_rope table");
-  prt_rope_table(cs, T, D, theta, dir);
+  int64_t half = D / 2, H = N / D, Tfull = G > 1 ? G * T : T;
+  float *cs = prt_xmalloc((size_t)(2 * Tfull * half) * sizeof(float), "prt_rope table");
+  prt_rope_table(cs, Tfull, D, theta, dir);
   for (int64_t b = 0; b < B; b++)
-    for (int64_t t = 0; t < T; t++)
+    for (int64_t t = 0; t < T; t++) {
+      int64_t p = G > 1 ? prt_cp_position(r, G, T / 2, t) : t;
       for (int64_t h = 0; h < H; h++) {
         const float *xi = x + (b * T + t) * N + h * D;
         float *oi = out + (b * T + t) * N + h * D;
         for (int64_t j = 0; j < half; j++) {
-          float c = cs[2 * (t * half + j)], s = cs[2 * (t * half + j) + 1];
+          float c = cs[2 * (p * half + j)], s = cs[2 * (p * half + j) + 1];
           float x1 = xi[j], x2 = xi[j + half];
           oi[j] = x1 * c - x2 * s;
           oi[j + half] = x2 * c + x1 * s;
         }
       }
+    }
   free(cs);
 }
 
 void prt_rope_fwd(float *out, const float *x, int64_t B, int64_t T, int64_t N, int64_t D,
                   float theta) {
-  prt_rope(out, x, B, T, N, D, theta, 1.0);
+  prt_rope(out, x, B, T, N, D, theta, 1.0, 0, 1);
 }
 
 void prt_rope_bwd(float *dx, const float *dout, int64_t B, int64_t T, int64_t N, int64_t D,
                   float theta) {
-  prt_rope(dx, dout, B, T, N, D, theta, -1.0);
+  prt_rope(dx, dout, B, T, N, D, theta, -1.0, 0, 1);
+}
+
+void prt_rope_fwd_cp(float *out, const float *x, int64_t B, int64_t Tl, int64_t N, int64_t D,
+                     float theta, int64_t r, int64_t G) {
+  prt_rope(out, x, B, Tl, N, D, theta, 1.0, r, G);
+}
+
+void prt_rope_bwd_cp(float *dx, const float *dout, int64_t B, int64_t Tl, int64_t N, int64_t D,
+                     float theta, int64_t r, int64_t G) {
+  prt_rope(dx, dout, B, Tl, N, D, theta, -1.0, r, G);
 }
 
 /* ---- SwiGLU ---- */

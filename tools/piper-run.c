@@ -985,6 +985,34 @@ static bool growRestart(Config *c, const Job *j, BadList *bad, char **from, int6
   return true;
 }
 
+/* The run: steps [start, end) with the schedule's length `total`. A plan flag
+ * --init-checkpoint F resumes from F's step when F holds optimizer state (what the plan
+ * does, runtime/main.c prt_resume_step), unless --restart-steps. */
+static void runBounds(const Plan *p, int64_t *start, int64_t *end, int64_t *total) {
+  *start = 0;
+  if (p->initCkpt && !p->restartSteps) {
+    CkptInfo in;
+    char why[256];
+    if (ckptCheck(p->initCkpt, &in, why, sizeof why) && in.hasOptim && in.step > 0)
+      *start = in.step;
+  }
+  if (!piperAddI64(*start, p->steps, end))
+    die(EXIT_USAGE, "--steps %lld from step %lld overflows: command line", (long long)p->steps,
+        (long long)*start);
+  *total = p->totalSteps >= 0 ? p->totalSteps : *end;
+}
+
+/* The first job's flags: as given, plus the ring where piper-run names it. */
+static Argv firstArgs(const Config *c, const Plan *p) {
+  Argv first = {0};
+  for (int i = 0; i < p->nargs; i++) argvPush(&first, p->args[i]);
+  if (c->ckptDir && !p->ckptDir) {
+    argvPush(&first, "--checkpoint-dir");
+    argvPush(&first, c->ckptDir);
+  }
+  return first;
+}
+
 int main(int argc, char **argv) {
   Config c = {.maxRestarts = 3, .grace = 30, .mpirun = "mpirun"};
   const char *dirFlag = NULL;
@@ -1008,28 +1036,11 @@ int main(int argc, char **argv) {
         "line; name the folder once", dirFlag, p.ckptDir);
   c.ckptDir = p.ckptDir ? p.ckptDir : dirFlag;
 
-  /* The run: steps [start, end) with the schedule's length `total`. A plan flag
-   * --init-checkpoint F resumes from F's step when F holds optimizer state (what the plan
-   * does, runtime/main.c prt_resume_step), unless --restart-steps. */
-  int64_t start = 0;
-  if (p.initCkpt && !p.restartSteps) {
-    CkptInfo in;
-    char why[256];
-    if (ckptCheck(p.initCkpt, &in, why, sizeof why) && in.hasOptim && in.step > 0)
-      start = in.step;
-  }
-  int64_t end, total;
-  if (!piperAddI64(start, p.steps, &end))
-    die(EXIT_USAGE, "--steps %lld from step %lld overflows: command line", (long long)p.steps,
-        (long long)start);
-  total = p.totalSteps >= 0 ? p.totalSteps : end;
+  int64_t start, end, total;
+  runBounds(&p, &start, &end, &total);
 
   static Argv first; /* the first job's flags: as given, plus the ring */
-  for (int i = 0; i < p.nargs; i++) argvPush(&first, p.args[i]);
-  if (c.ckptDir && !p.ckptDir) {
-    argvPush(&first, "--checkpoint-dir");
-    argvPush(&first, c.ckptDir);
-  }
+  first = firstArgs(&c, &p);
   static BadList bad; /* static: reachable until exit */
   int64_t fromStep = start;
   /* the checkpoint the next job starts from; NULL = as given */

@@ -7,7 +7,7 @@ Two tables:
      each round runs every configuration once, in turn, and each configuration's wall time
      per step (whole runs, start-up included, the same in every row) is divided by the
      no-checkpoint run of the same round, so a machine's load drifting between rounds
-     cancels; the median of the rounds' ratios.
+     cancels; the median of the rounds' ratios. The same for the process's CPU time.
   2. Recovery under piper-run (DP4, --checkpoint-every): for each injected fault (PIPER_FAULT),
      the seconds from the fault to the restarted job's first completed step and the steps
      redone, as piper-run's "recovered:" line reports them, and how the final checkpoint
@@ -23,6 +23,7 @@ import json
 import struct
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -83,10 +84,14 @@ def compare_final(out, ref):
 
 
 def checkpoint_cost(train, work, steps, everies, rounds):
-    """Per configuration: the median wall ms per step, and the median over the rounds of its
+    """Per configuration: the median wall ms per step, the median over the rounds of its
     ratio to the no-checkpoint run of the same round (the checkpoint's snapshot happens after
-    the step's own step_ms is taken, so the metrics' step times would not see it)."""
+    the step's own step_ms is taken, so the metrics' step times would not see it), the same
+    for the process's CPU time (user + system, the background writer's included: the work a
+    checkpoint adds, which other jobs on a shared machine disturb less than the wall time),
+    and the rounds' wall times."""
     walls = {e: [] for e in [0] + everies}
+    cpus = {e: [] for e in walls}
     for _ in range(rounds):
         for every in walls:
             ring = os.path.join(work, "ring-cost")
@@ -94,11 +99,16 @@ def checkpoint_cost(train, work, steps, everies, rounds):
             cmd = [train, "--steps", str(steps), "--quiet"]
             if every:
                 cmd += ["--checkpoint-every", str(every), "--checkpoint-dir", ring]
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.monotonic()
             run(cmd)
             walls[every].append((time.monotonic() - t0) * 1e3 / steps)
-    return [(e, statistics.median(w),
-             statistics.median(x / b for x, b in zip(w, walls[0])), w)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[every].append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e3
+                               / steps)
+    med_ratio = lambda xs, base: statistics.median(x / b for x, b in zip(xs, base))
+    return [(e, statistics.median(w), med_ratio(w, walls[0]), statistics.median(cpus[e]),
+             med_ratio(cpus[e], cpus[0]), w)
             for e, w in walls.items()]
 
 
@@ -153,15 +163,15 @@ def main():
 
     print("### --checkpoint-every: step-time cost (%s, one device, %d steps, %d rounds side "
           "by side)" % (model, a.steps, a.rounds))
-    print("| --checkpoint-every | wall ms per step (median) | ratio to none (median of "
-          "rounds) | cost | the rounds' ms |")
-    print("|---|---|---|---|---|")
+    print("| --checkpoint-every | wall ms per step | wall ratio to none | CPU ms per step | "
+          "CPU ratio to none | the rounds' wall ms |")
+    print("|---|---|---|---|---|---|")
     everies = [int(e) for e in a.every.split(",")]
-    for every, ms, ratio, w in checkpoint_cost(train, work, a.steps, everies, a.rounds):
-        print("| %s | %.1f | %s | %s | %s |" % (
-            every or "none", ms, "1" if not every else "%.3f" % ratio,
-            "-" if not every else "%+.1f%%" % (100 * (ratio - 1)),
-            ", ".join("%.1f" % x for x in w)))
+    for every, ms, ratio, cpu, cratio, w in checkpoint_cost(train, work, a.steps, everies,
+                                                             a.rounds):
+        print("| %s | %.1f | %s | %.1f | %s | %s |" % (
+            every or "none", ms, "1" if not every else "%.3f" % ratio, cpu,
+            "1" if not every else "%.3f" % cratio, ", ".join("%.1f" % x for x in w)))
     sys.stdout.flush()
     if a.no_faults:
         return

@@ -140,6 +140,59 @@ def fault_case(dp4, work, name, fault, steps, every, extra, sup_extra=()):
             final)
 
 
+def grow_case(dp4, work, steps, every, mid):
+    """Growing back: the hostfile lists 2 slots, so the job starts on 2 of 4 ranks; rank 1
+    stops itself at step `mid` (holding the job still), the hostfile is rewritten with 4
+    slots, and once piper-run says it will grow the rank continues. Returns the row: the
+    seconds from the smaller job's end to the first step on 4 ranks and the steps redone, as
+    piper-run's "grown:" line reports them, and the final checkpoint against the reference."""
+    import signal
+    import threading
+    name = "hostfile 2 -> 4 slots during step %d: DP2 -> DP4" % mid
+    d = os.path.join(work, "grow")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    hosts, fired = os.path.join(d, "hosts"), os.path.join(d, "fired")
+    with open(hosts, "w") as f:
+        f.write("localhost slots=2\n")
+    env = dict(ENV, PIPER_FAULT="stop@step=%d,rank=1,once=%s" % (mid, fired))
+    cmd = [os.path.join(BINDIR, "piper-run"), "-np", "4", "--hostfile", hosts, "--min-ranks",
+           "2", "--checkpoint-dir", os.path.join(d, "ring"), "--", dp4, "--steps", str(steps),
+           "--checkpoint-every", str(every), "--save-checkpoint", os.path.join(d, "out.st")]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    lines, planned = [], threading.Event()
+
+    def read():
+        for line in p.stderr:
+            lines.append(line)
+            if "growing to 4" in line:
+                planned.set()
+    t = threading.Thread(target=read)
+    t.start()
+    deadline = time.monotonic() + 600
+    while not (os.path.exists(fired) and os.path.getsize(fired)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with open(hosts, "w") as f:
+        f.write("localhost slots=4\n")
+    planned.wait(timeout=120)
+    with open(fired) as f:
+        os.kill(int(f.read().split()[0]), signal.SIGCONT)
+    rc = p.wait(timeout=1800)
+    t.join()
+    err = "".join(lines)
+    with open(os.path.join(d, "err.txt"), "w") as f:
+        f.write(err)
+    m = re.search(r"grown: the job on 4 ranks completed step \d+ ([0-9.]+) s after the smaller "
+                  r"one ended \((\d+) steps? redone\)", err)
+    final = compare_final(os.path.join(d, "out.st"), os.path.join(work, "ref.st")) \
+        if rc == 0 else "run failed (%d)" % rc
+    if not m:
+        sys.stderr.write(err[-3000:])
+        return (name, None, None, None, final)
+    return (name, float(m.group(1)), int(m.group(2)), None, final)
+
+
 def main():
     global BINDIR
     ap = argparse.ArgumentParser()
@@ -150,6 +203,7 @@ def main():
     ap.add_argument("--gpt", default="", help="piper-gen gpt flags (default: its defaults)")
     ap.add_argument("--fault-steps", type=int, default=40, help="steps of each fault run")
     ap.add_argument("--no-faults", action="store_true", help="only the cost table")
+    ap.add_argument("--no-cost", action="store_true", help="only the fault table")
     ap.add_argument("--workdir", default=None)
     a = ap.parse_args()
     BINDIR = os.path.join(os.path.abspath(a.build), "bin")
@@ -161,6 +215,15 @@ def main():
     print("load average at the start: %.2f %.2f %.2f on %d cores"
           % (os.getloadavg() + (os.cpu_count(),)))
 
+    if not a.no_cost:
+        print_cost(train, work, a, model)
+    if a.no_faults:
+        return
+    fault_table(dp4, work, a, model)
+    print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
+
+
+def print_cost(train, work, a, model):
     print("### --checkpoint-every: step-time cost (%s, one device, %d steps, %d rounds side "
           "by side)" % (model, a.steps, a.rounds))
     print("| --checkpoint-every | wall ms per step | wall ratio to none | CPU ms per step | "
@@ -173,9 +236,9 @@ def main():
             every or "none", ms, "1" if not every else "%.3f" % ratio, cpu,
             "1" if not every else "%.3f" % cratio, ", ".join("%.1f" % x for x in w)))
     sys.stdout.flush()
-    if a.no_faults:
-        return
 
+
+def fault_table(dp4, work, a, model):
     steps = a.fault_steps
     every = max(2, steps // 4)
     run(MPIRUN + ["-np", "4", dp4, "--steps", str(steps), "--quiet", "--save-checkpoint",
@@ -204,7 +267,9 @@ def main():
         print("| %s | %s | %s | %s | %s |" % (r[0], fmt(r[1], "%.2f"), fmt(r[2], "%d"),
                                               fmt(r[3], "%.2f"), r[4] or "no checkpoint"))
         sys.stdout.flush()
-    print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
+    r = grow_case(dp4, work, steps, every, mid)
+    print("| %s | %s (from the smaller job's end) | %s | - | %s |" % (
+        r[0], "?" if r[1] is None else "%.2f" % r[1], "?" if r[2] is None else r[2], r[4]))
 
 
 if __name__ == "__main__":

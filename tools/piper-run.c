@@ -15,8 +15,8 @@
  * least --min-ranks M (a role plan runs elastic on them: runtime/elastic.c). With --hostfile F,
  * F is read again before every job, and its slots bound the job's ranks; while a job runs on
  * fewer than N, F is looked at once a second, and when it lists more slots (a host came
- * back) the job is stopped right after its next ring checkpoint and started again on more
- * ranks (Grow, below).
+ * back) the job is stopped after its current step, which it checkpoints to the ring as it
+ * ends, and started again from there on more ranks (Grow, below).
  * One line per event on stderr, "piper-run: ...": what failed and where, the step resumed
  * from, the seconds lost; and, once the restarted job completes a step, how long that took.
  *
@@ -59,7 +59,7 @@ static const char *const USAGE =
     "  --hostfile F         passed to mpirun, and read again before every job: the slots it\n"
     "                       lists bound the ranks (with --min-ranks); when it lists more\n"
     "                       while a job runs on fewer than N, the job grows back to them\n"
-    "                       after its next checkpoint\n"
+    "                       after its current step\n"
     "  --max-restarts K     restarts allowed before giving up (default 3)\n"
     "  --min-ranks M        after a rank is lost for good, restart on fewer ranks (the most\n"
     "                       that divide N), down to M (default N: never fewer)\n"
@@ -433,8 +433,8 @@ typedef struct {
   int64_t deadRank;    /* the rank mpirun saw die, or the fault injected's; -1 = unknown */
   bool lost;           /* the fault injected said its rank does not come back */
   bool stalled;        /* ended by --stall-timeout */
-  int64_t growTo;      /* ended by piper-run after a checkpoint, to restart on this many
-                          ranks (the hostfile lists more slots); 0 = not */
+  int64_t growTo;      /* stopped by piper-run to restart on this many ranks (the hostfile
+                          lists more slots); 0 = not */
   double endedAt;      /* wall time mpirun was seen to end */
 } Job;
 
@@ -637,49 +637,42 @@ static int hostfileRanks(Config *c, char *why, size_t cap) {
   return 0;
 }
 
-/* Growing back while a job runs on fewer than N ranks. Why here and so: the hostfile is the
- * one statement of the hosts piper-run already takes (an operator or a cluster tool rewrites
- * it when a host returns; no probing of hosts, which a supervisor over mpirun cannot do
- * portably), and the job is ended right after its next ring checkpoint is committed, so the
- * larger job resumes from an ordinary checkpoint, with only the steps run since that commit
- * redone and no new protocol between piper-run and the plan. */
+/* Growing back while a job runs on fewer than N ranks. Why so: the hostfile is the one
+ * statement of the hosts piper-run already takes (an operator or a cluster tool rewrites it
+ * when a host returns; a supervisor over mpirun has no portable way to probe hosts), and a
+ * stop signal already makes the job finish its step and write that step to the ring as it
+ * ends (runtime/main.c, the ring's final checkpoint), so the larger job resumes from the very
+ * step the smaller one reached: nothing redone, no wait for a periodic checkpoint, and no new
+ * protocol between piper-run and the plan. */
 typedef struct {
   double stamp;     /* the hostfile's stamp when last looked at */
   double checkedAt; /* monotonic time of that look (once a second) */
-  int64_t target;   /* ranks to grow to once a checkpoint lands; 0 = none planned */
-  double ringAt;    /* the ring's newest file time when the growth was planned */
-  bool told;        /* the line saying growth cannot happen (no checkpoints) was printed */
+  bool told;        /* the line saying growth cannot happen (no ring) was printed */
 } Grow;
 
-/* True when the job should end now to restart on g->target ranks. */
-static bool growCheck(const Config *c, const Plan *p, Grow *g, double now) {
-  if (!c->hostfile || c->ranks >= c->firstRanks) return false;
-  /* planned: the ring looked at every poll (20 ms then), since the job runs on meanwhile */
-  if (g->target) return ringLatest(c->ckptDir) > g->ringAt;
-  if (now - g->checkedAt < 1.0) return false; /* the hostfile once a second */
+/* The ranks to grow to now (more slots listed than the job runs on), else 0. */
+static int64_t growCheck(const Config *c, Grow *g, double now) {
+  if (!c->hostfile || c->ranks >= c->firstRanks || now - g->checkedAt < 1.0) return 0;
   g->checkedAt = now;
   double stamp = hostfileStamp(c->hostfile);
-  if (stamp != g->stamp && stamp != 0) {
-    g->stamp = stamp;
-    char why[512];
-    int64_t slots = hostfileSlots(c->hostfile, why, sizeof why);
-    int64_t n = slots > c->ranks ? ranksUpTo(c, slots) : -1;
-    if (n <= c->ranks) return false; /* not more: the next restart reads it anyway */
-    if (!c->ckptDir || !p->ckptEvery) {
-      if (!g->told)
-        note("the hostfile %s lists %lld slots, but without --checkpoint-every the job "
-             "cannot grow without losing its steps: it goes on on %lld ranks",
-             c->hostfile, (long long)slots, (long long)c->ranks);
-      g->told = true;
-      return false;
-    }
-    g->target = n;
-    g->ringAt = ringLatest(c->ckptDir);
-    note("the hostfile %s lists %lld slots: growing to %lld of %lld ranks after the job's "
-         "next checkpoint", c->hostfile, (long long)slots, (long long)n,
-         (long long)c->firstRanks);
+  if (stamp == g->stamp || stamp == 0) return 0;
+  g->stamp = stamp;
+  char why[512];
+  int64_t slots = hostfileSlots(c->hostfile, why, sizeof why);
+  int64_t n = slots > c->ranks ? ranksUpTo(c, slots) : -1;
+  if (n <= c->ranks) return 0; /* not more: the next restart reads it anyway */
+  if (!c->ckptDir) {
+    if (!g->told)
+      note("the hostfile %s lists %lld slots, but without --checkpoint-dir the job cannot "
+           "grow without losing its steps: it goes on on %lld ranks", c->hostfile,
+           (long long)slots, (long long)c->ranks);
+    g->told = true;
+    return 0;
   }
-  return false;
+  note("the hostfile %s lists %lld slots: growing to %lld of %lld ranks (the job stops "
+       "after its current step, checkpointing it to the ring)", c->hostfile,
+       (long long)slots, (long long)n, (long long)c->firstRanks);
+  return n;
 }
 
 /* Runs mpirun with the plan's `args` until it ends, relaying its output and reading it into
@@ -737,8 +730,7 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
     int np = 0;
     for (int i = 0; i < 2; i++)
       if (s[i].fd >= 0) pf[np++] = (struct pollfd){.fd = s[i].fd, .events = POLLIN};
-    /* 200 ms, or 20 while a growth waits for a checkpoint: the job runs on meanwhile */
-    int r = np ? poll(pf, (nfds_t)np, grow.target ? 20 : 200) : (usleep(50000), 0);
+    int r = np ? poll(pf, (nfds_t)np, 200) : (usleep(50000), 0);
     for (int i = 0, k = 0; r > 0 && i < 2; i++) {
       if (s[i].fd < 0) continue;
       if (pf[k++].revents) {
@@ -775,11 +767,9 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
       kill(pid, SIGTERM);
       termAt = now;
     }
-    if (!usr1At && !j->growTo && growCheck(c, p, &grow, now)) {
-      /* the checkpoint is committed (renamed into place): nothing the job does from here
-       * on is kept, so it stops now, as on a stop signal (SIGUSR1, which mpirun forwards
-       * at once; the ranks finish the step and end; --grace, SIGTERM and SIGKILL after) */
-      j->growTo = grow.target;
+    if (!usr1At && !j->growTo && (j->growTo = growCheck(c, &grow, now))) {
+      /* as on a stop signal: SIGUSR1, which mpirun forwards at once; the ranks finish the
+       * step, checkpoint it and end (--grace, SIGTERM and SIGKILL after, as for a stop) */
       kill(pid, SIGUSR1);
       usr1At = now;
       continue;
@@ -979,8 +969,8 @@ static bool growRestart(Config *c, const Job *j, BadList *bad, char **from, int6
   *from = ckpt;
   *fromStep = in.step;
   *redo = j->lastStep > in.step ? j->lastStep - in.step : 0;
-  note("growing: ended the job on %lld ranks after its checkpoint of step %lld (%s); "
-       "restarting on %lld of %lld ranks", (long long)c->ranks, (long long)in.step, ckpt,
+  note("growing: the job on %lld ranks stopped at step %lld (%s); restarting on %lld of "
+       "%lld ranks", (long long)c->ranks, (long long)in.step, ckpt,
        (long long)j->growTo, (long long)c->firstRanks);
   return true;
 }

@@ -3,20 +3,27 @@
 
 Two tables:
   1. The step-time cost of --checkpoint-every N (N = 1, 10, 100; background writes into a
-     --checkpoint-dir ring) against no periodic checkpoint: wall milliseconds per step of whole
-     runs (start-up included, the same in every row), the median of 3 interleaved rounds.
-  2. Recovery under piper-run (DP2, --checkpoint-every 10): for each injected fault
-     (PIPER_FAULT), the seconds from the fault to the restarted job's first completed step and
-     the steps redone, as piper-run's "recovered:" line reports them, and whether the final
-     checkpoint equals the uninterrupted run's byte for byte.
-Usage: bench_faults.py BUILD_DIR [--steps N] [--every 1,10,100] [--gpt "piper-gen flags"]
-                        [--fault-steps N] [--no-faults] [--workdir DIR]
+     --checkpoint-dir ring) against no periodic checkpoint, measured side by side in one run:
+     each round runs every configuration once, in turn, and each configuration's wall time
+     per step (whole runs, start-up included, the same in every row) is divided by the
+     no-checkpoint run of the same round, so a machine's load drifting between rounds
+     cancels; the median of the rounds' ratios. The same for the process's CPU time.
+  2. Recovery under piper-run (DP4, --checkpoint-every): for each injected fault (PIPER_FAULT),
+     the seconds from the fault to the restarted job's first completed step and the steps
+     redone, as piper-run's "recovered:" line reports them, and how the final checkpoint
+     compares with the uninterrupted DP4 run's (byte for byte at the same degree; a rank lost
+     for good continues on 2 ranks, elastic, so there the largest difference of any tensor
+     relative to its largest value).
+Usage: bench_faults.py BUILD_DIR [--steps N] [--every 1,10,100] [--rounds R] [--gpt "piper-gen
+                        flags"] [--fault-steps N] [--no-faults] [--workdir DIR]
 """
 import argparse
 import filecmp
 import json
+import struct
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -37,21 +44,54 @@ def build_plans(bindir, work, gpt_args):
     mlir = os.path.join(work, "gpt.mlir")
     with open(mlir, "w") as f:
         run([os.path.join(bindir, "piper-gen"), "gpt"] + gpt_args, stdout=f)
-    one, dp2 = os.path.join(work, "train"), os.path.join(work, "dp2")
+    one, dp4 = os.path.join(work, "train"), os.path.join(work, "dp4")
     run([os.path.join(bindir, "piper-compile"), mlir, "-o", one])
-    sched = os.path.join(work, "dp2.json")
+    sched = os.path.join(work, "dp4.json")
     with open(sched, "w") as f:
         run([os.path.join(bindir, "piper-sched"), "gpipe", "--stages", "1", "--microbatches", "1",
-             "--dp", "2"], stdout=f)
-    run([os.path.join(bindir, "piper-compile"), mlir, "--strategy", sched, "-o", dp2])
-    return one, dp2
+             "--dp", "4"], stdout=f)
+    run([os.path.join(bindir, "piper-compile"), mlir, "--strategy", sched, "-o", dp4])
+    return one, dp4
 
 
-def checkpoint_cost(train, work, steps, everies, rounds=3):
-    """Wall seconds per step of whole runs (the checkpoint's snapshot happens after the step's
-    own step_ms is taken, so the metrics' step times would not see it), every configuration
-    once per round, in turn, so a machine's load drifts over all alike; the median round."""
+def load_st(path):
+    """{name: numpy float32 array} of a safetensors checkpoint (F32 tensors)."""
+    import numpy as np
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    header.pop("__metadata__", None)
+    return {k: np.frombuffer(data[t["data_offsets"][0]:t["data_offsets"][1]], dtype="<f4")
+            for k, t in header.items()}
+
+
+def compare_final(out, ref):
+    """'identical', or the largest |out - ref| of any tensor relative to that tensor's
+    largest |ref|, or None when the run wrote no checkpoint."""
+    if not os.path.exists(out):
+        return None
+    if filecmp.cmp(out, ref, shallow=False):
+        return "identical"
+    a, b = load_st(out), load_st(ref)
+    if a.keys() != b.keys():
+        return "other tensors"
+    worst = 0.0
+    for k in b:
+        scale = float(abs(b[k]).max()) or 1.0
+        worst = max(worst, float(abs(a[k] - b[k]).max()) / scale)
+    return "max rel. diff %.1e" % worst
+
+
+def checkpoint_cost(train, work, steps, everies, rounds):
+    """Per configuration: the median wall ms per step, the median over the rounds of its
+    ratio to the no-checkpoint run of the same round (the checkpoint's snapshot happens after
+    the step's own step_ms is taken, so the metrics' step times would not see it), the same
+    for the process's CPU time (user + system, the background writer's included: the work a
+    checkpoint adds, which other jobs on a shared machine disturb less than the wall time),
+    and the rounds' wall times."""
     walls = {e: [] for e in [0] + everies}
+    cpus = {e: [] for e in walls}
     for _ in range(rounds):
         for every in walls:
             ring = os.path.join(work, "ring-cost")
@@ -59,34 +99,98 @@ def checkpoint_cost(train, work, steps, everies, rounds=3):
             cmd = [train, "--steps", str(steps), "--quiet"]
             if every:
                 cmd += ["--checkpoint-every", str(every), "--checkpoint-dir", ring]
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.monotonic()
             run(cmd)
             walls[every].append((time.monotonic() - t0) * 1e3 / steps)
-    base = statistics.median(walls[0])
-    return [(e, statistics.median(w), 100.0 * (statistics.median(w) - base) / base)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus[every].append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e3
+                               / steps)
+    med_ratio = lambda xs, base: statistics.median(x / b for x, b in zip(xs, base))
+    return [(e, statistics.median(w), med_ratio(w, walls[0]), statistics.median(cpus[e]),
+             med_ratio(cpus[e], cpus[0]), w)
             for e, w in walls.items()]
 
 
-def fault_case(dp2, work, name, fault, steps, every, extra):
-    d = os.path.join(work, name)
+def fault_case(dp4, work, name, fault, steps, every, extra, sup_extra=()):
+    d = os.path.join(work, re.sub(r"\W+", "-", name))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     env = dict(ENV, PIPER_FAULT=fault + ",once=" + os.path.join(d, "fired"))
-    cmd = [os.path.join(BINDIR, "piper-run"), "-np", "2", "--checkpoint-dir",
-           os.path.join(d, "ring"), "--", dp2, "--steps", str(steps), "--checkpoint-every", str(every),
+    cmd = [os.path.join(BINDIR, "piper-run"), "-np", "4", "--checkpoint-dir",
+           os.path.join(d, "ring")] + list(sup_extra) + [
+           "--", dp4, "--steps", str(steps), "--checkpoint-every", str(every),
            "--save-checkpoint", os.path.join(d, "out.st")] + extra
-    p = subprocess.run(cmd, env=env, timeout=900, stdout=subprocess.DEVNULL,
+    p = subprocess.run(cmd, env=env, timeout=1800, stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, text=True)
+    with open(os.path.join(d, "err.txt"), "w") as f:
+        f.write(p.stderr)
+    on = re.search(r"finished: .*, on (\d+) of (\d+) ranks", p.stderr)
+    if on:
+        name += " [ended on %s of %s ranks]" % on.groups()
     m = re.search(r"recovered: the restarted job completed step (\d+) ([0-9.]+) s after the "
                   r"fault \((\d+) steps? redone\)", p.stderr)
     lost = re.search(r"; ([0-9.]+) s lost", p.stderr)
-    same = p.returncode == 0 and filecmp.cmp(os.path.join(d, "out.st"),
-                                             os.path.join(work, "ref.st"), shallow=False)
+    final = compare_final(os.path.join(d, "out.st"), os.path.join(work, "ref.st")) \
+        if p.returncode == 0 else "run failed (%d)" % p.returncode
     if not m:
         sys.stderr.write(p.stderr[-3000:])
-        return (name, None, None, None, same)
+        return (name, None, None, None, final)
     return (name, float(m.group(2)), int(m.group(3)), float(lost.group(1)) if lost else None,
-            same)
+            final)
+
+
+def grow_case(dp4, work, steps, every, mid):
+    """Growing back: the hostfile lists 2 slots, so the job starts on 2 of 4 ranks; rank 1
+    stops itself at step `mid` (holding the job still), the hostfile is rewritten with 4
+    slots, and once piper-run says it will grow the rank continues. Returns the row: the
+    seconds from the smaller job's end to the first step on 4 ranks and the steps redone, as
+    piper-run's "grown:" line reports them, and the final checkpoint against the reference."""
+    import signal
+    import threading
+    name = "hostfile 2 -> 4 slots during step %d: DP2 -> DP4" % mid
+    d = os.path.join(work, "grow")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    hosts, fired = os.path.join(d, "hosts"), os.path.join(d, "fired")
+    with open(hosts, "w") as f:
+        f.write("localhost slots=2\n")
+    env = dict(ENV, PIPER_FAULT="stop@step=%d,rank=1,once=%s" % (mid, fired))
+    cmd = [os.path.join(BINDIR, "piper-run"), "-np", "4", "--hostfile", hosts, "--min-ranks",
+           "2", "--checkpoint-dir", os.path.join(d, "ring"), "--", dp4, "--steps", str(steps),
+           "--checkpoint-every", str(every), "--save-checkpoint", os.path.join(d, "out.st")]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    lines, planned = [], threading.Event()
+
+    def read():
+        for line in p.stderr:
+            lines.append(line)
+            if "growing to 4" in line:
+                planned.set()
+    t = threading.Thread(target=read)
+    t.start()
+    deadline = time.monotonic() + 600
+    while not (os.path.exists(fired) and os.path.getsize(fired)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with open(hosts, "w") as f:
+        f.write("localhost slots=4\n")
+    planned.wait(timeout=120)
+    with open(fired) as f:
+        os.kill(int(f.read().split()[0]), signal.SIGCONT)
+    rc = p.wait(timeout=1800)
+    t.join()
+    err = "".join(lines)
+    with open(os.path.join(d, "err.txt"), "w") as f:
+        f.write(err)
+    m = re.search(r"grown: the job on 4 ranks completed step \d+ ([0-9.]+) s after the smaller "
+                  r"one ended \((\d+) steps? redone\)", err)
+    final = compare_final(os.path.join(d, "out.st"), os.path.join(work, "ref.st")) \
+        if rc == 0 else "run failed (%d)" % rc
+    if not m:
+        sys.stderr.write(err[-3000:])
+        return (name, None, None, None, final)
+    return (name, float(m.group(1)), int(m.group(2)), None, final)
 
 
 def main():
@@ -95,54 +199,77 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--steps", type=int, default=200, help="steps of each cost run")
     ap.add_argument("--every", default="1,10,100", help="--checkpoint-every values to cost")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the cost table")
     ap.add_argument("--gpt", default="", help="piper-gen gpt flags (default: its defaults)")
     ap.add_argument("--fault-steps", type=int, default=40, help="steps of each fault run")
     ap.add_argument("--no-faults", action="store_true", help="only the cost table")
+    ap.add_argument("--no-cost", action="store_true", help="only the fault table")
     ap.add_argument("--workdir", default=None)
     a = ap.parse_args()
     BINDIR = os.path.join(os.path.abspath(a.build), "bin")
     ENV["PATH"] = BINDIR + os.pathsep + ENV.get("PATH", "")
     work = a.workdir or tempfile.mkdtemp(prefix="piper-faults-")
     os.makedirs(work, exist_ok=True)
-    train, dp2 = build_plans(BINDIR, work, a.gpt.split())
+    train, dp4 = build_plans(BINDIR, work, a.gpt.split())
     model = "GPT " + (a.gpt or "(piper-gen defaults)")
+    print("load average at the start: %.2f %.2f %.2f on %d cores"
+          % (os.getloadavg() + (os.cpu_count(),)))
 
-    print("### --checkpoint-every: step-time cost (%s, one device, %d steps)" % (model, a.steps))
-    print("| --checkpoint-every | wall ms per step | cost |")
-    print("|---|---|---|")
-    everies = [int(e) for e in a.every.split(",")]
-    for every, ms, cost in checkpoint_cost(train, work, a.steps, everies):
-        print("| %s | %.1f | %s |" % (every or "off", ms, "-" if not every else "%+.1f%%" % cost))
-    sys.stdout.flush()
+    if not a.no_cost:
+        print_cost(train, work, a, model)
     if a.no_faults:
         return
+    fault_table(dp4, work, a, model)
+    print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
 
+
+def print_cost(train, work, a, model):
+    print("### --checkpoint-every: step-time cost (%s, one device, %d steps, %d rounds side "
+          "by side)" % (model, a.steps, a.rounds))
+    print("| --checkpoint-every | wall ms per step | wall ratio to none | CPU ms per step | "
+          "CPU ratio to none | the rounds' wall ms |")
+    print("|---|---|---|---|---|---|")
+    everies = [int(e) for e in a.every.split(",")]
+    for every, ms, ratio, cpu, cratio, w in checkpoint_cost(train, work, a.steps, everies,
+                                                             a.rounds):
+        print("| %s | %.1f | %s | %.1f | %s | %s |" % (
+            every or "none", ms, "1" if not every else "%.3f" % ratio, cpu,
+            "1" if not every else "%.3f" % cratio, ", ".join("%.1f" % x for x in w)))
+    sys.stdout.flush()
+
+
+def fault_table(dp4, work, a, model):
     steps = a.fault_steps
     every = max(2, steps // 4)
-    run(MPIRUN + ["-np", "2", dp2, "--steps", str(steps), "--quiet", "--save-checkpoint",
+    run(MPIRUN + ["-np", "4", dp4, "--steps", str(steps), "--quiet", "--save-checkpoint",
                   os.path.join(work, "ref.st")])
     mid = steps // 2 + every // 2 + 1  # a few steps after a checkpoint
     cases = [
-        ("kill -9 rank 1 at step %d" % mid, "kill@step=%d,rank=1" % mid, []),
+        ("kill -9 rank 1 at step %d" % mid, "kill@step=%d,rank=1" % mid, [], []),
         ("SIGSTOP rank 1 at step %d (--timeout 2)" % mid, "stop@step=%d,rank=1" % mid,
-         ["--timeout", "2"]),
+         ["--timeout", "2"], []),
+        ("rank 3 lost for good at step %d: DP4 -> DP2 (--min-ranks 2)" % mid,
+         "kill@step=%d,rank=3,lost" % mid, [], ["--min-ranks", "2"]),
         ("kill rank 0 while it writes step %d" % (2 * every), "kill@save=%d,rank=0" % (2 * every),
-         []),
+         [], []),
         ("kill -9 rank 1 in the last step (%d)" % (steps - 1), "kill@step=%d,rank=1" % (steps - 1),
-         []),
+         [], []),
     ]
     print()
-    print("### Recovery under piper-run (%s, DP2, %d steps, --checkpoint-every %d)"
+    print("### Recovery under piper-run (%s, DP4, %d steps, --checkpoint-every %d)"
           % (model, steps, every))
     print("| fault | fault to next completed step (s) | steps redone | s lost (piper-run) | "
-          "final == uninterrupted |")
+          "final vs uninterrupted DP4 |")
     print("|---|---|---|---|---|")
-    for name, fault, extra in cases:
-        r = fault_case(dp2, work, re.sub(r"\W+", "-", name), fault, steps, every, extra)
+    for name, fault, extra, sup in cases:
+        r = fault_case(dp4, work, name, fault, steps, every, extra, sup)
         fmt = lambda v, f: "?" if v is None else f % v
-        print("| %s | %s | %s | %s | %s |" % (name, fmt(r[1], "%.2f"), fmt(r[2], "%d"),
-                                              fmt(r[3], "%.2f"), "yes" if r[4] else "NO"))
+        print("| %s | %s | %s | %s | %s |" % (r[0], fmt(r[1], "%.2f"), fmt(r[2], "%d"),
+                                              fmt(r[3], "%.2f"), r[4] or "no checkpoint"))
         sys.stdout.flush()
+    r = grow_case(dp4, work, steps, every, mid)
+    print("| %s | %s (from the smaller job's end) | %s | - | %s |" % (
+        r[0], "?" if r[1] is None else "%.2f" % r[1], "?" if r[2] is None else r[2], r[4]))
 
 
 if __name__ == "__main__":

@@ -81,7 +81,11 @@ int32_t prt_first_replica(prt_ctx *ctx) {
 }
 
 int64_t prt_shard_len(prt_ctx *ctx, int64_t n, int64_t c) {
-  return pb_shard_len(n, c, ctx->replica);
+  if (ctx->elastic.k <= 1) return pb_shard_len(n, c, ctx->replica);
+  /* elastic: the union of the k stood-in replicas' shards, from the first one's (elastic.c) */
+  int64_t len = 0;
+  for (int64_t j = 0; j < ctx->elastic.k; j++) len += pb_shard_len(n, c, ctx->replica + j);
+  return len;
 }
 
 void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t start,
@@ -185,10 +189,6 @@ void prt_declare_shard(prt_ctx *ctx, int64_t id, int64_t offset, int64_t numel,
                        int64_t full_numel) {
   prt_status *st = &ctx->decl_status;
   if (!prt_decl_open(ctx, "prt_declare_shard")) return;
-  if (prt_elastic_refuse(ctx, "a ZeRO shard (of the optimizer state, gradients or "
-                         "parameters)", "a replica keeps its own shard, and one rank's arena "
-                         "holds one"))
-    return;
   if (id < 0 || id >= ctx->ntensors || !ctx->tensors[id].name ||
       (ctx->tensors[id].kind != PRT_PARAM && ctx->tensors[id].kind != PRT_OPTIM)) {
     prt_fail(st, 1, "shard of tensor id %lld, which is not a parameter or optimizer state "
@@ -505,6 +505,8 @@ int64_t prt_ireduce_scatter(prt_ctx *ctx, const float *in, float *out, int64_t n
                             int64_t group, int64_t stream) {
   prt_comm_op op = {PRT_OP_REDUCE_SCATTER, (int32_t)stream, in, out, n_out, -1, 0, group};
   if (stream != op.stream) op.stream = -1;
+  prt_check_op(ctx, &op); /* before the elastic sum reads in */
+  prt_elastic_scatter(ctx, &op);
   return prt_issue(ctx, &op);
 }
 
@@ -512,6 +514,8 @@ int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
                         int64_t group, int64_t stream) {
   prt_comm_op op = {PRT_OP_ALL_GATHER, (int32_t)stream, in, out, n_in, -1, 0, group};
   if (stream != op.stream) op.stream = -1;
+  prt_check_op(ctx, &op);
+  op.n = prt_elastic_gather_n(ctx, n_in, group); /* k shards a rank when elastic */
   return prt_issue(ctx, &op);
 }
 

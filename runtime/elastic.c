@@ -4,18 +4,31 @@
  *
  * Why passes (and not a plan recompiled for R'): the compiled shapes, the arena and the
  * kernels stay exactly as compiled. Each step runs the role's step k times (passes), pass j
- * as replica r' * k + j on that replica's rows (its inputs' first rows shift by j times their
- * row count: passes/extract.c gives replica k first_sample + k * rows). A gradient
- * all-reduce over a data-parallel group (a group whose declared members now share ranks:
- * "folded") adds this pass's gradient to a running total instead of standing alone; the last
- * pass adds the total to its gradient before the real all-reduce over the R' ranks. Only the
- * last pass updates (prt_adamw skips in the others: prt_elastic_dry), so every replica's
- * gradient is counted once, in the same sum the R-rank run reduces (the loss already scales
- * by the global batch). The earlier passes still issue their all-reduces (results unused):
- * every rank runs k passes alike, so the transfers stay matched without a second protocol.
+ * on replica r' * k + j's rows (its inputs' first rows shift by j times their row count:
+ * passes/extract.c gives replica k first_sample + k * rows). A gradient all-reduce over a
+ * data-parallel group (a group whose declared members now share ranks: "folded") adds this
+ * pass's gradient to a running total instead of standing alone; the last pass adds the total
+ * to its gradient before the real all-reduce over the R' ranks. Only the last pass updates
+ * (prt_adamw skips in the others: prt_elastic_dry), so every replica's gradient is counted
+ * once, in the same sum the R-rank run reduces (the loss already scales by the global batch).
+ * The earlier passes still issue their transfers (results unused): every rank runs k passes
+ * alike, so the transfers stay matched without a second protocol.
  *
- * Not elastic (refused at setup, naming the declaration): ZeRO shards (a replica owns the
- * optimizer state of its shard; one arena holds one shard), expert parallelism (a replica
+ * ZeRO (shards of c elements, replica r owning [r * c, r * c + c)): the k replicas a rank
+ * stands in for own k adjacent shards, so the rank owns their union, [r' * k * c, r' * k * c
+ * + k * c): a shard of the same partition cut R' ways. The plan computes every shard's place
+ * at run time from ctx->replica (prt_replica_affine(0, c)) and its length from
+ * prt_shard_len, so with ctx->replica kept at the first stood-in replica in every pass
+ * (nothing else in a step reads it: the rows move by first_sample, and the peers of a
+ * replica's pass all map to the same rank) and prt_shard_len giving the union's length, the
+ * moments (ZeRO-1/2) and parameter shards (ZeRO-3) are declared, allocated, loaded, updated
+ * and saved as the union: the update runs once, on every owned element. The transfers whose
+ * compiled size is one shard take k: an all-gather over a folded group gives k shards a rank
+ * (prt_elastic_gather_n, in place at the same offset), and a reduce-scatter (ZeRO-2/3)
+ * returns k shards into a host buffer the update reads instead of the compiled one-shard
+ * output (prt_elastic_scatter, prt_elastic_grad).
+ *
+ * Not elastic (refused at setup, naming the declaration): expert parallelism (a replica
  * holds its own experts), tensor-parallel families (their groups shift by replica), and
  * device memory the host cannot read (the totals are summed on the host).
  */
@@ -103,7 +116,7 @@ void prt_elastic_roles(prt_ctx *ctx, int64_t nroles, const int64_t *start,
   ctx->elastic.k = k;
   ctx->elastic.roles = nroles;
   ctx->role = ctx->rank % nroles;
-  ctx->replica = ctx->rank / nroles * k; /* pass 0's replica; prt_elastic_step moves it */
+  ctx->replica = ctx->rank / nroles * k; /* the first stood-in replica, in every pass */
 }
 
 int64_t prt_elastic_rank(const prt_ctx *ctx, int64_t device) {
@@ -168,33 +181,80 @@ int prt_elastic_check(prt_ctx *ctx, int dump_grads, prt_status *st) {
   return 0;
 }
 
-void prt_elastic_fold(prt_ctx *ctx, float *buf, int64_t n, int64_t group) {
+/* The passes' total of folded transfer i of a step (n floats), grown as needed; the same
+ * plan issues the same transfers every pass, so a size that changes after pass 0 is a bug. */
+static float *prt_elastic_total(prt_ctx *ctx, int64_t i, int64_t n, const char *what) {
   prt_elastic *e = &ctx->elastic;
-  if (e->k <= 1 || group < 0 || group >= ctx->ngroups || !ctx->groups[group].folded) return;
-  int64_t i = e->seq++;
   if (i >= e->nacc) {
-    float **acc = realloc(e->acc, (size_t)(i + 1) * sizeof *acc);
+    size_t m = (size_t)(i + 1);
+    float **acc = realloc(e->acc, m * sizeof *acc);
     if (acc) e->acc = acc;
-    int64_t *an = realloc(e->acc_n, (size_t)(i + 1) * sizeof *an);
-    if (!acc || !an) prt_fatal("out of memory keeping an elastic run's gradient totals");
-    e->acc_n = an;
-    for (int64_t j = e->nacc; j <= i; j++) e->acc[j] = NULL, e->acc_n[j] = 0;
+    int64_t *an = realloc(e->acc_n, m * sizeof *an);
+    if (an) e->acc_n = an;
+    const void **key = realloc(e->rs_key, m * sizeof *key);
+    if (key) e->rs_key = key;
+    int64_t *at = realloc(e->rs_at, m * sizeof *at);
+    if (at) e->rs_at = at;
+    if (!acc || !an || !key || !at)
+      prt_fatal("out of memory keeping an elastic run's gradient totals");
+    for (int64_t j = e->nacc; j <= i; j++)
+      e->acc[j] = NULL, e->acc_n[j] = 0, e->rs_key[j] = NULL, e->rs_at[j] = 0;
     e->nacc = i + 1;
   }
-  if (e->acc_n[i] != n) { /* the same plan issues the same all-reduces every pass */
+  if (e->acc_n[i] != n) {
     if (e->pass > 0)
-      prt_fatal("elastic run: all-reduce %lld of pass %lld has %lld floats, pass 0's had "
-                "%lld (rank %lld); the passes of a step must issue the same transfers: this "
-                "is a bug in the compiled plan", (long long)i, (long long)e->pass,
-                (long long)n, (long long)e->acc_n[i], (long long)ctx->rank);
+      prt_fatal("elastic run: %s %lld of pass %lld has %lld floats, pass 0's had %lld (rank "
+                "%lld); the passes of a step must issue the same transfers: this is a bug in "
+                "the compiled plan", what, (long long)i, (long long)e->pass, (long long)n,
+                (long long)e->acc_n[i], (long long)ctx->rank);
     free(e->acc[i]);
     e->acc[i] = prt_xmalloc((size_t)(n ? n : 1) * sizeof(float), "an elastic gradient total");
     e->acc_n[i] = n;
   }
-  float *a = e->acc[i];
+  return e->acc[i];
+}
+
+void prt_elastic_fold(prt_ctx *ctx, float *buf, int64_t n, int64_t group) {
+  prt_elastic *e = &ctx->elastic;
+  if (e->k <= 1 || group < 0 || group >= ctx->ngroups || !ctx->groups[group].folded) return;
+  int64_t i = e->seq++;
+  float *a = prt_elastic_total(ctx, i, n, "all-reduce");
+  e->rs_key[i] = NULL;
   if (e->pass == 0) memcpy(a, buf, (size_t)n * sizeof(float));
   else if (prt_elastic_dry(ctx)) for (int64_t x = 0; x < n; x++) a[x] += buf[x];
   else for (int64_t x = 0; x < n; x++) buf[x] += a[x];
+}
+
+void prt_elastic_scatter(prt_ctx *ctx, prt_comm_op *op) {
+  prt_elastic *e = &ctx->elastic;
+  int64_t g = op->group;
+  if (e->k <= 1 || g < 0 || g >= ctx->ngroups || !ctx->groups[g].folded) return;
+  /* compiled: R shards of c in, one out; folded to R' = R / k ranks, k shards each */
+  int64_t c = op->n, kc = c * e->k, nin = kc * ctx->groups[g].n, i = e->seq++;
+  float *a = prt_elastic_total(ctx, i, nin + kc, "reduce-scatter");
+  const float *in = op->in;
+  if (e->pass == 0) memcpy(a, in, (size_t)nin * sizeof(float));
+  else for (int64_t x = 0; x < nin; x++) a[x] += in[x];
+  e->rs_key[i] = op->out;
+  e->rs_at[i] = nin;
+  op->in = a; /* the total so far; only the last pass's result is read (the others are dry) */
+  op->out = a + nin;
+  op->n = kc;
+}
+
+const float *prt_elastic_grad(const prt_ctx *ctx, const float *g) {
+  const prt_elastic *e = &ctx->elastic;
+  if (e->k <= 1) return g;
+  /* the newest this pass: the arena may reuse an output buffer once its update has read it */
+  for (int64_t i = (e->seq < e->nacc ? e->seq : e->nacc) - 1; i >= 0; i--)
+    if (e->rs_key[i] == (const void *)g) return e->acc[i] + e->rs_at[i];
+  return g;
+}
+
+int64_t prt_elastic_gather_n(const prt_ctx *ctx, int64_t n, int64_t group) {
+  const prt_elastic *e = &ctx->elastic;
+  if (e->k <= 1 || group < 0 || group >= ctx->ngroups || !ctx->groups[group].folded) return n;
+  return n * e->k;
 }
 
 double prt_local_loss(const prt_ctx *ctx) {
@@ -214,12 +274,13 @@ double prt_local_loss(const prt_ctx *ctx) {
 
 void prt_elastic_step(prt_ctx *ctx, const prt_data *data, int64_t s, void (*fn)(prt_ctx *)) {
   prt_elastic *e = &ctx->elastic;
-  int64_t k = prt_elastic_k(ctx), first = ctx->replica;
+  int64_t k = prt_elastic_k(ctx);
   e->loss = 0.0;
+  /* ctx->replica stays at the first stood-in replica: it places the union of the owned ZeRO
+   * shards (see the top); the pass's rows move by first_sample */
   for (int64_t j = 0; j < k; j++) {
     e->pass = j;
     e->seq = 0;
-    ctx->replica = first + j;
     for (int64_t i = 0; k > 1 && i < ctx->ntensors; i++) {
       prt_tensor_info *t = &ctx->tensors[i];
       if (t->name && t->kind == PRT_INPUT) t->first_sample = t->first_sample0 + j * t->dims[0];
@@ -235,14 +296,17 @@ void prt_elastic_step(prt_ctx *ctx, const prt_data *data, int64_t s, void (*fn)(
     }
   }
   e->pass = 0;
-  ctx->replica = first;
 }
 
 void prt_elastic_free(prt_ctx *ctx) {
   for (int64_t i = 0; i < ctx->elastic.nacc; i++) free(ctx->elastic.acc[i]);
   free(ctx->elastic.acc);
   free(ctx->elastic.acc_n);
+  free(ctx->elastic.rs_key);
+  free(ctx->elastic.rs_at);
   ctx->elastic.acc = NULL;
   ctx->elastic.acc_n = NULL;
+  ctx->elastic.rs_key = NULL;
+  ctx->elastic.rs_at = NULL;
   ctx->elastic.nacc = 0;
 }

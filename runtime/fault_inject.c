@@ -8,7 +8,8 @@
  *          | save (in the background writer, before the checkpoint of STEP completed steps
  *            is written: training has gone on, the file is not committed)
  *   OPTION = rank=R (default 0) | once=FILE (fire only if FILE does not exist yet, and
- *            create it: a supervised run then meets the fault once, not after every restart)
+ *            create it, holding the firing process's id: a supervised run then meets the
+ *            fault once, not after every restart, and a test can SIGCONT a stopped rank)
  *          | lost (the message says the rank does not come back: piper-run --min-ranks then
  *            restarts on fewer ranks)
  *
@@ -103,6 +104,10 @@ void prt_fault_point(prt_fault_site site, int64_t rank, int64_t step) {
   if (prt_fault.once[0]) { /* O_EXCL: of two tries, one creates the marker and fires */
     int fd = open(prt_fault.once, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return;
+    /* the process id, so a test can SIGCONT a stopped rank after acting on the pause */
+    char pid[24];
+    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (n > 0 && write(fd, pid, (size_t)n) != n) { /* a marker without its pid still marks */ }
     close(fd);
   }
   struct timespec ts;

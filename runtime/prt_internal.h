@@ -169,11 +169,15 @@ typedef struct prt_elastic {
   int64_t k;          /* replicas this rank stands in for; 0 or 1: the plan runs as compiled */
   int64_t roles;      /* the plan's roles (pipeline devices of a replica) */
   int64_t pass;       /* the pass running, 0..k-1 */
-  int64_t seq;        /* folded all-reduces issued so far in this pass */
-  float **acc;        /* owned (nacc): all-reduce seq's gradient summed over the passes so
-                         far, acc_n[seq] floats each */
+  int64_t seq;        /* folded all-reduces and reduce-scatters issued so far in this pass */
+  float **acc;        /* owned (nacc): transfer seq's gradient summed over the passes so
+                         far, acc_n[seq] floats each (a reduce-scatter's: the sum, then its
+                         k-shard result at rs_at[seq]) */
   int64_t *acc_n;     /* owned (nacc) */
-  int64_t nacc;       /* entries of acc and acc_n */
+  const void **rs_key; /* owned (nacc): the compiled output buffer of reduce-scatter seq (its
+                          one shard), which the update reads; NULL for an all-reduce */
+  int64_t *rs_at;     /* owned (nacc): where reduce-scatter seq's k shards start in acc[seq] */
+  int64_t nacc;       /* entries of acc, acc_n, rs_key and rs_at */
   double loss;        /* sum of loss * rows of this step's passes before the last */
   char refusal[640];  /* why this world cannot run the plan ("" = it can): prt_check_world
                          prints it */
@@ -265,7 +269,7 @@ int64_t prt_elastic_rank(const prt_ctx *ctx, int64_t device);
 /* A group's declared members onto ranks (in place, sorted, duplicates dropped): *n shrinks
  * and *folded is set where members now share ranks. */
 void prt_elastic_group(const prt_ctx *ctx, int64_t *members, int64_t *n, int *folded);
-/* A declaration an elastic run cannot honour (a ZeRO shard, an expert, a TP family): fails
+/* A declaration an elastic run cannot honour (an expert, a TP family): fails
  * the setup naming `what` and why; 0 where the run is not elastic. */
 int prt_elastic_refuse(prt_ctx *ctx, const char *what, const char *why);
 /* After setup: 0 where the plan runs on this world (elastic or as compiled); else the
@@ -274,6 +278,16 @@ int prt_elastic_check(prt_ctx *ctx, int dump_grads, prt_status *st);
 /* Before a folded all-reduce of buf (n floats): sums this pass's gradient into the passes'
  * total, and on the last pass adds that total to buf. */
 void prt_elastic_fold(prt_ctx *ctx, float *buf, int64_t n, int64_t group);
+/* Before a folded reduce-scatter (ZeRO-2/3; *op checked): sums the input over the passes
+ * and points the transfer at that sum and at a k-shard result (the union of the stood-in
+ * replicas' shards; the compiled output holds one), which prt_elastic_grad hands the update. */
+void prt_elastic_scatter(prt_ctx *ctx, prt_comm_op *op);
+/* The gradient an update or the norm reads at g: a folded reduce-scatter's k-shard result
+ * where g is its compiled output, else g itself. */
+const float *prt_elastic_grad(const prt_ctx *ctx, const float *g);
+/* Floats each rank gives an all-gather of n (compiled: one shard) over group: k shards over
+ * a folded group, n otherwise. */
+int64_t prt_elastic_gather_n(const prt_ctx *ctx, int64_t n, int64_t group);
 /* Step s: fills the inputs and runs fn once per pass (once when not elastic). */
 struct prt_data;
 void prt_elastic_step(prt_ctx *ctx, const struct prt_data *data, int64_t s,

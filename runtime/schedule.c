@@ -90,6 +90,7 @@ int prt_loop_resolve(prt_loop *lp, int64_t start, int64_t steps, prt_status *st)
 
 void prt_grad_sq_accum(prt_ctx *ctx, const float *g, int64_t n, int32_t counted) {
   if (!counted) return;
+  g = prt_elastic_grad(ctx, g); /* an elastic ZeRO-2/3 rank's k shards (elastic.c) */
   double sum = 0.0;
   for (int64_t i = 0; i < n; i++) sum += (double)g[i] * (double)g[i];
   ctx->grad_sq += sum;

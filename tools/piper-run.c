@@ -12,7 +12,11 @@
  * learning-rate schedule: the resumed run ends bit for bit where the uninterrupted one would.
  * A rank lost for good (its fault injected with `lost`, or a fault on the same rank in two
  * jobs in a row) makes the next job start on fewer ranks, the most that divide N and are at
- * least --min-ranks M (a role plan runs elastic on them: runtime/elastic.c).
+ * least --min-ranks M (a role plan runs elastic on them: runtime/elastic.c). With --hostfile F,
+ * F is read again before every job, and its slots bound the job's ranks; while a job runs on
+ * fewer than N, F is looked at once a second, and when it lists more slots (a host came
+ * back) the job is stopped after its current step, which it checkpoints to the ring as it
+ * ends, and started again from there on more ranks (Grow, below).
  * One line per event on stderr, "piper-run: ...": what failed and where, the step resumed
  * from, the seconds lost; and, once the restarted job completes a step, how long that took.
  *
@@ -52,7 +56,10 @@ static const char *const USAGE =
     "Runs a compiled plan under mpirun and restarts it from its newest complete checkpoint\n"
     "when a rank dies, the watchdog fires or the job stalls.\n"
     "  -np N                ranks (the plan's device count)\n"
-    "  --hostfile F         passed to mpirun\n"
+    "  --hostfile F         passed to mpirun, and read again before every job: the slots it\n"
+    "                       lists bound the ranks (with --min-ranks); when it lists more\n"
+    "                       while a job runs on fewer than N, the job grows back to them\n"
+    "                       after its current step\n"
     "  --max-restarts K     restarts allowed before giving up (default 3)\n"
     "  --min-ranks M        after a rank is lost for good, restart on fewer ranks (the most\n"
     "                       that divide N), down to M (default N: never fewer)\n"
@@ -426,6 +433,8 @@ typedef struct {
   int64_t deadRank;    /* the rank mpirun saw die, or the fault injected's; -1 = unknown */
   bool lost;           /* the fault injected said its rank does not come back */
   bool stalled;        /* ended by --stall-timeout */
+  int64_t growTo;      /* stopped by piper-run to restart on this many ranks (the hostfile
+                          lists more slots); 0 = not */
   double endedAt;      /* wall time mpirun was seen to end */
 } Job;
 
@@ -526,17 +535,145 @@ static double ringLatest(const char *dir) {
 /* The supervisor's settings. */
 typedef struct {
   const char *np;        /* -np of the next job: N as given, then npBuf */
-  int64_t ranks;         /* the next job's ranks: N, fewer after a rank is lost for good */
+  int64_t ranks;         /* the next job's ranks: N, fewer after a rank is lost for good or
+                            while the hostfile lists fewer slots */
   int64_t firstRanks;    /* N */
   int64_t minRanks;      /* --min-ranks M (N when not given) */
-  char npBuf[24];        /* the text of ranks once it shrank */
+  int64_t cap;           /* ranks left after ranks lost for good (N at first); lifted to N
+                            when the hostfile changes: the operator's word on the hosts */
+  char npBuf[24];        /* the text of ranks once it changed */
   const char *hostfile;  /* --hostfile; NULL = none */
+  int64_t slots;         /* the slots the hostfile listed when last read; -1 = no hostfile */
+  double hostStamp;      /* the hostfile's mtime and size when last read (hostfileStamp) */
   int64_t maxRestarts;   /* --max-restarts */
   const char *ckptDir;   /* the ring: --checkpoint-dir or the plan's; NULL = none */
   double stallTimeout;   /* --stall-timeout seconds; 0 = off */
   double grace;          /* --grace seconds */
   const char *mpirun;    /* --mpirun */
 } Config;
+
+/* ---- the hostfile: the ranks the hosts give ---- */
+
+/* The hostfile's modification time and size folded into one number: a change means the
+ * operator (or a cluster tool) rewrote it; 0 when it cannot be read. */
+static double hostfileStamp(const char *path) {
+  struct stat sb;
+  if (!path || stat(path, &sb)) return 0;
+  return (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9 + (double)sb.st_size * 1e10;
+}
+
+/* The slots an Open MPI hostfile lists: one host a line, "host [slots=N] [max_slots=M]", '#'
+ * to the end of a line a comment; a host without slots= counts 1 (write slots= to be sure:
+ * Open MPI may count a host's cores instead). -1 with *why naming the file and line when it
+ * cannot be read or a slots= is not a count. */
+static int64_t hostfileSlots(const char *path, char *why, size_t cap) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(why, cap, "cannot read the hostfile %s: %s", path, strerror(errno));
+    return -1;
+  }
+  char line[1024];
+  int64_t total = 0, lineNo = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineNo++;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    char *save = NULL, *host = strtok_r(line, " \t\r\n", &save);
+    if (!host) continue;
+    int64_t n = 1;
+    for (char *w = strtok_r(NULL, " \t\r\n", &save); w; w = strtok_r(NULL, " \t\r\n", &save)) {
+      const char *v = !strncmp(w, "slots=", 6) ? w + 6 : !strncmp(w, "slots:", 6) ? w + 6 : NULL;
+      if (v && !piperParseI64(v, 0, 1 << 24, &n)) {
+        snprintf(why, cap, "hostfile %s line %lld: host %s has slots '%s', expected a count "
+                 "0..%d", path, (long long)lineNo, host, v, 1 << 24);
+        fclose(f);
+        return -1;
+      }
+    }
+    if (!piperAddI64(total, n, &total)) total = INT64_MAX;
+  }
+  fclose(f);
+  return total;
+}
+
+/* The most ranks, at most `limit`, that divide N and are at least M; -1 when none. */
+static int64_t ranksUpTo(const Config *c, int64_t limit) {
+  for (int64_t n = limit < c->firstRanks ? limit : c->firstRanks; n >= c->minRanks && n >= 1; n--)
+    if (c->firstRanks % n == 0) return n;
+  return -1;
+}
+
+static void setRanks(Config *c, int64_t n) {
+  c->ranks = n;
+  snprintf(c->npBuf, sizeof c->npBuf, "%lld", (long long)n);
+  c->np = c->npBuf;
+}
+
+/* Before a job: with --hostfile, reads it again and sets the job's ranks to the most that
+ * its slots, the ranks left (cap) and N allow (dividing N, at least M). A hostfile that
+ * changed since the last read lifts the cap (hosts came back, or the operator says which are
+ * gone). Returns 0, or 1 with the reason in why when none fits. */
+static int hostfileRanks(Config *c, char *why, size_t cap) {
+  if (!c->hostfile) return 0;
+  double stamp = hostfileStamp(c->hostfile);
+  int64_t slots = hostfileSlots(c->hostfile, why, cap);
+  if (slots < 0) return 1;
+  if (stamp != c->hostStamp && c->hostStamp != 0) c->cap = c->firstRanks;
+  c->hostStamp = stamp;
+  int64_t limit = slots < c->cap ? slots : c->cap, n = ranksUpTo(c, limit);
+  if (n < 0) {
+    snprintf(why, cap, "the hostfile %s lists %lld slot%s and no count of ranks from %lld "
+             "(--min-ranks) to %lld divides -np %lld", c->hostfile, (long long)slots,
+             slots == 1 ? "" : "s", (long long)c->minRanks, (long long)limit,
+             (long long)c->firstRanks);
+    return 1;
+  }
+  if (n != c->ranks || (c->slots >= 0 && slots != c->slots))
+    note("the hostfile %s lists %lld slot%s: the job runs on %lld of %lld ranks",
+         c->hostfile, (long long)slots, slots == 1 ? "" : "s", (long long)n,
+         (long long)c->firstRanks);
+  c->slots = slots;
+  setRanks(c, n);
+  return 0;
+}
+
+/* Growing back while a job runs on fewer than N ranks. Why so: the hostfile is the one
+ * statement of the hosts piper-run already takes (an operator or a cluster tool rewrites it
+ * when a host returns; a supervisor over mpirun has no portable way to probe hosts), and a
+ * stop signal already makes the job finish its step and write that step to the ring as it
+ * ends (runtime/main.c, the ring's final checkpoint), so the larger job resumes from the very
+ * step the smaller one reached: nothing redone, no wait for a periodic checkpoint, and no new
+ * protocol between piper-run and the plan. */
+typedef struct {
+  double stamp;     /* the hostfile's stamp when last looked at */
+  double checkedAt; /* monotonic time of that look (once a second) */
+  bool told;        /* the line saying growth cannot happen (no ring) was printed */
+} Grow;
+
+/* The ranks to grow to now (more slots listed than the job runs on), else 0. */
+static int64_t growCheck(const Config *c, Grow *g, double now) {
+  if (!c->hostfile || c->ranks >= c->firstRanks || now - g->checkedAt < 1.0) return 0;
+  g->checkedAt = now;
+  double stamp = hostfileStamp(c->hostfile);
+  if (stamp == g->stamp || stamp == 0) return 0;
+  g->stamp = stamp;
+  char why[512];
+  int64_t slots = hostfileSlots(c->hostfile, why, sizeof why);
+  int64_t n = slots > c->ranks ? ranksUpTo(c, slots) : -1;
+  if (n <= c->ranks) return 0; /* not more: the next restart reads it anyway */
+  if (!c->ckptDir) {
+    if (!g->told)
+      note("the hostfile %s lists %lld slots, but without --checkpoint-dir the job cannot "
+           "grow without losing its steps: it goes on on %lld ranks", c->hostfile,
+           (long long)slots, (long long)c->ranks);
+    g->told = true;
+    return 0;
+  }
+  note("the hostfile %s lists %lld slots: growing to %lld of %lld ranks (the job stops "
+       "after its current step, checkpointing it to the ring)", c->hostfile,
+       (long long)slots, (long long)n, (long long)c->firstRanks);
+  return n;
+}
 
 /* Runs mpirun with the plan's `args` until it ends, relaying its output and reading it into
  * *j. A stop signal to piper-run goes to mpirun as SIGUSR1 (forwarded to the ranks, which
@@ -583,6 +720,7 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
   free(a.v);
   Stream s[2] = {{.fd = out[0], .relay = stdout}, {.fd = err[0], .relay = stderr}};
   double lastActivity = monoNow(), lastRing = ringLatest(c->ckptDir);
+  Grow grow = {.stamp = c->hostStamp};
   double usr1At = 0; /* when SIGUSR1 (stop) went to mpirun; 0 = not yet */
   double termAt = 0; /* when SIGTERM went to mpirun; 0 = not yet */
   bool killed = false, exited = false;
@@ -628,6 +766,13 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
       note("the job did not stop within --grace %g s: ending it", c->grace);
       kill(pid, SIGTERM);
       termAt = now;
+    }
+    if (!usr1At && !j->growTo && (j->growTo = growCheck(c, &grow, now))) {
+      /* as on a stop signal: SIGUSR1, which mpirun forwards at once; the ranks finish the
+       * step, checkpoint it and end (--grace, SIGTERM and SIGKILL after, as for a stop) */
+      kill(pid, SIGUSR1);
+      usr1At = now;
+      continue;
     }
     if (c->stallTimeout > 0 && !termAt) {
       double ring = ringLatest(c->ckptDir);
@@ -687,12 +832,11 @@ static int lostForGood(Config *c, const Job *j, int64_t *lastDead, const char *w
   *lastDead = j->deadRank;
   if (((j->deadRank < 0 || (!j->lost && !again)) && !refused) || c->minRanks >= c->ranks)
     return 0;
-  int64_t n = c->ranks - 1;
-  while (n >= c->minRanks && c->firstRanks % n) n--;
+  int64_t n = ranksUpTo(c, c->ranks - 1);
   const char *why = refused ? "the plan refused the smaller world"
                     : j->lost ? "its fault says it does not come back"
                               : "it failed in two jobs in a row";
-  if (n < c->minRanks) {
+  if (n < 0) {
     note("giving up: %s%lld %s (%s: %s) and no count of ranks from %lld (--min-ranks) to "
          "%lld divides -np %lld", refused ? "the plan refused " : "rank ",
          (long long)(refused ? c->ranks : j->deadRank),
@@ -708,9 +852,8 @@ static int lostForGood(Config *c, const Job *j, int64_t *lastDead, const char *w
     note("rank %lld is lost for good (%s); continuing on %lld of %lld ranks (--min-ranks "
          "%lld)", (long long)j->deadRank, why, (long long)n, (long long)c->firstRanks,
          (long long)c->minRanks);
-  c->ranks = n;
-  snprintf(c->npBuf, sizeof c->npBuf, "%lld", (long long)n);
-  c->np = c->npBuf;
+  setRanks(c, n);
+  c->cap = n;
   *lastDead = -1; /* the ranks are renumbered */
   return 0;
 }
@@ -814,6 +957,52 @@ static char *ringStart(const Config *c, const Plan *p, bool resume, BadList *bad
   return from;
 }
 
+/* After a job piper-run ended to grow (Grow): the checkpoint to restart from, with one line;
+ * false where the ring holds none that checks out (then it counts as a fault). The next
+ * job's ranks come from the hostfile (hostfileRanks), read again before it starts. */
+static bool growRestart(Config *c, const Job *j, BadList *bad, char **from, int64_t *fromStep,
+                        int64_t *redo) {
+  size_t count;
+  CkptInfo in;
+  char *ckpt = keep(ringNewest(c->ckptDir, bad, &in, &count));
+  if (!ckpt) return false;
+  *from = ckpt;
+  *fromStep = in.step;
+  *redo = j->lastStep > in.step ? j->lastStep - in.step : 0;
+  note("growing: the job on %lld ranks stopped at step %lld (%s); restarting on %lld of "
+       "%lld ranks", (long long)c->ranks, (long long)in.step, ckpt,
+       (long long)j->growTo, (long long)c->firstRanks);
+  return true;
+}
+
+/* The run: steps [start, end) with the schedule's length `total`. A plan flag
+ * --init-checkpoint F resumes from F's step when F holds optimizer state (what the plan
+ * does, runtime/main.c prt_resume_step), unless --restart-steps. */
+static void runBounds(const Plan *p, int64_t *start, int64_t *end, int64_t *total) {
+  *start = 0;
+  if (p->initCkpt && !p->restartSteps) {
+    CkptInfo in;
+    char why[256];
+    if (ckptCheck(p->initCkpt, &in, why, sizeof why) && in.hasOptim && in.step > 0)
+      *start = in.step;
+  }
+  if (!piperAddI64(*start, p->steps, end))
+    die(EXIT_USAGE, "--steps %lld from step %lld overflows: command line", (long long)p->steps,
+        (long long)*start);
+  *total = p->totalSteps >= 0 ? p->totalSteps : *end;
+}
+
+/* The first job's flags: as given, plus the ring where piper-run names it. */
+static Argv firstArgs(const Config *c, const Plan *p) {
+  Argv first = {0};
+  for (int i = 0; i < p->nargs; i++) argvPush(&first, p->args[i]);
+  if (c->ckptDir && !p->ckptDir) {
+    argvPush(&first, "--checkpoint-dir");
+    argvPush(&first, c->ckptDir);
+  }
+  return first;
+}
+
 int main(int argc, char **argv) {
   Config c = {.maxRestarts = 3, .grace = 30, .mpirun = "mpirun"};
   const char *dirFlag = NULL;
@@ -827,8 +1016,9 @@ int main(int argc, char **argv) {
   if (minRanks > c.ranks)
     die(EXIT_USAGE, "--min-ranks %lld is more than -np %lld: command line; give at most "
         "%lld", (long long)minRanks, (long long)c.ranks, (long long)c.ranks);
-  c.firstRanks = c.ranks;
+  c.firstRanks = c.cap = c.ranks;
   c.minRanks = minRanks >= 0 ? minRanks : c.ranks;
+  c.slots = -1;
   Plan p = {.prog = argv[k + 1], .args = argv + k + 2, .nargs = argc - k - 2};
   planRead(&p);
   if (dirFlag && p.ckptDir && strcmp(dirFlag, p.ckptDir))
@@ -836,28 +1026,11 @@ int main(int argc, char **argv) {
         "line; name the folder once", dirFlag, p.ckptDir);
   c.ckptDir = p.ckptDir ? p.ckptDir : dirFlag;
 
-  /* The run: steps [start, end) with the schedule's length `total`. A plan flag
-   * --init-checkpoint F resumes from F's step when F holds optimizer state (what the plan
-   * does, runtime/main.c prt_resume_step), unless --restart-steps. */
-  int64_t start = 0;
-  if (p.initCkpt && !p.restartSteps) {
-    CkptInfo in;
-    char why[256];
-    if (ckptCheck(p.initCkpt, &in, why, sizeof why) && in.hasOptim && in.step > 0)
-      start = in.step;
-  }
-  int64_t end, total;
-  if (!piperAddI64(start, p.steps, &end))
-    die(EXIT_USAGE, "--steps %lld from step %lld overflows: command line", (long long)p.steps,
-        (long long)start);
-  total = p.totalSteps >= 0 ? p.totalSteps : end;
+  int64_t start, end, total;
+  runBounds(&p, &start, &end, &total);
 
   static Argv first; /* the first job's flags: as given, plus the ring */
-  for (int i = 0; i < p.nargs; i++) argvPush(&first, p.args[i]);
-  if (c.ckptDir && !p.ckptDir) {
-    argvPush(&first, "--checkpoint-dir");
-    argvPush(&first, c.ckptDir);
-  }
+  first = firstArgs(&c, &p);
   static BadList bad; /* static: reachable until exit */
   int64_t fromStep = start;
   /* the checkpoint the next job starts from; NULL = as given */
@@ -867,11 +1040,19 @@ int main(int argc, char **argv) {
   double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
   int64_t lastDead = -1;  /* the rank the previous job's fault was on; -1 = none known */
   int64_t redo = 0;       /* steps of the failed job that the next one runs again */
+  double grownAt = 0;     /* wall time the last job was ended to grow, until the next step */
   for (int64_t restarts = 0;; restarts++) {
     if (stopSignal) { /* it came between two jobs: start no other */
       note("stopped by %s before restart %lld", stopSignal == SIGINT ? "SIGINT" :
            stopSignal == SIGTERM ? "SIGTERM" : "SIGHUP", (long long)restarts);
       return 128 + stopSignal;
+    }
+    char hostWhy[600];
+    if (hostfileRanks(&c, hostWhy, sizeof hostWhy)) {
+      if (!restarts && grownAt == 0 && !faultAt) /* before any job: the command line's */
+        die(EXIT_USAGE, "%s: command line; fix the hostfile or --min-ranks", hostWhy);
+      note("giving up: %s", hostWhy);
+      return EXIT_GAVE_UP;
     }
     Argv args = {0};
     if (from) planRestartArgs(&p, &args, from, fromStep, end, total);
@@ -888,6 +1069,13 @@ int main(int argc, char **argv) {
       note("recovered: the restarted job completed step %lld %.2f s after the fault (%lld "
            "step%s redone)",
            (long long)j.firstStep, j.firstStepAt - faultAt, (long long)redo, redo == 1 ? "" : "s");
+      faultAt = 0;
+    }
+    if (grownAt > 0 && j.firstStep >= 0) {
+      note("grown: the job on %lld ranks completed step %lld %.2f s after the smaller one "
+           "ended (%lld step%s redone)", (long long)c.ranks, (long long)j.firstStep,
+           j.firstStepAt - grownAt, (long long)redo, redo == 1 ? "" : "s");
+      grownAt = 0;
     }
     int code = WIFEXITED(j.status) ? WEXITSTATUS(j.status) : 128 + WTERMSIG(j.status);
     if (stopSignal) {
@@ -912,6 +1100,11 @@ int main(int argc, char **argv) {
     if (code == 127 && j.firstStep < 0 && !j.error[0] && !j.rankDeath[0]) {
       note("mpirun could not be started: not restarting");
       return EXIT_TOOL;
+    }
+    if (j.growTo > 0 && growRestart(&c, &j, &bad, &from, &fromStep, &redo)) {
+      grownAt = j.endedAt;
+      restarts--; /* growing is not a fault: it spends no restart */
+      continue;
     }
     char what[1024];
     jobDescribe(&j, what, sizeof what);

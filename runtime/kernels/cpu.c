@@ -368,6 +368,7 @@ void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64
                float beta1, float beta2, float eps, int32_t decay) {
   prt_comm_progress();
   if (prt_elastic_dry(ctx)) return; /* an elastic step updates in its last pass only */
+  g = prt_elastic_grad(ctx, g); /* an elastic ZeRO-2/3 rank's k shards (elastic.c) */
   prt_adam_scalars a = prt_adam_scalars_of(ctx, beta1, beta2, eps);
   beta1 = a.beta1;
   beta2 = a.beta2;

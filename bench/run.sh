@@ -8,5 +8,6 @@ build=${1:-build}
 /usr/bin/python3 "$(dirname "$0")/bench_compile.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_moe.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_tp.py" "$build"
+/usr/bin/python3 "$(dirname "$0")/bench_cp.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_gpu.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_faults.py" "$build"

@@ -38,7 +38,7 @@
  * group (or on a list of which it is an aligned run) or ops on the group the filter leaves out;
  * a sequence T that 2G does not divide; groups of different sizes over the same ops; split ops
  * whose device list the groups do not cover (a replica without its directive); compositions
- * not done yet: tensor parallelism (shard_tensor), expert parallelism and MoE ops, a model
+ * not done yet: tensor parallelism (shard_tensor), expert parallelism (comm.all_to_all), a model
  * without a "tokens" input. ZeRO over a group is refused by replicate. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,9 +191,6 @@ static bool tagsKnown(Seq *s, MlirAttribute filter) {
 /* An op the sequence split does not handle yet: its rows are not (B, T, ...) or it already
  * belongs to another split. */
 static const char *unsupported(MlirOperation op, int64_t G) {
-  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-  if (n.length > 9 && !memcmp(n.data, "tdag.moe_", 9))
-    return "MoE ops (and expert parallelism) under context parallelism are not supported yet";
   if (piperOpIs(op, "tdag.bias_add") || piperOpIs(op, "comm.all_to_all") ||
       piperOpIs(op, "comm.all_reduce"))
     return "this op of another directive (shard_tensor, shard) cannot be split by sequence yet";
@@ -365,15 +362,35 @@ static void keepTotalRows(Seq *s, MlirOperation op) {
       op, piperStr("total_rows"), i64Attr(s->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
 }
 
-/* Batched (B, T, ...) results -> (B, Tl, ...); the attention ops' saved probabilities are
- * replaced with the ring's log-sum-exps later. */
+/* Whether `op` moves MoE rows: tdag.moe_* and expert parallelism's all-to-alls. Their
+ * batched rank-2 results are dispatched rows (R, C) (or (R, 2Fe)), R = Gep * N * min(K, E/Gep)
+ * for the N = B * T tokens (moeGeometry): R is linear in T, so a member's rows are R / G. No
+ * MoE op returns a (B, T) tensor, so rank 2 tells the rows apart. */
+static bool movesRows(MlirOperation op) {
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  return (n.length > 9 && !memcmp(n.data, "tdag.moe_", 9)) || piperOpIs(op, "comm.all_to_all");
+}
+
+/* `t` with dim 0 divided by `g`. */
+static MlirType rowsOver(MlirType t, int64_t g) {
+  int64_t shape[2] = {piperTensorDim(t, 0) / g, piperTensorDim(t, 1)};
+  return mlirRankedTensorTypeGet(2, shape, mlirShapedTypeGetElementType(t),
+                                 mlirAttributeGetNull());
+}
+
+/* Batched (B, T, ...) results -> (B, Tl, ...), MoE rows (R, C) -> (R / G, C); the attention
+ * ops' saved probabilities are replaced with the ring's log-sum-exps later. */
 static void retype(Seq *s, MlirOperation op) {
   for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
     MlirValue v = mlirOperationGetResult(op, r);
     MlirType t = mlirValueGetType(v);
     if (isAttention(op) && r == 1) continue;
-    if (!mlirTypeIsARankedTensor(t) || piperTensorRank(t) < 2 || piperTensorRank(t) > 8 ||
-        piperTensorDim(t, 1) != s->T || !piperResultIsBatched(op, r))
+    if (!mlirTypeIsARankedTensor(t) || !piperResultIsBatched(op, r)) continue;
+    if (movesRows(op) && piperTensorRank(t) == 2) {
+      mlirValueSetType(v, rowsOver(t, s->G));
+      continue;
+    }
+    if (piperTensorRank(t) < 2 || piperTensorRank(t) > 8 || piperTensorDim(t, 1) != s->T)
       continue;
     mlirValueSetType(v, withDim1(t, s->Tl));
   }

@@ -346,7 +346,10 @@ static int64_t shardTensorRuns(MlirOperation directive, MlirAttribute devices) {
     MlirAttribute group = {NULL};
     for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
          op = mlirOperationGetNextInBlock(op)) {
-      if (!piperOpIs(op, "sched.shard_tensor")) continue;
+      /* context-parallel groups (shard_sequence) cut the list the same way: the experts
+       * split over the groups, each member exchanging with its peers of the same position */
+      if (!piperOpIs(op, "sched.shard_tensor") && !piperOpIs(op, "sched.shard_sequence"))
+        continue;
       MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
       if (mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) continue;
       bool ints = true; /* hand-written IR may hold anything: shard_tensor reports it */

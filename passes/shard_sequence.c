@@ -24,6 +24,13 @@
  *     member's gradient is its share of the mean over all B * T positions; a `replicate`
  *     directive over the same devices sums the parameter gradients over the group (as over
  *     data-parallel replicas), and the reported loss counts each member's mean for 1/G.
+ *   - MoE (routing is per token, dropless, no auxiliary loss): the dispatched rows (R, C),
+ *     R = Gep * N * min(K, E/Gep) for the N tokens, become (R / G, C) with N (movesRows).
+ *     With expert parallelism (shard.c, run before) the experts split over the groups (both
+ *     members of group g own its experts), extraction narrows each all-to-all to the members
+ *     of the same position (they hold the same chunks of other batch rows), and an expert's
+ *     weight gradient, partial on each member, is all-reduced over its owner group
+ *     (reduceExpertGradient).
  * The groups are recorded on the module as `piper.cp_groups`.
  *
  * With data parallelism a stage is placed on R * G devices and has one directive per batch
@@ -38,8 +45,7 @@
  * group (or on a list of which it is an aligned run) or ops on the group the filter leaves out;
  * a sequence T that 2G does not divide; groups of different sizes over the same ops; split ops
  * whose device list the groups do not cover (a replica without its directive); compositions
- * not done yet: tensor parallelism (shard_tensor), expert parallelism (comm.all_to_all), a model
- * without a "tokens" input. ZeRO over a group is refused by replicate. */
+ * not done yet: tensor parallelism (shard_tensor); a model without a "tokens" input. ZeRO over a group is refused by replicate. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +125,20 @@ void piperCpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_
   MlirContext ctx = mlirOperationGetContext(c);
   if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("cp_size"))))
     mlirOperationSetAttributeByName(c, piperStr("cp_rank"), i64Attr(ctx, flatK % G));
+  MlirAttribute group = mlirOperationGetAttributeByName(op, piperStr("group"));
+  if (piperOpIs(op, "comm.all_to_all") && !mlirAttributeIsNull(group) &&
+      mlirArrayAttrGetNumElements(group) % G == 0) {
+    /* expert parallelism over the groups: member r exchanges with the members r of the other
+     * groups, which hold the same chunks of other batch rows (as a data-parallel reduction
+     * pairs them under tensor parallelism) */
+    intptr_t n = mlirArrayAttrGetNumElements(group), m = 0;
+    MlirAttribute *peers = malloc((size_t)n * sizeof *peers);
+    for (intptr_t i = 0; i < n; ++i)
+      if (i % G == flatK % G) peers[m++] = mlirArrayAttrGetElement(group, i);
+    mlirOperationSetAttributeByName(c, piperStr("group"), mlirArrayAttrGet(ctx, m, peers));
+    free(peers);
+    return;
+  }
   if (!piperIsRingOp(op)) return;
   /* the ring of this member's group: its run of the placed list */
   MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
@@ -191,14 +211,19 @@ static bool tagsKnown(Seq *s, MlirAttribute filter) {
 /* An op the sequence split does not handle yet: its rows are not (B, T, ...) or it already
  * belongs to another split. */
 static const char *unsupported(MlirOperation op, int64_t G) {
-  if (piperOpIs(op, "tdag.bias_add") || piperOpIs(op, "comm.all_to_all") ||
-      piperOpIs(op, "comm.all_reduce"))
-    return "this op of another directive (shard_tensor, shard) cannot be split by sequence yet";
+  bool expertSum = piperOpIs(op, "comm.all_reduce") && /* reduceExpertGradient's */
+                   !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")));
+  if (piperOpIs(op, "tdag.bias_add") || (piperOpIs(op, "comm.all_reduce") && !expertSum))
+    return "this op of another directive (shard_tensor) cannot be split by sequence yet";
   /* another batch replica's group over the same ops split them already: the same G */
   if (piperGetIntAttr(op, "cp_size", G) != G)
     return "this op is already split over a group of another size by another shard_sequence "
            "directive; give every group of a stage the same size";
   return NULL;
+}
+
+static bool epLocal(MlirOperation op) {
+  return !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")));
 }
 
 /* Whether `list` holds device d. */
@@ -277,7 +302,9 @@ static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttrib
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "func.return")) continue;
     MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    bool selected = piperFilterMatches(op, filter);
+    /* an expert's parameter, state, update and weight gradients sit on its owner group alone
+     * (shard.c under context parallelism): another group's directive covers them */
+    bool selected = piperFilterMatches(op, filter) && !(epLocal(op) && !overlaps(placed, devices));
     intptr_t run = selected ? runOf(placed, devices) : -1;
     const char *why = NULL;
     if (selected && run < 0)
@@ -483,6 +510,32 @@ static bool ringBackward(Seq *s, MlirOperation op) {
   return true;
 }
 
+/* Expert parallelism (shard.c) puts expert e on every member of its owner group, and each
+ * member routes its own positions to it: the expert's weight gradient is partial on each
+ * member (under tensor parallelism the members see the same tokens and it is whole). A
+ * comm.all_reduce over the owner group, right after the gradient is produced, sums it, so every
+ * member applies the same update; replicate leaves ep_local gradients alone. */
+static void reduceExpertGradient(Seq *s, MlirOperation update) {
+  MlirAttribute owners = mlirOperationGetAttributeByName(update, piperStr("devices"));
+  MlirValue g = mlirOperationGetOperand(update, 1);
+  if (!epLocal(update) || mlirAttributeIsNull(owners) ||
+      mlirArrayAttrGetNumElements(owners) != s->G || !mlirValueIsAOpResult(g))
+    return;
+  MlirOperation after = mlirOpResultGetOwner(g);
+  MlirType types[2] = {mlirValueGetType(g), mlirTypeParseGet(s->ctx, piperStr("!comm.token"))};
+  MlirNamedAttribute attrs[2] = {piperNamedAttr(s->ctx, "group", owners),
+                                 piperNamedAttr(s->ctx, "devices", owners)};
+  MlirOperation ar = piperOpCreate("comm.all_reduce", mlirOperationGetLocation(after), 1, &g, 2,
+                                   types, 2, attrs);
+  mlirBlockInsertOwnedOperationAfter(s->body, after, ar);
+  static const char *copied[] = {"tags", "pass", "ep_local"};
+  for (int i = 0; i < 3; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(after, piperStr(copied[i]));
+    if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(ar, piperStr(copied[i]), a);
+  }
+  mlirValueReplaceAllUsesExcept(g, mlirOperationGetResult(ar, 0), 1, &ar);
+}
+
 static void recordGroup(Seq *s) {
   MlirOperation module = mlirOperationGetParentOperation(s->directive);
   MlirAttribute old = piperCpGroups(module);
@@ -536,6 +589,8 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
   }
   for (size_t i = 0; i < n; ++i)
     if (isAttention(ops[i])) mlirOperationDestroy(ops[i]);
+  for (size_t i = 0; i < n; ++i)
+    if (piperOpIs(ops[i], "tdag.adamw")) reduceExpertGradient(&s, ops[i]);
   free(ops);
   recordGroup(&s);
   return mlirLogicalResultSuccess();

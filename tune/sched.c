@@ -517,7 +517,6 @@ static void build(const TuneSchedArgs *args) {
   if (cfg.ep == 1) cfg.ep = 0; /* one replica: nothing to split */
   /* context parallelism: what the shard_sequence pass composes with so far */
   if (cfg.C > 1 && cfg.T > 1) die("--cp with --tp is not supported yet; use one of them");
-  if (cfg.C > 1 && cfg.ep) die("--cp with --ep is not supported yet");
   bool splitsBackward = cfg.sched == SCHED_ZBH1 || cfg.sched == SCHED_DUALPIPEV;
   if (splitsBackward && cfg.costW < 1)
     die("%s splits the backward into BI and BW: --cost needs 1 <= W < B", name);

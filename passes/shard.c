@@ -24,7 +24,9 @@
  * shardTensorRuns) the experts split over the G = devices / T data-parallel replicas instead:
  * expert e is placed on every member of run e / (E/G) (the MoE block runs replicated in a
  * group), and extraction narrows each all-to-all's group to the members with the same position
- * in their runs, as for a data-parallel reduction.
+ * in their runs, as for a data-parallel reduction. Context-parallel groups (shard_sequence
+ * directives) cut the devices the same way; their members route different positions, so
+ * shard_sequence.c all-reduces each expert's weight gradient over its owner group.
  *
  * Diagnostics at the directive: a filter that selects no tdag.moe_experts; devices that are not
  * the selected experts' replicas; experts not divisible by the device count; an expert block

@@ -45,7 +45,7 @@
  * group (or on a list of which it is an aligned run) or ops on the group the filter leaves out;
  * a sequence T that 2G does not divide; groups of different sizes over the same ops; split ops
  * whose device list the groups do not cover (a replica without its directive); compositions
- * not done yet: tensor parallelism (shard_tensor); a model without a "tokens" input. ZeRO over a group is refused by replicate. */
+ * not done yet: tensor parallelism (shard_tensor); a model without a "tokens" input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

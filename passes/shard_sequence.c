@@ -327,13 +327,19 @@ static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttrib
     /* an expert's parameter, state, update and weight gradients sit on its owner group alone
      * (shard.c under context parallelism): another group's directive covers them */
     bool selected = piperFilterMatches(op, filter) && !(epLocal(op) && !overlaps(placed, devices));
-    intptr_t st = 1, run = selected ? runOf(placed, devices, 1) : -1;
-    if (selected && run < 0) { /* across the runs of a tensor-parallel list */
-      st = piperTpSize(mlirOperationGetParentOperation(s->directive), placed);
-      run = st > 1 ? runOf(placed, devices, st) : -1;
-    }
+    /* on a tensor-parallel list (runs of T, the TP groups) a group takes one member of each
+     * of G runs, the same member of each: its devices T entries apart */
+    intptr_t st = selected ? piperTpSize(mlirOperationGetParentOperation(s->directive), placed)
+                           : 1;
+    intptr_t run = selected ? runOf(placed, devices, st) : -1;
     const char *why = NULL;
-    if (selected && run < 0)
+    if (selected && run < 0 && st > 1)
+      why = "with tensor parallelism a context-parallel group must take the same member of G "
+            "different tensor-parallel groups (the stage's list in runs of T, its devices T "
+            "entries apart: piper-sched --cp 2 --tp 2 writes the rings [0,2] and [1,3] across "
+            "the groups [0,1] and [2,3]); a group within one tensor-parallel group would sum "
+            "partial products of different positions";
+    else if (selected && run < 0)
       why = "the tags select this op, which is not placed on the group (the group must be the "
             "op's device list, or one aligned run of G of it per batch replica); give place "
             "and shard_sequence matching device lists";

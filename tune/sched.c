@@ -521,6 +521,10 @@ static void build(const TuneSchedArgs *args) {
         "equal --dp (%d)", cfg.ep, cfg.D);
   if (cfg.ep == 1) cfg.ep = 0; /* one replica: nothing to split */
   /* context parallelism: what the shard_sequence pass composes with so far */
+  /* the shard pass cuts the stage's list by one kind of group; with both, the experts' owners
+   * would be neither the rings nor the TP groups */
+  if (cfg.C > 1 && cfg.T > 1 && cfg.ep)
+    die("--cp with both --tp and --ep is not supported yet; use two of them");
   bool splitsBackward = cfg.sched == SCHED_ZBH1 || cfg.sched == SCHED_DUALPIPEV;
   if (splitsBackward && cfg.costW < 1)
     die("%s splits the backward into BI and BW: --cost needs 1 <= W < B", name);

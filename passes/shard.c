@@ -339,8 +339,34 @@ static MlirLogicalResult shardBlock(Sharder *s, MlirOperation directive, MlirOpe
  * without that layout (shard_tensor checks the groups themselves later). The experts then split over the runs (the data-parallel replicas), and
  * each all-to-all pairs member t of a run with member t of the others (extraction narrows its
  * group as for a data-parallel reduction). */
+/* Whether a directive named `name` lists one of `devices`. */
+static bool groupOnDevices(MlirBlock top, const char *name, MlirAttribute devices) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    if (!piperOpIs(op, name) || mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) continue;
+    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(g); ++i)
+      for (intptr_t j = 0; j < mlirArrayAttrGetNumElements(devices); ++j)
+        if (mlirAttributeIsAInteger(mlirArrayAttrGetElement(g, i)) &&
+            mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, i)) ==
+                mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, j)))
+          return true;
+  }
+  return false;
+}
+
 static int64_t shardTensorRuns(MlirOperation directive, MlirAttribute devices) {
   MlirBlock top = mlirOperationGetBlock(directive);
+  if (groupOnDevices(top, "sched.shard_tensor", devices) &&
+      groupOnDevices(top, "sched.shard_sequence", devices)) {
+    /* the experts would split over one kind of group; their owners would need the other's
+     * reductions too (not done) */
+    piperDirectiveError(directive, "shard: expert parallelism over devices that are cut into "
+                                   "both tensor-parallel (shard_tensor) and context-parallel "
+                                   "(shard_sequence) groups is not supported yet; drop one of "
+                                   "them");
+    return 0;
+  }
   intptr_t n = mlirArrayAttrGetNumElements(devices), T = 0;
   bool any = false, aligned = n > 0;
   for (intptr_t j = 0; j < n; ++j) {

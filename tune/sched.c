@@ -374,7 +374,8 @@ static void emitShardTensor(FILE *f) {
   for (int s = 0; s < cfg.S && cfg.T > 1; ++s)
     for (int r = 0; r < cfg.D; ++r)
       for (int c = 0; c < cfg.C; ++c) {
-        fprintf(f, ",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},\"devices\":[", s);
+        fprintf(f, ",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},"
+                   "\"devices\":[", s);
         for (int t = 0; t < cfg.T; ++t)
           fprintf(f, "%s%d", t ? "," : "", ((r * cfg.P + deviceOf(s)) * cfg.C + c) * cfg.T + t);
         fprintf(f, "],\"stream\":\"tp\"}");

@@ -301,9 +301,9 @@ static MlirLogicalResult instantiateOp(Extractor *ex, MlirBlock body, MlirOperat
   int64_t flatK = k, tpT = piperTpSplitReplicas(&ex->tp, op, &R, &k);
   /* context parallelism (shard_sequence.c): the members of a group hold the same batch rows
    * (R and k count batch replicas) but their optimizer state and gradient-norm count are
-   * per device, as for data-parallel replicas: stateK is the position in the list */
-  int64_t stateK = k, cpG = piperCpSplitReplicas(&ex->cp, op, &R, &k);
-  if (cpG > 1) stateK = flatK;
+   * per device, as for data-parallel replicas: stateK is the position in the list (with
+   * tensor parallelism, among the devices holding the same slice: the position over T) */
+  int64_t stateK = k, cpStride, cpG = piperCpSplitReplicas(&ex->cp, op, tpT, &R, &k, &cpStride);
   mlirBlockAppendOwnedOperation(body, c);
   epLocalWeights(ex->ctx, op, c, d);
   MlirLogicalResult status = linkOperands(op, c, cloneOf);
@@ -311,7 +311,7 @@ static MlirLogicalResult instantiateOp(Extractor *ex, MlirBlock body, MlirOperat
     status = mlirLogicalResultFailure();
   setReplicaAttrs(ex, op, c, R, k, flatK, role, stateK, R * cpG);
   if (tpT > 1 && piperTpInstantiate(c, op, flatK, tpT)) return status;
-  if (cpG > 1) piperCpInstantiate(c, op, flatK, cpG);
+  if (cpG > 1) piperCpInstantiate(c, op, flatK, cpG, cpStride);
   if (role >= 0 && epLocal(op)) /* one replica's expert: every replica counts its own in the
                                  * gradient norm (on TP member 0: tp_replica), not "k == 0" */
     mlirOperationRemoveAttributeByName(c, piperStr("replica"));

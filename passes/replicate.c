@@ -473,7 +473,8 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
      * gradients or state: the reduction and ZeRO's shards span every device of the list
      * (extraction gives device k of it shard k), the batch only its groups */
     if (!cp && (piperOpIs(op, "tdag.adamw") || sameDevices(placed, devices)))
-      cp = piperCpSize(piperCpGroups(mlirOperationGetParentOperation(d)), placed);
+      cp = piperCpSize(piperCpGroups(mlirOperationGetParentOperation(d)), placed,
+                       tp ? tp : 1, NULL);
     if (!piperOpIs(op, "tdag.param") && tp &&
         !replicasDivideBatch(d, op, mlirArrayAttrGetNumElements(devices) / tp / (cp ? cp : 1),
                              tp)) {

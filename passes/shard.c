@@ -24,7 +24,9 @@
  * shardTensorRuns) the experts split over the G = devices / T data-parallel replicas instead:
  * expert e is placed on every member of run e / (E/G) (the MoE block runs replicated in a
  * group), and extraction narrows each all-to-all's group to the members with the same position
- * in their runs, as for a data-parallel reduction.
+ * in their runs, as for a data-parallel reduction. Context-parallel groups (shard_sequence
+ * directives) cut the devices the same way; their members route different positions, so
+ * shard_sequence.c all-reduces each expert's weight gradient over its owner group.
  *
  * Diagnostics at the directive: a filter that selects no tdag.moe_experts; devices that are not
  * the selected experts' replicas; experts not divisible by the device count; an expert block
@@ -337,8 +339,34 @@ static MlirLogicalResult shardBlock(Sharder *s, MlirOperation directive, MlirOpe
  * without that layout (shard_tensor checks the groups themselves later). The experts then split over the runs (the data-parallel replicas), and
  * each all-to-all pairs member t of a run with member t of the others (extraction narrows its
  * group as for a data-parallel reduction). */
+/* Whether a directive named `name` lists one of `devices`. */
+static bool groupOnDevices(MlirBlock top, const char *name, MlirAttribute devices) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    if (!piperOpIs(op, name) || mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) continue;
+    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(g); ++i)
+      for (intptr_t j = 0; j < mlirArrayAttrGetNumElements(devices); ++j)
+        if (mlirAttributeIsAInteger(mlirArrayAttrGetElement(g, i)) &&
+            mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, i)) ==
+                mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, j)))
+          return true;
+  }
+  return false;
+}
+
 static int64_t shardTensorRuns(MlirOperation directive, MlirAttribute devices) {
   MlirBlock top = mlirOperationGetBlock(directive);
+  if (groupOnDevices(top, "sched.shard_tensor", devices) &&
+      groupOnDevices(top, "sched.shard_sequence", devices)) {
+    /* the experts would split over one kind of group; their owners would need the other's
+     * reductions too (not done) */
+    piperDirectiveError(directive, "shard: expert parallelism over devices that are cut into "
+                                   "both tensor-parallel (shard_tensor) and context-parallel "
+                                   "(shard_sequence) groups is not supported yet; drop one of "
+                                   "them");
+    return 0;
+  }
   intptr_t n = mlirArrayAttrGetNumElements(devices), T = 0;
   bool any = false, aligned = n > 0;
   for (intptr_t j = 0; j < n; ++j) {
@@ -346,7 +374,10 @@ static int64_t shardTensorRuns(MlirOperation directive, MlirAttribute devices) {
     MlirAttribute group = {NULL};
     for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
          op = mlirOperationGetNextInBlock(op)) {
-      if (!piperOpIs(op, "sched.shard_tensor")) continue;
+      /* context-parallel groups (shard_sequence) cut the list the same way: the experts
+       * split over the groups, each member exchanging with its peers of the same position */
+      if (!piperOpIs(op, "sched.shard_tensor") && !piperOpIs(op, "sched.shard_sequence"))
+        continue;
       MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
       if (mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) continue;
       bool ints = true; /* hand-written IR may hold anything: shard_tensor reports it */

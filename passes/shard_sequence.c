@@ -24,6 +24,13 @@
  *     member's gradient is its share of the mean over all B * T positions; a `replicate`
  *     directive over the same devices sums the parameter gradients over the group (as over
  *     data-parallel replicas), and the reported loss counts each member's mean for 1/G.
+ *   - MoE (routing is per token, dropless, no auxiliary loss): the dispatched rows (R, C),
+ *     R = Gep * N * min(K, E/Gep) for the N tokens, become (R / G, C) with N (movesRows).
+ *     With expert parallelism (shard.c, run before) the experts split over the groups (both
+ *     members of group g own its experts), extraction narrows each all-to-all to the members
+ *     of the same position (they hold the same chunks of other batch rows), and an expert's
+ *     weight gradient, partial on each member, is all-reduced over its owner group
+ *     (reduceExpertGradient).
  * The groups are recorded on the module as `piper.cp_groups`.
  *
  * With data parallelism a stage is placed on R * G devices and has one directive per batch
@@ -38,8 +45,7 @@
  * group (or on a list of which it is an aligned run) or ops on the group the filter leaves out;
  * a sequence T that 2G does not divide; groups of different sizes over the same ops; split ops
  * whose device list the groups do not cover (a replica without its directive); compositions
- * not done yet: tensor parallelism (shard_tensor), expert parallelism and MoE ops, a model
- * without a "tokens" input. ZeRO over a group is refused by replicate. */
+ * not done yet: tensor parallelism (shard_tensor); a model without a "tokens" input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,27 +70,40 @@ MlirAttribute piperCpGroups(MlirOperation module) {
   return !mlirAttributeIsNull(g) && mlirAttributeIsAArray(g) ? g : mlirAttributeGetNull();
 }
 
-/* Whether entries [j, j + G) of `devices` are exactly a group of `groups`, in its order. */
-static bool runIsGroup(MlirAttribute groups, MlirAttribute devices, intptr_t j, intptr_t G) {
+/* Whether entries j, j + st, ..., j + (G-1)st of `devices` are exactly a group of `groups`,
+ * in its order. */
+static bool runIsGroup(MlirAttribute groups, MlirAttribute devices, intptr_t j, intptr_t G,
+                       intptr_t st) {
   for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
     MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
     if (mlirArrayAttrGetNumElements(grp) != G) continue;
     bool same = true;
-    for (intptr_t t = 0; t < G && same; ++t) same = elemAt(grp, t) == elemAt(devices, j + t);
+    for (intptr_t t = 0; t < G && same; ++t) same = elemAt(grp, t) == elemAt(devices, j + t * st);
     if (same) return true;
   }
   return false;
 }
 
-int64_t piperCpSize(MlirAttribute groups, MlirAttribute devices) {
+/* G if the groups cut `devices` at stride st: for every b and u < st the entries
+ * (b*G + c)*st + u, c < G, form a group; else 1. */
+static int64_t sizeAtStride(MlirAttribute groups, MlirAttribute devices, intptr_t st) {
+  intptr_t n = mlirArrayAttrGetNumElements(devices);
+  intptr_t G = mlirArrayAttrGetNumElements(mlirArrayAttrGetElement(groups, 0)); /* one size */
+  if (G < 2 || st < 1 || n % (G * st)) return 1;
+  for (intptr_t j = 0; j < n; ++j)
+    if ((j / st) % G == 0 && !runIsGroup(groups, devices, j, G, st)) return 1;
+  return G;
+}
+
+int64_t piperCpSize(MlirAttribute groups, MlirAttribute devices, int64_t T, int64_t *stride) {
+  if (stride) *stride = 1;
   if (mlirAttributeIsNull(groups) || mlirAttributeIsNull(devices) ||
       !mlirArrayAttrGetNumElements(groups))
     return 1;
-  intptr_t n = mlirArrayAttrGetNumElements(devices);
-  intptr_t G = mlirArrayAttrGetNumElements(mlirArrayAttrGetElement(groups, 0)); /* one size */
-  if (G < 2 || n % G) return 1;
-  for (intptr_t j = 0; j < n; j += G) /* every aligned run a group */
-    if (!runIsGroup(groups, devices, j, G)) return 1;
+  int64_t G = sizeAtStride(groups, devices, 1); /* runs of consecutive entries */
+  if (G > 1 || T < 2) return G;
+  G = sizeAtStride(groups, devices, T); /* across a tensor-parallel list's runs of T */
+  if (G > 1 && stride) *stride = T;
   return G;
 }
 
@@ -95,14 +114,19 @@ void piperCpLayoutInit(PiperCpLayout *l, MlirOperation module) {
 
 void piperCpLayoutFree(PiperCpLayout *l) { piperPtrMapFree(&l->sizeOf); }
 
-int64_t piperCpSplitReplicas(PiperCpLayout *l, MlirOperation op, int64_t *replicas, int64_t *k) {
+int64_t piperCpSplitReplicas(PiperCpLayout *l, MlirOperation op, int64_t T, int64_t *replicas,
+                             int64_t *k, int64_t *stride) {
   MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
+  *stride = 1;
   if (mlirAttributeIsNull(l->groups) || mlirAttributeIsNull(devices)) return 1;
-  intptr_t G;
-  if (!piperPtrMapGet(&l->sizeOf, devices.ptr, &G)) { /* once per uniqued list */
-    G = (intptr_t)piperCpSize(l->groups, devices);
-    piperPtrMapPut(&l->sizeOf, devices.ptr, G);
+  intptr_t packed; /* G and the stride in one entry: G * 2^32 + stride */
+  if (!piperPtrMapGet(&l->sizeOf, devices.ptr, &packed)) { /* once per uniqued list */
+    int64_t st, G = piperCpSize(l->groups, devices, T, &st);
+    packed = (intptr_t)(G * ((int64_t)1 << 32) + st);
+    piperPtrMapPut(&l->sizeOf, devices.ptr, packed);
   }
+  int64_t G = (int64_t)packed >> 32;
+  *stride = (int64_t)packed & 0xffffffff;
   if (G > 1) {
     *replicas /= G;
     *k /= G;
@@ -115,15 +139,32 @@ bool piperIsRingOp(MlirOperation op) {
          piperOpIs(op, "comm.ring_gqa_attention") || piperOpIs(op, "comm.ring_gqa_attention_grad");
 }
 
-void piperCpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t G) {
+void piperCpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t G,
+                        int64_t st) {
   MlirContext ctx = mlirOperationGetContext(c);
+  /* position flatK = (b*G + r)*st + u: member r of the group of (b, u) */
+  int64_t r = (flatK / st) % G, first = (flatK / st - r) * st + flatK % st;
   if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("cp_size"))))
-    mlirOperationSetAttributeByName(c, piperStr("cp_rank"), i64Attr(ctx, flatK % G));
+    mlirOperationSetAttributeByName(c, piperStr("cp_rank"), i64Attr(ctx, r));
+  MlirAttribute group = mlirOperationGetAttributeByName(op, piperStr("group"));
+  if (piperOpIs(op, "comm.all_to_all") && !mlirAttributeIsNull(group) &&
+      mlirArrayAttrGetNumElements(group) % (G * st) == 0) {
+    /* expert parallelism over the groups: member r exchanges with the members r of the other
+     * groups, which hold the same chunks of other batch rows (as a data-parallel reduction
+     * pairs them under tensor parallelism) */
+    intptr_t n = mlirArrayAttrGetNumElements(group), m = 0;
+    MlirAttribute *peers = malloc((size_t)n * sizeof *peers);
+    for (intptr_t i = 0; i < n; ++i)
+      if ((i / st) % G == r && i % st == flatK % st) peers[m++] = mlirArrayAttrGetElement(group, i);
+    mlirOperationSetAttributeByName(c, piperStr("group"), mlirArrayAttrGet(ctx, m, peers));
+    free(peers);
+    return;
+  }
   if (!piperIsRingOp(op)) return;
-  /* the ring of this member's group: its run of the placed list */
+  /* the ring of this member's group: its run of the placed list (entries st apart) */
   MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
   MlirAttribute *ids = malloc((size_t)G * sizeof *ids);
-  for (int64_t t = 0; t < G; ++t) ids[t] = mlirArrayAttrGetElement(devs, (flatK / G) * G + t);
+  for (int64_t t = 0; t < G; ++t) ids[t] = mlirArrayAttrGetElement(devs, first + t * st);
   mlirOperationSetAttributeByName(c, piperStr("group"), mlirArrayAttrGet(ctx, G, ids));
   free(ids);
 }
@@ -191,17 +232,21 @@ static bool tagsKnown(Seq *s, MlirAttribute filter) {
 /* An op the sequence split does not handle yet: its rows are not (B, T, ...) or it already
  * belongs to another split. */
 static const char *unsupported(MlirOperation op, int64_t G) {
-  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-  if (n.length > 9 && !memcmp(n.data, "tdag.moe_", 9))
-    return "MoE ops (and expert parallelism) under context parallelism are not supported yet";
-  if (piperOpIs(op, "tdag.bias_add") || piperOpIs(op, "comm.all_to_all") ||
-      piperOpIs(op, "comm.all_reduce"))
-    return "this op of another directive (shard_tensor, shard) cannot be split by sequence yet";
+  /* comm.all_reduce: reduceExpertGradient's, or shard_tensor's (tp_reduce: a partial
+   * activation, summed row by row, or a norm weight's gradient) */
+  bool known = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local"))) ||
+               !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce")));
+  if (piperOpIs(op, "comm.all_reduce") && !known)
+    return "this all-reduce of another directive cannot be split by sequence";
   /* another batch replica's group over the same ops split them already: the same G */
   if (piperGetIntAttr(op, "cp_size", G) != G)
     return "this op is already split over a group of another size by another shard_sequence "
            "directive; give every group of a stage the same size";
   return NULL;
+}
+
+static bool epLocal(MlirOperation op) {
+  return !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")));
 }
 
 /* Whether `list` holds device d. */
@@ -211,16 +256,19 @@ static bool holds(MlirAttribute list, int64_t d) {
   return false;
 }
 
-/* The start of the aligned run of the placed (ascending) list `placed` that holds exactly the
- * devices of `group`, or -1: a stage placed on R * G devices holds R groups, one per batch
- * replica (piper-sched --cp G --dp R: [0,1] and [2,3] of [0,1,2,3]). */
-static intptr_t runOf(MlirAttribute placed, MlirAttribute group) {
+/* The first entry of the aligned run of the placed (ascending) list `placed` that holds exactly
+ * the devices of `group`, entries st apart, or -1: a stage placed on R * G devices holds R
+ * groups, one per batch replica (piper-sched --cp G --dp R: [0,1] and [2,3] of [0,1,2,3]);
+ * with tensor parallelism (groups of T, runs of the list) the members of a context-parallel
+ * group are T entries apart (--cp 2 --tp 2: [0,2] and [1,3] of [0,1,2,3]). */
+static intptr_t runOf(MlirAttribute placed, MlirAttribute group, intptr_t st) {
   if (mlirAttributeIsNull(placed) || mlirAttributeIsNull(group)) return -1;
   intptr_t n = mlirArrayAttrGetNumElements(placed), G = mlirArrayAttrGetNumElements(group);
-  if (G < 1 || n % G) return -1;
-  for (intptr_t j = 0; j < n; j += G) {
+  if (G < 1 || st < 1 || n % (G * st)) return -1;
+  for (intptr_t j = 0; j < n; ++j) {
+    if ((j / st) % G) continue;
     bool same = true;
-    for (intptr_t t = 0; t < G && same; ++t) same = holds(group, elemAt(placed, j + t));
+    for (intptr_t t = 0; t < G && same; ++t) same = holds(group, elemAt(placed, j + t * st));
     if (same) return j;
   }
   return -1;
@@ -234,9 +282,10 @@ static bool overlaps(MlirAttribute placed, MlirAttribute group) {
 }
 
 /* The group as it runs: its run of the placed list, ascending (member r = position r). */
-static MlirAttribute runAttr(MlirContext ctx, MlirAttribute placed, intptr_t j, intptr_t G) {
+static MlirAttribute runAttr(MlirContext ctx, MlirAttribute placed, intptr_t j, intptr_t G,
+                             intptr_t st) {
   MlirAttribute *ids = malloc((size_t)G * sizeof *ids);
-  for (intptr_t t = 0; t < G; ++t) ids[t] = mlirArrayAttrGetElement(placed, j + t);
+  for (intptr_t t = 0; t < G; ++t) ids[t] = mlirArrayAttrGetElement(placed, j + t * st);
   MlirAttribute a = mlirArrayAttrGet(ctx, G, ids);
   free(ids);
   return a;
@@ -270,20 +319,27 @@ static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttrib
     return mlirLogicalResultFailure();
   }
   if (!tagsKnown(s, filter)) return mlirLogicalResultFailure();
-  if (!mlirAttributeIsNull(piperTpGroups(mlirOperationGetParentOperation(s->directive)))) {
-    piperDirectiveError(s->directive, "shard_sequence: composing context parallelism with "
-                                      "tensor parallelism (shard_tensor) is not supported yet");
-    return mlirLogicalResultFailure();
-  }
   int matched = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "func.return")) continue;
     MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    bool selected = piperFilterMatches(op, filter);
-    intptr_t run = selected ? runOf(placed, devices) : -1;
+    /* an expert's parameter, state, update and weight gradients sit on its owner group alone
+     * (shard.c under context parallelism): another group's directive covers them */
+    bool selected = piperFilterMatches(op, filter) && !(epLocal(op) && !overlaps(placed, devices));
+    /* on a tensor-parallel list (runs of T, the TP groups) a group takes one member of each
+     * of G runs, the same member of each: its devices T entries apart */
+    intptr_t st = selected ? piperTpSize(mlirOperationGetParentOperation(s->directive), placed)
+                           : 1;
+    intptr_t run = selected ? runOf(placed, devices, st) : -1;
     const char *why = NULL;
-    if (selected && run < 0)
+    if (selected && run < 0 && st > 1)
+      why = "with tensor parallelism a context-parallel group must take the same member of G "
+            "different tensor-parallel groups (the stage's list in runs of T, its devices T "
+            "entries apart: piper-sched --cp 2 --tp 2 writes the rings [0,2] and [1,3] across "
+            "the groups [0,1] and [2,3]); a group within one tensor-parallel group would sum "
+            "partial products of different positions";
+    else if (selected && run < 0)
       why = "the tags select this op, which is not placed on the group (the group must be the "
             "op's device list, or one aligned run of G of it per batch replica); give place "
             "and shard_sequence matching device lists";
@@ -299,7 +355,7 @@ static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttrib
     }
     if (selected) {
       matched++;
-      s->group = runAttr(s->ctx, placed, run, s->G);
+      s->group = runAttr(s->ctx, placed, run, s->G, st);
       s->repeat = s->repeat || piperIsRingOp(op) ||
                   !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("cp_size")));
     }
@@ -365,15 +421,35 @@ static void keepTotalRows(Seq *s, MlirOperation op) {
       op, piperStr("total_rows"), i64Attr(s->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
 }
 
-/* Batched (B, T, ...) results -> (B, Tl, ...); the attention ops' saved probabilities are
- * replaced with the ring's log-sum-exps later. */
+/* Whether `op` moves MoE rows: tdag.moe_* and expert parallelism's all-to-alls. Their
+ * batched rank-2 results are dispatched rows (R, C) (or (R, 2Fe)), R = Gep * N * min(K, E/Gep)
+ * for the N = B * T tokens (moeGeometry): R is linear in T, so a member's rows are R / G. No
+ * MoE op returns a (B, T) tensor, so rank 2 tells the rows apart. */
+static bool movesRows(MlirOperation op) {
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  return (n.length > 9 && !memcmp(n.data, "tdag.moe_", 9)) || piperOpIs(op, "comm.all_to_all");
+}
+
+/* `t` with dim 0 divided by `g`. */
+static MlirType rowsOver(MlirType t, int64_t g) {
+  int64_t shape[2] = {piperTensorDim(t, 0) / g, piperTensorDim(t, 1)};
+  return mlirRankedTensorTypeGet(2, shape, mlirShapedTypeGetElementType(t),
+                                 mlirAttributeGetNull());
+}
+
+/* Batched (B, T, ...) results -> (B, Tl, ...), MoE rows (R, C) -> (R / G, C); the attention
+ * ops' saved probabilities are replaced with the ring's log-sum-exps later. */
 static void retype(Seq *s, MlirOperation op) {
   for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
     MlirValue v = mlirOperationGetResult(op, r);
     MlirType t = mlirValueGetType(v);
     if (isAttention(op) && r == 1) continue;
-    if (!mlirTypeIsARankedTensor(t) || piperTensorRank(t) < 2 || piperTensorRank(t) > 8 ||
-        piperTensorDim(t, 1) != s->T || !piperResultIsBatched(op, r))
+    if (!mlirTypeIsARankedTensor(t) || !piperResultIsBatched(op, r)) continue;
+    if (movesRows(op) && piperTensorRank(t) == 2) {
+      mlirValueSetType(v, rowsOver(t, s->G));
+      continue;
+    }
+    if (piperTensorRank(t) < 2 || piperTensorRank(t) > 8 || piperTensorDim(t, 1) != s->T)
       continue;
     mlirValueSetType(v, withDim1(t, s->Tl));
   }
@@ -466,6 +542,32 @@ static bool ringBackward(Seq *s, MlirOperation op) {
   return true;
 }
 
+/* Expert parallelism (shard.c) puts expert e on every member of its owner group, and each
+ * member routes its own positions to it: the expert's weight gradient is partial on each
+ * member (under tensor parallelism the members see the same tokens and it is whole). A
+ * comm.all_reduce over the owner group, right after the gradient is produced, sums it, so every
+ * member applies the same update; replicate leaves ep_local gradients alone. */
+static void reduceExpertGradient(Seq *s, MlirOperation update) {
+  MlirAttribute owners = mlirOperationGetAttributeByName(update, piperStr("devices"));
+  MlirValue g = mlirOperationGetOperand(update, 1);
+  if (!epLocal(update) || mlirAttributeIsNull(owners) ||
+      mlirArrayAttrGetNumElements(owners) != s->G || !mlirValueIsAOpResult(g))
+    return;
+  MlirOperation after = mlirOpResultGetOwner(g);
+  MlirType types[2] = {mlirValueGetType(g), mlirTypeParseGet(s->ctx, piperStr("!comm.token"))};
+  MlirNamedAttribute attrs[2] = {piperNamedAttr(s->ctx, "group", owners),
+                                 piperNamedAttr(s->ctx, "devices", owners)};
+  MlirOperation ar = piperOpCreate("comm.all_reduce", mlirOperationGetLocation(after), 1, &g, 2,
+                                   types, 2, attrs);
+  mlirBlockInsertOwnedOperationAfter(s->body, after, ar);
+  static const char *copied[] = {"tags", "pass", "ep_local"};
+  for (int i = 0; i < 3; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(after, piperStr(copied[i]));
+    if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(ar, piperStr(copied[i]), a);
+  }
+  mlirValueReplaceAllUsesExcept(g, mlirOperationGetResult(ar, 0), 1, &ar);
+}
+
 static void recordGroup(Seq *s) {
   MlirOperation module = mlirOperationGetParentOperation(s->directive);
   MlirAttribute old = piperCpGroups(module);
@@ -519,6 +621,8 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
   }
   for (size_t i = 0; i < n; ++i)
     if (isAttention(ops[i])) mlirOperationDestroy(ops[i]);
+  for (size_t i = 0; i < n; ++i)
+    if (piperOpIs(ops[i], "tdag.adamw")) reduceExpertGradient(&s, ops[i]);
   free(ops);
   recordGroup(&s);
   return mlirLogicalResultSuccess();
@@ -537,7 +641,7 @@ static MlirLogicalResult checkCovered(MlirOperation module) {
     bool split = piperIsRingOp(op) ||
                  !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("cp_size")));
     MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    if (!split || piperCpSize(groups, placed) > 1) continue;
+    if (!split || piperCpSize(groups, placed, piperTpSize(module, placed), NULL) > 1) continue;
     char list[128];
     piperDescribeDevices(placed, list, sizeof list);
     MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));

@@ -101,8 +101,11 @@ bool piperTpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_
  * batch replica k / G. */
 /* The module's groups (piper.cp_groups: a list of device lists), null without. */
 MlirAttribute piperCpGroups(MlirOperation module);
-/* G if `devices` is a CP list of `groups`, else 1. */
-int64_t piperCpSize(MlirAttribute groups, MlirAttribute devices);
+/* G if `devices` is a CP list of `groups`, else 1. With tensor parallelism (T > 1: `devices`
+ * cut into runs of T, tensor-parallel groups) a group's members may also be T entries apart:
+ * position (b*G + c)*T + t is member c of the group of (b, t). *stride (if not null) gets the
+ * distance, 1 or T. */
+int64_t piperCpSize(MlirAttribute groups, MlirAttribute devices, int64_t T, int64_t *stride);
 /* The module's groups and, per device-list attribute asked about, its G: extraction asks for
  * every op on every device (lists are few, ops many; piperCpSize costs O(list x groups)). */
 typedef struct {
@@ -111,14 +114,18 @@ typedef struct {
 } PiperCpLayout;
 void piperCpLayoutInit(PiperCpLayout *l, MlirOperation module);
 void piperCpLayoutFree(PiperCpLayout *l);
-/* For an op on a CP list: divides *replicas and *k by G, so they count batch replicas (the
- * members of a group hold the same batch rows), and returns G; else returns 1. */
-int64_t piperCpSplitReplicas(PiperCpLayout *l, MlirOperation op, int64_t *replicas, int64_t *k);
+/* For an op on a CP list (its tensor-parallel size T, 1 without): divides *replicas and *k
+ * (already divided by T) by G, so they count batch replicas (the members of a group hold the
+ * same batch rows), sets *stride (piperCpSize) and returns G; else returns 1. */
+int64_t piperCpSplitReplicas(PiperCpLayout *l, MlirOperation op, int64_t T, int64_t *replicas,
+                             int64_t *k, int64_t *stride);
 /* comm.ring_attention(_grad), comm.ring_gqa_attention(_grad). */
 bool piperIsRingOp(MlirOperation op);
 /* Instantiates the CP facts of global op `op` on clone `c`, position flatK of a CP list of
- * groups of G: cp_rank = flatK % G where the op has cp_size, a ring op's group narrowed to
- * the member's group. */
-void piperCpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t G);
+ * groups of G, members `stride` entries apart: cp_rank = (flatK / stride) % G where the op has
+ * cp_size, a ring op's group narrowed to the member's group, an expert all-to-all's to the
+ * members of the same rank. */
+void piperCpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t G,
+                        int64_t stride);
 
 #endif

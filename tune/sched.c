@@ -342,11 +342,12 @@ static Sim simulate(void) {
 
 /* ---- output ---- */
 
-/* Device ids of pipeline device d: replica r, tensor-parallel member t is (r*P + d)*T + t (the
- * mesh; T = 1 without --tp gives the data-parallel layout r*P + d). A context-parallel group
- * (--cp C, not combined with --tp) takes the tensor-parallel member's place: (r*P + d)*C + c. */
+/* Device ids of pipeline device d: replica r, context-parallel member c, tensor-parallel
+ * member t is ((r*P + d)*C + c)*T + t (the mesh; T = C = 1 gives the data-parallel layout
+ * r*P + d). Tensor-parallel groups are runs of T consecutive ids, context-parallel groups
+ * ids T apart (--cp 2 --tp 2: TP [0,1] and [2,3], CP [0,2] and [1,3]). */
 static void printDevices(FILE *f, int d) {
-  int inner = cfg.T * cfg.C; /* one of them is 1 */
+  int inner = cfg.T * cfg.C;
   fputc('[', f);
   for (int r = 0; r < cfg.D; ++r)
     for (int t = 0; t < inner; ++t)
@@ -354,26 +355,31 @@ static void printDevices(FILE *f, int d) {
   fputc(']', f);
 }
 
-/* --cp: a shard_sequence directive per stage and replica, over that replica's C devices. */
+/* --cp: a shard_sequence directive per stage, replica and tensor-parallel member, over its C
+ * devices. */
 static void emitShardSequence(FILE *f) {
   for (int s = 0; s < cfg.S && cfg.C > 1; ++s)
-    for (int r = 0; r < cfg.D; ++r) {
-      fprintf(f, ",\n  {\"op\":\"shard_sequence\",\"tags\":{\"PP\":%d},\"devices\":[", s);
-      for (int c = 0; c < cfg.C; ++c)
-        fprintf(f, "%s%d", c ? "," : "", (r * cfg.P + deviceOf(s)) * cfg.C + c);
-      fprintf(f, "]}");
-    }
+    for (int r = 0; r < cfg.D; ++r)
+      for (int t = 0; t < cfg.T; ++t) {
+        fprintf(f, ",\n  {\"op\":\"shard_sequence\",\"tags\":{\"PP\":%d},\"devices\":[", s);
+        for (int c = 0; c < cfg.C; ++c)
+          fprintf(f, "%s%d", c ? "," : "", ((r * cfg.P + deviceOf(s)) * cfg.C + c) * cfg.T + t);
+        fprintf(f, "]}");
+      }
 }
 
-/* --tp: a shard_tensor directive per stage and replica, over that replica's T devices. */
+/* --tp: a shard_tensor directive per stage, replica and context-parallel member, over its T
+ * devices. */
 static void emitShardTensor(FILE *f) {
   for (int s = 0; s < cfg.S && cfg.T > 1; ++s)
-    for (int r = 0; r < cfg.D; ++r) {
-      fprintf(f, ",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},\"devices\":[", s);
-      for (int t = 0; t < cfg.T; ++t)
-        fprintf(f, "%s%d", t ? "," : "", (r * cfg.P + deviceOf(s)) * cfg.T + t);
-      fprintf(f, "],\"stream\":\"tp\"}");
-    }
+    for (int r = 0; r < cfg.D; ++r)
+      for (int c = 0; c < cfg.C; ++c) {
+        fprintf(f, ",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},"
+                   "\"devices\":[", s);
+        for (int t = 0; t < cfg.T; ++t)
+          fprintf(f, "%s%d", t ? "," : "", ((r * cfg.P + deviceOf(s)) * cfg.C + c) * cfg.T + t);
+        fprintf(f, "],\"stream\":\"tp\"}");
+      }
 }
 
 /* The strategy: split, place per stage, replicate per stage (D >= 2), order per device. */
@@ -516,8 +522,10 @@ static void build(const TuneSchedArgs *args) {
         "equal --dp (%d)", cfg.ep, cfg.D);
   if (cfg.ep == 1) cfg.ep = 0; /* one replica: nothing to split */
   /* context parallelism: what the shard_sequence pass composes with so far */
-  if (cfg.C > 1 && cfg.T > 1) die("--cp with --tp is not supported yet; use one of them");
-  if (cfg.C > 1 && cfg.ep) die("--cp with --ep is not supported yet");
+  /* the shard pass cuts the stage's list by one kind of group; with both, the experts' owners
+   * would be neither the rings nor the TP groups */
+  if (cfg.C > 1 && cfg.T > 1 && cfg.ep)
+    die("--cp with both --tp and --ep is not supported yet; use two of them");
   bool splitsBackward = cfg.sched == SCHED_ZBH1 || cfg.sched == SCHED_DUALPIPEV;
   if (splitsBackward && cfg.costW < 1)
     die("%s splits the backward into BI and BW: --cost needs 1 <= W < B", name);

@@ -72,6 +72,8 @@ static const char *const USAGE =
     "  --grace S            on SIGINT/SIGTERM, seconds the ranks get to save before they are\n"
     "                       killed (default 30)\n"
     "  --mpirun PATH        the mpirun to run (default: mpirun on PATH)\n"
+    "  --phases             after each recovery, one line timing its phases (the plan's\n"
+    "                       start-up included)\n"
     "Exit: 0 finished, 1 piper-run failed, 2 bad command line, 3 out of restarts,\n"
     "130/143 stopped by SIGINT/SIGTERM.\n";
 
@@ -436,6 +438,12 @@ typedef struct {
   int64_t growTo;      /* stopped by piper-run to restart on this many ranks (the hostfile
                           lists more slots); 0 = not */
   double endedAt;      /* wall time mpirun was seen to end */
+  /* --phases (wall times; 0 = not seen): */
+  double noticedAt;    /* mpirun's "noticed that process rank" line */
+  double closedAt;     /* the job's output closed (every rank gone) */
+  double startedAt;    /* mpirun forked */
+  double phase[4];     /* the plan's "piper: phases:" line: main entered, MPI_Init done, set
+                          up, parameters loaded (runtime/main.c, PIPER_PHASES=1) */
 } Job;
 
 /* Reads one line of the job's output for what it says about the run. */
@@ -448,6 +456,11 @@ static void jobScanLine(Job *j, const char *line) {
       j->firstStepAt = wallNow();
     }
     if (a > j->lastStep) j->lastStep = a;
+    return;
+  }
+  if ((p = strstr(line, "piper: phases: "))) {
+    sscanf(p, "piper: phases: main %lf mpi_init %lf setup %lf open %lf", &j->phase[0],
+           &j->phase[1], &j->phase[2], &j->phase[3]);
     return;
   }
   if ((p = strstr(line, "piper: fault injected: "))) {
@@ -465,6 +478,7 @@ static void jobScanLine(Job *j, const char *line) {
    * 9 (Killed)." */
   if (!j->rankDeath[0] && (p = strstr(line, "noticed that process rank "))) {
     long long rank = -1, pid = -1;
+    j->noticedAt = wallNow();
     char node[128] = "?";
     if (sscanf(p, "noticed that process rank %lld with PID %lld on node %127s", &rank, &pid,
                node) >= 1) {
@@ -549,6 +563,8 @@ typedef struct {
   const char *ckptDir;   /* the ring: --checkpoint-dir or the plan's; NULL = none */
   double stallTimeout;   /* --stall-timeout seconds; 0 = off */
   double grace;          /* --grace seconds */
+  bool phases;           /* --phases: time each phase of a recovery (PIPER_PHASES=1 to the
+                            plan) */
   const char *mpirun;    /* --mpirun */
 } Config;
 
@@ -715,6 +731,7 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
     _exit(127);
   }
   setpgid(pid, pid);
+  j->startedAt = wallNow();
   close(out[1]);
   close(err[1]);
   free(a.v);
@@ -797,6 +814,7 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
       fputc('\n', s[i].relay);
       jobScanLine(j, s[i].line);
     }
+  j->closedAt = wallNow();
 }
 
 /* What failed, in words, from the job's output and status. */
@@ -813,6 +831,31 @@ static void jobDescribe(const Job *j, char *out, size_t cap) {
   } else {
     snprintf(out, cap, "mpirun exited with status %d", WEXITSTATUS(j->status));
   }
+}
+
+/* --phases: one line splitting a recovery's seconds, each phase's end counted from the fault:
+ * the failed job's end as mpirun reports it, mpirun's exit, its output closing (every rank
+ * gone), piper-run's decision (the ring read), the new mpirun's fork, the ranks' main, MPI_Init,
+ * the plan's set-up (allocation) and its checkpoint load, the first completed step. A phase
+ * not seen prints "?". */
+static void phasesNote(const Job *failed, double decidedAt, const Job *j, double faultAt) {
+  const double at[] = {failed->noticedAt, failed->endedAt, failed->closedAt, decidedAt,
+                       j->startedAt, j->phase[0], j->phase[1], j->phase[2], j->phase[3],
+                       j->firstStepAt};
+  static const char *const name[] = {"mpirun reports the rank", "mpirun exits",
+                                     "every rank gone", "restart decided", "mpirun started",
+                                     "ranks in main", "MPI_Init done", "plan set up",
+                                     "checkpoint loaded", "first step done"};
+  char line[1024];
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof at / sizeof *at && n < sizeof line; i++) {
+    int k = at[i] > 0 ? snprintf(line + n, sizeof line - n, "%s%s +%.2f", i ? ", " : "",
+                                 name[i], at[i] - faultAt)
+                      : snprintf(line + n, sizeof line - n, "%s%s ?", i ? ", " : "", name[i]);
+    if (k < 0) break;
+    n += (size_t)k;
+  }
+  note("phases (s after the fault): %s", line);
 }
 
 /* ---- losing a rank for good ---- */
@@ -908,6 +951,9 @@ static int parseSupervisorArgs(int argc, char **argv, Config *c, const char **di
       c->stallTimeout = argSeconds(a, v), k++;
     } else if (!strcmp(a, "--grace")) {
       c->grace = argSeconds(a, v), k++;
+    } else if (!strcmp(a, "--phases")) {
+      c->phases = true;
+      setenv("PIPER_PHASES", "1", 1); /* the plan's rank 0 prints its start-up times */
     } else if (!strcmp(a, "--mpirun")) {
       if (!v || !v[0]) die(EXIT_USAGE, "--mpirun needs a program: command line");
       c->mpirun = argv[++k];
@@ -1036,11 +1082,20 @@ int main(int argc, char **argv) {
   /* the checkpoint the next job starts from; NULL = as given */
   char *from = ringStart(&c, &p, resume, &bad, &fromStep);
 
+  /* When a rank dies, Open MPI's mpirun sends the others SIGCONT, waits
+   * odls_base_sigkill_timeout seconds (default 1), sends SIGTERM, waits again, then SIGKILL:
+   * 2 s of a recovery spent waiting for ranks that cannot finish (they block on the dead
+   * one, and a SIGTERM only asks the plan to end after its step). 0 kills them at once. A
+   * value the user set in the environment stays. A stop (SIGUSR1, --grace) does not go
+   * through this path. */
+  setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
   catchStopSignals();
   double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
   int64_t lastDead = -1;  /* the rank the previous job's fault was on; -1 = none known */
   int64_t redo = 0;       /* steps of the failed job that the next one runs again */
   double grownAt = 0;     /* wall time the last job was ended to grow, until the next step */
+  Job failed = {0};       /* --phases: the failed job, until the next one completes a step */
+  double decidedAt = 0;   /* --phases: when piper-run had chosen the checkpoint to restart */
   for (int64_t restarts = 0;; restarts++) {
     if (stopSignal) { /* it came between two jobs: start no other */
       note("stopped by %s before restart %lld", stopSignal == SIGINT ? "SIGINT" :
@@ -1069,6 +1124,7 @@ int main(int argc, char **argv) {
       note("recovered: the restarted job completed step %lld %.2f s after the fault (%lld "
            "step%s redone)",
            (long long)j.firstStep, j.firstStepAt - faultAt, (long long)redo, redo == 1 ? "" : "s");
+      if (c.phases) phasesNote(&failed, decidedAt, &j, faultAt);
       faultAt = 0;
     }
     if (grownAt > 0 && j.firstStep >= 0) {
@@ -1143,6 +1199,8 @@ int main(int argc, char **argv) {
         if (in.mtime > since) since = in.mtime;
       }
     }
+    failed = j;
+    decidedAt = wallNow();
     int64_t reached = j.lastStep >= 0 ? j.lastStep : fromStep;
     redo = reached > fromStep ? reached - fromStep : 0;
     note("fault %lld (restart %lld of %lld): %s%s; resuming from step %lld (%s); %.2f s lost",

@@ -92,33 +92,44 @@ def compare_final(out, ref):
     return "max rel. diff %.1e" % worst
 
 
-def checkpoint_cost(train, work, steps, everies, rounds):
+def checkpoint_cost(train, work, steps, everies, rounds, baseline=None):
     """Per configuration: the median wall ms per step, the median over the rounds of its
     ratio to the no-checkpoint run of the same round (the checkpoint's snapshot happens after
     the step's own step_ms is taken, so the metrics' step times would not see it), the same
     for the process's CPU time (user + system, the background writer's included: the work a
     checkpoint adds, which other jobs on a shared machine disturb less than the wall time),
     and the rounds' wall times."""
-    walls = {e: [] for e in [0] + everies}
-    cpus = {e: [] for e in walls}
+    keys = [(b, e) for b in ([train] + ([baseline] if baseline else [])) for e in [0] + everies]
+    walls = {k: [] for k in keys}
+    cpus = {k: [] for k in keys}
     for _ in range(rounds):
-        for every in walls:
+        for key in keys:
+            binary, every = key
             ring = os.path.join(work, "ring-cost")
             shutil.rmtree(ring, ignore_errors=True)
-            cmd = [train, "--steps", str(steps), "--quiet"]
+            cmd = [binary, "--steps", str(steps), "--quiet"]
             if every:
                 cmd += ["--checkpoint-every", str(every), "--checkpoint-dir", ring]
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.monotonic()
-            run(cmd)
-            walls[every].append((time.monotonic() - t0) * 1e3 / steps)
+            p = run(cmd, env=dict(ENV, PIPER_CKPT_STATS="1"), stderr=subprocess.PIPE, text=True)
+            walls[key].append((time.monotonic() - t0) * 1e3 / steps)
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpus[every].append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e3
-                               / steps)
+            cpus[key].append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e3
+                             / steps)
+            m = re.search(r"checkpoints: (\d+) taken, training thread ([0-9.]+) ms \(([0-9.]+) "
+                          r"of them waiting for the previous write\), writer CPU ([0-9.]+) ms",
+                          p.stderr)
+            if m:  # per checkpoint: the training thread's ms, its wait, the writer's CPU ms
+                n = int(m.group(1))
+                STATS.setdefault(key, []).append(tuple(float(m.group(i)) / n for i in (2, 3, 4)))
     med_ratio = lambda xs, base: statistics.median(x / b for x, b in zip(xs, base))
-    return [(e, statistics.median(w), med_ratio(w, walls[0]), statistics.median(cpus[e]),
-             med_ratio(cpus[e], cpus[0]), w)
-            for e, w in walls.items()]
+    return [(b, e, statistics.median(w), med_ratio(w, walls[(b, 0)]),
+             statistics.median(cpus[(b, e)]), med_ratio(cpus[(b, e)], cpus[(b, 0)]), w)
+            for (b, e), w in walls.items()]
+
+
+STATS = {}  # (binary, every) -> [(training-thread ms, of it waiting, writer CPU ms) a checkpoint]
 
 
 def fault_case(dp4, work, name, fault, steps, every, extra, sup_extra=(), bindir=None):
@@ -294,15 +305,26 @@ def main():
 def print_cost(train, work, a, model):
     print("### --checkpoint-every: step-time cost (%s, one device, %d steps, %d rounds side "
           "by side)" % (model, a.steps, a.rounds))
-    print("| --checkpoint-every | wall ms per step | wall ratio to none | CPU ms per step | "
-          "CPU ratio to none | the rounds' wall ms |")
-    print("|---|---|---|---|---|---|")
+    print("| build | --checkpoint-every | wall ms per step | wall ratio to none | CPU ms per "
+          "step | CPU ratio to none | the rounds' wall ms | a checkpoint: training thread ms "
+          "(waiting), writer CPU ms |")
+    print("|---|---|---|---|---|---|---|---|")
     everies = [int(e) for e in a.every.split(",")]
-    for every, ms, ratio, cpu, cratio, w in checkpoint_cost(train, work, a.steps, everies,
-                                                             a.rounds):
-        print("| %s | %.1f | %s | %.1f | %s | %s |" % (
-            every or "none", ms, "1" if not every else "%.3f" % ratio, cpu,
-            "1" if not every else "%.3f" % cratio, ", ".join("%.1f" % x for x in w)))
+    base = None
+    if a.baseline:
+        base = os.path.join(work, "baseline")
+        os.makedirs(base, exist_ok=True)
+        base = build_plans(os.path.join(os.path.abspath(a.baseline), "bin"), base,
+                           a.gpt.split())[0]
+    for b, every, ms, ratio, cpu, cratio, w in checkpoint_cost(train, work, a.steps, everies,
+                                                               a.rounds, base):
+        st = STATS.get((b, every))
+        per = "-" if not st else "%.1f (%.1f), %.1f" % tuple(
+            statistics.median(x[i] for x in st) for i in range(3))
+        print("| %s | %s | %.1f | %s | %.1f | %s | %s | %s |" % (
+            "baseline" if b == base else "this", every or "none", ms,
+            "1" if not every else "%.3f" % ratio, cpu, "1" if not every else "%.3f" % cratio,
+            ", ".join("%.1f" % x for x in w), per))
     sys.stdout.flush()
 
 

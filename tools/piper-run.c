@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -695,6 +696,8 @@ static int64_t growCheck(const Config *c, Grow *g, double now) {
  * *j. A stop signal to piper-run goes to mpirun as SIGUSR1 (forwarded to the ranks, which
  * finish the step, save and exit); after --grace s mpirun gets SIGTERM, 10 s later the job's
  * process group SIGKILL. --stall-timeout takes the SIGTERM path at once. */
+static int killStrays(void);
+
 static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
   *j = (Job){.lastStep = -1, .firstStep = -1, .deadRank = -1};
   Argv a = {0};
@@ -764,6 +767,10 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
         exitedAt = now;
         j->status = st;
         j->endedAt = wallNow();
+        int strays = killStrays();
+        if (strays)
+          note("mpirun ended and left %d process%s running (ranks in process groups of their "
+               "own): killed", strays, strays == 1 ? "" : "es");
       }
     } else if (now - exitedAt > 5) { /* a rank's descendant holds the pipe: stop reading */
       for (int i = 0; i < 2; i++)
@@ -815,6 +822,54 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
       jobScanLine(j, s[i].line);
     }
   j->closedAt = wallNow();
+}
+
+/* The parent pid of process `pid` (/proc/PID/stat's fourth field, after the command name in
+ * parentheses, which may itself hold spaces and parentheses), or -1. */
+static pid_t parentOf(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char *paren = strrchr(buf, ')');
+  int ppid = -1;
+  char state;
+  if (!paren || sscanf(paren + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return (pid_t)ppid;
+}
+
+/* After a job's mpirun has ended: SIGKILLs every process still descending from piper-run
+ * and reaps them. Such a process is a rank that outlived its mpirun (mpirun killed by the
+ * last resort below, or dying on its own); Open MPI starts each rank in a process group of
+ * its own, so the SIGKILL to mpirun's group misses them, but piper-run is a child subreaper
+ * (main), so they are re-parented to it and found here. Left running, one would hold the
+ * job's pipes open and write to the ring beside the next job. Returns how many it killed. */
+static int killStrays(void) {
+  pid_t self = getpid(), *mine = NULL;
+  size_t n = 0, cap = 0;
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int64_t pid;
+    if (!piperParseI64(e->d_name, 1, INT32_MAX, &pid) || pid == self) continue;
+    /* a descendant: its chain of parents reaches piper-run (bounded: a cycle cannot be) */
+    pid_t p = (pid_t)pid;
+    for (int depth = 0; depth < 64 && p > 1 && p != self; depth++) p = parentOf(p);
+    if (p != self) continue;
+    if (!piperGrow((void **)&mine, &cap, n + 1, sizeof *mine)) die(EXIT_TOOL, "out of memory");
+    mine[n++] = (pid_t)pid;
+  }
+  closedir(d);
+  for (size_t i = 0; i < n; i++) kill(mine[i], SIGKILL);
+  free(mine);
+  while (waitpid(-1, NULL, WNOHANG) > 0) {
+  }
+  return (int)n;
 }
 
 /* What failed, in words, from the job's output and status. */
@@ -1089,6 +1144,8 @@ int main(int argc, char **argv) {
    * value the user set in the environment stays. A stop (SIGUSR1, --grace) does not go
    * through this path. */
   setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
+  /* Ranks whose mpirun dies are re-parented to piper-run, which kills them (killStrays). */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   catchStopSignals();
   double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
   int64_t lastDead = -1;  /* the rank the previous job's fault was on; -1 = none known */

@@ -825,8 +825,9 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
 }
 
 /* The parent pid of process `pid` (/proc/PID/stat's fourth field, after the command name in
- * parentheses, which may itself hold spaces and parentheses), or -1. */
-static pid_t parentOf(pid_t pid) {
+ * parentheses, which may itself hold spaces and parentheses), or -1; *state gets its state
+ * letter ('Z': a zombie, dead already). */
+static pid_t parentOf(pid_t pid, char *state) {
   char path[64], buf[512];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -837,8 +838,7 @@ static pid_t parentOf(pid_t pid) {
   buf[n] = 0;
   const char *paren = strrchr(buf, ')');
   int ppid = -1;
-  char state;
-  if (!paren || sscanf(paren + 1, " %c %d", &state, &ppid) != 2) return -1;
+  if (!paren || sscanf(paren + 1, " %c %d", state, &ppid) != 2) return -1;
   return (pid_t)ppid;
 }
 
@@ -848,26 +848,44 @@ static pid_t parentOf(pid_t pid) {
  * its own, so the SIGKILL to mpirun's group misses them, but piper-run is a child subreaper
  * (main), so they are re-parented to it and found here. Left running, one would hold the
  * job's pipes open and write to the ring beside the next job. Returns how many it killed. */
-static int killStrays(void) {
-  pid_t self = getpid(), *mine = NULL;
+/* The live (not zombie) processes descending from piper-run, into *out (owned); how many. */
+static size_t liveDescendants(pid_t **out) {
+  pid_t self = getpid();
   size_t n = 0, cap = 0;
+  *out = NULL;
   DIR *d = opendir("/proc");
   if (!d) return 0;
   struct dirent *e;
   while ((e = readdir(d))) {
     int64_t pid;
+    char state = 'Z', up;
     if (!piperParseI64(e->d_name, 1, INT32_MAX, &pid) || pid == self) continue;
     /* a descendant: its chain of parents reaches piper-run (bounded: a cycle cannot be) */
-    pid_t p = (pid_t)pid;
-    for (int depth = 0; depth < 64 && p > 1 && p != self; depth++) p = parentOf(p);
-    if (p != self) continue;
-    if (!piperGrow((void **)&mine, &cap, n + 1, sizeof *mine)) die(EXIT_TOOL, "out of memory");
-    mine[n++] = (pid_t)pid;
+    pid_t p = parentOf((pid_t)pid, &state);
+    for (int depth = 0; depth < 64 && p > 1 && p != self; depth++) p = parentOf(p, &up);
+    if (p != self || state == 'Z') continue;
+    if (!piperGrow((void **)out, &cap, n + 1, sizeof **out)) die(EXIT_TOOL, "out of memory");
+    (*out)[n++] = (pid_t)pid;
   }
   closedir(d);
+  return n;
+}
+
+static int killStrays(void) {
+  /* Ranks mpirun has just SIGKILLed (a fault's teardown) may still be dying: 0.2 s for them
+   * to go, so that only the ones that would not are counted and killed here. */
+  pid_t *mine = NULL;
+  size_t n = 0;
+  for (int tries = 0; tries < 10; tries++) {
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    free(mine);
+    if (!(n = liveDescendants(&mine))) break;
+    usleep(20000);
+  }
   for (size_t i = 0; i < n; i++) kill(mine[i], SIGKILL);
   free(mine);
-  while (waitpid(-1, NULL, WNOHANG) > 0) {
+  while (n && waitpid(-1, NULL, WNOHANG) > 0) {
   }
   return (int)n;
 }
@@ -911,6 +929,16 @@ static void phasesNote(const Job *failed, double decidedAt, const Job *j, double
     n += (size_t)k;
   }
   note("phases (s after the fault): %s", line);
+}
+
+/* The line saying the restarted job `j` completed a step, and with --phases where the time
+ * went. */
+static void recoveredNote(const Config *c, const Job *failed, double decidedAt, const Job *j,
+                          double faultAt, int64_t redo) {
+  note("recovered: the restarted job completed step %lld %.2f s after the fault (%lld "
+       "step%s redone)",
+       (long long)j->firstStep, j->firstStepAt - faultAt, (long long)redo, redo == 1 ? "" : "s");
+  if (c->phases) phasesNote(failed, decidedAt, j, faultAt);
 }
 
 /* ---- losing a rank for good ---- */
@@ -1031,6 +1059,20 @@ static void catchStopSignals(void) {
   sigaction(SIGHUP, &sa, NULL);
 }
 
+/* Before the first job: the signals piper-run takes, mpirun's teardown, the subreaper. */
+static void superviseSetup(void) {
+  /* When a rank dies, Open MPI's mpirun sends the others SIGCONT, waits
+   * odls_base_sigkill_timeout seconds (default 1), sends SIGTERM, waits again, then SIGKILL:
+   * 2 s of a recovery spent waiting for ranks that cannot finish (they block on the dead
+   * one, and a SIGTERM only asks the plan to end after its step). 0 kills them at once. A
+   * value the user set in the environment stays. A stop (SIGUSR1, --grace) does not go
+   * through this path. */
+  setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
+  /* Ranks whose mpirun dies are re-parented to piper-run, which kills them (killStrays). */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  catchStopSignals();
+}
+
 /* The ring before the first job: a warning where there is none (or nothing fills it), a
  * refusal where it already holds checkpoints and --resume was not given; with --resume, the
  * newest complete checkpoint (its step in *fromStep), else NULL: the run starts as given. */
@@ -1137,16 +1179,7 @@ int main(int argc, char **argv) {
   /* the checkpoint the next job starts from; NULL = as given */
   char *from = ringStart(&c, &p, resume, &bad, &fromStep);
 
-  /* When a rank dies, Open MPI's mpirun sends the others SIGCONT, waits
-   * odls_base_sigkill_timeout seconds (default 1), sends SIGTERM, waits again, then SIGKILL:
-   * 2 s of a recovery spent waiting for ranks that cannot finish (they block on the dead
-   * one, and a SIGTERM only asks the plan to end after its step). 0 kills them at once. A
-   * value the user set in the environment stays. A stop (SIGUSR1, --grace) does not go
-   * through this path. */
-  setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
-  /* Ranks whose mpirun dies are re-parented to piper-run, which kills them (killStrays). */
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
-  catchStopSignals();
+  superviseSetup();
   double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
   int64_t lastDead = -1;  /* the rank the previous job's fault was on; -1 = none known */
   int64_t redo = 0;       /* steps of the failed job that the next one runs again */
@@ -1178,10 +1211,7 @@ int main(int argc, char **argv) {
     jobRun(&c, &p, args.v ? args.v : (char *[]){NULL}, &j);
     if (args.v != first.v) free(args.v);
     if (faultAt > 0 && j.firstStep >= 0) {
-      note("recovered: the restarted job completed step %lld %.2f s after the fault (%lld "
-           "step%s redone)",
-           (long long)j.firstStep, j.firstStepAt - faultAt, (long long)redo, redo == 1 ? "" : "s");
-      if (c.phases) phasesNote(&failed, decidedAt, &j, faultAt);
+      recoveredNote(&c, &failed, decidedAt, &j, faultAt, redo);
       faultAt = 0;
     }
     if (grownAt > 0 && j.firstStep >= 0) {

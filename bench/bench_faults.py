@@ -14,8 +14,15 @@ Two tables:
      compares with the uninterrupted DP4 run's (byte for byte at the same degree; a rank lost
      for good continues on 2 ranks, elastic, so there the largest difference of any tensor
      relative to its largest value).
+  3. (--phases R) Where a recovery's seconds go: the kill -9 case R times, piper-run --phases
+     splitting each recovery (mpirun reporting the rank, its exit, every rank gone, piper-run's
+     decision, the new mpirun, MPI_Init, the plan's set-up, the checkpoint load, the first
+     step), the median of each phase's end after the fault; with --baseline OTHER_BUILD the
+     same case under that build's piper-run and plan, round by round in turn, so the two are
+     compared under the same load.
 Usage: bench_faults.py BUILD_DIR [--steps N] [--every 1,10,100] [--rounds R] [--gpt "piper-gen
                         flags"] [--fault-steps N] [--no-faults] [--workdir DIR]
+                        [--phases R [--baseline OTHER_BUILD]]
 """
 import argparse
 import filecmp
@@ -71,6 +78,8 @@ def compare_final(out, ref):
     largest |ref|, or None when the run wrote no checkpoint."""
     if not os.path.exists(out):
         return None
+    if not os.path.exists(ref):  # --phases: no reference run
+        return "not compared"
     if filecmp.cmp(out, ref, shallow=False):
         return "identical"
     a, b = load_st(out), load_st(ref)
@@ -83,41 +92,52 @@ def compare_final(out, ref):
     return "max rel. diff %.1e" % worst
 
 
-def checkpoint_cost(train, work, steps, everies, rounds):
+def checkpoint_cost(train, work, steps, everies, rounds, baseline=None):
     """Per configuration: the median wall ms per step, the median over the rounds of its
     ratio to the no-checkpoint run of the same round (the checkpoint's snapshot happens after
     the step's own step_ms is taken, so the metrics' step times would not see it), the same
     for the process's CPU time (user + system, the background writer's included: the work a
     checkpoint adds, which other jobs on a shared machine disturb less than the wall time),
     and the rounds' wall times."""
-    walls = {e: [] for e in [0] + everies}
-    cpus = {e: [] for e in walls}
+    keys = [(b, e) for b in ([train] + ([baseline] if baseline else [])) for e in [0] + everies]
+    walls = {k: [] for k in keys}
+    cpus = {k: [] for k in keys}
     for _ in range(rounds):
-        for every in walls:
+        for key in keys:
+            binary, every = key
             ring = os.path.join(work, "ring-cost")
             shutil.rmtree(ring, ignore_errors=True)
-            cmd = [train, "--steps", str(steps), "--quiet"]
+            cmd = [binary, "--steps", str(steps), "--quiet"]
             if every:
                 cmd += ["--checkpoint-every", str(every), "--checkpoint-dir", ring]
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.monotonic()
-            run(cmd)
-            walls[every].append((time.monotonic() - t0) * 1e3 / steps)
+            p = run(cmd, env=dict(ENV, PIPER_CKPT_STATS="1"), stderr=subprocess.PIPE, text=True)
+            walls[key].append((time.monotonic() - t0) * 1e3 / steps)
             r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpus[every].append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e3
-                               / steps)
+            cpus[key].append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1e3
+                             / steps)
+            m = re.search(r"checkpoints: (\d+) taken, training thread ([0-9.]+) ms \(([0-9.]+) "
+                          r"of them waiting for the previous write\), writer CPU ([0-9.]+) ms",
+                          p.stderr)
+            if m:  # per checkpoint: the training thread's ms, its wait, the writer's CPU ms
+                n = int(m.group(1))
+                STATS.setdefault(key, []).append(tuple(float(m.group(i)) / n for i in (2, 3, 4)))
     med_ratio = lambda xs, base: statistics.median(x / b for x, b in zip(xs, base))
-    return [(e, statistics.median(w), med_ratio(w, walls[0]), statistics.median(cpus[e]),
-             med_ratio(cpus[e], cpus[0]), w)
-            for e, w in walls.items()]
+    return [(b, e, statistics.median(w), med_ratio(w, walls[(b, 0)]),
+             statistics.median(cpus[(b, e)]), med_ratio(cpus[(b, e)], cpus[(b, 0)]), w)
+            for (b, e), w in walls.items()]
 
 
-def fault_case(dp4, work, name, fault, steps, every, extra, sup_extra=()):
+STATS = {}  # (binary, every) -> [(training-thread ms, of it waiting, writer CPU ms) a checkpoint]
+
+
+def fault_case(dp4, work, name, fault, steps, every, extra, sup_extra=(), bindir=None):
     d = os.path.join(work, re.sub(r"\W+", "-", name))
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     env = dict(ENV, PIPER_FAULT=fault + ",once=" + os.path.join(d, "fired"))
-    cmd = [os.path.join(BINDIR, "piper-run"), "-np", "4", "--checkpoint-dir",
+    cmd = [os.path.join(bindir or BINDIR, "piper-run"), "-np", "4", "--checkpoint-dir",
            os.path.join(d, "ring")] + list(sup_extra) + [
            "--", dp4, "--steps", str(steps), "--checkpoint-every", str(every),
            "--save-checkpoint", os.path.join(d, "out.st")] + extra
@@ -136,8 +156,59 @@ def fault_case(dp4, work, name, fault, steps, every, extra, sup_extra=()):
     if not m:
         sys.stderr.write(p.stderr[-3000:])
         return (name, None, None, None, final)
+    phases = re.search(r"phases \(s after the fault\): (.*)", p.stderr)
+    FAULT_PHASES[name] = phases.group(1) if phases else None
     return (name, float(m.group(2)), int(m.group(3)), float(lost.group(1)) if lost else None,
             final)
+
+
+FAULT_PHASES = {}  # fault_case's name -> piper-run's --phases line (or None)
+
+
+def phase_table(work, a, model):
+    """--phases: the kill -9 case a.phases times under this build (piper-run --phases), and as
+    often under --baseline's build, in turn; the median end of each phase after the fault."""
+    steps = a.fault_steps
+    every = max(2, steps // 4)
+    mid = steps // 2 + every // 2 + 1
+    builds = [("this build", BINDIR)]
+    if a.baseline:
+        builds.append(("baseline " + a.baseline, os.path.join(os.path.abspath(a.baseline), "bin")))
+    plans = {}
+    for label, bindir in builds:
+        sub = os.path.join(work, "phases-" + str(len(plans)))
+        os.makedirs(sub, exist_ok=True)
+        plans[label] = build_plans(bindir, sub, a.gpt.split())[1]
+    totals = {label: [] for label, _ in builds}
+    phases = {}
+    for _ in range(a.phases):
+        for label, bindir in builds:
+            sup = ["--phases"] if bindir == BINDIR else []
+            name = "kill -9 rank 1 at step %d (%s)" % (mid, label)
+            r = fault_case(plans[label], work, name, "kill@step=%d,rank=1" % mid, steps, every,
+                           [], sup, bindir)
+            totals[label].append(r[1])
+            line = FAULT_PHASES.get(name)
+            for part in (line.split(", ") if line else []):
+                key, _, val = part.rpartition(" +")
+                if key:
+                    phases.setdefault(key, []).append(float(val))
+    print()
+    print("### Where a recovery's seconds go (%s, DP4, %d steps, --checkpoint-every %d, kill -9 "
+          "rank 1 at step %d, %d rounds)" % (model, steps, every, mid, a.phases))
+    print("| phase ends (this build) | median s after the fault | the rounds |")
+    print("|---|---|---|")
+    for key, vals in phases.items():
+        print("| %s | %.2f | %s |" % (key, statistics.median(vals),
+                                     ", ".join("%.2f" % v for v in vals)))
+    print()
+    print("| build | fault to next completed step, median s | the rounds |")
+    print("|---|---|---|")
+    for label, vals in totals.items():
+        ok = [v for v in vals if v is not None]
+        print("| %s | %s | %s |" % (label, "%.2f" % statistics.median(ok) if ok else "?",
+                                    ", ".join("?" if v is None else "%.2f" % v for v in vals)))
+    sys.stdout.flush()
 
 
 def grow_case(dp4, work, steps, every, mid):
@@ -205,6 +276,10 @@ def main():
     ap.add_argument("--no-faults", action="store_true", help="only the cost table")
     ap.add_argument("--no-cost", action="store_true", help="only the fault table")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--phases", type=int, default=0,
+                    help="rounds of the recovery-phase table (kill -9 under DP4)")
+    ap.add_argument("--baseline", default=None,
+                    help="another build directory to compare the recovery with, in turn")
     a = ap.parse_args()
     BINDIR = os.path.join(os.path.abspath(a.build), "bin")
     ENV["PATH"] = BINDIR + os.pathsep + ENV.get("PATH", "")
@@ -215,6 +290,10 @@ def main():
     print("load average at the start: %.2f %.2f %.2f on %d cores"
           % (os.getloadavg() + (os.cpu_count(),)))
 
+    if a.phases:
+        phase_table(work, a, model)
+        print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
+        return
     if not a.no_cost:
         print_cost(train, work, a, model)
     if a.no_faults:
@@ -226,15 +305,26 @@ def main():
 def print_cost(train, work, a, model):
     print("### --checkpoint-every: step-time cost (%s, one device, %d steps, %d rounds side "
           "by side)" % (model, a.steps, a.rounds))
-    print("| --checkpoint-every | wall ms per step | wall ratio to none | CPU ms per step | "
-          "CPU ratio to none | the rounds' wall ms |")
-    print("|---|---|---|---|---|---|")
+    print("| build | --checkpoint-every | wall ms per step | wall ratio to none | CPU ms per "
+          "step | CPU ratio to none | the rounds' wall ms | a checkpoint: training thread ms "
+          "(waiting), writer CPU ms |")
+    print("|---|---|---|---|---|---|---|---|")
     everies = [int(e) for e in a.every.split(",")]
-    for every, ms, ratio, cpu, cratio, w in checkpoint_cost(train, work, a.steps, everies,
-                                                             a.rounds):
-        print("| %s | %.1f | %s | %.1f | %s | %s |" % (
-            every or "none", ms, "1" if not every else "%.3f" % ratio, cpu,
-            "1" if not every else "%.3f" % cratio, ", ".join("%.1f" % x for x in w)))
+    base = None
+    if a.baseline:
+        base = os.path.join(work, "baseline")
+        os.makedirs(base, exist_ok=True)
+        base = build_plans(os.path.join(os.path.abspath(a.baseline), "bin"), base,
+                           a.gpt.split())[0]
+    for b, every, ms, ratio, cpu, cratio, w in checkpoint_cost(train, work, a.steps, everies,
+                                                               a.rounds, base):
+        st = STATS.get((b, every))
+        per = "-" if not st else "%.1f (%.1f), %.1f" % tuple(
+            statistics.median(x[i] for x in st) for i in range(3))
+        print("| %s | %s | %.1f | %s | %.1f | %s | %s | %s |" % (
+            "baseline" if b == base else "this", every or "none", ms,
+            "1" if not every else "%.3f" % ratio, cpu, "1" if not every else "%.3f" % cratio,
+            ", ".join("%.1f" % x for x in w), per))
     sys.stdout.flush()
 
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prt_ckpt_ring.h"
@@ -33,6 +34,13 @@ struct prt_ckpt_writer {
   int busy;             /* 1 while a thread is started and not joined */
   prt_status result;    /* the finished write's status (written by the thread, read after
                            the join) */
+  float **adopted;      /* owned (n): tensors the assembly built for this snapshot, taken
+                           over instead of copied; NULL where the entry is in `snapshot` */
+  /* PIPER_CKPT_STATS=1: what the checkpoints cost, printed by rank 0 as the writer ends */
+  int64_t count;        /* snapshots taken */
+  double train_ms;      /* wall ms the training thread spent in prt_ckpt_periodic */
+  double wait_ms;       /* of which waiting for the previous write to end */
+  double writer_cpu_ms; /* CPU ms of the writer threads (write, fsync, prune) */
 };
 
 char *prt_ckpt_ring_path(const char *dir, int64_t step) {
@@ -94,11 +102,19 @@ static void prt_ring_prune(const char *dir, int64_t keep, int64_t step) {
   free(steps);
 }
 
+static double prt_clock_ms(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
 static void *prt_ckpt_thread(void *arg) {
   prt_ckpt_writer *w = arg;
+  double c0 = prt_clock_ms(CLOCK_THREAD_CPUTIME_ID);
   prt_fault_point(PRT_FAULT_AT_SAVE, w->rank, w->step);
   if (prt_safetensors_write(w->target, w->entries, w->n, w->step, &w->result) == 0 && w->dir)
     prt_ring_prune(w->dir, w->keep, w->step);
+  w->writer_cpu_ms += prt_clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0; /* read after the join */
   return NULL;
 }
 
@@ -149,14 +165,27 @@ static size_t prt_entry_numel(const prt_st_entry *e) {
   return numel;
 }
 
-/* Collective: assembles the checkpoint on rank 0 and copies it into the snapshot. */
+/* Frees the tensors the previous snapshot adopted. */
+static void prt_ckpt_release(prt_ckpt_writer *w) {
+  for (int64_t i = 0; w->adopted && i < w->n; i++) free(w->adopted[i]);
+  free(w->adopted);
+  w->adopted = NULL;
+}
+
+/* Collective: assembles the checkpoint on rank 0 and makes it the snapshot. A tensor the
+ * assembly built in a buffer of its own (pieces gathered from other ranks, or read from a
+ * device) is adopted as it is; only a tensor it borrows from live storage (rank 0 holds it
+ * whole, in host memory) is copied, since the next steps change it. Copying the assembled
+ * ones too would copy every sharded tensor twice. */
 static int prt_ckpt_snapshot(prt_ckpt_writer *w, prt_ctx *ctx, const char *target,
                              prt_status *st) {
   prt_assembly as;
   if (prt_checkpoint_assemble(ctx, target, &as, st)) return st->code;
   if (ctx->rank == 0) {
+    prt_ckpt_release(w);
     size_t total = 0;
-    for (int64_t i = 0; i < as.n; i++) total += prt_entry_numel(&as.entries[i]);
+    for (int64_t i = 0; i < as.n; i++)
+      if (!as.bufs[i]) total += prt_entry_numel(&as.entries[i]);
     if (total > w->floats) { /* the same size every time: allocated once per run */
       free(w->snapshot);
       w->snapshot = prt_xmalloc((total ? total : 1) * sizeof(float), "a checkpoint snapshot");
@@ -164,12 +193,16 @@ static int prt_ckpt_snapshot(prt_ckpt_writer *w, prt_ctx *ctx, const char *targe
     }
     free(w->entries);
     w->entries = prt_xmalloc((size_t)(as.n ? as.n : 1) * sizeof *w->entries, "entries");
+    w->adopted = prt_xmalloc((size_t)(as.n ? as.n : 1) * sizeof *w->adopted, "entries");
     w->n = as.n;
     float *at = w->snapshot;
     for (int64_t i = 0; i < as.n; i++) {
+      w->entries[i] = as.entries[i];
+      w->adopted[i] = as.bufs[i];
+      as.bufs[i] = NULL; /* the writer's now: prt_assembly_free leaves it */
+      if (w->adopted[i]) continue;
       size_t numel = prt_entry_numel(&as.entries[i]);
       memcpy(at, as.entries[i].data, numel * sizeof(float));
-      w->entries[i] = as.entries[i];
       w->entries[i].data = at;
       at += numel;
     }
@@ -178,11 +211,24 @@ static int prt_ckpt_snapshot(prt_ckpt_writer *w, prt_ctx *ctx, const char *targe
   return st->code;
 }
 
+static int prt_ckpt_start(prt_ckpt_writer *w, prt_ctx *ctx, int64_t step, prt_status *st);
+
 int prt_ckpt_periodic(prt_ckpt_writer *w, prt_ctx *ctx, int64_t step, prt_status *st) {
+  double t0 = prt_clock_ms(CLOCK_MONOTONIC);
+  w->count++;
+  int rc = prt_ckpt_start(w, ctx, step, st);
+  w->train_ms += prt_clock_ms(CLOCK_MONOTONIC) - t0;
+  return rc;
+}
+
+/* prt_ckpt_periodic, untimed. */
+static int prt_ckpt_start(prt_ckpt_writer *w, prt_ctx *ctx, int64_t step, prt_status *st) {
   /* The previous write's failure is rank 0's alone: it still takes part in the collective
    * assembly (the other ranks are in it), starts no new write and reports the failure. */
   prt_status previous = {0};
+  double t0 = prt_clock_ms(CLOCK_MONOTONIC);
   prt_ckpt_writer_wait(w, &previous);
+  w->wait_ms += prt_clock_ms(CLOCK_MONOTONIC) - t0;
   char *target = w->dir ? prt_ckpt_ring_path(w->dir, step) : strdup(w->path);
   if (!target) prt_fatal("out of memory for a checkpoint name");
   if (prt_ckpt_snapshot(w, ctx, target, st) || ctx->rank != 0 || previous.code) {
@@ -215,6 +261,14 @@ void prt_ckpt_writer_destroy(prt_ckpt_writer *w) {
   if (!w) return;
   prt_status ignored = {0};
   prt_ckpt_writer_wait(w, &ignored);
+  const char *env = getenv("PIPER_CKPT_STATS");
+  if (w->rank == 0 && w->count && env && !strcmp(env, "1")) {
+    fprintf(stderr, "piper: checkpoints: %lld taken, training thread %.1f ms (%.1f of them "
+            "waiting for the previous write), writer CPU %.1f ms\n", (long long)w->count,
+            w->train_ms, w->wait_ms, w->writer_cpu_ms);
+    fflush(stderr);
+  }
+  prt_ckpt_release(w);
   free(w->entries);
   free(w->snapshot);
   free(w->dir);

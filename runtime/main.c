@@ -660,10 +660,37 @@ static int prt_run_close(prt_run_state *r, const prt_opts *o, prt_status *st) {
   return st->code;
 }
 
+/* Start-up phases for a supervisor to time a restart by (PIPER_PHASES=1 in the environment;
+ * bench/bench_faults.py --phases): wall-clock seconds when prt_main was entered, MPI_Init
+ * returned, the plan was set up and allocated (prt_run_setup), and the parameters were
+ * initialised or loaded (prt_run_open). Rank 0 prints them in one line before the first step;
+ * piper-run reads it (tools/piper-run.c, jobScanLine). */
+static struct {
+  double main, mpi, setup, open;
+} prt_phase;
+
+static double prt_wall_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void prt_phases_print(const prt_ctx *ctx) {
+  const char *env = getenv("PIPER_PHASES");
+  if (ctx->rank != 0 || !env || strcmp(env, "1")) return;
+  fprintf(stderr, "piper: phases: main %.3f mpi_init %.3f setup %.3f open %.3f\n",
+          prt_phase.main, prt_phase.mpi, prt_phase.setup, prt_phase.open);
+  fflush(stderr);
+}
+
 static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt_ctx *),
                    prt_status *st) {
   prt_run_state r = {.ctx = prt_ctx_create(), .eval_step = prt_eval_step_fn(), .loop = o->loop};
-  if (!prt_run_setup(&r, o, setup, st) && !prt_run_open(&r, o, st)) {
+  int ready = !prt_run_setup(&r, o, setup, st);
+  prt_phase.setup = prt_wall_s();
+  if (ready && !prt_run_open(&r, o, st)) {
+    prt_phase.open = prt_wall_s();
+    prt_phases_print(r.ctx);
     if (r.ctx->rank == 0 && !o->quiet) prt_banner(r.ctx, o, &r.data, r.T, r.start);
     r.completed = r.start;
     int how = PRT_STEP_NEXT;
@@ -675,7 +702,9 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
 }
 
 int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_ctx *)) {
+  prt_phase.main = prt_wall_s();
   int owner = prt_comm_init(&argc, &argv); /* MPI_Init before anything else */
+  prt_phase.mpi = prt_wall_s();
   int64_t rank = prt_comm_rank(), world = prt_comm_size();
   prt_catch_signals();
   const char *prog = argc > 0 && argv[0] ? argv[0] : "piper-train";

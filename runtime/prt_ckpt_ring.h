@@ -3,7 +3,10 @@
  * runtime does not change when these do.
  *
  * A periodic checkpoint (--checkpoint-every N) costs the training loop one assembly of the
- * full tensors on rank 0 and one copy of them into host memory; a background thread on rank 0
+ * full tensors on rank 0 and one copy into host memory of those it borrows from live storage
+ * (the ones the assembly built, from other ranks' shards or a device, are taken over as they
+ * are); PIPER_CKPT_STATS=1 makes rank 0 print what that cost (bench/bench_faults.py); a
+ * background thread on rank 0
  * then writes that snapshot (temporary file, fsync, atomic rename: prt_safetensors_write) while
  * the next steps run. With --checkpoint-dir DIR the files form a ring, DIR/step-<K>.safetensors
  * (K the completed steps, at least 6 digits), of which the newest --keep-checkpoints are kept;

@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -72,6 +73,8 @@ static const char *const USAGE =
     "  --grace S            on SIGINT/SIGTERM, seconds the ranks get to save before they are\n"
     "                       killed (default 30)\n"
     "  --mpirun PATH        the mpirun to run (default: mpirun on PATH)\n"
+    "  --phases             after each recovery, one line timing its phases (the plan's\n"
+    "                       start-up included)\n"
     "Exit: 0 finished, 1 piper-run failed, 2 bad command line, 3 out of restarts,\n"
     "130/143 stopped by SIGINT/SIGTERM.\n";
 
@@ -436,6 +439,12 @@ typedef struct {
   int64_t growTo;      /* stopped by piper-run to restart on this many ranks (the hostfile
                           lists more slots); 0 = not */
   double endedAt;      /* wall time mpirun was seen to end */
+  /* --phases (wall times; 0 = not seen): */
+  double noticedAt;    /* mpirun's "noticed that process rank" line */
+  double closedAt;     /* the job's output closed (every rank gone) */
+  double startedAt;    /* mpirun forked */
+  double phase[4];     /* the plan's "piper: phases:" line: main entered, MPI_Init done, set
+                          up, parameters loaded (runtime/main.c, PIPER_PHASES=1) */
 } Job;
 
 /* Reads one line of the job's output for what it says about the run. */
@@ -448,6 +457,11 @@ static void jobScanLine(Job *j, const char *line) {
       j->firstStepAt = wallNow();
     }
     if (a > j->lastStep) j->lastStep = a;
+    return;
+  }
+  if ((p = strstr(line, "piper: phases: "))) {
+    sscanf(p, "piper: phases: main %lf mpi_init %lf setup %lf open %lf", &j->phase[0],
+           &j->phase[1], &j->phase[2], &j->phase[3]);
     return;
   }
   if ((p = strstr(line, "piper: fault injected: "))) {
@@ -465,6 +479,7 @@ static void jobScanLine(Job *j, const char *line) {
    * 9 (Killed)." */
   if (!j->rankDeath[0] && (p = strstr(line, "noticed that process rank "))) {
     long long rank = -1, pid = -1;
+    j->noticedAt = wallNow();
     char node[128] = "?";
     if (sscanf(p, "noticed that process rank %lld with PID %lld on node %127s", &rank, &pid,
                node) >= 1) {
@@ -549,6 +564,8 @@ typedef struct {
   const char *ckptDir;   /* the ring: --checkpoint-dir or the plan's; NULL = none */
   double stallTimeout;   /* --stall-timeout seconds; 0 = off */
   double grace;          /* --grace seconds */
+  bool phases;           /* --phases: time each phase of a recovery (PIPER_PHASES=1 to the
+                            plan) */
   const char *mpirun;    /* --mpirun */
 } Config;
 
@@ -679,6 +696,8 @@ static int64_t growCheck(const Config *c, Grow *g, double now) {
  * *j. A stop signal to piper-run goes to mpirun as SIGUSR1 (forwarded to the ranks, which
  * finish the step, save and exit); after --grace s mpirun gets SIGTERM, 10 s later the job's
  * process group SIGKILL. --stall-timeout takes the SIGTERM path at once. */
+static int killStrays(void);
+
 static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
   *j = (Job){.lastStep = -1, .firstStep = -1, .deadRank = -1};
   Argv a = {0};
@@ -715,6 +734,7 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
     _exit(127);
   }
   setpgid(pid, pid);
+  j->startedAt = wallNow();
   close(out[1]);
   close(err[1]);
   free(a.v);
@@ -747,6 +767,10 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
         exitedAt = now;
         j->status = st;
         j->endedAt = wallNow();
+        int strays = killStrays();
+        if (strays)
+          note("mpirun ended and left %d process%s running (ranks in process groups of their "
+               "own): killed", strays, strays == 1 ? "" : "es");
       }
     } else if (now - exitedAt > 5) { /* a rank's descendant holds the pipe: stop reading */
       for (int i = 0; i < 2; i++)
@@ -797,6 +821,73 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
       fputc('\n', s[i].relay);
       jobScanLine(j, s[i].line);
     }
+  j->closedAt = wallNow();
+}
+
+/* The parent pid of process `pid` (/proc/PID/stat's fourth field, after the command name in
+ * parentheses, which may itself hold spaces and parentheses), or -1; *state gets its state
+ * letter ('Z': a zombie, dead already). */
+static pid_t parentOf(pid_t pid, char *state) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char *paren = strrchr(buf, ')');
+  int ppid = -1;
+  if (!paren || sscanf(paren + 1, " %c %d", state, &ppid) != 2) return -1;
+  return (pid_t)ppid;
+}
+
+/* After a job's mpirun has ended: SIGKILLs every process still descending from piper-run
+ * and reaps them. Such a process is a rank that outlived its mpirun (mpirun killed by the
+ * last resort below, or dying on its own); Open MPI starts each rank in a process group of
+ * its own, so the SIGKILL to mpirun's group misses them, but piper-run is a child subreaper
+ * (main), so they are re-parented to it and found here. Left running, one would hold the
+ * job's pipes open and write to the ring beside the next job. Returns how many it killed. */
+/* The live (not zombie) processes descending from piper-run, into *out (owned); how many. */
+static size_t liveDescendants(pid_t **out) {
+  pid_t self = getpid();
+  size_t n = 0, cap = 0;
+  *out = NULL;
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int64_t pid;
+    char state = 'Z', up;
+    if (!piperParseI64(e->d_name, 1, INT32_MAX, &pid) || pid == self) continue;
+    /* a descendant: its chain of parents reaches piper-run (bounded: a cycle cannot be) */
+    pid_t p = parentOf((pid_t)pid, &state);
+    for (int depth = 0; depth < 64 && p > 1 && p != self; depth++) p = parentOf(p, &up);
+    if (p != self || state == 'Z') continue;
+    if (!piperGrow((void **)out, &cap, n + 1, sizeof **out)) die(EXIT_TOOL, "out of memory");
+    (*out)[n++] = (pid_t)pid;
+  }
+  closedir(d);
+  return n;
+}
+
+static int killStrays(void) {
+  /* Ranks mpirun has just SIGKILLed (a fault's teardown) may still be dying: 0.2 s for them
+   * to go, so that only the ones that would not are counted and killed here. */
+  pid_t *mine = NULL;
+  size_t n = 0;
+  for (int tries = 0; tries < 10; tries++) {
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    free(mine);
+    if (!(n = liveDescendants(&mine))) break;
+    usleep(20000);
+  }
+  for (size_t i = 0; i < n; i++) kill(mine[i], SIGKILL);
+  free(mine);
+  while (n && waitpid(-1, NULL, WNOHANG) > 0) {
+  }
+  return (int)n;
 }
 
 /* What failed, in words, from the job's output and status. */
@@ -813,6 +904,41 @@ static void jobDescribe(const Job *j, char *out, size_t cap) {
   } else {
     snprintf(out, cap, "mpirun exited with status %d", WEXITSTATUS(j->status));
   }
+}
+
+/* --phases: one line splitting a recovery's seconds, each phase's end counted from the fault:
+ * the failed job's end as mpirun reports it, mpirun's exit, its output closing (every rank
+ * gone), piper-run's decision (the ring read), the new mpirun's fork, the ranks' main, MPI_Init,
+ * the plan's set-up (allocation) and its checkpoint load, the first completed step. A phase
+ * not seen prints "?". */
+static void phasesNote(const Job *failed, double decidedAt, const Job *j, double faultAt) {
+  const double at[] = {failed->noticedAt, failed->endedAt, failed->closedAt, decidedAt,
+                       j->startedAt, j->phase[0], j->phase[1], j->phase[2], j->phase[3],
+                       j->firstStepAt};
+  static const char *const name[] = {"mpirun reports the rank", "mpirun exits",
+                                     "every rank gone", "restart decided", "mpirun started",
+                                     "ranks in main", "MPI_Init done", "plan set up",
+                                     "checkpoint loaded", "first step done"};
+  char line[1024];
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof at / sizeof *at && n < sizeof line; i++) {
+    int k = at[i] > 0 ? snprintf(line + n, sizeof line - n, "%s%s +%.2f", i ? ", " : "",
+                                 name[i], at[i] - faultAt)
+                      : snprintf(line + n, sizeof line - n, "%s%s ?", i ? ", " : "", name[i]);
+    if (k < 0) break;
+    n += (size_t)k;
+  }
+  note("phases (s after the fault): %s", line);
+}
+
+/* The line saying the restarted job `j` completed a step, and with --phases where the time
+ * went. */
+static void recoveredNote(const Config *c, const Job *failed, double decidedAt, const Job *j,
+                          double faultAt, int64_t redo) {
+  note("recovered: the restarted job completed step %lld %.2f s after the fault (%lld "
+       "step%s redone)",
+       (long long)j->firstStep, j->firstStepAt - faultAt, (long long)redo, redo == 1 ? "" : "s");
+  if (c->phases) phasesNote(failed, decidedAt, j, faultAt);
 }
 
 /* ---- losing a rank for good ---- */
@@ -908,6 +1034,9 @@ static int parseSupervisorArgs(int argc, char **argv, Config *c, const char **di
       c->stallTimeout = argSeconds(a, v), k++;
     } else if (!strcmp(a, "--grace")) {
       c->grace = argSeconds(a, v), k++;
+    } else if (!strcmp(a, "--phases")) {
+      c->phases = true;
+      setenv("PIPER_PHASES", "1", 1); /* the plan's rank 0 prints its start-up times */
     } else if (!strcmp(a, "--mpirun")) {
       if (!v || !v[0]) die(EXIT_USAGE, "--mpirun needs a program: command line");
       c->mpirun = argv[++k];
@@ -928,6 +1057,20 @@ static void catchStopSignals(void) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Before the first job: the signals piper-run takes, mpirun's teardown, the subreaper. */
+static void superviseSetup(void) {
+  /* When a rank dies, Open MPI's mpirun sends the others SIGCONT, waits
+   * odls_base_sigkill_timeout seconds (default 1), sends SIGTERM, waits again, then SIGKILL:
+   * 2 s of a recovery spent waiting for ranks that cannot finish (they block on the dead
+   * one, and a SIGTERM only asks the plan to end after its step). 0 kills them at once. A
+   * value the user set in the environment stays. A stop (SIGUSR1, --grace) does not go
+   * through this path. */
+  setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
+  /* Ranks whose mpirun dies are re-parented to piper-run, which kills them (killStrays). */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  catchStopSignals();
 }
 
 /* The ring before the first job: a warning where there is none (or nothing fills it), a
@@ -1036,11 +1179,13 @@ int main(int argc, char **argv) {
   /* the checkpoint the next job starts from; NULL = as given */
   char *from = ringStart(&c, &p, resume, &bad, &fromStep);
 
-  catchStopSignals();
+  superviseSetup();
   double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
   int64_t lastDead = -1;  /* the rank the previous job's fault was on; -1 = none known */
   int64_t redo = 0;       /* steps of the failed job that the next one runs again */
   double grownAt = 0;     /* wall time the last job was ended to grow, until the next step */
+  Job failed = {0};       /* --phases: the failed job, until the next one completes a step */
+  double decidedAt = 0;   /* --phases: when piper-run had chosen the checkpoint to restart */
   for (int64_t restarts = 0;; restarts++) {
     if (stopSignal) { /* it came between two jobs: start no other */
       note("stopped by %s before restart %lld", stopSignal == SIGINT ? "SIGINT" :
@@ -1066,9 +1211,7 @@ int main(int argc, char **argv) {
     jobRun(&c, &p, args.v ? args.v : (char *[]){NULL}, &j);
     if (args.v != first.v) free(args.v);
     if (faultAt > 0 && j.firstStep >= 0) {
-      note("recovered: the restarted job completed step %lld %.2f s after the fault (%lld "
-           "step%s redone)",
-           (long long)j.firstStep, j.firstStepAt - faultAt, (long long)redo, redo == 1 ? "" : "s");
+      recoveredNote(&c, &failed, decidedAt, &j, faultAt, redo);
       faultAt = 0;
     }
     if (grownAt > 0 && j.firstStep >= 0) {
@@ -1143,6 +1286,8 @@ int main(int argc, char **argv) {
         if (in.mtime > since) since = in.mtime;
       }
     }
+    failed = j;
+    decidedAt = wallNow();
     int64_t reached = j.lastStep >= 0 ? j.lastStep : fromStep;
     redo = reached > fromStep ? reached - fromStep : 0;
     note("fault %lld (restart %lld of %lld): %s%s; resuming from step %lld (%s); %.2f s lost",

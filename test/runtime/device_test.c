@@ -337,7 +337,10 @@ static int fake_alloc(prt_device *d, size_t bytes, void **out, prt_status *st) {
   *out = to_dev(*out);
   return 0;
 }
-static void fake_free(prt_device *d, void *p) { free(to_host(p)); }
+/* the CPU device's free: its alloc may map a large block rather than malloc it */
+static void fake_free(prt_device *d, void *p) {
+  prt_device_cpu()->vt->free(prt_device_cpu(), to_host(p));
+}
 static int fake_copy(prt_device *d, void *dst, const void *src, size_t bytes,
                      prt_copy_kind kind, prt_dstream *s, prt_status *st) {
   if (kind == PRT_COPY_H2D) fake_h2d++;

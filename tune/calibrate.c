@@ -557,7 +557,7 @@ static void calibrateKernels(MlirOperation module, TuneProfile *p, bool verbose)
   const PiperOpFacts *rows = piperOpFactsTable(&nRows);
   double mmRate = 0, elRate = 0, mmFixed = 0, elFixed = 0;
   int mmN = 0, elN = 0;
-  for (size_t i = 0; i < nRows && i < 64; ++i) {
+  for (size_t i = 0; i < nRows; ++i) {
     Points *q = &pts[rows[i].id];
     if (q->n < 2) continue;
     double a, b;
@@ -647,7 +647,7 @@ static void explainCollect(MlirOperation plans, const TuneProfile *p, ExplainRow
       const PiperOpFacts *f = piperOpFacts(op);
       bool mm;
       double work = tuneWorkOf(op, &mm);
-      if (!f || work <= 0 || f->id >= 64) continue;
+      if (!f || work <= 0) continue;
       ExplainRow *r = &rows[f->id];
       r->calls += devices;
       r->predNs += devices * tuneKernelNs(p, op);
@@ -660,15 +660,9 @@ static void explainCollect(MlirOperation plans, const TuneProfile *p, ExplainRow
 
 int tuneExplain(const char *tool, MlirOperation training, const char *json,
                 const TuneProfile *p, const char *what, FILE *out) {
-  TuneStatus status;
-  char why[512];
-  MlirOperation plans = tuneCompilePlan(training, json, &status, why, sizeof why);
-  if (mlirOperationIsNull(plans)) {
-    fprintf(stderr, "%s: error: %s does not compile (%s): %s\n", tool, what,
-            tuneStatusNames[status], why);
-    return 1;
-  }
-  ExplainRow *rows = calloc(64, sizeof *rows);
+  MlirOperation plans = tuneCompileOrReport(tool, training, json, what);
+  if (mlirOperationIsNull(plans)) return 1;
+  ExplainRow *rows = calloc(PIPER_TDAG_OP_COUNT, sizeof *rows); /* by op id */
   ExplainCache *cache = calloc(1, sizeof *cache);
   if (!rows || !cache) {
     fprintf(stderr, "%s: error: out of memory\n", tool);
@@ -684,7 +678,7 @@ int tuneExplain(const char *tool, MlirOperation training, const char *json,
   size_t nRows;
   const PiperOpFacts *facts = piperOpFactsTable(&nRows);
   double predAll = 0, predMeasured = 0, measAll = 0;
-  for (size_t i = 0; i < nRows && i < 64; ++i) {
+  for (size_t i = 0; i < nRows; ++i) {
     const ExplainRow *r = &rows[facts[i].id];
     if (r->calls == 0) continue;
     const char *cost = p->kernel[facts[i].id].set ? "own fit" : "class rate";

@@ -7,6 +7,7 @@
  * Memory per device = its parameters + AdamW moments (their stored shards or TP slices) + the
  * arena the lowering's memory plan declares (prt_declare_arena in piper_setup_dev<d> or
  * piper_setup_role<p>): the figures the training binary's metrics summary reports. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -184,8 +185,8 @@ MlirOperation tuneCompilePlan(MlirOperation trainingModule, const char *json, Tu
   FirstError err = {{0}, 0};
   MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(ctx, keepFirst, &err, NULL);
   MlirOperation module = mlirOperationClone(trainingModule);
-  MlirPass passes[10];
-  int n = piperStrategyPasses(path, passes, 9);
+  MlirPass passes[PIPER_STRATEGY_PASSES + 1]; /* the strategy's passes, then extract */
+  int n = piperStrategyPasses(path, passes, PIPER_STRATEGY_PASSES);
   passes[n++] = piperCreateExtractPass(NULL);
   bool ok = runPasses(module, passes, n);
   if (!ok) *status = TUNE_DROP_COMPILE;
@@ -199,6 +200,17 @@ MlirOperation tuneCompilePlan(MlirOperation trainingModule, const char *json, Tu
   snprintf(why, whySize, "%s", err.text[0] ? err.text : "failed without a message");
   mlirOperationDestroy(module);
   return (MlirOperation){NULL};
+}
+
+MlirOperation tuneCompileOrReport(const char *tool, MlirOperation trainingModule,
+                                  const char *json, const char *what) {
+  TuneStatus status;
+  char why[512];
+  MlirOperation plans = tuneCompilePlan(trainingModule, json, &status, why, sizeof why);
+  if (mlirOperationIsNull(plans))
+    fprintf(stderr, "%s: error: %s does not compile (%s): %s\n", tool, what,
+            tuneStatusNames[status], why);
+  return plans;
 }
 
 TuneResult tuneEvaluate(MlirOperation trainingModule, const TuneCandidate *c,

@@ -148,14 +148,8 @@ void tuneTimelinePrint(const TuneTrace *t, const TuneSimResult *r, int width, FI
 
 int tuneSimulateStrategy(const char *tool, MlirOperation training, const char *json,
                          const TuneProfile *profile, const char *what, const char *traceOut) {
-  TuneStatus status;
-  char why[512];
-  MlirOperation plans = tuneCompilePlan(training, json, &status, why, sizeof why);
-  if (mlirOperationIsNull(plans)) {
-    fprintf(stderr, "%s: error: %s does not compile (%s): %s\n", tool, what,
-            tuneStatusNames[status], why);
-    return 1;
-  }
+  MlirOperation plans = tuneCompileOrReport(tool, training, json, what);
+  if (mlirOperationIsNull(plans)) return 1;
   TuneTrace trace = {0};
   TuneSimResult r = tuneSimulateTraced(plans, profile, &trace);
   int rc = 0;

@@ -256,6 +256,10 @@ MlirModule tuneLoadTraining(MlirContext ctx, const char *path);
  * caller), or a null operation with *status and the first diagnostic in `why`. */
 MlirOperation tuneCompilePlan(MlirOperation trainingModule, const char *json, TuneStatus *status,
                               char *why, size_t whySize);
+/* tuneCompilePlan for a strategy the user named (`what`, e.g. its file): the plans, or a null
+ * operation after "TOOL: error: WHAT does not compile (why): ..." on stderr. */
+MlirOperation tuneCompileOrReport(const char *tool, MlirOperation trainingModule,
+                                  const char *json, const char *what);
 /* Compiles `c` on a copy of `trainingModule` (autodiff already run) and simulates it. */
 TuneResult tuneEvaluate(MlirOperation trainingModule, const TuneCandidate *c,
                         const TuneProfile *p, int64_t memoryBytes);

@@ -4,7 +4,8 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 # Debian packages the build, the tests and the demo need (see README "Toolchain").
 PACKAGES := cmake make gcc g++ llvm-22-dev libmlir-22-dev llvm-22-tools \
-            libopenblas-dev libopenmpi-dev openmpi-bin python3 python3-torch python3-numpy time
+            libopenblas-dev libopenmpi-dev openmpi-bin python3 python3-torch python3-numpy time \
+            valgrind
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps configure build check check-asan fuzz fuzz-corpus demo bench clean

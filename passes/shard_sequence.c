@@ -613,16 +613,23 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
   for (size_t i = 0; i < n && ok; ++i)
     if (piperOpIs(ops[i], "tdag.attention_grad") || piperOpIs(ops[i], "tdag.gqa_attention_grad")) {
       ok = ringBackward(&s, ops[i]);
-      if (ok) mlirOperationDestroy(ops[i]);
+      if (ok) { /* the later loops skip it: its memory is gone */
+        mlirOperationDestroy(ops[i]);
+        ops[i] = (MlirOperation){NULL};
+      }
     }
   if (!ok) {
     free(ops);
     return mlirLogicalResultFailure();
   }
   for (size_t i = 0; i < n; ++i)
-    if (isAttention(ops[i])) mlirOperationDestroy(ops[i]);
+    if (!mlirOperationIsNull(ops[i]) && isAttention(ops[i])) {
+      mlirOperationDestroy(ops[i]);
+      ops[i] = (MlirOperation){NULL};
+    }
   for (size_t i = 0; i < n; ++i)
-    if (piperOpIs(ops[i], "tdag.adamw")) reduceExpertGradient(&s, ops[i]);
+    if (!mlirOperationIsNull(ops[i]) && piperOpIs(ops[i], "tdag.adamw"))
+      reduceExpertGradient(&s, ops[i]);
   free(ops);
   recordGroup(&s);
   return mlirLogicalResultSuccess();

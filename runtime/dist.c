@@ -106,9 +106,6 @@ void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t sta
 void prt_declare_group_family(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *base,
                               int64_t stride) {
   int64_t shift = 0;
-  if (prt_elastic_refuse(ctx, "a tensor-parallel group family",
-                         "its members shift with the replica a rank runs"))
-    return;
   if (n < 1 || n > (int64_t)1 << 24 || !base || stride < 1 ||
       __builtin_mul_overflow(ctx->replica, stride, &shift)) {
     prt_fail(&ctx->decl_status, 1, "group family %lld: %lld members%s shifted by %lld a "
@@ -117,6 +114,8 @@ void prt_declare_group_family(prt_ctx *ctx, int64_t group, int64_t n, const int6
              (long long)ctx->replica, PLAN_BUG);
     return;
   }
+  /* elastic: every pass of this rank must find its replica's group on the same ranks */
+  if (prt_elastic_family(ctx, group, n, base, stride)) return;
   int64_t *members = malloc((size_t)n * sizeof *members);
   if (!members) prt_fatal("out of memory declaring group %lld", (long long)group);
   for (int64_t i = 0; i < n; i++)
@@ -125,9 +124,11 @@ void prt_declare_group_family(prt_ctx *ctx, int64_t group, int64_t n, const int6
   prt_declare_group(ctx, group, n, members);
   free(members);
   /* declared now (not refused): remember the family, so that ranks of different replicas
-   * hash the declaration alike */
+   * hash the declaration alike. The shift is taken where the members now are, on ranks
+   * (an elastic run maps replica k's devices onto fewer ranks; elsewhere it is k * stride),
+   * so members - shift is replica 0's group on every rank. */
   if (fresh && group < ctx->ngroups && ctx->groups[group].n == n) {
-    ctx->groups[group].shift = shift;
+    ctx->groups[group].shift = ctx->groups[group].members[0] - prt_elastic_rank(ctx, base[0]);
     ctx->groups[group].stride = stride;
   }
 }
@@ -274,8 +275,11 @@ void prt_declare_expert(prt_ctx *ctx, int64_t id, int64_t at, int64_t len, int64
                         int64_t stride) {
   prt_status *st = &ctx->decl_status;
   if (!prt_decl_open(ctx, "prt_declare_expert")) return;
-  if (prt_elastic_refuse(ctx, "expert parallelism", "a replica holds its own experts, and "
-                         "one rank's arena holds one replica's"))
+  if (prt_elastic_refuse(ctx, "expert parallelism", "the experts are sharded over the "
+                         "replicas themselves (EP = DP): a rank standing in for k replicas "
+                         "would hold k replicas' experts where its arena holds one's, and each "
+                         "all-to-all needs every replica's tokens at once where the passes run "
+                         "one replica at a time"))
     return;
   if (id < 0 || id >= ctx->ntensors || !ctx->tensors[id].name ||
       (ctx->tensors[id].kind != PRT_PARAM && ctx->tensors[id].kind != PRT_OPTIM)) {

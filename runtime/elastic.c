@@ -28,9 +28,22 @@
  * returns k shards into a host buffer the update reads instead of the compiled one-shard
  * output (prt_elastic_scatter, prt_elastic_grad).
  *
- * Not elastic (refused at setup, naming the declaration): expert parallelism (a replica
- * holds its own experts), tensor-parallel families (their groups shift by replica), and
- * device memory the host cannot read (the totals are summed on the host).
+ * Tensor parallelism under DP (a replica is a TP group of T devices per pipeline device:
+ * T * P roles): the plan declares each TP group as a family, replica k's members being
+ * replica 0's + k * stride with stride the replica's T * P devices. Whole replicas fold, so
+ * replica r' * k + j's instance maps onto the ranks r' * T * P + role for every pass j: the
+ * T ranks of a group run their passes in step, and one communicator (the one mapped from
+ * the first stood-in replica's instance) carries every pass's TP collectives, which do not
+ * fold (their members stay distinct ranks). prt_elastic_family checks exactly that per
+ * family and refuses one whose instances would need different ranks in different passes.
+ * Only the data-parallel groups (one member per replica) fold.
+ *
+ * Not elastic (refused at setup, naming the declaration): expert parallelism (piper-sched and
+ * passes/shard.c shard the experts over the replicas themselves, EP = DP: a rank standing in
+ * for k replicas would need k replicas' experts where its arena holds one's, and each
+ * all-to-all exchanges every replica's tokens at once where the passes run one replica at a
+ * time), context parallelism, and device memory the host cannot read (the totals are summed
+ * on the host).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,16 +80,16 @@ static int prt_elastic_fit(prt_ctx *ctx, int64_t P, int64_t R, int64_t *k) {
   prt_elastic_sizes(P, R, sizes, sizeof sizes);
   if (W > P * R)
     snprintf(why, cap, "this plan is for at most %lld devices (%lld replicas of %lld "
-             "pipeline device%s, fixed by its compiled shapes) but mpirun started %lld ranks; "
+             "device%s, fixed by its compiled shapes) but mpirun started %lld ranks; "
              "run it with mpirun -np %s", (long long)(P * R), (long long)R, (long long)P,
              P == 1 ? "" : "s", (long long)W, sizes);
   else if (W % P)
     snprintf(why, cap, "mpirun started %lld rank%s, which do not hold whole replicas of this "
-             "plan's %lld pipeline devices; run it with mpirun -np %s", (long long)W,
+             "plan (%lld devices each); run it with mpirun -np %s", (long long)W,
              W == 1 ? "" : "s", (long long)P, sizes);
   else if (B > 0 && B % (W / P))
     snprintf(why, cap, "the global batch of %lld rows does not divide over the %lld "
-             "replicas that %lld ranks make (%lld pipeline device%s each); run it with "
+             "replicas that %lld ranks make (%lld device%s each); run it with "
              "mpirun -np %s", (long long)B, (long long)(W / P), (long long)W, (long long)P,
              P == 1 ? "" : "s", sizes);
   else if (R % (W / P))
@@ -140,6 +153,39 @@ void prt_elastic_group(const prt_ctx *ctx, int64_t *members, int64_t *n, int *fo
     if (!m || members[i] != members[m - 1]) members[m++] = members[i];
   *folded = m < *n;
   *n = m;
+}
+
+int prt_elastic_family(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *base,
+                       int64_t stride) {
+  int64_t k = prt_elastic_k(ctx);
+  if (k == 1) return 0;
+  /* pass j runs replica ctx->replica + j: its instance of the family, base[i] + (replica +
+   * j) * stride, must sit on the ranks of pass 0's (one communicator serves every pass), on
+   * n ranks (a member per rank, as compiled) */
+  char why[320];
+  for (int64_t i = 0; i < n; i++) {
+    int64_t d0 = base[i] + ctx->replica * stride, r0 = prt_elastic_rank(ctx, d0);
+    for (int64_t j = 1; j < k; j++) {
+      int64_t d = d0 + j * stride, r = prt_elastic_rank(ctx, d);
+      if (r == r0) continue;
+      snprintf(why, sizeof why, "group %lld's member %lld is device %lld in replica %lld's "
+               "instance and device %lld in replica %lld's, which rank %lld would run on "
+               "ranks %lld and %lld: one communicator cannot serve both passes", (long long)group,
+               (long long)i, (long long)d0, (long long)ctx->replica, (long long)d,
+               (long long)(ctx->replica + j), (long long)ctx->rank, (long long)r0,
+               (long long)r);
+      return prt_elastic_refuse(ctx, "a tensor-parallel group family", why);
+    }
+    for (int64_t m = 0; m < i; m++)
+      if (prt_elastic_rank(ctx, base[m] + ctx->replica * stride) == r0) {
+        snprintf(why, sizeof why, "group %lld's members %lld and %lld (devices %lld and "
+                 "%lld) would both run on rank %lld", (long long)group, (long long)m,
+                 (long long)i, (long long)(base[m] + ctx->replica * stride), (long long)d0,
+                 (long long)r0);
+        return prt_elastic_refuse(ctx, "a tensor-parallel group family", why);
+      }
+  }
+  return 0;
 }
 
 int prt_elastic_refuse(prt_ctx *ctx, const char *what, const char *why) {

@@ -269,7 +269,12 @@ int64_t prt_elastic_rank(const prt_ctx *ctx, int64_t device);
 /* A group's declared members onto ranks (in place, sorted, duplicates dropped): *n shrinks
  * and *folded is set where members now share ranks. */
 void prt_elastic_group(const prt_ctx *ctx, int64_t *members, int64_t *n, int *folded);
-/* A declaration an elastic run cannot honour (an expert, a TP family): fails
+/* A group family (tensor parallelism) in an elastic run: 0 where every pass of this rank
+ * finds its replica's instance on the same ranks, one member a rank; else refuses it
+ * (prt_elastic_refuse) naming the group, member and devices. 0 where not elastic. */
+int prt_elastic_family(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *base,
+                       int64_t stride);
+/* A declaration an elastic run cannot honour (an expert, a CP chunk): fails
  * the setup naming `what` and why; 0 where the run is not elastic. */
 int prt_elastic_refuse(prt_ctx *ctx, const char *what, const char *why);
 /* After setup: 0 where the plan runs on this world (elastic or as compiled); else the

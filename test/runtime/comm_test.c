@@ -1023,6 +1023,61 @@ static void test_roles_and_many_groups(void) {
   end();
 }
 
+/* ---- a group family in an elastic run (runtime/elastic.c) ----
+ * TP2 x DP(W): 2W devices, device 2k + t member t of replica k, run on the W ranks, so each
+ * rank stands in for k = 2 replicas (rank 2r' + t runs member t of replicas 2r', 2r' + 1).
+ * Replica 2r' + j's instance [4r' + 2j, 4r' + 2j + 1] maps onto ranks [2r', 2r' + 1] for
+ * both passes: one communicator per pair of ranks, not folded, its all-reduce summing the
+ * pair's values (4r' + 3). A family of stride 4 (twice the replica's 2 devices) would need
+ * other ranks in the second pass: refused, naming the group and the devices. */
+static void test_family_elastic(void) {
+  static float a[8];
+  begin("group_family_elastic");
+  prt_ctx *ctx = prt_ctx_create();
+  prt_declare_world(ctx, 2 * W);
+  int64_t start[2] = {0, 1}, stride[2] = {2, 2}, count[2] = {W, W}, base[2] = {0, 1};
+  prt_declare_roles(ctx, 2, start, stride, count);
+  prt_declare_group_family(ctx, 0, 2, base, 2);
+  prt_declare_stream(ctx, 1, "tp");
+  int64_t q = R / 2; /* r' */
+  const prt_group *fam = ctx->ngroups > 0 ? &ctx->groups[0] : NULL;
+  if (ctx->elastic.k != 2) fail("rank %lld: k %lld, want 2", (long long)R,
+                                (long long)ctx->elastic.k);
+  else if (ctx->decl_status.code) fail("rank %lld: %s", (long long)R, ctx->decl_status.msg);
+  else if (!fam || fam->n != 2 || fam->folded || fam->members[0] != 2 * q ||
+           fam->members[1] != 2 * q + 1 || fam->index != R % 2 || fam->shift != 2 * q)
+    fail("rank %lld: family on ranks [%lld, %lld] at %lld, shift %lld%s; want [%lld, %lld] "
+         "at %lld, shift %lld", (long long)R, fam ? (long long)fam->members[0] : -1LL,
+         fam ? (long long)fam->members[1] : -1LL, fam ? (long long)fam->index : -1LL,
+         fam ? (long long)fam->shift : -1LL, fam && fam->folded ? " (folded)" : "",
+         (long long)(2 * q), (long long)(2 * q + 1), (long long)(R % 2), (long long)(2 * q));
+  prt_status st = {0};
+  if (!check_failed && prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
+  if (!check_failed) {
+    prt_comm_groups_create(ctx);
+    ctx->groups_created = 1;
+    for (int i = 0; i < 8; i++) a[i] = (float)(R + 1);
+    prt_wait(ctx, prt_iall_reduce(ctx, a, 8, 0, 1));
+    if (a[0] != (float)(4 * q + 3) || a[7] != (float)(4 * q + 3))
+      fail("rank %lld: family sum %g, want %lld", (long long)R, a[0], (long long)(4 * q + 3));
+  }
+  prt_ctx_destroy(ctx);
+  ctx = prt_ctx_create();
+  prt_declare_world(ctx, 2 * W);
+  prt_declare_roles(ctx, 2, start, stride, count);
+  prt_declare_group_family(ctx, 0, 2, base, 4);
+  char want[160];
+  snprintf(want, sizeof want, "group 0's member 0 is device %lld in replica %lld's instance "
+           "and device %lld in replica %lld's", (long long)(8 * q), (long long)(2 * q),
+           (long long)(8 * q + 4), (long long)(2 * q + 1));
+  if (!ctx->decl_status.code || !strstr(ctx->decl_status.msg, want) ||
+      !strstr(ctx->decl_status.msg, "a tensor-parallel group family is not elastic"))
+    fail("rank %lld: a family of stride 4 was %s: '%s'", (long long)R,
+         ctx->decl_status.code ? "refused otherwise" : "accepted", ctx->decl_status.msg);
+  prt_ctx_destroy(ctx);
+  end();
+}
+
 int main(int argc, char **argv) {
   int owner = prt_comm_init(&argc, &argv);
   R = prt_comm_rank();
@@ -1059,6 +1114,7 @@ int main(int argc, char **argv) {
       test_agreement();
       test_assembly();
       test_roles_and_many_groups();
+      test_family_elastic();
       prt_comm_barrier();
       if (R == 0) rmdir(tmpdir);
       if (R == 0) printf(failures ? "%d check(s) FAILED\n" : "all checks passed\n", failures);

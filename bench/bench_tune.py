@@ -21,11 +21,16 @@ transfer kind), each class's least over the steps: where the cost model misses.
 kind, the profile's prediction against each op's kernel run alone at the plan's shape.
 The load average (os.getloadavg, as uptime) is printed before and after the measurements.
 --explain-only: calibrate and print the --explain tables without running the candidates.
+--also-env VAR=VAL [--repeats R]: then each DP candidate as built and with VAR=VAL, in turn, R
+rounds: median and least step, and rank 0's page faults a step (e.g. PIPER_MPI_TRIM=1: the
+runtime before it kept freed memory mapped).
 --issue-probe: instead, a 2-rank C program (mpicc) that issues four MPI_Iallreduce 2-3 ms of
 computing apart, as a DP step issues its gradient buckets, and prints how long each issue
-takes to return (the first alone in flight, the next ones behind it).
+takes to return (the first alone in flight, the next ones behind it) and the page faults of
+each step, with glibc's default malloc and with freed memory kept mapped (the runtime's
+setting), after the cost of touching a fresh MB against a reused one.
 Usage: bench_tune.py BUILD_DIR [--model gpt|moe] [--steps N] [--per-op NAMES] [--explain NAMES]
-                     [--explain-only]
+                     [--explain-only] [--also-env VAR=VAL [--repeats R]]
        bench_tune.py BUILD_DIR --issue-probe
                      [--layers L --dim C --heads H --seq T --batch B]
 """
@@ -145,24 +150,52 @@ def per_op(a, bin_dir, work, model, profile, names, cands, dump):
     return result
 
 
-# --issue-probe: how long Open MPI's MPI_Iallreduce takes to return when an earlier one on the
-# same communicator is still in flight and the peer is computing (the DP "B" issue spans).
+# --issue-probe: how long Open MPI's MPI_Iallreduce (in place, as the runtime issues the plan's
+# all-reduces) takes to return when an earlier one on the same communicator is still in flight
+# and the peer is computing (the DP "B" issue spans), with glibc's default malloc and with
+# freed blocks kept mapped as the runtime's MPI backend sets it (prt_mpi_keep_freed), and the
+# page faults each step takes (getrusage): libnbc mallocs a bucket-sized buffer per call and
+# copies the bucket into it inside MPI_Iallreduce. Rank 0 first times touching a freshly
+# mapped MB against one touched before: the price of a first-touch page fault here.
 ISSUE_PROBE = r"""
+#include <malloc.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
                           return t.tv_sec * 1e6 + t.tv_nsec / 1e3; }
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+                          return t.tv_sec * 1e6 + t.tv_nsec / 1e3; }
+static long faults(void) { struct rusage u; getrusage(RUSAGE_SELF, &u); return u.ru_minflt; }
 static void busy(double us) { double t = now(); while (now() - t < us) {} }
+static void touch_cost(void) {  /* 50 fresh MBs mapped, touched, unmapped; then one MB 50x */
+  size_t mb = 1 << 20; char *keep = malloc(mb); memset(keep, 0, mb);
+  double w = now(), c = cpu();
+  for (int i = 0; i < 50; i++) {
+    char *p = mmap(NULL, mb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(p, i, mb); munmap(p, mb);
+  }
+  double wf = (now() - w) / 50e3, cf = (cpu() - c) / 50e3;
+  w = now(); for (int i = 0; i < 50; i++) memset(keep, i, mb);
+  printf("touching a MB: fresh pages %.2f ms wall (%.2f ms CPU), pages touched before %.3f ms\n",
+         wf, cf, (now() - w) / 50e3);
+  free(keep);
+}
 int main(int argc, char **argv) {
+  int keep = argc > 1 && !strcmp(argv[1], "keep");
+  if (keep) { mallopt(M_MMAP_THRESHOLD, 32 << 20); mallopt(M_TRIM_THRESHOLD, 0x7fffffff); }
   MPI_Init(&argc, &argv);
   int r; MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  if (r == 0 && !keep) touch_cost();
   MPI_Comm w, g; MPI_Comm_dup(MPI_COMM_WORLD, &w); MPI_Comm_split(w, 0, r, &g);
-  int n[4] = {127712, 111264, 111264, 127648};  /* the MoE DP2's four buckets, floats */
+  int n[4] = {264064, 132736, 263808, 173696};  /* the GPT DP2's four buckets, floats */
   float *b[4]; for (int i = 0; i < 4; i++) b[i] = calloc(n[i], 4);
-  for (int step = 0; step < 6; step++) {
-    MPI_Barrier(w); MPI_Request q[4]; double iss[4];
+  for (int step = 0; step < 8; step++) {
+    MPI_Barrier(w); MPI_Request q[4]; double iss[4]; long f0 = faults();
     for (int i = 0; i < 4; i++) {  /* compute between issues, rank 1 longer than rank 0 */
       busy(r == 0 ? 2000 : 3000);
       double t0 = now();
@@ -171,8 +204,9 @@ int main(int argc, char **argv) {
     }
     MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
     if (step >= 2)  /* past the communicator's set-up */
-      printf("rank %d step %d: MPI_Iallreduce returned after %.0f %.0f %.0f %.0f us\n", r, step,
-             iss[0], iss[1], iss[2], iss[3]);
+      printf("%s rank %d step %d: MPI_Iallreduce returned after %.0f %.0f %.0f %.0f us; "
+             "%ld page faults\n", keep ? "kept  " : "glibc ", r, step, iss[0], iss[1], iss[2],
+             iss[3], faults() - f0);
   }
   MPI_Finalize();
   return 0;
@@ -187,8 +221,11 @@ def issue_probe(work):
     sh(["mpicc", "-O2", src, "-o", exe])
     print("## MPI_Iallreduce issue while the previous bucket's is in flight (load %.1f)\n" %
           os.getloadavg()[0])
-    out = subprocess.run(MPIRUN + [exe], check=True, env=ENV, capture_output=True, text=True)
-    print("\n".join(sorted(out.stdout.splitlines())) + "\n")
+    print("glibc: its default malloc; kept: freed blocks kept mapped (the runtime's setting)\n")
+    for mode in ("glibc", "keep"):
+        out = subprocess.run(MPIRUN + [exe, mode], check=True, env=ENV, capture_output=True,
+                             text=True)
+        print("\n".join(sorted(out.stdout.splitlines())) + "\n")
 
 
 def gen_model(a, bin_dir, path):
@@ -204,21 +241,47 @@ def gen_model(a, bin_dir, path):
     return " ".join(args)
 
 
-def measure(a, bin_dir, work, model, c):
+def measure(a, bin_dir, work, model, c, env=None):
     exe = os.path.join(work, c["file"] + ".train")
-    sh([os.path.join(bin_dir, "piper-compile"), model, "--strategy",
-        os.path.join(work, "dump", c["file"]), "-o", exe])
+    if not os.path.exists(exe):
+        sh([os.path.join(bin_dir, "piper-compile"), model, "--strategy",
+            os.path.join(work, "dump", c["file"]), "-o", exe])
     metrics = os.path.join(work, c["file"] + ".jsonl")
-    sh(MPIRUN + [exe, "--steps", str(a.steps), "--quiet", "--metrics", metrics])
+    subprocess.run(MPIRUN + [exe, "--steps", str(a.steps), "--quiet", "--metrics", metrics],
+                   check=True, env=dict(ENV, **(env or {})))
     recs = [json.loads(l) for l in open(metrics) if l.strip()]
     steps = [r["step_ms"] for r in recs if r["kind"] == "train" and r["step"] > 0]
+    faults = [r.get("page_faults", -1) for r in recs if r["kind"] == "train" and r["step"] > 0]
     summary = [r for r in recs if r["kind"] == "summary"][0]["ranks"]
     top = max(summary, key=lambda r: r["params"] + r["optim"] + r["arena"])
     return dict(name=c["name"], pred=c["step_ms"], meas=statistics.median(steps),
                 least=min(steps), spread=(max(steps) - min(steps)) / statistics.median(steps),
                 mem_pred=c["peak_bytes"], mem_meas=top["params"] + top["optim"] + top["arena"],
                 rss=max(r["peak_rss"] for r in summary), bubble=c["bubble"],
-                comm=c["exposed_comm"])
+                comm=c["exposed_comm"], faults=statistics.median(faults))
+
+
+def also_env(a, bin_dir, work, model, cands):
+    """--also-env VAR=VAL: each DP candidate run again with VAR=VAL right after its plain run
+    (in turn, so a noisy neighbour hits both alike), --repeats times; the medians side by side."""
+    var, val = a.also_env.split("=", 1)
+    print("\n## DP candidates: as built vs %s=%s, in turn, %d rounds (load %.1f)\n" % (
+        var, val, a.repeats, os.getloadavg()[0]))
+    print("| strategy | predicted ms | as built: median (least) ms, page faults a step | "
+          "%s=%s: median (least) ms, page faults a step |" % (var, val))
+    print("|---|---|---|---|")
+    for name in (n for n in WANTED[a.model] if n.startswith("DP")):
+        got = {False: [], True: []}
+        for _ in range(a.repeats):
+            for alt in (False, True):
+                got[alt].append(measure(a, bin_dir, work, model, cands[name],
+                                        {var: val} if alt else None))
+        cell = lambda rs: "%.1f (%.1f), %.0f" % (statistics.median(r["meas"] for r in rs),
+                                                 min(r["least"] for r in rs),
+                                                 statistics.median(r["faults"] for r in rs))
+        print("| %s | %.1f | %s | %s |" % (name, cands[name]["step_ms"], cell(got[False]),
+                                            cell(got[True])))
+    print("load after: %.1f" % os.getloadavg()[0])
 
 
 def report(a, desc, profile, rows, load_before):
@@ -266,6 +329,9 @@ def main():
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--also-env", default="",
+                    help="VAR=VAL: the DP candidates also run with it, in turn (before/after)")
+    ap.add_argument("--repeats", type=int, default=3, help="rounds of --also-env")
     ap.add_argument("--explain-only", action="store_true",
                     help="calibrate and print --explain's tables, run no candidate")
     ap.add_argument("--issue-probe", action="store_true",
@@ -292,6 +358,8 @@ def main():
         report(a, desc, profile, rows, load_before)
     else:
         print("## %s: profile and --explain only (load %.1f)" % (desc, load_before))
+    if a.also_env:
+        also_env(a, bin_dir, work, model, cands)
     if a.per_op:
         per_op(a, bin_dir, work, model, profile, a.per_op.split(","), cands, dump)
     for name in filter(None, a.explain.split(",")):

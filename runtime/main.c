@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "prt_ckpt_ring.h"
@@ -50,7 +51,8 @@ static const char *const USAGE =
     "  --lr X                  AdamW learning rate (default 1e-3)\n"
     "  --weight-decay X        AdamW decoupled weight decay for 2-D weights (default 0)\n"
     "  --metrics FILE          JSON lines, \"kind\" first: one \"train\" line per step\n"
-    "                          (step, loss, step_ms, tokens_per_s, mem: rank 0's bytes),\n"
+    "                          (step, loss, page_faults, step_ms, tokens_per_s, mem: rank\n"
+    "                          0's bytes and page faults),\n"
     "                          then one \"summary\" line with every rank's memory and peak\n"
     "                          RSS (schema: README, \"Metrics\")\n"
     "  --init-checkpoint FILE  load parameters from a safetensors file instead of\n"
@@ -521,12 +523,19 @@ static int prt_run_open(prt_run_state *r, const prt_opts *o, prt_status *st) {
   return 0;
 }
 
+/* This process's minor page faults so far (-1 if getrusage fails). */
+static int64_t prt_minor_faults(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_SELF, &u) == 0 ? (int64_t)u.ru_minflt : -1;
+}
+
 /* Step s's record: the --metrics line and (when due) the progress line. */
 static void prt_run_report(prt_run_state *r, const prt_opts *o, int64_t s, float L, double ms,
-                           prt_status *st) {
+                           int64_t faults, prt_status *st) {
   prt_ctx *ctx = r->ctx;
   prt_step_record rec = {.step = s, .total = r->start + o->steps, .loss = L, .lr = ctx->lr,
-                         .grad_norm = ctx->grad_norm, .step_ms = ms, .tokens_per_s = 0};
+                         .grad_norm = ctx->grad_norm, .step_ms = ms, .tokens_per_s = 0,
+                         .page_faults = faults};
   if (ms > 0) rec.tokens_per_s = (double)(ctx->global_batch * r->T) / (ms * 1e-3);
   /* ETA: the steps left times the mean step time of this run's steps so far */
   rec.eta_s = (double)(rec.total - s - 1) * (r->ms_sum / (double)(s - r->start + 1)) * 1e-3;
@@ -569,6 +578,7 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
   ctx->adam_t = s + 1;
   ctx->lr = prt_lr_at(&r->loop, o->lr, s);
   double t0 = prt_now_ms();
+  int64_t f0 = prt_minor_faults();
   prt_span_begin(ctx, "step", 0);
   prt_elastic_step(ctx, &r->data, s, step); /* the inputs, then the step (k passes) */
   prt_fault_point(PRT_FAULT_AT_STEP, ctx->rank, s);
@@ -583,9 +593,10 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
   float L = (float)prt_dist_loss(ctx, r->pending, prt_signal_seen, &stop, &r->stop_signal);
   prt_watch.what = NULL;
   double ms = prt_now_ms() - t0;
+  int64_t f1 = prt_minor_faults();
   if (stop) return PRT_STEP_FAIL; /* the failing rank's status says why */
   r->ms_sum += ms;
-  prt_run_report(r, o, s, L, ms, st);
+  prt_run_report(r, o, s, L, ms, f0 >= 0 && f1 >= 0 ? f1 - f0 : -1, st);
   if (!isfinite(L)) { /* every rank sees the same loss: they all stop here */
     prt_fail(st, 1, "loss is %s at step %lld: training diverged; lower --lr, or check the "
              "data and the compiled plan", isnan(L) ? "NaN" : "infinite", (long long)s);

@@ -527,6 +527,7 @@ typedef struct prt_step_record {
   double step_ms;      /* wall milliseconds of the step, its loss all-reduce included */
   double tokens_per_s; /* global batch x T / step time */
   double eta_s;        /* seconds left: remaining steps x mean step time so far; NaN = ? */
+  int64_t page_faults; /* this rank's minor page faults during the step; -1 = not known */
 } prt_step_record;
 
 /* Writes r as one {"kind": "train", ...} line and flushes; returns fflush's result. */

@@ -2,7 +2,8 @@
  * the memory summary at the end.
  *
  * Metrics (README "Metrics"): one JSON object per line, "kind" first:
- *   {"kind": "train", "step": s, "loss": L, ["lr": x,] ["grad_norm": g,] "step_ms": ms,
+ *   {"kind": "train", "step": s, "loss": L, ["lr": x,] ["grad_norm": g,] ["page_faults": n,]
+ *    "step_ms": ms,
  *    "tokens_per_s": t, "mem": {"params": B, "optim": B, "arena": B}}   one per step
  *   {"kind": "eval", ...}                                                 reserved (--eval-data)
  *   {"kind": "summary", "ranks": [{"rank": k, "params": B, ...}, ...]}    once, at the end
@@ -24,6 +25,7 @@ int prt_metrics_train(FILE *f, const prt_ctx *ctx, const prt_step_record *r) {
   else fprintf(f, "\"loss\": null, ");
   if (isfinite(r->lr)) fprintf(f, "\"lr\": %.9g, ", r->lr);
   if (isfinite(r->grad_norm)) fprintf(f, "\"grad_norm\": %.9g, ", r->grad_norm);
+  if (r->page_faults >= 0) fprintf(f, "\"page_faults\": %lld, ", (long long)r->page_faults);
   fprintf(f, "\"step_ms\": %.6g, \"tokens_per_s\": %.6g, \"mem\": {\"params\": %lld, "
           "\"optim\": %lld, \"arena\": %lld}}\n", r->step_ms, r->tokens_per_s,
           (long long)prt_ctx_bytes(ctx, PRT_PARAM), (long long)prt_ctx_bytes(ctx, PRT_OPTIM),

@@ -24,11 +24,15 @@
  * what it waited for (op, peer or group, stream, step) and MPI_Aborts, and mpirun kills the
  * rest, the stopped one included.
  *
+ * Memory: prt_mpi_keep_freed keeps freed blocks mapped (glibc mallopt), so libnbc's
+ * per-collective buffers do not fault their pages in again every step.
+ *
  * Errors: every communicator returns errors (MPI_ERRORS_RETURN); a failed call prints
  * "piper: error: <call> failed: <MPI's words>: <where> (rank k); ..." and MPI_Aborts, so no
  * rank is left waiting for one that died.
  */
 #include <limits.h>
+#include <malloc.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -172,8 +176,24 @@ static void *prt_progress_thread(void *arg) {
   return NULL;
 }
 
+/* Freed memory stays mapped for the next malloc. Open MPI's libnbc mallocs a bucket-sized
+ * buffer for every MPI_Iallreduce (with MPI_IN_PLACE it copies the bucket into it inside the
+ * call) and frees it at completion; glibc hands such blocks back to the kernel (munmap above
+ * M_MMAP_THRESHOLD, the heap's top trimmed past M_TRIM_THRESHOLD), so the next step faults
+ * their pages in again. On this machine's VM a first-touch fault is dear: 3.5-4.5 ms of CPU
+ * and 5-11 ms of wall a fresh MB, 0.008 ms reused (bench/bench_tune.py --issue-probe). 32 MB
+ * is glibc's largest mmap threshold: blocks past it, rare here, are still unmapped when
+ * freed. PIPER_MPI_TRIM=1 (environment) leaves glibc's defaults, to measure the difference. */
+static void prt_mpi_keep_freed(void) {
+  const char *trim = getenv("PIPER_MPI_TRIM");
+  if (trim && *trim && strcmp(trim, "0") != 0) return;
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+}
+
 static int mpi_init(int *argc, char ***argv, const prt_watchdog *watch) {
   prt_mpi_watch = watch;
+  prt_mpi_keep_freed(); /* before MPI_Init: Open MPI's own buffers too */
   int init = 0, started = 0;
   const char *mode = getenv("PIPER_PROGRESS");
   int want = !mode || !strcmp(mode, "kernel") ? PRT_PROGRESS_KERNEL

@@ -30,7 +30,8 @@ if [m["step"] for m in train] != list(range(first, first + steps)):
     p.append("steps %s, want %d..%d" % ([m["step"] for m in train], first, first + steps - 1))
 for m in train:
     keys = [k for k in m if k not in ("lr", "grad_norm")]
-    if keys != ["kind", "step", "loss", "step_ms", "tokens_per_s", "mem"]:
+    if keys != ["kind", "step", "loss", "page_faults", "step_ms", "tokens_per_s", "mem"] or \
+            not (isinstance(m["page_faults"], int) and m["page_faults"] >= 0):
         p.append("train keys %s" % list(m))
     elif not (isinstance(m["loss"], float) and math.isfinite(m["loss"]) and m["step_ms"] > 0):
         p.append("loss or step_ms wrong: %s" % m)

@@ -159,9 +159,46 @@ static bool epExpertOk(MlirOperation op) {
   return ok;
 }
 
+/* A plan whose receives follow its senders' order (piper.p2p_order = "fifo") ->
+ * prt_declare_peer(ctx, peer) once per peer its sends and receives name (in a role's plan
+ * peer + k * peer_stride, at run time), before the target's setup, which builds NCCL's
+ * communicator per direction from every rank's peers. A plan with many transfers names few
+ * peers, so the repeats are found by a linear scan. */
+static void declarePeers(Lowering *L, MlirValue ctx) {
+  LlvmBuilder *b = &L->lb;
+  int64_t (*done)[2] = NULL; /* (peer, peer_stride) declared so far */
+  size_t nDone = 0, capDone = 0;
+  for (size_t i = 0; i < L->nOps; ++i) {
+    MlirOperation op = L->ops[i];
+    if (!piperOpIs(op, "comm.send") && !piperOpIs(op, "comm.recv") &&
+        !piperOpIs(op, "comm.recv_into"))
+      continue;
+    int64_t peer = piperGetIntAttr(op, "peer", -1);
+    int64_t stride = L->role ? piperGetIntAttr(op, "peer_stride", 0) : 0;
+    bool seen = false;
+    for (size_t j = 0; j < nDone && !seen; ++j) seen = done[j][0] == peer && done[j][1] == stride;
+    if (seen) continue;
+    if (!piperGrow((void **)&done, &capDone, nDone + 1, sizeof *done)) {
+      fprintf(stderr, "piper: error: out of memory listing a plan's peers\n");
+      exit(1);
+    }
+    done[nDone][0] = peer;
+    done[nDone++][1] = stride;
+    MlirValue v = lbConstI64(b, peer);
+    if (stride) {
+      MlirValue affine[3] = {ctx, v, lbConstI64(b, stride)};
+      v = lbCall(b, "prt_replica_affine", b->i64, 3, affine);
+    }
+    MlirValue args[2] = {ctx, v};
+    lbCall(b, "prt_declare_peer", (MlirType){NULL}, 2, args);
+  }
+  free(done);
+}
+
 static void emitSetup(Lowering *L, const char *fnName) {
   LlvmBuilder *b = &L->lb;
   MlirValue ctx = lbBeginFunction(b, fnName);
+  if (L->shared->p2pFifo) declarePeers(L, ctx);
   /* the target's device first (the GPU's setup loads the PTX piper-compile embeds as piper_ptx
    * and makes the GPU the context's device) before anything is declared or allocated */
   if (L->shared->target->setup) lwCall(L, L->shared->target->setup, 1, &ctx);
@@ -693,6 +730,9 @@ MlirLogicalResult piperLowerToLLVM(MlirOperation moduleOp) {
   free(seen);
   Shared shared = {0};
   shared.target = target;
+  MlirAttribute order = mlirOperationGetAttributeByName(moduleOp, piperStr("piper.p2p_order"));
+  shared.p2pFifo = !mlirAttributeIsNull(order) && mlirAttributeIsAString(order) &&
+                   mlirStringRefEqual(mlirStringAttrGetValue(order), piperStr("fifo"));
   piperPtrMapInit(&shared.groupOf, 16);
   if (!piperGrow((void **)&shared.streams, &shared.capStreams, 1, sizeof *shared.streams)) {
     free(graphs);

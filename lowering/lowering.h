@@ -46,6 +46,8 @@ typedef struct {
   PiperPtrMap declared;      /* llvm functions declared or defined so far (see lbInitShared) */
   const PiperTarget *target; /* the module's piper.target: which kernel column ops call, what
                                 piper_setup calls first (include/piper/target.h) */
+  bool p2pFifo;              /* piper.p2p_order = "fifo" (--piper-order-p2p): each plan declares
+                                its peers, so NCCL may carry its send/recv */
 } Shared;
 
 /* How a kernel's operand or result crosses the bf16 policy's boundary (passes/precision.c):

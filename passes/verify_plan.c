@@ -14,6 +14,11 @@
  * note at the `order` directive that ordered that device's plan (its piper.order, set by
  * --piper-extract), so a deadlock points back at the strategy lines that cause it.
  *
+ * Under piper.p2p_order = "fifo" (the module attribute --piper-order-p2p sets) a pair's
+ * messages must also arrive in the order they are sent, as NCCL, which has no tags, delivers
+ * them: a receive must take the earliest send of its peer to it that no receive has taken
+ * yet; a receive whose tag is not that send's is an error naming both tags.
+ *
  * Two sub-plans are proven. The training step includes the gradient-norm all-reduce the
  * lowering emits on every device before its first update-pass op (a blocking collective of the
  * whole world on the runtime's communicator, modelled here as a world barrier at that point).
@@ -179,6 +184,7 @@ typedef struct {
   Sent *sent;                 /* (nSent) sends issued; a consumed one has to = -1; owned */
   size_t nSent, capSent;      /* sends issued, capacity of sent */
   int64_t normArrived;        /* devices at the gradient-norm barrier (one per step) */
+  bool fifo;                  /* a pair's messages are received in send order (NCCL) */
 } Machine;
 
 static void machineFree(Machine *m) {
@@ -338,11 +344,23 @@ static StepResult runSend(Machine *m, int64_t d, MlirOperation op) {
 static StepResult runRecv(Machine *m, int64_t d, MlirOperation op) {
   int64_t tag = piperGetIntAttr(op, "tag", -1), peer = piperGetIntAttr(op, "peer", -1);
   if (m->P > 0) peer = roleOfDevice(m->roleStart, m->P, peer);
-  size_t k = 0;
-  while (k < m->nSent &&
-         !(m->sent[k].tag == tag && m->sent[k].from == peer && m->sent[k].to == d))
+  size_t k = 0; /* fifo: the pair's earliest send still unreceived, whatever its tag */
+  while (k < m->nSent && !((m->fifo || m->sent[k].tag == tag) && m->sent[k].from == peer &&
+                           m->sent[k].to == d))
     ++k;
   if (k == m->nSent) return STEP_BLOCKED; /* the send has not been issued yet */
+  if (m->sent[k].tag != tag) {
+    piperEmitErrorf(mlirOperationGetLocation(op), "piper-verify-plan: device %lld receives "
+                    "tag %lld from device %lld first, but device %lld sends it tag %lld "
+                    "before that: without tags (NCCL) the pair's messages arrive in send "
+                    "order; run --piper-order-p2p (piper-compile does for --target cuda)",
+                    (long long)d, (long long)tag, (long long)peer, (long long)peer,
+                    (long long)m->sent[k].tag);
+    MlirLocation last = {NULL};
+    noteOrder(m->dev, peer, &last);
+    noteOrder(m->dev, d, &last);
+    return STEP_FAILED;
+  }
   if (m->sent[k].numel != numelOf(op)) {
     char msg[256];
     snprintf(msg, sizeof msg, "piper-verify-plan: device %lld receives %lld elements "
@@ -466,7 +484,7 @@ static MlirLogicalResult reportUnfinished(Machine *m) {
 
 /* One proof: the training step (evalStep false, with the gradient-norm barrier) or the
  * forward-only evaluation step. */
-static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
+static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep, bool fifo) {
   /* Plans per role (piper.roles = P, functions role_<p> with piper.role = [start, stride, R]):
    * the proof runs the P plans of replica 0 only, each collective over the roles its group
    * couples (a member count of one per role) and each transfer to replica 0 of the peer
@@ -499,7 +517,7 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
                     "may have", (long long)N, PIPER_MAX_DEVICES);
     return mlirLogicalResultFailure();
   }
-  Machine m = {.module = module, .P = P, .N = N, .capSent = 256};
+  Machine m = {.module = module, .P = P, .N = N, .capSent = 256, .fifo = fifo};
   m.dev = calloc(N, sizeof *m.dev);
   m.roleRange = P > 0 ? calloc(3 * P, sizeof *m.roleRange) : NULL;
   m.roleStart = P > 0 ? calloc(P, sizeof *m.roleStart) : NULL;
@@ -523,8 +541,12 @@ static MlirLogicalResult verifyStep(MlirOperation module, bool evalStep) {
 }
 
 static MlirLogicalResult runVerifyPlan(MlirOperation module, const char *arg) {
-  if (mlirLogicalResultIsFailure(verifyStep(module, false))) return mlirLogicalResultFailure();
-  if (mlirLogicalResultIsSuccess(verifyStep(module, true))) return mlirLogicalResultSuccess();
+  MlirAttribute order = mlirOperationGetAttributeByName(module, piperStr("piper.p2p_order"));
+  bool fifo = !mlirAttributeIsNull(order) && mlirAttributeIsAString(order) &&
+              mlirStringRefEqual(mlirStringAttrGetValue(order), piperStr("fifo"));
+  if (mlirLogicalResultIsFailure(verifyStep(module, false, fifo)))
+    return mlirLogicalResultFailure();
+  if (mlirLogicalResultIsSuccess(verifyStep(module, true, fifo))) return mlirLogicalResultSuccess();
   mlirEmitError(mlirOperationGetLocation(module),
                 "piper-verify-plan: (the errors above are of the evaluation step: the forward "
                 "ops and forward transfers of each plan, which --eval-every runs)");

@@ -10,7 +10,8 @@
  *   the device: the CPU's, until a GPU plan's setup calls prt_backend_use_gpu, which opens
  *     this rank's GPU through the device seam (device.h) before anything is allocated;
  *   the collectives' and all-to-alls' engines: the world's (staged through host memory on a
- *     GPU), or NCCL's, from --comm (prt_backend_use_gpu); send/recv stay the world's. */
+ *     GPU), or NCCL's, from --comm (prt_backend_use_gpu); send/recv too when the plan declared
+ *     its peers (prt_declare_peer: its receives follow each sender's order), else the world's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +87,9 @@ static const char *launcher_env(const char *ompi, const char *mpich, const char 
 }
 
 /* Opens this rank's GPU (the node-local rank's, modulo the GPUs there: ranks beyond the GPU
- * count share them, which staged MPI transfers allow) and resolves `choice` (AUTO: NCCL only
- * where every rank of the node has its own GPU, as NCCL refuses two ranks on one). */
+ * count share them, which staged MPI transfers allow) and resolves `choice` (AUTO: MPI. NCCL
+ * only when asked: no multi-GPU machine has run it yet (issue 17), and it needs every rank
+ * of the node on its own GPU, as NCCL refuses two ranks on one). */
 static void open_gpu(prt_ctx *ctx, prt_comm_choice choice) {
   int ngpu = prt_device_count("cuda"), ordinal = 0;
   const char *local = launcher_env("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
@@ -108,8 +110,7 @@ static void open_gpu(prt_ctx *ctx, prt_comm_choice choice) {
               "(NCCL refuses two ranks on one GPU); pass --comm mpi to stage the transfers "
               "through host memory, or run at most %d ranks per node", local_ranks, ngpu,
               ngpu);
-  if (choice == PRT_COMM_AUTO)
-    choice = ctx->world > 1 && own_gpu && prt_nccl_attach ? PRT_COMM_NCCL : PRT_COMM_MPI;
+  if (choice == PRT_COMM_AUTO) choice = PRT_COMM_MPI;
   B.device = gpu;
   B.collectives = choice;
 }

@@ -52,6 +52,7 @@ void prt_ctx_destroy(prt_ctx *ctx) {
     free(ctx->groups[g].members);
   }
   free(ctx->groups);
+  free(ctx->peers);
   for (int64_t k = 0; k < ctx->nstreams; k++) free(ctx->stream_names[k]);
   free(ctx->stream_names);
   free(ctx->ops);

@@ -175,6 +175,27 @@ void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *me
     if (g->members[k] == ctx->rank) g->index = k;
 }
 
+void prt_declare_peer(prt_ctx *ctx, int64_t peer) {
+  if (!prt_decl_open(ctx, "prt_declare_peer")) return;
+  peer = prt_elastic_rank(ctx, peer); /* as prt_isend maps it */
+  if (peer < 0 || peer >= ctx->world || peer == ctx->rank) {
+    prt_fail(&ctx->decl_status, 1, "peer %lld declared by rank %lld of a %lld-rank world: "
+             "prt_declare_peer; %s", (long long)peer, (long long)ctx->rank,
+             (long long)ctx->world, PLAN_BUG);
+    return;
+  }
+  for (int64_t i = 0; i < ctx->npeers; i++)
+    if (ctx->peers[i] == peer) return; /* elastic folds may repeat one */
+  if (ctx->npeers == ctx->cap_peers) {
+    int64_t cap = ctx->cap_peers ? 2 * ctx->cap_peers : 8;
+    int64_t *p = realloc(ctx->peers, (size_t)cap * sizeof *p);
+    if (!p) prt_fatal("out of memory declaring peer %lld", (long long)peer);
+    ctx->peers = p;
+    ctx->cap_peers = cap;
+  }
+  ctx->peers[ctx->npeers++] = peer;
+}
+
 void prt_declare_batch(prt_ctx *ctx, int64_t global_batch) {
   if (!prt_decl_open(ctx, "prt_declare_batch")) return;
   if (global_batch < 1 || (ctx->declared_batch && ctx->declared_batch != global_batch)) {

@@ -218,6 +218,10 @@ struct prt_ctx {
   prt_group *groups;        /* owned array (ngroups), indexed by group id */
   int64_t ngroups;          /* 1 + the largest group id declared */
   int groups_created;       /* 1 once prt_comm_groups_create ran */
+  int64_t *peers;           /* owned (npeers): the ranks this rank's send/recv name, distinct,
+                               as prt_declare_peer gave them (only plans whose receives follow
+                               their senders' order declare them: NCCL's p2p needs that) */
+  int64_t npeers, cap_peers; /* used, allocated */
   int comm;                 /* --comm as a prt_comm_choice (prt_run sets it before the plan's
                                setup; prt_backend_use_gpu resolves AUTO) */
   int comm_resolved;        /* 1 once a GPU setup consumed `comm`: a CPU binary given

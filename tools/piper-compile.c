@@ -197,8 +197,8 @@ static const PiperTarget *checkOptions(const Options *o) {
   return tgt;
 }
 
-/* autodiff -> the strategy's passes -> precision (bf16 only) -> extract and verify-plan (with
- * --strategy) -> lowering, then the device code under a GPU target. 0 on success. */
+/* autodiff -> the strategy's passes -> precision (bf16 only) -> extract, order-p2p (GPU
+ * targets) and verify-plan (with --strategy) -> lowering, then the device code under a GPU target. 0 on success. */
 static int compileModule(MlirOperation op, const Options *o, const PiperTarget *tgt) {
   MlirContext ctx = mlirOperationGetContext(op);
   if (tgt != piperTargetDefault()) /* the lowering reads the target from the module */
@@ -216,6 +216,8 @@ static int compileModule(MlirOperation op, const Options *o, const PiperTarget *
     mlirPassManagerAddOwnedPass(pm, piperCreatePrecisionPass(o->precision));
   if (o->strategy) {
     mlirPassManagerAddOwnedPass(pm, piperCreateExtractPass(NULL));
+    /* a GPU plan may run its send/recv on NCCL (--comm nccl), which has no tags */
+    if (tgt->deviceCode) mlirPassManagerAddOwnedPass(pm, piperCreateOrderP2pPass(NULL));
     mlirPassManagerAddOwnedPass(pm, piperCreateVerifyPlanPass(NULL));
   }
   mlirPassManagerAddOwnedPass(pm, piperCreateLowerToLLVMPass(NULL));

@@ -51,9 +51,14 @@ static const PiperPassInfo registry[] = {
      "piper-precision=fp32|bf16", piperCreatePrecisionPass},
     {"piper-extract", "order directives + global DAG -> one function per device, in execution "
      "order", NULL, piperCreateExtractPass},
+    {"piper-order-p2p",
+     "each pair's receives in the order its sender sends (NCCL has no tags); marks the module "
+     "piper.p2p_order = \"fifo\", which --piper-verify-plan then proves",
+     NULL, piperCreateOrderP2pPass},
     {"piper-verify-plan",
-     "prove the per-device plans cannot hang: simulate every send/recv and collective", NULL,
-     piperCreateVerifyPlanPass},
+     "prove the per-device plans cannot hang: simulate every send/recv and collective (in a "
+     "module --piper-order-p2p marked: a pair's messages also received in send order)",
+     NULL, piperCreateVerifyPlanPass},
     {"piper-lower-to-llvm",
      "training graph -> llvm dialect: plan memory, emit piper_setup/piper_step calling "
      "libpiper_rt",

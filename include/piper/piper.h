@@ -168,6 +168,9 @@ MlirPass piperCreateShardTensorPass(const char *arg);
 MlirPass piperCreateShardSequencePass(const char *arg);
 MlirPass piperCreateExtractPass(const char *arg);
 MlirPass piperCreateVerifyPlanPass(const char *arg);
+/* --piper-order-p2p (passes/order_p2p.c): each pair's receives in its sender's send order, for
+ * a transport without tags (NCCL); marks the module piper.p2p_order = "fifo". */
+MlirPass piperCreateOrderP2pPass(const char *arg);
 MlirPass piperCreatePrintDagPass(const char *arg);
 /* --piper-precision=fp32|bf16 (passes/precision.c): the bf16 mixed-precision policy of the
  * op-facts table as element types; fp32 (the default) changes nothing. */

@@ -84,6 +84,11 @@ int64_t prt_rank(prt_ctx *ctx);
  * declares every group of the plan in the same order, so creation is collective and
  * deterministic; ranks outside a group just skip it. */
 void prt_declare_group(prt_ctx *ctx, int64_t group, int64_t n, const int64_t *members);
+/* A rank this rank's plan sends to or receives from (once per peer; before the target's setup).
+ * Declared only by plans whose receives follow each sender's order (piper.p2p_order "fifo"):
+ * the NCCL backend then builds a communicator per direction from every rank's peers and
+ * carries send/recv on it. */
+void prt_declare_peer(prt_ctx *ctx, int64_t peer);
 /* The same for the `n` members start, start + stride, ... (a role's devices): the binary
  * holds three numbers, not the member list. */
 void prt_declare_group_range(prt_ctx *ctx, int64_t group, int64_t n, int64_t start,

@@ -19,8 +19,23 @@
  * FAKE_NCCL_IGNORE_WAITS=1 makes cudaStreamWaitEvent do nothing: the negative control of
  * fake-nccl-train.test (a backend without its completion wait), which must fail.
  * FAKE_NCCL_REPORT=1 prints each rank's calls at exit, so a test can tell that the NCCL
- * engines ran (the banner names the world, MPI, either way). Only what comm/nccl.c calls is
- * defined. */
+ * engines ran (the banner names the world, MPI, either way). FAKE_NCCL_LOG=PREFIX writes each
+ * rank's order of events to PREFIX.<rank>, one a line, for a test to read: a stream of ours
+ * ordered after the compute stream (and after how many kernel launches), each send and
+ * receive (the peer's rank on its communicator, bytes, stream), a completion event recorded
+ * on a stream of ours, and the compute stream waiting for one (the point a received block
+ * lands). Only what comm/nccl.c calls is defined.
+ *
+ * NOT MODELLED: NCCL's blocking. On a GPU a communicator runs its operations one after
+ * another and a send completes only once its receive runs, so a backend order can deadlock
+ * there that runs here (sends are buffered MPI_Isends, every operation is posted at once).
+ * A faithful model needs the device's progress, which goes on while the host blocks in the
+ * runtime's own MPI calls (the loss, the gradient norm): serializing the queues here and
+ * progressing them only from the fake's calls deadlocked PP2 1F1B on exactly that (stage 1
+ * in the gradient-norm all-reduce with a send still queued), an artefact. comm/nccl.c's
+ * rule (a communicator per direction, receives in send order) is argued in its header;
+ * what this fake proves is the order of the messages (a pair's k-th receive gets its k-th
+ * send, of the same size) and the stream and event ordering. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +57,13 @@ static void report(void) {
   fprintf(stderr, "fake NCCL rank %d: %ld collectives, %ld sends, %ld receives, %ld groups\n",
           report_rank, calls[C_COLL], calls[C_SEND], calls[C_RECV], calls[C_GROUP]);
 }
+
+/* FAKE_NCCL_LOG's file for this rank, opened at the first communicator; NULL: no log. */
+static FILE *event_log;
+#define LOG_EVENT(...)                                                                     \
+  do {                                                                                     \
+    if (event_log) fprintf(event_log, __VA_ARGS__);                                        \
+  } while (0)
 
 static void die(const char *what) {
   fprintf(stderr, "fake NCCL: %s\n", what);
@@ -133,6 +155,13 @@ static idlist *ours(cudaStream_t s) {
   return NULL;
 }
 
+/* A stream of ours by its creation index (1, 2, ...), for the log; 0: the compute stream. */
+static int64_t stream_no(const idlist *st) {
+  for (int64_t i = 0; i < nfake_streams; i++)
+    if (fake_streams[i] == st) return i + 1;
+  return 0;
+}
+
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
   idlist *l = calloc(1, sizeof *l);
   if (l) l->at = -1;
@@ -153,6 +182,7 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   ev->n = 0;
   ev->at = st ? -1 : fake_cuda_launches;
   if (!st) return cudaSuccess;
+  LOG_EVENT("completion event on stream %lld\n", (long long)stream_no(st));
   int64_t keep = 0;
   for (int64_t i = 0; i < st->n; i++)
     if (!X[st->ids[i]].done) {
@@ -166,6 +196,11 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
   idlist *waiter = ours(s);
   if (waiter && ((idlist *)e)->at > waiter->at) waiter->at = ((idlist *)e)->at;
+  if (waiter && ((idlist *)e)->at >= 0)
+    LOG_EVENT("stream %lld ordered after compute launch %ld\n", (long long)stream_no(waiter),
+              ((idlist *)e)->at);
+  else if (!waiter && ((idlist *)e)->at < 0)
+    LOG_EVENT("compute waits for a completion event\n");
   static int ignore = -1;
   if (ignore < 0) ignore = getenv("FAKE_NCCL_IGNORE_WAITS") != NULL;
   if (ignore) return cudaSuccess;
@@ -209,6 +244,14 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
   if (report_rank < 0 && getenv("FAKE_NCCL_REPORT")) {
     report_rank = me;
     atexit(report);
+  }
+  const char *log = getenv("FAKE_NCCL_LOG");
+  if (log && !event_log) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s.%d", log, me);
+    event_log = fopen(path, "w");
+    if (!event_log) die("cannot open FAKE_NCCL_LOG's file");
+    setvbuf(event_log, NULL, _IOLBF, 0); /* whole lines, even if the run is killed */
   }
   *comm = calloc(1, sizeof **comm);
   if (!*comm || MPI_Comm_dup(MPI_COMM_WORLD, &(*comm)->c) != MPI_SUCCESS) return ncclSystemError;
@@ -307,6 +350,8 @@ static ncclResult_t p2p(const void *in, void *out, size_t n, ncclDataType_t t, i
   if (!x->buf) die("out of memory");
   int rc;
   calls[in ? C_SEND : C_RECV]++;
+  LOG_EVENT("%s peer %d bytes %zu stream %lld\n", in ? "ncclSend" : "ncclRecv", peer, x->bytes,
+            (long long)stream_no(st));
   if (in) { /* the stream reaches the send now: its input as the compute stream left it */
     memcpy(x->buf, in, x->bytes);
     rc = MPI_Isend(x->buf, (int)n, dt, peer, 0, comm->c, &x->req);

@@ -143,6 +143,10 @@ typedef struct {
   uint8_t fp32Operands;      /* bit k = operand k is kept fp32 under the bf16 policy, so its
                                 producer stores it fp32 whatever that producer's row says: the
                                 MoE router's scores (a linear's output) feeding moe_topk */
+  bool cast;                 /* the op converts its operand to its result's element type
+                                (tdag.cast): the pass that made it chose both types, so the
+                                precision pass leaves them and the verifier accepts bf16 on
+                                either side */
 } PiperOpFacts;
 
 /* The row of `op`, or NULL for an op that is not a tdag op. */

@@ -115,6 +115,14 @@ bool lwIsShardedParam(MlirValue v) {
                                                                piperStr("shards")));
 }
 
+bool lwIsReduceScattered(MlirValue g) {
+  if (!mlirValueIsAOpResult(g)) return false;
+  MlirOperation op = mlirOpResultGetOwner(g);
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (f && f->cast) return lwIsReduceScattered(mlirOperationGetOperand(op, 0));
+  return piperOpIs(op, "comm.reduce_scatter");
+}
+
 static bool isBf16Tensor(MlirType t) {
   return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
 }

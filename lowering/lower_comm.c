@@ -83,12 +83,17 @@ static int64_t words(MlirType t) {
  *        D, group, tag)
  * The call completes the ring, so the op's token stands for nothing. Returns false for an op
  * that is not a ring op. */
+bool lwIsRingOp(MlirOperation op) {
+  return piperOpIs(op, "comm.ring_attention") || piperOpIs(op, "comm.ring_attention_grad") ||
+         piperOpIs(op, "comm.ring_gqa_attention") || piperOpIs(op, "comm.ring_gqa_attention_grad");
+}
+
 static bool lowerRing(Lowering *L, MlirOperation op) {
+  if (!lwIsRingOp(op)) return false;
   bool gqa = piperOpIs(op, "comm.ring_gqa_attention") ||
              piperOpIs(op, "comm.ring_gqa_attention_grad");
   bool grad = piperOpIs(op, "comm.ring_attention_grad") ||
               piperOpIs(op, "comm.ring_gqa_attention_grad");
-  if (!gqa && !grad && !piperOpIs(op, "comm.ring_attention")) return false;
   if (L->shared->target->deviceCode) { /* the ring kernels are the CPU's (cp_attention.c) */
     piperEmitErrorf(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: context parallelism's ring attention runs on the CPU "
@@ -96,6 +101,9 @@ static bool lowerRing(Lowering *L, MlirOperation op) {
     L->failed = true;
     return true;
   }
+  /* under bf16, bf16 operands widened into fp32 scratch and bf16 results narrowed from it
+   * (lwConversionOf): lwIn and lwOut hand the call the scratch */
+  lwConvertBegin(L, op);
   MlirValue a[18];
   intptr_t n = 0, nIn = mlirOperationGetNumOperands(op);
   a[n++] = L->ctxArg;
@@ -121,6 +129,7 @@ static bool lowerRing(Lowering *L, MlirOperation op) {
          gqa ? (grad ? "prt_ring_gqa_attention_bwd" : "prt_ring_gqa_attention_fwd")
              : (grad ? "prt_ring_attention_bwd" : "prt_ring_attention_fwd"),
          n, a);
+  lwConvertEnd(L, op);
   setHandle(L, op, (MlirValue){NULL});
   return true;
 }

@@ -128,6 +128,11 @@ static bool isBf16Tensor(MlirType t) {
 }
 
 LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i) {
+  if (lwIsRingOp(op)) { /* fp32 buffers in the runtime: widen bf16 operands, narrow results */
+    MlirValue v = result ? mlirOperationGetResult(op, i) : mlirOperationGetOperand(op, i);
+    if (!isBf16Tensor(mlirValueGetType(v))) return LW_CONV_NONE;
+    return result ? LW_CONV_NARROW : LW_CONV_WIDEN;
+  }
   const PiperOpFacts *f = piperOpFacts(op);
   if (!f || f->kernel <= PRT_K_NONE || f->kernel >= PRT_K_COUNT ||
       !L->shared->target->kernels[f->kernel])

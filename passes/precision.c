@@ -57,6 +57,29 @@ static MlirOperation sendTagged(const Sends *s, int64_t tag) {
   return (MlirOperation){NULL};
 }
 
+/* Context parallelism's ring attention ops (comm.irdl.mlir) under the policy, as the op-facts
+ * table's bf16Results would say of them: the attention output and the backward's input
+ * gradients are bf16, as the one-device attention's; the log-sum-exp (forward result #1) stays
+ * fp32, as its saved softmax does. The lowering widens the ring's bf16 operands into fp32
+ * scratch and narrows its bf16 results (lwConversionOf), so runtime/cp_attention.c computes in
+ * fp32 as before and its blocks travel in fp32. */
+static const struct {
+  const char *name;    /* the ring op */
+  uint8_t bf16Results; /* bit r = result r stored bf16 when it reads bf16 values */
+} ringRules[] = {
+    {"comm.ring_attention", 1u << 0},
+    {"comm.ring_gqa_attention", 1u << 0},
+    {"comm.ring_attention_grad", 1u << 0},
+    {"comm.ring_gqa_attention_grad", (1u << 0) | (1u << 1) | (1u << 2)},
+};
+
+/* The ringRules row of `op`, or -1. */
+static int ringRule(MlirOperation op) {
+  for (size_t i = 0; i < sizeof ringRules / sizeof ringRules[0]; ++i)
+    if (piperOpIs(op, ringRules[i].name)) return (int)i;
+  return -1;
+}
+
 /* Every value some op reads as an fp32Operands operand: its producer keeps it fp32. */
 static void markFp32Operands(MlirBlock body, PiperPtrMap *keep) {
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
@@ -176,14 +199,20 @@ static bool applyOp(MlirOperation op, const Sends *sends, PiperPtrMap *keep, boo
     from = mlirOperationGetOperand(op, 0);
   }
   if (!from.ptr || !isBf16Tensor(mlirValueGetType(from))) return false;
-  if (piperIsRingOp(op)) { /* runtime/cp_attention.c computes in fp32 on fp32 buffers */
-    if (!*failed)
-      mlirEmitError(mlirOperationGetLocation(op),
-                    "piper-precision: this ring attention (context parallelism, "
-                    "shard_sequence) reads bf16 activations, which --precision bf16 does not "
-                    "support yet; compile with --precision fp32, or without shard_sequence");
-    *failed = true;
-    return false;
+  if (piperIsRingOp(op)) {
+    int rule = ringRule(op);
+    if (rule < 0) { /* a ring op this table does not know: its results cannot be typed */
+      if (!*failed)
+        mlirEmitError(mlirOperationGetLocation(op),
+                      "piper-precision: this ring attention op has no bf16 rule "
+                      "(passes/precision.c ringRules); compile with --precision fp32");
+      *failed = true;
+      return false;
+    }
+    for (intptr_t r = 0; r + 1 < mlirOperationGetNumResults(op) && r < 8; ++r)
+      if ((ringRules[rule].bf16Results >> r) & 1)
+        changed |= toBf16(mlirOperationGetResult(op, r));
+    return changed;
   }
   if (piperOpIs(op, "comm.all_reduce")) {
     if (!*failed)

@@ -9,7 +9,8 @@
  * comm.send's (paired by tag). An operand the table keeps fp32 (fp32Operands: the router's
  * scores) keeps its producer's result fp32. A tensor-parallel sum (tp_reduce) of activations
  * or activation gradients is summed fp32 and rounded once after (roundTpSums): its partials stay
- * fp32, and a tdag.cast rounds the sum for the readers that want bf16. The types then size everything downstream
+ * fp32, and a tdag.cast rounds the sum for the readers that want bf16. Context parallelism's
+ * ring attention ops follow ringRules. The types then size everything downstream
  * (piperTensorElementBytes): the memory plan, sends and all-to-alls move half the bytes. The
  * module gets piper.precision = "bf16", from which the lowering also rounds matmul weights
  * (bf16RoundOperands) and converts at each kernel's boundary (lower_compute.c).

@@ -213,8 +213,9 @@ static const PiperTarget *checkOptions(const Options *o) {
   return tgt;
 }
 
-/* autodiff -> the strategy's passes -> precision (bf16 only) -> extract and verify-plan (with
- * --strategy) -> lowering, then the device code under a GPU target. 0 on success. */
+/* autodiff -> the strategy's passes -> precision, grad-reduce (bf16 only) -> extract and
+ * verify-plan (with --strategy) -> lowering, then the device code under a GPU target. 0 on
+ * success. */
 static int compileModule(MlirOperation op, const Options *o, const PiperTarget *tgt) {
   MlirContext ctx = mlirOperationGetContext(op);
   if (tgt != piperTargetDefault()) /* the lowering reads the target from the module */
@@ -324,7 +325,8 @@ static int writeOutput(MlirOperation op, const Options *o, const PiperTarget *tg
 }
 
 int main(int argc, char **argv) {
-  Options o = {.emit = "exe", .target = "cpu", .gpuArch = "sm_80", .precision = "fp32", .gradReduce = "fp32",
+  Options o = {.emit = "exe", .target = "cpu", .gpuArch = "sm_80", .precision = "fp32",
+               .gradReduce = "fp32",
                .cc = getenv("CC") ? getenv("CC") : "cc"};
   for (int i = 1; i < argc; ++i) {
     int rc = parseArg(&o, argc, argv, &i);

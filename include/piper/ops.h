@@ -39,7 +39,8 @@
  *                   storage only (leaves, bucket, view) or is not lowered (node). The values
  *                   passed stay rules of lower_compute.c, checked against the list's
  *                   argument types when the call is built.
- * Comm ops have no rows: their handling is per op in insert_comm.c and lower_comm.c. */
+ * Comm ops have no rows: their handling is per op in insert_comm.c and lower_comm.c, and under
+ * bf16 in precision.c (ringRules, roundTpSums) and grad_reduce.c. */
 #ifndef PIPER_OPS_H
 #define PIPER_OPS_H
 

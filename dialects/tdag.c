@@ -230,6 +230,7 @@ static bool tensorIsBf16(MlirType t) {
  * updates or a bucket packs, which hold fp32 master weights and gradients; a result only where
  * the row stores it so, or a sum (likeOperand0) of bf16 values. */
 static bool bf16Allowed(const PiperOpFacts *f, MlirOperation op, bool result, intptr_t i) {
+  if (f->cast) return true; /* a conversion: its maker chose the types */
   if (!result)
     return f->kind != PIPER_OP_UPDATE && f->kind != PIPER_OP_BUFFER && f->kind != PIPER_OP_IO &&
            !piperFactsFp32Operand(f, i);

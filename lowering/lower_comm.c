@@ -83,12 +83,17 @@ static int64_t words(MlirType t) {
  *        D, group, tag)
  * The call completes the ring, so the op's token stands for nothing. Returns false for an op
  * that is not a ring op. */
+bool lwIsRingOp(MlirOperation op) {
+  return piperOpIs(op, "comm.ring_attention") || piperOpIs(op, "comm.ring_attention_grad") ||
+         piperOpIs(op, "comm.ring_gqa_attention") || piperOpIs(op, "comm.ring_gqa_attention_grad");
+}
+
 static bool lowerRing(Lowering *L, MlirOperation op) {
+  if (!lwIsRingOp(op)) return false;
   bool gqa = piperOpIs(op, "comm.ring_gqa_attention") ||
              piperOpIs(op, "comm.ring_gqa_attention_grad");
   bool grad = piperOpIs(op, "comm.ring_attention_grad") ||
               piperOpIs(op, "comm.ring_gqa_attention_grad");
-  if (!gqa && !grad && !piperOpIs(op, "comm.ring_attention")) return false;
   if (L->shared->target->deviceCode) { /* the ring kernels are the CPU's (cp_attention.c) */
     piperEmitErrorf(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: context parallelism's ring attention runs on the CPU "
@@ -96,6 +101,9 @@ static bool lowerRing(Lowering *L, MlirOperation op) {
     L->failed = true;
     return true;
   }
+  /* under bf16, bf16 operands widened into fp32 scratch and bf16 results narrowed from it
+   * (lwConversionOf): lwIn and lwOut hand the call the scratch */
+  lwConvertBegin(L, op);
   MlirValue a[18];
   intptr_t n = 0, nIn = mlirOperationGetNumOperands(op);
   a[n++] = L->ctxArg;
@@ -121,8 +129,26 @@ static bool lowerRing(Lowering *L, MlirOperation op) {
          gqa ? (grad ? "prt_ring_gqa_attention_bwd" : "prt_ring_gqa_attention_fwd")
              : (grad ? "prt_ring_attention_bwd" : "prt_ring_attention_fwd"),
          n, a);
+  lwConvertEnd(L, op);
   setHandle(L, op, (MlirValue){NULL});
   return true;
+}
+
+static bool isBf16(MlirType t) {
+  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
+}
+
+/* Whether the target can run `op`, a sum: one of bf16 values (--grad-reduce bf16) needs the
+ * runtime's bf16 sums, which the CPU's comm backends have (MPI, serial) and a GPU plan's (NCCL,
+ * or MPI staged through fp32-sized host buffers) has not; refused at the op otherwise. */
+static bool bf16SumOnTarget(Lowering *L, MlirOperation op) {
+  if (!isBf16(lwInType(op, 0)) || !L->shared->target->deviceCode) return true;
+  piperEmitErrorf(mlirOperationGetLocation(op),
+                  "piper-lower-to-llvm: this gradient reduction moves bf16 (--grad-reduce bf16), "
+                  "which runs on the CPU target only; compile with --grad-reduce fp32, or "
+                  "without --target cuda");
+  L->failed = true;
+  return false;
 }
 
 /* One comm op -> its runtime call(s). */
@@ -160,11 +186,15 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     setHandle(L, op, h);
   } else if (piperOpIs(op, "comm.reduce_scatter")) {
     /* comm.reduce_scatter(g: R*c elements) -> h = prt_ireduce_scatter(ctx, g, out, c, group,
-     *   stream): out (c elements) = this replica's block of the sum */
+     *   stream): out (c elements) = this replica's block of the sum; of bf16 values
+     *   (--grad-reduce bf16) prt_ireduce_scatter_bf16, the same arguments */
+    if (!bf16SumOnTarget(L, op)) return;
     Shard sh = lwShardOf(op, piperTensorNumel(lwInType(op, 0)));
     MlirValue args[6] = {L->ctxArg, lwIn(L, op, 0), lwOut(L, op, 0), lwI64(L, sh.n / sh.R),
                          lwI64(L, lwGroupOf(L, op)), lwI64(L, lwStreamOf(L, op))};
-    setHandle(L, op, lbCall(b, "prt_ireduce_scatter", b->i64, 6, args));
+    setHandle(L, op, lbCall(b, isBf16(lwInType(op, 0)) ? "prt_ireduce_scatter_bf16"
+                                                       : "prt_ireduce_scatter",
+                            b->i64, 6, args));
   } else if (piperOpIs(op, "comm.all_gather")) {
     /* comm.all_gather(p) -> put this replica's shard at k*c of the R*c result buffer;
      *   h = prt_iall_gather(ctx, buf + k*c, buf, c, group, stream) in place.
@@ -221,10 +251,13 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     setHandle(L, op, lbCall(b, "prt_iall_to_all", b->i64, 6, args));
   } else if (piperOpIs(op, "comm.all_reduce")) {
     /* comm.all_reduce(g) -> h = prt_iall_reduce(ctx, g, n, group, stream) in place; wait at
-     * the first use of the result */
+     * the first use of the result. Of bf16 values (--grad-reduce bf16): prt_iall_reduce_bf16,
+     * the same arguments. */
+    if (!bf16SumOnTarget(L, op)) return;
     MlirValue args[5] = {L->ctxArg, lwIn(L, op, 0), lwI64(L, piperTensorNumel(lwInType(op, 0))),
                          lwI64(L, lwGroupOf(L, op)), lwI64(L, lwStreamOf(L, op))};
-    MlirValue h = lbCall(b, "prt_iall_reduce", b->i64, 5, args);
+    MlirValue h = lbCall(b, isBf16(lwInType(op, 0)) ? "prt_iall_reduce_bf16" : "prt_iall_reduce",
+                         b->i64, 5, args);
     setHandle(L, op, h);
   }
 }

@@ -231,8 +231,7 @@ static void lowerAdamw(Lowering *L, MlirOperation op) {
   Shard sh = sharded ? lwShardOf(op, n) : (Shard){n, 1, 0, n, 0, n};
   /* a reduce-scattered gradient is this replica's shard, whatever its element count */
   MlirValue g = mlirOperationGetOperand(op, 1);
-  bool wholeGrad = !(mlirValueIsAOpResult(g) &&
-                     piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter"));
+  bool wholeGrad = !lwIsReduceScattered(g);
   int64_t pBytes = piperTensorElementBytes(lwInType(op, 0));
   int64_t gBytes = piperTensorElementBytes(lwInType(op, 1));
   MlirValue pp, gp, len;
@@ -491,8 +490,7 @@ void lwLowerGradSq(Lowering *L, MlirOperation op) {
   Shard sh = sharded ? lwShardOf(op, n) : (Shard){n, 1, 0, n, 0, n};
   if (sh.len == 0) return; /* k = 0 in a role's plan: never empty */
   MlirValue g = mlirOperationGetOperand(op, 1);
-  bool wholeGrad = !(mlirValueIsAOpResult(g) &&
-                     piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter"));
+  bool wholeGrad = !lwIsReduceScattered(g);
   int64_t gBytes = piperTensorElementBytes(lwInType(op, 1));
   MlirValue gp, len;
   if (L->role && sharded) { /* replica k's shard, at run time (possibly empty) */

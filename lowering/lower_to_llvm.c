@@ -252,8 +252,7 @@ static void emitSetup(Lowering *L, const char *fnName) {
          * that gradient whole, so the runtime refuses --dump-grads up front (lower_compute.c
          * does not observe it). */
         MlirValue p = mlirOperationGetOperand(upd, 0), g = mlirOperationGetOperand(upd, 1);
-        if (mlirValueIsAOpResult(g) && piperOpIs(mlirOpResultGetOwner(g), "comm.reduce_scatter") &&
-            !lwIsShardedParam(p) && lwBufferOf(L, p)) {
+        if (lwIsReduceScattered(g) && !lwIsShardedParam(p) && lwBufferOf(L, p)) {
           MlirValue sc[2] = {ctx, lbConstI64(b, lwBufferOf(L, p)->tensorId)};
           lbCall(b, "prt_declare_grad_scattered", (MlirType){NULL}, 2, sc);
         }

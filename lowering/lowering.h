@@ -126,6 +126,13 @@ prt_kernel_id lwPolicyKernel(const Lowering *L, MlirOperation op);
 /* Whether op's operand i is passed to a bf16 parameter of that kernel (BF16_IN). */
 bool lwOperandIsBf16Param(const Lowering *L, MlirOperation op, intptr_t i);
 bool lwIsShardedParam(MlirValue v);
+/* Whether `g` is a reduce-scattered gradient (this replica's shard): a comm.reduce_scatter's
+ * result, or the tdag.cast that widens a bf16 one back to fp32 (--grad-reduce bf16). */
+bool lwIsReduceScattered(MlirValue g);
+/* Whether `op` is one of context parallelism's ring attention ops (comm.irdl.mlir), which
+ * runtime/cp_attention.c runs on fp32 buffers: under bf16 they convert at their boundary like
+ * a kernel (lwConversionOf). */
+bool lwIsRingOp(MlirOperation op);
 
 /* The type of operand i of op. */
 static inline MlirType lwInType(MlirOperation op, intptr_t i) {

@@ -115,11 +115,24 @@ bool lwIsShardedParam(MlirValue v) {
                                                                piperStr("shards")));
 }
 
+bool lwIsReduceScattered(MlirValue g) {
+  if (!mlirValueIsAOpResult(g)) return false;
+  MlirOperation op = mlirOpResultGetOwner(g);
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (f && f->cast) return lwIsReduceScattered(mlirOperationGetOperand(op, 0));
+  return piperOpIs(op, "comm.reduce_scatter");
+}
+
 static bool isBf16Tensor(MlirType t) {
   return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
 }
 
 LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i) {
+  if (lwIsRingOp(op)) { /* fp32 buffers in the runtime: widen bf16 operands, narrow results */
+    MlirValue v = result ? mlirOperationGetResult(op, i) : mlirOperationGetOperand(op, i);
+    if (!isBf16Tensor(mlirValueGetType(v))) return LW_CONV_NONE;
+    return result ? LW_CONV_NARROW : LW_CONV_WIDEN;
+  }
   const PiperOpFacts *f = piperOpFacts(op);
   if (!f || f->kernel <= PRT_K_NONE || f->kernel >= PRT_K_COUNT ||
       !L->shared->target->kernels[f->kernel])

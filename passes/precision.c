@@ -7,7 +7,10 @@
  * its probabilities, attention's saved softmax, the router's weights). Transfers follow what
  * they carry: a comm op's tensor results take its operand's element type, a comm.recv its
  * comm.send's (paired by tag). An operand the table keeps fp32 (fp32Operands: the router's
- * scores) keeps its producer's result fp32. The types then size everything downstream
+ * scores) keeps its producer's result fp32. A tensor-parallel sum (tp_reduce) of activations
+ * or activation gradients is summed fp32 and rounded once after (roundTpSums): its partials stay
+ * fp32, and a tdag.cast rounds the sum for the readers that want bf16. Context parallelism's
+ * ring attention ops follow ringRules. The types then size everything downstream
  * (piperTensorElementBytes): the memory plan, sends and all-to-alls move half the bytes. The
  * module gets piper.precision = "bf16", from which the lowering also rounds matmul weights
  * (bf16RoundOperands) and converts at each kernel's boundary (lower_compute.c).
@@ -55,6 +58,29 @@ static MlirOperation sendTagged(const Sends *s, int64_t tag) {
   return (MlirOperation){NULL};
 }
 
+/* Context parallelism's ring attention ops (comm.irdl.mlir) under the policy, as the op-facts
+ * table's bf16Results would say of them: the attention output and the backward's input
+ * gradients are bf16, as the one-device attention's; the log-sum-exp (forward result #1) stays
+ * fp32, as its saved softmax does. The lowering widens the ring's bf16 operands into fp32
+ * scratch and narrows its bf16 results (lwConversionOf), so runtime/cp_attention.c computes in
+ * fp32 as before and its blocks travel in fp32. */
+static const struct {
+  const char *name;    /* the ring op */
+  uint8_t bf16Results; /* bit r = result r stored bf16 when it reads bf16 values */
+} ringRules[] = {
+    {"comm.ring_attention", 1u << 0},
+    {"comm.ring_gqa_attention", 1u << 0},
+    {"comm.ring_attention_grad", 1u << 0},
+    {"comm.ring_gqa_attention_grad", (1u << 0) | (1u << 1) | (1u << 2)},
+};
+
+/* The ringRules row of `op`, or -1. */
+static int ringRule(MlirOperation op) {
+  for (size_t i = 0; i < sizeof ringRules / sizeof ringRules[0]; ++i)
+    if (piperOpIs(op, ringRules[i].name)) return (int)i;
+  return -1;
+}
+
 /* Every value some op reads as an fp32Operands operand: its producer keeps it fp32. */
 static void markFp32Operands(MlirBlock body, PiperPtrMap *keep) {
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
@@ -65,12 +91,92 @@ static void markFp32Operands(MlirBlock body, PiperPtrMap *keep) {
   }
 }
 
-/* One op under the policy: true if a result's type changed. A tensor all-reduce of bf16
- * values is refused (*failed): the runtime sums fp32 (tensor parallelism's activation
- * all-reduce has no bf16 form yet). */
+/* Whether `v` would be stored bf16 by the table's policy, before any value is kept fp32: a
+ * result the producer's row stores bf16, or a sum (likeOperand0) of such values. `depth`
+ * bounds the walk through chains of sums (a TP region sums at most a few partials). */
+static bool policyWantsBf16(MlirValue v, int depth) {
+  if (!mlirValueIsAOpResult(v) || depth > 16) return false;
+  MlirOperation op = mlirOpResultGetOwner(v);
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f || f->cast) return false;
+  if (piperFactsBf16Result(f, mlirOpResultGetResultNumber(v))) return true;
+  for (intptr_t k = 0; f->likeOperand0 && k < mlirOperationGetNumOperands(op); ++k)
+    if (policyWantsBf16(mlirOperationGetOperand(op, k), depth + 1)) return true;
+  return false;
+}
+
+/* `v`, a partial sum a tensor-parallel all-reduce completes, and the partials summed into it
+ * (the operands of likeOperand0 sums: Qwen3's q, k and v input gradients) stay fp32. */
+static void keepPartial(MlirValue v, PiperPtrMap *keep, int depth) {
+  piperPtrMapPut(keep, v.ptr, 1);
+  if (!mlirValueIsAOpResult(v) || depth > 16) return;
+  MlirOperation op = mlirOpResultGetOwner(v);
+  const PiperOpFacts *f = piperOpFacts(op);
+  for (intptr_t k = 0; f && f->likeOperand0 && !f->cast && k < mlirOperationGetNumOperands(op);
+       ++k)
+    keepPartial(mlirOperationGetOperand(op, k), keep, depth + 1);
+}
+
+/* Tensor parallelism's sums of activations (and of activation gradients) under bf16: each
+ * member's partial product stays fp32, the all-reduce sums fp32, and the sum is rounded to
+ * bf16 once, after it: by a tdag.cast placed before its first reader, which every reader
+ * then reads, except a reader that takes it in fp32 (fp32Operands: the row-parallel linear's
+ * bias_add, whose own bf16 result is then the one rounding of sum + bias, as the one-device
+ * linear rounds x W^T + b once). A TP run then equals the one-device bf16 run up to the order
+ * of the fp32 sums. Weight gradients the group sums (Qwen3's q_norm, k_norm) are fp32 under the
+ * policy anyway and are left alone. */
+static void roundTpSums(MlirBlock body, PiperPtrMap *keep) {
+  for (MlirOperation ar = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(ar);
+       ar = mlirOperationGetNextInBlock(ar)) {
+    if (!piperOpIs(ar, "comm.all_reduce") ||
+        mlirAttributeIsNull(mlirOperationGetAttributeByName(ar, piperStr("tp_reduce"))) ||
+        !policyWantsBf16(mlirOperationGetOperand(ar, 0), 0))
+      continue;
+    keepPartial(mlirOperationGetOperand(ar, 0), keep, 0);
+    MlirValue sum = mlirOperationGetResult(ar, 0);
+    piperPtrMapPut(keep, sum.ptr, 1);
+    /* the first reader (in block order) that wants bf16: the cast goes right before it, so the
+     * all-reduce's wait (extract puts it before the first reader) still overlaps what lies
+     * between them */
+    MlirOperation first = {NULL};
+    for (MlirOperation o = mlirOperationGetNextInBlock(ar); !mlirOperationIsNull(o);
+         o = mlirOperationGetNextInBlock(o)) {
+      const PiperOpFacts *f = piperOpFacts(o);
+      for (intptr_t k = 0; mlirOperationIsNull(first) && k < mlirOperationGetNumOperands(o); ++k)
+        if (mlirValueEqual(mlirOperationGetOperand(o, k), sum) && !piperFactsFp32Operand(f, k))
+          first = o;
+      if (!mlirOperationIsNull(first)) break;
+    }
+    if (mlirOperationIsNull(first)) continue; /* every reader takes fp32: bias_add */
+    MlirType t = mlirValueGetType(sum);
+    MlirOperation cast = piperOpCreate("tdag.cast", mlirOperationGetLocation(ar), 1, &sum, 1, &t,
+                                       0, NULL);
+    static const char *copied[] = {"tags", "pass", "devices"};
+    for (int i = 0; i < 3; ++i) {
+      MlirAttribute a = mlirOperationGetAttributeByName(ar, piperStr(copied[i]));
+      if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(cast, piperStr(copied[i]), a);
+    }
+    mlirBlockInsertOwnedOperationBefore(body, first, cast);
+    MlirValue rounded = mlirOperationGetResult(cast, 0);
+    toBf16(rounded);
+    /* every reader but the fp32 ones reads the rounded sum */
+    for (MlirOperation o = cast; !mlirOperationIsNull(o); o = mlirOperationGetNextInBlock(o)) {
+      const PiperOpFacts *f = piperOpFacts(o);
+      if (mlirOperationEqual(o, cast)) continue;
+      for (intptr_t k = 0; k < mlirOperationGetNumOperands(o); ++k)
+        if (mlirValueEqual(mlirOperationGetOperand(o, k), sum) && !piperFactsFp32Operand(f, k))
+          mlirOperationSetOperand(o, k, rounded);
+    }
+  }
+}
+
+/* One op under the policy: true if a result's type changed. An all-reduce of bf16 values is
+ * refused (*failed): the runtime sums fp32, and tensor parallelism's sums are kept fp32 before
+ * this runs (roundTpSums), so one left is a plan this pass does not know. */
 static bool applyOp(MlirOperation op, const Sends *sends, PiperPtrMap *keep, bool *failed) {
   bool changed = false;
   const PiperOpFacts *f = piperOpFacts(op);
+  if (f && f->cast) return false; /* its maker chose its types */
   if (f) {
     bool sum = false; /* a sum of bf16 values is one */
     for (intptr_t k = 0; f->likeOperand0 && k < mlirOperationGetNumOperands(op); ++k)
@@ -94,21 +200,27 @@ static bool applyOp(MlirOperation op, const Sends *sends, PiperPtrMap *keep, boo
     from = mlirOperationGetOperand(op, 0);
   }
   if (!from.ptr || !isBf16Tensor(mlirValueGetType(from))) return false;
-  if (piperIsRingOp(op)) { /* runtime/cp_attention.c computes in fp32 on fp32 buffers */
-    if (!*failed)
-      mlirEmitError(mlirOperationGetLocation(op),
-                    "piper-precision: this ring attention (context parallelism, "
-                    "shard_sequence) reads bf16 activations, which --precision bf16 does not "
-                    "support yet; compile with --precision fp32, or without shard_sequence");
-    *failed = true;
-    return false;
+  if (piperIsRingOp(op)) {
+    int rule = ringRule(op);
+    if (rule < 0) { /* a ring op this table does not know: its results cannot be typed */
+      if (!*failed)
+        mlirEmitError(mlirOperationGetLocation(op),
+                      "piper-precision: this ring attention op has no bf16 rule "
+                      "(passes/precision.c ringRules); compile with --precision fp32");
+      *failed = true;
+      return false;
+    }
+    for (intptr_t r = 0; r + 1 < mlirOperationGetNumResults(op) && r < 8; ++r)
+      if ((ringRules[rule].bf16Results >> r) & 1)
+        changed |= toBf16(mlirOperationGetResult(op, r));
+    return changed;
   }
   if (piperOpIs(op, "comm.all_reduce")) {
     if (!*failed)
       mlirEmitError(mlirOperationGetLocation(op),
-                    "piper-precision: this all-reduce sums bf16 activations (tensor "
-                    "parallelism), which --precision bf16 does not support yet; compile with "
-                    "--precision fp32, or without tensor parallelism");
+                    "piper-precision: this all-reduce sums bf16 values, which the runtime "
+                    "cannot (it sums fp32; a tensor-parallel sum, tp_reduce, is kept fp32 and "
+                    "rounded after); compile with --precision fp32");
     *failed = true;
     return false;
   }
@@ -142,6 +254,7 @@ static MlirLogicalResult applyFunction(MlirOperation func) {
   PiperPtrMap keep;
   piperPtrMapInit(&keep, 16);
   markFp32Operands(body, &keep);
+  roundTpSums(body, &keep);
   bool changed = true, failed = false;
   while (changed && !failed) {
     changed = false;

@@ -493,19 +493,27 @@ static int64_t prt_issue(prt_ctx *ctx, const prt_comm_op *op) {
   s->op = *op;
   /* the backend's engine for this kind; one on host memory needs a device's tensors staged */
   s->xfer = ctx->backend->xfer[op->kind];
+  /* a bf16 sum runs on the world's own engine, on host memory (staging copies floats) */
+  const prt_comm_vtable *world = ctx->backend->comm;
+  if (op->bf16 && (!world->start_bf16 || s->xfer != &world->xfer ||
+                   !ctx->backend->device->host_visible))
+    prt_fatal("%s_bf16 (--grad-reduce bf16) on the %s engine%s, which has no bf16 sum (rank "
+              "%lld); compile without --grad-reduce bf16", PRT_OP_ABI[op->kind], s->xfer->name,
+              ctx->backend->device->host_visible ? "" : " staged through host memory",
+              (long long)ctx->rank);
   if (!s->xfer->device_memory && !ctx->backend->device->host_visible) prt_stage_out(ctx, s);
   s->busy = 1;
   s->gen++;
   ctx->ops_busy++;
   if (ctx->trace) s->t_issue = prt_trace_now(ctx);
-  s->xfer->start(ctx, &s->op, &s->req);
+  (op->bf16 ? world->start_bf16 : s->xfer->start)(ctx, &s->op, &s->req);
   return (int64_t)s->gen << 32 | k;
 }
 
 int64_t prt_isend(prt_ctx *ctx, const float *buf, int64_t n, int64_t peer, int64_t tag,
                   int64_t stream) {
   prt_comm_op op = {PRT_OP_SEND, (int32_t)stream, buf, NULL, n, prt_elastic_rank(ctx, peer),
-                    tag, -1};
+                    tag, -1, 0};
   if (stream != op.stream) op.stream = -1;
   return prt_issue(ctx, &op);
 }
@@ -513,13 +521,13 @@ int64_t prt_isend(prt_ctx *ctx, const float *buf, int64_t n, int64_t peer, int64
 int64_t prt_irecv(prt_ctx *ctx, float *buf, int64_t n, int64_t peer, int64_t tag,
                   int64_t stream) {
   prt_comm_op op = {PRT_OP_RECV, (int32_t)stream, NULL, buf, n, prt_elastic_rank(ctx, peer),
-                    tag, -1};
+                    tag, -1, 0};
   if (stream != op.stream) op.stream = -1;
   return prt_issue(ctx, &op);
 }
 
 int64_t prt_iall_reduce(prt_ctx *ctx, float *buf, int64_t n, int64_t group, int64_t stream) {
-  prt_comm_op op = {PRT_OP_ALL_REDUCE, (int32_t)stream, buf, buf, n, -1, 0, group};
+  prt_comm_op op = {PRT_OP_ALL_REDUCE, (int32_t)stream, buf, buf, n, -1, 0, group, 0};
   if (stream != op.stream) op.stream = -1;
   prt_check_op(ctx, &op); /* before the fold reads buf */
   prt_elastic_fold(ctx, buf, n, group);
@@ -528,16 +536,45 @@ int64_t prt_iall_reduce(prt_ctx *ctx, float *buf, int64_t n, int64_t group, int6
 
 int64_t prt_ireduce_scatter(prt_ctx *ctx, const float *in, float *out, int64_t n_out,
                             int64_t group, int64_t stream) {
-  prt_comm_op op = {PRT_OP_REDUCE_SCATTER, (int32_t)stream, in, out, n_out, -1, 0, group};
+  prt_comm_op op = {PRT_OP_REDUCE_SCATTER, (int32_t)stream, in, out, n_out, -1, 0, group, 0};
   if (stream != op.stream) op.stream = -1;
   prt_check_op(ctx, &op); /* before the elastic sum reads in */
   prt_elastic_scatter(ctx, &op);
   return prt_issue(ctx, &op);
 }
 
+/* An elastic run folds several replicas' gradients into one rank's fp32 sums
+ * (runtime/elastic.c), which a bf16 transfer would not hold: refused at the first. */
+static void prt_bf16_not_folded(prt_ctx *ctx, int64_t group, const char *fn) {
+  if (ctx->elastic.k > 1 && group >= 0 && group < ctx->ngroups && ctx->groups[group].folded)
+    prt_fatal("%s (--grad-reduce bf16) in an elastic run on fewer ranks than replicas: its "
+              "folded gradient sums are fp32 (rank %lld); run on as many ranks as the plan "
+              "has replicas, or compile without --grad-reduce bf16", fn, (long long)ctx->rank);
+}
+
+int64_t prt_iall_reduce_bf16(prt_ctx *ctx, uint16_t *buf, int64_t n, int64_t group,
+                             int64_t stream) {
+  prt_comm_op op = {PRT_OP_ALL_REDUCE, (int32_t)stream, (float *)buf, (float *)buf, n, -1, 0,
+                    group, 1};
+  if (stream != op.stream) op.stream = -1;
+  prt_check_op(ctx, &op);
+  prt_bf16_not_folded(ctx, group, "prt_iall_reduce_bf16");
+  return prt_issue(ctx, &op);
+}
+
+int64_t prt_ireduce_scatter_bf16(prt_ctx *ctx, const uint16_t *in, uint16_t *out, int64_t n_out,
+                                 int64_t group, int64_t stream) {
+  prt_comm_op op = {PRT_OP_REDUCE_SCATTER, (int32_t)stream, (const float *)in, (float *)out,
+                    n_out, -1, 0, group, 1};
+  if (stream != op.stream) op.stream = -1;
+  prt_check_op(ctx, &op);
+  prt_bf16_not_folded(ctx, group, "prt_ireduce_scatter_bf16");
+  return prt_issue(ctx, &op);
+}
+
 int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
                         int64_t group, int64_t stream) {
-  prt_comm_op op = {PRT_OP_ALL_GATHER, (int32_t)stream, in, out, n_in, -1, 0, group};
+  prt_comm_op op = {PRT_OP_ALL_GATHER, (int32_t)stream, in, out, n_in, -1, 0, group, 0};
   if (stream != op.stream) op.stream = -1;
   prt_check_op(ctx, &op);
   op.n = prt_elastic_gather_n(ctx, n_in, group); /* k shards a rank when elastic */
@@ -546,7 +583,7 @@ int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
 
 int64_t prt_iall_to_all(prt_ctx *ctx, const float *in, float *out, int64_t n, int64_t group,
                         int64_t stream) {
-  prt_comm_op op = {PRT_OP_ALL_TO_ALL, (int32_t)stream, in, out, n, -1, 0, group};
+  prt_comm_op op = {PRT_OP_ALL_TO_ALL, (int32_t)stream, in, out, n, -1, 0, group, 0};
   if (stream != op.stream) op.stream = -1;
   prt_check_op(ctx, &op);
   if (ctx->groups[group].n < 1 || n % ctx->groups[group].n)

@@ -134,6 +134,10 @@ typedef struct prt_comm_op {
   int64_t peer;     /* SEND/RECV: the other device; -1 otherwise */
   int64_t tag;      /* SEND/RECV: message tag */
   int64_t group;    /* collectives: group id; -1 otherwise */
+  int32_t bf16;     /* ALL_REDUCE, REDUCE_SCATTER from prt_iall_reduce_bf16 /
+                       prt_ireduce_scatter_bf16 (--grad-reduce bf16): in and out hold n bf16
+                       values (uint16_t, despite their type), summed pairwise in fp32 and
+                       rounded back to bf16; 0: floats */
 } prt_comm_op;
 
 /* How a GPU binary's ranks exchange data (--comm; PIPER_COMM stands in when the flag is not
@@ -398,6 +402,11 @@ typedef struct prt_comm_vtable {
   void (*group_free)(prt_group *g);
   void (*progress)(void);
   prt_xfer_vtable xfer; /* the plan's transfers over this world, on host memory */
+  /* Starts a bf16 sum on host memory (op->bf16: an all-reduce or reduce-scatter of bf16
+   * values, each pair added in fp32 and rounded to bf16), finished and tested by xfer's
+   * finish and test. NULL: the world has none; dist.c refuses such a transfer, as it does one
+   * whose kind another engine (NCCL) runs. */
+  void (*start_bf16)(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req);
 } prt_comm_vtable;
 
 /* The backend record: the device and the comm backend this process runs on, one object. */

@@ -175,7 +175,9 @@ void prt_trace_transfer(prt_ctx *ctx, const prt_comm_op *op, double t0, double t
   int64_t whole = op->n;
   if (op->kind == PRT_OP_REDUCE_SCATTER || op->kind == PRT_OP_ALL_GATHER)
     whole *= ctx->groups[op->group].n;
-  *e = (prt_trace_ev){NULL, t0, t1 - t0, wait0, wait1, 4 * whole, (int32_t)stream, op->kind,
+  /* 4-byte words, or 2-byte bf16 values for a bf16 sum (--grad-reduce bf16) */
+  *e = (prt_trace_ev){NULL, t0, t1 - t0, wait0, wait1, (op->bf16 ? 2 : 4) * whole,
+                      (int32_t)stream, op->kind,
                       (int32_t)(op->kind <= PRT_OP_RECV ? op->peer : op->group)};
 }
 

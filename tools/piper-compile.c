@@ -25,6 +25,7 @@ static void usage(FILE *out) {
           "usage: piper-compile MODEL.mlir -o OUTPUT [--strategy FILE] [--emit=exe|obj|asm|ll|mlir]\n"
           "                     [--target cpu|cuda] [--gpu-arch sm_NN] [--emit-ptx FILE]\n"
           "                     [--emit-gpu-mlir FILE] [--precision fp32|bf16]\n"
+          "                     [--grad-reduce fp32|bf16]\n"
           "Compiles a tdag model (forward graph, or a training graph already built by\n"
           "--piper-autodiff) into a training binary linked with libpiper_rt.\n\n"
           "  -o OUTPUT      the file to write (required)\n"
@@ -44,6 +45,10 @@ static void usage(FILE *out) {
           "                 gradients stored in bf16, matmul weights rounded to bf16, fp32\n"
           "                 master weights, optimizer state, gradients and statistics (the CPU\n"
           "                 target emulates it exactly; README \"Mixed precision\")\n"
+          "  --grad-reduce G  fp32 (default) or bf16: data-parallel gradient all-reduces and\n"
+          "                 ZeRO reduce-scatters move bf16, half the bytes (each replica's\n"
+          "                 gradient rounded, pairs summed in fp32, the sum widened back to\n"
+          "                 fp32 for AdamW); the CPU target (MPI) only\n"
           "Run the binary with --help for its flags.\n");
 }
 
@@ -107,6 +112,7 @@ typedef struct {
   const char *ptxOut, *gpuMlirOut; /* where the PTX / gpu-dialect kernels go, or NULL */
   const char *cc;             /* the C compiler driver that links */
   const char *precision;      /* fp32 or bf16 (--piper-precision) */
+  const char *gradReduce;     /* fp32 or bf16 (--piper-grad-reduce) */
 } Options;
 
 /* True if `flag` takes its value as the next argument and names one of the target slots. */
@@ -142,6 +148,16 @@ static int parseArg(Options *o, int argc, char **argv, int *i) {
     }
   } else if (!strcmp(a, "--precision")) {
     fprintf(stderr, "piper-compile: error: --precision needs a value (fp32 or bf16)\n");
+    return 2;
+  } else if (!strcmp(a, "--grad-reduce") && hasValue) {
+    o->gradReduce = argv[++*i];
+    if (strcmp(o->gradReduce, "fp32") && strcmp(o->gradReduce, "bf16")) {
+      fprintf(stderr, "piper-compile: error: --grad-reduce %s: expected fp32 or bf16\n",
+              o->gradReduce);
+      return 2;
+    }
+  } else if (!strcmp(a, "--grad-reduce")) {
+    fprintf(stderr, "piper-compile: error: --grad-reduce needs a value (fp32 or bf16)\n");
     return 2;
   } else if (!strcmp(a, "--strategy") && hasValue) {
     o->strategy = argv[++*i];
@@ -197,8 +213,9 @@ static const PiperTarget *checkOptions(const Options *o) {
   return tgt;
 }
 
-/* autodiff -> the strategy's passes -> precision (bf16 only) -> extract, order-p2p (GPU
- * targets) and verify-plan (with --strategy) -> lowering, then the device code under a GPU target. 0 on success. */
+/* autodiff -> the strategy's passes -> precision, grad-reduce (bf16 only) -> extract,
+ * order-p2p (GPU targets) and verify-plan (with --strategy) -> lowering, then the device code
+ * under a GPU target. 0 on success. */
 static int compileModule(MlirOperation op, const Options *o, const PiperTarget *tgt) {
   MlirContext ctx = mlirOperationGetContext(op);
   if (tgt != piperTargetDefault()) /* the lowering reads the target from the module */
@@ -214,6 +231,9 @@ static int compileModule(MlirOperation op, const Options *o, const PiperTarget *
   /* after the directives, so every transfer they insert carries its value's type */
   if (!strcmp(o->precision, "bf16"))
     mlirPassManagerAddOwnedPass(pm, piperCreatePrecisionPass(o->precision));
+  /* after precision, whose policy leaves the gradients it reduces fp32 */
+  if (!strcmp(o->gradReduce, "bf16"))
+    mlirPassManagerAddOwnedPass(pm, piperCreateGradReducePass(o->gradReduce));
   if (o->strategy) {
     mlirPassManagerAddOwnedPass(pm, piperCreateExtractPass(NULL));
     /* a GPU plan may run its send/recv on NCCL (--comm nccl), which has no tags */
@@ -308,6 +328,7 @@ static int writeOutput(MlirOperation op, const Options *o, const PiperTarget *tg
 
 int main(int argc, char **argv) {
   Options o = {.emit = "exe", .target = "cpu", .gpuArch = "sm_80", .precision = "fp32",
+               .gradReduce = "fp32",
                .cc = getenv("CC") ? getenv("CC") : "cc"};
   for (int i = 1; i < argc; ++i) {
     int rc = parseArg(&o, argc, argv, &i);

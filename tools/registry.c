@@ -49,6 +49,11 @@ static const PiperPassInfo registry[] = {
      "mixed precision: with =bf16, activations and their gradients become bf16 per the op-facts "
      "table's bf16Results (fp32: unchanged); run after the directives, before extract",
      "piper-precision=fp32|bf16", piperCreatePrecisionPass},
+    {"piper-grad-reduce",
+     "with =bf16, gradient all-reduces and ZeRO reduce-scatters move bf16: each replica's "
+     "gradient rounded, summed in fp32 pairwise, widened back (fp32: unchanged); run after "
+     "piper-precision, before extract",
+     "piper-grad-reduce=fp32|bf16", piperCreateGradReducePass},
     {"piper-extract", "order directives + global DAG -> one function per device, in execution "
      "order", NULL, piperCreateExtractPass},
     {"piper-order-p2p",

@@ -39,7 +39,8 @@
  *                   storage only (leaves, bucket, view) or is not lowered (node). The values
  *                   passed stay rules of lower_compute.c, checked against the list's
  *                   argument types when the call is built.
- * Comm ops have no rows: their handling is per op in insert_comm.c and lower_comm.c. */
+ * Comm ops have no rows: their handling is per op in insert_comm.c and lower_comm.c, and under
+ * bf16 in precision.c (ringRules, roundTpSums) and grad_reduce.c. */
 #ifndef PIPER_OPS_H
 #define PIPER_OPS_H
 
@@ -143,6 +144,10 @@ typedef struct {
   uint8_t fp32Operands;      /* bit k = operand k is kept fp32 under the bf16 policy, so its
                                 producer stores it fp32 whatever that producer's row says: the
                                 MoE router's scores (a linear's output) feeding moe_topk */
+  bool cast;                 /* the op converts its operand to its result's element type
+                                (tdag.cast): the pass that made it chose both types, so the
+                                precision pass leaves them and the verifier accepts bf16 on
+                                either side */
 } PiperOpFacts;
 
 /* The row of `op`, or NULL for an op that is not a tdag op. */

@@ -175,6 +175,10 @@ MlirPass piperCreatePrintDagPass(const char *arg);
 /* --piper-precision=fp32|bf16 (passes/precision.c): the bf16 mixed-precision policy of the
  * op-facts table as element types; fp32 (the default) changes nothing. */
 MlirPass piperCreatePrecisionPass(const char *arg);
+/* --piper-grad-reduce=fp32|bf16 (passes/grad_reduce.c): gradient all-reduces and ZeRO
+ * reduce-scatters move bf16 (each replica's gradient rounded, summed pairwise in fp32, widened
+ * back to fp32 for the update); fp32 (the default) changes nothing. */
+MlirPass piperCreateGradReducePass(const char *arg);
 
 /* ---- lowering ---- */
 /* Training graph (tdag) -> llvm dialect: piper_setup and piper_step calling libpiper_rt. */

@@ -173,6 +173,14 @@ int64_t prt_iall_reduce(prt_ctx *ctx, float *buf, int64_t n, int64_t group, int6
 /* out(n_out) = member k's block k of the sum of every member's in(n_out * |group|). */
 int64_t prt_ireduce_scatter(prt_ctx *ctx, const float *in, float *out, int64_t n_out,
                             int64_t group, int64_t stream);
+/* --grad-reduce bf16: as prt_iall_reduce and prt_ireduce_scatter on n (n_out) bf16 values
+ * (uint16_t bit patterns), half the bytes of fp32. Each pair the backend combines is added in
+ * fp32 and rounded to bf16 (round to nearest even), in rank order, so every member gets the same
+ * sum. The MPI and serial backends have it; NCCL (a GPU plan) and elastic runs refuse it. */
+int64_t prt_iall_reduce_bf16(prt_ctx *ctx, uint16_t *buf, int64_t n, int64_t group,
+                             int64_t stream);
+int64_t prt_ireduce_scatter_bf16(prt_ctx *ctx, const uint16_t *in, uint16_t *out, int64_t n_out,
+                                 int64_t group, int64_t stream);
 /* out(n_in * |group|) = concatenation of every member's in(n_in), in member order. */
 int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
                         int64_t group, int64_t stream);

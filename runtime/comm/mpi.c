@@ -428,6 +428,50 @@ static void mpi_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   prt_mpi_inflight++;
 }
 
+/* --grad-reduce bf16: MPI has no bf16 type, so the values travel as MPI_UINT16_T (2 bytes
+ * each, half of fp32's) under a user-defined op that widens each pair to fp32, adds, and rounds
+ * the sum back to bf16 (the runtime's prt_f32_to_bf16: nearest even). Non-commutative on
+ * purpose: MPI then combines in rank order, so every member ends with the same sum (bf16
+ * rounding makes the order matter), as the replicas' identical updates require. */
+static void prt_mpi_bf16_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
+  const uint16_t *a = in;
+  uint16_t *b = inout;
+  for (int i = 0; i < *len; i++)
+    b[i] = prt_f32_to_bf16(prt_bf16_to_f32(a[i]) + prt_bf16_to_f32(b[i]));
+}
+
+static MPI_Op prt_mpi_bf16_op(void) {
+  static MPI_Op op = MPI_OP_NULL;
+  if (op == MPI_OP_NULL)
+    PRT_MPI(MPI_Op_create(prt_mpi_bf16_sum, 0, &op), "prt_iall_reduce_bf16");
+  return op;
+}
+
+/* mpi_start for a bf16 sum (op->bf16): the all-reduce and reduce-scatter of mpi_start on
+ * MPI_UINT16_T with prt_mpi_bf16_op. */
+static void mpi_start_bf16(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
+  const char *w = op->kind == PRT_OP_ALL_REDUCE ? "prt_iall_reduce_bf16"
+                                                : "prt_ireduce_scatter_bf16";
+  int n = prt_mpi_count(op->n, w);
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Comm c;
+  memcpy(&c, &ctx->groups[op->group].comm, sizeof c);
+  if (op->kind == PRT_OP_ALL_REDUCE) {
+    PRT_MPI(MPI_Iallreduce(MPI_IN_PLACE, op->out, n, MPI_UINT16_T, prt_mpi_bf16_op(), c, &r), w);
+  } else if (op->kind == PRT_OP_REDUCE_SCATTER) {
+    prt_mpi_count(op->n * ctx->groups[op->group].n, w);
+    PRT_MPI(MPI_Ireduce_scatter_block(op->in == op->out ? MPI_IN_PLACE : op->in, op->out, n,
+                                      MPI_UINT16_T, prt_mpi_bf16_op(), c, &r),
+            w);
+  } else {
+    prt_fatal("a bf16 transfer of kind %d reached the MPI backend: only all-reduces and "
+              "reduce-scatters sum bf16; this is a bug in libpiper_rt", (int)op->kind);
+  }
+  memset(req, 0, sizeof *req);
+  memcpy(req, &r, sizeof r);
+  prt_mpi_inflight++;
+}
+
 static void mpi_progress(void) {
   if (prt_progress_mode != PRT_PROGRESS_KERNEL || atomic_load(&prt_mpi_inflight) == 0) return;
   double now = prt_mpi_now();
@@ -495,4 +539,5 @@ const prt_comm_vtable prt_comm_mpi = {
     .group_free = mpi_group_free,
     .progress = mpi_progress,
     .xfer = {"mpi", 0, mpi_start, mpi_finish, mpi_test},
+    .start_bf16 = mpi_start_bf16,
 };

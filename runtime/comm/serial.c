@@ -54,6 +54,12 @@ static void serial_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
   }
 }
 
+/* A bf16 sum over one member: the all-reduce leaves it, the reduce-scatter copies block 0. */
+static void serial_start_bf16(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
+  if (op->kind == PRT_OP_REDUCE_SCATTER && op->out != op->in)
+    memmove(op->out, op->in, (size_t)op->n * sizeof(uint16_t));
+}
+
 static void serial_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {}
 static int serial_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) { return 1; }
 static void serial_progress(void) {} /* nothing is ever in flight */
@@ -76,4 +82,5 @@ const prt_comm_vtable prt_comm_serial = {
     .group_free = serial_group_free,
     .progress = serial_progress,
     .xfer = {"serial", 0, serial_start, serial_finish, serial_test},
+    .start_bf16 = serial_start_bf16,
 };

@@ -13,6 +13,7 @@
 # INVARIANCE_COMPARE_ARGS (environment): more compare_runs.py flags (e.g. --param-tol).
 # INVARIANCE_GRADS=1 (environment): also compare both runs' step-0 gradients (--dump-grads, a
 # separate 1-step run of each) with compare_grads.py.
+# INVARIANCE_GRADS_ARGS (environment): more compare_grads.py flags (e.g. --tol 1e-2).
 # INVARIANCE_PLAN_ARGS (environment): training flags for the distributed run alone, after the
 #   shared ones (negative controls: a plan trained differently must fail).
 # The comparers are told the steps run and the model, so a reference cut short fails too.
@@ -39,8 +40,9 @@ if [ "${INVARIANCE_GRADS:-0}" = 1 ]; then
   ./single --steps 1 --quiet "${extra[@]}" --dump-grads single.grads.safetensors
   timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
     ./plan --steps 1 --quiet "${extra[@]}" "${planonly[@]}" --dump-grads plan.grads.safetensors
+  grads=(${INVARIANCE_GRADS_ARGS:-})
   /usr/bin/python3 "$here/compare_grads.py" single.grads.safetensors plan.grads.safetensors \
-    --model single.mlir
+    --model single.mlir "${grads[@]}"
 fi
 compare=(${INVARIANCE_COMPARE_ARGS:-})
 /usr/bin/python3 "$here/compare_runs.py" single.jsonl single.safetensors plan.jsonl plan.safetensors \

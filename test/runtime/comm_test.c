@@ -254,6 +254,60 @@ static void test_transfers(void) {
   prt_ctx_destroy(ctx);
 }
 
+/* ---- bf16 sums (--grad-reduce bf16) ---- */
+
+/* prt_iall_reduce_bf16 and prt_ireduce_scatter_bf16: small integers (exact in bf16) sum
+ * exactly, like the fp32 collectives above; a tie is rounded to nearest even after each pair
+ * (hand-derived: 1 + 2^-8 lies halfway between the bf16 values 1 and 1 + 2^-7 and rounds to 1,
+ * where an fp32 sum of four ranks' 1, 2^-8, 2^-8, 2^-8 would give 1 + 2^-7 after one rounding);
+ * and every member ends with the same sum. */
+static void test_bf16_sums(void) {
+  enum { N = 64 };
+  uint16_t a[N], b[N];
+  float got[N], want[N];
+  prt_ctx *ctx = comm_ctx();
+  begin("bf16_all_reduce");
+  for (int g = 0; g < NGROUPS; g++) {
+    if (group_index(g) < 0) continue;
+    int64_t m[64], n = group_members(g, m), msum = 0;
+    for (int64_t k = 0; k < n; k++) msum += m[k] + 1;
+    for (int i = 0; i < N; i++) a[i] = prt_f32_to_bf16((float)((R + 1) * (i % 5)));
+    prt_wait(ctx, prt_iall_reduce_bf16(ctx, a, N, g, 1));
+    for (int i = 0; i < N; i++) got[i] = prt_bf16_to_f32(a[i]);
+    for (int i = 0; i < N; i++) want[i] = (float)(msum * (i % 5)); /* <= 4 * 10: exact */
+    expect_eq("bf16 sum", got, want, N);
+  }
+  /* the tie: rank 0 gives 1, every other rank 2^-8 */
+  a[0] = prt_f32_to_bf16(R == 0 ? 1.0f : 0x1p-8f);
+  prt_wait(ctx, prt_iall_reduce_bf16(ctx, a, 1, G_ALL, 1));
+  float tie = prt_bf16_to_f32(a[0]);
+  if (W == 2 && tie != 1.0f) fail("bf16 tie: 1 + 2^-8 gave %a, want 1 (nearest even)", tie);
+  if (tie != 1.0f && tie != 1.0f + 0x1p-7f)
+    fail("bf16 tie: 1 + %lld * 2^-8 gave %a, want 1 or 1 + 2^-7", (long long)(W - 1), tie);
+  /* the same on every member: the fp32 sum of the members' results is W of them (exact) */
+  float all = tie;
+  prt_wait(ctx, prt_iall_reduce(ctx, &all, 1, G_ALL, 1));
+  if (all != (float)W * tie) fail("bf16 sums differ between members: %a summed to %a", tie, all);
+  end();
+  begin("bf16_reduce_scatter");
+  for (int g = 0; g < NGROUPS; g++) {
+    int64_t k = group_index(g);
+    if (k < 0) continue;
+    int64_t m[64], n = group_members(g, m);
+    const int64_t n_out = 5;
+    for (int64_t i = 0; i < n_out * n; i++) a[i] = prt_f32_to_bf16((float)(R * 10 + i));
+    prt_wait(ctx, prt_ireduce_scatter_bf16(ctx, a, b, n_out, g, 1));
+    for (int64_t i = 0; i < n_out; i++) {
+      got[i] = prt_bf16_to_f32(b[i]);
+      want[i] = 0;
+      for (int64_t j = 0; j < n; j++) want[i] += (float)(m[j] * 10 + k * n_out + i);
+    }
+    expect_eq("bf16 block", got, want, n_out); /* integers <= 4 * (30 + 19) < 256: exact */
+  }
+  end();
+  prt_ctx_destroy(ctx);
+}
+
 /* ---- agreement and the loss ---- */
 
 static void test_agreement(void) {
@@ -1111,6 +1165,7 @@ int main(int argc, char **argv) {
       rc = 100;
     } else {
       test_transfers();
+      test_bf16_sums();
       test_agreement();
       test_assembly();
       test_roles_and_many_groups();

@@ -196,7 +196,11 @@ def cmd_init(a):
 def cmd_train(a):
     L, C, H, T, V, B = a.layers, a.dim, a.heads, a.seq, a.vocab, a.batch
     check_config(L, C, H, T, V)
+    asked = a.device
     P = oc.load_init(a, {n: shape for n, shape, _ in param_specs(L, C, V, T)})
+    if asked != "cpu":  # say where the reference ran (a GPU run's log shows it was one)
+        where = torch.cuda.get_device_name(a.device) if a.device.type == "cuda" else "cpu"
+        print(f"oracle device: {a.device} ({where}), TF32 off")
     opt = make_optimizer(P, a.lr, a.weight_decay, (a.adam_beta1, a.adam_beta2), a.adam_eps)
     data = load_data(a.data, V)
 
@@ -467,6 +471,7 @@ def main(argv=None):
     p.set_defaults(fn=cmd_init)
 
     p = oc.train_parser(sub, add_model_args)
+    oc.add_device_flag(p)
     p.add_argument("--grad-clip", type=float, help="clip_grad_norm_ to this max norm each step")
     p.add_argument("--norms", help="output JSON list of per-step gradient norms (--grad-clip)")
     p.add_argument("--lr-schedule", choices=["constant", "cosine", "linear"], default="constant")

@@ -46,11 +46,35 @@ def train_parser(sub, add_model_args):
     return p
 
 
+def add_device_flag(p):
+    """--device, for an oracle whose model makes its tensors where its inputs are (gpt_torch:
+    the others build masks and tables on the CPU and stay there)."""
+    p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
+                   help="where to train (default cpu; auto: cuda when torch sees a GPU). TF32 "
+                        "is off, so matmuls are true fp32, as Piper's pedantic cuBLAS calls")
+
+
+def pick_device(name):
+    """The torch device of --device (an oracle without the flag: the CPU). TF32 is switched
+    off whatever the device (a no-op on the CPU): with it, cuBLAS rounds fp32 matmul operands
+    to TF32's 10-bit mantissa (2^-11 relative each), and the oracle would no longer be the fp32
+    reference that Piper's pedantic-fp32 sgemm is held to within fp32 rounding."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device")
+    return torch.device(name)
+
+
 # ----------------------------------------------------------------------------- train
 
 def load_init(a, shapes):
     """The parameters of checkpoint --init, in the order of `shapes` (name -> shape: the
-    model's canonical list), as leaf tensors of --dtype; sets torch's thread count (--threads).
+    model's canonical list), as leaf tensors of --dtype on --device (a.device becomes the
+    torch.device: train_steps moves each batch there); sets torch's thread count (--threads).
     Exits naming every missing, extra or misshaped tensor. Sets the models' precision
     (--precision: precision.py)."""
     torch.set_num_threads(a.threads)
@@ -62,7 +86,8 @@ def load_init(a, shapes):
     if missing or extra or bad:
         raise SystemExit(f"init checkpoint mismatch: missing={missing} extra={extra} "
                          f"misshaped={[(n, tuple(init[n].shape), shapes[n]) for n in bad]}")
-    return {n: init[n].to(DTYPES[a.dtype]).clone().requires_grad_(True) for n in shapes}
+    a.device = pick_device(getattr(a, "device", "cpu"))
+    return {n: init[n].to(a.device, DTYPES[a.dtype]).clone().requires_grad_(True) for n in shapes}
 
 
 def train_steps(a, P, opt, batch, loss_of, before_step=None):
@@ -73,6 +98,7 @@ def train_steps(a, P, opt, batch, loss_of, before_step=None):
     losses = []
     for s in range(a.steps):
         x, y = batch(s)
+        x, y = x.to(a.device), y.to(a.device)  # the data stays on the host; no-op on the CPU
         opt.zero_grad(set_to_none=True)
         loss = loss_of(x, y)
         loss.backward()

@@ -221,8 +221,14 @@ elif [ "$phase" = run ]; then
   }
   bench_gpt() { # the bench-size GPT against PyTorch trained here, on the GPU if torch has one
     # (ours first: without a GPU it stops at once, before PyTorch's long run on the CPU)
-    local model batch
+    local model batch rc=0
     { read -r model; read -r batch; } < bench.flags
+    bench_gpt_steps "$model" "$batch" || rc=$?
+    rm -f init_bench.safetensors  # 344 MB at the bench size, of no use after the check
+    return $rc
+  }
+  bench_gpt_steps() { # MODEL-FLAGS BATCH-FLAG
+    local model=$1 batch=$2
     "$py" oracle/gpt_torch.py init $model --seed 3 -o init_bench.safetensors &&
     ./bench_gpt --steps 4 $optim --data data.bin \
       --init-checkpoint init_bench.safetensors --metrics metrics_bench.jsonl --quiet &&

@@ -36,6 +36,14 @@ MlirNamedAttribute piperNamedAttr(MlirContext ctx, const char *name, MlirAttribu
   return mlirNamedAttributeGet(mlirIdentifierGet(ctx, piperStr(name)), attr);
 }
 
+void piperCopyPlacement(MlirOperation to, MlirOperation from) {
+  static const char *copied[] = {"tags", "pass", "devices"};
+  for (int i = 0; i < 3; ++i) {
+    MlirAttribute a = mlirOperationGetAttributeByName(from, piperStr(copied[i]));
+    if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(to, piperStr(copied[i]), a);
+  }
+}
+
 bool piperGetStringAttr(MlirOperation op, const char *name, char *buf, size_t size) {
   MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
   if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a) || size == 0) return false;

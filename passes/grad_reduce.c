@@ -36,11 +36,7 @@ static MlirValue castBefore(MlirBlock body, MlirOperation at, MlirOperation like
                             MlirType t) {
   MlirOperation cast = piperOpCreate("tdag.cast", mlirOperationGetLocation(like), 1, &v, 1, &t,
                                      0, NULL);
-  static const char *copied[] = {"tags", "pass", "devices"};
-  for (int i = 0; i < 3; ++i) {
-    MlirAttribute a = mlirOperationGetAttributeByName(like, piperStr(copied[i]));
-    if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(cast, piperStr(copied[i]), a);
-  }
+  piperCopyPlacement(cast, like);
   mlirBlockInsertOwnedOperationBefore(body, at, cast);
   return mlirOperationGetResult(cast, 0);
 }

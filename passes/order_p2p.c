@@ -13,8 +13,8 @@
  * stays), and in the plans' blocking model (--piper-verify-plan) it waits for a send issued
  * no later than the one the receive it now precedes waited for. It may cost arena (the moved
  * buffer lives longer; GPT PP2 1F1B's largest arena fell from 330496 to 297728 bytes instead,
- * the memory plan placing it otherwise; measured by hand). A comm.recv_into whose buffer is defined after the new place cannot
- * move: that is an error at it.
+ * the memory plan placing it otherwise; measured by hand). A comm.recv_into whose buffer is
+ * defined after the new place cannot move: that is an error at it.
  *
  * The module then carries piper.p2p_order = "fifo": --piper-verify-plan proves the property
  * (each receive gets the earliest send of its peer still unreceived), and the lowering

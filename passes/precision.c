@@ -151,11 +151,7 @@ static void roundTpSums(MlirBlock body, PiperPtrMap *keep) {
     MlirType t = mlirValueGetType(sum);
     MlirOperation cast = piperOpCreate("tdag.cast", mlirOperationGetLocation(ar), 1, &sum, 1, &t,
                                        0, NULL);
-    static const char *copied[] = {"tags", "pass", "devices"};
-    for (int i = 0; i < 3; ++i) {
-      MlirAttribute a = mlirOperationGetAttributeByName(ar, piperStr(copied[i]));
-      if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(cast, piperStr(copied[i]), a);
-    }
+    piperCopyPlacement(cast, ar);
     mlirBlockInsertOwnedOperationBefore(body, first, cast);
     MlirValue rounded = mlirOperationGetResult(cast, 0);
     toBf16(rounded);

@@ -487,11 +487,7 @@ static MlirOperation ringOp(Seq *s, MlirOperation old, const char *name, intptr_
   bool gqa = !mlirAttributeIsNull(mlirOperationGetAttributeByName(old, piperStr("kv_heads")));
   MlirOperation r = piperOpCreate(name, mlirOperationGetLocation(old), nIn, in, nOut + 1, types,
                                   gqa ? 4 : 3, attrs);
-  static const char *copied[] = {"tags", "pass", "devices"};
-  for (int i = 0; i < 3; ++i) {
-    MlirAttribute a = mlirOperationGetAttributeByName(old, piperStr(copied[i]));
-    if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(r, piperStr(copied[i]), a);
-  }
+  piperCopyPlacement(r, old);
   mlirBlockInsertOwnedOperationBefore(s->body, old, r);
   for (intptr_t i = 0; i < mlirOperationGetNumResults(old) && i < nOut; ++i)
     mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(old, i), mlirOperationGetResult(r, i));

@@ -680,22 +680,13 @@ static MlirOperation allReduceAfter(Sharder *s, MlirOperation after, MlirValue v
   return ar;
 }
 
-/* Copies the attributes a new op of the DAG takes from the op it stands for. */
-static void copyPlacement(MlirOperation to, MlirOperation from) {
-  static const char *copied[] = {"tags", "pass", "devices"};
-  for (int i = 0; i < 3; ++i) {
-    MlirAttribute a = mlirOperationGetAttributeByName(from, piperStr(copied[i]));
-    if (!mlirAttributeIsNull(a)) mlirOperationSetAttributeByName(to, piperStr(copied[i]), a);
-  }
-}
-
 /* The row linear y = x W^T + b becomes matmul_nt(x, W) (its partial product); returns it. */
 static MlirOperation withoutBias(Sharder *s, MlirOperation row) {
   MlirValue ops[2] = {mlirOperationGetOperand(row, 0), mlirOperationGetOperand(row, 1)};
   MlirType t = mlirValueGetType(mlirOperationGetResult(row, 0));
   MlirOperation mm = piperOpCreate("tdag.matmul_nt", mlirOperationGetLocation(row), 2, ops, 1, &t,
                                    0, NULL);
-  copyPlacement(mm, row);
+  piperCopyPlacement(mm, row);
   mlirBlockInsertOwnedOperationBefore(s->body, row, mm);
   mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(row, 0), mlirOperationGetResult(mm, 0));
   return mm;
@@ -913,7 +904,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
     MlirType t = mlirValueGetType(ops[0]);
     MlirOperation add = piperOpCreate("tdag.bias_add", mlirOperationGetLocation(mm), 2, ops, 1,
                                       &t, 0, NULL);
-    copyPlacement(add, mm);
+    piperCopyPlacement(add, mm);
     mlirBlockInsertOwnedOperationAfter(s->body, ar, add);
     mlirValueReplaceAllUsesExcept(ops[0], mlirOperationGetResult(add, 0), 1, &add);
   }

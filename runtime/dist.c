@@ -510,25 +510,28 @@ static int64_t prt_issue(prt_ctx *ctx, const prt_comm_op *op) {
   return (int64_t)s->gen << 32 | k;
 }
 
+/* The plan's stream number as a transfer records it, or -1 where it does not fit the
+ * record's 32 bits, which prt_check_op refuses as out of range. */
+static int32_t prt_op_stream(int64_t stream) {
+  return stream == (int32_t)stream ? (int32_t)stream : -1;
+}
+
 int64_t prt_isend(prt_ctx *ctx, const float *buf, int64_t n, int64_t peer, int64_t tag,
                   int64_t stream) {
-  prt_comm_op op = {PRT_OP_SEND, (int32_t)stream, buf, NULL, n, prt_elastic_rank(ctx, peer),
+  prt_comm_op op = {PRT_OP_SEND, prt_op_stream(stream), buf, NULL, n, prt_elastic_rank(ctx, peer),
                     tag, -1, 0};
-  if (stream != op.stream) op.stream = -1;
   return prt_issue(ctx, &op);
 }
 
 int64_t prt_irecv(prt_ctx *ctx, float *buf, int64_t n, int64_t peer, int64_t tag,
                   int64_t stream) {
-  prt_comm_op op = {PRT_OP_RECV, (int32_t)stream, NULL, buf, n, prt_elastic_rank(ctx, peer),
+  prt_comm_op op = {PRT_OP_RECV, prt_op_stream(stream), NULL, buf, n, prt_elastic_rank(ctx, peer),
                     tag, -1, 0};
-  if (stream != op.stream) op.stream = -1;
   return prt_issue(ctx, &op);
 }
 
 int64_t prt_iall_reduce(prt_ctx *ctx, float *buf, int64_t n, int64_t group, int64_t stream) {
-  prt_comm_op op = {PRT_OP_ALL_REDUCE, (int32_t)stream, buf, buf, n, -1, 0, group, 0};
-  if (stream != op.stream) op.stream = -1;
+  prt_comm_op op = {PRT_OP_ALL_REDUCE, prt_op_stream(stream), buf, buf, n, -1, 0, group, 0};
   prt_check_op(ctx, &op); /* before the fold reads buf */
   prt_elastic_fold(ctx, buf, n, group);
   return prt_issue(ctx, &op);
@@ -536,8 +539,7 @@ int64_t prt_iall_reduce(prt_ctx *ctx, float *buf, int64_t n, int64_t group, int6
 
 int64_t prt_ireduce_scatter(prt_ctx *ctx, const float *in, float *out, int64_t n_out,
                             int64_t group, int64_t stream) {
-  prt_comm_op op = {PRT_OP_REDUCE_SCATTER, (int32_t)stream, in, out, n_out, -1, 0, group, 0};
-  if (stream != op.stream) op.stream = -1;
+  prt_comm_op op = {PRT_OP_REDUCE_SCATTER, prt_op_stream(stream), in, out, n_out, -1, 0, group, 0};
   prt_check_op(ctx, &op); /* before the elastic sum reads in */
   prt_elastic_scatter(ctx, &op);
   return prt_issue(ctx, &op);
@@ -554,9 +556,8 @@ static void prt_bf16_not_folded(prt_ctx *ctx, int64_t group, const char *fn) {
 
 int64_t prt_iall_reduce_bf16(prt_ctx *ctx, uint16_t *buf, int64_t n, int64_t group,
                              int64_t stream) {
-  prt_comm_op op = {PRT_OP_ALL_REDUCE, (int32_t)stream, (float *)buf, (float *)buf, n, -1, 0,
+  prt_comm_op op = {PRT_OP_ALL_REDUCE, prt_op_stream(stream), (float *)buf, (float *)buf, n, -1, 0,
                     group, 1};
-  if (stream != op.stream) op.stream = -1;
   prt_check_op(ctx, &op);
   prt_bf16_not_folded(ctx, group, "prt_iall_reduce_bf16");
   return prt_issue(ctx, &op);
@@ -564,9 +565,8 @@ int64_t prt_iall_reduce_bf16(prt_ctx *ctx, uint16_t *buf, int64_t n, int64_t gro
 
 int64_t prt_ireduce_scatter_bf16(prt_ctx *ctx, const uint16_t *in, uint16_t *out, int64_t n_out,
                                  int64_t group, int64_t stream) {
-  prt_comm_op op = {PRT_OP_REDUCE_SCATTER, (int32_t)stream, (const float *)in, (float *)out,
+  prt_comm_op op = {PRT_OP_REDUCE_SCATTER, prt_op_stream(stream), (const float *)in, (float *)out,
                     n_out, -1, 0, group, 1};
-  if (stream != op.stream) op.stream = -1;
   prt_check_op(ctx, &op);
   prt_bf16_not_folded(ctx, group, "prt_ireduce_scatter_bf16");
   return prt_issue(ctx, &op);
@@ -574,8 +574,7 @@ int64_t prt_ireduce_scatter_bf16(prt_ctx *ctx, const uint16_t *in, uint16_t *out
 
 int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
                         int64_t group, int64_t stream) {
-  prt_comm_op op = {PRT_OP_ALL_GATHER, (int32_t)stream, in, out, n_in, -1, 0, group, 0};
-  if (stream != op.stream) op.stream = -1;
+  prt_comm_op op = {PRT_OP_ALL_GATHER, prt_op_stream(stream), in, out, n_in, -1, 0, group, 0};
   prt_check_op(ctx, &op);
   op.n = prt_elastic_gather_n(ctx, n_in, group); /* k shards a rank when elastic */
   return prt_issue(ctx, &op);
@@ -583,8 +582,7 @@ int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
 
 int64_t prt_iall_to_all(prt_ctx *ctx, const float *in, float *out, int64_t n, int64_t group,
                         int64_t stream) {
-  prt_comm_op op = {PRT_OP_ALL_TO_ALL, (int32_t)stream, in, out, n, -1, 0, group, 0};
-  if (stream != op.stream) op.stream = -1;
+  prt_comm_op op = {PRT_OP_ALL_TO_ALL, prt_op_stream(stream), in, out, n, -1, 0, group, 0};
   prt_check_op(ctx, &op);
   if (ctx->groups[group].n < 1 || n % ctx->groups[group].n)
     prt_fatal("prt_iall_to_all of %lld elements over %lld ranks: the blocks are not equal "

@@ -93,6 +93,9 @@ MlirOperation piperOpCreate(const char *name, MlirLocation loc, intptr_t nOperan
                             const MlirType *results, intptr_t nAttrs,
                             const MlirNamedAttribute *attrs);
 MlirNamedAttribute piperNamedAttr(MlirContext ctx, const char *name, MlirAttribute attr);
+/* Gives `to`, an op a pass inserts for `from`, the placement `from` has (its tags, pass and
+ * devices), so the later passes place and split it as they do `from`. */
+void piperCopyPlacement(MlirOperation to, MlirOperation from);
 /* A string attribute of `op` copied into `buf` (NUL-terminated); false if absent. */
 bool piperGetStringAttr(MlirOperation op, const char *name, char *buf, size_t size);
 /* An integer attribute of `op`, or `fallback` if absent. */

@@ -377,57 +377,6 @@ static void mpi_group_free(prt_group *g) {
 
 /* ---- the plan's transfers ---- */
 
-static void mpi_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
-  static const char *const where[] = {"prt_isend", "prt_irecv", "prt_iall_reduce",
-                                      "prt_ireduce_scatter", "prt_iall_gather",
-                                      "prt_iall_to_all"};
-  const char *w = where[op->kind];
-  int n = prt_mpi_count(op->n, w);
-  MPI_Request r = MPI_REQUEST_NULL;
-  MPI_Comm c = MPI_COMM_NULL;
-  int64_t members = 1, index = 0;
-  if (op->group >= 0) {
-    memcpy(&c, &ctx->groups[op->group].comm, sizeof c);
-    members = ctx->groups[op->group].n;
-    index = ctx->groups[op->group].index;
-  }
-  switch (op->kind) {
-  case PRT_OP_SEND:
-    PRT_MPI(MPI_Isend(op->in, n, MPI_FLOAT, (int)op->peer, (int)op->tag, prt_plan_world, &r),
-            w);
-    break;
-  case PRT_OP_RECV:
-    PRT_MPI(MPI_Irecv(op->out, n, MPI_FLOAT, (int)op->peer, (int)op->tag, prt_plan_world, &r),
-            w);
-    break;
-  case PRT_OP_ALL_REDUCE:
-    PRT_MPI(MPI_Iallreduce(MPI_IN_PLACE, op->out, n, MPI_FLOAT, MPI_SUM, c, &r), w);
-    break;
-  case PRT_OP_REDUCE_SCATTER: /* in == out: the input is out (n * members), result first */
-    prt_mpi_count(op->n * members, w);
-    PRT_MPI(MPI_Ireduce_scatter_block(op->in == op->out ? MPI_IN_PLACE : op->in, op->out, n,
-                                      MPI_FLOAT, MPI_SUM, c, &r),
-            w);
-    break;
-  case PRT_OP_ALL_GATHER: /* in already at its place in out: in place */
-    prt_mpi_count(op->n * members, w);
-    PRT_MPI(MPI_Iallgather(op->in == op->out + index * op->n ? MPI_IN_PLACE : op->in, n,
-                           MPI_FLOAT, op->out, n, MPI_FLOAT, c, &r),
-            w);
-    break;
-  case PRT_OP_ALL_TO_ALL: /* static size: n/members elements (4 bytes each) per block, as bytes
-                           * so i32 counts cross untouched */
-    prt_mpi_count(op->n / members * 4, w);
-    PRT_MPI(MPI_Ialltoall(op->in, (int)(op->n / members * 4), MPI_BYTE, op->out,
-                          (int)(op->n / members * 4), MPI_BYTE, c, &r),
-            w);
-    break;
-  }
-  memset(req, 0, sizeof *req);
-  memcpy(req, &r, sizeof r);
-  prt_mpi_inflight++;
-}
-
 /* --grad-reduce bf16: MPI has no bf16 type, so the values travel as MPI_UINT16_T (2 bytes
  * each, half of fp32's) under a user-defined op that widens each pair to fp32, adds, and rounds
  * the sum back to bf16 (the runtime's prt_f32_to_bf16: nearest even). Non-commutative on
@@ -447,25 +396,60 @@ static MPI_Op prt_mpi_bf16_op(void) {
   return op;
 }
 
-/* mpi_start for a bf16 sum (op->bf16): the all-reduce and reduce-scatter of mpi_start on
- * MPI_UINT16_T with prt_mpi_bf16_op. */
-static void mpi_start_bf16(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
-  const char *w = op->kind == PRT_OP_ALL_REDUCE ? "prt_iall_reduce_bf16"
-                                                : "prt_ireduce_scatter_bf16";
-  int n = prt_mpi_count(op->n, w);
-  MPI_Request r = MPI_REQUEST_NULL;
-  MPI_Comm c;
-  memcpy(&c, &ctx->groups[op->group].comm, sizeof c);
-  if (op->kind == PRT_OP_ALL_REDUCE) {
-    PRT_MPI(MPI_Iallreduce(MPI_IN_PLACE, op->out, n, MPI_UINT16_T, prt_mpi_bf16_op(), c, &r), w);
-  } else if (op->kind == PRT_OP_REDUCE_SCATTER) {
-    prt_mpi_count(op->n * ctx->groups[op->group].n, w);
-    PRT_MPI(MPI_Ireduce_scatter_block(op->in == op->out ? MPI_IN_PLACE : op->in, op->out, n,
-                                      MPI_UINT16_T, prt_mpi_bf16_op(), c, &r),
-            w);
-  } else {
+static void mpi_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
+  static const char *const where[] = {"prt_isend", "prt_irecv", "prt_iall_reduce",
+                                      "prt_ireduce_scatter", "prt_iall_gather",
+                                      "prt_iall_to_all"};
+  static const char *const where_bf16[PRT_OP_KINDS] = {
+      [PRT_OP_ALL_REDUCE] = "prt_iall_reduce_bf16",
+      [PRT_OP_REDUCE_SCATTER] = "prt_ireduce_scatter_bf16"};
+  const char *w = op->bf16 ? where_bf16[op->kind] : where[op->kind];
+  if (!w)
     prt_fatal("a bf16 transfer of kind %d reached the MPI backend: only all-reduces and "
               "reduce-scatters sum bf16; this is a bug in libpiper_rt", (int)op->kind);
+  /* a sum's values: floats, or (op->bf16) bf16 bits under prt_mpi_bf16_op */
+  MPI_Datatype sum_type = op->bf16 ? MPI_UINT16_T : MPI_FLOAT;
+  MPI_Op sum = op->bf16 ? prt_mpi_bf16_op() : MPI_SUM;
+  int n = prt_mpi_count(op->n, w);
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Comm c = MPI_COMM_NULL;
+  int64_t members = 1, index = 0;
+  if (op->group >= 0) {
+    memcpy(&c, &ctx->groups[op->group].comm, sizeof c);
+    members = ctx->groups[op->group].n;
+    index = ctx->groups[op->group].index;
+  }
+  switch (op->kind) {
+  case PRT_OP_SEND:
+    PRT_MPI(MPI_Isend(op->in, n, MPI_FLOAT, (int)op->peer, (int)op->tag, prt_plan_world, &r),
+            w);
+    break;
+  case PRT_OP_RECV:
+    PRT_MPI(MPI_Irecv(op->out, n, MPI_FLOAT, (int)op->peer, (int)op->tag, prt_plan_world, &r),
+            w);
+    break;
+  case PRT_OP_ALL_REDUCE:
+    PRT_MPI(MPI_Iallreduce(MPI_IN_PLACE, op->out, n, sum_type, sum, c, &r), w);
+    break;
+  case PRT_OP_REDUCE_SCATTER: /* in == out: the input is out (n * members), result first */
+    prt_mpi_count(op->n * members, w);
+    PRT_MPI(MPI_Ireduce_scatter_block(op->in == op->out ? MPI_IN_PLACE : op->in, op->out, n,
+                                      sum_type, sum, c, &r),
+            w);
+    break;
+  case PRT_OP_ALL_GATHER: /* in already at its place in out: in place */
+    prt_mpi_count(op->n * members, w);
+    PRT_MPI(MPI_Iallgather(op->in == op->out + index * op->n ? MPI_IN_PLACE : op->in, n,
+                           MPI_FLOAT, op->out, n, MPI_FLOAT, c, &r),
+            w);
+    break;
+  case PRT_OP_ALL_TO_ALL: /* static size: n/members elements (4 bytes each) per block, as bytes
+                           * so i32 counts cross untouched */
+    prt_mpi_count(op->n / members * 4, w);
+    PRT_MPI(MPI_Ialltoall(op->in, (int)(op->n / members * 4), MPI_BYTE, op->out,
+                          (int)(op->n / members * 4), MPI_BYTE, c, &r),
+            w);
+    break;
   }
   memset(req, 0, sizeof *req);
   memcpy(req, &r, sizeof r);
@@ -539,5 +523,5 @@ const prt_comm_vtable prt_comm_mpi = {
     .group_free = mpi_group_free,
     .progress = mpi_progress,
     .xfer = {"mpi", 0, mpi_start, mpi_finish, mpi_test},
-    .start_bf16 = mpi_start_bf16,
+    .start_bf16 = mpi_start, /* its sums read op->bf16 */
 };

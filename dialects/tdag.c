@@ -36,6 +36,14 @@ MlirNamedAttribute piperNamedAttr(MlirContext ctx, const char *name, MlirAttribu
   return mlirNamedAttributeGet(mlirIdentifierGet(ctx, piperStr(name)), attr);
 }
 
+MlirType piperTensorWithElement(MlirType t, MlirType elem) {
+  intptr_t rank = mlirShapedTypeGetRank(t);
+  int64_t shape[16];
+  if (rank > 16) return (MlirType){NULL};
+  for (intptr_t i = 0; i < rank; ++i) shape[i] = mlirShapedTypeGetDimSize(t, i);
+  return mlirRankedTensorTypeGet(rank, shape, elem, mlirRankedTensorTypeGetEncoding(t));
+}
+
 void piperCopyPlacement(MlirOperation to, MlirOperation from) {
   static const char *copied[] = {"tags", "pass", "devices"};
   for (int i = 0; i < 3; ++i) {

@@ -23,14 +23,6 @@
 #include "passes/strategy.h"
 #include "piper/piper.h"
 
-/* `t` (a ranked tensor type) with element type `elem`. */
-static MlirType withElement(MlirType t, MlirType elem) {
-  intptr_t rank = mlirShapedTypeGetRank(t);
-  int64_t shape[16];
-  for (intptr_t i = 0; i < rank && i < 16; ++i) shape[i] = mlirShapedTypeGetDimSize(t, i);
-  return mlirRankedTensorTypeGet(rank, shape, elem, mlirRankedTensorTypeGetEncoding(t));
-}
-
 /* A tdag.cast of `v` to `t`, placed like `like` (its tags, pass and devices), before `at`. */
 static MlirValue castBefore(MlirBlock body, MlirOperation at, MlirOperation like, MlirValue v,
                             MlirType t) {
@@ -62,10 +54,10 @@ static bool reduceInBf16(MlirBlock body, MlirOperation op) {
   }
   MlirContext ctx = mlirOperationGetContext(op);
   MlirType bf16 = mlirBF16TypeGet(ctx), f32 = mlirF32TypeGet(ctx);
-  mlirOperationSetOperand(op, 0, castBefore(body, op, op, g, withElement(t, bf16)));
+  mlirOperationSetOperand(op, 0, castBefore(body, op, op, g, piperTensorWithElement(t, bf16)));
   MlirValue sum = mlirOperationGetResult(op, 0);
   MlirType sumType = mlirValueGetType(sum);
-  mlirValueSetType(sum, withElement(sumType, bf16));
+  mlirValueSetType(sum, piperTensorWithElement(sumType, bf16));
   /* the widening cast before the first reader: the transfer stays in flight until then */
   MlirOperation first = {NULL};
   for (MlirOperation o = mlirOperationGetNextInBlock(op);
@@ -73,7 +65,7 @@ static bool reduceInBf16(MlirBlock body, MlirOperation op) {
     for (intptr_t k = 0; k < mlirOperationGetNumOperands(o); ++k)
       if (mlirValueEqual(mlirOperationGetOperand(o, k), sum)) first = o;
   if (mlirOperationIsNull(first)) return true; /* nothing reads the sum here */
-  MlirValue wide = castBefore(body, first, op, sum, withElement(sumType, f32));
+  MlirValue wide = castBefore(body, first, op, sum, piperTensorWithElement(sumType, f32));
   MlirOperation cast = mlirOpResultGetOwner(wide);
   mlirValueReplaceAllUsesExcept(sum, wide, 1, &cast);
   return true;

@@ -36,13 +36,9 @@ static bool isBf16Tensor(MlirType t) {
 static bool toBf16(MlirValue v) {
   MlirType t = mlirValueGetType(v);
   if (!isF32Tensor(t)) return false;
-  intptr_t rank = mlirShapedTypeGetRank(t);
-  int64_t shape[16];
-  if (rank > 16) return false; /* the verifier's shapes are far smaller; leave it f32 */
-  for (intptr_t i = 0; i < rank; ++i) shape[i] = mlirShapedTypeGetDimSize(t, i);
-  mlirValueSetType(v, mlirRankedTensorTypeGet(rank, shape,
-                                              mlirBF16TypeGet(mlirValueGetContext(v)),
-                                              mlirRankedTensorTypeGetEncoding(t)));
+  MlirType bf16 = piperTensorWithElement(t, mlirBF16TypeGet(mlirValueGetContext(v)));
+  if (mlirTypeIsNull(bf16)) return false; /* past 16 dims, far beyond the verifier's: f32 */
+  mlirValueSetType(v, bf16);
   return true;
 }
 

@@ -93,6 +93,9 @@ MlirOperation piperOpCreate(const char *name, MlirLocation loc, intptr_t nOperan
                             const MlirType *results, intptr_t nAttrs,
                             const MlirNamedAttribute *attrs);
 MlirNamedAttribute piperNamedAttr(MlirContext ctx, const char *name, MlirAttribute attr);
+/* The ranked tensor type `t` with element type `elem` (shape and encoding kept); a null type
+ * past 16 dims, which no tdag value has. */
+MlirType piperTensorWithElement(MlirType t, MlirType elem);
 /* Gives `to`, an op a pass inserts for `from`, the placement `from` has (its tags, pass and
  * devices), so the later passes place and split it as they do `from`. */
 void piperCopyPlacement(MlirOperation to, MlirOperation from);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "piper/base/shard.h"
+#include "prt_ckpt_ring.h"
 #include "prt_internal.h"
 
 #define PRT_MAX_GROUPS (1 << 16)  /* group ids beyond this are surely a corrupt plan */
@@ -580,6 +581,22 @@ int64_t prt_iall_gather(prt_ctx *ctx, const float *in, float *out, int64_t n_in,
   return prt_issue(ctx, &op);
 }
 
+/* Where a dropped all-to-all (PIPER_FAULT=drop@all_to_all, fault_inject.c) writes instead of
+ * its output: device memory, grown as needed and kept to the end of the process. */
+static float *prt_fault_sink(prt_ctx *ctx, int64_t n) {
+  static void *sink;
+  static int64_t cap;
+  if (n > cap) {
+    prt_status st = {0};
+    ctx->backend->device->vt->free(ctx->backend->device, sink);
+    sink = NULL;
+    if (prt_device_alloc(ctx->backend->device, (size_t)n * sizeof(float), &sink, &st))
+      prt_fatal("PIPER_FAULT drop: %s", st.msg);
+    cap = n;
+  }
+  return sink;
+}
+
 int64_t prt_iall_to_all(prt_ctx *ctx, const float *in, float *out, int64_t n, int64_t group,
                         int64_t stream) {
   prt_comm_op op = {PRT_OP_ALL_TO_ALL, prt_op_stream(stream), in, out, n, -1, 0, group, 0};
@@ -588,6 +605,8 @@ int64_t prt_iall_to_all(prt_ctx *ctx, const float *in, float *out, int64_t n, in
     prt_fatal("prt_iall_to_all of %lld elements over %lld ranks: the blocks are not equal "
               "(rank %lld); %s", (long long)n, (long long)ctx->groups[group].n,
               (long long)ctx->rank, PLAN_BUG);
+  if (prt_fault_point(PRT_FAULT_AT_ALL_TO_ALL, ctx->rank, ctx->step))
+    op.out = prt_fault_sink(ctx, n); /* a negative control: `out` keeps what it held */
   return prt_issue(ctx, &op);
 }
 

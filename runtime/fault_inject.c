@@ -4,14 +4,19 @@
  *
  *   PIPER_FAULT = KIND '@' SITE '=' STEP { ',' OPTION }
  *   KIND   = kill (SIGKILL: no handler runs) | stop (SIGSTOP: the rank hangs) | exit (exit 3)
+ *          | drop (the transfer at SITE delivers nothing: a wrong plan, for negative controls)
  *   SITE   = step (after the plan's step STEP, before the step's loss agreement)
  *          | save (in the background writer, before the checkpoint of STEP completed steps
  *            is written: training has gone on, the file is not committed)
+ *          | all_to_all (an all-to-all the rank issues in step STEP: with drop, its output
+ *            buffer keeps what it held, as if the plan had lost the exchange)
  *   OPTION = rank=R (default 0) | once=FILE (fire only if FILE does not exist yet, and
  *            create it, holding the firing process's id: a supervised run then meets the
  *            fault once, not after every restart, and a test can SIGCONT a stopped rank)
  *          | lost (the message says the rank does not come back: piper-run --min-ranks then
  *            restarts on fewer ranks)
+ *          | nth=N (all_to_all: only the N-th of the step's all-to-alls on that rank, from 0;
+ *            default every one)
  *
  * Unset, it costs one getenv per run. The real faults are the same signals from outside; the
  * hook only fixes when they land.
@@ -30,13 +35,15 @@
 /* The parsed PIPER_FAULT; kind 0 = none. */
 static struct {
   int parsed;         /* PIPER_FAULT was read */
-  int kind;           /* 0 none, SIGKILL, SIGSTOP, or -3 for exit(3) */
+  int kind;           /* 0 none, SIGKILL, SIGSTOP, -3 for exit(3), or PRT_FAULT_DROP */
   prt_fault_site site;
   int64_t step;       /* STEP */
   int64_t rank;       /* rank=R */
   char once[4096];    /* once=FILE, "" = every time */
   int lost;           /* lost: the rank does not come back (said in the message) */
-} prt_fault;
+  int64_t nth;        /* nth=N; -1 = every time the site is reached in the step */
+  int64_t seen;       /* times the site was reached in the matching step so far */
+} prt_fault = {.nth = -1};
 
 static void prt_fault_bad(const char *spec, const char *why) {
   fprintf(stderr, "piper: error: PIPER_FAULT='%s': %s; expected KIND@SITE=STEP[,rank=R]"
@@ -60,9 +67,10 @@ static void prt_fault_parse(void) {
   const char *spec = getenv("PIPER_FAULT");
   if (!spec || !spec[0]) return;
   static const struct { const char *name; int kind; } kinds[] = {
-      {"kill@", SIGKILL}, {"stop@", SIGSTOP}, {"exit@", -3}};
+      {"kill@", SIGKILL}, {"stop@", SIGSTOP}, {"exit@", -3}, {"drop@", PRT_FAULT_DROP}};
   static const struct { const char *name; prt_fault_site site; } sites[] = {
-      {"step=", PRT_FAULT_AT_STEP}, {"save=", PRT_FAULT_AT_SAVE}};
+      {"step=", PRT_FAULT_AT_STEP}, {"save=", PRT_FAULT_AT_SAVE},
+      {"all_to_all=", PRT_FAULT_AT_ALL_TO_ALL}};
   const char *p = spec;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !prt_fault.kind; i++)
     if (!strncmp(p, kinds[i].name, strlen(kinds[i].name))) {
@@ -80,6 +88,8 @@ static void prt_fault_parse(void) {
     p++;
     if (!strncmp(p, "rank=", 5)) {
       prt_fault.rank = prt_fault_int(spec, p + 5, &p);
+    } else if (!strncmp(p, "nth=", 4)) {
+      prt_fault.nth = prt_fault_int(spec, p + 4, &p);
     } else if (!strncmp(p, "lost", 4) && (p[4] == ',' || !p[4])) {
       prt_fault.lost = 1;
       p += 4;
@@ -94,16 +104,19 @@ static void prt_fault_parse(void) {
     }
   }
   if (*p) prt_fault_bad(spec, "trailing characters");
+  if ((prt_fault.kind == PRT_FAULT_DROP) != (prt_fault.site == PRT_FAULT_AT_ALL_TO_ALL))
+    prt_fault_bad(spec, "drop goes with all_to_all, and all_to_all with drop");
 }
 
-void prt_fault_point(prt_fault_site site, int64_t rank, int64_t step) {
+int prt_fault_point(prt_fault_site site, int64_t rank, int64_t step) {
   if (!prt_fault.parsed) prt_fault_parse();
   if (!prt_fault.kind || site != prt_fault.site || rank != prt_fault.rank ||
       step != prt_fault.step)
-    return;
+    return 0;
+  if (prt_fault.nth >= 0 && prt_fault.seen++ != prt_fault.nth) return 0;
   if (prt_fault.once[0]) { /* O_EXCL: of two tries, one creates the marker and fires */
     int fd = open(prt_fault.once, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) return;
+    if (fd < 0) return 0;
     /* the process id, so a test can SIGCONT a stopped rank after acting on the pause */
     char pid[24];
     int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
@@ -112,13 +125,16 @@ void prt_fault_point(prt_fault_site site, int64_t rank, int64_t step) {
   }
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  static const char *const where[] = {"at step", "writing the checkpoint of step"};
+  static const char *const where[] = {"at step", "writing the checkpoint of step",
+                                      "in an all-to-all of step"};
   const char *what = prt_fault.kind == SIGKILL ? "SIGKILL" : prt_fault.kind == SIGSTOP ?
-                     "SIGSTOP" : "exit 3";
+                     "SIGSTOP" : prt_fault.kind == PRT_FAULT_DROP ? "drop" : "exit 3";
   fprintf(stderr, "piper: fault injected: %s %s %lld (rank %lld) at t=%lld.%03ld%s\n", what,
           where[site], (long long)step, (long long)rank, (long long)ts.tv_sec,
           ts.tv_nsec / 1000000, prt_fault.lost ? "; this rank does not come back" : "");
   fflush(stderr);
+  if (prt_fault.kind == PRT_FAULT_DROP) return 1;
   if (prt_fault.kind < 0) _exit(3);
   raise(prt_fault.kind);
+  return 0;
 }

@@ -70,6 +70,11 @@ static const char *const USAGE =
     "                          optimizer state (periodic checkpoints stay fp32 and whole)\n"
     "  --dump-grads FILE       save every parameter's gradient at the first step run\n"
     "                          (step 0, or K when resuming) (safetensors)\n"
+    "  --routing-record FILE   (MoE, tests) save every token's expert choices of every\n"
+    "                          step; one device, --target cpu (docs/testing.md)\n"
+    "  --routing-replay FILE   (MoE, tests) route every token as FILE records, report\n"
+    "                          each token whose own choice differs (a flip) and the\n"
+    "                          logit gap; plans of one microbatch, no PP or CP\n"
     "  --trace FILE            one Chrome trace JSON of every rank (a process per rank,\n"
     "                          clocks aligned to rank 0's), written by rank 0 at the end\n"
     "                          (open in Perfetto / chrome://tracing)\n"
@@ -191,6 +196,8 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       {"--init-checkpoint", PRT_FLAG_FILE, &o->init_ckpt},
       {"--save-checkpoint", PRT_FLAG_FILE, &o->save_ckpt},
       {"--dump-grads", PRT_FLAG_FILE, &o->dump_grads},
+      {"--routing-record", PRT_FLAG_FILE, &o->routing_record},
+      {"--routing-replay", PRT_FLAG_FILE, &o->routing_replay},
       {"--trace", PRT_FLAG_FILE, &o->trace},
       {"--timeout", PRT_FLAG_REAL, &o->timeout},
       {"--checkpoint-every", PRT_FLAG_COUNT, &o->ckpt_every},
@@ -322,9 +329,9 @@ static void prt_catch_signals(void) {
  * costs nothing instead of the run. */
 static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st) {
   int64_t ntrace = !o->trace ? 0 : o->trace_per_rank ? ctx->world : 1;
-  int64_t n = 0, cap = 6 + ntrace;
+  int64_t n = 0, cap = 8 + ntrace;
   prt_file_use *u = prt_xmalloc((size_t)cap * sizeof *u, "file checks");
-  char **names = prt_xmalloc((size_t)(cap - 6 + 1) * sizeof *names, "file checks");
+  char **names = prt_xmalloc((size_t)(cap - 8 + 1) * sizeof *names, "file checks");
   int64_t nnames = 0;
   if (o->data) u[n++] = (prt_file_use){"--data", o->data, 0, 0};
   if (o->init_ckpt) u[n++] = (prt_file_use){"--init-checkpoint", o->init_ckpt, 0, 1};
@@ -332,6 +339,8 @@ static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st
   if (o->metrics) u[n++] = (prt_file_use){"--metrics", o->metrics, 1, 0};
   if (o->save_ckpt) u[n++] = (prt_file_use){"--save-checkpoint", o->save_ckpt, 1, 1};
   if (o->dump_grads) u[n++] = (prt_file_use){"--dump-grads", o->dump_grads, 1, 0};
+  if (o->routing_record) u[n++] = (prt_file_use){"--routing-record", o->routing_record, 1, 0};
+  if (o->routing_replay) u[n++] = (prt_file_use){"--routing-replay", o->routing_replay, 0, 0};
   if (o->trace && !o->trace_per_rank) u[n++] = (prt_file_use){"--trace", o->trace, 1, 0};
   for (int64_t r = 0; o->trace_per_rank && r < ntrace; r++) {
     names[nnames] = prt_trace_path(o->trace, r);
@@ -464,6 +473,7 @@ typedef struct prt_run_state {
   double ms_sum;                 /* wall milliseconds of the steps run so far (for the ETA) */
   prt_loop loop;                 /* the schedule's length is resolved once the start is known */
   prt_ckpt_writer *writer;       /* --checkpoint-every's background writer; NULL: none */
+  prt_routing *routing;          /* --routing-record/--routing-replay; NULL: neither */
 } prt_run_state;
 
 /* The plan's setup and the checks every rank agrees on before anything is read. */
@@ -488,6 +498,8 @@ static int prt_run_setup(prt_run_state *r, const prt_opts *o, void (*setup)(prt_
     prt_check_dump(ctx, o, st);
   if (!st->code && (o->ckpt_every || o->ckpt_dir))
     r->writer = prt_ckpt_writer_create(ctx, o->ckpt_dir, o->save_ckpt, o->keep_ckpts, st);
+  if (!st->code)
+    prt_routing_open(&r->routing, ctx, o->routing_record, o->routing_replay, st);
   if (prt_agree(ctx, st)) return st->code;
   if (!prt_dist_setup(ctx, &r->T, st)) prt_catalog_build(ctx, st); /* alike on every rank */
   return prt_agree(ctx, st);
@@ -581,7 +593,9 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
   double t0 = prt_now_ms();
   int64_t f0 = prt_minor_faults();
   prt_span_begin(ctx, "step", 0);
+  prt_routing_step_begin(r->routing, s);
   prt_elastic_step(ctx, &r->data, s, step); /* the inputs, then the step (k passes) */
+  if (prt_routing_step_end(r->routing, st)) r->pending = 1; /* every rank stops after it */
   prt_fault_point(PRT_FAULT_AT_STEP, ctx->rank, s);
   if (ctx->ops_busy)
     prt_fatal("step %lld ended with %lld transfer%s never waited: piper_step (rank %lld); "
@@ -630,6 +644,8 @@ static void prt_run_end(prt_run_state *r, const prt_opts *o, prt_status *st) {
   if (prt_agree(ctx, st)) return;
   prt_ckpt_ring_final(r->writer, ctx, r->completed, st);
   if (prt_agree(ctx, st)) return;
+  prt_routing_finish(r->routing, ctx, st);
+  if (prt_agree(ctx, st)) return;
   prt_watch.what = NULL;
   if (r->stop_signal && ctx->rank == 0) {
     const char *name = r->stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
@@ -665,6 +681,7 @@ static int prt_run_close(prt_run_state *r, const prt_opts *o, prt_status *st) {
   prt_ckpt_writer_wait(r->writer, st);
   prt_agree(ctx, st);
   prt_ckpt_writer_destroy(r->writer);
+  prt_routing_free(r->routing);
   prt_data_close(&r->data);
   prt_data_close(&r->eval_data);
   prt_ctx_destroy(ctx);

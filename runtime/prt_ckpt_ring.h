@@ -54,11 +54,15 @@ char *prt_ckpt_ring_path(const char *dir, int64_t step);
 typedef enum {
   PRT_FAULT_AT_STEP = 0, /* in the step loop, after the plan's step, before the loss agreement */
   PRT_FAULT_AT_SAVE = 1, /* in the background writer, before the checkpoint is committed */
+  PRT_FAULT_AT_ALL_TO_ALL = 2, /* an all-to-all issued in the step (drop only) */
 } prt_fault_site;
+/* The fault kind that returns instead of signalling: the transfer delivers nothing. */
+#define PRT_FAULT_DROP (-4)
 /* Reads PIPER_FAULT once (see fault_inject.c for the syntax) and, when this rank and step
- * match it, injects the fault: SIGKILL or SIGSTOP to this process, or exit(3). Prints one line
- * "piper: fault injected: ..." first, with the wall-clock time, so a supervisor can time the
- * recovery. A malformed PIPER_FAULT ends the process with a message naming it. */
-void prt_fault_point(prt_fault_site site, int64_t rank, int64_t step);
+ * match it, injects the fault: SIGKILL or SIGSTOP to this process, or exit(3); a drop returns
+ * 1, and the caller loses the transfer (else 0). Prints one line "piper: fault injected: ..."
+ * first, with the wall-clock time, so a supervisor can time the recovery. A malformed
+ * PIPER_FAULT ends the process with a message naming it. */
+int prt_fault_point(prt_fault_site site, int64_t rank, int64_t step);
 
 #endif

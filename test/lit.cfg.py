@@ -15,6 +15,12 @@ path = [config.piper_bin_dir, config.llvm_tools_dir, config.environment.get("PAT
 config.environment["PATH"] = os.pathsep.join(path)
 config.environment["OMP_NUM_THREADS"] = "1"
 config.environment["OPENBLAS_NUM_THREADS"] = "1"
+# OpenBLAS picks its GEMM kernel by the processor unless OPENBLAS_CORETYPE names one (Debian's
+# build carries every x86-64 kernel). Passing it through lets `OPENBLAS_CORETYPE=Zen make check`
+# test another processor's rounding on this one (make check-kernels does that); both runs inside
+# one test still get the same kernel.
+if "OPENBLAS_CORETYPE" in os.environ:
+    config.environment["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
 # Open MPI refuses root unless told; CI and these machines run as root.
 config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
 config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"

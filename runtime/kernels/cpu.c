@@ -428,15 +428,9 @@ void prt_moe_positions(int32_t *pos, int32_t *counts, const int32_t *ex, int64_t
 void prt_moe_topk_fwd(float *weights, int32_t *experts, const float *logits, int64_t N,
                       int64_t E, int64_t K) {
   prt_comm_progress();
-  for (int64_t n = 0; n < N; n++) {
+  for (int64_t n = 0; n < N; n++) { /* each token's K best experts, best first */
     const float *l = logits + n * E;
     int32_t *ex = experts + n * K;
-    float *w = weights + n * K;
-    float m = l[0];
-    for (int64_t e = 1; e < E; e++) m = l[e] > m ? l[e] : m;
-    double z = 0.0; /* softmax denominator: p_e = exp(l_e - m) / z */
-    for (int64_t e = 0; e < E; e++) z += exp((double)(l[e] - m));
-    double sum = 0.0;
     for (int64_t k = 0; k < K; k++) {
       int64_t best = -1; /* the largest not yet chosen; ">" keeps the lower index on ties */
       for (int64_t e = 0; e < E; e++) {
@@ -445,7 +439,22 @@ void prt_moe_topk_fwd(float *weights, int32_t *experts, const float *logits, int
         if (!taken && (best < 0 || l[e] > l[best])) best = e;
       }
       ex[k] = (int32_t)best;
-      w[k] = (float)(exp((double)(l[best] - m)) / z); /* p, as torch's softmax */
+    }
+  }
+  /* a test recording or replaying the routing sees (and may replace) the choices here, before
+   * they are weighted (runtime/routing.c) */
+  if (prt_routing_active) prt_routing_apply(experts, logits, N, E, K);
+  for (int64_t n = 0; n < N; n++) { /* their probabilities, renormalized over the K */
+    const float *l = logits + n * E;
+    const int32_t *ex = experts + n * K;
+    float *w = weights + n * K;
+    float m = l[0];
+    for (int64_t e = 1; e < E; e++) m = l[e] > m ? l[e] : m;
+    double z = 0.0; /* softmax denominator: p_e = exp(l_e - m) / z */
+    for (int64_t e = 0; e < E; e++) z += exp((double)(l[e] - m));
+    double sum = 0.0;
+    for (int64_t k = 0; k < K; k++) {
+      w[k] = (float)(exp((double)(l[ex[k]] - m)) / z); /* p, as torch's softmax */
       sum += w[k];
     }
     for (int64_t k = 0; k < K; k++) w[k] = (float)(w[k] / sum);

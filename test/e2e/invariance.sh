@@ -14,6 +14,11 @@
 # INVARIANCE_GRADS=1 (environment): also compare both runs' step-0 gradients (--dump-grads, a
 # separate 1-step run of each) with compare_grads.py.
 # INVARIANCE_GRADS_ARGS (environment): more compare_grads.py flags (e.g. --tol 1e-2).
+# INVARIANCE_ROUTING="MAXFLIPS MAXGAP" (environment, MoE): the one-device run records every
+#   token's expert choices (--routing-record) and the plan replays them (--routing-replay), so
+#   both route every token alike and the checkpoints compare without admitting a token that
+#   went to another expert; check_routing.py then bounds the plan's own disagreements (flips:
+#   at most MAXFLIPS of its routings, each within MAXGAP of its token's largest |logit|).
 # INVARIANCE_PLAN_ARGS (environment): training flags for the distributed run alone, after the
 #   shared ones (negative controls: a plan trained differently must fail).
 # The comparers are told the steps run and the model, so a reference cut short fails too.
@@ -31,15 +36,26 @@ piper-compile single.mlir "${compile[@]}" -o single
 piper-compile staged.mlir "${compile[@]}" --strategy strategy.json -o plan
 extra=(${INVARIANCE_TRAIN_ARGS:-})
 planonly=(${INVARIANCE_PLAN_ARGS:-})
-./single --steps 10 --quiet "${extra[@]}" --metrics single.jsonl --save-checkpoint single.safetensors
+record=() replay=()
+if [ -n "${INVARIANCE_ROUTING:-}" ]; then
+  record=(--routing-record routing.safetensors)
+  replay=(--routing-replay routing.safetensors)
+fi
+./single --steps 10 --quiet "${extra[@]}" "${record[@]}" --metrics single.jsonl \
+  --save-checkpoint single.safetensors
 # timeout: a plan that hangs fails the test instead of blocking the suite
 timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
-  ./plan --steps 10 --quiet "${extra[@]}" "${planonly[@]}" --metrics plan.jsonl \
-  --save-checkpoint plan.safetensors
+  ./plan --steps 10 --quiet "${extra[@]}" "${planonly[@]}" "${replay[@]}" --metrics plan.jsonl \
+  --save-checkpoint plan.safetensors | tee plan.out
+if [ -n "${INVARIANCE_ROUTING:-}" ]; then
+  read -r maxflips maxgap <<< "$INVARIANCE_ROUTING"
+  /usr/bin/python3 "$here/check_routing.py" plan.out --max-flips "$maxflips" --max-gap "$maxgap"
+fi
 if [ "${INVARIANCE_GRADS:-0}" = 1 ]; then
   ./single --steps 1 --quiet "${extra[@]}" --dump-grads single.grads.safetensors
   timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
-    ./plan --steps 1 --quiet "${extra[@]}" "${planonly[@]}" --dump-grads plan.grads.safetensors
+    ./plan --steps 1 --quiet "${extra[@]}" "${planonly[@]}" "${replay[@]}" \
+    --dump-grads plan.grads.safetensors
   grads=(${INVARIANCE_GRADS_ARGS:-})
   /usr/bin/python3 "$here/compare_grads.py" single.grads.safetensors plan.grads.safetensors \
     --model single.mlir "${grads[@]}"

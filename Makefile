@@ -2,7 +2,7 @@
 # what is missing (apt-get), configure, build, and run.
 BUILD ?= build
 JOBS ?= $(shell nproc)
-# Debian packages the build, the tests and the demo need (see README "Toolchain").
+# Debian packages the build, the tests and the demo need (see docs/getting-started.md, "Toolchain").
 PACKAGES := cmake make gcc g++ llvm-22-dev libmlir-22-dev llvm-22-tools \
             libopenblas-dev libopenmpi-dev openmpi-bin python3 python3-torch python3-numpy time \
             valgrind

@@ -108,11 +108,12 @@ def main():
     budget = parse_bytes(args.budget)
     work = tempfile.mkdtemp(prefix="bench_cp.")
     seqs = [int(t) for t in args.seqs.split(",")]
-    # The built-in corpus (10 KB) is shorter than the longest sequences: a file of README
-    # text repeated gives every T its T + 2 tokens (bytes, V 256).
+    # The built-in corpus (10 KB) is shorter than the longest sequences: a fixed English text
+    # (test/e2e/Inputs/prose.txt, not the documentation, whose edits would move the losses)
+    # repeated gives every T its T + 2 tokens (bytes, V 256).
     data = os.path.join(work, "corpus.txt")
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md"),
-              "rb") as f:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "e2e",
+                           "Inputs", "prose.txt"), "rb") as f:
         text = f.read()
     with open(data, "wb") as f:
         f.write(text * (1 + 4 * max(seqs) // len(text)))

@@ -3,7 +3,7 @@
 
 The GPT of the issue (L12 C768 H12 T1024 B16 V256, 86M parameters), one AdamW step:
   piper fp32           piper-compile --target cuda (cuBLAS in pedantic fp32: no TF32)
-  piper bf16           piper-compile --target cuda --precision bf16 (README "Mixed precision":
+  piper bf16           piper-compile --target cuda --precision bf16 (docs/mixed-precision.md:
                        activations stored bf16, converted at each kernel's edge; the linears
                        cublasGemmEx on bf16 operands, fp32 accumulate; attention and the rest
                        fp32 kernels)

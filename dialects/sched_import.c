@@ -1,6 +1,7 @@
 /* Piper JSON schedule files -> sched dialect ops.
  *
- * A strategy file is a JSON list of directive objects (shared/PIPER.md, README "Strategies").
+ * A strategy file is a JSON list of directive objects (shared/PIPER.md,
+ * docs/strategies-and-directives.md).
  * Each becomes one sched op appended to the module, located at the directive's line and column
  * in the JSON file, so every later diagnostic about a directive points into the file the user
  * wrote. This importer checks structure (known ops, required fields, field types, no unknown
@@ -105,7 +106,8 @@ static MlirAttribute devicesAttr(Importer *im, const pb_json_value *n, const cha
   return a;
 }
 
-/* Field kinds of a directive; keep in sync with sched.irdl.mlir and README "Strategies". */
+/* Field kinds of a directive; keep in sync with sched.irdl.mlir and
+ * docs/strategies-and-directives.md. */
 typedef enum { F_FILTER, F_DEVICES, F_STRING, F_BOOL, F_COUNT, F_NUMBER, F_FILTER_GROUPS } FieldKind;
 typedef struct { const char *name; FieldKind kind; bool required; } FieldSpec;
 typedef struct { const char *op; FieldSpec fields[10]; } DirectiveSpec;

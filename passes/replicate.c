@@ -36,7 +36,7 @@
 /* bucket_size when a replicate directive gives none (MB); `bucket_size: 0` turns buckets off.
  * Smaller than PyTorch DDP's 25 (bucket_cap_mb; 1 MB is DDP's first bucket): a bucket is
  * reduced only once it is full, so the last bucket's reduction cannot overlap anything. 25 MB
- * holds every gradient of the README's GPT (13 MB) and leaves its one reduction after the
+ * holds every gradient of the bench GPT (13 MB) and leaves its one reduction after the
  * backward pass; measured exposed communication at DP2 (bench/bench_overlap.py): 25 MB 7.2%
  * of the step, 4 MB 3.6%, 1 MB 2.6%, no buckets 2.4%, at equal step times. */
 #define PIPER_DEFAULT_BUCKET_MB 1.0

@@ -21,8 +21,8 @@
  *
  * Every member issues the same transfers in the same order (G-1 shifts forward, G backward),
  * all to r+1 and from r-1 with tags from `tag`, so the ring cannot hang as long as every
- * member calls the kernel: the IR makes it one collective over the group (see README,
- * "Context parallelism"). */
+ * member calls the kernel: the IR makes it one collective over the group (see
+ * docs/parallelism.md, "Context parallelism"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -39,6 +39,19 @@
 #include "prt_internal.h"
 
 
+/* What a bad command line prints after its error: every flag of prt_parse_args, by name
+ * (test/e2e/usage-lists-flags.test checks that it names each flag --help explains). */
+static const char *const SYNOPSIS =
+    "usage: %s [--steps N] [--data FILE] [--data-format bytes|u16|u32] [--seed S] [--lr X]\n"
+    "    [--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] [--restart-steps]\n"
+    "    [--save-checkpoint FILE] [--save-dtype fp32|bf16] [--checkpoint-every N]\n"
+    "    [--checkpoint-dir DIR] [--keep-checkpoints K] [--dump-grads FILE] [--trace FILE]\n"
+    "    [--trace-per-rank] [--timeout SECONDS] [--lr-schedule constant|cosine|linear]\n"
+    "    [--warmup-steps W] [--min-lr X] [--total-steps S] [--grad-clip G] [--adam-beta1 X]\n"
+    "    [--adam-beta2 X] [--adam-eps X] [--eval-data FILE] [--eval-every N]\n"
+    "    [--eval-batches K] [--quiet] [--log-every N] [--comm mpi|nccl] [--help]\n";
+
+/* --help: what every flag does, and how the binary is run. */
 static const char *const USAGE =
     "usage: %s [options]\n"
     "Trains the compiled model (one Piper plan) on the tokens of a file.\n"
@@ -54,7 +67,7 @@ static const char *const USAGE =
     "                          (step, loss, page_faults, step_ms, tokens_per_s, mem: rank\n"
     "                          0's bytes and page faults),\n"
     "                          then one \"summary\" line with every rank's memory and peak\n"
-    "                          RSS (schema: README, \"Metrics\")\n"
+    "                          RSS (schema: docs/metrics-and-traces.md)\n"
     "  --init-checkpoint FILE  load parameters from a safetensors file instead of\n"
     "                          initialising them; with the optimizer state and step a\n"
     "                          --save-checkpoint file holds, training resumes exactly:\n"
@@ -89,7 +102,7 @@ static const char *const USAGE =
     "  --keep-checkpoints K    ring files kept in --checkpoint-dir (default 3)\n"
     "  --timeout SECONDS       a transfer or collective that waits longer ends every rank\n"
     "                          with a message naming it (default 300; 0 = wait forever)\n"
-    "  --lr-schedule NAME      constant (default), cosine or linear (see README)\n"
+    "  --lr-schedule NAME      constant (default), cosine or linear (docs/models.md)\n"
     "  --warmup-steps W        linear warm-up: step s < W uses lr*(s+1)/W (default 0)\n"
     "  --min-lr X              where cosine and linear end (default 0)\n"
     "  --total-steps S         the schedule's length (default: the checkpoint's step K\n"
@@ -743,12 +756,7 @@ int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_c
   if (prt_parse_args(argc, argv, &o, &st)) { /* alike on every rank: rank 0 says it */
     if (rank == 0) {
       fprintf(stderr, "piper: error: %s\n", st.msg);
-      fprintf(stderr, "usage: %s [--steps N] [--data FILE] [--seed S] [--lr X] "
-              "[--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] "
-              "[--restart-steps] [--save-checkpoint FILE] [--save-dtype fp32|bf16] "
-              "[--checkpoint-every N] "
-              "[--dump-grads FILE] [--trace FILE] [--trace-per-rank] [--timeout SECONDS] "
-              "[--quiet] [--log-every N] [--help]\n", prog);
+      fprintf(stderr, SYNOPSIS, prog);
     }
     rc = st.code;
   } else if (o.help) {

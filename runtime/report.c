@@ -1,7 +1,7 @@
 /* What a run reports while it trains: the per-step stdout line, the --metrics JSON lines and
  * the memory summary at the end.
  *
- * Metrics (README "Metrics"): one JSON object per line, "kind" first:
+ * Metrics (docs/metrics-and-traces.md): one JSON object per line, "kind" first:
  *   {"kind": "train", "step": s, "loss": L, ["lr": x,] ["grad_norm": g,] ["page_faults": n,]
  *    "step_ms": ms,
  *    "tokens_per_s": t, "mem": {"params": B, "optim": B, "arena": B}}   one per step

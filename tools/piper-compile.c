@@ -44,7 +44,7 @@ static void usage(FILE *out) {
           "  --precision P  fp32 (default) or bf16: mixed precision, activations and their\n"
           "                 gradients stored in bf16, matmul weights rounded to bf16, fp32\n"
           "                 master weights, optimizer state, gradients and statistics (the CPU\n"
-          "                 target emulates it exactly; README \"Mixed precision\")\n"
+          "                 target emulates it exactly; docs/mixed-precision.md)\n"
           "  --grad-reduce G  fp32 (default) or bf16: data-parallel gradient all-reduces and\n"
           "                 ZeRO reduce-scatters move bf16, half the bytes (each replica's\n"
           "                 gradient rounded, pairs summed in fp32, the sum widened back to\n"

@@ -1,5 +1,5 @@
 /* piper-gen: the model zoo. `piper-gen gpt ...` prints an annotated GPT-2 forward graph in the
- * tdag dialect (see README "The model"); `piper-gen qwen3 ...` a dense Qwen3 (Hugging Face
+ * tdag dialect (see docs/models.md); `piper-gen qwen3 ...` a dense Qwen3 (Hugging Face
  * parameter names, GQA, qk-norm, RoPE, SwiGLU) and `piper-gen llama3 ...` a Llama 3 (the same
  * decoder without qk-norm: one emitter, see decoderModels), tagged the same way. Every op carries
  * a `tags` dictionary, as Piper's annotate() regions would give it: {embed = 0} for the

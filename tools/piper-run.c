@@ -20,7 +20,7 @@
  * One line per event on stderr, "piper-run: ...": what failed and where, the step resumed
  * from, the seconds lost; and, once the restarted job completes a step, how long that took.
  *
- * Exit status (keep in sync with USAGE and README "Faults and long runs"):
+ * Exit status (keep in sync with USAGE and docs/faults-and-elastic.md):
  *   0 the run finished; 1 piper-run could not work (mpirun missing, out of memory);
  *   2 a bad command line (piper-run's, or the job's: the plan refused its flags);
  *   3 the run failed more often than --max-restarts allows;

@@ -125,7 +125,7 @@ typedef struct {
 } TuneProfile;
 
 /* The built-in profile: rough figures for one core of a 2020s x86 CPU and Open MPI over shared
- * memory (documented in README "Strategy search"); measure with --calibrate for real use. */
+ * memory (documented in docs/schedules-and-tune.md); measure with --calibrate for real use. */
 void tuneProfileDefault(TuneProfile *p);
 /* Reads a profile --calibrate wrote (entries it lacks keep the default); false after a message
  * naming the file and what is wrong. */

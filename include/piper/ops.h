@@ -127,8 +127,8 @@ typedef struct {
                                 (CPU and GPU) keep each query row's log-sum-exp in the
                                 declared (B,H,T,T) result, so the memory plan reserves only
                                 that */
-  /* The bf16 mixed-precision policy (--piper-precision=bf16, passes/precision.c; README
-   * "Mixed precision"). An activation, or an activation's gradient, is stored in bf16; what
+  /* The bf16 mixed-precision policy (--piper-precision=bf16, passes/precision.c;
+   * docs/mixed-precision.md). An activation, or an activation's gradient, is stored in bf16; what
    * stays fp32 (master weights, moments, weight gradients, norm statistics, the loss and its
    * probabilities, attention's saved softmax, the router's weights and ids) is simply not
    * named. A likeOperand0 row (add) is bf16 when what it sums is. */

@@ -1,6 +1,6 @@
-/* bf16 conversions of the mixed-precision policy (include/piper/kernels.def, README "Mixed
- * precision"): a bf16 is the upper 16 bits of an IEEE fp32 (sign, the same 8-bit exponent, 7
- * mantissa bits), so widening is a shift and narrowing rounds the 16 dropped bits. The
+/* bf16 conversions of the mixed-precision policy (include/piper/kernels.def,
+ * docs/mixed-precision.md): a bf16 is the upper 16 bits of an IEEE fp32 (sign, the same 8-bit
+ * exponent, 7 mantissa bits), so widening is a shift and narrowing rounds the 16 dropped bits. The
  * lowering calls these around every kernel whose operands or results are stored in bf16, so
  * the kernels themselves stay fp32. */
 #include <stdint.h>

@@ -1,7 +1,7 @@
 // Attributes of the wrong type on the expert- and tensor-parallel ops and on directives:
 // piperGetIntAttr would read a non-integer as its fallback (one group, offset 0), the lowering
 // a non-string stream as "compute", so the verifier refuses them.
-// Found writing the hostile cases of the 2026-11-23 fuzz campaign (README "Robustness").
+// Found writing the hostile cases of the 2026-11-23 fuzz campaign (docs/testing.md, "Robustness").
 // RUN: piper-opt %s --split-input-file --verify-diagnostics > /dev/null
 
 func.func @groups_string(%h: tensor<2x4xf32>, %ex: tensor<2x2xi32>) {

@@ -26,7 +26,7 @@ A plan differs from the single-device step only in the order floating-point sums
 test in strategies/) <= 9.5e-8 relative on losses and <= 8.5e-6 on parameters after 10 steps,
 except one element of h.1.attn.c_attn.weight at 1.07e-5 under PP2xDP2 (hence the outlier
 allowance rather than a bare 1e-5), and <= 5.7e-4 on the k third of c_attn.bias; real errors
-(a wrong microbatch scale, a lost gradient, a stale parameter copy) are >= 1e-3. The README's
+(a wrong microbatch scale, a lost gradient, a stale parameter copy) are >= 1e-3. docs/testing.md's
 Correctness section states these same rules and figures.
 """
 import argparse
@@ -103,7 +103,7 @@ def main():
     ap.add_argument("--param-tol", type=float, default=1e-5)
     ap.add_argument("--param-cap", type=float)
     # bf16 runs: the k third's zero true gradient is bf16 rounding noise, which AdamW scales up
-    # to a full step either way (README "Mixed precision")
+    # to a full step either way (docs/mixed-precision.md)
     ap.add_argument("--kbias-tol", type=float, default=oracle.DEFAULT_KBIAS_TOL)
     a = ap.parse_args()
     if a.param_cap is None:

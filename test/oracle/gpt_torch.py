@@ -12,7 +12,7 @@ Optimizer: torch.optim.AdamW(lr, betas=(0.9, 0.95), eps=1e-8, foreach=False),
   weight decay only on 2-D tensors (wte, wpe, all Linear weights).
   With --grad-clip G: torch.nn.utils.clip_grad_norm_(params, G) before each step (the norm
   before clipping is reported per step). --lr-schedule/--warmup-steps/--min-lr set each step's
-  lr (lr_at below, the formulas of Piper's README).
+  lr (lr_at below, the formulas of Piper's docs/models.md).
 Data: step s, sample b starts at o = ((s*B + b) * T) mod (N - T - 1) of the data file
   (N bytes); inputs data[o:o+T], targets data[o+1:o+T+1]. The loss of step s is
   computed before step s's update.
@@ -300,7 +300,7 @@ class Checker:
 
 
 def read_metrics(path):
-    """Piper metrics: JSON lines, each an object with "kind" first (README "Metrics"). The
+    """Piper metrics: JSON lines, each an object with "kind" first (docs/metrics-and-traces.md). The
     {"kind": "train", "step": s, "loss": L, ...} lines are the steps; other kinds ("eval",
     "summary") are skipped; a line with no "kind" is an error (not Piper's current format)."""
     out = {}

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Checks a --metrics file against the schema in README "Metrics" (metrics-kinds.test).
+"""Checks a --metrics file against the schema in docs/metrics-and-traces.md (metrics-kinds.test).
 
   check_metrics.py FILE FIRST STEPS TOKENS WORLD
 

@@ -1,6 +1,7 @@
-"""Runs the README's checkpoint-reading snippet (SNIPPET, extracted by readme-checkpoint.test)
-in the folder holding out.safetensors, and checks what it read against the oracle's reader:
-every tensor, its shape and its values bit for bit, and the parameter names of "The model".
+"""Runs docs/getting-started.md's checkpoint-reading snippet (SNIPPET, extracted by
+readme-checkpoint.test) in the folder holding out.safetensors, and checks what it read against
+the oracle's reader: every tensor, its shape and its values bit for bit, and the parameter
+names of "The model" (docs/models.md).
 Usage: check_readme_snippet.py SNIPPET ORACLE_DIR L C V T"""
 import contextlib
 import io

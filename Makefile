@@ -5,10 +5,10 @@ JOBS ?= $(shell nproc)
 # Debian packages the build, the tests and the demo need (see docs/getting-started.md, "Toolchain").
 PACKAGES := cmake make gcc g++ llvm-22-dev libmlir-22-dev llvm-22-tools \
             libopenblas-dev libopenmpi-dev openmpi-bin python3 python3-torch python3-numpy time \
-            valgrind
+            valgrind python3-psutil
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build check check-asan fuzz fuzz-corpus demo bench clean
+.PHONY: all deps configure build check check-asan check-all check-kernels fuzz fuzz-corpus demo bench clean
 
 all: build
 
@@ -31,9 +31,16 @@ configure: deps $(BUILD)/Makefile
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# lit, as every suite run calls it: a test that runs past LIT_TIMEOUT seconds fails on its own
+# (a hang costs one test, not the CI run: lit kills its process tree, mpirun's ranks included;
+# python3-psutil does the killing), and the slowest tests are listed at the end.
+LIT := /usr/lib/llvm-22/bin/lit
+LIT_TIMEOUT ?= 900
+LIT_FLAGS ?= -sv --time-tests --timeout $(LIT_TIMEOUT)
+
 # Every lit suite (dialects, passes, lowering, runtime, tools, end-to-end against PyTorch).
 check: build
-	/usr/lib/llvm-22/bin/lit -sv $(BUILD)/test
+	$(LIT) $(LIT_FLAGS) $(BUILD)/test
 
 # The whole lit suite again in a tree built with AddressSanitizer and UBSan: the tools, the
 # runtime, the fuzz replays and every training binary the tests link. Any report fails its
@@ -46,10 +53,27 @@ SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_mal
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer \
   OMPI_MCA_mca_base_component_disable_dlclose=1 PMIX_MCA_mca_base_component_disable_dlclose=1
+# ASAN_LIT_ARGS: more lit arguments (-Dasan_tier=all: every test, as check-all).
 check-asan: configure
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DPIPER_SANITIZE=ON > /dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	$(SANITIZER_ENV) /usr/lib/llvm-22/bin/lit -sv $(ASAN_BUILD)/test
+	$(SANITIZER_ENV) $(LIT) $(LIT_FLAGS) $(ASAN_LIT_ARGS) $(ASAN_BUILD)/test
+
+# Everything CI leaves out: make check, then every test under the sanitizers, not only the
+# tier of test/sanitizers/asan-tier.txt (about an hour more on 2 cores; docs/testing.md).
+check-all: check
+	$(MAKE) --no-print-directory check-asan ASAN_LIT_ARGS=-Dasan_tier=all
+
+# The end-to-end suites under OpenBLAS kernels other than the one this processor picks (their
+# GEMMs round differently): two of Haswell, Sandybridge and SkylakeX (AVX-512 processors
+# only), chosen by test/kernels.sh; KERNELS="Zen Haswell" names others. Numeric tests must
+# hold on any x86-64 processor; this is how to see it on one (docs/testing.md).
+KERNELS ?= $(shell bash test/kernels.sh)
+check-kernels: build
+	@for k in $(KERNELS); do \
+	  echo "--- OPENBLAS_CORETYPE=$$k ---"; \
+	  OPENBLAS_CORETYPE=$$k $(LIT) $(LIT_FLAGS) $(BUILD)/test/e2e || exit 1; \
+	done
 
 # libFuzzer targets (test/fuzz) built with clang, ASan and UBSan, each run FUZZ_SECONDS
 # (default 180) with its checked-in corpus and dictionary; prints a table, fails on any

@@ -3,10 +3,17 @@ import os
 import lit.formats
 
 config.name = "Piper"
-config.test_format = lit.formats.ShTest(execute_external=True)
+
+
+# The test format lives in a module of its own: lit's workers unpickle it by module name.
+import sys
+sys.path.insert(0, os.path.dirname(__file__))
+from lit_piper import PiperTest, asan_tier  # noqa: E402
+
+config.test_format = PiperTest(asan_tier(config, lit_config))
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "oracle", "mutate_strategies.py",
-                   "compare_runs.py", "corpus"]
+                   "compare_runs.py", "corpus", "lit_piper.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.piper_obj_root, "test")
 

@@ -1,0 +1,40 @@
+"""Piper's lit test format (test/lit.cfg.py uses it), in a module so lit's workers can load it.
+
+Tests are lit's shell tests. Under the sanitizers (make check-asan) an e2e/ or gpu/ test outside
+the tier of test/sanitizers/asan-tier.txt is reported UNSUPPORTED, with the reason, instead of
+run: docs/testing.md says which tests run where and why. `lit -Dasan_tier=all` runs them all.
+"""
+import os
+
+import lit.formats
+import lit.Test
+
+
+def asan_tier(cfg, lit_config):
+    """The e2e/ and gpu/ tests make check-asan runs (test/sanitizers/asan-tier.txt), or None
+    where every test runs: a build without the sanitizers, or `lit -Dasan_tier=all`."""
+    if getattr(cfg, "piper_sanitize", "OFF").upper() not in ("ON", "1", "TRUE", "YES"):
+        return None
+    if lit_config.params.get("asan_tier", "") == "all":
+        return None
+    path = os.path.join(os.path.dirname(__file__), "sanitizers", "asan-tier.txt")
+    with open(path) as f:
+        return {line.split("#")[0].strip() for line in f} - {""}
+
+
+class PiperTest(lit.formats.ShTest):
+    """lit's shell tests; under the sanitizers, an e2e/ or gpu/ test outside the tier is
+    reported UNSUPPORTED with the reason, so the run still lists it."""
+
+    def __init__(self, tier):
+        super().__init__(execute_external=True)
+        self.tier = tier
+
+    def execute(self, test, lit_config):
+        rel = "/".join(test.path_in_suite)
+        if self.tier is not None and rel.split("/")[0] in ("e2e", "gpu") and rel not in self.tier:
+            return lit.Test.Result(lit.Test.UNSUPPORTED,
+                                   "not in the sanitizers' tier (test/sanitizers/asan-tier.txt)")
+        return super().execute(test, lit_config)
+
+

@@ -119,9 +119,8 @@ bool piperTensorIsI32(MlirType t) {
   return mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 32;
 }
 
-MlirType piperTensorType(MlirContext ctx, int64_t rank, const int64_t *shape, MlirType elem) {
-  (void)ctx;
-  return mlirRankedTensorTypeGet(rank, shape, elem, mlirAttributeGetNull());
+bool piperTensorIsBf16(MlirType t) {
+  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
 }
 
 /* ---- the verifier ---- */
@@ -236,11 +235,6 @@ static bool checkSizes(Verifier *v, MlirOperation op) {
   return true;
 }
 
-/* True for a ranked tensor of bf16. */
-static bool tensorIsBf16(MlirType t) {
-  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
-}
-
 /* Whether the bf16 policy (ops.h bf16Results) lets float operand #i / result #i of `op` be
  * bf16: an activation read by a kernel (every kernel widens it) but never what the optimizer
  * updates or a bucket packs, which hold fp32 master weights and gradients; a result only where
@@ -253,7 +247,7 @@ static bool bf16Allowed(const PiperOpFacts *f, MlirOperation op, bool result, in
   if (piperFactsBf16Result(f, i)) return true;
   if (!f->likeOperand0) return false;
   for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k)
-    if (tensorIsBf16(operandType(op, k))) return true;
+    if (piperTensorIsBf16(operandType(op, k))) return true;
   return false;
 }
 
@@ -268,7 +262,7 @@ static bool checkElementTypes(Verifier *v, MlirOperation op) {
       MlirType t = res ? resultType(op, i) : operandType(op, i);
       bool wantI32 = res ? f->resultElem == PIPER_ELEM_I32 || (i < 8 && ((f->i32Results >> i) & 1))
                          : i < 8 && ((f->i32Operands >> i) & 1);
-      bool bf16 = !wantI32 && tensorIsBf16(t);
+      bool bf16 = !wantI32 && piperTensorIsBf16(t);
       if (bf16 && mlirShapedTypeHasStaticShape(t) && !bf16Allowed(f, op, res, i)) {
         fail(v, op, "%s #%d is %s, but the bf16 policy keeps it in f32 (a master weight, "
              "moment, weight gradient, statistic or loss: include/piper/ops.h bf16Results)",

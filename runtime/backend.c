@@ -141,7 +141,6 @@ void prt_backend_use_gpu(prt_ctx *ctx) {
 void prt_comm_finalize(void) { B.comm->finalize(); }
 int64_t prt_comm_size(void) { return B.comm->size(); }
 int64_t prt_comm_rank(void) { return B.comm->rank(); }
-void prt_comm_abort(int code) { B.comm->abort(code); }
 void prt_comm_barrier(void) { B.comm->barrier(); }
 void prt_comm_allreduce_i64(int64_t *buf, int64_t n, prt_reduce_op op) {
   B.comm->allreduce_i64(buf, n, op);

@@ -448,8 +448,6 @@ void prt_comm_finalize(void);
 /* The wrappers: the record's comm backend, as documented at prt_comm_vtable. */
 int64_t prt_comm_size(void);
 int64_t prt_comm_rank(void);
-/* Ends every rank with exit status `code` (MPI_Abort), or just this process when alone. */
-void prt_comm_abort(int code) __attribute__((noreturn));
 /* Collective, blocking, over the whole world. */
 void prt_comm_barrier(void);
 void prt_comm_allreduce_i64(int64_t *buf, int64_t n, prt_reduce_op op);

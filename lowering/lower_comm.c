@@ -89,7 +89,7 @@ static bool lowerRing(Lowering *L, MlirOperation op) {
              piperOpIs(op, "comm.ring_gqa_attention_grad");
   bool grad = piperOpIs(op, "comm.ring_attention_grad") ||
               piperOpIs(op, "comm.ring_gqa_attention_grad");
-  if (L->shared->target->deviceCode) { /* the ring kernels are the CPU's (cp_attention.c) */
+  if (!L->shared->target->contextParallel) { /* the ring kernels: runtime/cp_attention.c */
     piperEmitErrorf(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: context parallelism's ring attention runs on the CPU "
                     "target only; compile without --target cuda");
@@ -133,7 +133,7 @@ static bool lowerRing(Lowering *L, MlirOperation op) {
  * runtime's bf16 sums, which the CPU's comm backends have (MPI, serial) and a GPU plan's (NCCL,
  * or MPI staged through fp32-sized host buffers) has not; refused at the op otherwise. */
 static bool bf16SumOnTarget(Lowering *L, MlirOperation op) {
-  if (!piperTensorIsBf16(lwInType(op, 0)) || !L->shared->target->deviceCode) return true;
+  if (!piperTensorIsBf16(lwInType(op, 0)) || L->shared->target->bf16Sums) return true;
   piperEmitErrorf(mlirOperationGetLocation(op),
                   "piper-lower-to-llvm: this gradient reduction moves bf16 (--grad-reduce bf16), "
                   "which runs on the CPU target only; compile with --grad-reduce fp32, or "

@@ -85,6 +85,12 @@ const char *lwKernelOf(const Shared *sh, MlirOperation op) {
                                                                 : NULL;
 }
 
+/* Each kernel's name in the list, without a target's prefix. */
+static const char *const kernelNames[PRT_K_COUNT] = {
+#define PRT_KERNEL(name, gpu, params, launches) [PRT_K_##name] = #name,
+#include "piper/kernels.def"
+};
+
 /* The LLVM type parameter letter `c` of kernelParams stands for. */
 static MlirType paramType(const LlvmBuilder *b, char c) {
   return c == 'p' ? b->ptr : c == 'l' ? b->i64 : c == 'f' ? b->f32 : b->i32;
@@ -98,9 +104,11 @@ void lwCallKernel(Lowering *L, MlirOperation at, prt_kernel_id k, intptr_t n,
   for (intptr_t i = 0; i < n && i < want && bad < 0; ++i)
     if (!mlirTypeEqual(mlirValueGetType(args[i]), paramType(&L->lb, params[i]))) bad = i;
   if (!fn || n != want || bad >= 0) {
-    char why[96];
+    char why[160];
     if (!fn)
-      snprintf(why, sizeof why, "the target has no such kernel");
+      snprintf(why, sizeof why, "target %s has no %s%s", L->shared->target->name,
+               L->shared->target->kernelPrefix,
+               k > PRT_K_NONE && k < PRT_K_COUNT ? kernelNames[k] : "?");
     else if (n != want)
       snprintf(why, sizeof why, "%lld argument(s) passed, %lld taken", (long long)n,
                (long long)want);

@@ -1,7 +1,8 @@
 /* What the lowering files share (internal to lowering/): where each tensor lives, the ids of
  * communicator groups and streams, and the state of lowering one device function.
  * Each file uses only those above it in this list, so the calls between them form no circle:
- *   target.c         the target records (include/piper/target.h) and their kernel columns
+ *   target.c         the target records (include/piper/target.h) and their kernel columns;
+ *                    the CUDA record names emit_ptx.c's code generator (no call back)
  *   kernel_policy.c  the kernel an op calls under the bf16 policy and its bf16 parameters
  *   memory_plan.c    liveness-based arena layout, ZeRO shard geometry, the bf16 conversions
  *                    each kernel call needs and their scratch

@@ -1,6 +1,7 @@
-/* The op-facts table (include/piper/ops.h): one row per entry of include/piper/tdag_ops.def,
- * in its order. Rows name what each pass and the lowering ask of the op; rules that are
- * code (shape, gradient, kernel arguments) stay with the pass that applies them. */
+/* The op-facts tables (include/piper/ops.h): one row per entry of include/piper/tdag_ops.def,
+ * in its order, and one per entry of include/piper/comm_ops.def. Rows name what each pass and
+ * the lowering ask of the op; rules that are code (shape, gradient, kernel arguments) stay with
+ * the pass that applies them. */
 #include <string.h>
 
 #include "mlir-c/BuiltinTypes.h"
@@ -32,6 +33,28 @@ const PiperOpFacts *piperOpFactsByName(MlirStringRef name) {
 
 const PiperOpFacts *piperOpFacts(MlirOperation op) {
   return piperOpFactsByName(mlirIdentifierStr(mlirOperationGetName(op)));
+}
+
+/* Row PIPER_COMM_<ID> of every entry of the comm op list. */
+static const PiperCommFacts commTable[PIPER_COMM_OP_COUNT] = {
+#define COMM_OP(ID, n, ...) \
+  [PIPER_COMM_##ID] = {.id = PIPER_COMM_##ID, .name = "comm." #n, __VA_ARGS__},
+#include "piper/comm_ops.def"
+};
+
+const PiperCommFacts *piperCommFactsTable(size_t *n) {
+  *n = PIPER_COMM_OP_COUNT;
+  return commTable;
+}
+
+const PiperCommFacts *piperCommFacts(MlirOperation op) {
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+  if (name.length < 5 || memcmp(name.data, "comm.", 5)) return NULL;
+  for (size_t i = 0; i < PIPER_COMM_OP_COUNT; ++i)
+    if (strlen(commTable[i].name) == name.length &&
+        !memcmp(commTable[i].name, name.data, name.length))
+      return &commTable[i];
+  return NULL;
 }
 
 int64_t piperTensorElementBytes(MlirType t) {

@@ -4,7 +4,8 @@
  * docs/strategies-and-directives.md).
  * Each becomes one sched op appended to the module, located at the directive's line and column
  * in the JSON file, so every later diagnostic about a directive points into the file the user
- * wrote. This importer checks structure (known ops, required fields, field types, no unknown
+ * wrote. This importer checks structure (the directives and their fields are
+ * include/piper/directives.def's: known ops, required fields, field types, no unknown
  * fields: a typo like "devies" is an error, not a silently ignored option); what needs the
  * model (does a tag exist, is a device in range) is checked by the directive passes. The JSON
  * is read by the base library's reader (include/piper/base/json.h) as a tree with positions.
@@ -17,6 +18,7 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "piper/base/json.h"
 #include "piper/checked.h"
+#include "piper/directives.h"
 #include "piper/piper.h"
 
 /* ---- directives -> sched ops ---- */
@@ -42,8 +44,8 @@ static void errorAt(Importer *im, const pb_json_value *n, const char *fmt, const
 /* Ranges of the integer fields; a value outside its range is refused at import, where the
  * message can point at the number the user wrote. */
 enum {
-  TAG_MAX = INT32_MAX,         /* a tag index (PP, layer, mb, ...) */
-  MICROBATCHES_MAX = 1 << 20,  /* num_microbatches: split makes that many copies of the ops */
+  TAG_MAX = INT32_MAX,         /* a tag index (PP, layer, mb, ...); num_microbatches' bound is
+                                  PIPER_MAX_MICROBATCHES (include/piper/directives.h) */
 };
 
 /* A JSON integer in [lo, hi] into *out (piperDoubleToI64: no fractions, no 1e19 -> INT64_MIN,
@@ -106,58 +108,39 @@ static MlirAttribute devicesAttr(Importer *im, const pb_json_value *n, const cha
   return a;
 }
 
-/* Field kinds of a directive; keep in sync with sched.irdl.mlir and
- * docs/strategies-and-directives.md. */
-typedef enum { F_FILTER, F_DEVICES, F_STRING, F_BOOL, F_COUNT, F_NUMBER, F_FILTER_GROUPS } FieldKind;
-typedef struct { const char *name; FieldKind kind; bool required; } FieldSpec;
-typedef struct { const char *op; FieldSpec fields[10]; } DirectiveSpec;
-
-static const DirectiveSpec directives[] = {
-    {"place", {{"filter", F_FILTER, true}, {"devices", F_DEVICES, true}, {"stream", F_STRING, false}}},
-    {"replicate",
-     {{"filter", F_FILTER, true}, {"devices", F_DEVICES, true}, {"gather_stream", F_STRING, false},
-      {"reduce_stream", F_STRING, false}, {"shard_params", F_BOOL, false},
-      {"shard_grads", F_BOOL, false}, {"shard_optim", F_BOOL, false},
-      {"bucket_size", F_NUMBER, false}}},
-    {"shard", {{"filter", F_FILTER, true}, {"devices", F_DEVICES, true}, {"stream", F_STRING, false}}},
-    {"split",
-     {{"filter", F_FILTER, true}, {"dim_name", F_STRING, true}, {"num_microbatches", F_COUNT, true}}},
-    {"order", {{"filters", F_FILTER_GROUPS, true}}},
-    /* tensor parallelism (passes/shard_tensor.c) */
-    {"shard_tensor",
-     {{"filter", F_FILTER, true}, {"devices", F_DEVICES, true}, {"stream", F_STRING, false}}},
-    /* context parallelism (passes/shard_sequence.c): `tags` is a filter */
-    {"shard_sequence", {{"tags", F_FILTER, true}, {"devices", F_DEVICES, true}}},
-};
-
-static MlirAttribute fieldAttr(Importer *im, const FieldSpec *f, const pb_json_value *v,
-                               const char *op) {
+/* The attribute field `f` of directive `op` gets from JSON value `v` (include/piper/directives.h
+ * says what each kind of field holds); null after an error at `v`. */
+static MlirAttribute fieldAttr(Importer *im, const PiperDirectiveField *f,
+                               const pb_json_value *v, const char *op) {
   switch (f->kind) {
-  case F_FILTER: return filterAttr(im, v, op);
-  case F_DEVICES: return devicesAttr(im, v, op);
-  case F_STRING:
+  case PIPER_FIELD_FILTER: return filterAttr(im, v, op);
+  case PIPER_FIELD_DEVICES: return devicesAttr(im, v, op);
+  case PIPER_FIELD_STRING:
     if (v->kind == PB_JSON_STRING && v->string[0])
       return mlirStringAttrGet(im->ctx, piperStr(v->string));
     errorAt(im, v, "'%s': field '%s' must be a non-empty string", op, f->name);
     break;
-  case F_BOOL:
+  case PIPER_FIELD_BOOL:
     if (v->kind == PB_JSON_BOOL)
       return v->boolean ? mlirUnitAttrGet(im->ctx) : mlirAttributeGetNull();
     errorAt(im, v, "'%s': field '%s' must be true or false", op, f->name);
     break;
-  case F_COUNT: {
+  case PIPER_FIELD_COUNT: {
     int64_t count;
-    if (intIn(v, 1, MICROBATCHES_MAX, &count))
+    if (intIn(v, 1, PIPER_MAX_MICROBATCHES, &count))
       return mlirIntegerAttrGet(mlirIntegerTypeGet(im->ctx, 64), count);
-    errorAt(im, v, "'%s': field '%s' must be an integer in [1, 1048576]", op, f->name);
+    char msg[96];
+    snprintf(msg, sizeof msg, "'%%s': field '%%s' must be an integer in [1, %d]",
+             PIPER_MAX_MICROBATCHES);
+    errorAt(im, v, msg, op, f->name);
     break;
   }
-  case F_NUMBER: /* bucket_size, MB: 0 turns buckets off */
+  case PIPER_FIELD_NUMBER: /* bucket_size, MB: 0 turns buckets off */
     if (v->kind == PB_JSON_NUMBER && isfinite(v->number) && v->number >= 0)
       return mlirFloatAttrDoubleGet(im->ctx, mlirF64TypeGet(im->ctx), v->number);
     errorAt(im, v, "'%s': field '%s' must be a number >= 0", op, f->name);
     break;
-  case F_FILTER_GROUPS: {
+  case PIPER_FIELD_FILTER_GROUPS: {
     if (v->kind != PB_JSON_ARRAY || v->n < 2) {
       errorAt(im, v, "'%s': filters must be a list of at least two groups of filters, "
                      "[[{...}], [{...}]]", op, NULL);
@@ -194,16 +177,13 @@ static void importDirective(Importer *im, const pb_json_value *d) {
   }
   const pb_json_value *opNode = pb_json_get(d, "op");
   if (!opNode || opNode->kind != PB_JSON_STRING) {
-    errorAt(im, d, "directive without \"op\": expected one of place, replicate, shard, split, "
-                   "order, shard_tensor, shard_sequence", NULL, NULL);
+    errorAt(im, d, "directive without \"op\": expected one of %s", piperDirectiveNames(), NULL);
     return;
   }
-  const DirectiveSpec *spec = NULL;
-  for (size_t i = 0; i < sizeof directives / sizeof *directives; ++i)
-    if (!strcmp(directives[i].op, opNode->string)) spec = &directives[i];
+  const PiperDirective *spec = piperDirectiveNamed(opNode->string);
   if (!spec) {
-    errorAt(im, opNode, "unknown directive '%s': expected one of place, replicate, shard, split, "
-                        "order, shard_tensor, shard_sequence", opNode->string, NULL);
+    errorAt(im, opNode, "unknown directive '%s': expected one of %s", opNode->string,
+            piperDirectiveNames());
     return;
   }
   /* one attribute per key at most (keys are unique: PB_JSON_UNIQUE_KEYS) */
@@ -211,21 +191,21 @@ static void importDirective(Importer *im, const pb_json_value *d) {
   int nAttrs = 0;
   for (intptr_t k = 0; k < d->n; ++k) {
     if (!strcmp(d->keys[k], "op")) continue;
-    const FieldSpec *f = NULL;
-    for (int i = 0; i < 10 && spec->fields[i].name; ++i)
+    const PiperDirectiveField *f = NULL;
+    for (int i = 0; i < spec->nFields; ++i)
       if (!strcmp(spec->fields[i].name, d->keys[k])) f = &spec->fields[i];
     if (!f) {
-      errorAt(im, d->items[k], "'%s' has no field '%s' (misspelt?)", spec->op, d->keys[k]);
+      errorAt(im, d->items[k], "'%s' has no field '%s' (misspelt?)", spec->name, d->keys[k]);
       continue;
     }
-    MlirAttribute a = fieldAttr(im, f, d->items[k], spec->op);
+    MlirAttribute a = fieldAttr(im, f, d->items[k], spec->name);
     if (!mlirAttributeIsNull(a)) attrs[nAttrs++] = piperNamedAttr(im->ctx, f->name, a);
   }
-  for (int i = 0; i < 10 && spec->fields[i].name; ++i)
+  for (int i = 0; i < spec->nFields; ++i)
     if (spec->fields[i].required && !pb_json_get(d, spec->fields[i].name))
-      errorAt(im, d, "'%s' needs field '%s'", spec->op, spec->fields[i].name);
-  char name[32];
-  snprintf(name, sizeof name, "sched.%s", spec->op);
+      errorAt(im, d, "'%s' needs field '%s'", spec->name, spec->fields[i].name);
+  char name[64];
+  snprintf(name, sizeof name, "sched.%s", spec->name);
   MlirOperation op = piperOpCreate(name, locOf(im, d->pos.line, d->pos.col), 0, NULL, 0, NULL,
                                   nAttrs, attrs);
   free(attrs);

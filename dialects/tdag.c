@@ -8,6 +8,7 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "piper/base/shard.h"
 #include "piper/checked.h"
+#include "piper/directives.h"
 #include "piper/piper.h"
 
 bool piperOpIs(MlirOperation op, const char *name) {
@@ -119,9 +120,8 @@ bool piperTensorIsI32(MlirType t) {
   return mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 32;
 }
 
-MlirType piperTensorType(MlirContext ctx, int64_t rank, const int64_t *shape, MlirType elem) {
-  (void)ctx;
-  return mlirRankedTensorTypeGet(rank, shape, elem, mlirAttributeGetNull());
+bool piperTensorIsBf16(MlirType t) {
+  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
 }
 
 /* ---- the verifier ---- */
@@ -236,11 +236,6 @@ static bool checkSizes(Verifier *v, MlirOperation op) {
   return true;
 }
 
-/* True for a ranked tensor of bf16. */
-static bool tensorIsBf16(MlirType t) {
-  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
-}
-
 /* Whether the bf16 policy (ops.h bf16Results) lets float operand #i / result #i of `op` be
  * bf16: an activation read by a kernel (every kernel widens it) but never what the optimizer
  * updates or a bucket packs, which hold fp32 master weights and gradients; a result only where
@@ -253,7 +248,7 @@ static bool bf16Allowed(const PiperOpFacts *f, MlirOperation op, bool result, in
   if (piperFactsBf16Result(f, i)) return true;
   if (!f->likeOperand0) return false;
   for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k)
-    if (tensorIsBf16(operandType(op, k))) return true;
+    if (piperTensorIsBf16(operandType(op, k))) return true;
   return false;
 }
 
@@ -268,7 +263,7 @@ static bool checkElementTypes(Verifier *v, MlirOperation op) {
       MlirType t = res ? resultType(op, i) : operandType(op, i);
       bool wantI32 = res ? f->resultElem == PIPER_ELEM_I32 || (i < 8 && ((f->i32Results >> i) & 1))
                          : i < 8 && ((f->i32Operands >> i) & 1);
-      bool bf16 = !wantI32 && tensorIsBf16(t);
+      bool bf16 = !wantI32 && piperTensorIsBf16(t);
       if (bf16 && mlirShapedTypeHasStaticShape(t) && !bf16Allowed(f, op, res, i)) {
         fail(v, op, "%s #%d is %s, but the bf16 policy keeps it in f32 (a master weight, "
              "moment, weight gradient, statistic or loss: include/piper/ops.h bf16Results)",
@@ -927,36 +922,51 @@ static bool filterOk(MlirAttribute f) {
   return true;
 }
 
-/* A sched op written by hand (a .mlir strategy) must hold what the JSON importer guarantees:
- * well-formed filters, device lists and counts, so the directive passes can read them. */
+/* A sched op written by hand (a .mlir strategy) must hold what the JSON importer guarantees of
+ * its directive's fields (include/piper/directives.def): well-formed filters, device lists,
+ * counts and names, so the directive passes can read them. Kinds are checked in this order;
+ * BOOL and NUMBER fields are read by their passes, which take a missing or odd one as absent. */
 static void verifySched(Verifier *v, MlirOperation op) {
   static const char *filterHelp =
       "a filter maps tag names to an integer index >= 0 or \"*\", and PASS to \"F\", \"B\", "
       "\"BI\" or \"BW\"";
-  MlirAttribute filter = mlirOperationGetAttributeByName(op, piperStr("filter"));
-  if (!mlirAttributeIsNull(filter) && !filterOk(filter)) fail(v, op, "filter: %s", filterHelp);
-  MlirAttribute groups = mlirOperationGetAttributeByName(op, piperStr("filters"));
-  if (!mlirAttributeIsNull(groups)) {
-    bool ok = mlirAttributeIsAArray(groups);
-    for (intptr_t g = 0; ok && g < mlirArrayAttrGetNumElements(groups); ++g) {
-      MlirAttribute fs = mlirArrayAttrGetElement(groups, g);
-      ok = mlirAttributeIsAArray(fs);
-      for (intptr_t k = 0; ok && k < mlirArrayAttrGetNumElements(fs); ++k)
-        ok = filterOk(mlirArrayAttrGetElement(fs, k));
+  const PiperDirective *d = piperDirectiveOf(op);
+  static const PiperFieldKind order[] = {PIPER_FIELD_FILTER, PIPER_FIELD_FILTER_GROUPS,
+                                         PIPER_FIELD_DEVICES, PIPER_FIELD_COUNT,
+                                         PIPER_FIELD_STRING};
+  for (size_t o = 0; d && o < sizeof order / sizeof order[0]; ++o)
+    for (int f = 0; f < d->nFields; ++f) {
+      const PiperDirectiveField *field = &d->fields[f];
+      MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(field->name));
+      if (field->kind != order[o] || mlirAttributeIsNull(a)) continue;
+      switch (field->kind) {
+      case PIPER_FIELD_FILTER:
+        if (!filterOk(a)) fail(v, op, "%s: %s", field->name, filterHelp);
+        break;
+      case PIPER_FIELD_FILTER_GROUPS: {
+        bool ok = mlirAttributeIsAArray(a);
+        for (intptr_t g = 0; ok && g < mlirArrayAttrGetNumElements(a); ++g) {
+          MlirAttribute fs = mlirArrayAttrGetElement(a, g);
+          ok = mlirAttributeIsAArray(fs);
+          for (intptr_t k = 0; ok && k < mlirArrayAttrGetNumElements(fs); ++k)
+            ok = filterOk(mlirArrayAttrGetElement(fs, k));
+        }
+        if (!ok)
+          fail(v, op, "%s must be a list of lists of filters; %s", field->name, filterHelp);
+        break;
+      }
+      case PIPER_FIELD_DEVICES: verifyDeviceList(v, op, field->name); break;
+      case PIPER_FIELD_COUNT: verifyIntAttr(v, op, field->name, 1, PIPER_MAX_MICROBATCHES); break;
+      case PIPER_FIELD_STRING:
+        /* stream names: the passes copy them onto comm ops, whose lowering would read a
+         * non-string as "compute" without a word */
+        if (!mlirAttributeIsAString(a) || mlirStringAttrGetValue(a).length == 0)
+          fail(v, op, "%s must be a non-empty string", field->name);
+        break;
+      case PIPER_FIELD_BOOL:
+      case PIPER_FIELD_NUMBER: break;
+      }
     }
-    if (!ok) fail(v, op, "filters must be a list of lists of filters; %s", filterHelp);
-  }
-  verifyDeviceList(v, op, "devices");
-  verifyIntAttr(v, op, "num_microbatches", 1, 1 << 20);
-  /* stream names, as the importer's string fields: the passes copy them onto comm ops, whose
-   * lowering would read a non-string as "compute" without a word */
-  static const char *names[] = {"stream", "reduce_stream", "gather_stream", "dim_name"};
-  for (int i = 0; i < 4; ++i) {
-    MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(names[i]));
-    if (!mlirAttributeIsNull(a) &&
-        (!mlirAttributeIsAString(a) || mlirStringAttrGetValue(a).length == 0))
-      fail(v, op, "%s must be a non-empty string", names[i]);
-  }
 }
 
 /* An array of n (n_lo..n_hi) integers >= lo into out; false if it is not one. */

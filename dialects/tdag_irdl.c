@@ -1,15 +1,16 @@
-/* The tdag dialect's IRDL text, generated from the op list (include/piper/tdag_ops.def) when a
- * context is created, so that an op's signature is written once, next to its facts. comm and
- * sched stay hand-written IRDL files (dialects/comm.irdl.mlir, sched.irdl.mlir), embedded at
- * build time. */
+/* The dialects' IRDL text, made when a context is created: tdag's generated from the op list
+ * (include/piper/tdag_ops.def), so that an op's signature is written once, next to its facts;
+ * sched's from the directive list (include/piper/directives.def, dialects/directives.c); comm
+ * stays a hand-written IRDL file (dialects/comm.irdl.mlir), embedded at build time. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "piper/directives.h"
 #include "piper/piper.h"
 
-extern const char piper_irdl_files[]; /* comm.irdl.mlir, sched.irdl.mlir (embed_irdl.cmake) */
+extern const char piper_irdl_files[]; /* comm.irdl.mlir (embed_irdl.cmake) */
 
 /* One op's signature as the list writes it. */
 typedef struct {
@@ -177,7 +178,10 @@ char *piperIrdlSourceCreate(void) {
   Text t = {NULL, 0, 0, false, false};
   emit(&t, "module {\nirdl.dialect @tdag {\n");
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) emitOp(&t, &sigs[i]);
-  emit(&t, "}\n%s}\n", piper_irdl_files);
+  char *sched = piperSchedIrdlCreate();
+  if (!sched) t.failed = t.oom = true;
+  emit(&t, "}\n%s%s}\n", piper_irdl_files, sched ? sched : "");
+  free(sched);
   if (t.failed) {
     if (t.oom)
       fprintf(stderr, "piper: error: out of memory building the tdag dialect's IRDL text\n");

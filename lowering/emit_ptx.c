@@ -5,6 +5,7 @@
  *   -> mlirTranslateModuleToLLVMIR -> LLVM's default<O3> pipeline for the NVPTX target
  *      (inlines the math helpers, infers global address spaces, NVVMReflect)
  *   -> the LLVM C API's NVPTX target machine -> PTX for the chosen sm_XX.
+ * The triple and both pipelines are the CUDA target's code generator record, piperNvptxCodegen.
  * Compile time only: no CUDA library and no GPU is needed (ptxas, the driver's JIT, or
  * cudaLibraryLoadData at run time turn the PTX into machine code). */
 #include <stdio.h>
@@ -24,6 +25,21 @@
 #include "mlir-c/Target/LLVMIR.h"
 #include "piper/checked.h"
 #include "piper/piper.h"
+#include "piper/target.h"
+
+/* The CUDA target's code generator (include/piper/target.h): its triple and pipelines are read
+ * by piperGpuKernelsToPtx below. */
+const PiperCodegen piperNvptxCodegen = {
+    .triple = "nvptx64-nvidia-cuda",
+    .toLlvm = "builtin.module(gpu.module(convert-scf-to-cf,"
+              "convert-gpu-to-nvvm{index-bitwidth=64},reconcile-unrealized-casts))",
+    .pipeline = "default<O3>",
+    .defaultArch = "sm_80",
+    .archValid = piperGpuArchValid,
+    .deviceModule = piperGpuModuleForHost,
+    .assemble = piperGpuKernelsToPtx,
+    .embed = piperEmbedPtx,
+};
 
 static void printToFile(MlirStringRef s, void *userData) {
   fwrite(s.data, 1, s.length, (FILE *)userData);
@@ -78,8 +94,7 @@ char *piperGpuKernelsToPtx(const char *mlirText, const char *arch, FILE *dumpLow
     return NULL;
   }
   MlirPassManager pm = mlirPassManagerCreate(ctx);
-  const char *pipe = "builtin.module(gpu.module(convert-scf-to-cf,"
-                     "convert-gpu-to-nvvm{index-bitwidth=64},reconcile-unrealized-casts))";
+  const char *pipe = piperNvptxCodegen.toLlvm;
   MlirModule dev = {NULL};
   LLVMContextRef lctx = NULL;
   LLVMModuleRef lm = NULL;
@@ -120,7 +135,7 @@ char *piperGpuKernelsToPtx(const char *mlirText, const char *arch, FILE *dumpLow
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();
   LLVMInitializeNVPTXAsmPrinter();
-  const char *triple = "nvptx64-nvidia-cuda";
+  const char *triple = piperNvptxCodegen.triple;
   LLVMTargetRef t;
   if (LLVMGetTargetFromTriple(triple, &t, &err)) {
     fprintf(stderr, "piper: error: this LLVM has no NVPTX target (%s); install an LLVM built "
@@ -136,7 +151,7 @@ char *piperGpuKernelsToPtx(const char *mlirText, const char *arch, FILE *dumpLow
   /* O3 on the device IR: the math helpers (func.func in the gpu.module) inline, loads and
    * stores through kernel pointers become ld.global/st.global */
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef perr = LLVMRunPasses(lm, "default<O3>", tm, po);
+  LLVMErrorRef perr = LLVMRunPasses(lm, piperNvptxCodegen.pipeline, tm, po);
   LLVMDisposePassBuilderOptions(po);
   if (perr) {
     char *msg = LLVMGetErrorMessage(perr);

@@ -32,6 +32,7 @@
 
 #include "piper/kernels.h"
 #include "piper/piper.h"
+#include "piper/target.h"
 
 /* Global thread index %i (i64) in a 1-D grid. */
 #define TID                                                                                \
@@ -1261,7 +1262,8 @@ typedef struct {
   prt_device_kernel_id kernels[PRT_MAX_LAUNCHES];
 } KernelUse;
 
-#define USES_GPU_1(name, launches) {"prt_cuda_" #name, {PRT_KERNEL_UNPAREN launches}},
+#define USES_GPU_1(name, launches)                                                         \
+  {PIPER_CUDA_KERNEL_PREFIX #name, {PRT_KERNEL_UNPAREN launches}},
 #define USES_GPU_0(name, launches)
 #define PRT_KERNEL(name, gpu, params, launches) USES_GPU_##gpu(name, launches)
 static const KernelUse uses[] = {

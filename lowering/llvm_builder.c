@@ -180,26 +180,6 @@ MlirBlock lbNewBlock(LlvmBuilder *b, bool enter) {
 
 void lbSetBlock(LlvmBuilder *b, MlirBlock block) { b->block = block; }
 
-MlirValue lbICmpEq(LlvmBuilder *b, MlirValue a, MlirValue c) {
-  MlirValue ops[2] = {a, c};
-  MlirType i1 = mlirIntegerTypeGet(b->ctx, 1);
-  MlirNamedAttribute pred = named(b, "predicate", mlirIntegerAttrGet(b->i64, 0)); /* eq */
-  return mlirOperationGetResult(
-      append(b, piperOpCreate("llvm.icmp", b->loc, 2, ops, 1, &i1, 1, &pred)), 0);
-}
-
-void lbCondBr(LlvmBuilder *b, MlirValue cond, MlirBlock ifTrue, MlirBlock ifFalse) {
-  int32_t segments[3] = {1, 0, 0};
-  MlirNamedAttribute seg =
-      named(b, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 3, segments));
-  MlirOperationState st = mlirOperationStateGet(piperStr("llvm.cond_br"), b->loc);
-  mlirOperationStateAddOperands(&st, 1, &cond);
-  MlirBlock succ[2] = {ifTrue, ifFalse};
-  mlirOperationStateAddSuccessors(&st, 2, succ);
-  mlirOperationStateAddAttributes(&st, 1, &seg);
-  append(b, mlirOperationCreate(&st));
-}
-
 void lbSwitch(LlvmBuilder *b, MlirValue value, MlirBlock dflt, intptr_t n, const int64_t *values,
               const MlirBlock *cases) {
   int64_t len = n;

@@ -45,9 +45,6 @@ MlirValue lbString(LlvmBuilder *b, const char *s);
 /* A new block at the end of the current function; makes it current when `enter`. */
 MlirBlock lbNewBlock(LlvmBuilder *b, bool enter);
 void lbSetBlock(LlvmBuilder *b, MlirBlock block);
-/* i1 = (a == c) for i64 values. */
-MlirValue lbICmpEq(LlvmBuilder *b, MlirValue a, MlirValue c);
-void lbCondBr(LlvmBuilder *b, MlirValue cond, MlirBlock ifTrue, MlirBlock ifFalse);
 /* switch (value) { case values[i]: goto cases[i]; default: goto dflt } for an i64 value, one
  * jump table or search LLVM picks, instead of a chain of compares. */
 void lbSwitch(LlvmBuilder *b, MlirValue value, MlirBlock dflt, intptr_t n, const int64_t *values,

@@ -83,18 +83,13 @@ static int64_t words(MlirType t) {
  *        D, group, tag)
  * The call completes the ring, so the op's token stands for nothing. Returns false for an op
  * that is not a ring op. */
-bool lwIsRingOp(MlirOperation op) {
-  return piperOpIs(op, "comm.ring_attention") || piperOpIs(op, "comm.ring_attention_grad") ||
-         piperOpIs(op, "comm.ring_gqa_attention") || piperOpIs(op, "comm.ring_gqa_attention_grad");
-}
-
 static bool lowerRing(Lowering *L, MlirOperation op) {
-  if (!lwIsRingOp(op)) return false;
+  if (!piperIsRingOp(op)) return false;
   bool gqa = piperOpIs(op, "comm.ring_gqa_attention") ||
              piperOpIs(op, "comm.ring_gqa_attention_grad");
   bool grad = piperOpIs(op, "comm.ring_attention_grad") ||
               piperOpIs(op, "comm.ring_gqa_attention_grad");
-  if (L->shared->target->deviceCode) { /* the ring kernels are the CPU's (cp_attention.c) */
+  if (!L->shared->target->contextParallel) { /* the ring kernels: runtime/cp_attention.c */
     piperEmitErrorf(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: context parallelism's ring attention runs on the CPU "
                     "target only; compile without --target cuda");
@@ -134,15 +129,11 @@ static bool lowerRing(Lowering *L, MlirOperation op) {
   return true;
 }
 
-static bool isBf16(MlirType t) {
-  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
-}
-
 /* Whether the target can run `op`, a sum: one of bf16 values (--grad-reduce bf16) needs the
  * runtime's bf16 sums, which the CPU's comm backends have (MPI, serial) and a GPU plan's (NCCL,
  * or MPI staged through fp32-sized host buffers) has not; refused at the op otherwise. */
 static bool bf16SumOnTarget(Lowering *L, MlirOperation op) {
-  if (!isBf16(lwInType(op, 0)) || !L->shared->target->deviceCode) return true;
+  if (!piperTensorIsBf16(lwInType(op, 0)) || L->shared->target->bf16Sums) return true;
   piperEmitErrorf(mlirOperationGetLocation(op),
                   "piper-lower-to-llvm: this gradient reduction moves bf16 (--grad-reduce bf16), "
                   "which runs on the CPU target only; compile with --grad-reduce fp32, or "
@@ -192,9 +183,9 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     Shard sh = lwShardOf(op, piperTensorNumel(lwInType(op, 0)));
     MlirValue args[6] = {L->ctxArg, lwIn(L, op, 0), lwOut(L, op, 0), lwI64(L, sh.n / sh.R),
                          lwI64(L, lwGroupOf(L, op)), lwI64(L, lwStreamOf(L, op))};
-    setHandle(L, op, lbCall(b, isBf16(lwInType(op, 0)) ? "prt_ireduce_scatter_bf16"
-                                                       : "prt_ireduce_scatter",
-                            b->i64, 6, args));
+    const char *fn = piperTensorIsBf16(lwInType(op, 0)) ? "prt_ireduce_scatter_bf16"
+                                                        : "prt_ireduce_scatter";
+    setHandle(L, op, lbCall(b, fn, b->i64, 6, args));
   } else if (piperOpIs(op, "comm.all_gather")) {
     /* comm.all_gather(p) -> put this replica's shard at k*c of the R*c result buffer;
      *   h = prt_iall_gather(ctx, buf + k*c, buf, c, group, stream) in place.
@@ -256,8 +247,8 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
     if (!bf16SumOnTarget(L, op)) return;
     MlirValue args[5] = {L->ctxArg, lwIn(L, op, 0), lwI64(L, piperTensorNumel(lwInType(op, 0))),
                          lwI64(L, lwGroupOf(L, op)), lwI64(L, lwStreamOf(L, op))};
-    MlirValue h = lbCall(b, isBf16(lwInType(op, 0)) ? "prt_iall_reduce_bf16" : "prt_iall_reduce",
-                         b->i64, 5, args);
-    setHandle(L, op, h);
+    const char *fn =
+        piperTensorIsBf16(lwInType(op, 0)) ? "prt_iall_reduce_bf16" : "prt_iall_reduce";
+    setHandle(L, op, lbCall(b, fn, b->i64, 5, args));
   }
 }

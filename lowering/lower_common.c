@@ -8,9 +8,6 @@
 #include "lowering/lowering.h"
 #include "mlir-c/BuiltinTypes.h"
 
-/* The most parameters a kernel of the list takes (moe_expert_bwd_weight has 14). */
-enum { MAX_PARAMS = 16 };
-
 /* Each kernel's parameter types as letters: p pointer (tensor or context), l i64, f f32, i i32;
  * NUL-terminated. */
 #define F32_OUT(p) 'p'
@@ -24,7 +21,7 @@ enum { MAX_PARAMS = 16 };
 #define F32_V(v) 'f'
 #define I32_V(v) 'i'
 #define PRT_KERNEL(name, gpu, params, launches) [PRT_K_##name] = {PRT_KERNEL_UNPAREN params},
-static const char kernelParams[PRT_K_COUNT][MAX_PARAMS] = {
+static const char kernelParams[PRT_K_COUNT][LW_MAX_KERNEL_PARAMS] = {
 #include "piper/kernels.def"
 };
 /* and a compile-time refusal of a kernel whose parameters would not fit with their NUL */
@@ -39,59 +36,9 @@ static const char kernelParams[PRT_K_COUNT][MAX_PARAMS] = {
 #define F32_V(v) 'f'
 #define I32_V(v) 'i'
 #define PRT_KERNEL(name, gpu, params, launches)                                            \
-  _Static_assert(sizeof((char[]){PRT_KERNEL_UNPAREN params}) < MAX_PARAMS,                 \
-                 "prt_" #name " has more parameters than lower_common.c's MAX_PARAMS");
+  _Static_assert(sizeof((char[]){PRT_KERNEL_UNPAREN params}) < LW_MAX_KERNEL_PARAMS,       \
+                 "prt_" #name " has more parameters than lowering.h's LW_MAX_KERNEL_PARAMS");
 #include "piper/kernels.def"
-/* Each kernel's parameters as letters again, by what the bf16 lowering needs: h a bf16
- * operand (BF16_IN), t any other tensor, c the context, v a value. A kernel takes its results'
- * pointers first, then its operands' (the list's convention), so an op's operand i is tensor
- * parameter nResults + i, counting t and h. */
-#define F32_OUT(p) 't'
-#define F32_IN(p) 't'
-#define I32_OUT(p) 't'
-#define I32_IN(p) 't'
-#define BF16_OUT(p) 't'
-#define BF16_IN(p) 'h'
-#define CTX_P(c) 'c'
-#define I64_V(v) 'v'
-#define F32_V(v) 'v'
-#define I32_V(v) 'v'
-#define PRT_KERNEL(name, gpu, params, launches) [PRT_K_##name] = {PRT_KERNEL_UNPAREN params},
-static const char kernelTensors[PRT_K_COUNT][MAX_PARAMS] = {
-#include "piper/kernels.def"
-};
-
-/* Whether kernel k's tensor parameter `at` is a bf16 operand. */
-static bool tensorParamIsBf16(prt_kernel_id k, intptr_t at) {
-  if (k <= PRT_K_NONE || k >= PRT_K_COUNT) return false;
-  intptr_t n = 0;
-  for (const char *s = kernelTensors[k]; s < kernelTensors[k] + MAX_PARAMS && *s; ++s) {
-    if (*s != 't' && *s != 'h') continue;
-    if (n++ == at) return *s == 'h';
-  }
-  return false;
-}
-
-static bool isBf16(MlirValue v) {
-  MlirType t = mlirValueGetType(v);
-  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
-}
-
-prt_kernel_id lwPolicyKernel(const Lowering *L, MlirOperation op) {
-  const PiperOpFacts *f = piperOpFacts(op);
-  if (!f) return PRT_K_NONE;
-  if (!L->bf16 || !f->bf16Kernel) return f->kernel;
-  intptr_t nOut = mlirOperationGetNumResults(op);
-  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
-    if (tensorParamIsBf16(f->bf16Kernel, nOut + i) &&
-        !isBf16(mlirOperationGetOperand(op, i)) && !piperFactsBf16RoundOperand(f, i))
-      return f->kernel; /* an fp32 operand the policy keeps unrounded (the router's gradient) */
-  return f->bf16Kernel;
-}
-
-bool lwOperandIsBf16Param(const Lowering *L, MlirOperation op, intptr_t i) {
-  return tensorParamIsBf16(lwPolicyKernel(L, op), mlirOperationGetNumResults(op) + i);
-}
 
 /* The base pointer of `buf`, materialised on first use in piper_step. */
 static MlirValue bufferPtr(Lowering *L, Buffer *buf) {
@@ -138,6 +85,12 @@ const char *lwKernelOf(const Shared *sh, MlirOperation op) {
                                                                 : NULL;
 }
 
+/* Each kernel's name in the list, without a target's prefix. */
+static const char *const kernelNames[PRT_K_COUNT] = {
+#define PRT_KERNEL(name, gpu, params, launches) [PRT_K_##name] = #name,
+#include "piper/kernels.def"
+};
+
 /* The LLVM type parameter letter `c` of kernelParams stands for. */
 static MlirType paramType(const LlvmBuilder *b, char c) {
   return c == 'p' ? b->ptr : c == 'l' ? b->i64 : c == 'f' ? b->f32 : b->i32;
@@ -151,9 +104,11 @@ void lwCallKernel(Lowering *L, MlirOperation at, prt_kernel_id k, intptr_t n,
   for (intptr_t i = 0; i < n && i < want && bad < 0; ++i)
     if (!mlirTypeEqual(mlirValueGetType(args[i]), paramType(&L->lb, params[i]))) bad = i;
   if (!fn || n != want || bad >= 0) {
-    char why[96];
+    char why[160];
     if (!fn)
-      snprintf(why, sizeof why, "the target has no such kernel");
+      snprintf(why, sizeof why, "target %s has no %s%s", L->shared->target->name,
+               L->shared->target->kernelPrefix,
+               k > PRT_K_NONE && k < PRT_K_COUNT ? kernelNames[k] : "?");
     else if (n != want)
       snprintf(why, sizeof why, "%lld argument(s) passed, %lld taken", (long long)n,
                (long long)want);

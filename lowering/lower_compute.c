@@ -82,7 +82,7 @@ static void callPositional(Lowering *L, MlirOperation op, prt_kernel_id cpKernel
     call(L, op, n, args);
     return;
   }
-  if (L->shared->target->deviceCode) { /* the _cp kernels are the CPU's, as the ring's */
+  if (!L->shared->target->contextParallel) { /* the _cp kernels, as the ring's */
     piperEmitErrorf(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: context parallelism's per-chunk positions run on the "
                     "CPU target only; compile without --target cuda");

@@ -1,7 +1,9 @@
 /* What the lowering files share (internal to lowering/): where each tensor lives, the ids of
  * communicator groups and streams, and the state of lowering one device function.
  * Each file uses only those above it in this list, so the calls between them form no circle:
- *   target.c         the target records (include/piper/target.h) and their kernel columns
+ *   target.c         the target records (include/piper/target.h) and their kernel columns;
+ *                    the CUDA record names emit_ptx.c's code generator (no call back)
+ *   kernel_policy.c  the kernel an op calls under the bf16 policy and its bf16 parameters
  *   memory_plan.c    liveness-based arena layout, ZeRO shard geometry, the bf16 conversions
  *                    each kernel call needs and their scratch
  *   lower_common.c   piper_step's helpers: pointers to values, constants, kernel calls
@@ -16,6 +18,10 @@
 #include "piper/target.h"
 
 enum { ALIGN = 64 };
+/* The most parameters a kernel of the list takes (moe_expert_bwd_weight has 14), with room for
+ * the NUL of the letter strings kernel_policy.c and lower_common.c make of them (checked at
+ * compile time in lower_common.c). */
+enum { LW_MAX_KERNEL_PARAMS = 16 };
 
 /* Where one tensor value lives. */
 typedef struct {
@@ -120,8 +126,9 @@ void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, Mlir
 int64_t lwGatherElems(MlirOperation op);
 /* The conversion operand (result = false) or result #i of `op` needs at its kernel call. */
 LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i);
-/* The kernel op calls: its op-facts row's, or under the bf16 policy its bf16Kernel, unless
- * that kernel takes a bf16 parameter where op has an fp32 operand the policy does not round. */
+/* kernel_policy.c: the kernel op calls: its op-facts row's, or under the bf16 policy its
+ * bf16Kernel, unless that kernel takes a bf16 parameter where op has an fp32 operand the policy
+ * does not round. */
 prt_kernel_id lwPolicyKernel(const Lowering *L, MlirOperation op);
 /* Whether op's operand i is passed to a bf16 parameter of that kernel (BF16_IN). */
 bool lwOperandIsBf16Param(const Lowering *L, MlirOperation op, intptr_t i);
@@ -129,10 +136,6 @@ bool lwIsShardedParam(MlirValue v);
 /* Whether `g` is a reduce-scattered gradient (this replica's shard): a comm.reduce_scatter's
  * result, or the tdag.cast that widens a bf16 one back to fp32 (--grad-reduce bf16). */
 bool lwIsReduceScattered(MlirValue g);
-/* Whether `op` is one of context parallelism's ring attention ops (comm.irdl.mlir), which
- * runtime/cp_attention.c runs on fp32 buffers: under bf16 they convert at their boundary like
- * a kernel (lwConversionOf). */
-bool lwIsRingOp(MlirOperation op);
 
 /* The type of operand i of op. */
 static inline MlirType lwInType(MlirOperation op, intptr_t i) {

@@ -123,14 +123,10 @@ bool lwIsReduceScattered(MlirValue g) {
   return piperOpIs(op, "comm.reduce_scatter");
 }
 
-static bool isBf16Tensor(MlirType t) {
-  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
-}
-
 LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i) {
-  if (lwIsRingOp(op)) { /* fp32 buffers in the runtime: widen bf16 operands, narrow results */
+  if (piperIsRingOp(op)) { /* fp32 buffers in the runtime: widen bf16 operands, narrow results */
     MlirValue v = result ? mlirOperationGetResult(op, i) : mlirOperationGetOperand(op, i);
-    if (!isBf16Tensor(mlirValueGetType(v))) return LW_CONV_NONE;
+    if (!piperTensorIsBf16(mlirValueGetType(v))) return LW_CONV_NONE;
     return result ? LW_CONV_NARROW : LW_CONV_WIDEN;
   }
   const PiperOpFacts *f = piperOpFacts(op);
@@ -140,8 +136,8 @@ LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, in
   MlirType t = mlirValueGetType(result ? mlirOperationGetResult(op, i)
                                        : mlirOperationGetOperand(op, i));
   if (!result && lwOperandIsBf16Param(L, op, i)) /* the kernel reads bf16 itself */
-    return isBf16Tensor(t) ? LW_CONV_NONE : LW_CONV_NARROW_IN;
-  if (isBf16Tensor(t)) return result ? LW_CONV_NARROW : LW_CONV_WIDEN;
+    return piperTensorIsBf16(t) ? LW_CONV_NONE : LW_CONV_NARROW_IN;
+  if (piperTensorIsBf16(t)) return result ? LW_CONV_NARROW : LW_CONV_WIDEN;
   if (!result && L->bf16 && piperTensorIsF32(t) && piperFactsBf16RoundOperand(f, i))
     return LW_CONV_ROUND;
   return LW_CONV_NONE;

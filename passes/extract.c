@@ -46,12 +46,9 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
+#include "passes/tp_layout.h"
 #include "piper/checked.h"
 #include "piper/ptrmap.h"
-
-static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
-  return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
-}
 
 /* Index of device `d` in the op's devices, or -1. Place sorts device lists, so this is a
  * binary search: extraction asks it for every op and every device. */
@@ -81,20 +78,16 @@ typedef struct {
   int64_t start, stride, count; /* device ids; stride >= 1 */
 } Role;
 
-static int64_t elemAt(MlirAttribute list, intptr_t i) {
-  return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(list, i));
-}
-
 /* Stride s >= 1 of the entries first, first + step, ... of a device list if they are
  * a + k * s (one entry: 1), else 0. */
 static int64_t rangeStrideAt(MlirAttribute devs, intptr_t first, intptr_t step) {
   intptr_t n = mlirArrayAttrGetNumElements(devs);
   if (first >= n) return 0;
   if (first + step >= n) return 1;
-  int64_t a = elemAt(devs, first), s = elemAt(devs, first + step) - a;
+  int64_t a = piperListAt(devs, first), s = piperListAt(devs, first + step) - a;
   if (s < 1) return 0;
   for (intptr_t i = first + 2 * step, k = 2; i < n; i += step, ++k)
-    if (elemAt(devs, i) != a + k * s) return 0;
+    if (piperListAt(devs, i) != a + k * s) return 0;
   return s;
 }
 
@@ -206,8 +199,8 @@ static MlirBlock planFunction(Extractor *ex, int64_t d, int64_t role, MlirOperat
   mlirBlockInsertOwnedOperationBefore(ex->moduleBody, ex->insertBefore, fn);
   if (role >= 0) {
     const Role *r = &ex->roles[role];
-    MlirAttribute range[3] = {i64Attr(ex->ctx, r->start), i64Attr(ex->ctx, r->stride),
-                              i64Attr(ex->ctx, r->count)};
+    MlirAttribute range[3] = {piperI64Attr(ex->ctx, r->start), piperI64Attr(ex->ctx, r->stride),
+                              piperI64Attr(ex->ctx, r->count)};
     mlirOperationSetAttributeByName(fn, piperStr("piper.role"),
                                     mlirArrayAttrGet(ex->ctx, 3, range));
   }
@@ -264,21 +257,21 @@ static void setReplicaAttrs(Extractor *ex, MlirOperation op, MlirOperation c, in
     int64_t rows = piperTensorDim(mlirValueGetType(mlirOperationGetResult(c, 0)), 0);
     mlirOperationSetAttributeByName(
         c, piperStr("first_sample"),
-        i64Attr(ex->ctx, piperGetIntAttr(op, "first_sample", 0) + k * rows));
+        piperI64Attr(ex->ctx, piperGetIntAttr(op, "first_sample", 0) + k * rows));
     if (role >= 0) /* replica k's first row: first_sample + k * first_sample_stride */
-      mlirOperationSetAttributeByName(c, piperStr("first_sample_stride"), i64Attr(ex->ctx, rows));
+      mlirOperationSetAttributeByName(c, piperStr("first_sample_stride"), piperI64Attr(ex->ctx, rows));
   } else if (piperOpIs(op, "tdag.cross_entropy_grad") &&
              mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("total_rows")))) {
     MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0));
     mlirOperationSetAttributeByName(
         c, piperStr("total_rows"),
-        i64Attr(ex->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
+        piperI64Attr(ex->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
   }
   if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
-    mlirOperationSetAttributeByName(c, piperStr("shard"), i64Attr(ex->ctx, stateK)); /* ZeRO */
+    mlirOperationSetAttributeByName(c, piperStr("shard"), piperI64Attr(ex->ctx, stateK)); /* ZeRO */
   else if (stateR > 1 && piperOpIs(op, "tdag.adamw"))
     /* a whole-tensor update on stateR devices holding the same reduced gradient */
-    mlirOperationSetAttributeByName(c, piperStr("replica"), i64Attr(ex->ctx, stateK)); /* norm once */
+    mlirOperationSetAttributeByName(c, piperStr("replica"), piperI64Attr(ex->ctx, stateK)); /* norm once */
   MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
   if (!mlirAttributeIsNull(peers)) {
     mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, flatK));
@@ -286,7 +279,7 @@ static void setReplicaAttrs(Extractor *ex, MlirOperation op, MlirOperation c, in
                     * the comm dialect keeps the `peers` list, one uniqued attribute a stage) */
       mlirOperationSetAttributeByName(
           c, piperStr("peer_stride"),
-          i64Attr(ex->ctx, ex->roles[ex->roleOf[elemAt(peers, flatK)]].stride));
+          piperI64Attr(ex->ctx, ex->roles[ex->roleOf[piperListAt(peers, flatK)]].stride));
   }
 }
 
@@ -321,7 +314,7 @@ static MlirLogicalResult instantiateOp(Extractor *ex, MlirBlock body, MlirOperat
     /* replica k's tensor-parallel group: replica 0's + k * group_stride (findRoles) */
     mlirOperationSetAttributeByName(
         c, piperStr("group_stride"),
-        i64Attr(ex->ctx, ex->roles[ex->roleOf[elemAt(group, 0)]].stride));
+        piperI64Attr(ex->ctx, ex->roles[ex->roleOf[piperListAt(group, 0)]].stride));
   mlirOperationRemoveAttributeByName(c, piperStr("devices"));
   return status;
 }
@@ -417,7 +410,7 @@ static bool wholeRoles(Extractor *ex, MlirAttribute list, intptr_t first, intptr
   intptr_t n = mlirArrayAttrGetNumElements(list), members = 0, roles = 0;
   bool ok = true;
   for (intptr_t i = first; i < n && ok; i += step, ++members) {
-    int64_t d = elemAt(list, i);
+    int64_t d = piperListAt(list, i);
     ok = d >= 0 && d < devices && stamp[d] != mark;
     if (ok) {
       stamp[d] = mark;
@@ -425,7 +418,7 @@ static bool wholeRoles(Extractor *ex, MlirAttribute list, intptr_t first, intptr
     }
   }
   for (intptr_t i = first; i < n; i += step) { /* every role touched is whole */
-    int64_t d = elemAt(list, i);
+    int64_t d = piperListAt(list, i);
     if (d < 0 || d >= devices) break;
     tally[ex->roleOf[d]] = 0;
   }
@@ -450,13 +443,13 @@ static bool groupOk(Extractor *ex, MlirOperation op, MlirAttribute g, int64_t T,
   if (n != R * T) return false;
   int64_t S = 0;
   for (intptr_t i = 0; i < T; ++i) {
-    int64_t d = elemAt(g, i);
+    int64_t d = piperListAt(g, i);
     if (d < 0 || d >= devices) return false;
     const Role *r = &ex->roles[ex->roleOf[d]];
     if (r->start != d || (S && r->stride != S)) return false;
     S = r->stride;
     for (int64_t k = 1; k < R; ++k)
-      if (elemAt(g, k * T + i) != d + k * S) return false;
+      if (piperListAt(g, k * T + i) != d + k * S) return false;
   }
   return true;
 }
@@ -469,12 +462,12 @@ static bool peersOk(Extractor *ex, MlirAttribute peers, MlirAttribute devs, int6
   if (n != mlirArrayAttrGetNumElements(devs) || n % R) return false;
   intptr_t T = n / R;
   for (intptr_t t = 0; t < T; ++t) {
-    int64_t d = elemAt(peers, t);
+    int64_t d = piperListAt(peers, t);
     if (d < 0 || d >= devices) return false;
     const Role *r = &ex->roles[ex->roleOf[d]];
     if (r->start != d) return false;
     for (int64_t k = 1; k < R; ++k)
-      if (elemAt(peers, k * T + t) != d + k * r->stride) return false;
+      if (piperListAt(peers, k * T + t) != d + k * r->stride) return false;
   }
   return true;
 }
@@ -508,7 +501,7 @@ static bool findRoles(Extractor *ex, int64_t devices) {
       int64_t stride = rangeStrideAt(devs, t, T);
       ok = stride && count &&
            piperGrow((void **)&ex->roles, &ex->capRoles, ex->nRoles + 1, sizeof *ex->roles);
-      if (ok) ex->roles[ex->nRoles++] = (Role){elemAt(devs, t), stride, count};
+      if (ok) ex->roles[ex->nRoles++] = (Role){piperListAt(devs, t), stride, count};
     }
   }
   piperPtrMapFree(&listSeen);
@@ -628,12 +621,12 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
       if (piperOpInDialect(d, "sched")) mlirOperationDestroy(d);
       d = next;
     }
-    mlirOperationSetAttributeByName(module, piperStr("piper.devices"), i64Attr(ex.ctx, devices));
+    mlirOperationSetAttributeByName(module, piperStr("piper.devices"), piperI64Attr(ex.ctx, devices));
     mlirOperationSetAttributeByName(module, piperStr("piper.global_batch"),
-                                    i64Attr(ex.ctx, globalBatch));
+                                    piperI64Attr(ex.ctx, globalBatch));
     if (roles)
       mlirOperationSetAttributeByName(module, piperStr("piper.roles"),
-                                      i64Attr(ex.ctx, (int64_t)ex.nRoles));
+                                      piperI64Attr(ex.ctx, (int64_t)ex.nRoles));
   }
   free(ex.ops);
   free(ex.orders);

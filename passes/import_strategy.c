@@ -2,9 +2,11 @@
  * FILE is a Piper JSON schedule (see dialects/sched_import.c) or, if it ends in .mlir, a
  * module of sched ops written by hand. Either way one importer feeds one set of directive
  * passes. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "piper/directives.h"
 #include "piper/piper.h"
 
 static bool endsWith(const char *s, const char *suffix) {
@@ -26,9 +28,10 @@ static MlirLogicalResult importMlir(MlirOperation module, const char *path, cons
       mlirOperationRemoveFromParent(op);
       mlirBlockAppendOwnedOperation(into, op);
     } else if (!nonSched++) {
-      mlirEmitError(mlirOperationGetLocation(op),
-                    "a strategy file holds only sched ops (place, replicate, shard, split, order, "
-                    "shard_tensor, shard_sequence)");
+      char msg[640];
+      snprintf(msg, sizeof msg, "a strategy file holds only sched ops (%s)",
+               piperDirectiveNames());
+      mlirEmitError(mlirOperationGetLocation(op), msg);
     }
     op = next;
   }

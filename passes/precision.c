@@ -10,10 +10,11 @@
  * scores) keeps its producer's result fp32. A tensor-parallel sum (tp_reduce) of activations
  * or activation gradients is summed fp32 and rounded once after (roundTpSums): its partials stay
  * fp32, and a tdag.cast rounds the sum for the readers that want bf16. Context parallelism's
- * ring attention ops follow ringRules. The types then size everything downstream
- * (piperTensorElementBytes): the memory plan, sends and all-to-alls move half the bytes. The
- * module gets piper.precision = "bf16", from which the lowering also rounds matmul weights
- * (bf16RoundOperands) and converts at each kernel's boundary (lower_compute.c).
+ * ring attention ops follow their rows' bf16Results (include/piper/comm_ops.def). The types
+ * then size everything downstream (piperTensorElementBytes): the memory plan, sends and
+ * all-to-alls move half the bytes. The module gets piper.precision = "bf16", from which the
+ * lowering also rounds matmul weights (bf16RoundOperands) and converts at each kernel's
+ * boundary (lower_compute.c).
  *
  * It runs after autodiff and the directive passes, before extract: every value of the global
  * DAG exists by then, and extract copies the types into the per-device plans. fp32 (the
@@ -28,9 +29,6 @@
 #include "piper/ptrmap.h"
 
 static bool isF32Tensor(MlirType t) { return piperTensorIsF32(t); }
-static bool isBf16Tensor(MlirType t) {
-  return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
-}
 
 /* `v` (an f32 tensor) as bf16; true if its type changed. */
 static bool toBf16(MlirValue v) {
@@ -52,29 +50,6 @@ static MlirOperation sendTagged(const Sends *s, int64_t tag) {
   for (size_t i = 0; i < s->n; ++i)
     if (piperGetIntAttr(s->ops[i], "tag", -1) == tag) return s->ops[i];
   return (MlirOperation){NULL};
-}
-
-/* Context parallelism's ring attention ops (comm.irdl.mlir) under the policy, as the op-facts
- * table's bf16Results would say of them: the attention output and the backward's input
- * gradients are bf16, as the one-device attention's; the log-sum-exp (forward result #1) stays
- * fp32, as its saved softmax does. The lowering widens the ring's bf16 operands into fp32
- * scratch and narrows its bf16 results (lwConversionOf), so runtime/cp_attention.c computes in
- * fp32 as before and its blocks travel in fp32. */
-static const struct {
-  const char *name;    /* the ring op */
-  uint8_t bf16Results; /* bit r = result r stored bf16 when it reads bf16 values */
-} ringRules[] = {
-    {"comm.ring_attention", 1u << 0},
-    {"comm.ring_gqa_attention", 1u << 0},
-    {"comm.ring_attention_grad", 1u << 0},
-    {"comm.ring_gqa_attention_grad", (1u << 0) | (1u << 1) | (1u << 2)},
-};
-
-/* The ringRules row of `op`, or -1. */
-static int ringRule(MlirOperation op) {
-  for (size_t i = 0; i < sizeof ringRules / sizeof ringRules[0]; ++i)
-    if (piperOpIs(op, ringRules[i].name)) return (int)i;
-  return -1;
 }
 
 /* Every value some op reads as an fp32Operands operand: its producer keeps it fp32. */
@@ -172,7 +147,7 @@ static bool applyOp(MlirOperation op, const Sends *sends, PiperPtrMap *keep, boo
   if (f) {
     bool sum = false; /* a sum of bf16 values is one */
     for (intptr_t k = 0; f->likeOperand0 && k < mlirOperationGetNumOperands(op); ++k)
-      sum = sum || isBf16Tensor(mlirValueGetType(mlirOperationGetOperand(op, k)));
+      sum = sum || piperTensorIsBf16(mlirValueGetType(mlirOperationGetOperand(op, k)));
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       MlirValue v = mlirOperationGetResult(op, r);
       intptr_t kept;
@@ -191,20 +166,15 @@ static bool applyOp(MlirOperation op, const Sends *sends, PiperPtrMap *keep, boo
   } else if (mlirOperationGetNumOperands(op) > 0) {
     from = mlirOperationGetOperand(op, 0);
   }
-  if (!from.ptr || !isBf16Tensor(mlirValueGetType(from))) return false;
+  if (!from.ptr || !piperTensorIsBf16(mlirValueGetType(from))) return false;
   if (piperIsRingOp(op)) {
-    int rule = ringRule(op);
-    if (rule < 0) { /* a ring op this table does not know: its results cannot be typed */
-      if (!*failed)
-        mlirEmitError(mlirOperationGetLocation(op),
-                      "piper-precision: this ring attention op has no bf16 rule "
-                      "(passes/precision.c ringRules); compile with --precision fp32");
-      *failed = true;
-      return false;
-    }
+    /* context parallelism's ring attention: its row's bf16Results (include/piper/comm_ops.def).
+     * The lowering widens the ring's bf16 operands into fp32 scratch and narrows its bf16
+     * results (lwConversionOf), so runtime/cp_attention.c computes in fp32 as before and its
+     * blocks travel in fp32. */
+    uint8_t bf16Results = piperCommFacts(op)->bf16Results;
     for (intptr_t r = 0; r + 1 < mlirOperationGetNumResults(op) && r < 8; ++r)
-      if ((ringRules[rule].bf16Results >> r) & 1)
-        changed |= toBf16(mlirOperationGetResult(op, r));
+      if ((bf16Results >> r) & 1) changed |= toBf16(mlirOperationGetResult(op, r));
     return changed;
   }
   if (piperOpIs(op, "comm.all_reduce")) {

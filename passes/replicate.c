@@ -30,6 +30,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
+#include "passes/tp_layout.h"
 #include "piper/base/shard.h"
 #include "piper/checked.h"
 
@@ -66,10 +67,6 @@ static bool sameDevices(MlirAttribute a, MlirAttribute b) {
   return same;
 }
 
-static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
-  return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
-}
-
 /* A comm collective `name` over `devices` on `value`, result type `t`, placed after `anchor`
  * (before it if `like` is `anchor`'s reader, see below), with the tags and pass of `like`. */
 static MlirOperation collective(MlirContext ctx, MlirBlock body, const char *name, MlirValue value,
@@ -79,7 +76,7 @@ static MlirOperation collective(MlirContext ctx, MlirBlock body, const char *nam
   MlirType types[2] = {t, mlirTypeParseGet(ctx, piperStr("!comm.token"))};
   MlirNamedAttribute attrs[4] = {piperNamedAttr(ctx, "group", devices),
                                  piperNamedAttr(ctx, "devices", devices),
-                                 piperNamedAttr(ctx, "shards", i64Attr(ctx, shards)),
+                                 piperNamedAttr(ctx, "shards", piperI64Attr(ctx, shards)),
                                  piperNamedAttr(ctx, "stream", stream)};
   MlirOperation op = piperOpCreate(name, mlirOperationGetLocation(like), 1, &value, 2, types,
                                    mlirAttributeIsNull(stream) ? 3 : 4, attrs);
@@ -122,7 +119,7 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
     if (padded != n) { /* reduce-scatter cuts R equal blocks: pad a copy of the gradient */
       MlirNamedAttribute attrs[3] = {piperNamedAttr(ctx, "devices", devices),
                                      piperNamedAttr(ctx, "pass", mlirStringAttrGet(ctx, piperStr("B"))),
-                                     piperNamedAttr(ctx, "offset", i64Attr(ctx, 0))};
+                                     piperNamedAttr(ctx, "offset", piperI64Attr(ctx, 0))};
       MlirOperation bucket = piperOpCreate("tdag.bucket", mlirOperationGetLocation(producer), 0,
                                            NULL, 1, &paddedType, 2, attrs);
       mlirBlockInsertOwnedOperationAfter(body, producer, bucket);
@@ -138,11 +135,11 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
     mlirOperationSetOperand(upd, 1, mlirOperationGetResult(rs, 0));
   }
   if (zero == 0) return;
-  mlirOperationSetAttributeByName(upd, piperStr("shards"), i64Attr(ctx, R));
+  mlirOperationSetAttributeByName(upd, piperStr("shards"), piperI64Attr(ctx, R));
   for (int i = 2; i < 4; ++i) { /* the AdamW moments: one shard each */
     MlirValue m = mlirOperationGetOperand(upd, i);
     mlirValueSetType(m, chunk);
-    mlirOperationSetAttributeByName(mlirOpResultGetOwner(m), piperStr("shards"), i64Attr(ctx, R));
+    mlirOperationSetAttributeByName(mlirOpResultGetOwner(m), piperStr("shards"), piperI64Attr(ctx, R));
   }
   if (zero < 3) { /* rebuild the full parameter from the updated shards */
     collective(ctx, body, "comm.all_gather", p, mlirValueGetType(p), devices, gatherStream, R,
@@ -150,7 +147,7 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
     return;
   }
   /* ZeRO-3: the parameter lives as its shard; gather it right before each reader. */
-  mlirOperationSetAttributeByName(param, piperStr("shards"), i64Attr(ctx, R));
+  mlirOperationSetAttributeByName(param, piperStr("shards"), piperI64Attr(ctx, R));
   MlirOpOperand use = mlirValueGetFirstUse(p);
   while (!mlirOpOperandIsNull(use)) {
     MlirOpOperand next = mlirOpOperandGetNextUse(use);
@@ -228,7 +225,7 @@ static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *upda
       int64_t at = 0;
       for (int i = 0; i < k; ++i) {
         MlirOperation producer = mlirOpResultGetOwner(grads[i]);
-        packAttrs[2] = piperNamedAttr(ctx, "offset", i64Attr(ctx, at));
+        packAttrs[2] = piperNamedAttr(ctx, "offset", piperI64Attr(ctx, at));
         MlirValue ops[2] = {packed, grads[i]};
         MlirOperation pack = piperOpCreate("tdag.pack_into", mlirOperationGetLocation(producer), 2,
                                            ops, 1, &flat, 3, packAttrs);
@@ -252,7 +249,7 @@ static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *upda
         MlirOperation upd = order[first + i].upd;
         MlirType t = mlirValueGetType(grads[i]);
         MlirNamedAttribute viewAttrs[3] = {
-            piperNamedAttr(ctx, "offset", i64Attr(ctx, offset)), devAttr, passUpd};
+            piperNamedAttr(ctx, "offset", piperI64Attr(ctx, offset)), devAttr, passUpd};
         MlirOperation view = piperOpCreate("tdag.view", mlirOperationGetLocation(upd), 1,
                                            &reduced, 1, &t, 3, viewAttrs);
         mlirBlockInsertOwnedOperationBefore(body, upd, view);

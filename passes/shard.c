@@ -42,10 +42,6 @@
 #include "passes/strategy.h"
 #include "piper/checked.h"
 
-static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
-  return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
-}
-
 static int byValue(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
@@ -59,7 +55,7 @@ static MlirAttribute sortedDevices(MlirContext ctx, MlirAttribute devices) {
   for (intptr_t i = 0; i < n; ++i)
     ids[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
   qsort(ids, n, sizeof *ids, byValue);
-  for (intptr_t i = 0; i < n; ++i) attrs[i] = i64Attr(ctx, ids[i]);
+  for (intptr_t i = 0; i < n; ++i) attrs[i] = piperI64Attr(ctx, ids[i]);
   MlirAttribute sorted = mlirArrayAttrGet(ctx, n, attrs);
   free(ids);
   free(attrs);
@@ -196,8 +192,8 @@ static void markExpertNames(Sharder *s, MlirOperation x, int64_t E, int64_t El) 
     for (int64_t e = 0; e < E; ++e) {
       char digits[24];
       int dl = snprintf(digits, sizeof digits, "%lld", (long long)e);
-      MlirAttribute v[4] = {i64Attr(s->ctx, at), i64Attr(s->ctx, dl), i64Attr(s->ctx, e),
-                            i64Attr(s->ctx, El)};
+      MlirAttribute v[4] = {piperI64Attr(s->ctx, at), piperI64Attr(s->ctx, dl), piperI64Attr(s->ctx, e),
+                            piperI64Attr(s->ctx, El)};
       MlirAttribute mark = mlirArrayAttrGet(s->ctx, 4, v);
       MlirValue p = mlirOperationGetOperand(x, 2 + w * E + e);
       mlirOperationSetAttributeByName(mlirOpResultGetOwner(p), piperStr("ep_expert"), mark);
@@ -279,12 +275,12 @@ static MlirLogicalResult shardBlock(Sharder *s, MlirOperation directive, MlirOpe
   MlirOperation block[6] = {dispatch, x, combine, combineGrad, gradIn, dispatchGrad};
   for (int i = 0; i < 6; ++i)
     if (!mlirOperationIsNull(block[i]))
-      mlirOperationSetAttributeByName(block[i], piperStr("groups"), i64Attr(s->ctx, G));
+      mlirOperationSetAttributeByName(block[i], piperStr("groups"), piperI64Attr(s->ctx, G));
   for (MlirOpOperand u = mlirValueGetFirstUse(hidden); !mlirOpOperandIsNull(u);
        u = mlirOpOperandGetNextUse(u))
     if (piperOpIs(mlirOpOperandGetOwner(u), "tdag.moe_experts_grad_weight"))
       mlirOperationSetAttributeByName(mlirOpOperandGetOwner(u), piperStr("groups"),
-                                      i64Attr(s->ctx, G));
+                                      piperI64Attr(s->ctx, G));
 
   /* rows: the static bound of G destinations */
   setRows(mlirOperationGetResult(dispatch, 0), R);
@@ -325,7 +321,7 @@ static MlirLogicalResult shardBlock(Sharder *s, MlirOperation directive, MlirOpe
     for (int w = 0; w < 3; ++w) placeParam(s, mlirOperationGetOperand(x, 2 + w * E + e), device);
     if (!mlirOperationIsNull(gradOf[e])) {
       placeLocal(s, gradOf[e], device);
-      mlirOperationSetAttributeByName(gradOf[e], piperStr("expert"), i64Attr(s->ctx, e % El));
+      mlirOperationSetAttributeByName(gradOf[e], piperStr("expert"), piperI64Attr(s->ctx, e % El));
     }
   }
   free(gradOf);

@@ -53,15 +53,8 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
+#include "passes/tp_layout.h"
 #include "piper/checked.h"
-
-static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
-  return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
-}
-
-static int64_t elemAt(MlirAttribute list, intptr_t i) {
-  return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(list, i));
-}
 
 /* ---- the layout, shared with extract and replicate (strategy.h) ---- */
 
@@ -78,7 +71,7 @@ static bool runIsGroup(MlirAttribute groups, MlirAttribute devices, intptr_t j, 
     MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
     if (mlirArrayAttrGetNumElements(grp) != G) continue;
     bool same = true;
-    for (intptr_t t = 0; t < G && same; ++t) same = elemAt(grp, t) == elemAt(devices, j + t * st);
+    for (intptr_t t = 0; t < G && same; ++t) same = piperListAt(grp, t) == piperListAt(devices, j + t * st);
     if (same) return true;
   }
   return false;
@@ -134,18 +127,13 @@ int64_t piperCpSplitReplicas(PiperCpLayout *l, MlirOperation op, int64_t T, int6
   return G;
 }
 
-bool piperIsRingOp(MlirOperation op) {
-  return piperOpIs(op, "comm.ring_attention") || piperOpIs(op, "comm.ring_attention_grad") ||
-         piperOpIs(op, "comm.ring_gqa_attention") || piperOpIs(op, "comm.ring_gqa_attention_grad");
-}
-
 void piperCpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t G,
                         int64_t st) {
   MlirContext ctx = mlirOperationGetContext(c);
   /* position flatK = (b*G + r)*st + u: member r of the group of (b, u) */
   int64_t r = (flatK / st) % G, first = (flatK / st - r) * st + flatK % st;
   if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("cp_size"))))
-    mlirOperationSetAttributeByName(c, piperStr("cp_rank"), i64Attr(ctx, r));
+    mlirOperationSetAttributeByName(c, piperStr("cp_rank"), piperI64Attr(ctx, r));
   MlirAttribute group = mlirOperationGetAttributeByName(op, piperStr("group"));
   if (piperOpIs(op, "comm.all_to_all") && !mlirAttributeIsNull(group) &&
       mlirArrayAttrGetNumElements(group) % (G * st) == 0) {
@@ -252,7 +240,7 @@ static bool epLocal(MlirOperation op) {
 /* Whether `list` holds device d. */
 static bool holds(MlirAttribute list, int64_t d) {
   for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(list); ++i)
-    if (elemAt(list, i) == d) return true;
+    if (piperListAt(list, i) == d) return true;
   return false;
 }
 
@@ -268,7 +256,7 @@ static intptr_t runOf(MlirAttribute placed, MlirAttribute group, intptr_t st) {
   for (intptr_t j = 0; j < n; ++j) {
     if ((j / st) % G) continue;
     bool same = true;
-    for (intptr_t t = 0; t < G && same; ++t) same = holds(group, elemAt(placed, j + t * st));
+    for (intptr_t t = 0; t < G && same; ++t) same = holds(group, piperListAt(placed, j + t * st));
     if (same) return j;
   }
   return -1;
@@ -277,7 +265,7 @@ static intptr_t runOf(MlirAttribute placed, MlirAttribute group, intptr_t st) {
 static bool overlaps(MlirAttribute placed, MlirAttribute group) {
   if (mlirAttributeIsNull(placed)) return false;
   for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(placed); ++i)
-    if (holds(group, elemAt(placed, i))) return true;
+    if (holds(group, piperListAt(placed, i))) return true;
   return false;
 }
 
@@ -308,9 +296,9 @@ static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttrib
   intptr_t n = mlirArrayAttrGetNumElements(devices);
   for (intptr_t i = 0; i < n; ++i)
     for (intptr_t j = 0; j < i; ++j)
-      if (elemAt(devices, i) == elemAt(devices, j)) {
+      if (piperListAt(devices, i) == piperListAt(devices, j)) {
         piperDirectiveError(s->directive, "shard_sequence: device %lld is listed twice",
-                            (long long)elemAt(devices, i));
+                            (long long)piperListAt(devices, i));
         return mlirLogicalResultFailure();
       }
   if (n < 2) {
@@ -418,7 +406,7 @@ static void keepTotalRows(Seq *s, MlirOperation op) {
     return;
   MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0)); /* whole (B, T, V) */
   mlirOperationSetAttributeByName(
-      op, piperStr("total_rows"), i64Attr(s->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
+      op, piperStr("total_rows"), piperI64Attr(s->ctx, piperTensorNumel(p) / piperTensorDim(p, -1)));
 }
 
 /* Whether `op` moves MoE rows: tdag.moe_* and expert parallelism's all-to-alls. Their
@@ -458,7 +446,7 @@ static void retype(Seq *s, MlirOperation op) {
   bool cp = piperOpIs(op, "tdag.output");
   for (size_t i = 0; i < sizeof positional / sizeof *positional; ++i)
     cp = cp || piperOpIs(op, positional[i]);
-  if (cp) mlirOperationSetAttributeByName(op, piperStr("cp_size"), i64Attr(s->ctx, s->G));
+  if (cp) mlirOperationSetAttributeByName(op, piperStr("cp_size"), piperI64Attr(s->ctx, s->G));
 }
 
 /* The next free point-to-point tag: past every tag the DAG holds (a ring op takes two). */
@@ -481,9 +469,9 @@ static MlirOperation ringOp(Seq *s, MlirOperation old, const char *name, intptr_
   types[nOut] = mlirTypeParseGet(s->ctx, piperStr("!comm.token"));
   MlirNamedAttribute attrs[4] = {
       piperNamedAttr(s->ctx, "group", s->group),
-      piperNamedAttr(s->ctx, "tag", i64Attr(s->ctx, nextTag(s->body))),
-      piperNamedAttr(s->ctx, "heads", i64Attr(s->ctx, piperGetIntAttr(old, "heads", 1))),
-      piperNamedAttr(s->ctx, "kv_heads", i64Attr(s->ctx, piperGetIntAttr(old, "kv_heads", 1)))};
+      piperNamedAttr(s->ctx, "tag", piperI64Attr(s->ctx, nextTag(s->body))),
+      piperNamedAttr(s->ctx, "heads", piperI64Attr(s->ctx, piperGetIntAttr(old, "heads", 1))),
+      piperNamedAttr(s->ctx, "kv_heads", piperI64Attr(s->ctx, piperGetIntAttr(old, "kv_heads", 1)))};
   bool gqa = !mlirAttributeIsNull(mlirOperationGetAttributeByName(old, piperStr("kv_heads")));
   MlirOperation r = piperOpCreate(name, mlirOperationGetLocation(old), nIn, in, nOut + 1, types,
                                   gqa ? 4 : 3, attrs);

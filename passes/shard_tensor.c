@@ -73,23 +73,9 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "passes/strategy.h"
+#include "passes/tp_layout.h"
 #include "piper/checked.h"
 #include "piper/ptrmap.h"
-
-static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
-  return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
-}
-
-static int64_t elemAt(MlirAttribute list, intptr_t i) {
-  return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(list, i));
-}
-
-/* Position of `d` in the device list `list`, or -1 (lists are short and need not be sorted). */
-static intptr_t positionIn(MlirAttribute list, int64_t d) {
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(list); ++i)
-    if (elemAt(list, i) == d) return i;
-  return -1;
-}
 
 /* Whether the ascending device list `list` (place sorts what it places) holds `d`: a binary
  * search, since a data-parallel TP list has 2 * R entries and every directive asks it for
@@ -98,139 +84,10 @@ static bool sortedHolds(MlirAttribute list, int64_t d) {
   intptr_t lo = 0, hi = mlirArrayAttrGetNumElements(list) - 1;
   while (lo <= hi) {
     intptr_t mid = lo + (hi - lo) / 2;
-    int64_t v = elemAt(list, mid);
+    int64_t v = piperListAt(list, mid);
     if (v == d) return true;
     if (v < d) lo = mid + 1;
     else hi = mid - 1;
-  }
-  return false;
-}
-
-/* ---- the layout, shared with extract and replicate (strategy.h) ---- */
-
-/* The group of `groups` (piper.tp_groups) holding device `d`, or null. */
-static MlirAttribute groupHolding(MlirAttribute groups, int64_t d) {
-  for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
-    MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
-    if (positionIn(grp, d) >= 0) return grp;
-  }
-  return mlirAttributeGetNull();
-}
-
-/* T if `devices` (sorted) is a TP list of the module's groups: runs of T consecutive entries,
- * each a group in its own order; 1 otherwise. */
-static int64_t tpSizeOf(MlirAttribute groups, MlirAttribute devices) {
-  if (mlirAttributeIsNull(groups) || mlirAttributeIsNull(devices)) return 1;
-  intptr_t n = mlirArrayAttrGetNumElements(devices);
-  if (n < 2) return 1;
-  MlirAttribute first = groupHolding(groups, elemAt(devices, 0));
-  if (mlirAttributeIsNull(first)) return 1;
-  intptr_t T = mlirArrayAttrGetNumElements(first);
-  if (T < 2 || n % T) return 1;
-  for (intptr_t j = 0; j < n; j += T) {
-    MlirAttribute g = groupHolding(groups, elemAt(devices, j));
-    if (mlirAttributeIsNull(g) || mlirArrayAttrGetNumElements(g) != T) return 1;
-    for (intptr_t t = 0; t < T; ++t)
-      if (elemAt(g, t) != elemAt(devices, j + t)) return 1;
-  }
-  return T;
-}
-
-/* The module's piper.tp_groups, or null if absent or not a list of device lists (IR written
- * by hand: then the plan has no tensor-parallel layout). */
-static MlirAttribute tpGroups(MlirOperation module) {
-  MlirAttribute g = mlirOperationGetAttributeByName(module, piperStr("piper.tp_groups"));
-  if (mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) return mlirAttributeGetNull();
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(g); ++i) {
-    MlirAttribute grp = mlirArrayAttrGetElement(g, i);
-    if (!mlirAttributeIsAArray(grp)) return mlirAttributeGetNull();
-    for (intptr_t k = 0; k < mlirArrayAttrGetNumElements(grp); ++k)
-      if (!mlirAttributeIsAInteger(mlirArrayAttrGetElement(grp, k)))
-        return mlirAttributeGetNull();
-  }
-  return g;
-}
-
-MlirAttribute piperTpGroups(MlirOperation module) { return tpGroups(module); }
-
-int64_t piperTpSize(MlirOperation module, MlirAttribute devices) {
-  return tpSizeOf(tpGroups(module), devices);
-}
-
-void piperTpLayoutInit(PiperTpLayout *l, MlirOperation module) {
-  l->groups = tpGroups(module);
-  piperPtrMapInit(&l->sizeOf, 16);
-}
-
-void piperTpLayoutFree(PiperTpLayout *l) { piperPtrMapFree(&l->sizeOf); }
-
-/* tpSizeOf, once per distinct (uniqued) device-list attribute. */
-static int64_t layoutSize(PiperTpLayout *l, MlirAttribute devices) {
-  if (mlirAttributeIsNull(l->groups) || mlirAttributeIsNull(devices)) return 1;
-  intptr_t T;
-  if (piperPtrMapGet(&l->sizeOf, devices.ptr, &T)) return T;
-  T = (intptr_t)tpSizeOf(l->groups, devices);
-  piperPtrMapPut(&l->sizeOf, devices.ptr, T);
-  return T;
-}
-
-int64_t piperTpSplitReplicas(PiperTpLayout *l, MlirOperation op, int64_t *replicas, int64_t *k) {
-  int64_t T = layoutSize(l, mlirOperationGetAttributeByName(op, piperStr("devices")));
-  if (T > 1) {
-    *replicas /= T;
-    *k /= T;
-  }
-  return T;
-}
-
-/* The sub-list of `group` (a TP list of T-runs) that device position `flatK` reduces over:
- * its own run (tp_reduce: the tensor-parallel group) or the members with its t (a
- * data-parallel reduction of a replicate directive). */
-static MlirAttribute narrowGroup(MlirContext ctx, MlirAttribute group, int64_t T, int64_t flatK,
-                                 bool tensorParallel) {
-  intptr_t n = mlirArrayAttrGetNumElements(group);
-  MlirAttribute *ids = malloc((n ? n : 1) * sizeof *ids);
-  intptr_t m = 0;
-  for (intptr_t i = 0; i < n; ++i)
-    if (tensorParallel ? i / T == flatK / T : i % T == flatK % T)
-      ids[m++] = mlirArrayAttrGetElement(group, i);
-  MlirAttribute a = mlirArrayAttrGet(ctx, m, ids);
-  free(ids);
-  return a;
-}
-
-bool piperTpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t T) {
-  MlirContext ctx = mlirOperationGetContext(c);
-  int64_t t = flatK % T;
-  /* a split tensor: member t's slice of the whole one */
-  MlirAttribute slice = mlirOperationGetAttributeByName(op, piperStr("tp_slice"));
-  if (!mlirAttributeIsNull(slice) && mlirAttributeIsAArray(slice) &&
-      mlirArrayAttrGetNumElements(slice) == 4 &&
-      mlirAttributeIsAInteger(mlirArrayAttrGetElement(slice, 3))) /* else the verifier says */
-    mlirOperationSetAttributeByName(c, piperStr("tp_offset"), i64Attr(ctx, t * elemAt(slice, 3)));
-  /* collectives: the group the member reduces over */
-  MlirAttribute group = mlirOperationGetAttributeByName(op, piperStr("group"));
-  if (!mlirAttributeIsNull(group) && mlirArrayAttrGetNumElements(group) % T == 0) {
-    bool tensorParallel =
-        !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce")));
-    mlirOperationSetAttributeByName(c, piperStr("group"),
-                                    narrowGroup(ctx, group, T, flatK, tensorParallel));
-  }
-  if (piperOpIs(op, "tdag.adamw")) {
-    MlirValue p = mlirOperationGetOperand(op, 0);
-    bool split = mlirValueIsAOpResult(p) &&
-                 !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(p),
-                                                                      piperStr("tp_slice")));
-    if (!split) { /* replicated in the group: the gradient norm counts member 0's copy only */
-      mlirOperationSetAttributeByName(c, piperStr("tp_replica"), i64Attr(ctx, t));
-      if (mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
-        mlirOperationSetAttributeByName(c, piperStr("replica"), i64Attr(ctx, flatK));
-    }
-  }
-  /* the loss is reported once per data-parallel replica: by member 0 */
-  if (t && piperOpIs(op, "tdag.output")) {
-    mlirOperationDestroy(c);
-    return true;
   }
   return false;
 }
@@ -632,7 +489,7 @@ static void setSliceAttrs(MlirContext ctx, MlirOperation op, MlirType whole, Sli
                           int64_t T) {
   int64_t rank = piperTensorRank(whole), n = piperTensorNumel(whole);
   MlirAttribute dims[2];
-  for (int64_t i = 0; i < rank && i < 2; ++i) dims[i] = i64Attr(ctx, piperTensorDim(whole, i));
+  for (int64_t i = 0; i < rank && i < 2; ++i) dims[i] = piperI64Attr(ctx, piperTensorDim(whole, i));
   int64_t rows = piperTensorDim(whole, 0), inner = n / rows; /* elements a row */
   int64_t block, stride, blocks, step;
   if (kind == ROWS_QKV) { /* 3 blocks: q, k, v rows of this member */
@@ -643,8 +500,8 @@ static void setSliceAttrs(MlirContext ctx, MlirOperation op, MlirType whole, Sli
     int64_t K = piperTensorDim(whole, 1);
     block = K / T, stride = K, blocks = rows, step = block;
   }
-  MlirAttribute s[4] = {i64Attr(ctx, block), i64Attr(ctx, stride), i64Attr(ctx, blocks),
-                        i64Attr(ctx, step)};
+  MlirAttribute s[4] = {piperI64Attr(ctx, block), piperI64Attr(ctx, stride), piperI64Attr(ctx, blocks),
+                        piperI64Attr(ctx, step)};
   mlirOperationSetAttributeByName(op, piperStr("tp_full"), mlirArrayAttrGet(ctx, rank, dims));
   mlirOperationSetAttributeByName(op, piperStr("tp_slice"), mlirArrayAttrGet(ctx, 4, s));
 }
@@ -732,8 +589,8 @@ static void retype(Sharder *s, int64_t T) {
           piperGetIntAttr(op, "tp_heads_split", 0))
         break;
       int64_t H = piperGetIntAttr(op, "heads", 1) / T;
-      mlirOperationSetAttributeByName(op, piperStr("heads"), i64Attr(s->ctx, H));
-      mlirOperationSetAttributeByName(op, piperStr("tp_heads_split"), i64Attr(s->ctx, T));
+      mlirOperationSetAttributeByName(op, piperStr("heads"), piperI64Attr(s->ctx, H));
+      mlirOperationSetAttributeByName(op, piperStr("tp_heads_split"), piperI64Attr(s->ctx, T));
       MlirType q = mlirValueGetType(qkv);
       if (grad) {
         mlirValueSetType(r0, q);
@@ -759,9 +616,9 @@ static void retype(Sharder *s, int64_t T) {
       if (!piperPtrMapGet(&s->headOps, fwd.ptr, NULL) || piperGetIntAttr(op, "tp_heads_split", 0))
         break;
       int64_t H = piperGetIntAttr(op, "heads", 1) / T, KV = piperGetIntAttr(op, "kv_heads", 1) / T;
-      mlirOperationSetAttributeByName(op, piperStr("heads"), i64Attr(s->ctx, H));
-      mlirOperationSetAttributeByName(op, piperStr("kv_heads"), i64Attr(s->ctx, KV));
-      mlirOperationSetAttributeByName(op, piperStr("tp_heads_split"), i64Attr(s->ctx, T));
+      mlirOperationSetAttributeByName(op, piperStr("heads"), piperI64Attr(s->ctx, H));
+      mlirOperationSetAttributeByName(op, piperStr("kv_heads"), piperI64Attr(s->ctx, KV));
+      mlirOperationSetAttributeByName(op, piperStr("tp_heads_split"), piperI64Attr(s->ctx, T));
       if (grad) {
         for (int i = 0; i < 3; ++i) mlirValueSetType(mlirOperationGetResult(op, i), operandT(op, 1 + i));
       } else {
@@ -916,7 +773,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
 /* Two device lists share a device. */
 static bool overlap(MlirAttribute a, MlirAttribute b) {
   for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(a); ++i)
-    if (positionIn(b, elemAt(a, i)) >= 0) return true;
+    if (piperListFind(b, piperListAt(a, i)) >= 0) return true;
   return false;
 }
 
@@ -987,7 +844,7 @@ static MlirLogicalResult collectDirectives(Sharder *s, MlirBlock top) {
  * t-th smallest. */
 static MlirAttribute sortedGroup(MlirContext ctx, MlirAttribute devices, intptr_t n) {
   int64_t *ids = malloc(n * sizeof *ids);
-  for (intptr_t a = 0; a < n; ++a) ids[a] = elemAt(devices, a);
+  for (intptr_t a = 0; a < n; ++a) ids[a] = piperListAt(devices, a);
   for (intptr_t a = 1; a < n; ++a)
     for (intptr_t b = a; b > 0 && ids[b - 1] > ids[b]; --b) {
       int64_t x = ids[b];
@@ -995,7 +852,7 @@ static MlirAttribute sortedGroup(MlirContext ctx, MlirAttribute devices, intptr_
       ids[b - 1] = x;
     }
   MlirAttribute *attrs = malloc(n * sizeof *attrs);
-  for (intptr_t a = 0; a < n; ++a) attrs[a] = i64Attr(ctx, ids[a]);
+  for (intptr_t a = 0; a < n; ++a) attrs[a] = piperI64Attr(ctx, ids[a]);
   MlirAttribute sorted = mlirArrayAttrGet(ctx, n, attrs);
   free(ids);
   free(attrs);
@@ -1007,9 +864,9 @@ static MlirAttribute sortedGroup(MlirContext ctx, MlirAttribute devices, intptr_
 static MlirLogicalResult checkGroupSize(Sharder *s, Directive *d, int64_t *T) {
   intptr_t n = mlirArrayAttrGetNumElements(d->devices);
   for (intptr_t a = 0; a < n; ++a)
-    if (positionIn(d->devices, elemAt(d->devices, a)) != a) {
+    if (piperListFind(d->devices, piperListAt(d->devices, a)) != a) {
       piperDirectiveError(d->directive, "shard_tensor: device %lld is listed twice",
-                          (long long)elemAt(d->devices, a));
+                          (long long)piperListAt(d->devices, a));
       return mlirLogicalResultFailure();
     }
   if (n < 2) {
@@ -1074,7 +931,7 @@ static MlirLogicalResult checkPlacement(Sharder *s, PiperTpLayout *layout, int64
       MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
       bool holds = !mlirAttributeIsNull(placed);
       for (intptr_t a = 0; holds && a < mlirArrayAttrGetNumElements(d->devices); ++a)
-        holds = sortedHolds(placed, elemAt(d->devices, a));
+        holds = sortedHolds(placed, piperListAt(d->devices, a));
       if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")))) {
         /* a shard directive (passes/shard.c, run before this pass) gave it to one device */
         char label[160];
@@ -1085,7 +942,7 @@ static MlirLogicalResult checkPlacement(Sharder *s, PiperTpLayout *layout, int64
                                           "experts: select only the TP-tagged blocks");
         piperEmitNotef(mlirOperationGetLocation(op), "shard_tensor: this op of node %s", label);
         status = mlirLogicalResultFailure();
-      } else if (!holds || layoutSize(layout, placed) != T) {
+      } else if (!holds || piperTpLayoutSize(layout, placed) != T) {
         char label[160];
         piperNodeLabel(op, label, sizeof label);
         piperDirectiveError(d->directive,
@@ -1119,7 +976,7 @@ static MlirLogicalResult checkOneLayout(Sharder *s, PiperTpLayout *layout) {
       MlirOperation from = mlirOpResultGetOwner(v);
       MlirAttribute there = mlirOperationGetAttributeByName(from, piperStr("devices"));
       if (mlirAttributeIsNull(there) || mlirAttributeEqual(here, there) ||
-          (layoutSize(layout, here) > 1) == (layoutSize(layout, there) > 1))
+          (piperTpLayoutSize(layout, here) > 1) == (piperTpLayoutSize(layout, there) > 1))
         continue;
       char label[160];
       piperNodeLabel(op, label, sizeof label);

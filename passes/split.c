@@ -13,10 +13,6 @@
 #include "passes/strategy.h"
 #include "piper/ptrmap.h"
 
-static MlirAttribute i64Attr(MlirContext ctx, int64_t v) {
-  return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
-}
-
 static bool isSplittable(MlirOperation op) {
   char pass[8];
   const PiperOpFacts *f = piperOpFacts(op); /* state (params, moments) is never split */
@@ -107,12 +103,12 @@ static MlirLogicalResult applySplit(MlirOperation directive, MlirBlock body) {
       if (piperOpIs(op, "tdag.input")) {
         int64_t first = piperGetIntAttr(op, "first_sample", 0);
         mlirOperationSetAttributeByName(c, piperStr("first_sample"),
-                                        i64Attr(ctx, first + i * (B / M)));
+                                        piperI64Attr(ctx, first + i * (B / M)));
       } else if (piperOpIs(op, "tdag.cross_entropy_grad")) {
         /* the gradient of the whole batch's mean loss: divide by all rows, not this copy's */
         mlirOperationSetAttributeByName(
             c, piperStr("total_rows"),
-            i64Attr(ctx, piperGetIntAttr(op, "total_rows", lossRows(op, 0))));
+            piperI64Attr(ctx, piperGetIntAttr(op, "total_rows", lossRows(op, 0))));
       }
     }
   }

@@ -12,8 +12,25 @@
 #ifndef PIPER_PASSES_STRATEGY_H
 #define PIPER_PASSES_STRATEGY_H
 
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
 #include "piper/piper.h"
 #include "piper/ptrmap.h"
+
+/* An i64 integer attribute: the device ids, tags and sizes the passes write. */
+static inline MlirAttribute piperI64Attr(MlirContext ctx, int64_t v) {
+  return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
+}
+/* Entry i of a device list (an array of integer attributes). */
+static inline int64_t piperListAt(MlirAttribute list, intptr_t i) {
+  return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(list, i));
+}
+/* Position of `d` in the device list `list`, or -1 (lists are short and need not be sorted). */
+static inline intptr_t piperListFind(MlirAttribute list, int64_t d) {
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(list); ++i)
+    if (piperListAt(list, i) == d) return i;
+  return -1;
+}
 
 /* "F" when the op has no pass attribute. */
 const char *piperOpPass(MlirOperation op, char *buf, size_t size);
@@ -71,30 +88,6 @@ bool piperOrderDirectiveLoc(MlirOperation deviceFn, MlirLocation *loc);
  * graph `body`; --piper-shard calls it for every shard directive, after --piper-place. */
 MlirLogicalResult piperApplyShard(MlirOperation directive, MlirBlock body);
 
-/* ---- tensor parallelism (passes/shard_tensor.c) ----
- * A "TP list" is a device list that the module's piper.tp_groups cut into runs of T consecutive
- * entries, one tensor-parallel group per data-parallel replica; position k of it is member
- * k % T of replica k / T. */
-/* The module's groups (piper.tp_groups: a list of sorted device lists), null without. */
-MlirAttribute piperTpGroups(MlirOperation module);
-/* T if `devices` is a TP list, else 1. */
-int64_t piperTpSize(MlirOperation module, MlirAttribute devices);
-/* The module's groups and, per device-list attribute asked about, its T: a pass that asks for
- * every op holds one (lists are few, ops many; asking piperTpSize costs O(list x groups)). */
-typedef struct {
-  MlirAttribute groups; /* piper.tp_groups, null without tensor parallelism */
-  PiperPtrMap sizeOf;   /* device-list attribute -> T (1: not a TP list) */
-} PiperTpLayout;
-void piperTpLayoutInit(PiperTpLayout *l, MlirOperation module);
-void piperTpLayoutFree(PiperTpLayout *l);
-/* For an op on a TP list: divides *replicas and *k (its position in the list) by T, so they
- * count data-parallel replicas (batch slices, ZeRO shards), and returns T; else returns 1. */
-int64_t piperTpSplitReplicas(PiperTpLayout *l, MlirOperation op, int64_t *replicas, int64_t *k);
-/* Instantiates the TP facts of global op `op` on clone `c`, member flatK % T of a TP list:
- * slice offsets, collective groups narrowed to the member's TP or DP group,
- * gradient-norm counting. Returns true if it destroyed `c` (an op member 0 alone runs). */
-bool piperTpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t T);
-
 /* ---- context parallelism (passes/shard_sequence.c) ----
  * A "CP list" is a device list that the module's piper.cp_groups cut into runs of G
  * consecutive entries (one context-parallel group each); position k of it is member k % G of
@@ -119,8 +112,6 @@ void piperCpLayoutFree(PiperCpLayout *l);
  * same batch rows), sets *stride (piperCpSize) and returns G; else returns 1. */
 int64_t piperCpSplitReplicas(PiperCpLayout *l, MlirOperation op, int64_t T, int64_t *replicas,
                              int64_t *k, int64_t *stride);
-/* comm.ring_attention(_grad), comm.ring_gqa_attention(_grad). */
-bool piperIsRingOp(MlirOperation op);
 /* Instantiates the CP facts of global op `op` on clone `c`, position flatK of a CP list of
  * groups of G, members `stride` entries apart: cp_rank = (flatK / stride) % G where the op has
  * cp_size, a ring op's group narrowed to the member's group, an expert all-to-all's to the

@@ -20,8 +20,11 @@
 
 /* Weak: resolved only when libpiper_rt_mpi is linked (with -u prt_comm_mpi). */
 extern const prt_comm_vtable prt_comm_mpi __attribute__((weak));
-/* Weak: libpiper_rt_nccl, linked (with -u prt_nccl_attach) into multi-device GPU binaries. */
-extern int prt_nccl_attach(prt_ctx *ctx) __attribute__((weak));
+/* Weak: libpiper_rt_nccl, linked (with -u prt_nccl_attach) into multi-device GPU binaries.
+ * It makes NCCL's communicators and hands back its engine of each transfer kind (NULL: the
+ * kind stays on the comm backend), which prt_backend_use_gpu installs. */
+extern int prt_nccl_attach(prt_ctx *ctx, const prt_xfer_vtable *engines[PRT_OP_KINDS])
+    __attribute__((weak));
 
 _Static_assert(PRT_OP_KINDS == PRT_OP_ALL_TO_ALL + 1, "PRT_OP_KINDS must count prt_op_kind");
 
@@ -125,7 +128,12 @@ void prt_backend_use_gpu(prt_ctx *ctx) {
   if (prt_backend_current()->device == prt_device_cpu()) open_gpu(ctx, choice); /* once */
   ctx->backend = &B;
   /* once: a second call finds NCCL's communicators made */
-  if (B.collectives == PRT_COMM_NCCL && ctx->world > 1) prt_nccl_attach(ctx);
+  if (B.collectives == PRT_COMM_NCCL && ctx->world > 1) {
+    const prt_xfer_vtable *engines[PRT_OP_KINDS] = {NULL};
+    prt_nccl_attach(ctx, engines);
+    for (int k = 0; k < PRT_OP_KINDS; k++)
+      if (engines[k]) prt_backend_use_engine(k, engines[k]);
+  }
 }
 
 /* ---- the wrappers ---- */
@@ -133,7 +141,6 @@ void prt_backend_use_gpu(prt_ctx *ctx) {
 void prt_comm_finalize(void) { B.comm->finalize(); }
 int64_t prt_comm_size(void) { return B.comm->size(); }
 int64_t prt_comm_rank(void) { return B.comm->rank(); }
-void prt_comm_abort(int code) { B.comm->abort(code); }
 void prt_comm_barrier(void) { B.comm->barrier(); }
 void prt_comm_allreduce_i64(int64_t *buf, int64_t n, prt_reduce_op op) {
   B.comm->allreduce_i64(buf, n, op);

@@ -30,10 +30,6 @@
 #include "prt_attention.h"
 #include "prt_internal.h"
 
-int64_t prt_cp_position(int64_t r, int64_t G, int64_t c, int64_t t) {
-  return t < c ? r * c + t : (2 * G - 1 - r) * c + (t - c);
-}
-
 /* One ring call's views: local rows Tl = 2c, strides as in cpu_attention.c. */
 typedef struct {
   int64_t B, Tl, H, KV, D; /* batch, local rows, query heads, kv heads, head dim */

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "prt_attention.h"
+#include "prt_cp_layout.h"
 #include "prt_internal.h"
 
 int prt_data_format_parse(const char *name, prt_data_format *out, prt_status *st) {

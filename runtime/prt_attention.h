@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "piper/runtime.h"
+#include "prt_cp_layout.h"
 
 /* Block sizes: 64 x 64 scores (16 KiB) stay in L1/L2 and keep sgemm efficient at D = 64..128. */
 enum { PRT_ATTN_BQ = 64, PRT_ATTN_BK = 64 };
@@ -65,8 +66,6 @@ void prt_attn_bwd_block(const prt_attn_head *v, const prt_attn_grad *g, int64_t 
  * from r-1, tags `tag` and `tag` + 1) all members issue in the same order. lse is (B, H, Tl);
  * the backward takes the forward's out and lse. q (B, Tl, H*D), k and v (B, Tl, KV*D), or
  * GPT's packed qkv (B, Tl, 3C). */
-/* The sequence position of local row t of member r (chunks of c rows, G members). */
-int64_t prt_cp_position(int64_t r, int64_t G, int64_t c, int64_t t);
 void prt_ring_gqa_attention_fwd(prt_ctx *ctx, float *out, float *lse, const float *q,
                                 const float *k, const float *v, int64_t B, int64_t Tl,
                                 int64_t H, int64_t KV, int64_t D, int64_t group, int64_t tag);

@@ -343,8 +343,8 @@ int64_t prt_ctx_find(const prt_ctx *ctx, const char *name);
  *                  alone, and the serial backend otherwise
  *   comm/nccl.c    "nccl" (libpiper_rt_nccl): not a world of its own but an engine for the
  *                  plan's transfers on GPU memory (collectives, send/recv, all-to-all),
- *                  installed over MPI's by the GPU setup (prt_nccl_attach,
- *                  prt_backend_use_engine, one row per kind)
+ *                  installed over MPI's by the GPU setup (prt_backend_use_gpu installs
+ *                  the engines prt_nccl_attach hands back, one row per kind)
  * World-level calls run on a communicator of their own, so they never match the plan's
  * messages. Any failure inside a backend (an MPI error) prints "piper: error: ..." and stops
  * every rank; these functions therefore return nothing. */
@@ -425,7 +425,8 @@ extern const prt_comm_vtable prt_comm_serial; /* comm/serial.c */
 /* The process's record: until prt_comm_init, the serial backend (one rank, rank 0). */
 const prt_backend *prt_backend_current(void);
 /* Runs the plan's transfers of `kind` (a prt_op_kind) on `engine` from now on; a kind out of
- * range or no engine is prt_fatal. NCCL installs one row per kind (comm/nccl.c). */
+ * range or no engine is prt_fatal. The GPU setup installs NCCL's (comm/nccl.c), one row per
+ * kind. */
 void prt_backend_use_engine(int kind, const prt_xfer_vtable *engine);
 /* The three collectives (all-reduce, reduce-scatter, all-gather) onto one `engine`. */
 void prt_backend_use_collectives(const prt_xfer_vtable *engine);
@@ -447,8 +448,6 @@ void prt_comm_finalize(void);
 /* The wrappers: the record's comm backend, as documented at prt_comm_vtable. */
 int64_t prt_comm_size(void);
 int64_t prt_comm_rank(void);
-/* Ends every rank with exit status `code` (MPI_Abort), or just this process when alone. */
-void prt_comm_abort(int code) __attribute__((noreturn));
 /* Collective, blocking, over the whole world. */
 void prt_comm_barrier(void);
 void prt_comm_allreduce_i64(int64_t *buf, int64_t n, prt_reduce_op op);

@@ -76,15 +76,15 @@ static int writeText(const char *path, const char *text) {
 /* --target cuda after lowering: the device kernels the host plan calls, in the gpu dialect
  * (--emit-gpu-mlir), as PTX for `arch` (--emit-ptx), and embedded in the host module as
  * piper_ptx when a binary or object is made (`embed`). 0 on success. */
-static int emitDeviceCode(MlirOperation module, const char *arch, const char *ptxOut,
-                          const char *gpuMlirOut, bool embed) {
-  char *text = piperGpuModuleForHost(module);
+static int emitDeviceCode(MlirOperation module, const PiperCodegen *cg, const char *arch,
+                          const char *ptxOut, const char *gpuMlirOut, bool embed) {
+  char *text = cg->deviceModule(module);
   if (!text) return 1;
   int rc = gpuMlirOut ? writeText(gpuMlirOut, text) : 0;
-  char *ptx = rc || (!ptxOut && !embed) ? NULL : piperGpuKernelsToPtx(text, arch, NULL);
+  char *ptx = rc || (!ptxOut && !embed) ? NULL : cg->assemble(text, arch, NULL);
   if (!rc && (ptxOut || embed) && !ptx) rc = 1;
   if (!rc && ptxOut) rc = writeText(ptxOut, ptx);
-  if (!rc && embed) piperEmbedPtx(module, ptx);
+  if (!rc && embed) cg->embed(module, ptx);
   free(ptx);
   free(text);
   return rc;
@@ -108,7 +108,7 @@ typedef struct {
   const char *emit;           /* exe, obj, asm, ll or mlir */
   const char *strategy;       /* a Piper JSON or sched-dialect strategy, or NULL */
   const char *target;         /* cpu or cuda */
-  const char *gpuArch;        /* the PTX's sm_NN under --target cuda */
+  const char *gpuArch;        /* the PTX's sm_NN under --target cuda; NULL: the default */
   const char *ptxOut, *gpuMlirOut; /* where the PTX / gpu-dialect kernels go, or NULL */
   const char *cc;             /* the C compiler driver that links */
   const char *precision;      /* fp32 or bf16 (--piper-precision) */
@@ -188,21 +188,27 @@ static int parseArg(Options *o, int argc, char **argv, int *i) {
   return 0;
 }
 
+/* The chip the device code is for: --gpu-arch, else the target's code generator's default. */
+static const char *gpuArch(const Options *o, const PiperTarget *tgt) {
+  return o->gpuArch ? o->gpuArch : tgt->codegen->defaultArch;
+}
+
 /* The options that only make sense together; the target record, or NULL after an error. */
 static const PiperTarget *checkOptions(const Options *o) {
   const PiperTarget *tgt = piperTargetNamed(piperStr(o->target));
   if (!tgt) {
-    fprintf(stderr, "piper-compile: error: --target %s: expected cpu or cuda\n", o->target);
+    fprintf(stderr, "piper-compile: error: --target %s: expected %s\n", o->target,
+            piperTargetNames());
     return NULL;
   }
-  if (!tgt->deviceCode && (o->ptxOut || o->gpuMlirOut)) {
+  if (!tgt->codegen && (o->ptxOut || o->gpuMlirOut)) {
     fprintf(stderr, "piper-compile: error: %s needs --target cuda\n",
             o->ptxOut ? "--emit-ptx" : "--emit-gpu-mlir");
     return NULL;
   }
-  if (tgt->deviceCode && !piperGpuArchValid(o->gpuArch)) {
+  if (tgt->codegen && !tgt->codegen->archValid(gpuArch(o, tgt))) {
     fprintf(stderr, "piper-compile: error: --gpu-arch %s: expected sm_NN with NN >= 50 "
-                    "(sm_80: A100, sm_90: H100)\n", o->gpuArch);
+                    "(sm_80: A100, sm_90: H100)\n", gpuArch(o, tgt));
     return NULL;
   }
   if (!o->input || (!o->output && !o->ptxOut && !o->gpuMlirOut)) {
@@ -237,14 +243,15 @@ static int compileModule(MlirOperation op, const Options *o, const PiperTarget *
   if (o->strategy) {
     mlirPassManagerAddOwnedPass(pm, piperCreateExtractPass(NULL));
     /* a GPU plan may run its send/recv on NCCL (--comm nccl), which has no tags */
-    if (tgt->deviceCode) mlirPassManagerAddOwnedPass(pm, piperCreateOrderP2pPass(NULL));
+    if (tgt->p2pInOrder) mlirPassManagerAddOwnedPass(pm, piperCreateOrderP2pPass(NULL));
     mlirPassManagerAddOwnedPass(pm, piperCreateVerifyPlanPass(NULL));
   }
   mlirPassManagerAddOwnedPass(pm, piperCreateLowerToLLVMPass(NULL));
   int rc = mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op));
   mlirPassManagerDestroy(pm);
-  if (!rc && tgt->deviceCode)
-    rc = emitDeviceCode(op, o->gpuArch, o->ptxOut, o->gpuMlirOut, o->output != NULL);
+  if (!rc && tgt->codegen)
+    rc = emitDeviceCode(op, tgt->codegen, gpuArch(o, tgt), o->ptxOut, o->gpuMlirOut,
+                        o->output != NULL);
   return rc;
 }
 
@@ -327,7 +334,7 @@ static int writeOutput(MlirOperation op, const Options *o, const PiperTarget *tg
 }
 
 int main(int argc, char **argv) {
-  Options o = {.emit = "exe", .target = "cpu", .gpuArch = "sm_80", .precision = "fp32",
+  Options o = {.emit = "exe", .target = "cpu", .precision = "fp32",
                .gradReduce = "fp32",
                .cc = getenv("CC") ? getenv("CC") : "cc"};
   for (int i = 1; i < argc; ++i) {

@@ -18,12 +18,21 @@ typedef struct {
 const PiperPassInfo *piperPassRegistry(void);
 const PiperPassInfo *piperLookupPass(const char *name);
 
-/* How many passes --piper-apply-strategy stands for. */
-enum { PIPER_STRATEGY_PASSES = 9 };
-/* The passes --piper-apply-strategy=FILE stands for, in Piper's order: import FILE, split,
- * split-backward, place, shard, shard-tensor, shard-sequence, insert-comm, replicate (the result is the global
- * DAG; --piper-extract then makes the per-device plans). Writes up to `max` new passes to
- * `out`; returns how many. */
+/* How many passes --piper-apply-strategy stands for: the import, split-backward and
+ * insert-comm (registry.c strategyOthers), and one per directive its pass applies
+ * (include/piper/directives.def PASS; order is extract's). */
+enum { PIPER_STRATEGY_OTHER_PASSES = 3 };
+#define PASS(create, cliName, rank, summary) +1
+#define EXTRACT
+#define DIRECTIVE(ID, name, applied, fields) applied
+enum {
+  PIPER_STRATEGY_PASSES = PIPER_STRATEGY_OTHER_PASSES
+#include "piper/directives.def"
+};
+/* The passes --piper-apply-strategy=FILE stands for, by rank: import FILE, split,
+ * split-backward, place, shard, shard-tensor, shard-sequence, insert-comm, replicate (the
+ * result is the global DAG; --piper-extract then makes the per-device plans). Writes up to
+ * `max` new passes to `out`; returns how many. */
 int piperStrategyPasses(const char *file, MlirPass *out, int max);
 
 #endif

@@ -21,9 +21,6 @@
 #include "piper/piper.h"
 #include "tune/tune.h"
 
-const char *const tuneSchedNames[TUNE_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b",
-                                                      "zb-h1", "dualpipev"};
-
 /* The integer tag `key` of `op`'s tags dictionary, or -1. */
 static int64_t tagOf(MlirOperation op, const char *key) {
   MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));

@@ -47,7 +47,11 @@ typedef struct {
   int n, cap; /* used, allocated */
 } OpList;
 
-/* Schedules: tune.h's TuneSched, named by tuneSchedNames. */
+/* Schedules: tune.h's TuneSched, by their piper-sched names (defined here, with the generator,
+ * so that enumerate.c calls this file and not the other way round). */
+const char *const tuneSchedNames[TUNE_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved-1f1b",
+                                                      "zb-h1", "dualpipev"};
+
 typedef TuneSched Sched;
 #define SCHED_GPIPE TUNE_GPIPE
 #define SCHED_1F1B TUNE_1F1B

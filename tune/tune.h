@@ -36,7 +36,7 @@ typedef struct {
 TuneModel tuneReadModel(MlirOperation module);
 
 /* ---- candidates (enumerate.c) ---- */
-/* Schedules, in piper-sched's names; keep tuneSchedNames in sync. */
+/* Schedules, in piper-sched's names; keep tuneSchedNames (sched.c) in sync. */
 typedef enum {
   TUNE_GPIPE,
   TUNE_1F1B,
@@ -45,7 +45,7 @@ typedef enum {
   TUNE_DUALPIPEV,
   TUNE_SCHED_COUNT
 } TuneSched;
-extern const char *const tuneSchedNames[TUNE_SCHED_COUNT];
+extern const char *const tuneSchedNames[TUNE_SCHED_COUNT]; /* sched.c */
 
 typedef struct {
   TuneSched sched;

@@ -39,8 +39,10 @@
  *                   storage only (leaves, bucket, view) or is not lowered (node). The values
  *                   passed stay rules of lower_compute.c, checked against the list's
  *                   argument types when the call is built.
- * Comm ops have no rows: their handling is per op in insert_comm.c and lower_comm.c, and under
- * bf16 in precision.c (ringRules, roundTpSums) and grad_reduce.c. */
+ * Comm ops have rows of their own (PiperCommFacts, from include/piper/comm_ops.def) holding the
+ * facts more than one pass asks: which are ring attention ops, and their bf16 results. Their
+ * other handling is per op in insert_comm.c and lower_comm.c, and under bf16 in precision.c
+ * (roundTpSums) and grad_reduce.c. */
 #ifndef PIPER_OPS_H
 #define PIPER_OPS_H
 
@@ -157,8 +159,32 @@ const PiperOpFacts *piperOpFactsByName(MlirStringRef name);
 /* The whole table: *n gets its row count. */
 const PiperOpFacts *piperOpFactsTable(size_t *n);
 
-/* True if result `r` of an op with row `f` is a weight gradient by the row alone (not through
- * likeOperand0). */
+/* One id per comm op, in the order of include/piper/comm_ops.def (and of comm.irdl.mlir). */
+typedef enum {
+#define COMM_OP(ID, name, ...) PIPER_COMM_##ID,
+#include "piper/comm_ops.def"
+  PIPER_COMM_OP_COUNT
+} PiperCommOpId;
+
+/* What the passes and the lowering know of a comm op (include/piper/comm_ops.def). */
+typedef struct {
+  PiperCommOpId id;    /* its index in the table */
+  const char *name;    /* full op name, "comm.ring_attention" */
+  bool ring;           /* context parallelism's ring attention: a collective of its group that
+                          completes in its call, tags `tag` and `tag` + 1, CPU fp32 buffers */
+  uint8_t bf16Results; /* bit r = result r is bf16 under the bf16 policy when it reads bf16 */
+} PiperCommFacts;
+
+/* The row of `op`, or NULL for an op that is not a comm op. */
+const PiperCommFacts *piperCommFacts(MlirOperation op);
+/* The whole table: *n gets its row count. */
+const PiperCommFacts *piperCommFactsTable(size_t *n);
+/* comm.ring_attention(_grad), comm.ring_gqa_attention(_grad): the rows with `ring`. */
+static inline bool piperIsRingOp(MlirOperation op) {
+  const PiperCommFacts *f = piperCommFacts(op);
+  return f && f->ring;
+}
+
 /* True if result `r` of an op with row `f` needs only numel / last dim elements. */
 static inline bool piperFactsRowResult(const PiperOpFacts *f, intptr_t r) {
   return f && r >= 0 && r < 8 && ((f->rowResults >> r) & 1);
@@ -184,6 +210,8 @@ static inline bool piperFactsBf16RoundOperand(const PiperOpFacts *f, intptr_t k)
   return f->bf16RoundTail && k > last;
 }
 
+/* True if result `r` of an op with row `f` is a weight gradient by the row alone (not through
+ * likeOperand0). */
 static inline bool piperFactsWeightGrad(const PiperOpFacts *f, intptr_t r) {
   return f && r >= 0 && r < 8 && ((f->weightGradResults >> r) & 1);
 }

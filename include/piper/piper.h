@@ -137,7 +137,7 @@ int64_t piperTensorDim(MlirType t, int64_t i);
 int64_t piperTensorNumel(MlirType t);
 bool piperTensorIsF32(MlirType t);
 bool piperTensorIsI32(MlirType t);
-MlirType piperTensorType(MlirContext ctx, int64_t rank, const int64_t *shape, MlirType elem);
+bool piperTensorIsBf16(MlirType t);
 
 /* Checks what IRDL cannot: tensor element types and that shapes agree for every tdag op, e.g.
  * linear's x(...,K) against weight(N,K). Emits an error at the op's location per problem. */

@@ -55,7 +55,7 @@
 
 #include "prt_internal.h"
 
-int prt_nccl_attach(prt_ctx *ctx);
+int prt_nccl_attach(prt_ctx *ctx, const prt_xfer_vtable *engines[PRT_OP_KINDS]);
 
 /* What the communicators need, per plan group. */
 static struct {
@@ -241,9 +241,10 @@ static const prt_xfer_vtable nccl_xfer = {"nccl", 1, nccl_start, nccl_finish, nc
 static const prt_xfer_vtable nccl_a2a = {"nccl", 1, nccl_a2a_start, nccl_finish, nccl_test};
 static const prt_xfer_vtable nccl_p2p = {"nccl", 1, nccl_p2p_start, nccl_finish, nccl_test};
 
-/* NCCL's engine for each kind of the plan's transfers, installed row by row; NULL: the kind
- * stays on the comm backend. Send/recv are installed apart, by prt_nccl_attach_p2p, only when
- * some rank's plan declared peers (see the top of the file). */
+/* NCCL's engine for each kind of the plan's transfers, which backend.c installs row by row;
+ * NULL: the kind stays on the comm backend. Send/recv are NCCL's apart, when
+ * prt_nccl_attach_p2p made their communicators: only when some rank's plan declared peers (see
+ * the top of the file). */
 static const prt_xfer_vtable *const nccl_engines[PRT_OP_KINDS] = {
     [PRT_OP_SEND] = NULL,              [PRT_OP_RECV] = NULL,
     [PRT_OP_ALL_REDUCE] = &nccl_xfer,  [PRT_OP_REDUCE_SCATTER] = &nccl_xfer,
@@ -346,14 +347,17 @@ static void prt_nccl_attach_p2p(prt_ctx *ctx) {
   free(busy);
   free(round_of);
   free(dir);
-  prt_backend_use_engine(PRT_OP_SEND, &nccl_p2p);
-  prt_backend_use_engine(PRT_OP_RECV, &nccl_p2p);
 }
 
-/* Once per process (a second call finds the communicators made): they are the process's, as
- * the backend record they are installed in. */
-int prt_nccl_attach(prt_ctx *ctx) {
-  if (N.world) return 0;
+/* The communicators once per process (a second call finds them made): they are the process's,
+ * as the backend record its engines are installed in. engines[k] gets NCCL's engine for
+ * transfer kind k, or NULL where the kind stays on the comm backend; backend.c installs them. */
+int prt_nccl_attach(prt_ctx *ctx, const prt_xfer_vtable *engines[PRT_OP_KINDS]) {
+  for (int k = 0; k < PRT_OP_KINDS; k++) engines[k] = nccl_engines[k];
+  if (N.world) {
+    if (N.send_to) engines[PRT_OP_SEND] = engines[PRT_OP_RECV] = &nccl_p2p;
+    return 0;
+  }
   ncclUniqueId id;
   if (ctx->rank == 0) NCCL_OR_DIE("ncclGetUniqueId", ncclGetUniqueId(&id));
   if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
@@ -377,8 +381,7 @@ int prt_nccl_attach(prt_ctx *ctx) {
       CUDA_OR_DIE("a group's stream",
                   cudaStreamCreateWithFlags(&N.stream[g], cudaStreamNonBlocking));
   }
-  for (int k = 0; k < PRT_OP_KINDS; k++)
-    if (nccl_engines[k]) prt_backend_use_engine(k, nccl_engines[k]);
   prt_nccl_attach_p2p(ctx);
+  if (N.send_to) engines[PRT_OP_SEND] = engines[PRT_OP_RECV] = &nccl_p2p;
   return 0;
 }

@@ -76,8 +76,8 @@ static void readAttributes(MlirOperation op, IrdlOp *r) {
   }
 }
 
-/* The tdag ops the IRDL source defines; returns how many (or -1). */
-static int irdlOps(MlirContext ctx, IrdlOp *ops) {
+/* The ops of `dialect` ("tdag", "comm") the IRDL source defines; returns how many (or -1). */
+static int irdlOps(MlirContext ctx, const char *dialect, IrdlOp *ops) {
   char *source = piperIrdlSourceCreate();
   MlirModule m = source ? mlirModuleCreateParse(ctx, piperStr(source)) : (MlirModule){NULL};
   free(source);
@@ -86,9 +86,9 @@ static int irdlOps(MlirContext ctx, IrdlOp *ops) {
   MlirBlock top = mlirModuleGetBody(m);
   for (MlirOperation d = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(d);
        d = mlirOperationGetNextInBlock(d)) {
-    char dialect[32] = "";
+    char name[32] = "";
     if (!piperOpIs(d, "irdl.dialect") ||
-        !piperGetStringAttr(d, "sym_name", dialect, sizeof dialect) || strcmp(dialect, "tdag"))
+        !piperGetStringAttr(d, "sym_name", name, sizeof name) || strcmp(name, dialect))
       continue;
     MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(d, 0));
     for (MlirOperation o = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(o);
@@ -98,7 +98,7 @@ static int irdlOps(MlirContext ctx, IrdlOp *ops) {
       piperGetStringAttr(o, "sym_name", name, sizeof name);
       IrdlOp *r = &ops[n++];
       memset(r, 0, sizeof *r);
-      snprintf(r->name, sizeof r->name, "tdag.%s", name);
+      snprintf(r->name, sizeof r->name, "%s.%s", dialect, name);
       MlirBlock ob = mlirRegionGetFirstBlock(mlirOperationGetRegion(o, 0));
       for (MlirOperation c = mlirBlockGetFirstOperation(ob); !mlirOperationIsNull(c);
            c = mlirOperationGetNextInBlock(c)) {
@@ -205,7 +205,7 @@ int main(int argc, char **argv) {
   MlirContext ctx = piperContextCreate();
   if (mlirContextIsNull(ctx)) return 1;
   static IrdlOp ops[MAX_OPS];
-  int nOps = irdlOps(ctx, ops);
+  int nOps = irdlOps(ctx, "tdag", ops);
   size_t nRows;
   const PiperOpFacts *rows = piperOpFactsTable(&nRows);
 
@@ -308,6 +308,38 @@ int main(int argc, char **argv) {
   mlirBlockDestroy(values);
   printf("ok\n");
   printf("checked %d tdag ops\n", nOps);
+
+  /* the comm facts (include/piper/comm_ops.def) name comm.irdl.mlir's ops in its order */
+  printf("@comm_row_per_irdl_op\n");
+  static IrdlOp commOps[MAX_OPS];
+  int nComm = irdlOps(ctx, "comm", commOps);
+  size_t nCommRows;
+  const PiperCommFacts *commRows = piperCommFactsTable(&nCommRows);
+  if (nComm <= 0 || (size_t)nComm != nCommRows) {
+    printf("FAIL: the comm dialect has %d ops, include/piper/comm_ops.def %zu\n", nComm,
+           nCommRows);
+    return 14;
+  }
+  for (int i = 0; i < nComm; ++i)
+    if (commRows[i].id != (PiperCommOpId)i || strcmp(commRows[i].name, commOps[i].name)) {
+      printf("FAIL: comm row %d is %s, but op #%d of the comm dialect is %s: keep "
+             "include/piper/comm_ops.def in comm.irdl.mlir's order\n", i, commRows[i].name, i,
+             commOps[i].name);
+      return 15;
+    }
+  int nRing = 0;
+  for (int i = 0; i < nComm; ++i) {
+    /* a ring op's bf16 results leave its last result, the token, alone */
+    if (commRows[i].ring && (commOps[i].nResults < 2 ||
+                             (commRows[i].bf16Results >> (commOps[i].nResults - 1)))) {
+      printf("FAIL: %s: bf16Results names its token or a result it does not have\n",
+             commRows[i].name);
+      return 16;
+    }
+    nRing += commRows[i].ring;
+  }
+  printf("ok\n");
+  printf("checked %d comm ops, %d ring ops\n", nComm, nRing);
   mlirContextDestroy(ctx);
   return 0;
 }

@@ -21,7 +21,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run_one() {
   local name=$1 dict=()
   mkdir -p "$out/corpus/$name" "$out/crashes/$name"
-  [ -f "$src/$name.dict" ] && dict=(-dict="$src/$name.dict")
+  # the build's dictionary where it writes one (strategy: the directive list's words added)
+  if [ -f "$out/$name.dict" ]; then dict=(-dict="$out/$name.dict")
+  elif [ -f "$src/$name.dict" ]; then dict=(-dict="$src/$name.dict"); fi
   "$build/bin/$name-fuzz" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
     -print_final_stats=1 -artifact_prefix="$out/crashes/$name/" "${dict[@]}" \
     "$out/corpus/$name" "$src/corpus/$name" >"$out/$name.log" 2>&1

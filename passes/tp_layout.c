@@ -1,0 +1,131 @@
+/* Tensor parallelism's device layout (passes/tp_layout.h): the module's piper.tp_groups, the
+ * T of a device list, and the TP facts of one member's instance of a global op. */
+#include <stdlib.h>
+
+#include "passes/tp_layout.h"
+
+/* The group of `groups` (piper.tp_groups) holding device `d`, or null. */
+static MlirAttribute groupHolding(MlirAttribute groups, int64_t d) {
+  for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
+    MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
+    if (piperListFind(grp, d) >= 0) return grp;
+  }
+  return mlirAttributeGetNull();
+}
+
+/* T if `devices` (sorted) is a TP list of the module's groups: runs of T consecutive entries,
+ * each a group in its own order; 1 otherwise. */
+static int64_t tpSizeOf(MlirAttribute groups, MlirAttribute devices) {
+  if (mlirAttributeIsNull(groups) || mlirAttributeIsNull(devices)) return 1;
+  intptr_t n = mlirArrayAttrGetNumElements(devices);
+  if (n < 2) return 1;
+  MlirAttribute first = groupHolding(groups, piperListAt(devices, 0));
+  if (mlirAttributeIsNull(first)) return 1;
+  intptr_t T = mlirArrayAttrGetNumElements(first);
+  if (T < 2 || n % T) return 1;
+  for (intptr_t j = 0; j < n; j += T) {
+    MlirAttribute g = groupHolding(groups, piperListAt(devices, j));
+    if (mlirAttributeIsNull(g) || mlirArrayAttrGetNumElements(g) != T) return 1;
+    for (intptr_t t = 0; t < T; ++t)
+      if (piperListAt(g, t) != piperListAt(devices, j + t)) return 1;
+  }
+  return T;
+}
+
+/* The module's piper.tp_groups, or null if absent or not a list of device lists (IR written
+ * by hand: then the plan has no tensor-parallel layout). */
+static MlirAttribute tpGroups(MlirOperation module) {
+  MlirAttribute g = mlirOperationGetAttributeByName(module, piperStr("piper.tp_groups"));
+  if (mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) return mlirAttributeGetNull();
+  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(g); ++i) {
+    MlirAttribute grp = mlirArrayAttrGetElement(g, i);
+    if (!mlirAttributeIsAArray(grp)) return mlirAttributeGetNull();
+    for (intptr_t k = 0; k < mlirArrayAttrGetNumElements(grp); ++k)
+      if (!mlirAttributeIsAInteger(mlirArrayAttrGetElement(grp, k)))
+        return mlirAttributeGetNull();
+  }
+  return g;
+}
+
+MlirAttribute piperTpGroups(MlirOperation module) { return tpGroups(module); }
+
+int64_t piperTpSize(MlirOperation module, MlirAttribute devices) {
+  return tpSizeOf(tpGroups(module), devices);
+}
+
+void piperTpLayoutInit(PiperTpLayout *l, MlirOperation module) {
+  l->groups = tpGroups(module);
+  piperPtrMapInit(&l->sizeOf, 16);
+}
+
+void piperTpLayoutFree(PiperTpLayout *l) { piperPtrMapFree(&l->sizeOf); }
+
+int64_t piperTpLayoutSize(PiperTpLayout *l, MlirAttribute devices) {
+  if (mlirAttributeIsNull(l->groups) || mlirAttributeIsNull(devices)) return 1;
+  intptr_t T;
+  if (piperPtrMapGet(&l->sizeOf, devices.ptr, &T)) return T;
+  T = (intptr_t)tpSizeOf(l->groups, devices);
+  piperPtrMapPut(&l->sizeOf, devices.ptr, T);
+  return T;
+}
+
+int64_t piperTpSplitReplicas(PiperTpLayout *l, MlirOperation op, int64_t *replicas, int64_t *k) {
+  int64_t T = piperTpLayoutSize(l, mlirOperationGetAttributeByName(op, piperStr("devices")));
+  if (T > 1) {
+    *replicas /= T;
+    *k /= T;
+  }
+  return T;
+}
+
+/* The sub-list of `group` (a TP list of T-runs) that device position `flatK` reduces over:
+ * its own run (tp_reduce: the tensor-parallel group) or the members with its t (a
+ * data-parallel reduction of a replicate directive). */
+static MlirAttribute narrowGroup(MlirContext ctx, MlirAttribute group, int64_t T, int64_t flatK,
+                                 bool tensorParallel) {
+  intptr_t n = mlirArrayAttrGetNumElements(group);
+  MlirAttribute *ids = malloc((n ? n : 1) * sizeof *ids);
+  intptr_t m = 0;
+  for (intptr_t i = 0; i < n; ++i)
+    if (tensorParallel ? i / T == flatK / T : i % T == flatK % T)
+      ids[m++] = mlirArrayAttrGetElement(group, i);
+  MlirAttribute a = mlirArrayAttrGet(ctx, m, ids);
+  free(ids);
+  return a;
+}
+
+bool piperTpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_t T) {
+  MlirContext ctx = mlirOperationGetContext(c);
+  int64_t t = flatK % T;
+  /* a split tensor: member t's slice of the whole one */
+  MlirAttribute slice = mlirOperationGetAttributeByName(op, piperStr("tp_slice"));
+  if (!mlirAttributeIsNull(slice) && mlirAttributeIsAArray(slice) &&
+      mlirArrayAttrGetNumElements(slice) == 4 &&
+      mlirAttributeIsAInteger(mlirArrayAttrGetElement(slice, 3))) /* else the verifier says */
+    mlirOperationSetAttributeByName(c, piperStr("tp_offset"), piperI64Attr(ctx, t * piperListAt(slice, 3)));
+  /* collectives: the group the member reduces over */
+  MlirAttribute group = mlirOperationGetAttributeByName(op, piperStr("group"));
+  if (!mlirAttributeIsNull(group) && mlirArrayAttrGetNumElements(group) % T == 0) {
+    bool tensorParallel =
+        !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce")));
+    mlirOperationSetAttributeByName(c, piperStr("group"),
+                                    narrowGroup(ctx, group, T, flatK, tensorParallel));
+  }
+  if (piperOpIs(op, "tdag.adamw")) {
+    MlirValue p = mlirOperationGetOperand(op, 0);
+    bool split = mlirValueIsAOpResult(p) &&
+                 !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(p),
+                                                                      piperStr("tp_slice")));
+    if (!split) { /* replicated in the group: the gradient norm counts member 0's copy only */
+      mlirOperationSetAttributeByName(c, piperStr("tp_replica"), piperI64Attr(ctx, t));
+      if (mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
+        mlirOperationSetAttributeByName(c, piperStr("replica"), piperI64Attr(ctx, flatK));
+    }
+  }
+  /* the loss is reported once per data-parallel replica: by member 0 */
+  if (t && piperOpIs(op, "tdag.output")) {
+    mlirOperationDestroy(c);
+    return true;
+  }
+  return false;
+}

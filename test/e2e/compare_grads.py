@@ -35,7 +35,8 @@ def main():
     ap.add_argument("--tol", type=float, default=2e-6)
     ap.add_argument("--model", help="REF_GRADS must hold this model's parameters, no other")
     a = ap.parse_args()
-    ref, run = safetensors_io.read(a.ref), safetensors_io.read(a.run)
+    ref = safetensors_io.read(a.ref, as_numpy=True)
+    run = safetensors_io.read(a.run, as_numpy=True)
     passed = failed = 0
     if not ref:
         print(f"FAIL grads no tensor in {a.ref}: nothing to compare")

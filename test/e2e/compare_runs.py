@@ -8,7 +8,7 @@
 Prints one line per check, the worst error of each kind, and `N passed, M failed`; exits 1 on
 any failure.
   loss[step s]  |run - ref| / |ref| <= --loss-rtol (default 1e-5), for every step of both runs.
-  param[name]   the oracle's parameter rule (test/oracle/gpt_torch.py compare_params), for
+  param[name]   the oracle's parameter rule (test/oracle/compare.py compare_params), for
                 every tensor of both checkpoints (parameters and AdamW moments): every element
                 within --param-tol (default 1e-5) of the reference, relative to the tensor's
                 max, except at most 0.1% isolated elements, and none above --param-cap
@@ -35,7 +35,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
-import gpt_torch as oracle  # noqa: E402
+import compare as oracle  # noqa: E402  (NumPy only: no torch import)
 import safetensors_io as st  # noqa: E402
 
 # The hard bound on any element's |run - ref| / max|ref|, the outliers included: the larger of

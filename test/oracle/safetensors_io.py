@@ -5,9 +5,10 @@ File layout:
 Header: {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
          optional "__metadata__": {str: str}}; offsets are relative to the buffer start.
 
-Tensors are exchanged as dict name -> torch.float32 tensor. write() emits F32 unless told
-otherwise (dtype="BF16", or a dict name -> dtype: BF16, F16, F32, F64, I8, ...: each tensor
-converted by torch's .to(), so BF16 rounds to nearest even and a tensor already of that torch
+Tensors are exchanged as dict name -> torch.float32 tensor, or NumPy float32 arrays with
+read(as_numpy=True), which does not import torch (the comparisons, compare.py, need none).
+write() emits F32 unless told otherwise (dtype="BF16", or a dict name -> dtype: BF16, F16,
+F32, F64, I8, ...: each tensor converted by torch's .to(), so BF16 rounds to nearest even and a tensor already of that torch
 dtype keeps its bits), tensors in sorted-name order, header padded with spaces to a multiple
 of 8 bytes (like the reference implementation). read() accepts F32 (and F64/F16/BF16/integer
 dtypes, converted to float32 unless keep_dtype=True; BF16 comes back as float32 either way).
@@ -16,7 +17,6 @@ import json
 import struct
 
 import numpy as np
-import torch
 
 _NP_DTYPES = {
     "F64": np.dtype("<f8"),
@@ -42,8 +42,9 @@ def read_header(path):
     return hdr, meta, 8 + n
 
 
-def read(path, with_metadata=False, keep_dtype=False):
-    """Read a safetensors file into {name: torch.float32 tensor} (+ metadata if asked)."""
+def read(path, with_metadata=False, keep_dtype=False, as_numpy=False):
+    """Read a safetensors file into {name: torch.float32 tensor} (+ metadata if asked), or
+    {name: NumPy array} with as_numpy."""
     hdr, meta, start = read_header(path)
     with open(path, "rb") as f:
         f.seek(start)
@@ -69,19 +70,25 @@ def read(path, with_metadata=False, keep_dtype=False):
         arr = arr.reshape(shape)
         if not keep_dtype:
             arr = arr.astype(np.float32)
-        out[name] = torch.from_numpy(np.array(arr, copy=True))
+        out[name] = np.array(arr, copy=True)
+    if not as_numpy:
+        import torch
+        out = {n: torch.from_numpy(a) for n, a in out.items()}
     return (out, meta) if with_metadata else out
 
 
-# safetensors dtype -> torch dtype write() converts to (BF16's bytes are its int16 view)
-_TORCH_DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16,
-                 "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32,
-                 "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8}
+# the safetensors dtypes write() converts to, by their torch dtype names (BF16's bytes are its
+# int16 view)
+_TORCH_DTYPES = {"F32": "float32", "F64": "float64", "F16": "float16", "BF16": "bfloat16",
+                 "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8"}
 
 
 def _tensor_bytes(t, dt):
-    """(shape, little-endian bytes) of tensor t as safetensors dtype dt"""
-    t = t.detach().cpu().to(_TORCH_DTYPES[dt]).contiguous()
+    """(shape, little-endian bytes) of tensor t (torch, or a NumPy array) as safetensors dtype dt"""
+    import torch
+    if isinstance(t, np.ndarray):
+        t = torch.from_numpy(np.ascontiguousarray(t))
+    t = t.detach().cpu().to(getattr(torch, _TORCH_DTYPES[dt])).contiguous()
     if dt == "BF16":  # numpy has no bfloat16: write its bits
         t = t.view(torch.int16)
     arr = t.numpy()

@@ -8,6 +8,10 @@
 static const PiperPassInfo registry[] = {
     {"piper-verify", "check tdag shapes and element types (also run after every parse)", NULL,
      piperCreateVerifyPass},
+    {"piper-fuse",
+     "fold general-op chains (an exported PyTorch model's) into the fused ops: causal "
+     "attention, RMSNorm, tanh GELU, SwiGLU",
+     NULL, piperCreateFusePass},
     {"piper-autodiff",
      "forward graph -> training graph: append backward ops and AdamW updates (idempotent)",
      NULL, piperCreateAutodiffPass},

@@ -160,6 +160,10 @@ MlirPass piperCreateModulePass(void *typeId, const char *name, const char *summa
 /* ---- passes ---- */
 /* Forward graph -> training graph: appends backward ops and AdamW updates. */
 MlirLogicalResult piperAutodiff(MlirOperation module);
+/* --piper-fuse (passes/fuse.c): general-op chains (python/piper's exports) folded into the
+ * fused ops: attention, rmsnorm, gelu, swiglu. piper-compile runs it first. */
+MlirLogicalResult piperFuse(MlirOperation module);
+MlirPass piperCreateFusePass(const char *arg);
 MlirPass piperCreateAutodiffPass(const char *arg);
 MlirPass piperCreateVerifyPass(const char *arg);
 /* Appends the directives of a JSON or .mlir strategy file (the pass argument) as sched ops. */

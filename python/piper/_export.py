@@ -1002,7 +1002,9 @@ def _module_text(e, B, T):
             users.setdefault(o.name, idx)
     # forward: annotated tags, else the operand computed last (among those with tags)
     for idx, outs, operands, tags in e.ops:
-        if tags is None and operands:
+        if not operands:  # leaves and constants: their first user's, below
+            tags = None
+        elif tags is None:
             tagged = [o for o in operands if final.get(o.name) is not None]
             if tagged:
                 tags = final[max(tagged, key=lambda o: o.index).name]
@@ -1012,7 +1014,7 @@ def _module_text(e, B, T):
     by_line = {idx: (outs, operands) for idx, outs, operands, tags in e.ops}
     for idx, outs, operands, tags in reversed(e.ops):
         for o in outs:
-            if final.get(o.name) in (None, {}) and o.name in users:
+            if final.get(o.name) is None and o.name in users:
                 u_outs, _ = by_line[users[o.name]]
                 final[o.name] = final.get(u_outs[0].name) if u_outs else None
     uses_pp = any(t and "PP" in t for t in final.values())

@@ -206,3 +206,42 @@ class Llama(nn.Module):
             h = layer(h, self.freqs_cos, self.freqs_sin, mask)
         logits = self.output(self.norm(h)).float()
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+
+
+class OpsMix(nn.Module):
+    """The general ops no fused op covers, each on the way to the loss so its gradient is
+    checked: exp, division and subtraction with broadcasting, 1 - x, sqrt, tanh, silu alone,
+    sum and mean with and without keepdim, unbind + stack, chunk, select, a batched matmul with
+    a transposed operand, torch.where with a constant mask, log_softmax over a dim that is not
+    the last, masked_fill with a finite value."""
+
+    def __init__(self, V=64, C=32, T=16):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.proj = nn.Linear(C, C)
+        self.head = nn.Linear(C, V, bias=False)
+        self.scale = nn.Parameter(torch.ones(C))
+        self.register_buffer("keep", torch.tril(torch.ones(T, T, dtype=torch.bool)))
+        g = torch.Generator().manual_seed(2)
+        for p in self.parameters():
+            with torch.no_grad():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.2 + (1.0 if p.dim() == 1 else 0.0))
+
+    def forward(self, tokens, targets):
+        B, T = tokens.shape
+        x = self.proj(self.wte(tokens))                                # (B,T,C)
+        a = torch.exp(x * 0.5)
+        b = x / (1.0 + a)                                              # div, broadcast-free
+        c = x - a.mean(-1, keepdim=True)                               # sub, (B,T,1) broadcast
+        d = torch.stack(x.unbind(1), dim=1) * self.scale               # unbind + stack, param
+        s = torch.bmm(x, x.transpose(1, 2)) / x.size(-1)               # (B,T,T)
+        s = torch.where(self.keep[:T, :T], s, -30.0)                   # where, constant mask
+        ls = F.log_softmax(s, dim=1)                                   # not the last dim
+        m = s.masked_fill(~self.keep[:T, :T], 2.0).sum(-1)             # (B,T) no keepdim
+        e = (1 - torch.tanh(x)) * torch.sqrt(x * x + 1.0)              # rsub, tanh, sqrt
+        half = x.chunk(2, dim=-1)[1]
+        f = F.silu(x) + torch.cat((half, -half), dim=-1) * 0.5         # silu; chunk, cat
+        g = ls.mean(-1, keepdim=True) + m.unsqueeze(-1) * 0.01 + x[:, :, 0:1]  # select-like
+        h = b + c + d + e + f + g
+        logits = self.head(h)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))

@@ -14,7 +14,7 @@
       parameter name, tied ones included, then holds exactly the checkpoint's tensor
 
 Models: test/frontend/models.py (gpt2, gpt2-nobias-tanh, gpt2-sdpa, llama, llama-interleaved,
-llama-mha)."""
+llama-mha, ops: the general ops no fused op covers)."""
 import argparse
 import json
 import os
@@ -48,6 +48,8 @@ def make_model(a):
         KV = a.heads if a.model == "llama-mha" else a.kv_heads
         return models.Llama(V=V, C=C, H=a.heads, KV=KV, F_=a.ffn, L=L, T=T,
                             interleaved=a.model == "llama-interleaved")
+    if a.model == "ops":
+        return models.OpsMix(V=V, C=C, T=T)
     raise SystemExit(f"unknown --model {a.model}")
 
 

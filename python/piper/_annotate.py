@@ -9,9 +9,12 @@ Two forms give an op its tags:
 An op created outside every annotated module and region takes the tags of its operand computed
 last (the exporter applies that rule, python/piper/_export.py), so glue code between modules
 stays with its data: `tok_emb + pos_emb` goes with the embeddings, a loss after the head goes
-with the head. Leaves (parameters, inputs) and constants take the tags of their first user.
+with the head. Leaves (parameters, inputs), constants, and ops none of whose operands has tags
+(computed from parameters and constants alone: wpe's rows) take the tags of their first user.
 """
 import contextlib
+
+import torch
 
 _ATTR = "_piper_tags"
 
@@ -67,6 +70,17 @@ def annotate(target, **tags):
     return target
 
 
+def _refuse_dropout(mod, path):
+    """nn.Dropout (any of its kinds) with p > 0 in training mode: refused where it is called.
+    Piper has no dropout yet (its runtime RNG is deterministic, but no kernel draws masks)."""
+    if isinstance(mod, torch.nn.modules.dropout._DropoutNd) and mod.p > 0 and mod.training:
+        from ._export import ExportError, _user_frame
+        src = _user_frame()
+        raise ExportError(f"{src[0]}:{src[1]}: piper.export: dropout with p = {mod.p} > 0 is "
+                          f"refused: Piper has no dropout yet; export with p = 0 or the model "
+                          f"in eval mode (op {type(mod).__name__}, module {path})")
+
+
 @contextlib.contextmanager
 def tracing(model):
     """Installs the hooks that keep the stacks while `model` is traced; removes them after."""
@@ -77,6 +91,7 @@ def tracing(model):
         own = getattr(m, _ATTR, None)
 
         def pre(mod, args, path=path, own=own):
+            _refuse_dropout(mod, path)
             _state.paths.append(path)
             if own is not None:
                 _state.tags.append({**_state.tags[-1], **own})

@@ -640,6 +640,11 @@ def h_masked_fill(e, node, x, mask, value):
                   f"value = {_fattr(s)}")
 
 
+def h_compare(e, node, *args):
+    e.fail("a comparison of values computed from the data (a mask that depends on the data): "
+           "only constant masks (buffers, tril/triu) are mapped")
+
+
 def h_where(e, node, cond, a, b):
     if not isinstance(cond, Const):
         e.fail("torch.where with a condition that depends on the data is not mapped")
@@ -781,6 +786,8 @@ _HANDLERS = {
     "mean": h_mean, "sum": h_sum, "_softmax": h_softmax, "softmax": h_softmax,
     "_log_softmax": h_log_softmax, "log_softmax": h_log_softmax,
     "masked_fill": h_masked_fill, "where": h_where, "embedding": h_embedding,
+    "gt": h_compare, "lt": h_compare, "ge": h_compare, "le": h_compare, "eq": h_compare,
+    "ne": h_compare,
     "native_layer_norm": h_layer_norm, "addmm": h_addmm, "mm": h_mm, "bmm": h_bmm,
     "nll_loss_forward": h_nll_loss,
     "scaled_dot_product_attention": h_sdpa,
@@ -862,9 +869,11 @@ def trace(model, tokens, targets, loss_fn):
             raise
         except Exception as err:  # data-dependent control flow and the like
             src = _user_frame_of(err)
-            raise ExportError(f"{src[0]}:{src[1]}: piper.export: the model could not be traced "
-                              f"({type(err).__name__}: {err}); data-dependent control flow "
-                              f"(an `if` on a tensor's value, .item()) is refused: make the "
+            path = _annotate.current()[1] or "(the root module)"
+            raise ExportError(f"{src[0]}:{src[1]}: piper.export: the model could not be traced: "
+                              f"{type(err).__name__}: {err} (op: reading a tensor's value, "
+                              f"module {path}); data-dependent control flow (an `if` on a "
+                              f"tensor's value, .item(), .tolist()) is refused: make the "
                               f"forward depend on shapes only") from None
     leaves, _ = pytree.tree_flatten((state, tokens, targets))
     names = list(state) + ["tokens", "targets"]
@@ -902,12 +911,14 @@ def _pick_loss(out):
 
 def export(model, example, path, weights=None, loss=None):
     tokens, targets = example
+    src = _user_frame()
     if tokens.dtype not in (torch.int64, torch.int32) or targets.dtype not in (torch.int64, torch.int32):
-        raise ExportError(f"piper.export: tokens and targets must be integer tensors (token "
-                          f"ids), got {tokens.dtype} and {targets.dtype}")
+        raise ExportError(f"{src[0]}:{src[1]}: piper.export: tokens and targets must be integer "
+                          f"tensors of token ids, got {tokens.dtype} and {targets.dtype} (the "
+                          f"example inputs of this call: the runtime feeds int32 token ids)")
     if tokens.dim() != 2 or tokens.shape != targets.shape:
-        raise ExportError(f"piper.export: tokens and targets must both be (B, T), got "
-                          f"{tuple(tokens.shape)} and {tuple(targets.shape)}")
+        raise ExportError(f"{src[0]}:{src[1]}: piper.export: tokens and targets must both be "
+                          f"(B, T), got {tuple(tokens.shape)} and {tuple(targets.shape)}")
     B, T = tokens.shape
     if targets is tokens:  # one tensor would trace as one input
         targets = targets.clone()
@@ -946,7 +957,11 @@ def export(model, example, path, weights=None, loss=None):
             continue
         handler = _HANDLERS.get(_packet(node.target))
         if handler is None:
-            e.fail(f"no tdag mapping for {node.target}")
+            hint = (" (F.dropout with p > 0 traces to it: Piper has no dropout; export with "
+                    "p = 0 or the module in eval mode)"
+                    if _packet(node.target) in ("bernoulli", "bernoulli_", "empty_like", "rand_like")
+                    else "")
+            e.fail(f"no tdag mapping for {node.target}{hint}")
         env[node] = handler(e, node, *args, **kwargs)
     if e.loss is None:
         raise ExportError("piper.export: no loss found: the traced function must end in "
@@ -979,12 +994,10 @@ class _LazyParam:
 
 
 def _resolve_params(a):
+    """A parameter placeholder as its tdag.param, declared at the node that first reads it
+    (whose module and source line a refusal names)."""
     if isinstance(a, _LazyParam):
-        saved = a.e.node
-        a.e.node = a.node
-        v = a.e.param(a.name, a.tensor)
-        a.e.node = saved
-        return v
+        return a.e.param(a.name, a.tensor)
     if isinstance(a, (list, tuple)):
         return type(a)(_resolve_params(x) for x in a)
     return a
@@ -994,7 +1007,8 @@ def _resolve_params(a):
 
 def _module_text(e, B, T):
     """The tdag module: every op's tags resolved (annotated scope; else the operand computed
-    last; leaves and constants from their first user; PP = 0 where no op has a PP tag)."""
+    last; leaves, constants and ops with no tagged operand from their first user; PP = 0 on
+    every op where no op has a PP tag)."""
     final = {}
     users = {}
     for idx, outs, operands, tags in e.ops:
@@ -1010,7 +1024,8 @@ def _module_text(e, B, T):
                 tags = final[max(tagged, key=lambda o: o.index).name]
         for o in outs:
             final[o.name] = tags
-    # leaves and constants: their first user's tags
+    # leaves, constants and what is computed from them alone: their first user's tags (users
+    # come later in the program, so a reverse walk settles whole chains)
     by_line = {idx: (outs, operands) for idx, outs, operands, tags in e.ops}
     for idx, outs, operands, tags in reversed(e.ops):
         for o in outs:

@@ -977,6 +977,16 @@ static void verifyTriangle(Verifier *v, MlirOperation op) {
     fail(v, op, "result must be (R,C), got %s", typeStr(resultType(op, 0)));
 }
 
+/* rope_table {head_dim = D, theta > 0}: out (T, N), N = D or D/2, D even */
+static void verifyRopeTable(Verifier *v, MlirOperation op) {
+  MlirType t = resultType(op, 0);
+  int64_t D = piperGetIntAttr(op, "head_dim", 0), N = piperTensorDim(t, 1);
+  if (piperTensorRank(t) != 2 || D <= 0 || D % 2 || (N != D && N != D / 2) ||
+      !(piperGetFloatAttr(op, "theta", 0.0) > 0.0))
+    fail(v, op, "expects (T, head_dim) or (T, head_dim / 2) for an even head_dim %lld and "
+         "theta > 0, got %s", (long long)D, typeStr(t));
+}
+
 /* full: any shape */
 static void verifyFull(Verifier *v, MlirOperation op) {}
 

@@ -684,6 +684,16 @@ static void lowerTriangle(Lowering *L, MlirOperation op) {
   call(L, op, 6, args);
 }
 
+/* tdag.rope_table {head_dim, theta, sin} -> prt_rope_angles(out, T, N, head_dim, theta, sin) */
+static void lowerRopeTable(Lowering *L, MlirOperation op) {
+  MlirType t = resultType(op, 0);
+  MlirValue args[6] = {lwOut(L, op, 0), lwI64(L, piperTensorDim(t, 0)),
+                       lwI64(L, piperTensorDim(t, 1)), lwI64(L, piperGetIntAttr(op, "head_dim", 2)),
+                       lbConstF32(&L->lb, (float)piperGetFloatAttr(op, "theta", 1e4)),
+                       lbConstI32(&L->lb, (int32_t)piperGetIntAttr(op, "sin", 0))};
+  call(L, op, 6, args);
+}
+
 /* tdag.full {value} -> prt_fill(out, value, numel) */
 static void lowerFull(Lowering *L, MlirOperation op) {
   MlirValue args[3] = {lwOut(L, op, 0),

@@ -13,11 +13,14 @@
  *   0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) -> tdag.gelu(x)
  *   silu(a) * b, same shapes -> tdag.swiglu(a, b)
  *   embed(tokens, wte) + wpe[:T] -> tdag.embedding(tokens, wte, wpe)
+ *   x * cos + rotate_half(x) * sin, x (B,T,H,D), the tables rotate-half tdag.rope_tables (the
+ *     exporter recognised them) -> tdag.rope(x) {head_dim, theta}
  *
  * Each pattern checks every constant (the scale, the mask's diagonal and values, the softmax's
- * dim, eps > 0, GELU's coefficients) and leaves a chain that differs alone: it still runs, on
- * the general ops' kernels. The exact (erf) GELU has its own op and kernel already. A RoPE
- * written out stays unfused: its tables are buffers whose values the compiler does not see
+ * dim, eps > 0, GELU's coefficients, RoPE's tables and halves) and leaves a chain that differs
+ * alone: it still runs, on the general ops' kernels. The exact (erf) GELU has its own op and
+ * kernel already. Meta's interleaved RoPE (pairs x_2j, x_2j+1) and one applied after the heads'
+ * transpose (positions on dim 2) stay unfused: tdag.rope rotates halves of (B,T,H*D) rows
  * (test/passes/fuse*.mlir show each pattern firing and not firing). */
 #include <math.h>
 #include <stdlib.h>
@@ -425,6 +428,103 @@ static MlirLogicalResult fuseMul(MlirRewritePattern p, MlirOperation op, MlirPat
   return done ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }
 
+/* ---- rotary position embedding ---- */
+
+/* What a RoPE operand was read from. */
+typedef struct {
+  int64_t D;    /* head_dim */
+  double theta; /* the base */
+} RopeTable;
+
+/* v = a rotate-half tdag.rope_table {sin = sn} (T, D), reshaped and maybe broadcast, laid over
+ * x (B,T,H,D) with its rows on x's dim 1 and its columns on dim 3: fills *tab. */
+static bool ropeTableOver(MlirValue v, MlirValue x, int64_t sn, RopeTable *tab) {
+  MlirOperation bc = defOf(v, "tdag.broadcast");
+  MlirValue own = mlirOperationIsNull(bc) ? v : operandOf(bc, 0);
+  MlirOperation rt = defOf(throughReshapes(own), "tdag.rope_table");
+  if (mlirOperationIsNull(rt) || piperGetIntAttr(rt, "sin", -1) != sn || rankOf(x) != 4)
+    return false;
+  MlirValue table = mlirOperationGetResult(rt, 0);
+  int64_t D = piperGetIntAttr(rt, "head_dim", 0), T = dimOf(table, 0), r = rankOf(own);
+  if (dimOf(table, 1) != D || dimOf(x, 1) != T || dimOf(x, 3) != D || r < 3)
+    return false;
+  /* own right-aligned to x's 4 dims: (1,) T, 1, D */
+  if (dimOf(own, r - 1) != D || dimOf(own, r - 2) != 1 || dimOf(own, r - 3) != T ||
+      (r == 4 && dimOf(own, 0) != 1))
+    return false;
+  if (tab->D && (tab->D != D || tab->theta != piperGetFloatAttr(rt, "theta", 0.0))) return false;
+  tab->D = D;
+  tab->theta = piperGetFloatAttr(rt, "theta", 0.0);
+  return true;
+}
+
+/* The x of mul(x, table): the operand that is not the table (ctx: {sin flag, RopeTable *}). */
+typedef struct {
+  int64_t sn;
+  RopeTable *tab;
+  MlirValue x; /* the value rotated, when already known */
+} RopeTerm;
+
+static bool ropeTerm(MlirValue term, RopeTerm *t, MlirValue *x) {
+  MlirOperation mul = defOf(term, "tdag.mul");
+  for (int k = 0; !mlirOperationIsNull(mul) && k < 2; ++k) {
+    MlirValue a = operandOf(mul, k), tbl = operandOf(mul, 1 - k);
+    if (mlirTypeEqual(typeOf(a), typeOf(term)) && ropeTableOver(tbl, a, t->sn, t->tab)) {
+      *x = a;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2]) over the last dim */
+static bool isRotateHalf(MlirValue v, MlirValue x) {
+  MlirOperation cat = defOf(v, "tdag.concat");
+  if (mlirOperationIsNull(cat) || mlirOperationGetNumOperands(cat) != 2 ||
+      piperGetIntAttr(cat, "dim", -1) != rankOf(v) - 1)
+    return false;
+  int64_t half = dimOf(x, -1) / 2;
+  MlirOperation neg = scalarOp(operandOf(cat, 0), "tdag.mul_scalar", "value", -1.0);
+  MlirOperation hi = mlirOperationIsNull(neg) ? neg : defOf(operandOf(neg, 0), "tdag.slice");
+  MlirOperation lo = defOf(operandOf(cat, 1), "tdag.slice");
+  return !mlirOperationIsNull(hi) && !mlirOperationIsNull(lo) &&
+         mlirValueEqual(operandOf(hi, 0), x) && mlirValueEqual(operandOf(lo, 0), x) &&
+         piperGetIntAttr(hi, "start", -1) == half && piperGetIntAttr(lo, "start", -1) == 0 &&
+         piperGetIntAttr(hi, "dim", -1) == rankOf(x) - 1 &&
+         piperGetIntAttr(lo, "dim", -1) == rankOf(x) - 1 && dimOf(operandOf(cat, 0), -1) == half;
+}
+
+/* add(x * cos, rotate_half(x) * sin), either order, x (B,T,H,D), the tables rotate-half
+ * rope_tables of one head_dim and theta -> reshape(rope(reshape(x, (B,T,H*D)))) */
+static MlirLogicalResult fuseRope(MlirRewritePattern p, MlirOperation op, MlirPatternRewriter r,
+                                  void *u) {
+  RopeTable tab = {0, 0.0};
+  RopeTerm cosTerm = {0, &tab, {NULL}}, sinTerm = {1, &tab, {NULL}};
+  MlirValue x = {NULL}, rot = {NULL};
+  bool found = false;
+  for (int k = 0; k < 2 && !found; ++k) {
+    tab = (RopeTable){0, 0.0};
+    found = ropeTerm(operandOf(op, k), &cosTerm, &x) &&
+            ropeTerm(operandOf(op, 1 - k), &sinTerm, &rot) && isRotateHalf(rot, x);
+  }
+  MlirValue out = mlirOperationGetResult(op, 0);
+  if (!found || !mlirTypeEqual(typeOf(x), typeOf(out))) return mlirLogicalResultFailure();
+  MlirRewriterBase rw = mlirPatternRewriterAsBase(r);
+  MlirContext ctx = mlirOperationGetContext(op);
+  int64_t B = dimOf(x, 0), T = dimOf(x, 1), H = dimOf(x, 2), D = dimOf(x, 3);
+  int64_t packed[3] = {B, T, H * D}, shape[4] = {B, T, H, D};
+  MlirValue flat = reshapeTo(rw, op, x, 3, packed);
+  MlirType i64 = mlirIntegerTypeGet(ctx, 64);
+  MlirNamedAttribute attrs[2] = {
+      piperNamedAttr(ctx, "head_dim", mlirIntegerAttrGet(i64, D)),
+      piperNamedAttr(ctx, "theta", mlirFloatAttrDoubleGet(ctx, mlirF64TypeGet(ctx), tab.theta))};
+  MlirType t = typeOf(flat);
+  MlirOperation rope = build(rw, op, "tdag.rope", 1, &flat, 1, &t, 2, attrs);
+  MlirValue y = reshapeTo(rw, op, mlirOperationGetResult(rope, 0), 4, shape);
+  mlirRewriterBaseReplaceOpWithValues(rw, op, 1, &y);
+  return mlirLogicalResultSuccess();
+}
+
 /* ---- embeddings ---- */
 
 static bool isEmbed(MlirValue v, void *ctx) { return !mlirOperationIsNull(defOf(v, "tdag.embed")); }
@@ -467,6 +567,7 @@ static const struct {
     {"tdag.bmm", fuseAttention},
     {"tdag.mul", fuseMul},
     {"tdag.add_bcast", fuseEmbedding},
+    {"tdag.add", fuseRope},
 };
 
 /* Erases forward ops whose results nothing reads, last first, so a chain a pattern replaced

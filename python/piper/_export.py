@@ -249,8 +249,17 @@ class Emitter:
         self.fail(f"expected a tensor, got {type(x).__name__} {x!r}")
 
     def const(self, c):
-        """A constant as IR: a buffer param, a tdag.triangle or tdag.full (reshaped), or a new
-        non-trained tensor piper.const.<k>."""
+        """A constant as IR: a buffer param, a tdag.rope_table, tdag.triangle or tdag.full
+        (reshaped), or a new non-trained tensor piper.const.<k>; equal constants once."""
+        t = c.tensor
+        if t.dtype == torch.bool or not t.is_floating_point():
+            t = t.to(torch.float32)
+        key = (c.buffer, tuple(t.shape), t.contiguous().numpy().tobytes())
+        if key not in self.const_values:
+            self.const_values[key] = self._const(c)
+        return self.const_values[key]
+
+    def _const(self, c):
         t = c.tensor
         if t.dtype == torch.bool or not t.is_floating_point():
             t = t.to(torch.float32)
@@ -259,6 +268,13 @@ class Emitter:
         flat = t.reshape(-1)
         if flat.numel() and bool((flat == flat[0]).all()):
             return self.emit("full", [], [(c.shape, "f32")], f"value = {_fattr(float(flat[0]))}")
+        rope = _rope_table(t)
+        if rope is not None:
+            D, theta, sn = rope
+            rows = [d for d in c.shape if d != 1]
+            m = self.emit("rope_table", [], [(tuple(rows), "f32")],
+                          f"head_dim = {D} : i64, theta = {_fattr(theta)}, sin = {sn} : i64")
+            return m if tuple(rows) == c.shape else self.emit("reshape", [m], [(c.shape, "f32")])
         tri = _triangle(t)
         if tri is not None:
             d, inside, outside = tri
@@ -267,12 +283,47 @@ class Emitter:
                           f"diagonal = {d} : i64, inside = {_fattr(inside)}, outside = "
                           f"{_fattr(outside)}")
             return m if (R, C) == c.shape else self.emit("reshape", [m], [(c.shape, "f32")])
-        key = (tuple(t.shape), t.contiguous().numpy().tobytes())
-        if key not in self.const_values:
-            self.consts += 1
-            self.const_values[key] = self.param(f"piper.const.{self.consts}", t.contiguous(),
-                                                buffer=True)
-        return self.const_values[key]
+        self.consts += 1
+        return self.param(f"piper.const.{self.consts}", t.contiguous(), buffer=True)
+
+
+# RoPE bases tried first (exactly representable in fp32, as tdag.rope passes theta)
+_ROPE_THETAS = (10000.0, 500000.0, 1000000.0, 100000.0, 50000.0, 20000.0, 1000.0)
+
+
+def _rope_table(t):
+    """(head_dim, theta, sin) when t, dims of 1 aside, is a (T, N) RoPE table: cos or sin of
+    pos * theta^(-2 (j mod D/2) / D), N = D (rotate-half: the D/2 angles twice) or D/2 (one
+    column per pair), within the rounding of an fp32 table (1e-6 + 5e-7 T); else None."""
+    rows = [d for d in t.shape if d != 1]
+    if len(rows) != 2 or not t.is_floating_point() or rows[0] < 2 or rows[1] < 2:
+        return None
+    T, N = rows
+    m = t.reshape(T, N).to(torch.float64)
+    if torch.allclose(m[0], torch.ones(N, dtype=torch.float64), atol=1e-6):
+        sn = 0
+    elif torch.allclose(m[0], torch.zeros(N, dtype=torch.float64), atol=1e-6):
+        sn = 1
+    else:
+        return None
+    D = N if N % 2 == 0 and torch.equal(m[:, : N // 2], m[:, N // 2:]) else 2 * N
+    half = D // 2
+    if half < 2:
+        return None
+    v = float(m[1, 1])
+    a1 = math.asin(max(-1.0, min(1.0, v))) if sn else math.acos(max(-1.0, min(1.0, v)))
+    guesses = list(_ROPE_THETAS)
+    if 0 < a1 < 1:
+        guesses.append(float(torch.tensor(a1 ** (-D / 2), dtype=torch.float32)))
+    pos = torch.arange(T, dtype=torch.float64).view(T, 1)
+    j = (torch.arange(N) % half).to(torch.float64).view(1, N)
+    tol = 1e-6 + 5e-7 * T
+    for theta in guesses:
+        ang = pos * theta ** (-2.0 * j / D)
+        ref = torch.sin(ang) if sn else torch.cos(ang)
+        if float((ref - m).abs().max()) <= tol:
+            return D, theta, sn
+    return None
 
 
 def _triangle(t):

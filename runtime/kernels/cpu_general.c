@@ -218,6 +218,17 @@ void prt_log_softmax_bwd(float *dx, const float *dout, const float *y, int64_t o
   softmaxGradRows(dx, dout, y, outer, n, inner, true);
 }
 
+void prt_rope_angles(float *out, int64_t T, int64_t N, int64_t D, float theta, int32_t sn) {
+  prt_comm_progress();
+  int64_t half = D / 2;
+  float *cs = prt_xmalloc((size_t)(2 * (T > 0 ? T : 1) * half) * sizeof(float),
+                          "prt_rope_angles table");
+  prt_rope_table(cs, T, D, theta, 1.0); /* tdag.rope's own angles */
+  for (int64_t t = 0; t < T; t++)
+    for (int64_t j = 0; j < N; j++) out[t * N + j] = cs[2 * (t * half + j % half) + (sn != 0)];
+  free(cs);
+}
+
 void prt_masked_fill(float *out, const float *x, const float *mask, float value, int64_t n,
                      int64_t nm) {
   prt_comm_progress();

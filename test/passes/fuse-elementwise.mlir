@@ -1,6 +1,7 @@
 // --piper-fuse on the elementwise chains python/piper exports: RMSNorm written out, the
-// tanh-GELU formula, silu(a) * b and GPT-2's wte(idx) + wpe(arange(T)). Each fires, leaving
-// no op of its chain, or must not fire where a constant or a shape differs.
+// tanh-GELU formula, silu(a) * b, GPT-2's wte(idx) + wpe(arange(T)) and a rotate-half RoPE
+// over recognised tables. Each fires, leaving no op of its chain, or must not fire where a
+// constant or a shape differs.
 // RUN: piper-opt --split-input-file %s --piper-fuse | FileCheck %s
 
 // x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w, rstd broadcast back to x's shape
@@ -177,4 +178,100 @@ func.func @embedding_shifted() -> tensor<2x4x8xf32> {
   %p = "tdag.slice"(%wpe) {dim = 0 : i64, start = 1 : i64} : (tensor<6x8xf32>) -> tensor<4x8xf32>
   %x = "tdag.add_bcast"(%e, %p) : (tensor<2x4x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
   return %x : tensor<2x4x8xf32>
+}
+
+// -----
+
+// x * cos + rotate_half(x) * sin over (B,T,H,D), sin's term first: tdag.rope on (B,T,H*D)
+// CHECK-LABEL: func.func @rope
+// CHECK: %[[F:.*]] = "tdag.reshape"(%0) : (tensor<2x4x2x8xf32>) -> tensor<2x4x16xf32>
+// CHECK-NEXT: %[[R:.*]] = "tdag.rope"(%[[F]]) {head_dim = 8 : i64, theta = 1.000000e+04 : f64}
+// CHECK-NEXT: %[[Y:.*]] = "tdag.reshape"(%[[R]]) : (tensor<2x4x16xf32>) -> tensor<2x4x2x8xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @rope() -> tensor<2x4x2x8xf32> {
+  %x = "tdag.param"() {init = "normal", name = "x"} : () -> tensor<2x4x2x8xf32>
+  %ct = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 0 : i64} : () -> tensor<4x8xf32>
+  %cr = "tdag.reshape"(%ct) : (tensor<4x8xf32>) -> tensor<4x1x8xf32>
+  %cb = "tdag.broadcast"(%cr) : (tensor<4x1x8xf32>) -> tensor<4x2x8xf32>
+  %cm = "tdag.mul"(%x, %cb) : (tensor<2x4x2x8xf32>, tensor<4x2x8xf32>) -> tensor<2x4x2x8xf32>
+  %hi = "tdag.slice"(%x) {dim = 3 : i64, start = 4 : i64} : (tensor<2x4x2x8xf32>) -> tensor<2x4x2x4xf32>
+  %neg = "tdag.mul_scalar"(%hi) {value = -1.0 : f64} : (tensor<2x4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %lo = "tdag.slice"(%x) {dim = 3 : i64, start = 0 : i64} : (tensor<2x4x2x8xf32>) -> tensor<2x4x2x4xf32>
+  %rot = "tdag.concat"(%neg, %lo) {dim = 3 : i64} : (tensor<2x4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x8xf32>
+  %st = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 1 : i64} : () -> tensor<4x8xf32>
+  %sr = "tdag.reshape"(%st) : (tensor<4x8xf32>) -> tensor<4x1x8xf32>
+  %sb = "tdag.broadcast"(%sr) : (tensor<4x1x8xf32>) -> tensor<4x2x8xf32>
+  %sm = "tdag.mul"(%rot, %sb) : (tensor<2x4x2x8xf32>, tensor<4x2x8xf32>) -> tensor<2x4x2x8xf32>
+  %y = "tdag.add"(%sm, %cm) : (tensor<2x4x2x8xf32>, tensor<2x4x2x8xf32>) -> tensor<2x4x2x8xf32>
+  return %y : tensor<2x4x2x8xf32>
+}
+
+// -----
+
+// the sin table of another base: not one rotation
+// CHECK-LABEL: func.func @rope_other_theta
+// CHECK-NOT: tdag.rope"
+// CHECK: "tdag.concat"
+func.func @rope_other_theta() -> tensor<2x4x2x8xf32> {
+  %x = "tdag.param"() {init = "normal", name = "x"} : () -> tensor<2x4x2x8xf32>
+  %ct = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 0 : i64} : () -> tensor<4x8xf32>
+  %cr = "tdag.reshape"(%ct) : (tensor<4x8xf32>) -> tensor<4x1x8xf32>
+  %cb = "tdag.broadcast"(%cr) : (tensor<4x1x8xf32>) -> tensor<4x2x8xf32>
+  %cm = "tdag.mul"(%x, %cb) : (tensor<2x4x2x8xf32>, tensor<4x2x8xf32>) -> tensor<2x4x2x8xf32>
+  %hi = "tdag.slice"(%x) {dim = 3 : i64, start = 4 : i64} : (tensor<2x4x2x8xf32>) -> tensor<2x4x2x4xf32>
+  %neg = "tdag.mul_scalar"(%hi) {value = -1.0 : f64} : (tensor<2x4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %lo = "tdag.slice"(%x) {dim = 3 : i64, start = 0 : i64} : (tensor<2x4x2x8xf32>) -> tensor<2x4x2x4xf32>
+  %rot = "tdag.concat"(%neg, %lo) {dim = 3 : i64} : (tensor<2x4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x8xf32>
+  %st = "tdag.rope_table"() {head_dim = 8 : i64, theta = 500000.0 : f64, sin = 1 : i64} : () -> tensor<4x8xf32>
+  %sr = "tdag.reshape"(%st) : (tensor<4x8xf32>) -> tensor<4x1x8xf32>
+  %sb = "tdag.broadcast"(%sr) : (tensor<4x1x8xf32>) -> tensor<4x2x8xf32>
+  %sm = "tdag.mul"(%rot, %sb) : (tensor<2x4x2x8xf32>, tensor<4x2x8xf32>) -> tensor<2x4x2x8xf32>
+  %y = "tdag.add"(%sm, %cm) : (tensor<2x4x2x8xf32>, tensor<2x4x2x8xf32>) -> tensor<2x4x2x8xf32>
+  return %y : tensor<2x4x2x8xf32>
+}
+
+// -----
+
+// positions on dim 2 (RoPE after the heads' transpose): not tdag.rope's layout
+// CHECK-LABEL: func.func @rope_positions_dim2
+// CHECK-NOT: tdag.rope"
+// CHECK: "tdag.concat"
+func.func @rope_positions_dim2() -> tensor<2x2x4x8xf32> {
+  %x = "tdag.param"() {init = "normal", name = "x"} : () -> tensor<2x2x4x8xf32>
+  %ct = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 0 : i64} : () -> tensor<4x8xf32>
+  %cb = "tdag.reshape"(%ct) : (tensor<4x8xf32>) -> tensor<1x4x8xf32>
+  %cm = "tdag.mul"(%x, %cb) : (tensor<2x2x4x8xf32>, tensor<1x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %hi = "tdag.slice"(%x) {dim = 3 : i64, start = 4 : i64} : (tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %neg = "tdag.mul_scalar"(%hi) {value = -1.0 : f64} : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %lo = "tdag.slice"(%x) {dim = 3 : i64, start = 0 : i64} : (tensor<2x2x4x8xf32>) -> tensor<2x2x4x4xf32>
+  %rot = "tdag.concat"(%neg, %lo) {dim = 3 : i64} : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x8xf32>
+  %st = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 1 : i64} : () -> tensor<4x8xf32>
+  %sb = "tdag.reshape"(%st) : (tensor<4x8xf32>) -> tensor<1x4x8xf32>
+  %sm = "tdag.mul"(%rot, %sb) : (tensor<2x2x4x8xf32>, tensor<1x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %y = "tdag.add"(%sm, %cm) : (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %y : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// the second half taken from column 2: not rotate_half
+// CHECK-LABEL: func.func @rope_not_rotate_half
+// CHECK-NOT: tdag.rope"
+// CHECK: "tdag.concat"
+func.func @rope_not_rotate_half() -> tensor<2x4x2x8xf32> {
+  %x = "tdag.param"() {init = "normal", name = "x"} : () -> tensor<2x4x2x8xf32>
+  %ct = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 0 : i64} : () -> tensor<4x8xf32>
+  %cr = "tdag.reshape"(%ct) : (tensor<4x8xf32>) -> tensor<4x1x8xf32>
+  %cb = "tdag.broadcast"(%cr) : (tensor<4x1x8xf32>) -> tensor<4x2x8xf32>
+  %cm = "tdag.mul"(%x, %cb) : (tensor<2x4x2x8xf32>, tensor<4x2x8xf32>) -> tensor<2x4x2x8xf32>
+  %hi = "tdag.slice"(%x) {dim = 3 : i64, start = 4 : i64} : (tensor<2x4x2x8xf32>) -> tensor<2x4x2x4xf32>
+  %neg = "tdag.mul_scalar"(%hi) {value = -1.0 : f64} : (tensor<2x4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %lo = "tdag.slice"(%x) {dim = 3 : i64, start = 2 : i64} : (tensor<2x4x2x8xf32>) -> tensor<2x4x2x4xf32>
+  %rot = "tdag.concat"(%neg, %lo) {dim = 3 : i64} : (tensor<2x4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x8xf32>
+  %st = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 1 : i64} : () -> tensor<4x8xf32>
+  %sr = "tdag.reshape"(%st) : (tensor<4x8xf32>) -> tensor<4x1x8xf32>
+  %sb = "tdag.broadcast"(%sr) : (tensor<4x1x8xf32>) -> tensor<4x2x8xf32>
+  %sm = "tdag.mul"(%rot, %sb) : (tensor<2x4x2x8xf32>, tensor<4x2x8xf32>) -> tensor<2x4x2x8xf32>
+  %y = "tdag.add"(%sm, %cm) : (tensor<2x4x2x8xf32>, tensor<2x4x2x8xf32>) -> tensor<2x4x2x8xf32>
+  return %y : tensor<2x4x2x8xf32>
 }

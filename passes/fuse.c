@@ -220,6 +220,43 @@ static MlirValue causalScores(MlirValue masked, int64_t T) {
   return (MlirValue){NULL};
 }
 
+/* The (B,T,3C) value whose thirds, in order, q, k and v (each (B,T,C), maybe reshaped) are,
+ * when there are as many kv heads as heads (GPT-2's c_attn split); else null. */
+static MlirValue packedThirds(const MlirValue *qkv, int64_t H, int64_t KV) {
+  MlirOperation thirds[3];
+  int64_t C = dimOf(qkv[0], -1);
+  bool packed = KV == H;
+  for (int i = 0; packed && i < 3; ++i) {
+    thirds[i] = defOf(throughReshapes(qkv[i]), "tdag.slice");
+    packed = !mlirOperationIsNull(thirds[i]) &&
+             mlirValueEqual(operandOf(thirds[i], 0), operandOf(thirds[0], 0)) &&
+             piperGetIntAttr(thirds[i], "dim", -1) == 2 &&
+             piperGetIntAttr(thirds[i], "start", -1) == i * C &&
+             dimOf(operandOf(thirds[i], 0), 2) == 3 * C && rankOf(operandOf(thirds[i], 0)) == 3;
+  }
+  return packed ? operandOf(thirds[0], 0) : (MlirValue){NULL};
+}
+
+/* gqa_attention(q, k, v) with q, k, v the thirds of one projection -> attention(qkv): the
+ * exported scaled_dot_product_attention of a fused c_attn */
+static MlirLogicalResult fusePackedAttention(MlirRewritePattern p, MlirOperation op,
+                                             MlirPatternRewriter r, void *u) {
+  MlirValue qkv[3] = {operandOf(op, 0), operandOf(op, 1), operandOf(op, 2)};
+  int64_t H = piperGetIntAttr(op, "heads", 0);
+  MlirValue whole = packedThirds(qkv, H, piperGetIntAttr(op, "kv_heads", 0));
+  if (mlirValueIsNull(whole)) return mlirLogicalResultFailure();
+  MlirRewriterBase rw = mlirPatternRewriterAsBase(r);
+  MlirContext ctx = mlirOperationGetContext(op);
+  MlirType types[2] = {typeOf(mlirOperationGetResult(op, 0)),
+                       typeOf(mlirOperationGetResult(op, 1))};
+  MlirNamedAttribute heads =
+      piperNamedAttr(ctx, "heads", mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), H));
+  MlirOperation a = build(rw, op, "tdag.attention", 1, &whole, 2, types, 1, &heads);
+  MlirValue res[2] = {mlirOperationGetResult(a, 0), mlirOperationGetResult(a, 1)};
+  mlirRewriterBaseReplaceOpWithValues(rw, op, 2, res);
+  return mlirLogicalResultSuccess();
+}
+
 /* tdag.bmm root: O = P V with P = softmax(causal(Q K^T * 1/sqrt(D))) over the last dim. */
 static MlirLogicalResult fuseAttention(MlirRewritePattern p, MlirOperation op,
                                        MlirPatternRewriter r, void *u) {
@@ -263,20 +300,10 @@ static MlirLogicalResult fuseAttention(MlirRewritePattern p, MlirOperation op,
   MlirNamedAttribute attrs[2] = {piperNamedAttr(ctx, "heads", mlirIntegerAttrGet(i64, H)),
                                  piperNamedAttr(ctx, "kv_heads",
                                                 mlirIntegerAttrGet(i64, k.heads))};
-  /* q, k, v the thirds of one (B,T,3C) value (GPT-2's c_attn split): tdag.attention */
-  MlirOperation thirds[3];
-  for (int i = 0; i < 3; ++i) thirds[i] = defOf(throughReshapes(qkv[i]), "tdag.slice");
-  bool packed = k.heads == H;
-  for (int i = 0; packed && i < 3; ++i)
-    packed = !mlirOperationIsNull(thirds[i]) &&
-             mlirValueEqual(operandOf(thirds[i], 0), operandOf(thirds[0], 0)) &&
-             piperGetIntAttr(thirds[i], "dim", -1) == 2 &&
-             piperGetIntAttr(thirds[i], "start", -1) == i * H * D &&
-             dimOf(operandOf(thirds[i], 0), 2) == 3 * H * D;
-  MlirOperation fused =
-      packed ? build(rw, op, "tdag.attention", 1, (MlirValue[]){operandOf(thirds[0], 0)}, 2,
-                     types, 1, attrs)
-             : build(rw, op, "tdag.gqa_attention", 3, qkv, 2, types, 2, attrs);
+  MlirValue whole = packedThirds(qkv, H, k.heads);
+  MlirOperation fused = mlirValueIsNull(whole)
+                            ? build(rw, op, "tdag.gqa_attention", 3, qkv, 2, types, 2, attrs)
+                            : build(rw, op, "tdag.attention", 1, &whole, 2, types, 1, attrs);
   /* out (B,T,H*D) back to the bmm's (B*H,T,D) through (B,T,H,D) and (B,H,T,D): the layout ops
    * after the bmm undo these, and the canonical forms above remove both */
   int64_t bthd[4] = {B, T, H, D}, bhtd[3] = {B * H, T, D};
@@ -568,6 +595,7 @@ static const struct {
     {"tdag.mul", fuseMul},
     {"tdag.add_bcast", fuseEmbedding},
     {"tdag.add", fuseRope},
+    {"tdag.gqa_attention", fusePackedAttention},
 };
 
 /* Erases forward ops whose results nothing reads, last first, so a chain a pattern replaced

@@ -799,9 +799,27 @@ def h_nll_loss(e, node, logp, target, weight, reduction, ignore_index):
     return (loss[0], None)
 
 
+def h_sdpa_fused(e, node, q, k, v, *args, **kw):
+    """The fused kernels torch 2 dispatches scaled_dot_product_attention to, whose signature is
+    (q, k, v, [attn_bias,] dropout_p, is_causal, ...) with scale a keyword: as h_sdpa, and
+    their second result (the log-sum-exp) unused."""
+    args = list(args)
+    if "efficient" in str(node.target) or "cudnn" in str(node.target):
+        mask = args.pop(0) if args and not isinstance(args[0], (int, float, bool)) else None
+        if len(args) >= 2:  # compute_log_sumexp comes first in the efficient kernel
+            args = args[1:]
+    else:
+        mask = kw.get("attn_mask")
+    dropout_p = args[0] if args else kw.get("dropout_p", 0.0)
+    is_causal = args[1] if len(args) > 1 else kw.get("is_causal", False)
+    out = h_sdpa(e, node, q, k, v, mask, dropout_p, is_causal, scale=kw.get("scale"))
+    return (out,) + (None,) * 8
+
+
 def h_sdpa(e, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *rest, **kw):
     """torch 2's scaled_dot_product_attention, causal with the default scale: q (B,H,T,D),
-    k, v (B,KV,T,D) -> tdag.gqa_attention on (B,T,H*D) layouts."""
+    k, v (B,KV,T,D) -> tdag.gqa_attention on (B,T,H*D) layouts (--piper-fuse turns it into
+    tdag.attention when q, k, v are the thirds of one projection)."""
     scale = kw.get("scale")
     if attn_mask is not None or not is_causal or dropout_p:
         e.fail("scaled_dot_product_attention maps only with is_causal=True, no attn_mask and "
@@ -842,6 +860,10 @@ _HANDLERS = {
     "native_layer_norm": h_layer_norm, "addmm": h_addmm, "mm": h_mm, "bmm": h_bmm,
     "nll_loss_forward": h_nll_loss,
     "scaled_dot_product_attention": h_sdpa,
+    "_scaled_dot_product_flash_attention_for_cpu": h_sdpa_fused,
+    "_scaled_dot_product_flash_attention": h_sdpa_fused,
+    "_scaled_dot_product_efficient_attention": h_sdpa_fused,
+    "_scaled_dot_product_cudnn_attention": h_sdpa_fused,
 }
 
 

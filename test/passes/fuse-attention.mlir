@@ -333,3 +333,34 @@ func.func @softmax_other_dim() -> tensor<2x4x8xf32> {
   return %o : tensor<2x4x8xf32>
 }
 
+
+// -----
+
+// gqa_attention over the thirds of one projection, as the exporter writes torch 2's
+// scaled_dot_product_attention after c_attn.split: tdag.attention on the projection
+// CHECK-LABEL: func.func @sdpa_thirds
+// CHECK: %1:2 = "tdag.attention"(%0) {heads = 2 : i64}
+// CHECK-NEXT: return %1#0
+func.func @sdpa_thirds() -> tensor<2x4x8xf32> {
+  %qkv = "tdag.param"() {init = "normal", name = "qkv"} : () -> tensor<2x4x24xf32>
+  %q = "tdag.slice"(%qkv) {dim = 2 : i64, start = 0 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  %k = "tdag.slice"(%qkv) {dim = 2 : i64, start = 8 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  %v = "tdag.slice"(%qkv) {dim = 2 : i64, start = 16 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  %o, %p = "tdag.gqa_attention"(%q, %k, %v) {heads = 2 : i64, kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4x4xf32>)
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// k and v swapped: the thirds out of order are not qkv's layout
+// CHECK-LABEL: func.func @sdpa_thirds_swapped
+// CHECK-NOT: "tdag.attention"
+// CHECK: "tdag.gqa_attention"
+func.func @sdpa_thirds_swapped() -> tensor<2x4x8xf32> {
+  %qkv = "tdag.param"() {init = "normal", name = "qkv"} : () -> tensor<2x4x24xf32>
+  %q = "tdag.slice"(%qkv) {dim = 2 : i64, start = 0 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  %k = "tdag.slice"(%qkv) {dim = 2 : i64, start = 16 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  %v = "tdag.slice"(%qkv) {dim = 2 : i64, start = 8 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  %o, %p = "tdag.gqa_attention"(%q, %k, %v) {heads = 2 : i64, kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4x4xf32>)
+  return %o : tensor<2x4x8xf32>
+}

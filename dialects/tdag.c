@@ -389,12 +389,14 @@ static bool moeExperts(Verifier *v, MlirOperation op, intptr_t first, MlirType r
  * reads which one it checks from the op's kind. */
 static bool isGradOp(MlirOperation op) { return piperOpFacts(op)->kind == PIPER_OP_BACKWARD; }
 
-/* param -> tensor of at most 4 dims, init "normal" | "zeros" | "ones" */
+/* param -> tensor of at most 4 dims, init "normal" | "zeros" | "ones" | "buffer" */
 static void verifyParam(Verifier *v, MlirOperation op) {
   char init[16];
   piperGetStringAttr(op, "init", init, sizeof init);
-  if (strcmp(init, "normal") && strcmp(init, "zeros") && strcmp(init, "ones"))
-    fail(v, op, "init must be \"normal\", \"zeros\" or \"ones\", got \"%s\"", init);
+  if (strcmp(init, "normal") && strcmp(init, "zeros") && strcmp(init, "ones") &&
+      strcmp(init, "buffer"))
+    fail(v, op, "init must be \"normal\", \"zeros\" or \"ones\", got \"%s\" (or \"buffer\": "
+         "state that is not trained)", init);
   if (piperTensorRank(resultType(op, 0)) > 4)
     fail(v, op, "parameters have at most 4 dims, got %s", typeStr(resultType(op, 0)));
 }
@@ -804,6 +806,184 @@ static void verifyMoeCombine(Verifier *v, MlirOperation op) {
   if (grad && (!sameShape(resultType(op, 0), out) || !sameShape(resultType(op, 1), w)))
     fail(v, op, "results must be dout %s and dweights %s", typeStr(out), typeStr(w));
 }
+
+/* ---- the general tensor ops (python/piper's; include/piper/tdag_ops.def) ---- */
+
+bool piperPermuteOf(MlirOperation op, int64_t rank, int64_t *perm) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr("perm"));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsADenseI64Array(a) || rank > PIPER_MAX_RANK ||
+      mlirDenseArrayGetNumElements(a) != rank)
+    return false;
+  bool seen[PIPER_MAX_RANK] = {false};
+  for (int64_t i = 0; i < rank; ++i) {
+    perm[i] = mlirDenseI64ArrayGetElement(a, i);
+    if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]]) return false;
+    seen[perm[i]] = true;
+  }
+  return true;
+}
+
+/* True if `small` broadcasts to `big` by numpy's rule: dims right-aligned, each of small's 1
+ * or big's. */
+static bool broadcastsTo(MlirType small, MlirType big) {
+  int64_t rs = piperTensorRank(small), rb = piperTensorRank(big);
+  if (rs > rb) return false;
+  for (int64_t i = 1; i <= rs; ++i) {
+    int64_t s = piperTensorDim(small, rs - i);
+    if (s != 1 && s != piperTensorDim(big, rb - i)) return false;
+  }
+  return true;
+}
+
+/* True if `small`, without its leading dims of 1, is the trailing dims of `big`: read
+ * cyclically (small[i % numel(small)]) it is big's numpy broadcast (the suffix broadcast). */
+static bool suffixOf(MlirType small, MlirType big) {
+  int64_t rs = piperTensorRank(small), rb = piperTensorRank(big), lead = 0;
+  while (lead < rs && piperTensorDim(small, lead) == 1) lead++;
+  if (rs - lead > rb) return false;
+  for (int64_t i = lead; i < rs; ++i)
+    if (piperTensorDim(small, i) != piperTensorDim(big, rb - rs + i)) return false;
+  return true;
+}
+
+/* reshape: x and out hold as many elements */
+static void verifyReshape(Verifier *v, MlirOperation op) {
+  if (piperTensorNumel(operandType(op, 0)) != piperTensorNumel(resultType(op, 0)))
+    fail(v, op, "reshape keeps the element count: %s cannot become %s",
+         typeStr(operandType(op, 0)), typeStr(resultType(op, 0)));
+}
+
+/* permute {perm}: out dim i = x dim perm[i] */
+static void verifyPermute(Verifier *v, MlirOperation op) {
+  MlirType x = operandType(op, 0), out = resultType(op, 0);
+  int64_t r = piperTensorRank(x), perm[PIPER_MAX_RANK];
+  if (!piperPermuteOf(op, r, perm)) {
+    fail(v, op, "needs `perm`, a permutation of 0..%lld as array<i64: ...>, for x %s "
+         "(at most %d dims)", (long long)(r - 1), typeStr(x), PIPER_MAX_RANK);
+    return;
+  }
+  bool ok = piperTensorRank(out) == r;
+  for (int64_t i = 0; ok && i < r; ++i) ok = piperTensorDim(out, i) == piperTensorDim(x, perm[i]);
+  if (!ok) fail(v, op, "result %s is not x %s permuted by perm", typeStr(out), typeStr(x));
+}
+
+/* broadcast: x broadcasts to out */
+static void verifyBroadcast(Verifier *v, MlirOperation op) {
+  if (!broadcastsTo(operandType(op, 0), resultType(op, 0)))
+    fail(v, op, "x %s does not broadcast to %s (dims right-aligned, each 1 or the result's)",
+         typeStr(operandType(op, 0)), typeStr(resultType(op, 0)));
+}
+
+/* sum_to: out broadcasts to x */
+static void verifySumTo(Verifier *v, MlirOperation op) {
+  if (!broadcastsTo(resultType(op, 0), operandType(op, 0)))
+    fail(v, op, "result %s must broadcast to x %s: it sums the dims broadcasting adds",
+         typeStr(resultType(op, 0)), typeStr(operandType(op, 0)));
+}
+
+/* slice {dim, start}: out is x narrowed to [start, start + out[dim]) of dim;
+ * slice_grad: the same with x and out swapped */
+static void verifySlice(Verifier *v, MlirOperation op) {
+  bool grad = piperOpIs(op, "tdag.slice_grad");
+  MlirType whole = grad ? resultType(op, 0) : operandType(op, 0);
+  MlirType part = grad ? operandType(op, 0) : resultType(op, 0);
+  int64_t r = piperTensorRank(whole), d = piperGetIntAttr(op, "dim", -1);
+  int64_t start = piperGetIntAttr(op, "start", -1);
+  bool ok = d >= 0 && d < r && piperTensorRank(part) == r && start >= 0 &&
+            start <= piperTensorDim(whole, d) - piperTensorDim(part, d);
+  for (int64_t i = 0; ok && i < r; ++i)
+    ok = i == d || piperTensorDim(part, i) == piperTensorDim(whole, i);
+  if (!ok)
+    fail(v, op, "%s is not a slice of %s at dim = %lld, start = %lld", typeStr(part),
+         typeStr(whole), (long long)d, (long long)start);
+}
+
+/* concat {dim}: operands equal but in dim; out's dim is their sum */
+static void verifyConcat(Verifier *v, MlirOperation op) {
+  MlirType out = resultType(op, 0);
+  int64_t r = piperTensorRank(out), d = piperGetIntAttr(op, "dim", -1), sum = 0;
+  intptr_t n = mlirOperationGetNumOperands(op);
+  bool ok = n > 0 && d >= 0 && d < r;
+  for (intptr_t k = 0; ok && k < n; ++k) {
+    MlirType x = operandType(op, k);
+    ok = piperTensorRank(x) == r;
+    for (int64_t i = 0; ok && i < r; ++i)
+      ok = i == d || piperTensorDim(x, i) == piperTensorDim(out, i);
+    sum += ok ? piperTensorDim(x, d) : 0;
+  }
+  if (!ok || sum != piperTensorDim(out, d))
+    fail(v, op, "operands must equal the result %s but in dim = %lld, whose sizes sum to its",
+         typeStr(out), (long long)d);
+}
+
+/* bmm {transpose_a, transpose_b}: a, b, out of one rank >= 3 with equal leading dims; op(a)
+ * (M,K), op(b) (K,N), out (M,N) */
+static void verifyBmm(Verifier *v, MlirOperation op) {
+  MlirType a = operandType(op, 0), b = operandType(op, 1), out = resultType(op, 0);
+  int64_t r = piperTensorRank(out);
+  bool ta = piperGetIntAttr(op, "transpose_a", 0), tb = piperGetIntAttr(op, "transpose_b", 0);
+  bool ok = r >= 3 && piperTensorRank(a) == r && piperTensorRank(b) == r;
+  for (int64_t i = 0; ok && i < r - 2; ++i)
+    ok = piperTensorDim(a, i) == piperTensorDim(out, i) &&
+         piperTensorDim(b, i) == piperTensorDim(out, i);
+  int64_t M = piperTensorDim(a, ta ? -1 : -2), K = piperTensorDim(a, ta ? -2 : -1);
+  int64_t Kb = piperTensorDim(b, tb ? -1 : -2), N = piperTensorDim(b, tb ? -2 : -1);
+  if (!ok || K != Kb || piperTensorDim(out, -2) != M || piperTensorDim(out, -1) != N)
+    fail(v, op, "expects a (...,M,K) and b (...,K,N) (after transpose_a = %d, transpose_b = "
+         "%d) of equal leading dims, at least one, -> (...,M,N); got %s, %s -> %s", ta, tb,
+         typeStr(a), typeStr(b), typeStr(out));
+}
+
+/* add_bcast, sub, mul, div: each operand the result's shape or a suffix broadcast of it */
+static void verifyBinary(Verifier *v, MlirOperation op) {
+  MlirType out = resultType(op, 0);
+  if (!sameShape(operandType(op, 0), out) && !sameShape(operandType(op, 1), out)) {
+    fail(v, op, "one operand must have the result's shape %s, got %s and %s", typeStr(out),
+         typeStr(operandType(op, 0)), typeStr(operandType(op, 1)));
+    return;
+  }
+  for (intptr_t k = 0; k < 2; ++k)
+    if (!suffixOf(operandType(op, k), out)) {
+      fail(v, op, "operand #%d %s must be the result's shape %s or its trailing dims (leading "
+           "1s allowed)", (int)k, typeStr(operandType(op, k)), typeStr(out));
+      return;
+    }
+}
+
+/* masked_fill: x like out; mask the result's shape or its suffix broadcast */
+static void verifyMaskedFill(Verifier *v, MlirOperation op) {
+  MlirType out = resultType(op, 0);
+  if (!sameShape(operandType(op, 0), out) || !suffixOf(operandType(op, 1), out))
+    fail(v, op, "expects x of the result's shape %s and a mask of its trailing dims; got %s, %s",
+         typeStr(out), typeStr(operandType(op, 0)), typeStr(operandType(op, 1)));
+}
+
+/* softmax, log_softmax and their gradients: elementwise shapes, dim within the rank */
+static void verifySoftmax(Verifier *v, MlirOperation op) {
+  int64_t d = piperGetIntAttr(op, "dim", -1), r = piperTensorRank(resultType(op, 0));
+  if (d < 0 || d >= r)
+    fail(v, op, "dim = %lld is outside 0..%lld", (long long)d, (long long)(r - 1));
+  else verifyElementwise(v, op);
+}
+
+/* triangle: out (R,C) */
+static void verifyTriangle(Verifier *v, MlirOperation op) {
+  if (piperTensorRank(resultType(op, 0)) != 2)
+    fail(v, op, "result must be (R,C), got %s", typeStr(resultType(op, 0)));
+}
+
+/* rope_table {head_dim = D, theta > 0}: out (T, N), N = D or D/2, D even */
+static void verifyRopeTable(Verifier *v, MlirOperation op) {
+  MlirType t = resultType(op, 0);
+  int64_t D = piperGetIntAttr(op, "head_dim", 0), N = piperTensorDim(t, 1);
+  if (piperTensorRank(t) != 2 || D <= 0 || D % 2 || (N != D && N != D / 2) ||
+      !(piperGetFloatAttr(op, "theta", 0.0) > 0.0))
+    fail(v, op, "expects (T, head_dim) or (T, head_dim / 2) for an even head_dim %lld and "
+         "theta > 0, got %s", (long long)D, typeStr(t));
+}
+
+/* full: any shape */
+static void verifyFull(Verifier *v, MlirOperation op) {}
 
 /* The shape rule of each op, by id: the shape column of include/piper/tdag_ops.def (NONE: IRDL's
  * checks are all it has). */

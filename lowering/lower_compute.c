@@ -448,6 +448,260 @@ static void lowerMoeCombine(Lowering *L, MlirOperation op) {
   }
 }
 
+/* ---- the general tensor ops (python/piper's) ---- */
+
+/* Up to PIPER_MAX_RANK dims of a strided walk: sizes n and element strides s, slowest first,
+ * as the strided kernels take them (at most four after merging). */
+typedef struct {
+  int64_t rank;
+  int64_t n[PIPER_MAX_RANK];
+  int64_t s[PIPER_MAX_RANK];
+} Strides;
+
+/* Row-major element strides of type `t` into st[0..rank). */
+static void rowMajor(MlirType t, int64_t *st) {
+  int64_t r = piperTensorRank(t), run = 1;
+  for (int64_t d = r - 1; d >= 0; --d) {
+    st[d] = run;
+    run *= piperTensorDim(t, d);
+  }
+}
+
+/* The walk over `shape` with strides `st`, dims of size 1 dropped and a dim merged into the next
+ * where that one continues it (s[k] == s[k+1] * n[k+1], broadcasts' zero strides included). */
+static Strides mergedWalk(MlirType shape, const int64_t *st) {
+  Strides w = {0};
+  for (int64_t d = 0; d < piperTensorRank(shape); ++d) {
+    int64_t n = piperTensorDim(shape, d);
+    if (n == 1) continue;
+    if (w.rank && w.s[w.rank - 1] == st[d] * n) {
+      w.n[w.rank - 1] *= n;
+      w.s[w.rank - 1] = st[d];
+      continue;
+    }
+    w.n[w.rank] = n;
+    w.s[w.rank++] = st[d];
+  }
+  return w;
+}
+
+/* Calls strided kernel `k` (strided_copy, strided_place, strided_sum) on `out` and `x` for walk
+ * `w`, with `extra` (strided_sum's out_n, or none) before the dims; false, with an error, where
+ * more than four dims remain. */
+static bool callStrided(Lowering *L, MlirOperation op, prt_kernel_id k, MlirValue out,
+                        MlirValue x, const MlirValue *extra, Strides w) {
+  if (w.rank > 4) {
+    piperEmitErrorf(mlirOperationGetLocation(op),
+                    "piper-lower-to-llvm: this layout change walks %lld dims that do not merge; "
+                    "the strided kernels take at most 4 (reshape to fewer dims first)",
+                    (long long)w.rank);
+    L->failed = true;
+    return false;
+  }
+  MlirValue args[11];
+  intptr_t n = 0;
+  args[n++] = out;
+  args[n++] = x;
+  if (extra) args[n++] = *extra;
+  int64_t pad = 4 - w.rank; /* leading dims of size 1 */
+  for (int64_t d = 0; d < 4; ++d) {
+    args[n + d] = lwI64(L, d < pad ? 1 : w.n[d - pad]);
+    args[n + 4 + d] = lwI64(L, d < pad ? 0 : w.s[d - pad]);
+  }
+  lwCallKernel(L, op, k, n + 8, args);
+  return true;
+}
+
+/* `p` advanced by `elems` fp32 elements (kernels see fp32 buffers, bf16 ones converted). */
+static MlirValue elemOffset(Lowering *L, MlirValue p, int64_t elems) {
+  return elems ? lbOffset(&L->lb, p, elems * (int64_t)sizeof(float)) : p;
+}
+
+/* tdag.reshape(x) -> prt_copy(out, x, numel) */
+static void lowerReshape(Lowering *L, MlirOperation op) {
+  MlirValue args[3] = {lwOut(L, op, 0), lwIn(L, op, 0),
+                       lwI64(L, piperTensorNumel(lwInType(op, 0)))};
+  call(L, op, 3, args);
+}
+
+/* tdag.permute(x) {perm} -> prt_strided_copy(out, x, out dims, x's strides permuted) */
+static void lowerPermute(Lowering *L, MlirOperation op) {
+  MlirType x = lwInType(op, 0);
+  int64_t r = piperTensorRank(x), perm[PIPER_MAX_RANK], st[PIPER_MAX_RANK], ps[PIPER_MAX_RANK];
+  piperPermuteOf(op, r, perm); /* the verifier checked it */
+  rowMajor(x, st);
+  for (int64_t i = 0; i < r; ++i) ps[i] = st[perm[i]];
+  callStrided(L, op, PRT_K_strided_copy, lwOut(L, op, 0), lwIn(L, op, 0), NULL,
+              mergedWalk(resultType(op, 0), ps));
+}
+
+/* Strides of `small` read at the positions of `big` it broadcasts to (right-aligned, 0 where
+ * small has no dim or a dim of 1), into st[0..rank(big)). */
+static void broadcastStrides(MlirType small, MlirType big, int64_t *st) {
+  int64_t rs = piperTensorRank(small), rb = piperTensorRank(big), own[PIPER_MAX_RANK];
+  rowMajor(small, own);
+  for (int64_t d = 0; d < rb; ++d) {
+    int64_t k = d - (rb - rs);
+    st[d] = k >= 0 && piperTensorDim(small, k) != 1 ? own[k] : 0;
+  }
+}
+
+/* tdag.broadcast(x) -> prt_strided_copy(out, x, out dims, x's strides with 0 where broadcast) */
+static void lowerBroadcast(Lowering *L, MlirOperation op) {
+  int64_t st[PIPER_MAX_RANK];
+  broadcastStrides(lwInType(op, 0), resultType(op, 0), st);
+  callStrided(L, op, PRT_K_strided_copy, lwOut(L, op, 0), lwIn(L, op, 0), NULL,
+              mergedWalk(resultType(op, 0), st));
+}
+
+/* tdag.sum_to(x) -> prt_strided_sum(out, x, numel(out), x dims, out's strides with 0 where
+ * summed) */
+static void lowerSumTo(Lowering *L, MlirOperation op) {
+  int64_t st[PIPER_MAX_RANK];
+  MlirValue outN = lwI64(L, piperTensorNumel(resultType(op, 0)));
+  broadcastStrides(resultType(op, 0), lwInType(op, 0), st);
+  callStrided(L, op, PRT_K_strided_sum, lwOut(L, op, 0), lwIn(L, op, 0), &outN,
+              mergedWalk(lwInType(op, 0), st));
+}
+
+/* tdag.slice(x) {dim, start} -> prt_strided_copy(out, x + start * stride(dim), out dims,
+ * x's strides) */
+static void lowerSlice(Lowering *L, MlirOperation op) {
+  int64_t st[PIPER_MAX_RANK];
+  rowMajor(lwInType(op, 0), st);
+  MlirValue x = elemOffset(L, lwIn(L, op, 0),
+                           piperGetIntAttr(op, "start", 0) * st[piperGetIntAttr(op, "dim", 0)]);
+  callStrided(L, op, PRT_K_strided_copy, lwOut(L, op, 0), x, NULL,
+              mergedWalk(resultType(op, 0), st));
+}
+
+/* tdag.slice_grad(x) {dim, start} -> prt_fill(out, 0, numel(out));
+ *   prt_strided_place(out + start * stride(dim), x, x dims, out's strides) */
+static void lowerSliceGrad(Lowering *L, MlirOperation op) {
+  MlirType out = resultType(op, 0);
+  int64_t st[PIPER_MAX_RANK];
+  rowMajor(out, st);
+  MlirValue fill[3] = {lwOut(L, op, 0), lbConstF32(&L->lb, 0.0f), lwI64(L, piperTensorNumel(out))};
+  lwCallKernel(L, op, PRT_K_fill, 3, fill);
+  MlirValue at = elemOffset(L, lwOut(L, op, 0),
+                            piperGetIntAttr(op, "start", 0) * st[piperGetIntAttr(op, "dim", 0)]);
+  callStrided(L, op, PRT_K_strided_place, at, lwIn(L, op, 0), NULL,
+              mergedWalk(lwInType(op, 0), st));
+}
+
+/* tdag.concat(xs...) {dim} -> for each x: prt_strided_place(out + offset * stride(dim), x,
+ * x dims, out's strides), offset the sizes of dim before it */
+static void lowerConcat(Lowering *L, MlirOperation op) {
+  int64_t st[PIPER_MAX_RANK], d = piperGetIntAttr(op, "dim", 0), offset = 0;
+  rowMajor(resultType(op, 0), st);
+  for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
+    MlirType x = lwInType(op, k);
+    if (!callStrided(L, op, PRT_K_strided_place, elemOffset(L, lwOut(L, op, 0), offset * st[d]),
+                     lwIn(L, op, k), NULL, mergedWalk(x, st)))
+      return;
+    offset += piperTensorDim(x, d);
+  }
+}
+
+/* tdag.bmm(a, b) {transpose_a, transpose_b}
+ *   -> prt_bmm(out, a, b, batch, M, N, K, transpose_a, transpose_b) */
+static void lowerBmm(Lowering *L, MlirOperation op) {
+  MlirType out = resultType(op, 0), a = lwInType(op, 0);
+  int64_t M = piperTensorDim(out, -2), N = piperTensorDim(out, -1);
+  int32_t ta = (int32_t)piperGetIntAttr(op, "transpose_a", 0);
+  MlirValue args[9] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1),
+                       lwI64(L, piperTensorNumel(out) / (M * N)), lwI64(L, M), lwI64(L, N),
+                       lwI64(L, piperTensorDim(a, ta ? -2 : -1)), lbConstI32(&L->lb, ta),
+                       lbConstI32(&L->lb, (int32_t)piperGetIntAttr(op, "transpose_b", 0))};
+  call(L, op, 9, args);
+}
+
+/* tdag.add_bcast / sub / mul / div(a, b) -> prt_<op>(out, a, b, numel(out), numel(a),
+ * numel(b)) */
+static void lowerBinary(Lowering *L, MlirOperation op) {
+  MlirValue args[6] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1),
+                       lwI64(L, piperTensorNumel(resultType(op, 0))),
+                       lwI64(L, piperTensorNumel(lwInType(op, 0))),
+                       lwI64(L, piperTensorNumel(lwInType(op, 1)))};
+  call(L, op, 6, args);
+}
+
+/* tdag.mul_scalar / add_scalar (x) {value}, pow_scalar (x) {exponent}
+ *   -> prt_<kernel>(out, x, c, numel)
+ * tdag.pow_scalar_grad(dy, x) {exponent} -> prt_pow_scalar_bwd(dx, dy, x, c, numel) */
+static void lowerScalar(Lowering *L, MlirOperation op) {
+  bool grad = isGradOp(op);
+  MlirAttribute e = mlirOperationGetAttributeByName(op, piperStr("exponent"));
+  double c = mlirAttributeIsNull(e) ? piperGetFloatAttr(op, "value", 0.0)
+                                    : piperGetFloatAttr(op, "exponent", 1.0);
+  MlirValue args[5];
+  intptr_t n = 0;
+  args[n++] = lwOut(L, op, 0);
+  args[n++] = lwIn(L, op, 0);
+  if (grad) args[n++] = lwIn(L, op, 1);
+  args[n++] = lbConstF32(&L->lb, (float)c);
+  args[n++] = lwI64(L, piperTensorNumel(resultType(op, 0)));
+  call(L, op, n, args);
+}
+
+/* tdag.softmax / log_softmax(x) {dim} -> prt_<op>_fwd(out, x, outer, n, inner)
+ * tdag.softmax_grad / log_softmax_grad(dy, y) {dim} -> prt_<op>_bwd(dx, dy, y, outer, n, inner)
+ * with n the size of dim, outer and inner the products of the dims before and after it */
+static void lowerSoftmax(Lowering *L, MlirOperation op) {
+  MlirType t = resultType(op, 0);
+  int64_t d = piperGetIntAttr(op, "dim", 0), outer = 1, inner = 1;
+  for (int64_t i = 0; i < piperTensorRank(t); ++i)
+    if (i < d) outer *= piperTensorDim(t, i);
+    else if (i > d) inner *= piperTensorDim(t, i);
+  MlirValue args[6];
+  intptr_t n = 0;
+  args[n++] = lwOut(L, op, 0);
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) args[n++] = lwIn(L, op, i);
+  args[n++] = lwI64(L, outer);
+  args[n++] = lwI64(L, piperTensorDim(t, d));
+  args[n++] = lwI64(L, inner);
+  call(L, op, n, args);
+}
+
+/* tdag.masked_fill(x, mask) {value} -> prt_masked_fill(out, x, mask, value, numel(x),
+ * numel(mask)) */
+static void lowerMaskedFill(Lowering *L, MlirOperation op) {
+  MlirValue args[6] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1),
+                       lbConstF32(&L->lb, (float)piperGetFloatAttr(op, "value", 0.0)),
+                       lwI64(L, piperTensorNumel(lwInType(op, 0))),
+                       lwI64(L, piperTensorNumel(lwInType(op, 1)))};
+  call(L, op, 6, args);
+}
+
+/* tdag.triangle {diagonal, inside, outside} -> prt_triangle(out, R, C, diagonal, inside,
+ * outside) */
+static void lowerTriangle(Lowering *L, MlirOperation op) {
+  MlirType t = resultType(op, 0);
+  MlirValue args[6] = {lwOut(L, op, 0), lwI64(L, piperTensorDim(t, 0)),
+                       lwI64(L, piperTensorDim(t, 1)), lwI64(L, piperGetIntAttr(op, "diagonal", 0)),
+                       lbConstF32(&L->lb, (float)piperGetFloatAttr(op, "inside", 0.0)),
+                       lbConstF32(&L->lb, (float)piperGetFloatAttr(op, "outside", 0.0))};
+  call(L, op, 6, args);
+}
+
+/* tdag.rope_table {head_dim, theta, sin} -> prt_rope_angles(out, T, N, head_dim, theta, sin) */
+static void lowerRopeTable(Lowering *L, MlirOperation op) {
+  MlirType t = resultType(op, 0);
+  MlirValue args[6] = {lwOut(L, op, 0), lwI64(L, piperTensorDim(t, 0)),
+                       lwI64(L, piperTensorDim(t, 1)), lwI64(L, piperGetIntAttr(op, "head_dim", 2)),
+                       lbConstF32(&L->lb, (float)piperGetFloatAttr(op, "theta", 1e4)),
+                       lbConstI32(&L->lb, (int32_t)piperGetIntAttr(op, "sin", 0))};
+  call(L, op, 6, args);
+}
+
+/* tdag.full {value} -> prt_fill(out, value, numel) */
+static void lowerFull(Lowering *L, MlirOperation op) {
+  MlirValue args[3] = {lwOut(L, op, 0),
+                       lbConstF32(&L->lb, (float)piperGetFloatAttr(op, "value", 0.0)),
+                       lwI64(L, piperTensorNumel(resultType(op, 0)))};
+  call(L, op, 3, args);
+}
+
 /* The kernel-call rule of each op, by id: the lower column of include/piper/tdag_ops.def (NONE:
  * storage only, or not lowered). */
 typedef void (*LowerRule)(Lowering *L, MlirOperation op);

@@ -59,9 +59,10 @@ static void declare(Lowering *L, MlirValue ctx, int64_t id, const char *name, in
 static int initKind(MlirOperation param) {
   char init[16] = "normal";
   piperGetStringAttr(param, "init", init, sizeof init);
-  return !strcmp(init, "zeros") ? PRT_INIT_ZEROS
-         : !strcmp(init, "ones") ? PRT_INIT_ONES
-                                 : PRT_INIT_NORMAL;
+  return !strcmp(init, "zeros")    ? PRT_INIT_ZEROS
+         : !strcmp(init, "ones")   ? PRT_INIT_ONES
+         : !strcmp(init, "buffer") ? PRT_INIT_BUFFER
+                                   : PRT_INIT_NORMAL;
 }
 
 /* Rows of the batch a loss averages over: the leading dim of its cross_entropy's logits. */

@@ -31,6 +31,9 @@ typedef struct {
   MlirBlock block;        /* the function body */
   MlirOperation before;   /* its terminator: new ops go right before it */
   PiperPtrMap grads;      /* forward value -> its gradient so far */
+  PiperPtrMap trained;    /* forward values that depend on a trained parameter: only these
+                             get gradients (a buffer, a constant mask, a tdag.param {init =
+                             "buffer"} and what is computed from them alone get none) */
   bool failed;            /* a rule has emitted an error */
 } Builder;
 
@@ -51,9 +54,15 @@ static MlirOperation emit(Builder *b, const char *name, MlirOperation from, cons
 
 static MlirType typeOf(MlirValue v) { return mlirValueGetType(v); }
 
-/* Adds `g` to the gradient of `v`; integer values (tokens, targets) have none. */
+/* True if `v` depends on a trained parameter, so the loss has a gradient for it. */
+static bool wantsGrad(const Builder *b, MlirValue v) {
+  return piperPtrMapGet(&b->trained, v.ptr, NULL);
+}
+
+/* Adds `g` to the gradient of `v`; integer values (tokens, targets) and values that depend on
+ * no trained parameter have none. */
 static void accumulate(Builder *b, MlirOperation from, MlirValue v, MlirValue g) {
-  if (!piperTensorIsF32(typeOf(v))) return;
+  if (!piperTensorIsF32(typeOf(v)) || !wantsGrad(b, v)) return;
   MlirValue old = mapGet(&b->grads, v);
   if (!old.ptr) {
     mapPut(&b->grads, v, g);
@@ -273,6 +282,194 @@ static void gradMoeCombine(Builder *b, MlirOperation op, MlirValue dy) {
   accumulate(b, op, w, result(g, 1));
 }
 
+/* ---- the general tensor ops (python/piper's): gradients built from the general ops
+ * themselves, each emitted only for operands that want one ---- */
+
+static MlirAttribute i64Attr(Builder *b, int64_t v) {
+  return mlirIntegerAttrGet(mlirIntegerTypeGet(b->ctx, 64), v);
+}
+static MlirAttribute f64Attr(Builder *b, double v) {
+  return mlirFloatAttrDoubleGet(b->ctx, mlirF64TypeGet(b->ctx), v);
+}
+
+/* One op of result type `t` (operands `ops`, attributes `attrs`), its result. */
+static MlirValue emitTyped(Builder *b, const char *name, MlirOperation from, intptr_t n,
+                           const MlirValue *ops, MlirType t, intptr_t nAttrs,
+                           const MlirNamedAttribute *attrs) {
+  return result(emit(b, name, from, "B", n, ops, 1, &t, nAttrs, attrs), 0);
+}
+
+/* `g` summed down to `like`'s shape where broadcasting made it larger (tdag.sum_to). */
+static MlirValue sumToLike(Builder *b, MlirOperation from, MlirValue g, MlirValue like) {
+  MlirType t = typeOf(like);
+  if (mlirTypeEqual(typeOf(g), t)) return g;
+  return emitTyped(b, "tdag.sum_to", from, 1, &g, t, 0, NULL);
+}
+
+/* reshape: dx = dy reshaped back */
+static void gradReshape(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0);
+  if (wantsGrad(b, x))
+    accumulate(b, op, x, emitTyped(b, "tdag.reshape", op, 1, &dy, typeOf(x), 0, NULL));
+}
+
+/* permute {perm}: dx = dy permuted by the inverse permutation */
+static void gradPermute(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0);
+  int64_t r = piperTensorRank(typeOf(x)), perm[PIPER_MAX_RANK], inverse[PIPER_MAX_RANK];
+  if (!wantsGrad(b, x) || !piperPermuteOf(op, r, perm)) return; /* the verifier checked perm */
+  for (int64_t i = 0; i < r; ++i) inverse[perm[i]] = i;
+  MlirNamedAttribute attr =
+      piperNamedAttr(b->ctx, "perm", mlirDenseI64ArrayGet(b->ctx, r, inverse));
+  accumulate(b, op, x, emitTyped(b, "tdag.permute", op, 1, &dy, typeOf(x), 1, &attr));
+}
+
+/* broadcast: dx = dy summed over the broadcast dims */
+static void gradBroadcast(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0);
+  if (wantsGrad(b, x)) accumulate(b, op, x, sumToLike(b, op, dy, x));
+}
+
+/* sum_to: dx = dy broadcast back */
+static void gradSumTo(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0);
+  if (wantsGrad(b, x))
+    accumulate(b, op, x, emitTyped(b, "tdag.broadcast", op, 1, &dy, typeOf(x), 0, NULL));
+}
+
+/* slice {dim, start}: dx = zeros with dy at the slice (slice_grad, same attributes) */
+static void gradSlice(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0);
+  if (!wantsGrad(b, x)) return;
+  MlirNamedAttribute attrs[2] = {
+      piperNamedAttr(b->ctx, "dim", mlirOperationGetAttributeByName(op, piperStr("dim"))),
+      piperNamedAttr(b->ctx, "start", mlirOperationGetAttributeByName(op, piperStr("start")))};
+  accumulate(b, op, x, emitTyped(b, "tdag.slice_grad", op, 1, &dy, typeOf(x), 2, attrs));
+}
+
+/* concat {dim}: each operand's gradient is dy's slice at the operand's place */
+static void gradConcat(Builder *b, MlirOperation op, MlirValue dy) {
+  int64_t d = piperGetIntAttr(op, "dim", 0), start = 0;
+  for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
+    MlirValue x = operand(op, k);
+    if (wantsGrad(b, x)) {
+      MlirNamedAttribute attrs[2] = {piperNamedAttr(b->ctx, "dim", i64Attr(b, d)),
+                                     piperNamedAttr(b->ctx, "start", i64Attr(b, start))};
+      accumulate(b, op, x, emitTyped(b, "tdag.slice", op, 1, &dy, typeOf(x), 2, attrs));
+    }
+    start += piperTensorDim(typeOf(x), d);
+  }
+}
+
+/* One bmm {transpose_a = ta, transpose_b = tb} of `l` and `r` typed like `like`. */
+static MlirValue emitBmm(Builder *b, MlirOperation from, MlirValue l, MlirValue r, bool ta,
+                         bool tb, MlirValue like) {
+  MlirValue ops[2] = {l, r};
+  MlirNamedAttribute attrs[2] = {piperNamedAttr(b->ctx, "transpose_a", i64Attr(b, ta)),
+                                 piperNamedAttr(b->ctx, "transpose_b", i64Attr(b, tb))};
+  return emitTyped(b, "tdag.bmm", from, 2, ops, typeOf(like), 2, attrs);
+}
+
+/* bmm: C = op(A) op(B), so dA = dC op(B)^T (or op(B) dC^T when A was transposed), dB = op(A)^T
+ * dC (or dC^T op(A) when B was) */
+static void gradBmm(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue a = operand(op, 0), bb = operand(op, 1);
+  bool ta = piperGetIntAttr(op, "transpose_a", 0), tb = piperGetIntAttr(op, "transpose_b", 0);
+  if (wantsGrad(b, a))
+    accumulate(b, op, a, ta ? emitBmm(b, op, bb, dy, tb, true, a)
+                            : emitBmm(b, op, dy, bb, false, !tb, a));
+  if (wantsGrad(b, bb))
+    accumulate(b, op, bb, tb ? emitBmm(b, op, dy, a, true, ta, bb)
+                             : emitBmm(b, op, a, dy, !ta, false, bb));
+}
+
+/* add_bcast, sub, mul, div with suffix broadcast: each operand's gradient at the result's
+ * shape, summed down to the operand's. a + b: dy, dy; a - b: dy, -dy; a * b: dy b, dy a;
+ * a / b: dy / b, -(dy / b) (a / b). */
+static void gradBinary(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x[2] = {operand(op, 0), operand(op, 1)}, g[2] = {dy, dy};
+  PiperOpId id = piperOpFacts(op)->id;
+  MlirNamedAttribute minus = piperNamedAttr(b->ctx, "value", f64Attr(b, -1.0));
+  if (id == PIPER_TDAG_SUB && wantsGrad(b, x[1]))
+    g[1] = emitTyped(b, "tdag.mul_scalar", op, 1, &dy, typeOf(dy), 1, &minus);
+  if (id == PIPER_TDAG_MUL)
+    for (int k = 0; k < 2; ++k)
+      if (wantsGrad(b, x[k])) {
+        MlirValue ops[2] = {dy, x[1 - k]};
+        g[k] = emitTyped(b, "tdag.mul", op, 2, ops, typeOf(dy), 0, NULL);
+      }
+  if (id == PIPER_TDAG_DIV && (wantsGrad(b, x[0]) || wantsGrad(b, x[1]))) {
+    MlirValue ops[2] = {dy, x[1]};
+    g[0] = emitTyped(b, "tdag.div", op, 2, ops, typeOf(dy), 0, NULL);
+    if (wantsGrad(b, x[1])) {
+      MlirValue prod[2] = {g[0], result(op, 0)};
+      MlirValue t = emitTyped(b, "tdag.mul", op, 2, prod, typeOf(dy), 0, NULL);
+      g[1] = emitTyped(b, "tdag.mul_scalar", op, 1, &t, typeOf(dy), 1, &minus);
+    }
+  }
+  for (int k = 0; k < 2; ++k)
+    if (wantsGrad(b, x[k])) accumulate(b, op, x[k], sumToLike(b, op, g[k], x[k]));
+}
+
+/* mul_scalar {value}: dx = dy * value */
+static void gradMulScalar(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0);
+  MlirNamedAttribute value =
+      piperNamedAttr(b->ctx, "value", mlirOperationGetAttributeByName(op, piperStr("value")));
+  if (wantsGrad(b, x))
+    accumulate(b, op, x, emitTyped(b, "tdag.mul_scalar", op, 1, &dy, typeOf(x), 1, &value));
+}
+
+/* add_scalar: dx = dy */
+static void gradAddScalar(Builder *b, MlirOperation op, MlirValue dy) {
+  accumulate(b, op, operand(op, 0), dy);
+}
+
+/* pow_scalar {exponent}: dx = pow_scalar_grad(dy, x) {exponent} */
+static void gradPowScalar(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0), ops[2] = {dy, x};
+  MlirNamedAttribute e = piperNamedAttr(
+      b->ctx, "exponent", mlirOperationGetAttributeByName(op, piperStr("exponent")));
+  if (wantsGrad(b, x))
+    accumulate(b, op, x, emitTyped(b, "tdag.pow_scalar_grad", op, 2, ops, typeOf(x), 1, &e));
+}
+
+/* softmax, log_softmax {dim}: dx = the row's .gradOp (dy, y) {dim}, from the saved result y */
+static void gradSoftmax(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0), ops[2] = {dy, result(op, 0)};
+  size_t nRows;
+  const PiperOpFacts *g = &piperOpFactsTable(&nRows)[piperOpFacts(op)->gradOp];
+  MlirNamedAttribute dim =
+      piperNamedAttr(b->ctx, "dim", mlirOperationGetAttributeByName(op, piperStr("dim")));
+  if (wantsGrad(b, x)) accumulate(b, op, x, emitTyped(b, g->name, op, 2, ops, typeOf(x), 1, &dim));
+}
+
+/* masked_fill(x, mask) {value}: dx = masked_fill(dy, mask) {value = 0}; the mask is constant */
+static void gradMaskedFill(Builder *b, MlirOperation op, MlirValue dy) {
+  MlirValue x = operand(op, 0), ops[2] = {dy, operand(op, 1)};
+  MlirNamedAttribute zero = piperNamedAttr(b->ctx, "value", f64Attr(b, 0.0));
+  if (wantsGrad(b, x))
+    accumulate(b, op, x, emitTyped(b, "tdag.masked_fill", op, 2, ops, typeOf(x), 1, &zero));
+}
+
+/* True for a tdag.param that is trained: not a buffer (init = "buffer": non-trained state). */
+static bool isTrainedParam(MlirOperation op) {
+  char init[16] = "";
+  return piperOpIs(op, "tdag.param") && !(piperGetStringAttr(op, "init", init, sizeof init) &&
+                                          !strcmp(init, "buffer"));
+}
+
+/* Marks every value computed from a trained parameter (Builder.trained), in program order. */
+static void markTrained(Builder *b, MlirOperation *ops, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    bool trained = isTrainedParam(ops[i]);
+    for (intptr_t k = 0; !trained && k < mlirOperationGetNumOperands(ops[i]); ++k)
+      trained = wantsGrad(b, operand(ops[i], k));
+    for (intptr_t r = 0; trained && r < mlirOperationGetNumResults(ops[i]); ++r)
+      piperPtrMapPut(&b->trained, result(ops[i], r).ptr, 1);
+  }
+}
+
 /* The gradient rule of each op, by id: the grad column of include/piper/tdag_ops.def. NONE:
  * leaves, the loss (seeded by differentiate), ops autodiff itself emits and ops of later
  * passes. */
@@ -362,8 +559,10 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
        op = mlirOperationGetNextInBlock(op))
     ops[n++] = op;
 
-  Builder b = {ctx, body, mlirBlockGetTerminator(body), {0}, false};
+  Builder b = {ctx, body, mlirBlockGetTerminator(body), {0}, {0}, false};
   piperPtrMapInit(&b.grads, nOps);
+  piperPtrMapInit(&b.trained, nOps * 2);
+  markTrained(&b, ops, n);
   MlirLogicalResult status = mlirLogicalResultSuccess();
 
   /* The seed: d(loss)/d(logits) of the mean cross-entropy. */
@@ -382,11 +581,12 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
     status = gradOp(&b, op, dy);
   }
   for (size_t i = 0; i < n && mlirLogicalResultIsSuccess(status); ++i) {
-    if (!piperOpIs(ops[i], "tdag.param")) continue;
+    if (!isTrainedParam(ops[i])) continue;
     MlirValue g = mapGet(&b.grads, result(ops[i], 0));
     if (g.ptr) emitUpdate(&b, ops[i], g);
   }
   piperPtrMapFree(&b.grads);
+  piperPtrMapFree(&b.trained);
   free(ops);
   return status;
 }

@@ -58,6 +58,23 @@ MlirOperation piperTrainingFunction(MlirOperation module, const char *passName) 
   return (MlirOperation){NULL};
 }
 
+/* PIPER_BATCH_OPERANDS: batched iff some operand is; a sum_to that sums over dim 0 (to a
+ * lower rank, or to dim 0 of another size) leaves the batch: its result is a weight
+ * gradient's part, summed over the rows it had. */
+static bool batchedLikeOperands(MlirOperation op) {
+  bool any = false;
+  for (intptr_t k = 0; k < mlirOperationGetNumOperands(op) && !any; ++k) {
+    MlirValue a = mlirOperationGetOperand(op, k);
+    any = mlirValueIsAOpResult(a) &&
+          piperResultIsBatched(mlirOpResultGetOwner(a), mlirOpResultGetResultNumber(a));
+  }
+  if (!any || !piperOpIs(op, "tdag.sum_to")) return any;
+  MlirType x = mlirValueGetType(mlirOperationGetOperand(op, 0));
+  MlirType out = mlirValueGetType(mlirOperationGetResult(op, 0));
+  return piperTensorRank(x) == piperTensorRank(out) &&
+         piperTensorDim(x, 0) == piperTensorDim(out, 0);
+}
+
 bool piperResultIsBatched(MlirOperation op, intptr_t i) {
   if (piperOpIs(op, "comm.recv")) /* marked by insert-comm after the value it carries */
     return i == 0 && !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("batched")));
@@ -85,6 +102,7 @@ bool piperResultIsBatched(MlirOperation op, intptr_t i) {
            piperResultIsBatched(mlirOpResultGetOwner(a), mlirOpResultGetResultNumber(a));
   }
   if (f->batch == PIPER_BATCH_SOME) return i >= 0 && i < 8 && ((f->batchedResults >> i) & 1);
+  if (f->batch == PIPER_BATCH_OPERANDS) return batchedLikeOperands(op);
   return f->batch == PIPER_BATCH_ALL;
 }
 

@@ -78,6 +78,9 @@ typedef struct prt_chunk {
  * of 8 bytes. */
 enum { PRT_REC_WORDS = 6 + PRT_MAX_DIMS };
 
+/* A gradient flag (prt_catalog_assemble): the tensor is a buffer, which has no gradient. */
+enum { PRT_NO_GRAD = 2 };
+
 /* The kinds the catalog holds. */
 static int prt_cataloged(int32_t kind) { return kind == PRT_PARAM || kind == PRT_OPTIM; }
 
@@ -143,6 +146,7 @@ static int64_t prt_plan_chunks(const prt_catalog *c, int32_t kind, char **usable
   for (int64_t e = 0; e < c->n; e++) {
     const prt_cat_entry *en = &c->e[e];
     if (kind >= 0 && en->kind != kind) continue;
+    if (usable && en->npieces && usable[e][0] == PRT_NO_GRAD) continue; /* a buffer */
     for (int64_t pos = 0; pos < en->numel;) {
       int64_t best = -1;
       for (int64_t p = 0; p < en->npieces; p++) {
@@ -399,7 +403,10 @@ int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *pa
   char **usable = NULL;
   if (grads) { /* which pieces were observed: every rank's flags, by tensor id */
     char *mine = prt_xmalloc((size_t)ctx->ntensors + 1, "gradient flags");
-    for (int64_t i = 0; i < ctx->ntensors; i++) mine[i] = ctx->tensors[i].grad_copy != NULL;
+    /* 1 observed, 0 not, PRT_NO_GRAD a buffer (non-trained state: no gradient, not dumped) */
+    for (int64_t i = 0; i < ctx->ntensors; i++)
+      mine[i] = ctx->tensors[i].init == PRT_INIT_BUFFER ? PRT_NO_GRAD
+                                                         : ctx->tensors[i].grad_copy != NULL;
     int64_t *counts = prt_xmalloc((size_t)ctx->world * sizeof *counts, "gather counts");
     char *all = prt_comm_allgatherv(mine, ctx->ntensors, counts);
     int64_t *start = prt_xmalloc((size_t)ctx->world * sizeof *start, "gather offsets");
@@ -409,7 +416,7 @@ int prt_catalog_assemble(prt_ctx *ctx, int grads, int with_optim, const char *pa
       usable[e] = prt_xmalloc((size_t)c->e[e].npieces, "gradient flags");
       for (int64_t p = 0; p < c->e[e].npieces; p++) {
         const prt_piece *pc = &c->e[e].pieces[p];
-        usable[e][p] = pc->id < counts[pc->rank] && all[start[pc->rank] + pc->id];
+        usable[e][p] = pc->id < counts[pc->rank] ? all[start[pc->rank] + pc->id] : 0;
       }
     }
     free(mine);

@@ -109,8 +109,8 @@ void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind
              "prt_declare_tensor; %s", name, (long long)id, kind, PLAN_BUG);
     return;
   }
-  if (kind == PRT_PARAM && (init < PRT_INIT_NORMAL || init > PRT_INIT_ONES)) {
-    prt_fail(st, 1, "parameter '%s' (id %lld) has init %d, expected 0..2 (prt_init_kind): "
+  if (kind == PRT_PARAM && (init < PRT_INIT_NORMAL || init > PRT_INIT_BUFFER)) {
+    prt_fail(st, 1, "parameter '%s' (id %lld) has init %d, expected 0..3 (prt_init_kind): "
              "prt_declare_tensor; %s", name, (long long)id, init, PLAN_BUG);
     return;
   }

@@ -102,6 +102,9 @@ void prt_init_params(prt_ctx *ctx, uint64_t seed) {
     case PRT_INIT_ONES:
       for (int64_t k = 0; k < t->numel; k++) p[k] = 1.0f;
       break;
+    case PRT_INIT_BUFFER:
+      prt_fatal("'%s' is a buffer (non-trained state) whose values only a checkpoint holds: "
+                "run with --init-checkpoint FILE (the weights piper.export wrote)", t->name);
     }
     prt_host_view_end(ctx->backend->device, t->data, p, bytes, PRT_VIEW_WRITE, t->name);
   }

@@ -1,5 +1,6 @@
 /* piper-compile: model.mlir -> an ahead-of-time compiled training binary.
- *   parse + verify -> --piper-autodiff -> --piper-lower-to-llvm -> LLVM IR -> x86-64 object
+ *   parse + verify -> --piper-fuse -> --piper-autodiff -> --piper-lower-to-llvm -> LLVM IR
+ *   -> x86-64 object
  *   -> linked with libpiper_rt (and its main) by the system C compiler driver.
  * --target cuda: the host plan calls libpiper_rt_cuda, and the device kernels it needs
  *   (lowering/gpu_kernels.c) go gpu dialect -> NVVM -> PTX (lowering/emit_ptx.c), embedded in
@@ -25,7 +26,7 @@ static void usage(FILE *out) {
           "usage: piper-compile MODEL.mlir -o OUTPUT [--strategy FILE] [--emit=exe|obj|asm|ll|mlir]\n"
           "                     [--target cpu|cuda] [--gpu-arch sm_NN] [--emit-ptx FILE]\n"
           "                     [--emit-gpu-mlir FILE] [--precision fp32|bf16]\n"
-          "                     [--grad-reduce fp32|bf16]\n"
+          "                     [--grad-reduce fp32|bf16] [--no-fuse]\n"
           "Compiles a tdag model (forward graph, or a training graph already built by\n"
           "--piper-autodiff) into a training binary linked with libpiper_rt.\n\n"
           "  -o OUTPUT      the file to write (required)\n"
@@ -49,6 +50,8 @@ static void usage(FILE *out) {
           "                 ZeRO reduce-scatters move bf16, half the bytes (each replica's\n"
           "                 gradient rounded, pairs summed in fp32, the sum widened back to\n"
           "                 fp32 for AdamW); the CPU target (MPI) only\n"
+          "  --no-fuse      skip --piper-fuse, which otherwise runs first and folds general-op\n"
+          "                 chains (a model python/piper exported) into the fused ops\n"
           "Run the binary with --help for its flags.\n");
 }
 
@@ -113,6 +116,7 @@ typedef struct {
   const char *cc;             /* the C compiler driver that links */
   const char *precision;      /* fp32 or bf16 (--piper-precision) */
   const char *gradReduce;     /* fp32 or bf16 (--piper-grad-reduce) */
+  bool noFuse;                /* --no-fuse: leave general-op chains unfused (bench/ measures) */
 } Options;
 
 /* True if `flag` takes its value as the next argument and names one of the target slots. */
@@ -161,6 +165,8 @@ static int parseArg(Options *o, int argc, char **argv, int *i) {
     return 2;
   } else if (!strcmp(a, "--strategy") && hasValue) {
     o->strategy = argv[++*i];
+  } else if (!strcmp(a, "--no-fuse")) {
+    o->noFuse = true;
   } else if (isTargetFlag(a) && hasValue) {
     const char **slot = a[2] == 't' ? &o->target : a[2] == 'g' ? &o->gpuArch
                         : !strcmp(a, "--emit-ptx") ? &o->ptxOut : &o->gpuMlirOut;
@@ -228,6 +234,7 @@ static int compileModule(MlirOperation op, const Options *o, const PiperTarget *
     mlirOperationSetAttributeByName(op, piperStr("piper.target"),
                                     mlirStringAttrGet(ctx, piperStr(tgt->name)));
   MlirPassManager pm = mlirPassManagerCreate(ctx);
+  if (!o->noFuse) mlirPassManagerAddOwnedPass(pm, piperCreateFusePass(NULL));
   mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
   if (o->strategy) {
     MlirPass passes[PIPER_STRATEGY_PASSES];

@@ -44,6 +44,11 @@ static const Ranked others[] = {
     {{"piper-verify", "check tdag shapes and element types (also run after every parse)", NULL,
       piperCreateVerifyPass},
      10},
+    {{"piper-fuse",
+      "fold general-op chains (an exported PyTorch model's) into the fused ops: causal "
+      "attention, RMSNorm, tanh GELU, SwiGLU",
+      NULL, piperCreateFusePass},
+     15},
     {{"piper-autodiff",
       "forward graph -> training graph: append backward ops and AdamW updates (idempotent)",
       NULL, piperCreateAutodiffPass},

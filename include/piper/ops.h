@@ -88,6 +88,9 @@ typedef enum {
   PIPER_BATCH_NONE, /* none: parameters, weight gradients, buckets */
   PIPER_BATCH_ALL,  /* every result */
   PIPER_BATCH_SOME, /* result r iff bit r of batchedResults */
+  PIPER_BATCH_OPERANDS, /* every result iff some operand is batched (the general ops, which
+                           run on activations and constants alike); a tdag.sum_to only where
+                           it keeps dim 0 (passes/strategy.c) */
 } PiperBatchRule;
 
 /* How the op's results or writes relate to its operands' storage. */

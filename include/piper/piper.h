@@ -106,6 +106,11 @@ int64_t piperGetIntAttr(MlirOperation op, const char *name, int64_t fallback);
 /* A float attribute of `op`, or `fallback` if absent. */
 double piperGetFloatAttr(MlirOperation op, const char *name, double fallback);
 
+/* The `perm` of a tdag.permute (a dense i64 array attribute) into perm[0..rank); false if it
+ * is absent, not `rank` long, or not a permutation of 0..rank-1 (rank <= PIPER_MAX_RANK). */
+enum { PIPER_MAX_RANK = 8 };
+bool piperPermuteOf(MlirOperation op, int64_t rank, int64_t *perm);
+
 /* mlirEmitError with a printf-style message. */
 void piperEmitErrorV(MlirLocation loc, const char *fmt, va_list ap);
 void piperEmitErrorf(MlirLocation loc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -155,6 +160,10 @@ MlirPass piperCreateModulePass(void *typeId, const char *name, const char *summa
 /* ---- passes ---- */
 /* Forward graph -> training graph: appends backward ops and AdamW updates. */
 MlirLogicalResult piperAutodiff(MlirOperation module);
+/* --piper-fuse (passes/fuse.c): general-op chains (python/piper's exports) folded into the
+ * fused ops: attention, rmsnorm, gelu, swiglu. piper-compile runs it first. */
+MlirLogicalResult piperFuse(MlirOperation module);
+MlirPass piperCreateFusePass(const char *arg);
 MlirPass piperCreateAutodiffPass(const char *arg);
 MlirPass piperCreateVerifyPass(const char *arg);
 /* Appends the directives of a JSON or .mlir strategy file (the pass argument) as sched ops. */

@@ -36,6 +36,9 @@ typedef enum {
   PRT_INIT_NORMAL = 0, /* normal(0, 0.02) from a generator seeded by (seed, name) */
   PRT_INIT_ZEROS = 1,  /* biases */
   PRT_INIT_ONES = 2,   /* LayerNorm weights */
+  PRT_INIT_BUFFER = 3, /* non-trained state (an exported module's buffers: masks, RoPE tables):
+                          only a checkpoint gives its values, so a run without
+                          --init-checkpoint stops naming it */
 } prt_init_kind;
 
 /* ---- called by piper_setup ---- */

@@ -20,7 +20,7 @@ A comparison of nothing fails: the reference must hold at least one step and one
 step or tensor in only one of the two runs fails. So that a reference cut short cannot pass
 either, --steps N requires the reference's steps to be exactly 0..N-1, and --model requires
 its tensors to be exactly the model's parameters (its "tdag.param" ops) and their two AdamW
-moments (optim.exp_avg.NAME, optim.exp_avg_sq.NAME).
+moments (optim.exp_avg.NAME, optim.exp_avg_sq.NAME; none for a buffer, init = "buffer").
 A plan differs from the single-device step only in the order floating-point sums are taken
 (gradients accumulated per microbatch, all-reduced over replicas): measured (2026-11-23, every
 test in strategies/) <= 9.5e-8 relative on losses and <= 8.5e-6 on parameters after 10 steps,
@@ -52,8 +52,9 @@ MOMENTS = ("optim.exp_avg.", "optim.exp_avg_sq.")  # the runtime's names for Ada
 
 
 def model_params(path):
-    """The names of the "tdag.param" ops of an MLIR model, in order."""
-    names = []
+    """The names of the "tdag.param" ops of an MLIR model, in order, and the set of those that
+    are buffers (init = "buffer": non-trained state, no AdamW moments)."""
+    names, buffers = [], set()
     with open(path) as f:
         for line in f:
             if '"tdag.param"' in line:
@@ -61,9 +62,11 @@ def model_params(path):
                 if not m:
                     raise SystemExit(f"{path}: a tdag.param without a name: {line.strip()[:80]}")
                 names.append(m.group(1))
+                if 'init = "buffer"' in line:
+                    buffers.add(m.group(1))
     if not names:
         raise SystemExit(f"{path}: no tdag.param op: not a piper model")
-    return names
+    return names, buffers
 
 
 def check_reference(ck, a, ref_steps):
@@ -81,8 +84,8 @@ def check_reference(ck, a, ref_steps):
     if not names:
         ck.fail("tensors", f"no tensor in {a.ref_checkpoint}: nothing to compare")
     if a.model is not None:
-        params = model_params(a.model)
-        want = set(params) | {m + p for m in MOMENTS for p in params}
+        params, buffers = model_params(a.model)
+        want = set(params) | {m + p for m in MOMENTS for p in params if p not in buffers}
         for n in sorted(want - names):
             ck.fail(f"param[{n}]", f"missing from the reference {a.ref_checkpoint}")
         for n in sorted(names - want):

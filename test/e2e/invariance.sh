@@ -5,6 +5,9 @@
 # states the tolerances).
 # Usage: invariance.sh WORKDIR NP STAGES PIPER-SCHED-ARGS...
 # INVARIANCE_TRAIN_ARGS (environment): more training flags for both runs (e.g. --grad-clip 0.5).
+# INVARIANCE_EXPORT (environment): instead of piper-gen, a PyTorch module exported by
+#   python/piper: test/frontend/vs_torch.py export's flags, without --stages and -o (e.g.
+#   "--model llama --batch 8"); both runs start from the export's weights (--init-checkpoint).
 # INVARIANCE_MODEL (environment): the piper-gen model and its flags, without --stages (e.g.
 #   "qwen3 --layers 4 --dim 32 --heads 4 --kv-heads 2 --ffn-dim 64 --seq 16 --batch 8"; tensor
 #   parallelism needs heads divisible by the group size).
@@ -28,13 +31,22 @@ shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 model=${INVARIANCE_MODEL:-gpt --layers 4 --dim 32 --heads 2 --seq 16 --batch 8}
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
-piper-gen $model > single.mlir
-piper-gen $model --stages "$stages" > staged.mlir
+extra=(${INVARIANCE_TRAIN_ARGS:-})
+if [ -n "${INVARIANCE_EXPORT:-}" ]; then
+  export=(${INVARIANCE_EXPORT})
+  /usr/bin/python3 "$here/../frontend/vs_torch.py" export "${export[@]}" -o one
+  /usr/bin/python3 "$here/../frontend/vs_torch.py" export "${export[@]}" --stages "$stages" -o staged
+  mv one/model.mlir single.mlir && mv staged/model.mlir staged.mlir
+  cmp one/init.safetensors staged/init.safetensors # the stages' tags change no weight
+  extra+=(--init-checkpoint one/init.safetensors)
+else
+  piper-gen $model > single.mlir
+  piper-gen $model --stages "$stages" > staged.mlir
+fi
 piper-sched "$@" > strategy.json
 compile=(${INVARIANCE_COMPILE_ARGS:-})
 piper-compile single.mlir "${compile[@]}" -o single
 piper-compile staged.mlir "${compile[@]}" --strategy strategy.json -o plan
-extra=(${INVARIANCE_TRAIN_ARGS:-})
 planonly=(${INVARIANCE_PLAN_ARGS:-})
 record=() replay=()
 if [ -n "${INVARIANCE_ROUTING:-}" ]; then

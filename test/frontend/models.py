@@ -1,0 +1,247 @@
+"""Small single-file models written the way public GPT-2 and Llama code is, for the frontend's
+tests (python/piper): each covers the idioms issue 26 lists, not one public file.
+
+GPT2 (nanoGPT style): nn.Linear / nn.LayerNorm / nn.Embedding, a fused c_attn split into q, k,
+v with heads by view + transpose, manual causal attention with a `tril` buffer and
+masked_fill(mask == 0, -inf) (or F.layer_norm without bias, or the tanh-GELU formula written out,
+by flags), a tied head (wte.weight = lm_head.weight), F.cross_entropy(ignore_index=-1).
+
+Llama: RMSNorm written out, RoPE from precomputed cos/sin buffers by rotate-half with cat (or
+the interleaved reshape(..., -1, 2).unbind(-1) + stack form), GQA by expand + reshape, SwiGLU
+as w2(F.silu(w1(x)) * w3(x)), an additive -inf mask from torch.triu, untied head.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LayerNorm(nn.Module):
+    """nanoGPT's LayerNorm with an optional bias (F.layer_norm without one)."""
+
+    def __init__(self, n, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n))
+        self.bias = nn.Parameter(torch.zeros(n)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class GPTAttention(nn.Module):
+    def __init__(self, C, H, T):
+        super().__init__()
+        self.c_attn = nn.Linear(C, 3 * C)
+        self.c_proj = nn.Linear(C, C)
+        self.H = H
+        self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        k = k.view(B, T, self.H, C // self.H).transpose(1, 2)
+        q = q.view(B, T, self.H, C // self.H).transpose(1, 2)
+        v = v.view(B, T, self.H, C // self.H).transpose(1, 2)
+        if hasattr(F, "scaled_dot_product_attention") and getattr(self, "use_sdpa", False):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            att = F.softmax(att, dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, C, H, T, bias, tanh_gelu):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(C) if bias else LayerNorm(C, False)
+        self.attn = GPTAttention(C, H, T)
+        self.ln_2 = nn.LayerNorm(C) if bias else LayerNorm(C, False)
+        self.c_fc = nn.Linear(C, 4 * C)
+        self.c_proj = nn.Linear(4 * C, C)
+        self.gelu = gelu_tanh if tanh_gelu else nn.GELU()
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.c_proj(self.gelu(self.c_fc(self.ln_2(x))))
+
+
+class GPT2(nn.Module):
+    def __init__(self, V=64, C=32, H=4, L=2, T=16, bias=True, tanh_gelu=False):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(V, C), wpe=nn.Embedding(T, C),
+            h=nn.ModuleList([GPTBlock(C, H, T, bias, tanh_gelu) for _ in range(L)]),
+            ln_f=nn.LayerNorm(C)))
+        self.lm_head = nn.Linear(C, V, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # tied
+        g = torch.Generator().manual_seed(0)
+        for n, p in self.named_parameters():
+            with torch.no_grad():
+                if n.endswith("weight") and p.dim() == 2:
+                    p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+                elif n.endswith("bias"):
+                    p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+
+    def forward(self, idx, targets):
+        B, T = idx.size()
+        pos = torch.arange(0, T, dtype=torch.long)
+        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        for block in self.transformer.h:
+            x = block(x)
+        x = self.transformer.ln_f(x)
+        logits = self.lm_head(x)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, n, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(n))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        return self._norm(x.float()).type_as(x) * self.weight
+
+
+def rope_tables(D, T, theta):
+    inv = 1.0 / (theta ** (torch.arange(0, D, 2).float() / D))
+    ang = torch.outer(torch.arange(T).float(), inv)
+    return ang.cos(), ang.sin()  # (T, D/2)
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, C, H, KV, T, interleaved):
+        super().__init__()
+        self.H, self.KV, self.D = H, KV, C // H
+        self.wq = nn.Linear(C, H * self.D, bias=False)
+        self.wk = nn.Linear(C, KV * self.D, bias=False)
+        self.wv = nn.Linear(C, KV * self.D, bias=False)
+        self.wo = nn.Linear(H * self.D, C, bias=False)
+        self.interleaved = interleaved
+
+    def rope(self, x, cos, sin):
+        T = x.shape[1]
+        if self.interleaved:  # Meta's layout: pairs (x_2j, x_2j+1)
+            xr, xi = x.float().reshape(*x.shape[:-1], -1, 2).unbind(-1)
+            c, s = cos[:T].view(1, T, 1, -1), sin[:T].view(1, T, 1, -1)
+            return torch.stack((xr * c - xi * s, xr * s + xi * c), dim=-1).flatten(3).type_as(x)
+        c = torch.cat((cos[:T], cos[:T]), dim=-1).view(1, T, 1, -1)
+        s = torch.cat((sin[:T], sin[:T]), dim=-1).view(1, T, 1, -1)
+        return x * c + rotate_half(x) * s
+
+    def forward(self, x, cos, sin, mask):
+        B, T, _ = x.shape
+        q = self.wq(x).view(B, T, self.H, self.D)
+        k = self.wk(x).view(B, T, self.KV, self.D)
+        v = self.wv(x).view(B, T, self.KV, self.D)
+        q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
+        rep = self.H // self.KV
+        if rep > 1:  # GQA: repeat_kv by expand + reshape
+            k = k[:, :, :, None, :].expand(B, T, self.KV, rep, self.D).reshape(B, T, self.H, self.D)
+            v = v[:, :, :, None, :].expand(B, T, self.KV, rep, self.D).reshape(B, T, self.H, self.D)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.D)
+        scores = scores + mask[:T, :T]
+        p = F.softmax(scores.float(), dim=-1).type_as(q)
+        out = torch.matmul(p, v).transpose(1, 2).contiguous().view(B, T, -1)
+        return self.wo(out)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, C, H, KV, F_, T, interleaved):
+        super().__init__()
+        self.attention_norm = RMSNorm(C)
+        self.attention = LlamaAttention(C, H, KV, T, interleaved)
+        self.ffn_norm = RMSNorm(C)
+        self.w1 = nn.Linear(C, F_, bias=False)
+        self.w2 = nn.Linear(F_, C, bias=False)
+        self.w3 = nn.Linear(C, F_, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        h = x + self.attention(self.attention_norm(x), cos, sin, mask)
+        y = self.ffn_norm(h)
+        return h + self.w2(F.silu(self.w1(y)) * self.w3(y))
+
+
+class Llama(nn.Module):
+    def __init__(self, V=64, C=32, H=4, KV=2, F_=48, L=2, T=16, theta=10000.0, interleaved=False):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(V, C)
+        self.layers = nn.ModuleList([LlamaBlock(C, H, KV, F_, T, interleaved) for _ in range(L)])
+        self.norm = RMSNorm(C)
+        self.output = nn.Linear(C, V, bias=False)
+        cos, sin = rope_tables(C // H, T, theta)
+        self.register_buffer("freqs_cos", cos, persistent=False)
+        self.register_buffer("freqs_sin", sin, persistent=False)
+        g = torch.Generator().manual_seed(1)
+        for n, p in self.named_parameters():
+            with torch.no_grad():
+                if p.dim() == 2:
+                    p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+                else:
+                    p.copy_(1.0 + torch.randn(p.shape, generator=g) * 0.1)
+
+    def forward(self, tokens, targets):
+        B, T = tokens.shape
+        h = self.tok_embeddings(tokens)
+        mask = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+        for layer in self.layers:
+            h = layer(h, self.freqs_cos, self.freqs_sin, mask)
+        logits = self.output(self.norm(h)).float()
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+
+
+class OpsMix(nn.Module):
+    """The general ops no fused op covers, each on the way to the loss so its gradient is
+    checked: exp, division and subtraction with broadcasting, 1 - x, sqrt, tanh, silu alone,
+    sum and mean with and without keepdim, unbind + stack, chunk, select, a batched matmul with
+    a transposed operand, torch.where with a constant mask, log_softmax over a dim that is not
+    the last, masked_fill with a finite value."""
+
+    def __init__(self, V=64, C=32, T=16):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.proj = nn.Linear(C, C)
+        self.head = nn.Linear(C, V, bias=False)
+        self.scale = nn.Parameter(torch.ones(C))
+        self.register_buffer("keep", torch.tril(torch.ones(T, T, dtype=torch.bool)))
+        g = torch.Generator().manual_seed(2)
+        for p in self.parameters():
+            with torch.no_grad():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.2 + (1.0 if p.dim() == 1 else 0.0))
+
+    def forward(self, tokens, targets):
+        B, T = tokens.shape
+        x = self.proj(self.wte(tokens))                                # (B,T,C)
+        a = torch.exp(x * 0.5)
+        b = x / (1.0 + a)                                              # div, broadcast-free
+        c = x - a.mean(-1, keepdim=True)                               # sub, (B,T,1) broadcast
+        d = torch.stack(x.unbind(1), dim=1) * self.scale               # unbind + stack, param
+        s = torch.bmm(x, x.transpose(1, 2)) / x.size(-1)               # (B,T,T)
+        s = torch.where(self.keep[:T, :T], s, -30.0)                   # where, constant mask
+        ls = F.log_softmax(s, dim=1)                                   # not the last dim
+        m = s.masked_fill(~self.keep[:T, :T], 2.0).sum(-1)             # (B,T) no keepdim
+        e = (1 - torch.tanh(x)) * torch.sqrt(x * x + 1.0)              # rsub, tanh, sqrt
+        half = x.chunk(2, dim=-1)[1]
+        f = F.silu(x) + torch.cat((half, -half), dim=-1) * 0.5         # silu; chunk, cat
+        g = ls.mean(-1, keepdim=True) + m.unsqueeze(-1) * 0.01 + x[:, :, 0:1]  # select-like
+        h = b + c + d + e + f + g
+        logits = self.head(h)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))

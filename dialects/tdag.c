@@ -120,6 +120,11 @@ bool piperTensorIsI32(MlirType t) {
   return mlirTypeIsAInteger(e) && mlirIntegerTypeGetWidth(e) == 32;
 }
 
+MlirType piperTensorType(MlirContext ctx, int64_t rank, const int64_t *shape, MlirType elem) {
+  (void)ctx; /* the builtin tensor type takes its context from elem */
+  return mlirRankedTensorTypeGet(rank, shape, elem, mlirAttributeGetNull());
+}
+
 bool piperTensorIsBf16(MlirType t) {
   return mlirTypeIsARankedTensor(t) && mlirTypeIsABF16(mlirShapedTypeGetElementType(t));
 }

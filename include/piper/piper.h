@@ -142,6 +142,8 @@ int64_t piperTensorDim(MlirType t, int64_t i);
 int64_t piperTensorNumel(MlirType t);
 bool piperTensorIsF32(MlirType t);
 bool piperTensorIsI32(MlirType t);
+/* The ranked tensor type shape[0..rank) of elem, without an encoding. */
+MlirType piperTensorType(MlirContext ctx, int64_t rank, const int64_t *shape, MlirType elem);
 bool piperTensorIsBf16(MlirType t);
 
 /* Checks what IRDL cannot: tensor element types and that shapes agree for every tdag op, e.g.

@@ -1,6 +1,6 @@
 """Piper's lit test format (test/lit.cfg.py uses it), in a module so lit's workers can load it.
 
-Tests are lit's shell tests. Under the sanitizers (make check-asan) an e2e/ or gpu/ test outside
+Tests are lit's shell tests. Under the sanitizers (make check-asan) an e2e/, gpu/ or frontend/ test outside
 the tier of test/sanitizers/asan-tier.txt is reported UNSUPPORTED, with the reason, instead of
 run: docs/testing.md says which tests run where and why. `lit -Dasan_tier=all` runs them all.
 """
@@ -8,6 +8,10 @@ import os
 
 import lit.formats
 import lit.Test
+
+# The folders whose tests run under the sanitizers only when the tier names them (the rest run
+# whole): the end-to-end suites, where a test trains models on MPI ranks.
+TIERED = ("e2e", "gpu", "frontend")
 
 
 def asan_tier(cfg, lit_config):
@@ -23,7 +27,7 @@ def asan_tier(cfg, lit_config):
 
 
 class PiperTest(lit.formats.ShTest):
-    """lit's shell tests; under the sanitizers, an e2e/ or gpu/ test outside the tier is
+    """lit's shell tests; under the sanitizers, a test of a TIERED folder outside the tier is
     reported UNSUPPORTED with the reason, so the run still lists it."""
 
     def __init__(self, tier):
@@ -32,7 +36,7 @@ class PiperTest(lit.formats.ShTest):
 
     def execute(self, test, lit_config):
         rel = "/".join(test.path_in_suite)
-        if self.tier is not None and rel.split("/")[0] in ("e2e", "gpu") and rel not in self.tier:
+        if self.tier is not None and rel.split("/")[0] in TIERED and rel not in self.tier:
             return lit.Test.Result(lit.Test.UNSUPPORTED,
                                    "not in the sanitizers' tier (test/sanitizers/asan-tier.txt)")
         return super().execute(test, lit_config)

@@ -13,7 +13,7 @@ from lit_piper import PiperTest, asan_tier  # noqa: E402
 config.test_format = PiperTest(asan_tier(config, lit_config))
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "oracle", "mutate_strategies.py",
-                   "compare_runs.py", "corpus", "lit_piper.py"]
+                   "compare_runs.py", "corpus", "lit_piper.py", "tier_list.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.piper_obj_root, "test")
 

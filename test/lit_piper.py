@@ -1,29 +1,28 @@
 """Piper's lit test format (test/lit.cfg.py uses it), in a module so lit's workers can load it.
 
-Tests are lit's shell tests. Under the sanitizers (make check-asan) an e2e/, gpu/ or frontend/ test outside
-the tier of test/sanitizers/asan-tier.txt is reported UNSUPPORTED, with the reason, instead of
-run: docs/testing.md says which tests run where and why. `lit -Dasan_tier=all` runs them all.
+Tests are lit's shell tests. Under the sanitizers (make check-asan) a test of a folder the tier
+list filters (test/sanitizers/asan-tier.txt: e2e/, gpu/, frontend/) that the list does not name
+is reported UNSUPPORTED, with the reason, instead of run: docs/testing.md says which tests run where and why. `lit -Dasan_tier=all` runs them all.
 """
 import os
 
 import lit.formats
 import lit.Test
 
-# The folders whose tests run under the sanitizers only when the tier names them (the rest run
-# whole): the end-to-end suites, where a test trains models on MPI ranks.
-TIERED = ("e2e", "gpu", "frontend")
+from tier_list import read_tier
 
 
 def asan_tier(cfg, lit_config):
-    """The e2e/ and gpu/ tests make check-asan runs (test/sanitizers/asan-tier.txt), or None
-    where every test runs: a build without the sanitizers, or `lit -Dasan_tier=all`."""
+    """(the folders the tier filters, the tests of theirs make check-asan runs) from
+    test/sanitizers/asan-tier.txt, or None where every test runs: a build without the
+    sanitizers, or `lit -Dasan_tier=all`."""
     if getattr(cfg, "piper_sanitize", "OFF").upper() not in ("ON", "1", "TRUE", "YES"):
         return None
     if lit_config.params.get("asan_tier", "") == "all":
         return None
-    path = os.path.join(os.path.dirname(__file__), "sanitizers", "asan-tier.txt")
-    with open(path) as f:
-        return {line.split("#")[0].strip() for line in f} - {""}
+    folders, tests = read_tier(os.path.join(os.path.dirname(__file__), "sanitizers",
+                                            "asan-tier.txt"))
+    return folders, set(tests)
 
 
 class PiperTest(lit.formats.ShTest):
@@ -36,7 +35,7 @@ class PiperTest(lit.formats.ShTest):
 
     def execute(self, test, lit_config):
         rel = "/".join(test.path_in_suite)
-        if self.tier is not None and rel.split("/")[0] in TIERED and rel not in self.tier:
+        if self.tier is not None and rel.split("/")[0] in self.tier[0] and rel not in self.tier[1]:
             return lit.Test.Result(lit.Test.UNSUPPORTED,
                                    "not in the sanitizers' tier (test/sanitizers/asan-tier.txt)")
         return super().execute(test, lit_config)

@@ -117,9 +117,9 @@ int prt_routing_open(prt_routing **out, prt_ctx *ctx, const char *record, const 
                     "run has %lld ranks: command line; record with a plan for one device",
                     (long long)ctx->world);
   if (ctx->elastic.k > 1)
-    return prt_fail(st, 2, "--routing-replay cannot follow an elastic run's passes: command "
-                    "line; run the plan on all %lld of its devices",
-                    (long long)ctx->declared_world);
+    return prt_fail(st, 2, "%s cannot follow an elastic run's passes: command line; run the "
+                    "plan on all %lld of its devices", replay ? "--routing-replay" :
+                    "--routing-record", (long long)ctx->declared_world);
   prt_routing *r = prt_xmalloc(sizeof *r, "routing replay");
   memset(r, 0, sizeof *r);
   r->replay = replay != NULL;

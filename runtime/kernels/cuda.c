@@ -116,6 +116,8 @@ static struct {
                                 of several ranks: every step runs kernel by kernel */
   cudaGraphExec_t graph;     /* the captured step, replayed each pass after the warm-up */
   int capturing;             /* 1 while the step is being captured */
+  char capture_error[320];   /* the first CUDA or cuBLAS failure while capturing ("": none);
+                                the step then runs kernel by kernel from then on */
   int ready;                 /* 1 once the PTX, cuBLAS and the scratch are set up */
   int sync_each;             /* PIPER_CUDA_SYNC=1: synchronize after every launch */
   int64_t rope_key[2][3];    /* (T, D, theta bits) the rotary tables in SCR_ROPE_FWD/BWD hold,
@@ -126,6 +128,12 @@ static struct {
 
 /* A CUDA failure in `fn` (the runtime function serving an op): fatal, with what to do. */
 static void fail_cuda(const char *fn, const char *what, cudaError_t e, int line) {
+  if (S.capturing) { /* nothing ran: graph_capture reports it and runs the step again */
+    if (!S.capture_error[0])
+      snprintf(S.capture_error, sizeof S.capture_error, "%s (%s): %s at %s:%d", fn, what,
+               cudaGetErrorName(e), __FILE__, line);
+    return;
+  }
   prt_fatal("CUDA error in %s (%s): %s: %s at %s:%d; %s", fn, what, cudaGetErrorName(e),
             cudaGetErrorString(e), __FILE__, line,
             e == cudaErrorMemoryAllocation
@@ -244,6 +252,12 @@ static void col_finish(float *out, double *partial, int64_t chunks, int64_t N, c
 }
 
 static void check_blas(cublasStatus_t s, const char *fn, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS && S.capturing) {
+    if (!S.capture_error[0])
+      snprintf(S.capture_error, sizeof S.capture_error, "cuBLAS in %s: status %d at %s:%d", fn,
+               (int)s, __FILE__, line);
+    return;
+  }
   if (s != CUBLAS_STATUS_SUCCESS)
     prt_fatal("cuBLAS error in %s: status %d at %s:%d; rerun with PIPER_CUDA_SYNC=1 to find "
               "an earlier failing op, or check the GPU with nvidia-smi", fn, (int)s, __FILE__,
@@ -251,6 +265,12 @@ static void check_blas(cublasStatus_t s, const char *fn, int line) {
 }
 
 static void check_lt(cublasStatus_t s, const char *fn, const char *call, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS && S.capturing) {
+    if (!S.capture_error[0])
+      snprintf(S.capture_error, sizeof S.capture_error, "cuBLASLt in %s (%s): status %d at "
+               "%s:%d", fn, call, (int)s, __FILE__, line);
+    return;
+  }
   if (s != CUBLAS_STATUS_SUCCESS)
     prt_fatal("cuBLASLt error in %s (%s): status %d at %s:%d; rerun with PIPER_CUDA_LT=0 to "
               "use cuBLAS instead, or PIPER_CUDA_SYNC=1 to find an earlier failing op", fn,
@@ -327,19 +347,35 @@ static void graph_drop(void) {
 
 /* Captures one pass of `step` on the compute stream as a CUDA graph (nothing runs yet). The
  * host side of the step runs as usual; what it issues (kernels, cuBLAS, copies from pinned
- * memory) becomes the graph. */
-static void graph_capture(prt_ctx *ctx, void (*step)(prt_ctx *)) {
-  const char *fn = "the step's CUDA graph";
+ * memory) becomes the graph. Returns 0 when the capture failed (a call the driver refuses
+ * while capturing, or the graph not instantiated): nothing of the step ran, so the caller
+ * runs it kernel by kernel, as every later step (a warning says so once). */
+static int graph_capture(prt_ctx *ctx, void (*step)(prt_ctx *)) {
   cudaGraph_t g = NULL;
-  CUDA_OR_DIE(fn, "cudaStreamBeginCapture",
-              cudaStreamBeginCapture(compute_stream(), cudaStreamCaptureModeThreadLocal));
-  S.capturing = 1;
-  step(ctx);
-  adam_flush(ctx);
-  S.capturing = 0;
-  CUDA_OR_DIE(fn, "cudaStreamEndCapture", cudaStreamEndCapture(compute_stream(), &g));
-  CUDA_OR_DIE(fn, "cudaGraphInstantiate", cudaGraphInstantiate(&S.graph, g, 0));
-  CUDA_OR_DIE(fn, "cudaGraphDestroy", cudaGraphDestroy(g));
+  S.capture_error[0] = 0;
+  cudaError_t e = cudaStreamBeginCapture(compute_stream(), cudaStreamCaptureModeThreadLocal);
+  if (e == cudaSuccess) {
+    S.capturing = 1;
+    step(ctx);
+    adam_flush(ctx);
+    S.capturing = 0;
+    e = cudaStreamEndCapture(compute_stream(), &g);
+    if (e == cudaSuccess && !S.capture_error[0]) e = cudaGraphInstantiate(&S.graph, g, 0);
+    if (g) (void)cudaGraphDestroy(g);
+  }
+  if (e == cudaSuccess && !S.capture_error[0]) return 1;
+  (void)cudaGetLastError();
+  if (S.graph) (void)cudaGraphExecDestroy(S.graph);
+  S.graph = NULL;
+  S.graph_off = 1;
+  /* what the failed capture recorded as on the device is not: copy the tables again */
+  S.adam_tab.shadow_n = S.norm_tab.shadow_n = -1;
+  memset(S.rope_key, 0, sizeof S.rope_key);
+  if (ctx->rank == 0)
+    fprintf(stderr, "piper: warning: the training step could not be captured as a CUDA graph "
+            "(%s); running it kernel by kernel (set PIPER_CUDA_GRAPH=0 to do so from the "
+            "start)\n", S.capture_error[0] ? S.capture_error : cudaGetErrorName(e));
+  return 0;
 }
 
 /* After the step's last kernel: the norm computed on the device, read by the host (the one
@@ -366,8 +402,8 @@ static void run_step(prt_ctx *ctx, void (*step)(prt_ctx *)) {
   int64_t pass = S.passes++;
   P.on = P.out && pass == P.pass;
   if (prt_cuda_step_mark) prt_cuda_step_mark(pass, 0);
-  if (pass > 0 && !S.graph_off && !S.needs_host && ctx->world == 1) {
-    if (!S.graph) graph_capture(ctx, step);
+  if (pass > 0 && !S.graph_off && !S.needs_host && ctx->world == 1 &&
+      (S.graph || graph_capture(ctx, step))) {
     adam_scalars_fill(ctx);
     CUDA_OR_DIE("the step's CUDA graph", "cudaGraphLaunch",
                 cudaGraphLaunch(S.graph, compute_stream()));

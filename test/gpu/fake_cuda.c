@@ -185,11 +185,14 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mo
   capturing = calloc(1, sizeof *capturing);
   return capturing ? cudaSuccess : cudaErrorMemoryAllocation;
 }
+/* FAKE_CUDA_BREAK_CAPTURE=1: the capture ends invalidated, as when the driver refused a call
+ * in it (the runtime must then run the step kernel by kernel). */
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
   if (!capturing) return cudaErrorIllegalState;
   *g = (cudaGraph_t)(void *)capturing;
   capturing = NULL;
-  return cudaSuccess;
+  const char *brk = getenv("FAKE_CUDA_BREAK_CAPTURE");
+  return brk && !strcmp(brk, "1") ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
 }
 /* The executable graph is the recorded list itself; cudaGraphDestroy of the template is then
  * a no-op, cudaGraphExecDestroy frees it. */
@@ -306,8 +309,9 @@ cudaError_t cudaGetDeviceCount(int *n) {
 }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 const char *cudaGetErrorName(cudaError_t e) {
-  return e == cudaErrorStreamCaptureUnsupported ? "cudaErrorStreamCaptureUnsupported"
-                                                : "fakeError";
+  return e == cudaErrorStreamCaptureUnsupported   ? "cudaErrorStreamCaptureUnsupported"
+         : e == cudaErrorStreamCaptureInvalidated ? "cudaErrorStreamCaptureInvalidated"
+                                                  : "fakeError";
 }
 const char *cudaGetErrorString(cudaError_t e) { return "an error of the fake CUDA runtime"; }
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,

@@ -24,6 +24,13 @@ The GPU machine has no LLVM/MLIR, so the binary is built where piper-compile run
 The table ends with the bf16 row against PyTorch's eager bf16 autocast and torch.compile bf16
 (the issue's targets: <= 28.2 ms, aiming at 21 ms on an H100).
 `make bench` runs it with BUILD_DIR alone: compile, then measure, when a GPU is present.
+
+Without a GPU:
+  bench_gpu.py BUILD_DIR --counters OUT_DIR   what a step asks of a GPU, counted by the fake
+                                              CUDA runtime (test/gpu/fake_cuda.c): kernels a
+                                              step and a layer, launch calls, host waits,
+                                              allocations after the warm-up, bytes each way
+  bench_gpu.py BUILD_DIR --estimate           the roofline floor of the bench step
 """
 import argparse
 import json
@@ -130,6 +137,156 @@ def torch_modes(m, steps):
     return results
 
 
+# ---- the roofline floor of the bench step (no GPU) ----
+PEAK_BF16, PEAK_FP32, BANDWIDTH = 790e12, 60e12, 3e12  # FLOP/s (measured bf16 GEMM; fp32
+# without TF32), bytes/s: DESIGN.md "GPU speed"
+
+
+def step_kernels(m, act_bytes):
+    """(class, FLOPs, bytes) of every kernel an ideal implementation of one training step of
+    GPT m runs, activations stored in act_bytes an element: each operand read once and each
+    result written once, the bias added in the GEMMs' epilogue (no pass of its own; its
+    gradient is a read of dout), GELU and the residual adds as passes of their own (an
+    epilogue or a fused norm would save some of their bytes), no conversion passes, the
+    optimizer in fp32. Attention is counted causal (half the T x T products) and the backward
+    recomputes the scores (FlashAttention-2: 5 T x T products against the forward's 2)."""
+    L, C, H, T, B, V = (m[k] for k in ("layers", "dim", "heads", "seq", "batch", "vocab"))
+    N, a, out = B * T, act_bytes, []
+
+    def gemm(cls, M, O, K):  # out(M,O) = x(M,K) w(O,K)^T, its input and weight gradients
+        for rows, cols, inner in ((M, O, K), (M, K, O), (O, K, M)):
+            out.append((cls, 2 * rows * cols * inner, a * (rows * inner + inner * cols +
+                                                           rows * cols)))
+
+    for _ in range(L):
+        for O, K in ((3 * C, C), (C, C), (4 * C, C), (C, 4 * C)):
+            gemm("matmul (linear, fwd + bwd)", N, O, K)
+            out.append(("bias gradient", 0, a * N * O))
+        causal = B * H * T * T * (C // H)  # one T x T product of all heads, causal half x 2 FLOP
+        out.append(("attention fwd", 2 * causal, a * 4 * N * C + 4 * B * H * T))
+        out.append(("attention bwd", 5 * causal, a * 8 * N * C + 4 * B * H * T))
+        for _ in range(2):
+            out.append(("layernorm fwd", 8 * N * C, a * 2 * N * C))
+            out.append(("layernorm bwd", 12 * N * C, a * 3 * N * C))
+            out.append(("residual add fwd + bwd", 2 * N * C, a * 6 * N * C))
+        out.append(("gelu fwd", 10 * N * 4 * C, a * 2 * N * 4 * C))
+        out.append(("gelu bwd", 15 * N * 4 * C, a * 3 * N * 4 * C))
+    gemm("matmul (LM head, fwd + bwd)", N, V, C)
+    out.append(("layernorm fwd", 8 * N * C, a * 2 * N * C))
+    out.append(("layernorm bwd", 12 * N * C, a * 3 * N * C))
+    out.append(("cross-entropy fwd + bwd", 8 * N * V, a * 3 * N * V + 8 * N))
+    out.append(("embedding fwd + bwd", 2 * N * C, a * 3 * N * C + 4 * (V + T) * C))
+    P = params_of(m)
+    out.append(("gradient norm", 2 * P, 4 * P))
+    out.append(("AdamW", 12 * P, 4 * 7 * P))  # reads p, g, m, v; writes p, m, v
+    return out
+
+
+def estimate(m):
+    """Prints the roofline floor: per kernel class its FLOPs, bytes and the time the faster of
+    compute and memory allows, summed over its kernels (each kernel at max(FLOPs / peak,
+    bytes / bandwidth)); bf16 (2-byte activations, 790 TFLOP/s) and fp32 (4 bytes, 60
+    TFLOP/s), both at 3 TB/s."""
+    rows = {}
+    for prec, act, peak in (("bf16", 2, PEAK_BF16), ("fp32", 4, PEAK_FP32)):
+        for cls, fl, by in step_kernels(m, act):
+            r = rows.setdefault(cls, {})
+            f, b, t = r.get(prec, (0, 0, 0.0))
+            r[prec] = (f + fl, b + by, t + max(fl / peak, by / BANDWIDTH))
+    print("## Roofline floor of one training step (GPT L{layers} C{dim} H{heads} T{seq} B{batch} "
+          "V{vocab}, {p:.1f} M parameters)\n".format(p=params_of(m) / 1e6, **m))
+    print("bf16: 2-byte activations at {:.0f} TFLOP/s; fp32: 4-byte at {:.0f} TFLOP/s (no TF32); "
+          "both {:.0f} TB/s. Each kernel at max(FLOPs / peak, bytes / bandwidth).\n".format(
+              PEAK_BF16 / 1e12, PEAK_FP32 / 1e12, BANDWIDTH / 1e12))
+    print("| kernel class | GFLOP | bf16 MB | bf16 ms | fp32 MB | fp32 ms |")
+    print("|---|---|---|---|---|---|")
+    tot = {"bf16": [0, 0, 0.0], "fp32": [0, 0, 0.0]}
+    for cls, r in sorted(rows.items(), key=lambda kv: -kv[1]["bf16"][2]):
+        for prec in tot:
+            for i in range(3):
+                tot[prec][i] += r[prec][i]
+        print("| {} | {:.1f} | {:.0f} | {:.3f} | {:.0f} | {:.3f} |".format(
+            cls, r["bf16"][0] / 1e9, r["bf16"][1] / 1e6, r["bf16"][2] * 1e3,
+            r["fp32"][1] / 1e6, r["fp32"][2] * 1e3))
+    print("| **step floor** | {:.1f} | {:.0f} | **{:.2f}** | {:.0f} | **{:.2f}** |".format(
+        tot["bf16"][0] / 1e9, tot["bf16"][1] / 1e6, tot["bf16"][2] * 1e3, tot["fp32"][1] / 1e6,
+        tot["fp32"][2] * 1e3))
+    print("\nFor comparison (DESIGN.md, PyTorch 2.11 on an H100): torch.compile bf16 28.2 ms, "
+          "eager bf16 33.5 ms, eager fp32 (TF32 off) 220.7 ms; the issue's targets: bf16 <= "
+          "28.2 ms (aim 21), fp32 <= 220.7 ms. bench_gpu.py's MFU counts {:.1f} TFLOP a step "
+          "(6 P tokens + attention over the full T x T).".format(flops_of(m) / 1e12))
+
+
+# ---- counters under the fake CUDA runtime (no GPU): what the step asks of a GPU ----
+# The bench GPT's depth (L12) at a size the fake runs in seconds: the launches, waits and
+# allocations of a step do not depend on C, T or B (sizes are kernel arguments); the bytes do,
+# and the table says how they scale.
+COUNTER_MODEL = dict(layers=12, dim=32, heads=2, seq=16, batch=2, vocab=256)
+
+
+def fake_binary(build, outdir, m, precision, tag):
+    """A --target cuda binary of model m linked against libpiper_fakecuda."""
+    lib = os.path.join(build, "lib")
+    mlir = os.path.join(outdir, tag + ".mlir")
+    with open(mlir, "w") as f:
+        subprocess.run([os.path.join(build, "bin", "piper-gen"), "gpt"] +
+                       [a for k, v in m.items() for a in ("--" + k, str(v))],
+                       stdout=f, check=True)
+    obj, exe = os.path.join(outdir, tag + ".o"), os.path.join(outdir, tag)
+    subprocess.run([os.path.join(build, "bin", "piper-compile"), mlir, "--target", "cuda",
+                    "--precision", precision, "--emit=obj", "-o", obj], check=True)
+    with open(os.path.join(lib, "piper_rt_fakecuda.link")) as f:
+        link = f.read().split()
+    subprocess.run(["cc", obj, "-L" + lib] + link + ["-o", exe], check=True)
+    return exe
+
+
+def fake_counts(exe, steps, graph, workdir):
+    """The fake runtime's counters of each step pass (FAKE_CUDA_COUNTERS)."""
+    path = exe + (".graph" if graph else ".kernels") + ".counters.jsonl"
+    env = dict(os.environ, FAKE_CUDA_COUNTERS=path, PIPER_CUDA_GRAPH="1" if graph else "0")
+    subprocess.run([exe, "--steps", str(steps), "--quiet"], check=True, env=env, cwd=workdir)
+    with open(path) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    return [r for r in rows if isinstance(r.get("pass"), int)]
+
+
+def counters(build, outdir, steps=3):
+    """Prints the counters table: per step after the warm-up (the last pass but one: the last
+    also saves and reports), for fp32 and bf16, one CUDA graph a step and kernel by kernel."""
+    os.makedirs(outdir, exist_ok=True)
+    m = COUNTER_MODEL
+    L = m["layers"]
+    small = dict(m, layers=2)
+    print("## GPU step counters under the fake CUDA runtime (GPT L{layers}, launch structure of "
+          "the bench GPT; C{dim} H{heads} T{seq} B{batch} V{vocab})\n".format(**m))
+    print("| plan | mode | kernels a step | kernels a layer | launch calls a step | graph "
+          "launches | host waits in the step | host waits after it | allocations after the "
+          "warm-up | host->device B a step | device->host B a step |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for precision in ("fp32", "bf16"):
+        exe = fake_binary(build, outdir, m, precision, "gpt_l%d_%s" % (L, precision))
+        exe2 = fake_binary(build, outdir, small, precision, "gpt_l2_%s" % precision)
+        for graph in (True, False):
+            rows = fake_counts(exe, steps, graph, outdir)
+            rows2 = fake_counts(exe2, steps, graph, outdir)
+            steady, steady2 = rows[-2], rows2[-2]
+            per_layer = (steady["kernels"] - steady2["kernels"]) / (L - 2)
+            allocs = sum(r["allocs"] for r in rows[1:-1])
+            print("| {} | {} | {} | {:g} | {} | {} | {} | {} | {} | {} | {} |".format(
+                precision, "CUDA graph" if graph else "kernel by kernel", steady["kernels"],
+                per_layer, steady["launch_calls"], steady["graph_launches"],
+                steady["syncs_in_step"], steady["syncs_after"], allocs, steady["h2d"],
+                steady["d2h"]))
+    tok = 2 * m["batch"] * m["seq"] * 4
+    print("\nBytes a step: host->device = the tokens and targets ({} B here: 2 x B x T x 4; "
+          "131072 B for the bench GPT's B16 T1024) and 32 B of AdamW scalars (the step's lr "
+          "and bias corrections); device->host = the loss (4 B) and the squared gradient norm "
+          "(8 B). Waits after the step: the norm's read, then the loss's (a copy to pageable "
+          "memory and a device synchronize). The warm-up step (the first) sizes the scratch "
+          "and is not counted.".format(tok))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -140,9 +297,34 @@ def main():
     ap.add_argument("--compile-only", metavar="OUT_DIR",
                     help="only build the binary into OUT_DIR (no GPU needed)")
     ap.add_argument("--peak", type=float, help="dense bf16 TFLOP/s of this GPU (MFU)")
+    ap.add_argument("--model-flags", metavar="FLAGS",
+                    help="with --compile-only: piper-gen gpt flags of another model (a dry "
+                    "run's small one), e.g. \"--layers 2 --dim 64 --heads 4 --seq 128 "
+                    "--batch 4 --vocab 256\"")
+    ap.add_argument("--target-flags", metavar="FLAGS", default="--target cuda --gpu-arch sm_80",
+                    help="with --compile-only: piper-compile's target flags (\"\": CPU "
+                    "binaries, for a dry run without a GPU)")
+    ap.add_argument("--counters", metavar="OUT_DIR",
+                    help="no GPU needed: build GPT L12 binaries on the fake CUDA runtime into "
+                    "OUT_DIR and print what a step asks of a GPU (kernels, launches, host waits, "
+                    "allocations, bytes)")
+    ap.add_argument("--estimate", action="store_true",
+                    help="no GPU needed: print the roofline floor of the bench step, per kernel "
+                    "class")
     args = ap.parse_args()
+    if args.estimate:
+        estimate(MODEL)
+        return
+    if args.counters:
+        counters(args.build, args.counters)
+        return
     if args.compile_only:
-        print(compile_binary(args.build, args.compile_only, MODEL))
+        model = MODEL
+        if args.model_flags:
+            words = args.model_flags.split()
+            model = {w[2:]: int(v) for w, v in zip(words[::2], words[1::2])}
+        print(compile_binary(args.build, args.compile_only, model,
+                             tuple(args.target_flags.split())))
         return
     name, why = gpu_name()
     print("## GPU training step (L{layers} C{dim} H{heads} T{seq} B{batch} V{vocab})\n"

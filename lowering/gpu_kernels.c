@@ -210,6 +210,36 @@ typedef struct {
  * asm (convert-gpu-to-nvvm would make the math dialect's sqrt a libdevice call) */
 #define SQRT_RN(res, x)                                                                    \
   "      " res " = llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" " x " : (f32) -> f32\n"
+/* The same in f64: PTX's sqrt.rn.f64 */
+#define SQRT_RN_F64(res, x)                                                                \
+  "      " res " = llvm.inline_asm \"sqrt.rn.f64 $0, $1;\", \"=d,d\" " x " : (f64) -> f64\n"
+/* Entry `chunk` of a multi-tensor table (runtime/kernels/cuda.c's tensor_chunk: 8 i64 each,
+ * [0] the parameter, [1] the gradient, [2] and [3] AdamW's moments, [4] the chunk's first
+ * element in its tensor, [5] its length, [6] decay, [7] the scalar group): %eb, the entry's
+ * first i64; %q0, the address of its [0]; %g (the gradient), %start, %len; the constants
+ * %k2 .. %k8 for the other fields' offsets */
+#define TENSOR_CHUNK(chunk)                                                                \
+  "      %k1 = arith.constant 1 : i64\n"                                                   \
+  "      %k2 = arith.constant 2 : i64\n"                                                   \
+  "      %k3 = arith.constant 3 : i64\n"                                                   \
+  "      %k4 = arith.constant 4 : i64\n"                                                   \
+  "      %k5 = arith.constant 5 : i64\n"                                                   \
+  "      %k6 = arith.constant 6 : i64\n"                                                   \
+  "      %k7 = arith.constant 7 : i64\n"                                                   \
+  "      %k8 = arith.constant 8 : i64\n"                                                   \
+  "      %eb = arith.muli " chunk ", %k8 : i64\n" GEP("%q0", "%table", "%eb", "i64")       \
+  "      %e1 = arith.addi %eb, %k1 : i64\n" GEP("%q1", "%table", "%e1", "i64")              \
+  "      %e4 = arith.addi %eb, %k4 : i64\n" GEP("%q4", "%table", "%e4", "i64")              \
+  "      %e5 = arith.addi %eb, %k5 : i64\n" GEP("%q5", "%table", "%e5", "i64")              \
+  "      %g = llvm.load %q1 : !llvm.ptr -> !llvm.ptr\n"                                    \
+  "      %start = llvm.load %q4 : !llvm.ptr -> i64\n"                                      \
+  "      %len = llvm.load %q5 : !llvm.ptr -> i64\n"
+/* %name = scal[%sb + index] (f32): one of adamw_multi's scalars */
+#define SCALAR(name, index)                                                                \
+  "      %si" index " = arith.constant " index " : i64\n"                                   \
+  "      %sx" index " = arith.addi %sb, %si" index " : i64\n"                               \
+  GEP("%sp" index, "%scal", "%sx" index, "f32")                                            \
+  "      " name " = llvm.load %sp" index " : !llvm.ptr -> f32\n"
 /* %z, %one: an i64 loop's bounds and step; sum0: a sum's 0.0 of type fty */
 #define LOOP_CONSTANTS(sum0, fty)                                                          \
   "      %z = arith.constant 0 : i64\n"                                                    \
@@ -518,8 +548,33 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      }\n"
            "      %f = arith.truncf %s : f64 to f32\n" GEP("%po", "%out", "%i", "f32")
            "      llvm.store %f, %po : f32, !llvm.ptr\n"),
+    /* col_finish of two column sums at once (LayerNorm's dw and db): partial holds two
+     * [chunks][N] blocks one after the other; thread i < N finishes column i of the first into
+     * outa, thread N + j column j of the second into outb */
+    KERNEL(col_finish2,
+           "%outa: !llvm.ptr, %outb: !llvm.ptr, %partial: !llvm.ptr, %chunks: i64, %N: i64",
+           "    %n = arith.addi %N, %N : i64\n", "%n",
+           LOOP_CONSTANTS("%zd", "f64")
+           "      %second = arith.cmpi sge, %i, %N : i64\n"
+           "      %jb = arith.subi %i, %N : i64\n"
+           "      %j = arith.select %second, %jb, %i : i64\n"
+           "      %block = arith.muli %chunks, %N : i64\n"
+           "      %base = arith.select %second, %block, %z : i64\n"
+           "      %s = scf.for %r = %z to %chunks step %one iter_args(%acc = %zd) -> (f64)"
+           " : i64 {\n"
+           "        %ro = arith.muli %r, %N : i64\n"
+           "        %rb = arith.addi %base, %ro : i64\n"
+           "        %xi = arith.addi %rb, %j : i64\n" GEP("%pp", "%partial", "%xi", "f64")
+           "        %v = llvm.load %pp : !llvm.ptr -> f64\n"
+           "        %acc2 = arith.addf %acc, %v : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n"
+           "      %f = arith.truncf %s : f64 to f32\n"
+           "      %out = arith.select %second, %outb, %outa : !llvm.ptr\n"
+           GEP("%po", "%out", "%j", "f32")
+           "      llvm.store %f, %po : f32, !llvm.ptr\n"),
     /* LayerNorm's weight and bias gradients in chunks of R rows: pw[r, c] = f64 sum of
-     * norm[i, c] dy[i, c], pb[r, c] of dy[i, c], one thread per (r, c); piper_col_finish
+     * norm[i, c] dy[i, c], pb[r, c] of dy[i, c], one thread per (r, c); piper_col_finish2
      * then gives dw and db (prt_layernorm_bwd's f64 sums, associated by chunks) */
     KERNEL(layernorm_dwdb_partials,
            "%pw: !llvm.ptr, %pb: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %mean: !llvm.ptr,"
@@ -696,16 +751,39 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %v = arith.select %hit, %pm1, %p : f32\n"
            "      %d = arith.mulf %v, %invn : f32\n" GEP("%pd", "%dl", "%i", "f32")
            "      llvm.store %d, %pd : f32, !llvm.ptr\n"),
-    /* torch's AdamW element for element, the scalars computed on the host as prt_adamw
-     * does (keep = 1 - lr wd, 1 - beta1, 1 - beta2, sqrt(1 - beta2^t), -lr / (1 - beta1^t),
-     * the clip scale) */
-    KERNEL(adamw,
-           "%p: !llvm.ptr, %g: !llvm.ptr, %m: !llvm.ptr, %v: !llvm.ptr, %n: i64, %beta1: f32,"
-           " %beta2: f32, %eps: f32, %keep: f32, %omb1: f32, %omb2: f32, %bc2s: f32,"
-           " %negstep: f32, %clip: f32, %decay: i32",
-           "", "%n",
-           GEP("%pp", "%p", "%i", "f32") GEP("%pg", "%g", "%i", "f32")
-           GEP("%pm", "%m", "%i", "f32") GEP("%pv", "%v", "%i", "f32")
+    /* torch's AdamW element for element over every tensor of the step's update at once (one
+     * launch, llm.c's multi-tensor form): thread i handles element i % CH of chunk i / CH of
+     * the table (TENSOR_CHUNK below: the tensor's pointers, where the chunk starts and its
+     * length, decay != 0 for decoupled weight decay, its scalar group). The scalars are
+     * prt_adamw's, computed on the host (runtime/kernels/cpu.c: in double as Python does,
+     * rounded to float where torch's kernels see them) and read from scal[8 group ..]:
+     * beta1, beta2, eps, keep = 1 - lr wd, 1 - beta1, 1 - beta2, sqrt(1 - beta2^t),
+     * -lr / (1 - beta1^t); the clip scale from *clipp (norm_clip's, or the host's) */
+    KERNEL(adamw_multi,
+           "%table: !llvm.ptr, %scal: !llvm.ptr, %clipp: !llvm.ptr, %nchunk: i64, %CH: i64",
+           "    %n = arith.muli %nchunk, %CH : i64\n", "%n",
+           "      %c = arith.divsi %i, %CH : i64\n"
+           "      %off = arith.remsi %i, %CH : i64\n"
+           TENSOR_CHUNK("%c")
+           "      %mine = arith.cmpi slt, %off, %len : i64\n"
+           "      scf.if %mine {\n"
+           "      %e2 = arith.addi %eb, %k2 : i64\n" GEP("%q2", "%table", "%e2", "i64")
+           "      %e3 = arith.addi %eb, %k3 : i64\n" GEP("%q3", "%table", "%e3", "i64")
+           "      %e6 = arith.addi %eb, %k6 : i64\n" GEP("%q6", "%table", "%e6", "i64")
+           "      %e7 = arith.addi %eb, %k7 : i64\n" GEP("%q7", "%table", "%e7", "i64")
+           "      %p = llvm.load %q0 : !llvm.ptr -> !llvm.ptr\n"
+           "      %m = llvm.load %q2 : !llvm.ptr -> !llvm.ptr\n"
+           "      %v = llvm.load %q3 : !llvm.ptr -> !llvm.ptr\n"
+           "      %decay = llvm.load %q6 : !llvm.ptr -> i64\n"
+           "      %group = llvm.load %q7 : !llvm.ptr -> i64\n"
+           "      %x = arith.addi %start, %off : i64\n"
+           GEP("%pp", "%p", "%x", "f32") GEP("%pg", "%g", "%x", "f32")
+           GEP("%pm", "%m", "%x", "f32") GEP("%pv", "%v", "%x", "f32")
+           "      %sb = arith.muli %group, %k8 : i64\n"
+           SCALAR("%beta1", "0") SCALAR("%beta2", "1") SCALAR("%eps", "2") SCALAR("%keep", "3")
+           SCALAR("%omb1", "4") SCALAR("%omb2", "5") SCALAR("%bc2s", "6")
+           SCALAR("%negstep", "7")
+           "      %clip = llvm.load %clipp : !llvm.ptr -> f32\n"
            "      %p0 = llvm.load %pp : !llvm.ptr -> f32\n"
            "      %g0 = llvm.load %pg : !llvm.ptr -> f32\n"
            "      %m0 = llvm.load %pm : !llvm.ptr -> f32\n"
@@ -714,8 +792,8 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %noclip = arith.cmpf oeq, %clip, %onef : f32\n"
            "      %gc = arith.mulf %g0, %clip : f32\n"
            "      %gi = arith.select %noclip, %g0, %gc : f32\n"
-           "      %zi = arith.constant 0 : i32\n"
-           "      %dec = arith.cmpi ne, %decay, %zi : i32\n"
+           "      %zi = arith.constant 0 : i64\n"
+           "      %dec = arith.cmpi ne, %decay, %zi : i64\n"
            "      %pk = arith.mulf %p0, %keep : f32\n"
            "      %pi = arith.select %dec, %pk, %p0 : f32\n"
            "      %m1 = arith.mulf %m0, %beta1 : f32\n"
@@ -733,32 +811,67 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %pn = arith.addf %pi, %s2 : f32\n"
            "      llvm.store %pn, %pp : f32, !llvm.ptr\n"
            "      llvm.store %mi, %pm : f32, !llvm.ptr\n"
-           "      llvm.store %vi, %pv : f32, !llvm.ptr\n"),
-    /* partial[i] = sum of g[k]^2 (f64) over k = i, i + P, ... < n: P threads */
-    KERNEL(sum_squares, "%partial: !llvm.ptr, %g: !llvm.ptr, %n: i64, %P: i64",
-           "", "%P",
+           "      llvm.store %vi, %pv : f32, !llvm.ptr\n"
+           "      }\n"),
+    /* The gradient norm's first pass over every gradient of the step at once: thread i is
+     * lane i % L of chunk i / L (the table's gradient pointer, start and length), partial[i]
+     * = the sum (f64) of g^2 over the chunk's elements lane, lane + L, ... */
+    KERNEL(sumsq_chunks, "%partial: !llvm.ptr, %table: !llvm.ptr, %nchunk: i64, %L: i64",
+           "    %n = arith.muli %nchunk, %L : i64\n", "%n",
+           "      %c = arith.divsi %i, %L : i64\n"
+           "      %lane = arith.remsi %i, %L : i64\n"
+           TENSOR_CHUNK("%c")
            "      %zd = arith.constant 0.0 : f64\n"
-           "      %s = scf.for %k = %i to %n step %P iter_args(%acc = %zd) -> (f64) : i64 {\n"
-           GEP("%pg", "%g", "%k", "f32")
-           "        %v = llvm.load %pg : !llvm.ptr -> f32\n"
-           "        %vd = arith.extf %v : f32 to f64\n"
-           "        %sq = arith.mulf %vd, %vd : f64\n"
+           "      %s = scf.for %k = %lane to %len step %L iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %x = arith.addi %start, %k : i64\n" GEP("%pg", "%g", "%x", "f32")
+           "        %gv = llvm.load %pg : !llvm.ptr -> f32\n"
+           "        %gd = arith.extf %gv : f32 to f64\n"
+           "        %sq = arith.mulf %gd, %gd : f64\n"
            "        %acc2 = arith.addf %acc, %sq : f64\n"
            "        scf.yield %acc2 : f64\n"
            "      }\n" GEP("%pp", "%partial", "%i", "f64")
            "      llvm.store %s, %pp : f64, !llvm.ptr\n"),
-    /* acc[0] += partial[0] + ... + partial[P-1], in order: one thread */
-    ONE_THREAD_KERNEL(sum_partials, "%acc: !llvm.ptr, %partial: !llvm.ptr, %P: i64",
+    /* csum[c] = partial[c L] + ... + partial[c L + L - 1], in order: one thread per chunk */
+    KERNEL(sum_lanes, "%csum: !llvm.ptr, %partial: !llvm.ptr, %nchunk: i64, %L: i64",
+           "", "%nchunk",
+           LOOP_CONSTANTS("%zd", "f64")
+           "      %base = arith.muli %i, %L : i64\n"
+           "      %s = scf.for %l = %z to %L step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "        %x = arith.addi %base, %l : i64\n" GEP("%pp", "%partial", "%x", "f64")
+           "        %v = llvm.load %pp : !llvm.ptr -> f64\n"
+           "        %acc2 = arith.addf %acc, %v : f64\n"
+           "        scf.yield %acc2 : f64\n"
+           "      }\n" GEP("%pc", "%csum", "%i", "f64")
+           "      llvm.store %s, %pc : f64, !llvm.ptr\n"),
+    /* *sq = csum[0] + ... + csum[nchunk - 1] in order (the squared norm, f64), and the clip
+     * scale *clipp as prt_grad_norm_sync computes it (torch's clip_grad_norm_: the fp32
+     * coefficient maxnorm / (norm + 1e-6), applied only below 1; maxnorm <= 0: no clipping,
+     * 1); one thread */
+    ONE_THREAD_KERNEL(norm_clip,
+                      "%sq: !llvm.ptr, %clipp: !llvm.ptr, %csum: !llvm.ptr, %nchunk: i64,"
+                      " %maxnorm: f32",
                       "      %one = arith.constant 1 : i64\n"
-                      "      %a0 = llvm.load %acc : !llvm.ptr -> f64\n"
-                      "      %s = scf.for %k = %z to %P step %one iter_args(%a = %a0)"
+                      "      %zd = arith.constant 0.0 : f64\n"
+                      "      %s = scf.for %k = %z to %nchunk step %one iter_args(%a = %zd)"
                       " -> (f64) : i64 {\n"
-                      GEP("%pp", "%partial", "%k", "f64")
-                      "        %v = llvm.load %pp : !llvm.ptr -> f64\n"
+                      GEP("%pc", "%csum", "%k", "f64")
+                      "        %v = llvm.load %pc : !llvm.ptr -> f64\n"
                       "        %a2 = arith.addf %a, %v : f64\n"
                       "        scf.yield %a2 : f64\n"
                       "      }\n"
-                      "      llvm.store %s, %acc : f64, !llvm.ptr\n"),
+                      "      llvm.store %s, %sq : f64, !llvm.ptr\n"
+                      SQRT_RN_F64("%norm", "%s")
+                      "      %nf = arith.truncf %norm : f64 to f32\n"
+                      "      %tiny = arith.constant 9.99999997E-7 : f32\n"
+                      "      %den = arith.addf %nf, %tiny : f32\n"
+                      "      %coef = arith.divf %maxnorm, %den : f32\n"
+                      "      %onef = arith.constant 1.0 : f32\n"
+                      "      %zf = arith.constant 0.0 : f32\n"
+                      "      %clips = arith.cmpf ogt, %maxnorm, %zf : f32\n"
+                      "      %below = arith.cmpf olt, %coef, %onef : f32\n"
+                      "      %use = arith.andi %clips, %below : i1\n"
+                      "      %scale = arith.select %use, %coef, %onef : f32\n"
+                      "      llvm.store %scale, %clipp : f32, !llvm.ptr\n"),
     /* ---- Qwen3's ops (runtime/kernels/cpu_qwen3.c), in the same conventions ---- */
     /* out[i, c] = wte[tok[i], c], one thread per element (prt_embed_fwd); a token outside
      * [0, V) (the CPU stops on it) gives NaN, which the loss then shows */

@@ -37,6 +37,7 @@ static prt_backend B = {
     {&prt_comm_serial.xfer, &prt_comm_serial.xfer, &prt_comm_serial.xfer,
      &prt_comm_serial.xfer, &prt_comm_serial.xfer, &prt_comm_serial.xfer},
     PRT_COMM_MPI,
+    NULL,
 };
 
 const prt_backend *prt_backend_current(void) {
@@ -68,6 +69,15 @@ void prt_backend_use_collectives(const prt_xfer_vtable *engine) {
   prt_backend_use_engine(PRT_OP_ALL_REDUCE, engine);
   prt_backend_use_engine(PRT_OP_REDUCE_SCATTER, engine);
   prt_backend_use_engine(PRT_OP_ALL_GATHER, engine);
+}
+
+void prt_backend_use_step_runner(void (*runner)(prt_ctx *ctx, void (*step)(prt_ctx *))) {
+  B.run_step = runner;
+}
+
+void prt_backend_run_step(prt_ctx *ctx, void (*step)(prt_ctx *)) {
+  if (ctx->backend->run_step) ctx->backend->run_step(ctx, step);
+  else step(ctx);
 }
 
 /* --comm, else PIPER_COMM (the environment variable the flag replaced; still read so existing

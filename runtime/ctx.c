@@ -39,6 +39,8 @@ void prt_ctx_destroy(prt_ctx *ctx) {
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     free(ctx->tensors[i].name);
     prt_device_free(ctx->backend->device, ctx->tensors[i].data);
+    if (ctx->tensors[i].staging)
+      prt_device_host_free(ctx->backend->device, ctx->tensors[i].staging);
     free(ctx->tensors[i].grad_copy);
   }
   free(ctx->tensors);
@@ -272,6 +274,9 @@ int prt_ctx_allocate(prt_ctx *ctx, prt_status *st) {
     prt_status a = {0};
     if (prt_device_alloc(dev, (size_t)t->numel * 4, &t->data, &a))
       return prt_fail(st, a.code, "%s (tensor '%s')", a.msg, t->name);
+    if (t->kind == PRT_INPUT && !dev->host_visible &&
+        prt_device_host_alloc(dev, (size_t)t->numel * 4, &t->staging, &a))
+      return prt_fail(st, a.code, "%s (the staging of input '%s')", a.msg, t->name);
   }
   if (prt_device_alloc(dev, (size_t)ctx->arena_bytes, &ctx->arena, st)) return st->code;
   ctx->streams = prt_xmalloc((size_t)(ctx->nstreams ? ctx->nstreams : 1) *

@@ -139,14 +139,20 @@ void prt_data_close(prt_data *d) {
   memset(d, 0, sizeof *d);
 }
 
-/* Fills input t (tokens, or targets when `shift` is 1) for step s. */
+/* Fills input t (tokens, or targets when `shift` is 1) for step s. On a device that is not
+ * host visible the rows go to the tensor's page-locked staging (prt_ctx_allocate) and are
+ * copied from there without the host waiting: the copy is ordered before the step's kernels
+ * on the device, and the staging is next written only after the host read the step's loss,
+ * which waited for the device (every caller reads a loss between two fills: the step loop,
+ * an elastic step's passes, the evaluation). */
 static void prt_fill_input(const prt_data *d, prt_device *dev, const prt_tensor_info *t,
                            int64_t B_global, int64_t step, int shift) {
   /* a context-parallel member (prt_declare_cp) holds Tl of the T columns: chunks r and
    * 2G-1-r of c = Tl/2 tokens each */
   int64_t G = t->cp_size > 1 ? t->cp_size : 1, B = t->dims[0], Tl = t->dims[1], T = Tl * G;
   size_t bytes = (size_t)(B * Tl) * sizeof(int32_t);
-  int32_t *rows = prt_host_view_begin(dev, t->data, bytes, PRT_VIEW_WRITE, t->name);
+  int32_t *rows = t->staging ? t->staging
+                             : prt_host_view_begin(dev, t->data, bytes, PRT_VIEW_WRITE, t->name);
   /* o = (s * (B_global * T) + g * T) mod span, reduced as we go so nothing overflows. */
   typedef unsigned __int128 u128;
   u128 span = (u128)(uint64_t)(d->n - T - 1);
@@ -159,7 +165,13 @@ static void prt_fill_input(const prt_data *d, prt_device *dev, const prt_tensor_
       rows[b * Tl + k] = (int32_t)prt_data_token(d, o + at);
     }
   }
-  prt_host_view_end(dev, t->data, rows, bytes, PRT_VIEW_WRITE, t->name);
+  if (!t->staging) {
+    prt_host_view_end(dev, t->data, rows, bytes, PRT_VIEW_WRITE, t->name);
+    return;
+  }
+  prt_status st = {0};
+  if (prt_device_h2d(dev, t->data, rows, bytes, NULL, &st))
+    prt_fatal("%s (uploading %s)", st.msg, t->name);
 }
 
 void prt_data_fill(const prt_data *d, prt_ctx *ctx, int64_t step) {

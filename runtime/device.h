@@ -67,6 +67,10 @@ typedef struct prt_device_vtable {
   int (*event_sync)(prt_device *d, prt_devent *e, prt_status *st);
   /* Blocks the host until every stream of the device is idle; reports pending errors. */
   int (*synchronize)(prt_device *d, prt_status *st);
+  /* *out = `bytes` of host memory the device copies to and from without the host waiting
+   * (CUDA: page-locked, cudaMallocHost; the CPU: ordinary memory). Synchronous. */
+  int (*host_alloc)(prt_device *d, size_t bytes, void **out, prt_status *st);
+  void (*host_free)(prt_device *d, void *p); /* what host_alloc returned; NULL ok */
 } prt_device_vtable;
 
 /* A device; backends embed it first in their own struct. */
@@ -136,6 +140,11 @@ static inline void prt_device_event_destroy(prt_device *d, prt_devent *e) {
 int prt_device_event_record(prt_device *d, prt_devent *e, prt_dstream *s, prt_status *st);
 int prt_device_stream_wait(prt_device *d, prt_dstream *s, prt_devent *e, prt_status *st);
 int prt_device_event_sync(prt_device *d, prt_devent *e, prt_status *st);
+static inline int prt_device_host_alloc(prt_device *d, size_t bytes, void **out,
+                                        prt_status *st) {
+  return d->vt->host_alloc(d, bytes, out, st);
+}
+static inline void prt_device_host_free(prt_device *d, void *p) { d->vt->host_free(d, p); }
 static inline int prt_device_synchronize(prt_device *d, prt_status *st) {
   return d->vt->synchronize(d, st);
 }

@@ -332,7 +332,7 @@ void prt_elastic_step(prt_ctx *ctx, const prt_data *data, int64_t s, void (*fn)(
       if (t->name && t->kind == PRT_INPUT) t->first_sample = t->first_sample0 + j * t->dims[0];
     }
     prt_data_fill(data, ctx, s);
-    fn(ctx);
+    prt_backend_run_step(ctx, fn);
     if (j + 1 < k) {
       if (ctx->ops_busy)
         prt_fatal("pass %lld of step %lld ended with %lld transfers never waited (rank "

@@ -84,6 +84,10 @@ typedef struct prt_tensor_info {
                                   prt_host_view_begin/end */
   float *grad_copy;            /* owned host (numel) copy of the gradient handed to
                                   prt_observe_grad during the dump step; NULL otherwise */
+  void *staging;               /* PRT_INPUT on a device that is not host visible: owned host
+                                  memory (the device's host_alloc: page-locked on a GPU) the
+                                  data loader fills and the device copies from without the
+                                  host waiting (prt_data_fill); NULL otherwise */
 } prt_tensor_info;
 
 /* Local element j of t lies at element *full of the full flattened tensor; returns how many
@@ -418,6 +422,10 @@ struct prt_backend {
   const prt_xfer_vtable *xfer[PRT_OP_KINDS]; /* the engine of each prt_op_kind */
   prt_comm_choice collectives;              /* MPI (staged through host memory) until
                                                prt_backend_use_gpu resolves --comm to NCCL */
+  void (*run_step)(prt_ctx *ctx, void (*step)(prt_ctx *)); /* runs one pass of the plan's
+                                               step function: NULL calls it; the GPU kernels'
+                                               (kernels/cuda.c) replay it as a CUDA graph
+                                               and time its kernels */
 };
 
 extern const prt_comm_vtable prt_comm_serial; /* comm/serial.c */
@@ -430,6 +438,10 @@ const prt_backend *prt_backend_current(void);
 void prt_backend_use_engine(int kind, const prt_xfer_vtable *engine);
 /* The three collectives (all-reduce, reduce-scatter, all-gather) onto one `engine`. */
 void prt_backend_use_collectives(const prt_xfer_vtable *engine);
+/* Runs every later step pass through `runner` (kernels/cuda.c's, at the GPU plan's setup). */
+void prt_backend_use_step_runner(void (*runner)(prt_ctx *ctx, void (*step)(prt_ctx *)));
+/* One pass of the plan's step function `step`: through the record's runner, if any. */
+void prt_backend_run_step(prt_ctx *ctx, void (*step)(prt_ctx *));
 /* A GPU plan's start-up (kernels/cuda.c prt_cuda_setup, first thing): puts the device of this
  * rank's GPU in the record (the node-local rank's, modulo the GPUs there; opened once per
  * process) and resolves --comm (ctx->comm, else PIPER_COMM, else AUTO: NCCL where the binary

@@ -161,11 +161,24 @@ static int cuda_synchronize(prt_device *d, prt_status *st) {
   return 0;
 }
 
+/* Page-locked host memory: a copy from it is asynchronous (from pageable memory the CUDA
+ * runtime first waits for the stream). */
+static int cuda_host_alloc(prt_device *d, size_t bytes, void **out, prt_status *st) {
+  *out = NULL;
+  CUDA_USE(d, st);
+  CUDA_CHECK(d, st, cudaMallocHost(out, bytes ? bytes : 1), HINT_MEM);
+  return 0;
+}
+
+static void cuda_host_free(prt_device *d, void *p) {
+  if (p && cudaSetDevice(cuda_ordinal(d)) == cudaSuccess) (void)cudaFreeHost(p);
+}
+
 static const prt_device_vtable cuda_vtable = {
     cuda_destroy,      cuda_alloc,         cuda_free,          cuda_copy,
     cuda_memset,       cuda_stream_create, cuda_stream_destroy, cuda_stream_sync,
     cuda_event_create, cuda_event_destroy, cuda_event_record,  cuda_stream_wait,
-    cuda_event_sync,   cuda_synchronize,
+    cuda_event_sync,   cuda_synchronize,   cuda_host_alloc,     cuda_host_free,
 };
 
 int prt_device_cuda_count(void) {

@@ -6,7 +6,8 @@
  *     embedded in the binary as piper_ptx, JIT-loaded once by prt_cuda_setup through
  *     cudaLibraryLoadData (the CUDA runtime API; the binary never links libcuda);
  *   - cuBLAS sgemm for the matmuls, in CUBLAS_PEDANTIC_MATH (true fp32, no TF32), so the GPU
- *     computes what the CPU and PyTorch with TF32 off compute;
+ *     computes what the CPU and PyTorch with TF32 off compute; a linear with a bias is one
+ *     cuBLASLt matmul with the bias in its epilogue (CUBLAS_COMPUTE_32F: no TF32 either);
  *   - the fused causal attention of kernels/cuda_attention.cu (built by nvcc).
  * The host waits for the device only where it must read a value: the loss (the runtime's
  * host view of the output tensor) and the gradient norm (prt_cuda_grad_norm_sync).
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -44,14 +46,36 @@ static const char *const kernel_names[PRT_DK_COUNT] = {
 
 enum {
   BLOCK = 256,          /* threads per block */
-  NORM_THREADS = 4096,  /* grad-norm partial sums */
+  TABLE_CHUNK = 16384,  /* elements of a tensor one entry of a multi-tensor table covers */
+  NORM_LANES = 64,      /* threads summing one chunk's squares (sumsq_chunks' L) */
+  ADAM_GROUPS = 8,      /* distinct (beta1, beta2, eps) of one step's updates */
   COL_CHUNK = 64,       /* rows a thread of a column reduction sums (bias, LayerNorm dw/db) */
   WTE_SLAB_FLOATS = 1 << 24, /* scratch of the token-embedding gradient's chunks (64 MB) */
+  CUBLAS_WORKSPACE = 32 << 20, /* bytes: cuBLAS's workspace (cublasSetWorkspace) */
 };
 
-/* Device scratch buffers, grown on first use (the first step): what each holds. */
+/* Device scratch buffers, grown on first use (the first step, which is the warm-up: later
+ * steps find them sized and allocate nothing): what each holds. */
 enum { SCR_ROWLOSS, SCR_COLS, SCR_WTE, SCR_ROPE_FWD, SCR_ROPE_BWD, SCR_MOE_POS, SCR_MOE_ACT,
-       SCR_COUNT };
+       SCR_ATTN_D, SCR_NORM, SCR_ADAM_TABLE, SCR_NORM_TABLE, SCR_COUNT };
+
+/* One entry of a multi-tensor table (lowering/gpu_kernels.c TENSOR_CHUNK): TABLE_CHUNK
+ * elements (or the tensor's last, shorter piece) of one tensor, device pointers as integers. */
+typedef struct {
+  int64_t p, g, m, v; /* the parameter, its gradient, AdamW's moments (the norm: g only) */
+  int64_t start, len; /* the chunk's first element in the tensor, its element count */
+  int64_t decay;      /* AdamW: != 0 applies weight decay */
+  int64_t group;      /* AdamW: its scalars' row (adam_group) */
+} tensor_chunk;
+
+/* A table being built on the host for one launch: the entries in pinned memory (the source
+ * of an asynchronous copy, which a captured graph replays), and what the device holds. */
+typedef struct {
+  tensor_chunk *host;     /* pinned (cudaMallocHost), cap entries */
+  tensor_chunk *shadow;   /* the entries last copied to the device (host memory), cap */
+  int64_t n, cap;         /* entries this step, capacity */
+  int64_t shadow_n;       /* entries the device holds (-1: none yet) */
+} chunk_table;
 
 /* What prt_cuda_setup opens once per process (one plan, one GPU per process). */
 static struct {
@@ -60,21 +84,56 @@ static struct {
   cudaLibrary_t lib;         /* the loaded piper_ptx */
   cudaKernel_t k[PRT_DK_COUNT]; /* its kernels; NULL where the plan's PTX lacks one */
   cublasHandle_t blas;       /* pedantic fp32 math */
+  void *blas_ws;             /* device: cuBLAS's and cuBLASLt's workspace, CUBLAS_WORKSPACE
+                                bytes (their calls are ordered on the compute stream) */
+  cublasLtHandle_t lt;       /* the linear forward with its bias (lt_gemm_bias) */
+  int lt_off;                /* PIPER_CUDA_LT=0: bias rows, then cuBLAS, instead */
   void *scratch[SCR_COUNT];  /* device scratch: cross-entropy's per-row losses (f64), column
                                 reductions' chunk sums (f64), the embedding gradient's
                                 chunks (f32), the rotary tables (forward, inverse), the MoE
                                 copies' rows (i32) and an expert's activations (f32) */
   size_t scratch_cap[SCR_COUNT]; /* their sizes in bytes */
-  double *norm_partial;      /* device scratch: NORM_THREADS partial sums of squares */
-  double *norm_sq;           /* device: this step's sum of squared gradients so far */
+  chunk_table norm_tab;      /* the gradient slices grad_sq_accum noted this step */
+  chunk_table adam_tab;      /* the updates adamw gathered, not yet launched */
+  float adam_key[ADAM_GROUPS][3]; /* each scalar group's (beta1, beta2, eps) as the plan gave
+                                     them */
+  int adam_groups;           /* groups in use */
+  float *adam_scal_host;     /* pinned: ADAM_GROUPS x 8 scalars of this step (adamw_multi) */
+  float *adam_scal_dev;      /* device: the same, copied before each adamw_multi */
+  double *norm_host;         /* pinned: the step's squared norm, copied after norm_clip */
+  float *clip_host;          /* pinned: the clip scale the host computed (several ranks) */
+  double *norm_sq_dev;       /* device: norm_clip's squared norm */
+  float *clip_dev;           /* device: the clip scale adamw_multi applies */
+  int defer;                 /* 1: one plan on one GPU (world 1): adamw calls are gathered
+                                and launched as one at the next other operation or the
+                                step's end; 0: each launched at once (transfers between the
+                                updates may read what they wrote) */
+  int norm_in_step;          /* 1: the step computes the norm on the device and the host
+                                reads it after the step's last kernel (world 1) */
+  int needs_host;            /* 1: an op waited for the device mid-step (MoE's routing):
+                                the step cannot be one CUDA graph */
+  int graph_off;             /* PIPER_CUDA_GRAPH=0, PIPER_CUDA_SYNC=1, a profile, or a plan
+                                of several ranks: every step runs kernel by kernel */
+  cudaGraphExec_t graph;     /* the captured step, replayed each pass after the warm-up */
+  int capturing;             /* 1 while the step is being captured */
+  char capture_error[320];   /* the first CUDA or cuBLAS failure while capturing ("": none);
+                                the step then runs kernel by kernel from then on */
   int ready;                 /* 1 once the PTX, cuBLAS and the scratch are set up */
   int sync_each;             /* PIPER_CUDA_SYNC=1: synchronize after every launch */
   int64_t rope_key[2][3];    /* (T, D, theta bits) the rotary tables in SCR_ROPE_FWD/BWD hold,
                                 so each is computed and uploaded once per shape */
+  int64_t passes;            /* step passes run so far (run_step) */
+  size_t free_at_setup;      /* cudaMemGetInfo's free bytes before the plan allocated */
 } S;
 
 /* A CUDA failure in `fn` (the runtime function serving an op): fatal, with what to do. */
 static void fail_cuda(const char *fn, const char *what, cudaError_t e, int line) {
+  if (S.capturing) { /* nothing ran: graph_capture reports it and runs the step again */
+    if (!S.capture_error[0])
+      snprintf(S.capture_error, sizeof S.capture_error, "%s (%s): %s at %s:%d", fn, what,
+               cudaGetErrorName(e), __FILE__, line);
+    return;
+  }
   prt_fatal("CUDA error in %s (%s): %s: %s at %s:%d; %s", fn, what, cudaGetErrorName(e),
             cudaGetErrorString(e), __FILE__, line,
             e == cudaErrorMemoryAllocation
@@ -102,6 +161,53 @@ static const void *kernel(int k, const char *fn) {
   return (const void *)S.k[k];
 }
 
+/* ---- timing one step's operations (PIPER_CUDA_PROFILE=FILE) ----
+ * The step pass PIPER_CUDA_PROFILE_STEP (default 2: after the warm-up and the first steady
+ * pass) runs kernel by kernel, each operation (a device kernel, a cuBLAS call, an attention
+ * launch) between two CUDA events on the compute stream; after it the host waits once and
+ * writes one JSON line per operation, {"kind": "op", "name": the kernel or library call,
+ * "fn": the runtime function (the plan's op), "ms": its time}, then {"kind": "step", "ms":
+ * first event to last, "ops": n, "untimed": ops past PROF_MAX} and the device memory,
+ * {"kind": "mem", "free_at_setup", "free", "total" (cudaMemGetInfo, bytes), "params",
+ * "optim", "arena", "io" (the plan's tensors and arena), "runtime" (this file's device
+ * scratch)}. test/gpu/on_gpu_report.py turns it into the per-kernel-class table. */
+enum { PROF_MAX = 8192 };
+static struct {
+  FILE *out;                      /* the profile's file; NULL: not profiling */
+  int64_t pass;                   /* the step pass to time */
+  int on;                         /* 1 while that pass runs */
+  int n, untimed;                 /* operations timed, and past PROF_MAX */
+  cudaEvent_t ev[2 * PROF_MAX];   /* start and end of operation i: ev[2i], ev[2i+1] */
+  const char *name[PROF_MAX];     /* static strings: the kernel or library call */
+  const char *fn[PROF_MAX];       /* static strings: the runtime function */
+} P;
+
+static void adam_flush(prt_ctx *ctx);
+
+/* Starts device operation `what` of runtime function `fn`: first the gathered AdamW updates
+ * (they precede it in the plan); its profile slot, or -1. */
+static int op_begin(const char *what, const char *fn) {
+  if (S.adam_tab.n && S.ctx) adam_flush(S.ctx);
+  if (!P.on) return -1;
+  if (P.n >= PROF_MAX) {
+    P.untimed++;
+    return -1;
+  }
+  int i = P.n++;
+  P.name[i] = what;
+  P.fn[i] = fn;
+  CUDA_OR_DIE(fn, "profile event", cudaEventRecord(P.ev[2 * i], compute_stream()));
+  return i;
+}
+
+/* Ends it: its end event when timed; with PIPER_CUDA_SYNC=1 the host waits for it, so a
+ * faulting kernel is named by this op. */
+static void op_end(int slot, const char *what, const char *fn) {
+  if (slot >= 0)
+    CUDA_OR_DIE(fn, "profile event", cudaEventRecord(P.ev[2 * slot + 1], compute_stream()));
+  if (S.sync_each) CUDA_OR_DIE(fn, what, cudaStreamSynchronize(compute_stream()));
+}
+
 /* Launches kernel k over `threads` threads (blocks of BLOCK) on the compute stream. */
 static void launch(int k, int64_t threads, void **args, const char *fn) {
   if (threads <= 0) return;
@@ -110,15 +216,25 @@ static void launch(int k, int64_t threads, void **args, const char *fn) {
     prt_fatal("%s: %lld threads exceed one CUDA grid (kernel %s); use a smaller batch", fn,
               (long long)threads, kernel_names[k]);
   dim3 grid = {(unsigned)blocks, 1, 1}, block = {BLOCK, 1, 1};
+  int slot = op_begin(kernel_names[k], fn);
   CUDA_OR_DIE(fn, kernel_names[k],
               cudaLaunchKernel(kernel(k, fn), grid, block, args, 0, compute_stream()));
-  if (S.sync_each) CUDA_OR_DIE(fn, kernel_names[k], cudaStreamSynchronize(compute_stream()));
+  op_end(slot, kernel_names[k], fn);
 }
 
+static void graph_drop(void);
+
 /* Scratch buffer `slot` of at least `bytes`, grown after the stream's work so far (it may still
- * read the old buffer). */
+ * read the old buffer). Growing happens in the warm-up step; a later growth (an evaluation of
+ * another shape) drops the captured graph, which holds the old address, and is fatal while
+ * capturing (the step would differ from the warm-up's: a runtime defect). */
 static void *scratch(int slot, size_t bytes, const char *fn) {
   if (bytes > S.scratch_cap[slot]) {
+    if (S.capturing)
+      prt_fatal("%s: scratch %d must grow to %zu bytes while the step is captured as a CUDA "
+                "graph (it did not in the warm-up step); rerun with PIPER_CUDA_GRAPH=0 and "
+                "report it", fn, slot, bytes);
+    graph_drop();
     CUDA_OR_DIE(fn, "cudaStreamSynchronize", cudaStreamSynchronize(compute_stream()));
     cudaFree(S.scratch[slot]);
     S.scratch[slot] = NULL;
@@ -136,11 +252,31 @@ static void col_finish(float *out, double *partial, int64_t chunks, int64_t N, c
 }
 
 static void check_blas(cublasStatus_t s, const char *fn, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS && S.capturing) {
+    if (!S.capture_error[0])
+      snprintf(S.capture_error, sizeof S.capture_error, "cuBLAS in %s: status %d at %s:%d", fn,
+               (int)s, __FILE__, line);
+    return;
+  }
   if (s != CUBLAS_STATUS_SUCCESS)
     prt_fatal("cuBLAS error in %s: status %d at %s:%d; rerun with PIPER_CUDA_SYNC=1 to find "
               "an earlier failing op, or check the GPU with nvidia-smi", fn, (int)s, __FILE__,
               line);
 }
+
+static void check_lt(cublasStatus_t s, const char *fn, const char *call, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS && S.capturing) {
+    if (!S.capture_error[0])
+      snprintf(S.capture_error, sizeof S.capture_error, "cuBLASLt in %s (%s): status %d at "
+               "%s:%d", fn, call, (int)s, __FILE__, line);
+    return;
+  }
+  if (s != CUBLAS_STATUS_SUCCESS)
+    prt_fatal("cuBLASLt error in %s (%s): status %d at %s:%d; rerun with PIPER_CUDA_LT=0 to "
+              "use cuBLAS instead, or PIPER_CUDA_SYNC=1 to find an earlier failing op", fn,
+              call, (int)s, __FILE__, line);
+}
+#define LT_OR_DIE(fn, call) check_lt((call), (fn), #call, __LINE__)
 
 /* cuBLAS takes int dimensions. */
 static int blas_dim(int64_t v, const char *fn) {
@@ -150,6 +286,139 @@ static int blas_dim(int64_t v, const char *fn) {
   return (int)v;
 }
 
+/* PIPER_CUDA_PROFILE's file and events, at setup (fatal when the file cannot be written). */
+static void profile_open(void) {
+  const char *path = getenv("PIPER_CUDA_PROFILE");
+  if (!path || !*path) return;
+  const char *step = getenv("PIPER_CUDA_PROFILE_STEP");
+  P.pass = step ? atoll(step) : 2;
+  P.out = fopen(path, "w");
+  if (!P.out)
+    prt_fatal("PIPER_CUDA_PROFILE=%s: cannot write the file; name a writable path", path);
+  for (int i = 0; i < 2 * PROF_MAX; i++)
+    CUDA_OR_DIE("prt_cuda_setup", "profile events", cudaEventCreate(&P.ev[i]));
+}
+
+/* Device bytes the plan declared of kind `kind` (tensors) */
+static long long plan_bytes(const prt_ctx *ctx, int kind) {
+  return (long long)prt_ctx_bytes(ctx, kind);
+}
+
+/* The timed pass's operations and the device memory, to the profile file (one host wait). */
+static void profile_write(prt_ctx *ctx) {
+  const char *fn = "the kernel profile (PIPER_CUDA_PROFILE)";
+  CUDA_OR_DIE(fn, "cudaStreamSynchronize", cudaStreamSynchronize(compute_stream()));
+  for (int i = 0; i < P.n; i++) {
+    float ms = 0.0f;
+    CUDA_OR_DIE(fn, "cudaEventElapsedTime", cudaEventElapsedTime(&ms, P.ev[2 * i], P.ev[2 * i + 1]));
+    fprintf(P.out, "{\"kind\": \"op\", \"name\": \"%s\", \"fn\": \"%s\", \"ms\": %.6g}\n",
+            P.name[i], P.fn[i], ms);
+  }
+  float step_ms = 0.0f;
+  if (P.n > 0)
+    CUDA_OR_DIE(fn, "cudaEventElapsedTime",
+                cudaEventElapsedTime(&step_ms, P.ev[0], P.ev[2 * P.n - 1]));
+  fprintf(P.out, "{\"kind\": \"step\", \"pass\": %lld, \"ms\": %.6g, \"ops\": %d, "
+          "\"untimed\": %d}\n", (long long)P.pass, step_ms, P.n, P.untimed);
+  size_t free_b = 0, total = 0, scratch_b = CUBLAS_WORKSPACE + ADAM_GROUPS * 8 * sizeof(float);
+  CUDA_OR_DIE(fn, "cudaMemGetInfo", cudaMemGetInfo(&free_b, &total));
+  for (int k = 0; k < SCR_COUNT; k++) scratch_b += S.scratch_cap[k];
+  fprintf(P.out, "{\"kind\": \"mem\", \"free_at_setup\": %zu, \"free\": %zu, \"total\": %zu, "
+          "\"params\": %lld, \"optim\": %lld, \"arena\": %lld, \"io\": %lld, "
+          "\"runtime\": %zu}\n", S.free_at_setup, free_b, total, plan_bytes(ctx, PRT_PARAM),
+          plan_bytes(ctx, PRT_OPTIM), (long long)ctx->arena_bytes,
+          plan_bytes(ctx, PRT_INPUT) + plan_bytes(ctx, PRT_OUTPUT), scratch_b);
+  if (fclose(P.out)) prt_fatal("%s: writing the profile failed; check the disk", fn);
+  P.out = NULL;
+}
+
+/* Test instrumentation: the fake CUDA runtime (test/gpu/fake_cuda.c) defines it to count
+ * per step; a real binary has none. */
+void prt_cuda_step_mark(int64_t pass, int end) __attribute__((weak));
+
+static void adam_scalars_fill(prt_ctx *ctx);
+
+/* Drops the captured step (a scratch buffer moved): the next pass captures it again. */
+static void graph_drop(void) {
+  if (!S.graph) return;
+  CUDA_OR_DIE("the step's CUDA graph", "cudaGraphExecDestroy", cudaGraphExecDestroy(S.graph));
+  S.graph = NULL;
+}
+
+/* Captures one pass of `step` on the compute stream as a CUDA graph (nothing runs yet). The
+ * host side of the step runs as usual; what it issues (kernels, cuBLAS, copies from pinned
+ * memory) becomes the graph. Returns 0 when the capture failed (a call the driver refuses
+ * while capturing, or the graph not instantiated): nothing of the step ran, so the caller
+ * runs it kernel by kernel, as every later step (a warning says so once). */
+static int graph_capture(prt_ctx *ctx, void (*step)(prt_ctx *)) {
+  cudaGraph_t g = NULL;
+  S.capture_error[0] = 0;
+  cudaError_t e = cudaStreamBeginCapture(compute_stream(), cudaStreamCaptureModeThreadLocal);
+  if (e == cudaSuccess) {
+    S.capturing = 1;
+    step(ctx);
+    adam_flush(ctx);
+    S.capturing = 0;
+    e = cudaStreamEndCapture(compute_stream(), &g);
+    if (e == cudaSuccess && !S.capture_error[0]) e = cudaGraphInstantiate(&S.graph, g, 0);
+    if (g) (void)cudaGraphDestroy(g);
+  }
+  if (e == cudaSuccess && !S.capture_error[0]) return 1;
+  (void)cudaGetLastError();
+  if (S.graph) (void)cudaGraphExecDestroy(S.graph);
+  S.graph = NULL;
+  S.graph_off = 1;
+  /* what the failed capture recorded as on the device is not: copy the tables again */
+  S.adam_tab.shadow_n = S.norm_tab.shadow_n = -1;
+  memset(S.rope_key, 0, sizeof S.rope_key);
+  if (ctx->rank == 0)
+    fprintf(stderr, "piper: warning: the training step could not be captured as a CUDA graph "
+            "(%s); running it kernel by kernel (set PIPER_CUDA_GRAPH=0 to do so from the "
+            "start)\n", S.capture_error[0] ? S.capture_error : cudaGetErrorName(e));
+  return 0;
+}
+
+/* After the step's last kernel: the norm computed on the device, read by the host (the one
+ * wait of the step before the loss's), and what the metrics show of it. */
+static void step_end(prt_ctx *ctx) {
+  if (!S.norm_in_step) return;
+  const char *fn = "prt_cuda_grad_norm_sync";
+  CUDA_OR_DIE(fn, "cudaStreamSynchronize", cudaStreamSynchronize(compute_stream()));
+  ctx->grad_sq = 0.0;
+  ctx->grad_norm = sqrt(*S.norm_host);
+  ctx->clip_scale = 1.0f;
+  if (ctx->grad_clip > 0.0) { /* prt_grad_norm_sync's, for what the run reports */
+    float coef = (float)ctx->grad_clip / ((float)ctx->grad_norm + 1e-6f);
+    if (coef < 1.0f) ctx->clip_scale = coef;
+  }
+}
+
+/* The backend record's step runner (prt_backend_run_step): one pass of the plan's step. The
+ * first pass (the warm-up: scratch and tables sized, the MoE's host round trips seen) runs
+ * kernel by kernel; from the second on, a plan of one rank whose step never waited for the
+ * device is captured once as a CUDA graph and replayed, one launch a step, with this step's
+ * optimizer scalars written to the pinned memory its captured copy reads. */
+static void run_step(prt_ctx *ctx, void (*step)(prt_ctx *)) {
+  int64_t pass = S.passes++;
+  P.on = P.out && pass == P.pass;
+  if (prt_cuda_step_mark) prt_cuda_step_mark(pass, 0);
+  if (pass > 0 && !S.graph_off && !S.needs_host && ctx->world == 1 &&
+      (S.graph || graph_capture(ctx, step))) {
+    adam_scalars_fill(ctx);
+    CUDA_OR_DIE("the step's CUDA graph", "cudaGraphLaunch",
+                cudaGraphLaunch(S.graph, compute_stream()));
+  } else {
+    step(ctx);
+    adam_flush(ctx);
+  }
+  step_end(ctx);
+  if (prt_cuda_step_mark) prt_cuda_step_mark(pass, 1);
+  if (P.on) {
+    P.on = 0;
+    profile_write(ctx);
+  }
+}
+
 /* The plan's kernels and cuBLAS, once per process; the GPU itself and how the ranks exchange
  * data are the backend record's (backend.c prt_backend_use_gpu), chosen first. */
 void prt_cuda_setup(prt_ctx *ctx) {
@@ -157,8 +426,12 @@ void prt_cuda_setup(prt_ctx *ctx) {
   S.ctx = ctx;
   if (S.ready) return;
   S.ready = 1;
+  prt_backend_use_step_runner(run_step);
   const char *sync = getenv("PIPER_CUDA_SYNC");
   S.sync_each = sync && !strcmp(sync, "1");
+  size_t total = 0;
+  CUDA_OR_DIE("prt_cuda_setup", "cudaMemGetInfo", cudaMemGetInfo(&S.free_at_setup, &total));
+  profile_open();
   cudaError_t e = cudaLibraryLoadData(&S.lib, piper_ptx, NULL, NULL, 0, NULL, NULL, 0);
   if (e != cudaSuccess)
     prt_fatal("CUDA error in prt_cuda_setup: the driver could not load the plan's PTX "
@@ -172,11 +445,25 @@ void prt_cuda_setup(prt_ctx *ctx) {
     }
   check_blas(cublasCreate(&S.blas), "prt_cuda_setup", __LINE__);
   check_blas(cublasSetMathMode(S.blas, CUBLAS_PEDANTIC_MATH), "prt_cuda_setup", __LINE__);
-  CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
-              cudaMalloc((void **)&S.norm_partial, NORM_THREADS * sizeof(double)));
-  CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch",
-              cudaMalloc((void **)&S.norm_sq, sizeof(double)));
-  CUDA_OR_DIE("prt_cuda_setup", "grad-norm scratch", cudaMemset(S.norm_sq, 0, sizeof(double)));
+  /* the step's fixed-size buffers, once: the optimizer's scalars, the norm and clip scale */
+  const char *fn = "prt_cuda_setup";
+  size_t scal = ADAM_GROUPS * 8 * sizeof(float);
+  CUDA_OR_DIE(fn, "AdamW scalars", cudaMallocHost((void **)&S.adam_scal_host, scal));
+  CUDA_OR_DIE(fn, "AdamW scalars", cudaMalloc((void **)&S.adam_scal_dev, scal));
+  CUDA_OR_DIE(fn, "gradient norm", cudaMallocHost((void **)&S.norm_host, sizeof(double)));
+  CUDA_OR_DIE(fn, "clip scale", cudaMallocHost((void **)&S.clip_host, sizeof(float)));
+  CUDA_OR_DIE(fn, "gradient norm", cudaMalloc((void **)&S.norm_sq_dev, sizeof(double)));
+  CUDA_OR_DIE(fn, "clip scale", cudaMalloc((void **)&S.clip_dev, sizeof(float)));
+  S.norm_tab.shadow_n = S.adam_tab.shadow_n = -1;
+  /* cuBLAS's workspace, ours from the start: a CUDA graph cannot capture its allocation */
+  CUDA_OR_DIE(fn, "cuBLAS workspace", cudaMalloc(&S.blas_ws, CUBLAS_WORKSPACE));
+  check_blas(cublasSetWorkspace(S.blas, S.blas_ws, CUBLAS_WORKSPACE), fn, __LINE__);
+  const char *lt = getenv("PIPER_CUDA_LT");
+  S.lt_off = lt && !strcmp(lt, "0");
+  if (!S.lt_off) LT_OR_DIE(fn, cublasLtCreate(&S.lt));
+  const char *graph = getenv("PIPER_CUDA_GRAPH");
+  S.graph_off = (graph && !strcmp(graph, "0")) || S.sync_each || P.out;
+  S.defer = ctx->world == 1;
 }
 
 /* ---- the launchers of the kernel list's PRT_KERNEL_1D entries (include/piper/kernels.def):
@@ -270,8 +557,8 @@ void prt_cuda_layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
   double *pb = pw + chunks * C;
   void *a2[] = {&pw, &pb, &dout, &x, &mean, &rstd, &N, &C, &R};
   launch(PRT_DK_layernorm_dwdb_partials, chunks * C, a2, fn);
-  col_finish(dw, pw, chunks, C, fn);
-  col_finish(db, pb, chunks, C, fn);
+  void *a3[] = {&dw, &db, &pw, &chunks, &C}; /* pb follows pw: one launch finishes both */
+  launch(PRT_DK_col_finish2, 2 * C, a3, fn);
 }
 
 /* ---- linear: cuBLAS on the row-major matrices, seen column-major as their transposes
@@ -280,18 +567,105 @@ void prt_cuda_layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
 static void sgemm(prt_gemm g, const char *fn) {
   float one = 1.0f;
   check_blas(cublasSetStream(S.blas, compute_stream()), fn, __LINE__);
+  int slot = op_begin("cublasSgemm", fn);
   check_blas(cublasSgemm(S.blas, g.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
                          g.transB ? CUBLAS_OP_T : CUBLAS_OP_N, blas_dim(g.m, fn),
                          blas_dim(g.n, fn), blas_dim(g.k, fn), &one, g.A, blas_dim(g.lda, fn),
                          g.B, blas_dim(g.ldb, fn), &g.beta, g.C, blas_dim(g.ldc, fn)),
              fn, __LINE__);
-  if (S.sync_each) CUDA_OR_DIE(fn, "cublasSgemm", cudaStreamSynchronize(compute_stream()));
+  op_end(slot, "cublasSgemm", fn);
+}
+
+/* ---- cuBLASLt: the linear forward's product and its bias in one kernel ----
+ * D = op(A) op(B) + bias, the bias added to each row i of the column-major D (each column of
+ * the row-major out) after the fp32 accumulation, as the CPU's (x w^T) + b
+ * (CUBLASLT_EPILOGUE_BIAS, CUBLAS_COMPUTE_32F: no TF32); A and B fp32 or bf16. One plan
+ * (descriptors and the heuristic's algorithm) per shape, made the first time (the warm-up).
+ * Where cuBLASLt offers no algorithm, its table is full, or PIPER_CUDA_LT=0, the launcher
+ * falls back to bias rows then cuBLAS adding to them (sgemm / GemmEx beta 1). */
+enum { LT_PLANS = 64 };
+typedef struct {
+  prt_gemm key;                   /* the shape, transposes and leading dimensions (pointers
+                                     and beta ignored) */
+  int bf16;                       /* A and B bf16 */
+  cublasLtMatmulDesc_t desc;      /* compute 32F, the transposes, the bias epilogue */
+  cublasLtMatrixLayout_t a, b, c; /* A, B, and C = D (fp32) */
+  cublasLtMatmulAlgo_t algo;      /* the heuristic's first */
+  int ok;                         /* 0: cuBLASLt has no algorithm: use the fallback */
+} lt_plan;
+static lt_plan lt_plans[LT_PLANS];
+static int lt_nplans;
+
+static int lt_same_shape(const prt_gemm *x, const prt_gemm *y) {
+  return x->transA == y->transA && x->transB == y->transB && x->m == y->m && x->n == y->n &&
+         x->k == y->k && x->lda == y->lda && x->ldb == y->ldb && x->ldc == y->ldc;
+}
+
+/* The plan of g's shape, made on first use; NULL when the table is full. */
+static lt_plan *lt_plan_of(prt_gemm g, int bf16, const char *fn) {
+  for (int i = 0; i < lt_nplans; i++)
+    if (lt_plans[i].bf16 == bf16 && lt_same_shape(&lt_plans[i].key, &g)) return &lt_plans[i];
+  if (lt_nplans == LT_PLANS) return NULL;
+  lt_plan *p = &lt_plans[lt_nplans++];
+  p->key = g;
+  p->bf16 = bf16;
+  cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+  cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_32F, f32 = CUDA_R_32F;
+  LT_OR_DIE(fn, cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  LT_OR_DIE(fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                               sizeof ta));
+  LT_OR_DIE(fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                               sizeof tb));
+  LT_OR_DIE(fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                               sizeof epi));
+  LT_OR_DIE(fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                               &f32, sizeof f32));
+  /* stored shapes: op(A) is m x k, so A is m x k (N) or k x m (T); B likewise k x n */
+  LT_OR_DIE(fn, cublasLtMatrixLayoutCreate(&p->a, in, g.transA ? g.k : g.m,
+                                           g.transA ? g.m : g.k, g.lda));
+  LT_OR_DIE(fn, cublasLtMatrixLayoutCreate(&p->b, in, g.transB ? g.n : g.k,
+                                           g.transB ? g.k : g.n, g.ldb));
+  LT_OR_DIE(fn, cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, g.m, g.n, g.ldc));
+  cublasLtMatmulPreference_t pref;
+  size_t ws = CUBLAS_WORKSPACE;
+  LT_OR_DIE(fn, cublasLtMatmulPreferenceCreate(&pref));
+  LT_OR_DIE(fn, cublasLtMatmulPreferenceSetAttribute(
+                    pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  cublasLtMatmulHeuristicResult_t r;
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(S.lt, p->desc, p->a, p->b, p->c, p->c,
+                                                     pref, 1, &r, &found);
+  LT_OR_DIE(fn, cublasLtMatmulPreferenceDestroy(pref));
+  p->ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (p->ok) p->algo = r.algo;
+  return p;
+}
+
+/* g (beta 0) with `bias` in the epilogue, as one cuBLASLt call; 0 when the caller must use
+ * the fallback. */
+static int lt_gemm_bias(prt_gemm g, const float *bias, int bf16, const char *fn) {
+  if (S.lt_off || g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) return 0;
+  lt_plan *p = lt_plan_of(g, bf16, fn);
+  if (!p || !p->ok) return 0;
+  LT_OR_DIE(fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                               &bias, sizeof bias));
+  float one = 1.0f, zero = 0.0f;
+  const char *what = bf16 ? "cublasLtMatmul bf16 + bias" : "cublasLtMatmul + bias";
+  int slot = op_begin(what, fn);
+  LT_OR_DIE(fn, cublasLtMatmul(S.lt, p->desc, &one, g.A, p->a, g.B, p->b, &zero, g.C, p->c,
+                               g.C, p->c, &p->algo, S.blas_ws, CUBLAS_WORKSPACE,
+                               compute_stream()));
+  op_end(slot, what, fn);
+  return 1;
 }
 
 void prt_cuda_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M,
                          int64_t N, int64_t K) {
   const char *fn = "prt_cuda_linear_fwd";
-  if (b) { /* out = bias rows, then out += x w^T: the CPU's (x w^T) + b, one rounding */
+  if (b && lt_gemm_bias(prt_gemm_linear_fwd(out, x, w, M, N, K, 0.0f), b, 0, fn)) return;
+  if (b) { /* out = bias rows, then out += x w^T */
     void *args[] = {&out, &b, &M, &N};
     launch(PRT_DK_bias_rows, M * N, args, fn);
   }
@@ -315,6 +689,7 @@ void prt_cuda_linear_bwd_weight(float *dw, const float *dout, const float *x, in
 static void gemm_bf16(prt_gemm g, const char *fn) {
   float one = 1.0f;
   check_blas(cublasSetStream(S.blas, compute_stream()), fn, __LINE__);
+  int slot = op_begin("cublasGemmEx", fn);
   check_blas(cublasGemmEx(S.blas, g.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
                           g.transB ? CUBLAS_OP_T : CUBLAS_OP_N, blas_dim(g.m, fn),
                           blas_dim(g.n, fn), blas_dim(g.k, fn), &one, g.A, CUDA_R_16BF,
@@ -322,12 +697,16 @@ static void gemm_bf16(prt_gemm g, const char *fn) {
                           g.C, CUDA_R_32F, blas_dim(g.ldc, fn), CUBLAS_COMPUTE_32F,
                           CUBLAS_GEMM_DEFAULT),
              fn, __LINE__);
-  if (S.sync_each) CUDA_OR_DIE(fn, "cublasGemmEx", cudaStreamSynchronize(compute_stream()));
+  op_end(slot, "cublasGemmEx", fn);
 }
 
 void prt_cuda_linear_fwd_bf16(float *out, const uint16_t *x, const uint16_t *w, const float *b,
                               int64_t M, int64_t N, int64_t K) {
   const char *fn = "prt_cuda_linear_fwd_bf16";
+  if (b && lt_gemm_bias(prt_gemm_linear_fwd(out, (const float *)x, (const float *)w, M, N, K,
+                                            0.0f),
+                        b, 1, fn))
+    return;
   if (b) { /* out = bias rows, then out += x w^T in fp32, as prt_cuda_linear_fwd */
     void *args[] = {&out, &b, &M, &N};
     launch(PRT_DK_bias_rows, M * N, args, fn);
@@ -368,25 +747,32 @@ static void check_heads(int64_t C, int64_t H, const char *fn) {
               (long long)C, (long long)H, PRT_CUDA_ATTENTION_MAX_HEAD);
 }
 
+/* The attention launch `e` of runtime function fn: fatal on failure, timed as one op (the
+ * launcher's kernels: the profile's "what"). */
+#define ATTENTION_OP(fn, what, call)                                                       \
+  do {                                                                                     \
+    int slot_ = op_begin((what), (fn));                                                    \
+    cudaError_t e_ = (call);                                                               \
+    if (e_ != cudaSuccess) fail_cuda((fn), (what), e_, __LINE__);                          \
+    op_end(slot_, (what), (fn));                                                           \
+  } while (0)
+
 void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
                             int64_t C, int64_t H) {
-  check_heads(C, H, "prt_cuda_attention_fwd");
-  cudaError_t e = prt_cuda_attention_fwd_launch(out, probs, qkv, B, T, C, H, compute_stream());
-  if (e != cudaSuccess) fail_cuda("prt_cuda_attention_fwd", "flash attention forward", e, __LINE__);
-  if (S.sync_each)
-    CUDA_OR_DIE("prt_cuda_attention_fwd", "flash attention forward",
-                cudaStreamSynchronize(compute_stream()));
+  const char *fn = "prt_cuda_attention_fwd";
+  check_heads(C, H, fn);
+  ATTENTION_OP(fn, "flash attention forward",
+               prt_cuda_attention_fwd_launch(out, probs, qkv, B, T, C, H, compute_stream()));
 }
 
 void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv,
                             const float *probs, int64_t B, int64_t T, int64_t C, int64_t H) {
-  check_heads(C, H, "prt_cuda_attention_bwd");
-  cudaError_t e =
-      prt_cuda_attention_bwd_launch(dqkv, dout, qkv, probs, B, T, C, H, compute_stream());
-  if (e != cudaSuccess) fail_cuda("prt_cuda_attention_bwd", "flash attention backward", e, __LINE__);
-  if (S.sync_each)
-    CUDA_OR_DIE("prt_cuda_attention_bwd", "flash attention backward",
-                cudaStreamSynchronize(compute_stream()));
+  const char *fn = "prt_cuda_attention_bwd";
+  check_heads(C, H, fn);
+  float *D = scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
+  ATTENTION_OP(fn, "flash attention backward",
+               prt_cuda_attention_bwd_launch(dqkv, dout, qkv, probs, D, B, T, C, H,
+                                             compute_stream()));
 }
 
 /* ---- loss ---- */
@@ -401,45 +787,144 @@ void prt_cuda_cross_entropy_fwd(float *loss, float *probs, const float *logits,
   launch(PRT_DK_mean_rows, 1, a2, fn);
 }
 
-/* ---- optimizer and gradient norm ---- */
+/* ---- optimizer and gradient norm: every tensor of the step in one launch ----
+ * prt_cuda_adamw and prt_cuda_grad_sq_accum note their tensor in a table of TABLE_CHUNK-element
+ * chunks (tensor_chunk); adamw_multi runs the whole AdamW table as one kernel, and
+ * grad_norm_sync sums every noted gradient in one pass (sumsq_chunks: NORM_LANES threads a
+ * chunk; sum_lanes; norm_clip: the squared norm and the clip scale, on the device). A table
+ * the device already holds is not copied again, so from the second step on only the scalars
+ * of the step (lr, bias corrections: ADAM_GROUPS x 8 floats) cross to the device. With one
+ * rank the host learns the norm once, after the step's last kernel (step_end); with several
+ * it reads the squared norm at grad_norm_sync (the all-reduce needs it) and sends the clip
+ * scale back. */
 
-/* prt_adamw's scalars (runtime/kernels/cpu.c: in double as Python computes them, rounded to
- * float where torch's kernels see them), then one thread per element. */
+/* Appends the chunks of one tensor of n elements to table t (pinned, grown in the warm-up). */
+static void table_add(chunk_table *t, tensor_chunk e, int64_t n, const char *fn) {
+  int64_t add = (n + TABLE_CHUNK - 1) / TABLE_CHUNK;
+  if (t->n + add > t->cap) {
+    if (S.capturing)
+      prt_fatal("%s: the update table grows while the step is captured (the warm-up step had "
+                "fewer tensors); rerun with PIPER_CUDA_GRAPH=0 and report it", fn);
+    int64_t cap = 2 * (t->n + add);
+    tensor_chunk *h = NULL;
+    CUDA_OR_DIE(fn, "update table", cudaMallocHost((void **)&h, (size_t)cap * sizeof *h));
+    if (t->n) memcpy(h, t->host, (size_t)t->n * sizeof *h);
+    CUDA_OR_DIE(fn, "cudaFreeHost", cudaFreeHost(t->host));
+    t->host = h;
+    tensor_chunk *shadow = realloc(t->shadow, (size_t)cap * sizeof *h);
+    if (!shadow) prt_fatal("%s: out of host memory for the update table; free memory", fn);
+    t->shadow = shadow;
+    t->cap = cap;
+  }
+  for (int64_t k = 0; k < add; k++) {
+    e.start = k * TABLE_CHUNK;
+    e.len = n - e.start < TABLE_CHUNK ? n - e.start : TABLE_CHUNK;
+    t->host[t->n++] = e;
+  }
+}
+
+/* Table t on the device (scratch `slot`), copied from the pinned host only when it differs
+ * from the copy the device holds. */
+static const tensor_chunk *table_upload(chunk_table *t, int slot, const char *fn) {
+  size_t bytes = (size_t)t->n * sizeof *t->host;
+  tensor_chunk *dev = scratch(slot, bytes ? bytes : sizeof *t->host, fn);
+  if (t->shadow_n != t->n || memcmp(t->shadow, t->host, bytes)) {
+    CUDA_OR_DIE(fn, "update table upload",
+                cudaMemcpyAsync(dev, t->host, bytes, cudaMemcpyHostToDevice, compute_stream()));
+    memcpy(t->shadow, t->host, bytes);
+    t->shadow_n = t->n;
+  }
+  return dev;
+}
+
+/* The scalar group of (beta1, beta2, eps), added the first time it is seen. */
+static int64_t adam_group(float beta1, float beta2, float eps, const char *fn) {
+  for (int i = 0; i < S.adam_groups; i++)
+    if (S.adam_key[i][0] == beta1 && S.adam_key[i][1] == beta2 && S.adam_key[i][2] == eps)
+      return i;
+  if (S.adam_groups == ADAM_GROUPS)
+    prt_fatal("%s: more than %d distinct AdamW (beta1, beta2, eps) in one plan; raise "
+              "ADAM_GROUPS in runtime/kernels/cuda.c", fn, ADAM_GROUPS);
+  float *k = S.adam_key[S.adam_groups];
+  k[0] = beta1, k[1] = beta2, k[2] = eps;
+  return S.adam_groups++;
+}
+
+/* Every group's scalars for this step (lr, t) into the pinned host row (prt_adam_scalars_of:
+ * the CPU's arithmetic), which the copy before adamw_multi, captured or not, reads. */
+static void adam_scalars_fill(prt_ctx *ctx) {
+  for (int i = 0; i < S.adam_groups; i++) {
+    prt_adam_scalars a = prt_adam_scalars_of(ctx, S.adam_key[i][0], S.adam_key[i][1],
+                                             S.adam_key[i][2]);
+    float row[8] = {a.beta1, a.beta2, a.eps, a.keep, a.one_minus_b1, a.one_minus_b2,
+                    a.bc2_sqrt, a.neg_step};
+    memcpy(S.adam_scal_host + 8 * i, row, sizeof row);
+  }
+}
+
+/* Launches the gathered updates as one adamw_multi (nothing when none are pending). */
+static void adam_flush(prt_ctx *ctx) {
+  const char *fn = "prt_cuda_adamw";
+  if (!S.adam_tab.n) return;
+  const tensor_chunk *table = table_upload(&S.adam_tab, SCR_ADAM_TABLE, fn);
+  adam_scalars_fill(ctx);
+  CUDA_OR_DIE(fn, "AdamW scalars upload",
+              cudaMemcpyAsync(S.adam_scal_dev, S.adam_scal_host,
+                              (size_t)S.adam_groups * 8 * sizeof(float),
+                              cudaMemcpyHostToDevice, compute_stream()));
+  int64_t nchunk = S.adam_tab.n, CH = TABLE_CHUNK;
+  S.adam_tab.n = 0; /* before the launch: launch() flushes first */
+  void *args[] = {&table, &S.adam_scal_dev, &S.clip_dev, &nchunk, &CH};
+  launch(PRT_DK_adamw_multi, nchunk * CH, args, fn);
+}
+
 void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
                     float beta1, float beta2, float eps, int32_t decay) {
-  if (prt_elastic_dry(ctx)) return; /* an elastic step updates in its last pass only */
-  prt_adam_scalars a = prt_adam_scalars_of(ctx, beta1, beta2, eps);
-  void *args[] = {&p,      &g,        &m,        &v,          &n,
-                  &a.beta1, &a.beta2, &a.eps,    &a.keep,     &a.one_minus_b1,
-                  &a.one_minus_b2, &a.bc2_sqrt, &a.neg_step, &a.clip, &decay};
-  launch(PRT_DK_adamw, n, args, "prt_cuda_adamw");
+  const char *fn = "prt_cuda_adamw";
+  if (prt_elastic_dry(ctx) || n <= 0) return; /* an elastic step updates in its last pass */
+  tensor_chunk e = {(int64_t)(intptr_t)p, (int64_t)(intptr_t)g, (int64_t)(intptr_t)m,
+                    (int64_t)(intptr_t)v, 0, 0, decay != 0, adam_group(beta1, beta2, eps, fn)};
+  table_add(&S.adam_tab, e, n, fn);
+  if (!S.defer) adam_flush(ctx);
 }
 
-/* Adds sum(g^2) to the device's running sum: NORM_THREADS strided partial sums, then one
- * thread adds them in order (deterministic; no atomics). */
 void prt_cuda_grad_sq_accum(prt_ctx *ctx, const float *g, int64_t n, int32_t counted) {
   if (!counted || n <= 0) return;
-  int64_t P = n < NORM_THREADS ? n : NORM_THREADS;
-  double *partial = S.norm_partial, *acc = S.norm_sq;
-  void *a1[] = {&partial, &g, &n, &P};
-  launch(PRT_DK_sum_squares, P, a1, "prt_cuda_grad_sq_accum");
-  void *a2[] = {&acc, &partial, &P};
-  launch(PRT_DK_sum_partials, 1, a2, "prt_cuda_grad_sq_accum");
+  tensor_chunk e = {0, (int64_t)(intptr_t)g, 0, 0, 0, 0, 0, 0};
+  table_add(&S.norm_tab, e, n, "prt_cuda_grad_sq_accum");
 }
 
-/* The step's squared norm to the host (a wait for the backward pass: the norm scales every
- * update), then the CPU path's all-reduce and clip scale. */
+/* The squared norm of every noted gradient and, with one rank, the clip scale, on the device;
+ * with several, the host all-reduces the squared norm (prt_grad_norm_sync) and sends the
+ * clip scale back. */
 void prt_cuda_grad_norm_sync(prt_ctx *ctx) {
   const char *fn = "prt_cuda_grad_norm_sync";
-  double sq = 0.0;
+  int64_t nchunk = S.norm_tab.n, L = NORM_LANES;
+  const tensor_chunk *table = table_upload(&S.norm_tab, SCR_NORM_TABLE, fn);
+  S.norm_tab.n = 0;
+  double *partial = scratch(SCR_NORM, (size_t)(nchunk * (L + 1) + 1) * sizeof(double), fn);
+  double *csum = partial + nchunk * L;
+  float maxnorm = ctx->world == 1 && ctx->grad_clip > 0.0 ? (float)ctx->grad_clip : 0.0f;
+  void *a1[] = {&partial, &table, &nchunk, &L};
+  launch(PRT_DK_sumsq_chunks, nchunk * L, a1, fn);
+  void *a2[] = {&csum, &partial, &nchunk, &L};
+  launch(PRT_DK_sum_lanes, nchunk, a2, fn);
+  void *a3[] = {&S.norm_sq_dev, &S.clip_dev, &csum, &nchunk, &maxnorm};
+  launch(PRT_DK_norm_clip, 1, a3, fn);
   CUDA_OR_DIE(fn, "copy of the squared gradient norm",
-              cudaMemcpyAsync(&sq, S.norm_sq, sizeof sq, cudaMemcpyDeviceToHost,
-                              compute_stream()));
-  CUDA_OR_DIE(fn, "cudaMemsetAsync",
-              cudaMemsetAsync(S.norm_sq, 0, sizeof(double), compute_stream()));
+              cudaMemcpyAsync(S.norm_host, S.norm_sq_dev, sizeof(double),
+                              cudaMemcpyDeviceToHost, compute_stream()));
+  if (ctx->world == 1) { /* read after the step's last kernel (step_end) */
+    S.norm_in_step = 1;
+    return;
+  }
   CUDA_OR_DIE(fn, "cudaStreamSynchronize", cudaStreamSynchronize(compute_stream()));
-  ctx->grad_sq += sq;
+  ctx->grad_sq += *S.norm_host;
   prt_grad_norm_sync(ctx);
+  *S.clip_host = ctx->clip_scale;
+  CUDA_OR_DIE(fn, "clip scale upload",
+              cudaMemcpyAsync(S.clip_dev, S.clip_host, sizeof(float), cudaMemcpyHostToDevice,
+                              compute_stream()));
 }
 
 /* ---- Qwen3's ops (runtime/kernels/cpu_qwen3.c's twins) ---- */
@@ -536,11 +1021,9 @@ void prt_cuda_gqa_attention_fwd(float *out, float *probs, const float *q, const 
                                 int64_t D) {
   const char *fn = "prt_cuda_gqa_attention_fwd";
   check_gqa(H, KV, D, fn);
-  cudaError_t e =
-      prt_cuda_gqa_attention_fwd_launch(out, probs, q, k, v, B, T, H, KV, D, compute_stream());
-  if (e != cudaSuccess) fail_cuda(fn, "flash GQA forward", e, __LINE__);
-  if (S.sync_each)
-    CUDA_OR_DIE(fn, "flash GQA forward", cudaStreamSynchronize(compute_stream()));
+  ATTENTION_OP(fn, "flash GQA forward",
+               prt_cuda_gqa_attention_fwd_launch(out, probs, q, k, v, B, T, H, KV, D,
+                                                 compute_stream()));
 }
 
 void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *dout,
@@ -549,11 +1032,11 @@ void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *do
                                 int64_t D) {
   const char *fn = "prt_cuda_gqa_attention_bwd";
   check_gqa(H, KV, D, fn);
-  cudaError_t e = prt_cuda_gqa_attention_bwd_launch(dq, dk, dv, dout, q, k, v, probs, B, T, H,
-                                                    KV, D, compute_stream());
-  if (e != cudaSuccess) fail_cuda(fn, "flash GQA backward", e, __LINE__);
-  if (S.sync_each)
-    CUDA_OR_DIE(fn, "flash GQA backward", cudaStreamSynchronize(compute_stream()));
+  float *Dbuf =
+      scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
+  ATTENTION_OP(fn, "flash GQA backward",
+               prt_cuda_gqa_attention_bwd_launch(dq, dk, dv, dout, q, k, v, probs, Dbuf, B, T,
+                                                 H, KV, D, compute_stream()));
 }
 
 /* ---- mixture of experts (runtime/kernels/cpu.c's prt_moe_* twins) ----
@@ -570,6 +1053,7 @@ void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *do
 /* n i32 of the device's src into the host's dst, after the stream's work so far. */
 static void moe_d2h(int32_t *dst, const int32_t *src, int64_t n, const char *what,
                     const char *fn) {
+  S.needs_host = 1; /* this plan's steps wait for the device: no CUDA graph */
   if (n <= 0) return;
   CUDA_OR_DIE(fn, what,
               cudaMemcpyAsync(dst, src, (size_t)n * sizeof *dst, cudaMemcpyDeviceToHost,
@@ -622,8 +1106,10 @@ static int32_t *moe_counts(const int32_t *counts, int64_t G, int64_t El, const c
 
 static void moe_zero(float *p, int64_t n, const char *fn) {
   if (n <= 0) return;
+  int slot = op_begin("cudaMemsetAsync", fn);
   CUDA_OR_DIE(fn, "cudaMemsetAsync",
               cudaMemsetAsync(p, 0, (size_t)n * sizeof(float), compute_stream()));
+  op_end(slot, "cudaMemsetAsync", fn);
 }
 
 void prt_cuda_moe_dispatch_fwd(float *rows, int32_t *counts, const float *h,

@@ -39,9 +39,10 @@ cudaError_t prt_cuda_attention_fwd_launch(float *out, float *lse, const float *q
                                           int64_t T, int64_t C, int64_t H,
                                           cudaStream_t stream);
 cudaError_t prt_cuda_attention_bwd_launch(float *dqkv, const float *dout, const float *qkv,
-                                          const float *lse, int64_t B, int64_t T, int64_t C,
-                                          int64_t H, cudaStream_t stream);
-/* The same for grouped-query attention (Qwen3): q, out (B, T, H*D), k, v (B, T, KV*D), query
+                                          const float *lse, float *D, int64_t B, int64_t T,
+                                          int64_t C, int64_t H, cudaStream_t stream);
+/* The backwards take D, device scratch of B*H*T floats (kernels/cuda.c's, sized in the warm-up
+ * step: the launchers allocate nothing). The same for grouped-query attention (Qwen3): q, out (B, T, H*D), k, v (B, T, KV*D), query
  * head h reading kv head h*KV/H; the backward's dk, dv one warp per (b, kv head, key) row,
  * summing over the query heads sharing it (no atomics). */
 cudaError_t prt_cuda_gqa_attention_fwd_launch(float *out, float *lse, const float *q,
@@ -50,9 +51,9 @@ cudaError_t prt_cuda_gqa_attention_fwd_launch(float *out, float *lse, const floa
                                               cudaStream_t stream);
 cudaError_t prt_cuda_gqa_attention_bwd_launch(float *dq, float *dk, float *dv,
                                               const float *dout, const float *q, const float *k,
-                                              const float *v, const float *lse, int64_t B,
-                                              int64_t T, int64_t H, int64_t KV, int64_t D,
-                                              cudaStream_t stream);
+                                              const float *v, const float *lse, float *Dbuf,
+                                              int64_t B, int64_t T, int64_t H, int64_t KV,
+                                              int64_t D, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

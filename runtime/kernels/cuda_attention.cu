@@ -91,10 +91,6 @@ __global__ void gqa_bwd_dkdv(float *dk, float *dv, const float *Dbuf, const floa
                                    T, H, KV, D, scale, buf);
 }
 
-// Device scratch for D (one float per (b, h, t) row), grown on first use.
-float *g_D = nullptr;
-int64_t g_Dcap = 0;
-
 dim3 grid_for(int64_t rows) {
   int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
   return dim3((unsigned)blocks, 1, 1);
@@ -115,46 +111,21 @@ extern "C" cudaError_t prt_cuda_attention_fwd_launch(float *out, float *lse, con
   return cudaGetLastError();
 }
 
-// D's scratch of at least `rows` floats (the first backward waits for the stream, then grows).
-static cudaError_t grow_D(int64_t rows, cudaStream_t stream) {
-  if (rows <= g_Dcap) return cudaSuccess;
-  cudaError_t e = cudaStreamSynchronize(stream);
-  if (e == cudaSuccess) {
-    cudaFree(g_D);
-    g_D = nullptr;
-    g_Dcap = 0;
-    e = cudaMalloc((void **)&g_D, rows * sizeof(float));
-  }
-  if (e != cudaSuccess) return e;
-  g_Dcap = rows;
-  return cudaSuccess;
-}
 extern "C" cudaError_t prt_cuda_attention_bwd_launch(float *dqkv, const float *dout,
                                                      const float *qkv, const float *lse,
-                                                     int64_t B, int64_t T, int64_t C,
+                                                     float *D, int64_t B, int64_t T, int64_t C,
                                                      int64_t H, cudaStream_t stream) {
   int64_t rows = B * H * T, hs = C / H;
   if (rows <= 0) return cudaSuccess;
   if (hs > PRT_CUDA_ATTENTION_MAX_HEAD || (rows + kWarpsPerBlock - 1) / kWarpsPerBlock > INT32_MAX)
     return cudaErrorInvalidValue;
-  if (rows > g_Dcap) { // the first backward: wait for the stream, then grow
-    cudaError_t e = cudaStreamSynchronize(stream);
-    if (e == cudaSuccess) {
-      cudaFree(g_D);
-      g_D = nullptr;
-      g_Dcap = 0;
-      e = cudaMalloc((void **)&g_D, rows * sizeof(float));
-    }
-    if (e != cudaSuccess) return e;
-    g_Dcap = rows;
-  }
   float scale = 1.0f / sqrtf((float)hs);
   attention_bwd_dq<<<grid_for(rows), kWarpsPerBlock * kWarp, 0, stream>>>(
-      dqkv, g_D, dout, qkv, lse, B, T, C, H, scale);
+      dqkv, D, dout, qkv, lse, B, T, C, H, scale);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   attention_bwd_dkdv<<<grid_for(rows), kWarpsPerBlock * kWarp, 0, stream>>>(
-      dqkv, g_D, dout, qkv, lse, B, T, C, H, scale);
+      dqkv, D, dout, qkv, lse, B, T, C, H, scale);
   return cudaGetLastError();
 }
 
@@ -176,21 +147,20 @@ extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(float *out, float *lse,
 extern "C" cudaError_t prt_cuda_gqa_attention_bwd_launch(float *dq, float *dk, float *dv,
                                                          const float *dout, const float *q,
                                                          const float *k, const float *v,
-                                                         const float *lse, int64_t B, int64_t T,
-                                                         int64_t H, int64_t KV, int64_t D,
+                                                         const float *lse, float *Dbuf,
+                                                         int64_t B, int64_t T, int64_t H,
+                                                         int64_t KV, int64_t D,
                                                          cudaStream_t stream) {
   int64_t rows = B * H * T, krows = B * KV * T;
   if (rows <= 0) return cudaSuccess;
   if (D > PRT_CUDA_ATTENTION_MAX_HEAD || (rows + kWarpsPerBlock - 1) / kWarpsPerBlock > INT32_MAX)
     return cudaErrorInvalidValue;
-  cudaError_t e = grow_D(rows, stream);
-  if (e != cudaSuccess) return e;
   float scale = 1.0f / sqrtf((float)D);
-  gqa_bwd_dq<<<grid_for(rows), kWarpsPerBlock * kWarp, 0, stream>>>(dq, g_D, dout, q, k, v, lse,
-                                                                    B, T, H, KV, D, scale);
-  e = cudaGetLastError();
+  gqa_bwd_dq<<<grid_for(rows), kWarpsPerBlock * kWarp, 0, stream>>>(dq, Dbuf, dout, q, k, v,
+                                                                    lse, B, T, H, KV, D, scale);
+  cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   gqa_bwd_dkdv<<<grid_for(krows), kWarpsPerBlock * kWarp, 0, stream>>>(
-      dk, dv, g_D, dout, q, k, v, lse, B, T, H, KV, D, scale);
+      dk, dv, Dbuf, dout, q, k, v, lse, B, T, H, KV, D, scale);
   return cudaGetLastError();
 }

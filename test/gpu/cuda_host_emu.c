@@ -21,7 +21,7 @@
 #include "emu_check.h"
 
 /* The fakes: fake_cuda.c, fake_attention.cc. */
-extern int fake_cuda_launches;
+extern int fake_cuda_launches; /* kernels run: launches, cuBLAS calls, attention launches */
 void fake_cuda_destroy(void);
 
 /* ---- the checks ---- */
@@ -63,6 +63,67 @@ static void checkLinearBf16(void) {
   prt_linear_fwd(g, xf, wf, b, M, Nn, K);
   prt_linear_fwd_bf16(want, x, w, b, M, Nn, K);
   same("linear_fwd_bf16 CPU = widen + linear_fwd", g, want, M * Nn, 0);
+}
+
+/* What emuStep runs: two tensors (n of 5000 and 3: more than one chunk of the tables, and a
+ * tensor without decay), their gradients noted for the norm (and one slice not counted). */
+static struct {
+  int64_t n;
+  float *p, *g, *m, *v, *q, *gq, *mq, *vq;
+} E;
+static void emuStep(prt_ctx *ctx) {
+  prt_cuda_grad_sq_accum(ctx, E.g, E.n, 1);
+  prt_cuda_grad_sq_accum(ctx, E.g, E.n, 0); /* not counted */
+  prt_cuda_grad_sq_accum(ctx, E.gq, 3, 1);
+  prt_cuda_grad_norm_sync(ctx);
+  prt_cuda_adamw(ctx, E.p, E.g, E.m, E.v, E.n, 0.9f, 0.95f, 1e-8f, 1);
+  prt_cuda_adamw(ctx, E.q, E.gq, E.mq, E.vq, 3, 0.9f, 0.95f, 1e-8f, 0);
+}
+
+/* The optimizer and the norm as a plan of one rank runs them: through the step runner
+ * (kernels/cuda.c run_step), twice, with another lr and step count the second time. The first
+ * pass runs kernel by kernel, the second is captured as a CUDA graph and replayed (the fake
+ * records and replays it), so the second also checks that the replay uses that step's
+ * scalars. Each pass: the norm (read after the step) and the clip scale the device applied,
+ * against the CPU's prt_grad_norm_sync and prt_adamw on copies, 1e-6 (gpu_kernels_emu.c's). */
+static void checkAdamwAndNorm(prt_ctx *ctx) {
+  int64_t n = E.n = 5000;
+  E.p = rnd(n, 1), E.g = rnd(n, 1), E.m = rnd(n, 0.1f), E.v = zeros(n);
+  /* the small tensor's values are fixed, not drawn: the checks after this one see the
+   * random stream they were written against (the MoE bf16 twins sit near rounding ties) */
+  E.q = zeros(3), E.gq = zeros(3), E.mq = zeros(3), E.vq = zeros(3);
+  for (int i = 0; i < 3; i++)
+    E.q[i] = 0.5f - 0.25f * i, E.gq[i] = 0.75f - 0.5f * i, E.mq[i] = 0.01f * i,
+    E.vq[i] = 0.001f * (i + 1);
+  float *p2 = zeros(n), *m2 = zeros(n), *v2 = zeros(n), q2[3], mq2[3], vq2[3];
+  for (int64_t i = 0; i < n; i++) E.v[i] = fabsf(uni()) * 0.01f;
+  memcpy(p2, E.p, n * 4);
+  memcpy(m2, E.m, n * 4);
+  memcpy(v2, E.v, n * 4);
+  memcpy(q2, E.q, sizeof q2);
+  memcpy(mq2, E.mq, sizeof mq2);
+  memcpy(vq2, E.vq, sizeof vq2);
+  double want = 0;
+  for (int64_t i = 0; i < n; i++) want += (double)E.g[i] * E.g[i];
+  for (int64_t i = 0; i < 3; i++) want += (double)E.gq[i] * E.gq[i];
+  ctx->weight_decay = 0.1;
+  ctx->grad_clip = 1.0; /* below the norm: clipped */
+  for (int pass = 0; pass < 2; pass++) {
+    ctx->lr = pass ? 1e-3 : 3e-3;
+    ctx->adam_t = pass + 1;
+    prt_backend_run_step(ctx, emuStep);
+    float gn = (float)ctx->grad_norm, wn = (float)sqrt(want);
+    same(pass ? "grad_norm (graph)" : "grad_norm", &gn, &wn, 1, 1e-7);
+    ctx->grad_sq = want;
+    prt_grad_norm_sync(ctx); /* the CPU's clip scale, which prt_adamw applies */
+    if (!(ctx->clip_scale < 1.0f)) fail("adamw_and_norm: the clip case was not exercised");
+    prt_adamw(ctx, p2, E.g, m2, v2, n, 0.9f, 0.95f, 1e-8f, 1);
+    prt_adamw(ctx, q2, E.gq, mq2, vq2, 3, 0.9f, 0.95f, 1e-8f, 0);
+    same(pass ? "adamw p (graph)" : "adamw p", E.p, p2, n, 1e-6);
+    same(pass ? "adamw m (graph)" : "adamw m", E.m, m2, n, 1e-6);
+    same(pass ? "adamw v (graph)" : "adamw v", E.v, v2, n, 1e-6);
+    same(pass ? "adamw no decay (graph)" : "adamw no decay", E.q, q2, 3, 1e-6);
+  }
 }
 
 /* The bf16 policy's launchers (kernels.def bf16_*, moe_expert_*_bf16): the conversions bit for
@@ -228,31 +289,7 @@ int main(void) {
   end();
 
   begin("adamw_and_norm");
-  {
-    int64_t n = 5000; /* more than the norm's 4096 partial sums */
-    ctx->lr = 3e-3;
-    ctx->weight_decay = 0.1;
-    ctx->adam_t = 2;
-    float *p = rnd(n, 1), *g = rnd(n, 1), *m = rnd(n, 0.1f), *v = zeros(n);
-    float *p2 = zeros(n), *m2 = zeros(n), *v2 = zeros(n);
-    for (int64_t i = 0; i < n; i++) v[i] = fabsf(uni()) * 0.01f;
-    memcpy(p2, p, n * 4);
-    memcpy(m2, m, n * 4);
-    memcpy(v2, v, n * 4);
-    double want = 0;
-    for (int64_t i = 0; i < n; i++) want += (double)g[i] * g[i];
-    prt_cuda_grad_sq_accum(ctx, g, n, 1);
-    prt_cuda_grad_sq_accum(ctx, g, n, 0); /* not counted */
-    ctx->grad_clip = 1.0;
-    prt_cuda_grad_norm_sync(ctx);
-    float gn = (float)ctx->grad_norm, wn = (float)sqrt(want);
-    same("grad_norm", &gn, &wn, 1, 1e-7);
-    prt_cuda_adamw(ctx, p, g, m, v, n, 0.9f, 0.95f, 1e-8f, 1);
-    prt_adamw(ctx, p2, g, m2, v2, n, 0.9f, 0.95f, 1e-8f, 1);
-    same("adamw p", p, p2, n, 1e-6);
-    same("adamw m", m, m2, n, 1e-6);
-    same("adamw v", v, v2, n, 1e-6);
-  }
+  checkAdamwAndNorm(ctx);
   end();
   begin("attention");
   {
@@ -271,6 +308,7 @@ int main(void) {
   end();
   begin("moe");
   {
+    int launches0 = fake_cuda_launches;
     /* N tokens, 4 experts in 2 groups, top 2; the expert launchers for both local experts,
      * as the plan calls them (the last one zeroes each block's unused rows) */
     enum { E = 4, K = 2, G = 2, El = E / G, Fe = 6, NK = N * K, CAP = N * K, R = G * CAP };
@@ -330,7 +368,7 @@ int main(void) {
     same("moe_combine_bwd dweights", gdw, wdw, NK, 1e-6);
     free(gex);
     free(wex);
-    printf("%d kernel launches\n", fake_cuda_launches);
+    printf("%d kernel launches\n", fake_cuda_launches - launches0);
     end();
     begin("bf16");
     checkBf16(wcnt, wrows, wh, dout, wg, wu, wd, G, CAP, El, Fe);

@@ -1,42 +1,93 @@
 // The attention launchers of kernels/cuda.h on the host, for the fake CUDA runtime
 // (fake_cuda.c): the kernels' own row functions (runtime/kernels/cuda_attention.cuh) with one
-// lane per row, in the kernels' order (forward; dq and D for every row, then dk and dv).
+// lane per row, in the kernels' order (forward; dq and D for every row, then dk and dv). Each
+// launcher is one operation of the fake (fake_cuda_issue): run at once, or recorded into the
+// CUDA graph being captured with its arguments.
 #include <math.h>
 #include <stdint.h>
 
 #include "kernels/cuda.h"
 #include "kernels/cuda_attention.cuh"
 
+extern "C" void fake_cuda_issue(void (*run)(void *), const void *arg, size_t size, int kernels);
+
 // The one-lane host instance never exchanges between lanes.
 float prt_attn_lanes_exchange(float v, int, int) __attribute__((weak));
 float prt_attn_lanes_exchange(float v, int, int) { return v; }
 
+namespace {
+
+constexpr int kMax = PRT_CUDA_ATTENTION_MAX_HEAD;
+
+// Every launcher's arguments in one struct: q (or qkv), k, v, out/dout, lse, the gradients,
+// D and the sizes; what a launcher does not use stays null or zero.
+struct Args {
+  float *out, *lse, *dq, *dk, *dv, *D;
+  const float *q, *k, *v, *dout, *lse_in;
+  int64_t B, T, C, H, KV, Dh;
+};
+
+void attention_fwd(void *p) {
+  Args *a = static_cast<Args *>(p);
+  float buf[2 * kMax];
+  float scale = 1.0f / sqrtf((float)(a->C / a->H));
+  for (int64_t row = 0; row < a->B * a->H * a->T; row++)
+    attention_fwd_row<1, kMax>(row, 0, a->out, a->lse, a->q, a->T, a->C, a->H, scale, buf);
+}
+
+void attention_bwd(void *p) {
+  Args *a = static_cast<Args *>(p);
+  float buf[2 * kMax];
+  float scale = 1.0f / sqrtf((float)(a->C / a->H));
+  int64_t rows = a->B * a->H * a->T;
+  for (int64_t row = 0; row < rows; row++)
+    attention_bwd_dq_row<1, kMax>(row, 0, a->dq, a->D, a->dout, a->q, a->lse_in, a->T, a->C,
+                                  a->H, scale, buf);
+  for (int64_t row = 0; row < rows; row++)
+    attention_bwd_dkdv_row<1, kMax>(row, 0, a->dq, a->D, a->dout, a->q, a->lse_in, a->T, a->C,
+                                    a->H, scale, buf);
+}
+
+void gqa_fwd(void *p) {
+  Args *a = static_cast<Args *>(p);
+  float buf[2 * kMax];
+  float scale = 1.0f / sqrtf((float)a->Dh);
+  for (int64_t row = 0; row < a->B * a->H * a->T; row++)
+    gqa_fwd_row<1, kMax>(row, 0, a->out, a->lse, a->q, a->k, a->v, a->T, a->H, a->KV, a->Dh,
+                         scale, buf);
+}
+
+void gqa_bwd(void *p) {
+  Args *a = static_cast<Args *>(p);
+  float buf[2 * kMax];
+  float scale = 1.0f / sqrtf((float)a->Dh);
+  for (int64_t row = 0; row < a->B * a->H * a->T; row++)
+    gqa_bwd_dq_row<1, kMax>(row, 0, a->dq, a->D, a->dout, a->q, a->k, a->v, a->lse_in, a->T,
+                            a->H, a->KV, a->Dh, scale, buf);
+  for (int64_t row = 0; row < a->B * a->KV * a->T; row++)
+    gqa_bwd_dkdv_row<1, kMax>(row, 0, a->dk, a->dv, a->D, a->dout, a->q, a->k, a->v, a->lse_in,
+                              a->T, a->H, a->KV, a->Dh, scale, buf);
+}
+
+}  // namespace
+
 extern "C" cudaError_t prt_cuda_attention_fwd_launch(float *out, float *lse, const float *qkv,
                                                      int64_t B, int64_t T, int64_t C,
                                                      int64_t H, cudaStream_t) {
-  float buf[2 * PRT_CUDA_ATTENTION_MAX_HEAD];
-  float scale = 1.0f / sqrtf((float)(C / H));
-  for (int64_t row = 0; row < B * H * T; row++)
-    attention_fwd_row<1, PRT_CUDA_ATTENTION_MAX_HEAD>(row, 0, out, lse, qkv, T, C, H, scale,
-                                                      buf);
+  Args a = {};
+  a.out = out, a.lse = lse, a.q = qkv, a.B = B, a.T = T, a.C = C, a.H = H;
+  fake_cuda_issue(attention_fwd, &a, sizeof a, 1);
   return cudaSuccess;
 }
 
 extern "C" cudaError_t prt_cuda_attention_bwd_launch(float *dqkv, const float *dout,
                                                      const float *qkv, const float *lse,
-                                                     int64_t B, int64_t T, int64_t C,
+                                                     float *D, int64_t B, int64_t T, int64_t C,
                                                      int64_t H, cudaStream_t) {
-  float buf[2 * PRT_CUDA_ATTENTION_MAX_HEAD];
-  float scale = 1.0f / sqrtf((float)(C / H));
-  int64_t rows = B * H * T;
-  float *D = new float[rows > 0 ? rows : 1];
-  for (int64_t row = 0; row < rows; row++)
-    attention_bwd_dq_row<1, PRT_CUDA_ATTENTION_MAX_HEAD>(row, 0, dqkv, D, dout, qkv, lse, T, C,
-                                                         H, scale, buf);
-  for (int64_t row = 0; row < rows; row++)
-    attention_bwd_dkdv_row<1, PRT_CUDA_ATTENTION_MAX_HEAD>(row, 0, dqkv, D, dout, qkv, lse, T,
-                                                           C, H, scale, buf);
-  delete[] D;
+  Args a = {};
+  a.dq = dqkv, a.dout = dout, a.q = qkv, a.lse_in = lse, a.D = D, a.B = B, a.T = T, a.C = C;
+  a.H = H;
+  fake_cuda_issue(attention_bwd, &a, sizeof a, 2);
   return cudaSuccess;
 }
 
@@ -44,30 +95,22 @@ extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(float *out, float *lse,
                                                          const float *k, const float *v,
                                                          int64_t B, int64_t T, int64_t H,
                                                          int64_t KV, int64_t D, cudaStream_t) {
-  float buf[2 * PRT_CUDA_ATTENTION_MAX_HEAD];
-  float scale = 1.0f / sqrtf((float)D);
-  for (int64_t row = 0; row < B * H * T; row++)
-    gqa_fwd_row<1, PRT_CUDA_ATTENTION_MAX_HEAD>(row, 0, out, lse, q, k, v, T, H, KV, D, scale,
-                                                buf);
+  Args a = {};
+  a.out = out, a.lse = lse, a.q = q, a.k = k, a.v = v, a.B = B, a.T = T, a.H = H, a.KV = KV;
+  a.Dh = D;
+  fake_cuda_issue(gqa_fwd, &a, sizeof a, 1);
   return cudaSuccess;
 }
 
 extern "C" cudaError_t prt_cuda_gqa_attention_bwd_launch(float *dq, float *dk, float *dv,
                                                          const float *dout, const float *q,
                                                          const float *k, const float *v,
-                                                         const float *lse, int64_t B, int64_t T,
-                                                         int64_t H, int64_t KV, int64_t D,
-                                                         cudaStream_t) {
-  float buf[2 * PRT_CUDA_ATTENTION_MAX_HEAD];
-  float scale = 1.0f / sqrtf((float)D);
-  int64_t rows = B * H * T;
-  float *Dv = new float[rows > 0 ? rows : 1];
-  for (int64_t row = 0; row < rows; row++)
-    gqa_bwd_dq_row<1, PRT_CUDA_ATTENTION_MAX_HEAD>(row, 0, dq, Dv, dout, q, k, v, lse, T, H, KV,
-                                                   D, scale, buf);
-  for (int64_t row = 0; row < B * KV * T; row++)
-    gqa_bwd_dkdv_row<1, PRT_CUDA_ATTENTION_MAX_HEAD>(row, 0, dk, dv, Dv, dout, q, k, v, lse, T,
-                                                     H, KV, D, scale, buf);
-  delete[] Dv;
+                                                         const float *lse, float *Dv,
+                                                         int64_t B, int64_t T, int64_t H,
+                                                         int64_t KV, int64_t D, cudaStream_t) {
+  Args a = {};
+  a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v, a.lse_in = lse;
+  a.D = Dv, a.B = B, a.T = T, a.H = H, a.KV = KV, a.Dh = D;
+  fake_cuda_issue(gqa_bwd, &a, sizeof a, 2);
   return cudaSuccess;
 }

@@ -6,17 +6,45 @@
  *   cudaLibraryGetKernel  returns the kernel's name; cudaLaunchKernel runs that kernel of the
  *                         host JIT for every thread of grid x block, with the launcher's own
  *                         argument array;
- *   cublasSgemm           is CBLAS's column-major sgemm (the same contract);
- *   cudaMalloc, copies    are calloc and memmove; streams and events do nothing;
- *   prt_device_cuda_open  gives the CPU device's memory, marked not host visible (staged);
- *   prt_device_cuda_count 1: the backend opens cuda:0;
- * the attention launchers are fake_attention.cc's. Only what cuda.c calls is defined. */
+ *   cublasSgemm           is CBLAS's column-major sgemm (the same contract); cublasGemmEx
+ *                         and cublasLtMatmul (the bias epilogue) widen bf16 operands first;
+ *   cudaMalloc, copies    are calloc and memmove; streams do nothing (every operation runs
+ *                         when issued, so the stream order is kept);
+ *   graphs                cudaStreamBeginCapture records what is issued (kernels with their
+ *                         argument values, cuBLAS calls, copies, memsets, attention launches)
+ *                         instead of running it; cudaGraphLaunch runs the record again. As on
+ *                         a GPU, a host wait, an allocation or a copy from pageable memory
+ *                         while capturing is refused (cudaErrorStreamCaptureUnsupported);
+ *   prt_device_cuda_open  gives the CPU device's memory, marked not host visible (staged),
+ *                         through a vtable that counts what it does;
+ *   prt_device_cuda_count 1 (FAKE_CUDA_DEVICES: more): the backend opens cuda:0;
+ * the attention launchers are fake_attention.cc's (through fake_cuda_issue, so they are
+ * captured too). Only what cuda.c calls is defined.
+ *
+ * Counters (FAKE_CUDA_COUNTERS=FILE): what a GPU would see each step pass, from the step marks
+ * runtime/kernels/cuda.c's runner gives (prt_cuda_step_mark), one JSON line per pass at exit:
+ *   kernels         kernels run in the pass: launches, cuBLAS calls (one kernel each, at
+ *                   least), attention launches, and those replayed inside graphs
+ *   launch_calls    the host's launch API calls (cudaLaunchKernel, cuBLAS, attention,
+ *                   cudaGraphLaunch): what costs host time on a GPU
+ *   graph_launches  cudaGraphLaunch calls
+ *   syncs_in_step   host waits between the pass's start and its last device operation: a
+ *                   stream, device or event synchronize, or a copy to or from pageable host
+ *                   memory (the CUDA runtime waits for those)
+ *   syncs_after     host waits after the pass's last device operation, until the next pass
+ *                   (the loss read, the norm read, the next step's inputs)
+ *   allocs, frees   cudaMalloc, cudaMallocHost and the device's alloc (and their frees), from
+ *                   this pass's start to the next's
+ *   h2d, d2h        bytes copied in that window
+ * and a first line {"pass": "setup", ...} for what came before the first pass. */
 #include <cblas.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -25,14 +53,241 @@
 
 const char piper_ptx[] __attribute__((weak)) = "// the kernels are the host JIT's";
 static MlirExecutionEngine jit;
-int fake_cuda_launches; /* kernels launched so far (the tests print it) */
+int fake_cuda_launches; /* kernels run so far, graphs' included (the tests print it) */
+
+static void die(const char *what) {
+  fprintf(stderr, "fake CUDA: %s\n", what);
+  exit(2);
+}
+
+/* ---- counters ---- */
+
+typedef struct {
+  int64_t kernels, launch_calls, graph_launches, syncs, allocs, frees, h2d, d2h;
+  int64_t ops; /* device operations issued (run or replayed): where the last one was */
+} fake_counts;
+enum { FAKE_MAX_PASSES = 256 };
+static fake_counts now;
+static struct {
+  fake_counts begin, last_op; /* at the pass's start; at its last device operation */
+  int64_t pass;
+  int open;                   /* 1 from its start mark to its end mark */
+} passes[FAKE_MAX_PASSES];
+static int npasses, passes_dropped;
+
+/* A device operation was issued: the counts at it are the pass's "last operation" so far. */
+static void op_issued(void) {
+  now.ops++;
+  if (npasses > 0 && passes[npasses - 1].open) passes[npasses - 1].last_op = now;
+}
+
+static void counters_write(void) {
+  const char *path = getenv("FAKE_CUDA_COUNTERS");
+  FILE *f = path ? fopen(path, "w") : NULL;
+  if (!f) return;
+  fake_counts zero = {0}, setup_end = npasses ? passes[0].begin : now;
+  fprintf(f, "{\"pass\": \"setup\", \"allocs\": %lld, \"frees\": %lld, \"h2d\": %lld, "
+          "\"d2h\": %lld}\n", (long long)(setup_end.allocs - zero.allocs),
+          (long long)setup_end.frees, (long long)setup_end.h2d, (long long)setup_end.d2h);
+  for (int i = 0; i < npasses; i++) {
+    fake_counts b = passes[i].begin, l = passes[i].last_op;
+    fake_counts e = i + 1 < npasses ? passes[i + 1].begin : now;
+    if (l.ops < b.ops) l = b; /* a pass that issued nothing */
+    fprintf(f, "{\"pass\": %lld, \"kernels\": %lld, \"launch_calls\": %lld, "
+            "\"graph_launches\": %lld, \"syncs_in_step\": %lld, \"syncs_after\": %lld, "
+            "\"allocs\": %lld, \"frees\": %lld, \"h2d\": %lld, \"d2h\": %lld}\n",
+            (long long)passes[i].pass, (long long)(l.kernels - b.kernels),
+            (long long)(l.launch_calls - b.launch_calls),
+            (long long)(l.graph_launches - b.graph_launches), (long long)(l.syncs - b.syncs),
+            (long long)(e.syncs - l.syncs), (long long)(e.allocs - b.allocs),
+            (long long)(e.frees - b.frees), (long long)(e.h2d - b.h2d),
+            (long long)(e.d2h - b.d2h));
+  }
+  if (passes_dropped) fprintf(f, "{\"passes_not_counted\": %d}\n", passes_dropped);
+  fclose(f);
+}
+
+/* runtime/kernels/cuda.c's runner: pass `pass` starts (end 0) or ends (end 1). */
+void prt_cuda_step_mark(int64_t pass, int end) {
+  static int registered;
+  if (!registered) {
+    registered = 1;
+    atexit(counters_write);
+  }
+  if (end) { /* its last operation is known; the window runs on to the next pass's start */
+    if (npasses > 0) passes[npasses - 1].open = 0;
+    return;
+  }
+  if (npasses == FAKE_MAX_PASSES) {
+    passes_dropped++;
+    return;
+  }
+  passes[npasses].begin = passes[npasses].last_op = now;
+  passes[npasses].open = 1;
+  passes[npasses++].pass = pass;
+}
+
+/* ---- page-locked host memory: the blocks cudaMallocHost gave (a copy from elsewhere waits) */
+
+enum { FAKE_MAX_PINNED = 256 };
+static struct {
+  char *p;
+  size_t n;
+} pinned[FAKE_MAX_PINNED];
+static int npinned;
+
+static int is_pinned(const void *p, size_t n) {
+  for (int i = 0; i < npinned; i++)
+    if ((const char *)p >= pinned[i].p && (const char *)p + n <= pinned[i].p + pinned[i].n)
+      return 1;
+  return 0;
+}
+
+/* ---- capture and replay ---- */
+
+/* One recorded operation: run(arg) does it; `kernels` counts the kernels it stands for. */
+typedef struct fake_op {
+  void (*run)(void *arg);
+  void *arg; /* owned copy of the operation's arguments */
+  int kernels;
+  struct fake_op *next;
+} fake_op;
+typedef struct {
+  fake_op *head, *tail;
+} fake_graph;
+static fake_graph *capturing; /* the graph being recorded; NULL: operations run when issued */
+
+/* Runs the operation now, or records it (with a copy of its `size` bytes of arguments) while
+ * capturing. Counts it as a launch call and its kernels. */
+void fake_cuda_issue(void (*run)(void *), const void *arg, size_t size, int kernels) {
+  if (capturing) {
+    fake_op *op = calloc(1, sizeof *op);
+    if (!op || !(op->arg = malloc(size ? size : 1))) die("out of memory recording a graph");
+    memcpy(op->arg, arg, size);
+    op->run = run;
+    op->kernels = kernels;
+    if (capturing->tail) capturing->tail->next = op;
+    else capturing->head = op;
+    capturing->tail = op;
+    return;
+  }
+  run((void *)arg);
+  now.launch_calls += kernels > 0;
+  now.kernels += kernels;
+  fake_cuda_launches += kernels;
+  op_issued();
+}
+
+int fake_cuda_capturing(void) { return capturing != NULL; }
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  if (capturing) return cudaErrorIllegalState;
+  capturing = calloc(1, sizeof *capturing);
+  return capturing ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+/* FAKE_CUDA_BREAK_CAPTURE=1: the capture ends invalidated, as when the driver refused a call
+ * in it (the runtime must then run the step kernel by kernel). */
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+  if (!capturing) return cudaErrorIllegalState;
+  *g = (cudaGraph_t)(void *)capturing;
+  capturing = NULL;
+  const char *brk = getenv("FAKE_CUDA_BREAK_CAPTURE");
+  return brk && !strcmp(brk, "1") ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
+}
+/* The executable graph is the recorded list itself; cudaGraphDestroy of the template is then
+ * a no-op, cudaGraphExecDestroy frees it. */
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g, unsigned long long f) {
+  *exec = (cudaGraphExec_t)(void *)g;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g) { return cudaSuccess; }
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  fake_graph *g = (fake_graph *)(void *)exec;
+  for (fake_op *op = g->head, *next; op; op = next) {
+    next = op->next;
+    free(op->arg);
+    free(op);
+  }
+  free(g);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  if (capturing) return cudaErrorStreamCaptureUnsupported;
+  fake_graph *g = (fake_graph *)(void *)exec;
+  for (fake_op *op = g->head; op; op = op->next) {
+    op->run(op->arg);
+    now.kernels += op->kernels;
+    fake_cuda_launches += op->kernels;
+  }
+  now.launch_calls++;
+  now.graph_launches++;
+  op_issued();
+  return cudaSuccess;
+}
+
+/* ---- the device: the CPU's memory, not host visible, counted ---- */
+
+static size_t fake_in_use; /* device bytes allocated (cudaMemGetInfo) */
+
+static cudaError_t host_wait(void) {
+  if (capturing) return cudaErrorStreamCaptureUnsupported;
+  now.syncs++;
+  return cudaSuccess;
+}
+static int dev_alloc(prt_device *d, size_t bytes, void **out, prt_status *st) {
+  if (capturing) return prt_fail(st, 1, "fake CUDA: device alloc while capturing a graph");
+  now.allocs++;
+  fake_in_use += bytes;
+  return prt_device_cpu()->vt->alloc(d, bytes, out, st);
+}
+static void dev_free(prt_device *d, void *p) {
+  if (p) now.frees++;
+  prt_device_cpu()->vt->free(d, p);
+}
+static int dev_copy(prt_device *d, void *dst, const void *src, size_t bytes, prt_copy_kind kind,
+                    prt_dstream *s, prt_status *st) {
+  const void *host = kind == PRT_COPY_H2D ? src : kind == PRT_COPY_D2H ? dst : NULL;
+  if (host && !is_pinned(host, bytes) && host_wait() != cudaSuccess)
+    return prt_fail(st, 1, "fake CUDA: a copy from pageable memory while capturing a graph");
+  if (kind == PRT_COPY_H2D) now.h2d += (int64_t)bytes;
+  if (kind == PRT_COPY_D2H) now.d2h += (int64_t)bytes;
+  op_issued();
+  return prt_device_cpu()->vt->copy(d, dst, src, bytes, kind, s, st);
+}
+static int dev_stream_sync(prt_device *d, prt_dstream *s, prt_status *st) {
+  return host_wait() == cudaSuccess ? 0 : prt_fail(st, 1, "fake CUDA: a wait while capturing");
+}
+static int dev_event_sync(prt_device *d, prt_devent *e, prt_status *st) {
+  return host_wait() == cudaSuccess ? 0 : prt_fail(st, 1, "fake CUDA: a wait while capturing");
+}
+static int dev_synchronize(prt_device *d, prt_status *st) {
+  return host_wait() == cudaSuccess ? 0 : prt_fail(st, 1, "fake CUDA: a wait while capturing");
+}
+static int dev_host_alloc(prt_device *d, size_t bytes, void **out, prt_status *st) {
+  return cudaMallocHost(out, bytes) == cudaSuccess
+             ? 0
+             : prt_fail(st, 1, "fake CUDA: cudaMallocHost of %zu bytes failed", bytes);
+}
+static void dev_host_free(prt_device *d, void *p) { cudaFreeHost(p); }
+
+static prt_device_vtable fake_vt;
+static prt_device fake_gpu;
 
 /* prt_device_open("cuda:N") gets a device that is the CPU's (host memory, which the tests
  * read) but says it is not host visible, so the runtime stages its host reads and writes and
  * its transfers through host buffers as it does for a GPU. */
-static prt_device fake_gpu;
 int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st) {
   fake_gpu = *prt_device_cpu();
+  fake_vt = *fake_gpu.vt;
+  fake_vt.alloc = dev_alloc;
+  fake_vt.free = dev_free;
+  fake_vt.copy = dev_copy;
+  fake_vt.stream_sync = dev_stream_sync;
+  fake_vt.event_sync = dev_event_sync;
+  fake_vt.synchronize = dev_synchronize;
+  fake_vt.host_alloc = dev_host_alloc;
+  fake_vt.host_free = dev_host_free;
+  fake_gpu.vt = &fake_vt;
   fake_gpu.host_visible = 0;
   snprintf(fake_gpu.name, sizeof fake_gpu.name, "fakecuda:%d", ordinal);
   *out = &fake_gpu;
@@ -53,7 +308,11 @@ cudaError_t cudaGetDeviceCount(int *n) {
   return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
-const char *cudaGetErrorName(cudaError_t e) { return "fakeError"; }
+const char *cudaGetErrorName(cudaError_t e) {
+  return e == cudaErrorStreamCaptureUnsupported   ? "cudaErrorStreamCaptureUnsupported"
+         : e == cudaErrorStreamCaptureInvalidated ? "cudaErrorStreamCaptureInvalidated"
+                                                  : "fakeError";
+}
 const char *cudaGetErrorString(cudaError_t e) { return "an error of the fake CUDA runtime"; }
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,
                                 enum cudaJitOption *jo, void **jv, unsigned int nj,
@@ -66,28 +325,133 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t *k, cudaLibrary_t lib, const char 
   *k = (cudaKernel_t)(void *)name; /* cuda.c's kernel_names: static strings */
   return cudaSuccess;
 }
+
+/* ---- memory ---- */
+
+/* A device of FAKE_TOTAL_GB, of which what cudaMalloc and the device's alloc hold is in use
+ * (the blocks' sizes are kept in a header before each cudaMalloc block; the device's allocs
+ * are counted when made and not given back: the plan frees them only at exit). */
+enum { FAKE_TOTAL_GB = 80, HEADER = 64 };
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total) {
+  *total = (size_t)FAKE_TOTAL_GB << 30;
+  *free_b = *total - fake_in_use;
+  return cudaSuccess;
+}
 cudaError_t cudaMalloc(void **p, size_t n) {
-  *p = calloc(1, n ? n : 1);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (capturing) return cudaErrorStreamCaptureUnsupported;
+  char *b = calloc(1, HEADER + (n ? n : 1));
+  if (!b) return cudaErrorMemoryAllocation;
+  memcpy(b, &n, sizeof n);
+  fake_in_use += n;
+  now.allocs++;
+  *p = b + HEADER;
+  return cudaSuccess;
 }
 cudaError_t cudaFree(void *p) {
-  free(p);
+  if (!p) return cudaSuccess;
+  char *b = (char *)p - HEADER;
+  size_t n;
+  memcpy(&n, b, sizeof n);
+  fake_in_use -= n;
+  now.frees++;
+  free(b);
   return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t n) {
+  if (capturing) return cudaErrorStreamCaptureUnsupported;
+  if (npinned == FAKE_MAX_PINNED) die("more than FAKE_MAX_PINNED page-locked blocks");
+  *p = calloc(1, n ? n : 1);
+  if (!*p) return cudaErrorMemoryAllocation;
+  pinned[npinned].p = *p;
+  pinned[npinned++].n = n;
+  now.allocs++;
+  return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p) {
+  if (!p) return cudaSuccess;
+  for (int i = 0; i < npinned; i++)
+    if (pinned[i].p == p) {
+      pinned[i] = pinned[--npinned];
+      now.frees++;
+      free(p);
+      return cudaSuccess;
+    }
+  return cudaErrorInvalidValue;
 }
 cudaError_t cudaMemset(void *p, int v, size_t n) {
   memset(p, v, n);
   return cudaSuccess;
 }
+
+typedef struct {
+  void *p;
+  int v;
+  size_t n;
+} memset_args;
+static void run_memset(void *a) {
+  memset_args *m = a;
+  memset(m->p, m->v, m->n);
+}
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
-  memset(p, v, n);
+  memset_args m = {p, v, n};
+  fake_cuda_issue(run_memset, &m, sizeof m, 0);
   return cudaSuccess;
 }
+
+typedef struct {
+  void *d;
+  const void *s;
+  size_t n;
+  enum cudaMemcpyKind k;
+} memcpy_args;
+static void run_memcpy(void *a) {
+  memcpy_args *m = a;
+  memmove(m->d, m->s, m->n);
+  if (m->k == cudaMemcpyHostToDevice) now.h2d += (int64_t)m->n;
+  if (m->k == cudaMemcpyDeviceToHost) now.d2h += (int64_t)m->n;
+}
+/* A copy to or from host memory that cudaMallocHost did not give waits for the stream first
+ * (the CUDA runtime's rule for pageable memory), and cannot be captured. */
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k,
                             cudaStream_t st) {
-  memmove(d, s, n);
+  const void *host = k == cudaMemcpyHostToDevice ? s : k == cudaMemcpyDeviceToHost ? d : NULL;
+  if (host && !is_pinned(host, n)) {
+    cudaError_t e = host_wait();
+    if (e != cudaSuccess) return e;
+  }
+  memcpy_args m = {d, s, n, k};
+  fake_cuda_issue(run_memcpy, &m, sizeof m, 0);
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { return host_wait(); }
+
+/* ---- events: they time the host (the fake runs each operation when issued, so an event
+ * recorded after one is recorded after its work: PIPER_CUDA_PROFILE's times are the host
+ * JIT's). fake_nccl.c has events of its own, which win where it is linked (its
+ * cudaEventRecord is strong): the first bytes of ours are room for its fields. ---- */
+typedef struct {
+  char nccl_fields[64];
+  double ms;
+} fake_event;
+static double fake_now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+cudaError_t cudaEventCreate(cudaEvent_t *e) {
+  *e = (cudaEvent_t)calloc(1, sizeof(fake_event));
+  return *e ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+__attribute__((weak)) cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  ((fake_event *)e)->ms = fake_now_ms();
+  return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  *ms = (float)(((fake_event *)end)->ms - ((fake_event *)start)->ms);
+  return cudaSuccess;
+}
+
+/* ---- kernels ---- */
 
 /* Kernel arguments by name: how many the launcher must pass, from the kernel's signature in
  * the JIT's module (kernel_jit.h), so a new device kernel needs no entry here. */
@@ -98,17 +462,34 @@ static int nargs_of(const char *name) {
   exit(2);
 }
 
-cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
-                             size_t shmem, cudaStream_t s) {
-  const char *name = (const char *)func;
-  int64_t threads = (int64_t)grid.x * grid.y * grid.z * block.x * block.y * block.z;
-  fake_cuda_launches++;
-  if (kernelJitLaunch(jit, name, threads, args, nargs_of(name))) {
-    fprintf(stderr, "fake cudaLaunchKernel: %s failed in the JIT\n", name);
+/* A launch with its argument values copied (each 4 or 8 bytes, by the kernel's signature),
+ * so a captured launch replays with the values it was given. */
+typedef struct {
+  const char *name;
+  int64_t threads;
+  int nargs;
+  uint64_t vals[KERNEL_JIT_MAX_ARGS];
+} launch_args;
+static void run_launch(void *a) {
+  launch_args *l = a;
+  void *args[KERNEL_JIT_MAX_ARGS];
+  for (int i = 0; i < l->nargs; i++) args[i] = &l->vals[i];
+  if (kernelJitLaunch(jit, l->name, l->threads, args, l->nargs)) {
+    fprintf(stderr, "fake cudaLaunchKernel: %s failed in the JIT\n", l->name);
     exit(2);
   }
+}
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
+                             size_t shmem, cudaStream_t s) {
+  launch_args l = {(const char *)func,
+                   (int64_t)grid.x * grid.y * grid.z * block.x * block.y * block.z, 0, {0}};
+  l.nargs = nargs_of(l.name);
+  for (int i = 0; i < l.nargs; i++) memcpy(&l.vals[i], args[i], kernelJitArgSize(l.name, i));
+  fake_cuda_issue(run_launch, &l, sizeof l, 1);
   return cudaSuccess;
 }
+
+/* ---- cuBLAS ---- */
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *h) {
   *h = (cublasHandle_t)(void *)&jit;
@@ -120,12 +501,48 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t mode) {
 cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
   return CUBLAS_STATUS_SUCCESS;
 }
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *ws, size_t bytes) {
+  return ws && bytes ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+/* A GEMM's arguments by value; bf16 1: A and B hold bf16 patterns (cublasGemmEx). */
+typedef struct {
+  cublasOperation_t ta, tb;
+  int m, n, k, lda, ldb, ldc, bf16;
+  float alpha, beta;
+  const void *A, *B;
+  float *C;
+} gemm_args;
+
+/* A bf16 matrix widened exactly to fp32: X is rows x cols, column-major with leading
+ * dimension ld; its last column ends at (cols - 1) ld + rows, past which the caller's buffer
+ * may end */
+static float *widenMatrix(const void *X, cublasOperation_t t, int rowsOp, int colsOp, int ld) {
+  int64_t rows = t == CUBLAS_OP_T ? colsOp : rowsOp, cols = t == CUBLAS_OP_T ? rowsOp : colsOp;
+  int64_t n = cols > 0 ? (cols - 1) * ld + rows : 0;
+  float *w = calloc((size_t)(cols * ld + 1), sizeof *w);
+  prt_bf16_widen(w, X, n);
+  return w;
+}
+static void run_gemm(void *a) {
+  gemm_args *g = a;
+  const float *A = g->A, *B = g->B;
+  float *wa = NULL, *wb = NULL;
+  if (g->bf16) {
+    A = wa = widenMatrix(g->A, g->ta, g->m, g->k, g->lda);
+    B = wb = widenMatrix(g->B, g->tb, g->k, g->n, g->ldb);
+  }
+  cblas_sgemm(CblasColMajor, g->ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
+              g->tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, g->alpha, A,
+              g->lda, B, g->ldb, g->beta, g->C, g->ldc);
+  free(wa);
+  free(wb);
+}
 cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                               int m, int n, int k, const float *alpha, const float *A, int lda,
                               const float *B, int ldb, const float *beta, float *C, int ldc) {
-  cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
-              tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, *alpha, A, lda, B, ldb,
-              *beta, C, ldc);
+  gemm_args g = {ta, tb, m, n, k, lda, ldb, ldc, 0, *alpha, *beta, A, B, C};
+  fake_cuda_issue(run_gemm, &g, sizeof g, 1);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -133,15 +550,6 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOper
  * CUBLAS_COMPUTE_32F): A and B widened exactly to fp32, then CBLAS's column-major sgemm, the
  * products of bf16 values summed in fp32 (a tensor core's order of summation aside). Any
  * other combination of types is refused, so a launcher that passes others fails its test. */
-static float *widenMatrix(const void *X, cublasOperation_t t, int rowsOp, int colsOp, int ld) {
-  /* X is rows x cols, column-major with leading dimension ld: its last column ends at
-   * (cols - 1) ld + rows, past which the caller's buffer may end */
-  int64_t rows = t == CUBLAS_OP_T ? colsOp : rowsOp, cols = t == CUBLAS_OP_T ? rowsOp : colsOp;
-  int64_t n = cols > 0 ? (cols - 1) * ld + rows : 0;
-  float *w = calloc((size_t)(cols * ld + 1), sizeof *w);
-  prt_bf16_widen(w, X, n);
-  return w;
-}
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
                             int n, int k, const void *alpha, const void *A, cudaDataType Atype,
                             int lda, const void *B, cudaDataType Btype, int ldb,
@@ -150,12 +558,123 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
   if (Atype != CUDA_R_16BF || Btype != CUDA_R_16BF || Ctype != CUDA_R_32F ||
       compute != CUBLAS_COMPUTE_32F)
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  float *a = widenMatrix(A, ta, m, k, lda), *b = widenMatrix(B, tb, k, n, ldb);
-  cblas_sgemm(CblasColMajor, ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
-              tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, m, n, k, *(const float *)alpha, a,
-              lda, b, ldb, *(const float *)beta, C, ldc);
-  free(a);
-  free(b);
+  gemm_args g = {ta, tb, m, n, k, lda, ldb, ldc, 1, *(const float *)alpha,
+                 *(const float *)beta, A, B, C};
+  fake_cuda_issue(run_gemm, &g, sizeof g, 1);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* ---- cuBLASLt: what cuda.c's lt_gemm_bias uses. Descriptors are the fake's own structs;
+ * cublasLtMatmul is run_gemm (beta 0) and then the bias epilogue, D[i, j] += bias[i] on the
+ * column-major D, after the product is rounded (as the CPU's (x w^T) + b). Only the
+ * combination cuda.c asks for is accepted: compute 32F, scale 32F, fp32 or bf16 A and B, fp32
+ * C = D, the BIAS epilogue with an fp32 bias, alpha 1 and beta 0. ---- */
+typedef struct {
+  cublasOperation_t ta, tb;
+  cublasLtEpilogue_t epilogue;
+  cudaDataType_t bias_type;
+  const float *bias;
+  int bad; /* an attribute or type the fake does not model */
+} fake_lt_desc;
+typedef struct {
+  cudaDataType type;
+  uint64_t rows, cols;
+  int64_t ld;
+} fake_lt_layout;
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {
+  *h = (cublasLtHandle_t)(void *)&jit;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cublasComputeType_t compute,
+                                        cudaDataType_t scale) {
+  fake_lt_desc *f = calloc(1, sizeof *f);
+  if (!f) return CUBLAS_STATUS_ALLOC_FAILED;
+  f->bad = compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F;
+  *d = (cublasLtMatmulDesc_t)(void *)f;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
+                                              cublasLtMatmulDescAttributes_t attr,
+                                              const void *buf, size_t size) {
+  fake_lt_desc *f = (fake_lt_desc *)(void *)d;
+  switch (attr) {
+  case CUBLASLT_MATMUL_DESC_TRANSA: memcpy(&f->ta, buf, sizeof f->ta); break;
+  case CUBLASLT_MATMUL_DESC_TRANSB: memcpy(&f->tb, buf, sizeof f->tb); break;
+  case CUBLASLT_MATMUL_DESC_EPILOGUE: memcpy(&f->epilogue, buf, sizeof f->epilogue); break;
+  case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: memcpy(&f->bias_type, buf, sizeof f->bias_type);
+    break;
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER: memcpy(&f->bias, buf, sizeof f->bias); break;
+  default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld) {
+  fake_lt_layout *f = calloc(1, sizeof *f);
+  if (!f) return CUBLAS_STATUS_ALLOC_FAILED;
+  *f = (fake_lt_layout){type, rows, cols, ld};
+  *l = (cublasLtMatrixLayout_t)(void *)f;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *p) {
+  *p = (cublasLtMatmulPreference_t)calloc(1, sizeof(cublasLtMatmulPreferenceOpaque_t));
+  return *p ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t a,
+                                                    const void *buf, size_t size) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
+  free(p);
+  return CUBLAS_STATUS_SUCCESS;
+}
+/* One "algorithm" for what the fake models, none otherwise (the caller's fallback runs). */
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t d,
+                                              cublasLtMatrixLayout_t A, cublasLtMatrixLayout_t B,
+                                              cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
+                                              cublasLtMatmulPreference_t p, int want,
+                                              cublasLtMatmulHeuristicResult_t r[], int *found) {
+  fake_lt_desc *f = (fake_lt_desc *)(void *)d;
+  fake_lt_layout *a = (fake_lt_layout *)(void *)A, *b = (fake_lt_layout *)(void *)B;
+  fake_lt_layout *c = (fake_lt_layout *)(void *)C;
+  int ok = !f->bad && f->epilogue == CUBLASLT_EPILOGUE_BIAS && f->bias_type == CUDA_R_32F &&
+           a->type == b->type && (a->type == CUDA_R_32F || a->type == CUDA_R_16BF) &&
+           c->type == CUDA_R_32F && C == D;
+  *found = ok && want > 0;
+  if (*found) memset(&r[0], 0, sizeof r[0]);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+typedef struct {
+  gemm_args g;
+  const float *bias;
+} lt_args;
+static void run_lt(void *a) {
+  lt_args *l = a;
+  run_gemm(&l->g);
+  for (int j = 0; j < l->g.n; j++)
+    for (int i = 0; i < l->g.m; i++) l->g.C[i + (int64_t)j * l->g.ldc] += l->bias[i];
+}
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha,
+                              const void *A, cublasLtMatrixLayout_t Ad, const void *B,
+                              cublasLtMatrixLayout_t Bd, const void *beta, const void *C,
+                              cublasLtMatrixLayout_t Cd, void *D, cublasLtMatrixLayout_t Dd,
+                              const cublasLtMatmulAlgo_t *algo, void *ws, size_t wsBytes,
+                              cudaStream_t s) {
+  fake_lt_desc *f = (fake_lt_desc *)(void *)d;
+  fake_lt_layout *a = (fake_lt_layout *)(void *)Ad, *b = (fake_lt_layout *)(void *)Bd;
+  fake_lt_layout *c = (fake_lt_layout *)(void *)Cd;
+  if (f->bad || f->epilogue != CUBLASLT_EPILOGUE_BIAS || !f->bias || C != D || Cd != Dd ||
+      *(const float *)alpha != 1.0f || *(const float *)beta != 0.0f)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  int m = (int)c->rows, n = (int)c->cols;
+  int k = (int)(f->ta == CUBLAS_OP_T ? a->rows : a->cols);
+  lt_args l = {{f->ta, f->tb, m, n, k, (int)a->ld, (int)b->ld, (int)c->ld,
+                a->type == CUDA_R_16BF, 1.0f, 0.0f, A, B, D},
+               f->bias};
+  fake_cuda_issue(run_lt, &l, sizeof l, 1);
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -97,8 +97,8 @@ extern int fake_cuda_launches; /* fake_cuda.c: kernels launched so far */
 
 /* The backend's first duty before an NCCL call (comm/nccl.c's order_after_compute): its
  * stream waits for the compute stream's latest kernel, which may have written the input. On
- * a GPU a call without it reads stale data; here it stops with the reason. (cuBLAS calls are
- * not counted as launches, so a missing wait after a GEMM alone is not caught.) */
+ * a GPU a call without it reads stale data; here it stops with the reason (cuBLAS calls and
+ * attention launches count as kernels too: fake_cuda.c's fake_cuda_issue). */
 static void check_ordered(idlist *st, const char *call) {
   if (st->at == fake_cuda_launches) return;
   fprintf(stderr, "fake NCCL: %s on a stream ordered after %ld of the compute stream's %d "

@@ -59,6 +59,10 @@
 #                whose fp32 kernels differ from the CPU's in the last bits, as @pytorch's do
 #                (hence its 1e-4). The prepare phase checks that the reference clipped some
 #                steps and not others, so both branches are compared.
+# Run-phase knobs: GPU_E2E_TIMEOUT (seconds, default 300) bounds every binary, mpirun and
+# oracle the checks start (a hung check fails by name, the others still run);
+# GPU_E2E_CHECKS="pytorch single dp2" runs only the named checks (a strategy's check needs its
+# reference run: single, moe_single, moe4_single or single_h4).
 # test/gpu/gpu-e2e.test runs both phases where a GPU and LLVM meet. GPU_E2E_TARGET (default
 # "--target cuda") is the target flag every binary is compiled with: GPU_E2E_TARGET= makes CPU
 # binaries, a dry run of both phases on a machine without a GPU.
@@ -177,26 +181,31 @@ elif [ "$phase" = run ]; then
   # every check runs even if one fails (a GPU session is short): each prints its lines, a
   # failed one also "FAILED: @name (exit N)", and the script exits 1 if any failed
   failed=0 checks=0 nfailed=0
+  to() { timeout --kill-after=5 "${GPU_E2E_TIMEOUT:-300}" "$@"; }
   check() { # NAME COMMAND...: runs the command, reporting a failure by name
     local name=$1 rc=0
     shift
+    if [ -n "${GPU_E2E_CHECKS:-}" ] && [[ " $GPU_E2E_CHECKS " != *" $name "* ]]; then
+      echo "not selected (GPU_E2E_CHECKS)"
+      return 0
+    fi
     "$@" || rc=$?
     checks=$((checks + 1))
     if [ "$rc" != 0 ]; then echo "FAILED: @$name (exit $rc)"; failed=1 nfailed=$((nfailed + 1)); fi
     return 0
   }
   pytorch() {
-    ./train $train --data data.bin --init-checkpoint init.safetensors --metrics metrics.jsonl \
+    to ./train $train --data data.bin --init-checkpoint init.safetensors --metrics metrics.jsonl \
       --dump-grads grads.safetensors --save-checkpoint final.safetensors --quiet &&
-    "$py" oracle/gpt_torch.py compare --losses-ref ref_losses.json --metrics metrics.jsonl \
+    to "$py" oracle/gpt_torch.py compare --losses-ref ref_losses.json --metrics metrics.jsonl \
       --grads-ref ref_grads.safetensors --grads grads.safetensors \
       --final-ref ref_final.safetensors --final final.safetensors
   }
   qwen3_pytorch() { # qwen3 | qwen3_moe
-    "./train_$1" $train --data data.bin --init-checkpoint "init_$1.safetensors" \
+    to "./train_$1" $train --data data.bin --init-checkpoint "init_$1.safetensors" \
       --metrics "metrics_$1.jsonl" --dump-grads "grads_$1.safetensors" \
       --save-checkpoint "final_$1.safetensors" --quiet &&
-    "$py" oracle/qwen3_torch.py compare --losses-ref "ref_losses_$1.json" \
+    to "$py" oracle/qwen3_torch.py compare --losses-ref "ref_losses_$1.json" \
       --metrics "metrics_$1.jsonl" --grads-ref "ref_grads_$1.safetensors" \
       --grads "grads_$1.safetensors" --final-ref "ref_final_$1.safetensors" \
       --final "final_$1.safetensors"
@@ -205,18 +214,18 @@ elif [ "$phase" = run ]; then
     # (CMP, from the caller's environment: more compare_runs.py flags)
     local name=$1 np=$2 ref=${3:-single}
     shift $(($# < 3 ? $# : 3))
-    timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+    to mpirun --allow-run-as-root --oversubscribe -np "$np" \
       "./$name" --steps 10 --quiet "$@" --metrics "$name.jsonl" \
       --save-checkpoint "$name.safetensors" &&
-    "$py" e2e/compare_runs.py "$ref.jsonl" "$ref.safetensors" "$name.jsonl" "$name.safetensors" \
+    to "$py" e2e/compare_runs.py "$ref.jsonl" "$ref.safetensors" "$name.jsonl" "$name.safetensors" \
       --steps 10 --model "$ref.mlir" ${CMP:-}
   }
   bf16() { # gpt | qwen3_moe: the GPU bf16 binary's losses against the CPU bf16 binary's
     local init=init.safetensors
     [ "$1" = gpt ] || init="init_$1.safetensors"
-    "./train_bf16_$1" $train --data data.bin --init-checkpoint "$init" --quiet \
+    to "./train_bf16_$1" $train --data data.bin --init-checkpoint "$init" --quiet \
       --metrics "metrics_bf16_$1.jsonl" &&
-    "$py" oracle/gpt_torch.py compare --losses-ref "ref_losses_bf16_$1.json" \
+    to "$py" oracle/gpt_torch.py compare --losses-ref "ref_losses_bf16_$1.json" \
       --metrics "metrics_bf16_$1.jsonl" --loss-rtol 2e-2
   }
   bench_gpt() { # the bench-size GPT against PyTorch trained here, on the GPU if torch has one
@@ -229,25 +238,25 @@ elif [ "$phase" = run ]; then
   }
   bench_gpt_steps() { # MODEL-FLAGS BATCH-FLAG
     local model=$1 batch=$2
-    "$py" oracle/gpt_torch.py init $model --seed 3 -o init_bench.safetensors &&
-    ./bench_gpt --steps 4 $optim --data data.bin \
+    to "$py" oracle/gpt_torch.py init $model --seed 3 -o init_bench.safetensors &&
+    to ./bench_gpt --steps 4 $optim --data data.bin \
       --init-checkpoint init_bench.safetensors --metrics metrics_bench.jsonl --quiet &&
-    "$py" oracle/gpt_torch.py train $model $batch --steps 4 $optim --data data.bin \
+    to "$py" oracle/gpt_torch.py train $model $batch --steps 4 $optim --data data.bin \
       --init init_bench.safetensors --device auto --losses ref_losses_bench.json &&
-    "$py" oracle/gpt_torch.py compare --losses-ref ref_losses_bench.json \
+    to "$py" oracle/gpt_torch.py compare --losses-ref ref_losses_bench.json \
       --metrics metrics_bench.jsonl --loss-rtol 1e-4
   }
   clip_cosine_eval() { # @pytorch's binary clipped, scheduled, evaluated, against the CPU's run
-    ./train $train $clip --data data.bin --init-checkpoint init.safetensors --quiet \
+    to ./train $train $clip --data data.bin --init-checkpoint init.safetensors --quiet \
       --metrics metrics_clip.jsonl &&
-    "$py" oracle/gpt_torch.py compare --losses-ref ref_losses_clip.json \
+    to "$py" oracle/gpt_torch.py compare --losses-ref ref_losses_clip.json \
       --norms-ref ref_norms_clip.json --metrics metrics_clip.jsonl --loss-rtol 1e-4 &&
-    "$py" e2e/compare_eval.py ref_clip.jsonl metrics_clip.jsonl 1e-4
+    to "$py" e2e/compare_eval.py ref_clip.jsonl metrics_clip.jsonl 1e-4
   }
   echo "@pytorch"
   check pytorch pytorch
   echo "@single"
-  check single ./single --steps 10 --quiet --metrics single.jsonl \
+  check single to ./single --steps 10 --quiet --metrics single.jsonl \
     --save-checkpoint single.safetensors
   for s in "${strategies[@]}"; do
     read -r name np stages sched <<< "$s"
@@ -259,7 +268,7 @@ elif [ "$phase" = run ]; then
     check "${m}_pytorch" qwen3_pytorch "$m"
   done
   echo "@moe_single"
-  check moe_single ./moe_single --steps 10 --quiet --adam-eps 1e-5 --metrics moe_single.jsonl \
+  check moe_single to ./moe_single --steps 10 --quiet --adam-eps 1e-5 --metrics moe_single.jsonl \
     --save-checkpoint moe_single.safetensors
   echo "@moe_dp2_ep2"
   check moe_dp2_ep2 strategy moe_dp2_ep2 2 moe_single --adam-eps 1e-5
@@ -268,12 +277,12 @@ elif [ "$phase" = run ]; then
     check "bf16_$m" bf16 "$m"
   done
   echo "@moe4_single"
-  check moe4_single ./moe4_single --steps 10 --quiet --adam-eps 1e-5 \
+  check moe4_single to ./moe4_single --steps 10 --quiet --adam-eps 1e-5 \
     --metrics moe4_single.jsonl --save-checkpoint moe4_single.safetensors
   echo "@moe_dualpipev_ep2"
   check moe_dualpipev_ep2 strategy moe_dualpipev_ep2 4 moe4_single --adam-eps 1e-5
   echo "@single_h4"
-  check single_h4 ./single_h4 --steps 10 --quiet --metrics single_h4.jsonl \
+  check single_h4 to ./single_h4 --steps 10 --quiet --metrics single_h4.jsonl \
     --save-checkpoint single_h4.safetensors
   for s in "${tp_strategies[@]}"; do
     read -r name np _ <<< "$s"

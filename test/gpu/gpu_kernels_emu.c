@@ -181,14 +181,15 @@ int main(void) {
                const float *, int64_t, int64_t) = fn("piper_layernorm_bwd_dx");
     /* chunks of 4 rows (N = 15: the last one 3), their f64 sums added in order */
     int64_t Rc = 4, chunks = (N + Rc - 1) / Rc;
-    double pw[4 * C], pb[4 * C];
+    double pwb[2 * 4 * C]; /* dw's chunk sums, then db's, as the launcher lays them out */
     void (*lwb)(int64_t, double *, double *, const float *, const float *, const float *,
                 const float *, int64_t, int64_t, int64_t) = fn("piper_layernorm_dwdb_partials");
-    void (*cfin)(int64_t, float *, const double *, int64_t, int64_t) = fn("piper_col_finish");
+    void (*cfin2)(int64_t, float *, float *, const double *, int64_t, int64_t) =
+        fn("piper_col_finish2");
     for (int64_t i = 0; i < N; i++) ld(i, g, dy, x, lw, wm, wr, N, C);
-    for (int64_t i = 0; i < chunks * C + 5; i++) lwb(i, pw, pb, dy, x, wm, wr, N, C, Rc);
-    for (int64_t i = 0; i < C; i++) cfin(i, gdw, pw, chunks, C);
-    for (int64_t i = 0; i < C; i++) cfin(i, gdb, pb, chunks, C);
+    for (int64_t i = 0; i < chunks * C + 5; i++)
+      lwb(i, pwb, pwb + chunks * C, dy, x, wm, wr, N, C, Rc);
+    for (int64_t i = 0; i < 2 * C + 5; i++) cfin2(i, gdw, gdb, pwb, chunks, C);
     prt_layernorm_bwd(w, wdw, wdb, dy, x, lw, wm, wr, N, C);
     same("layernorm_bwd dx", g, w, N * C, 0);
     same("layernorm_bwd dw", gdw, wdw, C, 1e-7); /* f64 sums associated by chunks */
@@ -197,8 +198,9 @@ int main(void) {
     begin("bias_bwd");
     void (*bb)(int64_t, double *, const float *, int64_t, int64_t, int64_t) =
         fn("piper_col_partials");
-    for (int64_t i = 0; i < chunks * C + 5; i++) bb(i, pb, dy, N, C, Rc);
-    for (int64_t i = 0; i < C; i++) cfin(i, gdb, pb, chunks, C);
+    void (*cfin)(int64_t, float *, const double *, int64_t, int64_t) = fn("piper_col_finish");
+    for (int64_t i = 0; i < chunks * C + 5; i++) bb(i, pwb, dy, N, C, Rc);
+    for (int64_t i = 0; i < C; i++) cfin(i, gdb, pwb, chunks, C);
     prt_bias_bwd(wdb, dy, N, C);
     same("bias_bwd", gdb, wdb, C, 1e-7);
     end();
@@ -251,28 +253,62 @@ int main(void) {
     memcpy(p2, p, n * 4);
     memcpy(m2, m, n * 4);
     memcpy(v2, v, n * 4);
+    /* adamw_multi over a table of two tensors in chunks of CH = 64 elements (the second
+     * tensor, without decay, is the first's last 40 elements updated again: the decay flag
+     * and the chunks' starts are what is checked), against prt_adamw on each */
     begin("adamw");
+    enum { CH = 64, N2 = 40 };
     prt_adam_scalars a = prt_adam_scalars_of(c, 0.9f, 0.95f, 1e-8f);
-    void (*ad)(int64_t, float *, const float *, float *, float *, int64_t, float, float, float,
-               float, float, float, float, float, float, int32_t) = fn("piper_adamw");
-    for (int64_t i = 0; i < n; i++)
-      ad(i, p, g, m, v, n, a.beta1, a.beta2, a.eps, a.keep, a.one_minus_b1, a.one_minus_b2,
-         a.bc2_sqrt, a.neg_step, a.clip, 1);
+    float scal[8] = {a.beta1, a.beta2, a.eps, a.keep, a.one_minus_b1, a.one_minus_b2,
+                     a.bc2_sqrt, a.neg_step};
+    float *q = rnd(N2, 1), *gq = rnd(N2, 1), *mq = rnd(N2, 0.1f), *vq = zeros(N2);
+    float *q2 = zeros(N2), *mq2 = zeros(N2), *vq2 = zeros(N2);
+    memcpy(q2, q, N2 * 4);
+    memcpy(mq2, mq, N2 * 4);
+    memcpy(vq2, vq, N2 * 4);
+    int64_t table[3][8] = {
+        {(int64_t)(intptr_t)p, (int64_t)(intptr_t)g, (int64_t)(intptr_t)m, (int64_t)(intptr_t)v,
+         0, CH, 1, 0},
+        {(int64_t)(intptr_t)p, (int64_t)(intptr_t)g, (int64_t)(intptr_t)m, (int64_t)(intptr_t)v,
+         CH, n - CH, 1, 0},
+        {(int64_t)(intptr_t)q, (int64_t)(intptr_t)gq, (int64_t)(intptr_t)mq,
+         (int64_t)(intptr_t)vq, 0, N2, 0, 0}};
+    void (*ad)(int64_t, const int64_t *, const float *, const float *, int64_t, int64_t) =
+        fn("piper_adamw_multi");
+    for (int64_t i = 0; i < 3 * CH; i++) ad(i, &table[0][0], scal, &c->clip_scale, 3, CH);
     prt_adamw(c, p2, g, m2, v2, n, 0.9f, 0.95f, 1e-8f, 1);
+    prt_adamw(c, q2, gq, mq2, vq2, N2, 0.9f, 0.95f, 1e-8f, 0);
     same("adamw p", p, p2, n, 1e-6);
     same("adamw m", m, m2, n, 1e-6);
     same("adamw v", v, v2, n, 1e-6);
+    same("adamw p (no decay)", q, q2, N2, 1e-6);
+    same("adamw m (no decay)", mq, mq2, N2, 1e-6);
+    same("adamw v (no decay)", vq, vq2, N2, 1e-6);
     end();
+    /* the norm over the same table (its gradients: g in two chunks, gq), 4 lanes a chunk,
+     * then the clip scale for a max norm below it, against prt_grad_norm_sync's */
     begin("grad_sq");
-    double partial[16], acc = 0.25, want = 0.25;
-    int64_t P = 16;
-    void (*ss)(int64_t, double *, const float *, int64_t, int64_t) = fn("piper_sum_squares");
-    void (*sp)(int64_t, double *, const double *, int64_t) = fn("piper_sum_partials");
-    for (int64_t i = 0; i < P; i++) ss(i, partial, g, n, P);
-    sp(0, &acc, partial, P);
+    enum { L = 4 };
+    double partial[3 * L], csum[3], sq = 0, want = 0;
+    float clip = 0;
+    void (*ss)(int64_t, double *, const int64_t *, int64_t, int64_t) = fn("piper_sumsq_chunks");
+    void (*sl)(int64_t, double *, const double *, int64_t, int64_t) = fn("piper_sum_lanes");
+    void (*nc)(int64_t, double *, float *, const double *, int64_t, float) = fn("piper_norm_clip");
+    for (int64_t i = 0; i < 3 * L; i++) ss(i, partial, &table[0][0], 3, L);
+    for (int64_t i = 0; i < 3; i++) sl(i, csum, partial, 3, L);
+    nc(0, &sq, &clip, csum, 3, 2.5f);
     for (int64_t i = 0; i < n; i++) want += (double)g[i] * g[i];
-    float accf = (float)acc, wantf = (float)want;
-    same("grad_sq", &accf, &wantf, 1, 1e-7);
+    for (int64_t i = 0; i < N2; i++) want += (double)gq[i] * gq[i];
+    float sqf = (float)sq, wantf = (float)want;
+    same("grad_sq", &sqf, &wantf, 1, 1e-7);
+    c->grad_sq = want;
+    c->grad_clip = 2.5;
+    prt_grad_norm_sync(c);
+    if (!(c->clip_scale < 1.0f)) fail("grad_sq: the clip case was not exercised");
+    same("clip scale", &clip, &c->clip_scale, 1, 0);
+    nc(0, &sq, &clip, csum, 3, 0.0f); /* no clipping */
+    float onef = 1.0f;
+    same("clip scale (none)", &clip, &onef, 1, 0);
     end();
     prt_ctx_destroy(c);
   }

@@ -26,6 +26,7 @@ static char *hostText(const char *gpu) {
   size_t cap = strlen(gpu) * 2 + 64, len = 0;
   char *out = malloc(cap);
   const char *asmHead = "llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" ";
+  const char *asmHead64 = "llvm.inline_asm \"sqrt.rn.f64 $0, $1;\", \"=d,d\" "; /* same length */
   for (const char *p = gpu; *p;) {
     const char *e = strchr(p, '\n');
     size_t n = e ? (size_t)(e - p) + 1 : strlen(p);
@@ -51,7 +52,7 @@ static char *hostText(const char *gpu) {
                (int)(s - line), line, (int)(paren - s - 9), s + 9, paren + 1);
     } else if ((s = strstr(line, "gpu.return"))) {
       snprintf(buf, sizeof buf, "%.*sreturn\n", (int)(s - line), line);
-    } else if ((s = strstr(line, asmHead))) {
+    } else if ((s = strstr(line, asmHead)) || (s = strstr(line, asmHead64))) {
       char *arg = s + strlen(asmHead), *sp = strchr(arg, ' ');
       snprintf(buf, sizeof buf, "%.*sllvm.intr.sqrt(%.*s)%s", (int)(s - line), line,
                (int)(sp - arg), arg, sp);
@@ -85,10 +86,11 @@ static MlirModule kernelJitModule;
  * module before lowering: what a launcher must pass it (fake_cuda.c checks the count). One
  * entry per function of the module: the device kernels (their count is right) and
  * gpu_kernels.c's helpers (which have no thread index: never launched). */
-enum { KERNEL_JIT_MAX_FUNCS = 128 };
+enum { KERNEL_JIT_MAX_FUNCS = 128, KERNEL_JIT_MAX_ARGS = 31 };
 static struct {
   char name[64];
   int nargs;
+  unsigned char size[KERNEL_JIT_MAX_ARGS]; /* each argument's bytes: 4 (f32, i32) or 8 */
 } kernelJitSigs[KERNEL_JIT_MAX_FUNCS];
 static int kernelJitNSigs;
 
@@ -113,8 +115,19 @@ static void kernelJitReadSignatures(MlirModule m) {
     memcpy(kernelJitSigs[kernelJitNSigs].name, name.data, name.length);
     kernelJitSigs[kernelJitNSigs].name[name.length] = 0;
     /* the host rewrite put the thread index first */
-    kernelJitSigs[kernelJitNSigs++].nargs =
-        (int)mlirFunctionTypeGetNumInputs(mlirTypeAttrGetValue(type)) - 1;
+    MlirType fnType = mlirTypeAttrGetValue(type);
+    int nargs = (int)mlirFunctionTypeGetNumInputs(fnType) - 1;
+    if (nargs > KERNEL_JIT_MAX_ARGS) {
+      fprintf(stderr, "kernel_jit.h: %.*s has %d arguments, more than %d\n", (int)name.length,
+              name.data, nargs, KERNEL_JIT_MAX_ARGS);
+      exit(2);
+    }
+    for (int a = 0; a < nargs; a++) {
+      MlirType t = mlirFunctionTypeGetInput(fnType, a + 1);
+      int four = mlirTypeIsAF32(t) || (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 32);
+      kernelJitSigs[kernelJitNSigs].size[a] = four ? 4 : 8;
+    }
+    kernelJitSigs[kernelJitNSigs++].nargs = nargs;
   }
 }
 
@@ -123,6 +136,14 @@ __attribute__((unused)) static int kernelJitArgCount(const char *name) {
   for (int k = 0; k < kernelJitNSigs; k++)
     if (!strcmp(kernelJitSigs[k].name, name)) return kernelJitSigs[k].nargs;
   return -1;
+}
+
+/* The byte size of argument a of kernel `name` (4 or 8), or 0 when it has none such. */
+__attribute__((unused)) static int kernelJitArgSize(const char *name, int a) {
+  for (int k = 0; k < kernelJitNSigs; k++)
+    if (!strcmp(kernelJitSigs[k].name, name))
+      return a >= 0 && a < kernelJitSigs[k].nargs ? kernelJitSigs[k].size[a] : 0;
+  return 0;
 }
 
 /* Every kernel of gpu_kernels.c, JIT-compiled for the host; exits 2 when that fails. */

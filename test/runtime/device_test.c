@@ -378,11 +378,17 @@ static int fake_ok_wait(prt_device *d, prt_dstream *s, prt_devent *e, prt_status
 static int fake_ok_sync(prt_device *d, prt_devent *e, prt_status *st) { return 0; }
 static int fake_ok(prt_device *d, prt_status *st) { return 0; }
 
+static int fake_host_alloc(prt_device *d, size_t bytes, void **out, prt_status *st) {
+  *out = malloc(bytes ? bytes : 1);
+  return *out ? 0 : prt_fail(st, 1, "out of memory");
+}
+static void fake_host_free(prt_device *d, void *p) { free(p); }
+
 static const prt_device_vtable fake_vtable = {
     fake_destroy,      fake_alloc,         fake_free,           fake_copy,
     fake_memset,       fake_stream_create, fake_stream_destroy, fake_ok_stream,
     fake_event_create, fake_event_destroy, fake_ok_event,       fake_ok_wait,
-    fake_ok_sync,      fake_ok,
+    fake_ok_sync,      fake_ok,            fake_host_alloc,     fake_host_free,
 };
 static prt_device fake_device = {&fake_vtable, "staging", 0};
 

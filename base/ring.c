@@ -19,8 +19,10 @@ int64_t pb_ring_step_of(const char *name) {
   if (n <= np + ns || strncmp(name, prefix, np) || strcmp(name + n - ns, suffix)) return -1;
   int64_t v = 0;
   for (size_t i = np; i < n - ns; i++) {
-    if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return -1;
-    v = v * 10 + (name[i] - '0');
+    if (name[i] < '0' || name[i] > '9') return -1;
+    int d = name[i] - '0';
+    if (v > (INT64_MAX - d) / 10) return -1; /* v * 10 + d would overflow */
+    v = v * 10 + d;
   }
   return v;
 }

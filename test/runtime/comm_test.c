@@ -1022,7 +1022,8 @@ static const plan plans[] = {
 
 /* ---- plans per role: rank -> (role, k), range groups, more than 256 groups ---- */
 
-static void test_roles_and_many_groups(void) {
+/* roles: a rank's role and replica index, and the affine values of its replica. */
+static void test_roles(void) {
   begin("roles");
   prt_ctx *ctx = prt_ctx_create();
   prt_declare_world(ctx, W);
@@ -1035,12 +1036,15 @@ static void test_roles_and_many_groups(void) {
          (long long)prt_replica_affine(ctx, 0, 1));
   prt_ctx_destroy(ctx);
   end();
+}
 
+/* expert_names: an expert parameter's name follows its replica's expert index. */
+static void test_expert_names(void) {
   begin("expert_names");
   /* expert parallelism per role: replica k's expert is replica 0's index 9 + k * 3 (9 + 3k
    * digits may grow: 9 -> 12), the rest of the name kept; a name without that index at that
    * place fails setup with a plan-bug message */
-  ctx = prt_ctx_create();
+  prt_ctx *ctx = prt_ctx_create();
   prt_declare_world(ctx, W);
   int64_t one[1] = {0}, stride1[1] = {1}, countW[1] = {W};
   prt_declare_roles(ctx, 1, one, stride1, countW);
@@ -1061,13 +1065,16 @@ static void test_roles_and_many_groups(void) {
          ctx->decl_status.msg);
   prt_ctx_destroy(ctx);
   end();
+}
 
+/* many_range_groups: 300 groups declared as ranges, each all-reduced on. */
+static void test_many_range_groups(void) {
   begin("many_range_groups");
   /* 300 groups (once a fixed table of 256): group g holds ranks g % W .. W-1, declared as a
    * range; each is all-reduced on and checked */
   enum { G = 300, N = 16 };
   static float a[N];
-  ctx = prt_ctx_create();
+  prt_ctx *ctx = prt_ctx_create();
   prt_declare_world(ctx, W);
   for (int g = 0; g < G; g++) prt_declare_group_range(ctx, g, W - g % W, g % W, 1);
   prt_declare_stream(ctx, 1, "comm");
@@ -1085,13 +1092,19 @@ static void test_roles_and_many_groups(void) {
   }
   prt_ctx_destroy(ctx);
   end();
+}
 
+/* group_family: a group family gives each replica a communicator of its own. */
+static void test_group_family(void) {
   begin("group_family");
+  enum { N = 16 };
+  static float a[N];
+  prt_status st = {0};
   /* TP2 x DP(W/2): device 2k + t is member t of replica k; roles t = 0, 1 (stride 2). One
    * family, replica 0's group [0, 1] with stride 2: replica k's instance is [2k, 2k + 1], a
    * communicator of its own (on 4 ranks a single communicator of every member would sum
    * 1 + 2 + 3 + 4 = 10, not 4k + 3) */
-  ctx = prt_ctx_create();
+  prt_ctx *ctx = prt_ctx_create();
   prt_declare_world(ctx, W);
   int64_t tpStart[2] = {0, 1}, tpStride[2] = {2, 2}, tpCount[2] = {W / 2, W / 2};
   prt_declare_roles(ctx, 2, tpStart, tpStride, tpCount);
@@ -1124,6 +1137,14 @@ static void test_roles_and_many_groups(void) {
          ctx->decl_status.msg);
   prt_ctx_destroy(ctx);
   end();
+}
+
+/* Roles, expert names and groups: declared as a plan per role declares them. */
+static void test_roles_and_many_groups(void) {
+  test_roles();
+  test_expert_names();
+  test_many_range_groups();
+  test_group_family();
 }
 
 /* ---- a group family in an elastic run (runtime/elastic.c) ----

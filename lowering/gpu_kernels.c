@@ -1388,7 +1388,8 @@ static const KernelUse uses[] = {
 #define PRT_KERNEL(name, gpu, params, launches)                                            \
   _Static_assert(sizeof((prt_device_kernel_id[]){PRT_KERNEL_UNPAREN launches}) <=          \
                      PRT_MAX_LAUNCHES * sizeof(prt_device_kernel_id),                      \
-                 "prt_cuda_" #name " launches more than PRT_MAX_LAUNCHES device kernels");
+                 PIPER_CUDA_KERNEL_PREFIX #name                                            \
+                 " launches more than PRT_MAX_LAUNCHES device kernels");
 #include "piper/kernels.def"
 enum { N_USES = sizeof uses / sizeof uses[0] };
 

@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
 
 /* Weak: resolved only when libpiper_rt_mpi is linked (with -u prt_comm_mpi). */
 extern const prt_comm_vtable prt_comm_mpi __attribute__((weak));

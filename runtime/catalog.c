@@ -27,7 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_catalog.h"
+#include "prt_checkpoint.h"
+#include "prt_ctx.h"
+#include "prt_safetensors.h"
 
 static const char *const PLAN_BUG =
     "this is a bug in the compiled plan (piper_setup); recompile it or report the bug";

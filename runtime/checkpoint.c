@@ -19,7 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_catalog.h"
+#include "prt_checkpoint.h"
+#include "prt_ctx.h"
+#include "prt_safetensors.h"
 
 /* "[768, 3072]" for error messages. */
 static void prt_shape_str(char *out, size_t cap, int64_t ndim, const int64_t *dims) {

@@ -17,7 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "piper/base/ring.h"
+#include "prt_checkpoint.h"
 #include "prt_ckpt_ring.h"
+#include "prt_safetensors.h"
 
 struct prt_ckpt_writer {
   char *dir;            /* owned: --checkpoint-dir, NULL = write to `path` */
@@ -43,60 +46,21 @@ struct prt_ckpt_writer {
   double writer_cpu_ms; /* CPU ms of the writer threads (write, fsync, prune) */
 };
 
-char *prt_ckpt_ring_path(const char *dir, int64_t step) {
-  size_t n = strlen(dir) + 48;
-  char *p = prt_xmalloc(n, "a checkpoint name");
-  snprintf(p, n, "%s/step-%06lld.safetensors", dir, (long long)step);
-  return p;
-}
-
-/* The step of a ring file name "step-<digits>.safetensors", or -1 for any other name. */
-static int64_t prt_ring_step_of(const char *name) {
-  static const char prefix[] = "step-", suffix[] = ".safetensors";
-  size_t n = strlen(name), np = sizeof prefix - 1, ns = sizeof suffix - 1;
-  if (n <= np + ns || strncmp(name, prefix, np) || strcmp(name + n - ns, suffix)) return -1;
-  int64_t v = 0;
-  for (size_t i = np; i < n - ns; i++) {
-    if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return -1;
-    v = v * 10 + (name[i] - '0');
-  }
-  return v;
-}
-
-static int prt_cmp_desc(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? 1 : x > y ? -1 : 0;
-}
-
 /* After `step` was committed: removes ring files of later steps (an abandoned timeline: the
  * run went back to an earlier checkpoint, so they are not this run's) and all but the newest
  * `keep` of the rest. Best effort: a file that cannot be removed stays and is retried next
  * time. */
 static void prt_ring_prune(const char *dir, int64_t keep, int64_t step) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  int64_t *steps = NULL, n = 0, cap = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    int64_t s = prt_ring_step_of(e->d_name);
-    if (s < 0) continue;
-    if (n == cap) {
-      cap = cap ? 2 * cap : 16;
-      steps = realloc(steps, (size_t)cap * sizeof *steps);
-      if (!steps) break;
-    }
-    steps[n++] = s;
-  }
-  closedir(d);
-  if (!steps) return;
-  qsort(steps, (size_t)n, sizeof *steps, prt_cmp_desc);
-  for (int64_t i = 0, kept = 0; i < n; i++) {
-    if (steps[i] <= step && kept < keep) {
+  int64_t *steps;
+  size_t n;
+  if (pb_ring_steps(dir, &steps, &n)) return;
+  for (size_t i = 0, kept = 0; i < n; i++) {
+    if (steps[i] <= step && (int64_t)kept < keep) {
       kept++;
       continue;
     }
-    char *p = prt_ckpt_ring_path(dir, steps[i]);
-    unlink(p);
+    char *p = pb_ring_path(dir, steps[i]);
+    if (p) unlink(p);
     free(p);
   }
   free(steps);
@@ -229,7 +193,7 @@ static int prt_ckpt_start(prt_ckpt_writer *w, prt_ctx *ctx, int64_t step, prt_st
   double t0 = prt_clock_ms(CLOCK_MONOTONIC);
   prt_ckpt_writer_wait(w, &previous);
   w->wait_ms += prt_clock_ms(CLOCK_MONOTONIC) - t0;
-  char *target = w->dir ? prt_ckpt_ring_path(w->dir, step) : strdup(w->path);
+  char *target = w->dir ? pb_ring_path(w->dir, step) : strdup(w->path);
   if (!target) prt_fatal("out of memory for a checkpoint name");
   if (prt_ckpt_snapshot(w, ctx, target, st) || ctx->rank != 0 || previous.code) {
     free(target);

@@ -28,7 +28,8 @@
 #include <string.h>
 
 #include "prt_attention.h"
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
 
 /* One ring call's views: local rows Tl = 2c, strides as in cpu_attention.c. */
 typedef struct {

@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_catalog.h"
+#include "prt_ctx.h"
+#include "prt_elastic.h"
+#include "prt_trace.h"
 
 #define PRT_MAX_TENSORS (1 << 24) /* ids beyond this are surely a corrupt plan */
 #define PRT_MAX_NUMEL (INT64_C(1) << 40) /* elements in one tensor (4 TiB of fp32) */

@@ -20,8 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "prt_backend.h"
 #include "prt_cp_layout.h"
-#include "prt_internal.h"
+#include "prt_ctx.h"
+#include "prt_data.h"
 
 int prt_data_format_parse(const char *name, prt_data_format *out, prt_status *st) {
   static const struct {

@@ -3,7 +3,7 @@
  * Adventures in Wonderland", Lincoln's Gettysburg Address, the preamble of the US
  * Declaration of Independence, the opening of Dickens's "A Tale of Two Cities"). Its bytes
  * are the tokens; it must stay longer than B*T + 1 of the default model (8 * 128 + 1). */
-#include "prt_internal.h"
+#include "prt_data.h"
 
 const char prt_default_corpus[] =
     "It is a truth universally acknowledged, that a single man in possession of a good "

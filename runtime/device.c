@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "device.h"
-#include "prt_internal.h"
+#include "prt_ctx.h"
 
 /* Weak: resolved only when libpiper_rt_cuda is linked (with -u prt_device_cuda_open). */
 extern int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st)

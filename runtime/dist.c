@@ -12,8 +12,12 @@
 #include <string.h>
 
 #include "piper/base/shard.h"
+#include "prt_backend.h"
 #include "prt_ckpt_ring.h"
-#include "prt_internal.h"
+#include "prt_ctx.h"
+#include "prt_dist.h"
+#include "prt_elastic.h"
+#include "prt_trace.h"
 
 #define PRT_MAX_GROUPS (1 << 16)  /* group ids beyond this are surely a corrupt plan */
 #define PRT_MAX_STREAMS 1024      /* trace lanes */

@@ -49,7 +49,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
+#include "prt_data.h"
+#include "prt_elastic.h"
 
 static int64_t prt_elastic_k(const prt_ctx *ctx) {
   return ctx->elastic.k > 1 ? ctx->elastic.k : 1;

@@ -10,7 +10,12 @@
  * No side effects on training: the forward step writes only the arena and the loss outputs,
  * both rewritten by the next training step, and the inputs, which the next step refills; no
  * gradient, no update, no optimizer state, no AdamW step count. */
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
+#include "prt_data.h"
+#include "prt_dist.h"
+#include "prt_elastic.h"
+#include "prt_schedule.h"
 
 static void (*prt_eval_fn)(prt_ctx *); /* the generated piper_eval_step; NULL = none */
 

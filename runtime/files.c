@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "piper/base/atomic_file.h"
-#include "prt_internal.h"
+#include "prt_files.h"
 
 /* An owned copy of the folder part of `path` ("." for a bare name). */
 static char *prt_dir_of(const char *path) {

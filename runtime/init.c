@@ -39,7 +39,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
+#include "prt_init.h"
 
 static uint64_t prt_fnv1a64(const char *s) {
   uint64_t h = 0xcbf29ce484222325ull;

@@ -35,8 +35,21 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "prt_backend.h"
+#include "prt_catalog.h"
+#include "prt_checkpoint.h"
 #include "prt_ckpt_ring.h"
-#include "prt_internal.h"
+#include "prt_ctx.h"
+#include "prt_data.h"
+#include "prt_dist.h"
+#include "prt_elastic.h"
+#include "prt_files.h"
+#include "prt_init.h"
+#include "prt_main.h"
+#include "prt_report.h"
+#include "prt_routing.h"
+#include "prt_schedule.h"
+#include "prt_trace.h"
 
 
 /* What a bad command line prints after its error: every flag of prt_parse_args, by name

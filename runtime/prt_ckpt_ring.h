@@ -19,7 +19,7 @@
 #ifndef PRT_CKPT_RING_H
 #define PRT_CKPT_RING_H
 
-#include "prt_internal.h"
+#include "prt_ctx.h"
 
 /* The writer of one run's periodic checkpoints; opaque. */
 typedef struct prt_ckpt_writer prt_ckpt_writer;
@@ -44,9 +44,7 @@ int prt_ckpt_writer_wait(prt_ckpt_writer *w, prt_status *st);
 /* Waits for the write in flight (its failure is dropped: call prt_ckpt_writer_wait first to
  * see it) and frees the writer. NULL is fine. */
 void prt_ckpt_writer_destroy(prt_ckpt_writer *w);
-/* The ring's file name for `step` in `dir`: "<dir>/step-%06lld.safetensors"; owned by the
- * caller. */
-char *prt_ckpt_ring_path(const char *dir, int64_t step);
+/* The ring's file names are the base library's (piper/base/ring.h), shared with piper-run. */
 
 /* ---- fault injection (fault_inject.c) ---- */
 

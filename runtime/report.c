@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
+#include "prt_report.h"
 
 int prt_metrics_train(FILE *f, const prt_ctx *ctx, const prt_step_record *r) {
   fprintf(f, "{\"kind\": \"train\", \"step\": %lld, ", (long long)r->step);

@@ -28,7 +28,7 @@
 #include "piper/base/atomic_file.h"
 #include "piper/base/json.h"
 #include "piper/checked.h"
-#include "prt_internal.h"
+#include "prt_safetensors.h"
 
 #define PRT_MAX_HEADER (100u << 20) /* bytes; safetensors' own limit */
 #define PRT_ST_MAX_DIMS 8           /* dims we accept in a file's shape */
@@ -385,7 +385,7 @@ static int prt_check_tiling(const prt_st_header *h, uint64_t data_bytes, const c
     at = t->end;
     prev = t;
   }
-  if (!st->code && at != data_bytes)
+  if (!st->code && data_bytes != PRT_ST_SIZE_UNKNOWN && at != data_bytes)
     prt_fail(st, 1, "bad checkpoint layout: the data section has %llu bytes but its tensors "
              "cover %llu: %s; safetensors data must end with the last tensor: the file is "
              "corrupt or has something appended: re-create it", (unsigned long long)data_bytes,
@@ -423,7 +423,9 @@ int prt_safetensors_parse(const uint8_t *bytes, uint64_t avail, uint64_t size,
     if (strcmp(h->ts[j - 1].name, h->ts[j].name) == 0)
       prt_fail(st, 1, "checkpoint names tensor '%s' twice: %s; the file is corrupt; pass a "
                "checkpoint saved by --save-checkpoint", h->ts[j].name, path);
-  if (!st->code) prt_check_tiling(h, size - 8 - hlen, path, st);
+  if (!st->code)
+    prt_check_tiling(h, size == PRT_ST_SIZE_UNKNOWN ? PRT_ST_SIZE_UNKNOWN : size - 8 - hlen,
+                     path, st);
   if (st->code) prt_st_header_free(h);
   return st->code;
 }

@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
+#include "prt_elastic.h"
+#include "prt_schedule.h"
 
 /* ---- learning rate ---- */
 

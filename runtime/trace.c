@@ -37,7 +37,9 @@
 #include <time.h>
 
 #include "piper/base/json.h"
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
+#include "prt_trace.h"
 
 #define PRT_SPAN_DEPTH 64  /* open spans per stream */
 #define PRT_SYNC_ROUNDS 16 /* clock ping-pongs per rank with rank 0; the fastest one counts */

@@ -50,7 +50,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "piper/base/ring.h"
 #include "piper/checked.h"
+#include "prt_safetensors.h" /* the runtime's header parser (libpiper_rt) */
 
 static const char *const USAGE =
     "usage: piper-run -np N [options] -- ./plan [plan flags]\n"
@@ -165,12 +167,13 @@ typedef struct {
   double mtime;   /* wall-clock seconds of its last change */
 } CkptInfo;
 
-/* Checks that `path` is a complete safetensors file: the 8-byte header length fits the file,
- * the header is a JSON object, and the largest data_offsets end is exactly the data section's
- * size (a truncated file stops short of it, a torn header fails to parse). The plan's loader
- * checks everything again (names, shapes, tiling); this is the part that tells a file cut
- * short by a crash from a complete one. Values inside the data cannot be checked (the format
- * has no checksum). On failure `why` says what is wrong. */
+/* Checks that `path` is a complete safetensors file: its header parses and checks out as the
+ * plan's loader checks it (the runtime's prt_safetensors_parse: a JSON object of tensors whose
+ * data_offsets tile the data section), and the data section holds exactly the bytes the
+ * header announces (a truncated file stops short of them, a torn header fails to parse). The
+ * plan's loader checks names and shapes against itself too; this is the part that tells a
+ * file cut short by a crash from a complete one. Values inside the data cannot be checked (the
+ * format has no checksum). On failure `why` says what is wrong. */
 static bool ckptCheck(const char *path, CkptInfo *info, char *why, size_t whyCap) {
   *info = (CkptInfo){.step = -1};
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -180,7 +183,7 @@ static bool ckptCheck(const char *path, CkptInfo *info, char *why, size_t whyCap
   }
   struct stat sb;
   uint64_t hlen = 0;
-  char *head = NULL;
+  uint8_t *head = NULL;
   bool ok = false;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     snprintf(why, whyCap, "not a regular file");
@@ -198,73 +201,41 @@ static bool ckptCheck(const char *path, CkptInfo *info, char *why, size_t whyCap
              "file's %llu bytes", (unsigned long long)hlen, (unsigned long long)size);
     goto done;
   }
-  head = xmalloc(hlen + 1);
-  if (pread(fd, head, hlen, 8) != (ssize_t)hlen) {
+  head = xmalloc(8 + hlen);
+  memcpy(head, &hlen, 8);
+  if (pread(fd, head + 8, hlen, 8) != (ssize_t)hlen) {
     snprintf(why, whyCap, "cannot read the header: %s", strerror(errno));
     goto done;
   }
-  head[hlen] = 0;
-  size_t end = hlen;
-  while (end > 0 && head[end - 1] == ' ') end--;
-  if (head[0] != '{' || end == 0 || head[end - 1] != '}' || memchr(head, 0, end)) {
+  if (head[8] != '{') { /* what an overwritten start looks like, said plainly */
     snprintf(why, whyCap, "corrupt: the header is not a JSON object");
     goto done;
   }
-  uint64_t dataEnd = 0, tensors = 0;
-  for (const char *p = head; (p = strstr(p, "\"data_offsets\"")); tensors++) {
-    unsigned long long a = 0, b = 0;
-    p += strlen("\"data_offsets\"");
-    if (sscanf(p, " : [ %llu , %llu ]", &a, &b) != 2 || a > b) {
-      snprintf(why, whyCap, "corrupt: a tensor's data_offsets do not parse");
-      goto done;
-    }
-    if (b > dataEnd) dataEnd = b;
+  prt_st_header h;
+  prt_status st = {0};
+  if (prt_safetensors_parse(head, 8 + hlen, PRT_ST_SIZE_UNKNOWN, path, &h, &st)) {
+    snprintf(why, whyCap, "corrupt: %s", st.msg);
+    goto done;
   }
-  uint64_t have = size - 8 - hlen;
-  if (tensors == 0) {
+  uint64_t announced = 0, have = size - 8 - hlen;
+  for (int64_t i = 0; i < h.n; i++) {
+    if (h.ts[i].end > announced) announced = h.ts[i].end;
+    info->hasOptim = info->hasOptim || !strncmp(h.ts[i].name, "optim.", 6);
+  }
+  info->step = h.step;
+  if (h.n == 0)
     snprintf(why, whyCap, "corrupt: the header names no tensor");
-    goto done;
-  }
-  if (dataEnd != have) {
+  else if (announced != have)
     snprintf(why, whyCap, "%s: the header announces %llu bytes of tensor data, the file "
-             "holds %llu", dataEnd > have ? "truncated" : "corrupt",
-             (unsigned long long)dataEnd, (unsigned long long)have);
-    goto done;
-  }
-  const char *s = strstr(head, "\"step\"");
-  long long step = -1;
-  if (s && sscanf(s + strlen("\"step\""), " : \"%lld\"", &step) != 1) {
-    snprintf(why, whyCap, "corrupt: the metadata's step does not parse");
-    goto done;
-  }
-  info->step = step;
-  info->hasOptim = strstr(head, "\"optim.") != NULL;
-  ok = true;
+             "holds %llu", announced > have ? "truncated" : "corrupt",
+             (unsigned long long)announced, (unsigned long long)have);
+  else
+    ok = true;
+  prt_st_header_free(&h);
 done:
   free(head);
   close(fd);
   return ok;
-}
-
-/* The step of a ring file name "step-<digits>.safetensors", or -1 (the runtime's names,
- * runtime/checkpoint_ring.c). */
-static int64_t ringStepOf(const char *name) {
-  static const char prefix[] = "step-", suffix[] = ".safetensors";
-  size_t n = strlen(name), np = sizeof prefix - 1, ns = sizeof suffix - 1;
-  if (n <= np + ns || strncmp(name, prefix, np) || strcmp(name + n - ns, suffix)) return -1;
-  char digits[32];
-  if (n - np - ns >= sizeof digits) return -1;
-  memcpy(digits, name + np, n - np - ns);
-  digits[n - np - ns] = 0;
-  for (char *c = digits; *c; c++)
-    if (*c < '0' || *c > '9') return -1;
-  int64_t v;
-  return piperParseI64(digits, 0, INT64_MAX, &v) ? v : -1;
-}
-
-static int cmpDesc(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? 1 : x > y ? -1 : 0;
 }
 
 /* Files the plan failed to load although their header checked out; skipped from then on. */
@@ -282,25 +253,16 @@ static bool badHas(const BadList *b, const char *path) {
 /* The newest checkpoint in `dir` that checks out, skipping (and naming) the bad ones; NULL
  * when there is none. *count gets how many ring files there are, checked or not. */
 static char *ringNewest(const char *dir, const BadList *bad, CkptInfo *info, size_t *count) {
-  *count = 0;
-  DIR *d = opendir(dir);
-  if (!d) return NULL;
-  int64_t *steps = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    int64_t s = ringStepOf(e->d_name);
-    if (s < 0) continue;
-    if (!piperGrow((void **)&steps, &cap, n + 1, sizeof *steps)) die(EXIT_TOOL, "out of memory");
-    steps[n++] = s;
+  int64_t *steps;
+  if (pb_ring_steps(dir, &steps, count)) { /* no ring yet, or out of memory listing it */
+    *count = 0;
+    return NULL;
   }
-  closedir(d);
-  *count = n;
-  if (n) qsort(steps, n, sizeof *steps, cmpDesc);
   char *found = NULL;
-  for (size_t i = 0; i < n && !found; i++) {
-    char *path = xprintf("%s/step-%06lld.safetensors", dir, (long long)steps[i]);
-    char why[256];
+  for (size_t i = 0; i < *count && !found; i++) {
+    char *path = pb_ring_path(dir, steps[i]);
+    if (!path) die(EXIT_TOOL, "out of memory");
+    char why[1280];
     if (badHas(bad, path)) {
       note("checkpoint %s was refused by the plan before; trying the previous one", path);
     } else if (!ckptCheck(path, info, why, sizeof why)) {
@@ -528,22 +490,20 @@ static void streamRead(Stream *s, Job *j) {
 /* The newest modification time among the ring's files (0 without a ring): a job that writes
  * checkpoints is not stalled. */
 static double ringLatest(const char *dir) {
-  if (!dir) return 0;
-  DIR *d = opendir(dir);
-  if (!d) return 0;
+  int64_t *steps;
+  size_t n;
+  if (!dir || pb_ring_steps(dir, &steps, &n)) return 0;
   double latest = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (ringStepOf(e->d_name) < 0) continue;
+  for (size_t i = 0; i < n; i++) {
     struct stat sb;
-    char *path = xprintf("%s/%s", dir, e->d_name);
-    if (stat(path, &sb) == 0) {
+    char *path = pb_ring_path(dir, steps[i]);
+    if (path && stat(path, &sb) == 0) {
       double t = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
       if (t > latest) latest = t;
     }
     free(path);
   }
-  closedir(d);
+  free(steps);
   return latest;
 }
 

@@ -103,31 +103,34 @@ static bool isStrategy[N_PASSES];
 /* piper-apply-strategy's summary, naming the passes it stands for. */
 static char applySummary[1024];
 
-static void addRanked(Ranked *all, bool *strategy, size_t *n, const Ranked *from, size_t k,
-                      bool ofStrategy) {
-  for (size_t i = 0; i < k; ++i, ++*n) {
-    all[*n] = from[i];
-    strategy[*n] = ofStrategy;
-  }
+/* A pass while the tables merge, and whether --piper-apply-strategy stands for it. */
+typedef struct {
+  Ranked pass;
+  bool strategy;
+} Merged;
+
+static void addRanked(Merged *all, size_t *n, const Ranked *from, size_t k, bool strategy) {
+  for (size_t i = 0; i < k; ++i, ++*n) all[*n] = (Merged){from[i], strategy};
 }
 
 /* Merges the three tables by rank, once (a stable insertion sort: the tables are short). */
 static void build(void) {
   if (registry[0].name) return;
-  Ranked all[N_PASSES];
-  bool strategy[N_PASSES];
+  Merged all[N_PASSES];
   size_t n = 0;
-  addRanked(all, strategy, &n, strategyOthers, COUNT(strategyOthers), true);
-  addRanked(all, strategy, &n, directivePasses, COUNT(directivePasses), true);
-  addRanked(all, strategy, &n, others, COUNT(others), false);
+  addRanked(all, &n, strategyOthers, COUNT(strategyOthers), true);
+  addRanked(all, &n, directivePasses, COUNT(directivePasses), true);
+  addRanked(all, &n, others, COUNT(others), false);
   for (size_t i = 1; i < n; ++i)
-    for (size_t j = i; j > 0 && all[j - 1].rank > all[j].rank; --j) {
-      Ranked r = all[j];
-      bool s = strategy[j];
-      all[j] = all[j - 1], strategy[j] = strategy[j - 1];
-      all[j - 1] = r, strategy[j - 1] = s;
+    for (size_t j = i; j > 0 && all[j - 1].pass.rank > all[j].pass.rank; --j) {
+      Merged r = all[j];
+      all[j] = all[j - 1];
+      all[j - 1] = r;
     }
-  for (size_t i = 0; i < n; ++i) registry[i] = all[i].info, isStrategy[i] = strategy[i];
+  for (size_t i = 0; i < n; ++i) {
+    registry[i] = all[i].pass.info;
+    isStrategy[i] = all[i].strategy;
+  }
   size_t len = (size_t)snprintf(applySummary, sizeof applySummary,
                                 "import FILE and apply its directives:");
   for (size_t i = 0, k = 0; i < n && len < sizeof applySummary; ++i)

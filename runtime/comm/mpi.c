@@ -41,7 +41,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
+#include "prt_safetensors.h"
 
 _Static_assert(sizeof(MPI_Request) <= sizeof(prt_opaque), "MPI_Request must fit prt_opaque");
 _Static_assert(sizeof(MPI_Comm) <= sizeof(prt_opaque), "MPI_Comm must fit prt_opaque");

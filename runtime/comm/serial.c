@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
 
 static int serial_init(int *argc, char ***argv, const prt_watchdog *watch) { return 0; }
 static void serial_finalize(void) {}

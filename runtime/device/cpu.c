@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 
 #include "device.h"
-#include "prt_internal.h"
+#include "prt_ctx.h"
 
 /* A stream or event: nothing to track, but distinct non-NULL handles the caller owns. */
 struct prt_dstream { int unused; /* streams hold no state: work is done on issue */ };

@@ -15,7 +15,11 @@
 #include <string.h>
 
 #include "prt_attention.h"
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_ctx.h"
+#include "prt_elastic.h"
+#include "prt_kernels.h"
+#include "prt_routing.h"
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
 

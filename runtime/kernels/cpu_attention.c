@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prt_internal.h"
 #include "prt_attention.h"
+#include "prt_backend.h"
 
 /* S = scale Q[i0, i0+mq) K[j0, j0+mk)^T into S (ld PRT_ATTN_BK). */
 static void scores(const prt_attn_head *v, int64_t i0, int64_t mq, int64_t j0, int64_t mk,

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "piper/runtime.h"
-#include "prt_internal.h"
+#include "prt_safetensors.h"
 
 /* One element: prt_f32_to_bf16 and prt_bf16_to_f32 (prt_internal.h), the checkpoints' own. */
 void prt_bf16_widen(float *dst, const uint16_t *src, int64_t n) {

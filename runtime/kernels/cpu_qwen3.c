@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "prt_attention.h"
-#include "prt_internal.h"
+#include "prt_backend.h"
+#include "prt_kernels.h"
 
 /* ---- embedding ---- */
 

@@ -1,6 +1,6 @@
 /* Checks libpiper_base on its own (it links nothing else): the JSON reader on good and bad
  * text (values, positions, the first error and its place), the escaper against the reader,
- * the ZeRO shard geometry, and atomic file output. Each check prints "@name", then "ok" or
+ * the ZeRO shard geometry, atomic file output and the checkpoint ring's names. Each check prints "@name", then "ok" or
  * one "FAIL: <first cause>" line; main returns the number of failed checks (check.h). */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include "check.h"
 #include "piper/base/atomic_file.h"
 #include "piper/base/json.h"
+#include "piper/base/ring.h"
 #include "piper/base/shard.h"
 
 /* ---- JSON ---- */
@@ -467,6 +468,51 @@ static void test_atomic_refusals(void) {
   end();
 }
 
+/* The ring's names: the path of a step, the step of a name (and every other name refused),
+ * and a folder's ring files newest first, whatever else it holds. */
+static void test_ring(void) {
+  begin("ring_names_and_listing");
+  char *p = pb_ring_path("ring", 12);
+  if (!p || strcmp(p, "ring/step-000012.safetensors")) fail("pb_ring_path(ring, 12) = %s", p);
+  free(p);
+  p = pb_ring_path("r", 1234567);
+  if (!p || strcmp(p, "r/step-1234567.safetensors")) fail("pb_ring_path(r, 1234567) = %s", p);
+  free(p);
+  static const struct {
+    const char *name;
+    int64_t step;
+  } names[] = {{"step-000012.safetensors", 12}, {"step-0.safetensors", 0},
+               {"step-9223372036854775807.safetensors", INT64_MAX},
+               {"step-9223372036854775808.safetensors", -1}, {"step-.safetensors", -1},
+               {"step-12.safetensors.tmp", -1}, {"step-1a.safetensors", -1},
+               {"step-12.st", -1}, {"xstep-12.safetensors", -1}, {"final.safetensors", -1}};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (pb_ring_step_of(names[i].name) != names[i].step)
+      fail("pb_ring_step_of(%s) = %lld, expected %lld", names[i].name,
+           (long long)pb_ring_step_of(names[i].name), (long long)names[i].step);
+  char ring[PATH_MAX + 8];
+  snprintf(ring, sizeof ring, "%s/ring", dir);
+  static const char *files[] = {"step-000004.safetensors", "step-000012.safetensors",
+                                "step-000008.safetensors", "other.txt",
+                                "step-000010.safetensors.tmp"};
+  if (mkdir(ring, 0700) != 0) fail("cannot create %s", ring);
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", ring, files[i]);
+    FILE *f = fopen(path, "w");
+    if (!f || fclose(f)) fail("cannot create %s", path);
+  }
+  int64_t *steps;
+  size_t n;
+  if (pb_ring_steps(ring, &steps, &n) || n != 3 || steps[0] != 12 || steps[1] != 8 ||
+      steps[2] != 4)
+    fail("pb_ring_steps listed %zu steps, expected 12, 8, 4", n);
+  free(steps);
+  snprintf(ring, sizeof ring, "%s/missing", dir);
+  if (pb_ring_steps(ring, &steps, &n) != -1 || steps || n) fail("a missing folder is not -1");
+  end();
+}
+
 int main(void) {
   test_json_tree();
   test_json_strings();
@@ -487,7 +533,9 @@ int main(void) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0 || mkdir(dir, 0700) != 0) return 101;
   test_atomic_refusals();
-  if (system(cmd) != 0) return 102;
+  if (system(cmd) != 0 || mkdir(dir, 0700) != 0) return 102;
+  test_ring();
+  if (system(cmd) != 0) return 103;
   printf("%d checks failed\n", failures);
   return failures;
 }

@@ -136,26 +136,49 @@ typedef struct {
 static Sym *syms;
 static size_t nSyms, capSyms;
 
-/* Reads the global symbols `nm` lists for object `obj` of `file` into syms. */
-static void readSymbols(const char *obj, int file) {
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "nm -P '%s'", obj);
+/* Reads the global symbols `nm` lists for every object into syms: one nm for them all (a
+ * process per object made the test several times slower on a loaded machine), its lines
+ * "OBJECT: SYMBOL TYPE ..." in the order of the objects given. */
+static void readSymbols(void) {
+  size_t cap = 64, len = 0;
+  char *cmd = grow(NULL, cap, 1);
+  int nObjs = 0;
+  for (int f = 0; f < nFiles; f++)
+    for (int o = 0; o < files[f].nObjs; o++, nObjs++) {
+      size_t need = len + strlen(files[f].objs[o]) + 16;
+      if (need > cap) cmd = grow(cmd, cap = 2 * need, 1);
+      len += (size_t)snprintf(cmd + len, cap - len, "%s'%s'", len ? " " : "nm -A -P ",
+                              files[f].objs[o]);
+    }
   FILE *p = popen(cmd, "r");
   if (!p) {
-    fprintf(stderr, "piper-file-circles: cannot run nm on %s\n", obj);
+    fprintf(stderr, "piper-file-circles: cannot run nm\n");
     exit(2);
   }
-  char line[4096], sym[2048], type[8];
+  int f = 0, o = 0; /* the object nm is listing */
+  char line[8192], sym[2048], type[8];
   while (fgets(line, sizeof line, p)) {
-    if (sscanf(line, "%2047s %7s", sym, type) != 2) continue;
+    /* the object of this line: the one listed now, or a later one (an object without
+     * symbols prints nothing) */
+    while (f < nFiles) {
+      const char *obj = files[f].objs[o];
+      size_t n = strlen(obj);
+      if (!strncmp(line, obj, n) && line[n] == ':') break;
+      if (++o == files[f].nObjs) o = 0, f++;
+    }
+    if (f == nFiles) break;
+    const char *rest = line + strlen(files[f].objs[o]) + 1;
+    if (sscanf(rest, "%2047s %7s", sym, type) != 2) continue;
     char t = type[0];
     bool used = t == 'U' || t == 'w' || t == 'v'; /* undefined, weak undefined */
     if (!used && !strchr("TDBRWVGSCiu", t)) continue; /* lower case: file-private */
     if (nSyms == capSyms) syms = grow(syms, capSyms = capSyms * 2 + 1024, sizeof *syms);
-    syms[nSyms++] = (Sym){file, dup(sym), !used};
+    syms[nSyms++] = (Sym){f, dup(sym), !used};
   }
-  if (pclose(p) != 0) {
-    fprintf(stderr, "piper-file-circles: nm failed on %s\n", obj);
+  int rc = pclose(p);
+  free(cmd);
+  if (rc != 0 || f == nFiles) {
+    fprintf(stderr, "piper-file-circles: nm failed on the %d objects (exit %d)\n", nObjs, rc);
     exit(2);
   }
 }
@@ -265,8 +288,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   qsort(files, (size_t)nFiles, sizeof *files, byName); /* a stable report */
-  for (int f = 0; f < nFiles; f++)
-    for (int o = 0; o < files[f].nObjs; o++) readSymbols(files[f].objs[o], f);
+  readSymbols();
   for (size_t i = 0; i < nSyms; i++)
     if (syms[i].defined) addDef(syms[i].file, syms[i].sym);
   qsort(defs, nDefs, sizeof *defs, byDefSym);

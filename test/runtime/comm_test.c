@@ -37,41 +37,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpi_check.h"
 #include "prt_internal.h"
 
-static int64_t R, W; /* this rank, world size */
-static int failures;
+static int64_t W; /* world size; R (this rank) is mpi_check.h's */
 static char tmpdir[64];
-
-/* ---- reporting, agreed over ranks ---- */
-
-static int check_failed;
-
-static void begin(const char *name) {
-  if (R == 0) printf("@%s\n", name);
-  check_failed = 0;
-}
-
-static void fail(const char *fmt, ...) {
-  if (!check_failed) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL (rank %lld): ", (long long)R);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-  }
-  check_failed = 1;
-}
-
-static void end(void) {
-  int64_t any = check_failed;
-  prt_comm_allreduce_i64(&any, 1, PRT_REDUCE_MAX);
-  if (any) failures++;
-  else if (R == 0) printf("ok\n");
-  fflush(stdout);
-}
 
 /* ---- contexts ---- */
 
@@ -121,13 +91,13 @@ static void expect_eq(const char *what, const float *got, const float *want, int
 
 /* ---- transfers ---- */
 
-static void test_transfers(void) {
-  enum { N = 1000 };
-  static float a[N], b[N], c[N], want[N];
-  int64_t next = (R + 1) % W, prev = (R + W - 1) % W;
+/* The transfer checks' buffers (N floats each) and their neighbours on the ring. */
+enum { XFER_N = 1000 };
+static float xa[XFER_N], xb[XFER_N], xc[XFER_N], xwant[XFER_N];
 
+/* world: the ranks and the groups as the context sees them. */
+static void test_world(prt_ctx *ctx) {
   begin("world");
-  prt_ctx *ctx = comm_ctx();
   int64_t bits = (int64_t)1 << R, sum = bits;
   prt_comm_allreduce_i64(&sum, 1, PRT_REDUCE_SUM);
   if (prt_rank(ctx) != R || ctx->world != W || sum != ((int64_t)1 << W) - 1)
@@ -136,8 +106,15 @@ static void test_transfers(void) {
   for (int g = 0; g < NGROUPS; g++)
     if (ctx->groups[g].index != group_index(g)) fail("group %d index", g);
   end();
+}
 
+/* send_recv_ring: each rank sends to the next around the ring and receives from the
+ * previous. */
+static void test_send_recv_ring(prt_ctx *ctx) {
   begin("send_recv_ring");
+  enum { N = XFER_N };
+  float *a = xa, *b = xb, *want = xwant;
+  int64_t next = (R + 1) % W, prev = (R + W - 1) % W;
   for (int i = 0; i < N; i++) a[i] = (float)(R * 10000 + i);
   int64_t hs = prt_isend(ctx, a, N, next, 7, 1);
   int64_t hr = prt_irecv(ctx, b, N, prev, 7, 1);
@@ -146,8 +123,15 @@ static void test_transfers(void) {
   for (int i = 0; i < N; i++) want[i] = (float)(prev * 10000 + i);
   expect_eq("received", b, want, N);
   end();
+}
 
+/* send_recv_tags_out_of_order: two messages to one peer, told apart by tag, waited out of
+ * order. */
+static void test_send_recv_tags_out_of_order(prt_ctx *ctx) {
   begin("send_recv_tags_out_of_order");
+  enum { N = XFER_N };
+  float *a = xa, *b = xb, *c = xc, *want = xwant;
+  int64_t next = (R + 1) % W, prev = (R + W - 1) % W;
   /* two messages to the same peer; the receiver posts tag 2 first and waits tag 1 first */
   for (int i = 0; i < N; i++) a[i] = (float)(1000 + i), c[i] = (float)(2000 + i);
   int64_t s1 = prt_isend(ctx, a, N, next, 1, 1), s2 = prt_isend(ctx, c, 10, next, 2, 1);
@@ -159,8 +143,13 @@ static void test_transfers(void) {
   expect_eq("tag 1", b, a, N);
   expect_eq("tag 2", want, c, 10);
   end();
+}
 
+/* all_reduce: sums over the world and over strict subsets of it. */
+static void test_all_reduce(prt_ctx *ctx) {
   begin("all_reduce");
+  enum { N = XFER_N };
+  float *a = xa, *want = xwant;
   for (int g = 0; g < NGROUPS; g++) {
     if (group_index(g) < 0) continue; /* ranks outside a group skip it */
     int64_t m[64], n = group_members(g, m), msum = 0;
@@ -172,8 +161,13 @@ static void test_transfers(void) {
   }
   prt_wait(ctx, prt_iall_reduce(ctx, a, 0, G_ALL, 1)); /* nothing to move is fine */
   end();
+}
 
+/* reduce_scatter: each member keeps its block of the sum, into another buffer and in
+ * place. */
+static void test_reduce_scatter(prt_ctx *ctx) {
   begin("reduce_scatter");
+  float *a = xa, *b = xb, *c = xc, *want = xwant;
   for (int g = 0; g < NGROUPS; g++) {
     int64_t k = group_index(g);
     if (k < 0) continue;
@@ -192,8 +186,12 @@ static void test_transfers(void) {
     expect_eq("block in place", c, want, n_out);
   }
   end();
+}
 
+/* all_gather: every member's block, into another buffer and in place. */
+static void test_all_gather(prt_ctx *ctx) {
   begin("all_gather");
+  float *a = xa, *b = xb, *c = xc, *want = xwant;
   for (int g = 0; g < NGROUPS; g++) {
     int64_t k = group_index(g);
     if (k < 0) continue;
@@ -205,14 +203,21 @@ static void test_transfers(void) {
       for (int64_t i = 0; i < n_in; i++) want[j * n_in + i] = (float)(m[j] * 10 + i);
     expect_eq("gathered", b, want, n * n_in);
     /* in place: this member's block already sits in out */
-    memset(c, 0, sizeof c);
+    memset(c, 0, XFER_N * sizeof *c);
     memcpy(c + k * n_in, a, n_in * sizeof(float));
     prt_wait(ctx, prt_iall_gather(ctx, c + k * n_in, c, n_in, g, 1));
     expect_eq("gathered in place", c, want, n * n_in);
   }
   end();
+}
 
+/* handles_out_of_order: five transfers in flight at once, waited in reverse; slots reused
+ * with a new generation. */
+static void test_handles_out_of_order(prt_ctx *ctx) {
   begin("handles_out_of_order");
+  enum { N = XFER_N };
+  float *a = xa, *want = xwant;
+  int64_t next = (R + 1) % W, prev = (R + W - 1) % W;
   /* five transfers in flight at once, waited in reverse; collectives are issued in the
    * same order on every member, as MPI requires, but may complete in any order */
   static float x[N], y[N], z[4 * 64], e[N];
@@ -251,6 +256,18 @@ static void test_transfers(void) {
          (unsigned long long)h1, (unsigned long long)h2);
   prt_wait(ctx, h2);
   end();
+}
+
+/* The transfer checks, in order, on one context over the world and its groups. */
+static void test_transfers(void) {
+  prt_ctx *ctx = comm_ctx();
+  test_world(ctx);
+  test_send_recv_ring(ctx);
+  test_send_recv_tags_out_of_order(ctx);
+  test_all_reduce(ctx);
+  test_reduce_scatter(ctx);
+  test_all_gather(ctx);
+  test_handles_out_of_order(ctx);
   prt_ctx_destroy(ctx);
 }
 
@@ -449,11 +466,9 @@ static void compare_local(prt_ctx *ctx, void (*expected)(const char *, float *, 
   }
 }
 
-static void test_assembly(void) {
-  char path[256], gpath[256];
-  snprintf(path, sizeof path, "%s/assembled.safetensors", tmpdir);
-  snprintf(gpath, sizeof gpath, "%s/grads.safetensors", tmpdir);
-
+/* shard_init: a sharded parameter draws its slice of what one device would draw for it.
+ * Returns the writer context (writer_ctx) the next checks use. */
+static prt_ctx *test_shard_init(void) {
   begin("shard_init");
   prt_ctx *wr = writer_ctx();
   prt_init_params(wr, SEED); /* shards draw their slice of the full tensor */
@@ -465,7 +480,12 @@ static void test_assembly(void) {
   expect_eq("shard slice", prt_tensor(wr, sid), full + shard_bound(R),
             wr->tensors[sid].numel);
   end();
+  return wr;
+}
 
+/* checkpoint_assembly: the writer's pieces saved to `path` read back whole on every rank, and
+ * as each rank's own pieces again. */
+static void test_checkpoint_assembly(prt_ctx *wr, const char *path) {
   begin("checkpoint_assembly");
   set_writer_values(wr);
   prt_status st = {0};
@@ -482,18 +502,22 @@ static void test_assembly(void) {
   compare_local(back, expected_full, "piece");
   prt_ctx_destroy(back);
   end();
+}
 
+/* checkpoint_load_errors: a file lacking a parameter some ranks hold (written to `gpath`),
+ * and one (`path`) with a parameter no rank declares. */
+static void test_checkpoint_load_errors(const char *path, const char *gpath) {
   begin("checkpoint_load_errors");
   /* a file lacking "patch" (held by ranks 1..): those ranks fail, naming it */
-  rd = reader_ctx(0);
+  prt_ctx *rd = reader_ctx(0);
   prt_init_params(rd, SEED);
   for (int64_t i = 0; i < rd->ntensors; i++) /* mixed as rank 0 holds it */
     if (strcmp(rd->tensors[i].name, "mixed") == 0) expected_full("mixed", rd->tensors[i].data, 10);
-  st = (prt_status){0};
+  prt_status st = {0};
   prt_checkpoint_save(rd, gpath, -1, &st);
   if (prt_agree(rd, &st)) fail("save without patch: %s", st.msg);
   prt_ctx_destroy(rd);
-  back = writer_ctx();
+  prt_ctx *back = writer_ctx();
   st = (prt_status){0};
   int rc = prt_checkpoint_load(back, gpath, NULL, &st);
   if ((R > 0) != (rc != 0) || (R > 0 && !strstr(st.msg, "lacks parameter 'patch'")))
@@ -508,7 +532,11 @@ static void test_assembly(void) {
   else if (!strstr(st.msg, "not a parameter of this model")) fail("message: %s", st.msg);
   prt_ctx_destroy(back);
   end();
+}
 
+/* grads_assembly: observed gradients assembled from the lowest rank that observed each
+ * element, saved to `gpath` and read back; an unobserved one fails every rank alike. */
+static void test_grads_assembly(prt_ctx *wr, const char *gpath) {
   begin("grads_assembly");
   /* "rep": ranks 1.. observe (10 r + i): rank 1's wins; "shard": every rank observes its
    * slice (2 g); "stage.r": each its own (r + i) */
@@ -527,10 +555,10 @@ static void test_assembly(void) {
     if (strcmp(t->name, "rep") != 0 || R > 0) prt_observe_grad(wr, i, g);
     free(g);
   }
-  st = (prt_status){0};
+  prt_status st = {0};
   prt_grads_save(wr, gpath, &st);
   if (prt_agree(wr, &st)) fail("save grads: %s", st.msg);
-  rd = reader_ctx(1);
+  prt_ctx *rd = reader_ctx(1);
   st = (prt_status){0};
   if (prt_checkpoint_load(rd, gpath, NULL, &st)) fail("load grads: %s", st.msg);
   for (int64_t i = 0; i < rd->ntensors; i++) {
@@ -559,9 +587,11 @@ static void test_assembly(void) {
   if (prt_grads_save(wr, gpath, &st) == 0 ||
       !strstr(st.msg, "gradient of parameter 'rep', elements [0, 15), was not observed"))
     fail("unobserved gradient: %s", st.msg);
-  prt_ctx_destroy(wr);
   end();
+}
 
+/* catalog_errors: elements no rank holds, and ranks that disagree on a shape or a kind. */
+static void test_catalog_errors(const char *path) {
   begin("catalog_errors");
   /* "holey": rank 0 holds [0, 4), the last rank [6, 10): elements [4, 6) are nowhere */
   prt_ctx *c = prt_ctx_create();
@@ -569,7 +599,7 @@ static void test_assembly(void) {
     prt_declare_tensor(c, 0, "holey", PRT_PARAM, 0, 2, 2, 5, 0, 0, 0);
     prt_declare_shard(c, 0, R == 0 ? 0 : 6, 4, 10);
   }
-  st = (prt_status){0};
+  prt_status st = {0};
   if (prt_ctx_allocate(c, &st)) fail("allocate: %s", st.msg);
   st = (prt_status){0};
   if (prt_checkpoint_save(c, path, -1, &st) == 0 ||
@@ -597,13 +627,18 @@ static void test_assembly(void) {
     fail("kind disagreement: %s", st.msg);
   prt_ctx_destroy(c);
   end();
+}
 
+/* optim_assembly: unevenly sharded moments assemble whole and load into other layouts;
+ * optimizer state that cannot be assembled leaves checkpoints with parameters only. */
+static void test_optim_assembly(const char *path) {
   begin("optim_assembly");
   /* Moments sharded unevenly (rank r holds [bound(r), bound(r + 1)) of 21, value 3 g + 1)
    * assemble whole, and load back into another layout: whole on every rank, and reversed
    * slices (rank r holds what rank W-1-r wrote). */
+  prt_status st = {0};
   for (int layout = 0; layout < 3; layout++) {
-    c = prt_ctx_create();
+    prt_ctx *c = prt_ctx_create();
     prt_declare_tensor(c, 0, "s", PRT_PARAM, PRT_INIT_NORMAL, 2, 7, 3, 0, 0, 0);
     prt_declare_tensor(c, 1, "optim.exp_avg.s", PRT_OPTIM, 0, 2, 7, 3, 0, 0, 0);
     int64_t q = layout == 2 ? W - 1 - R : R;
@@ -635,7 +670,7 @@ static void test_assembly(void) {
    * length declared whole (ranks disagree on the shape), or elements no rank holds. The
    * catalog says why, and checkpoints hold parameters only. */
   for (int k = 0; k < 2; k++) {
-    c = prt_ctx_create();
+    prt_ctx *c = prt_ctx_create();
     prt_declare_tensor(c, 0, "p", PRT_PARAM, 0, 1, 10, 0, 0, 0, 0);
     if (k == 0) {
       prt_declare_tensor(c, 1, "optim.m.p", PRT_OPTIM, 0, 1, R + 1, 0, 0, 0, 0);
@@ -666,6 +701,20 @@ static void test_assembly(void) {
     prt_ctx_destroy(c);
   }
   end();
+}
+
+/* The assembly checks, in order, on one writer context (shard_init to grads_assembly). */
+static void test_assembly(void) {
+  char path[256], gpath[256];
+  snprintf(path, sizeof path, "%s/assembled.safetensors", tmpdir);
+  snprintf(gpath, sizeof gpath, "%s/grads.safetensors", tmpdir);
+  prt_ctx *wr = test_shard_init();
+  test_checkpoint_assembly(wr, path);
+  test_checkpoint_load_errors(path, gpath);
+  test_grads_assembly(wr, gpath);
+  prt_ctx_destroy(wr);
+  test_catalog_errors(path);
+  test_optim_assembly(path);
   unlink(path);
   unlink(gpath);
 }
@@ -973,7 +1022,8 @@ static const plan plans[] = {
 
 /* ---- plans per role: rank -> (role, k), range groups, more than 256 groups ---- */
 
-static void test_roles_and_many_groups(void) {
+/* roles: a rank's role and replica index, and the affine values of its replica. */
+static void test_roles(void) {
   begin("roles");
   prt_ctx *ctx = prt_ctx_create();
   prt_declare_world(ctx, W);
@@ -986,12 +1036,15 @@ static void test_roles_and_many_groups(void) {
          (long long)prt_replica_affine(ctx, 0, 1));
   prt_ctx_destroy(ctx);
   end();
+}
 
+/* expert_names: an expert parameter's name follows its replica's expert index. */
+static void test_expert_names(void) {
   begin("expert_names");
   /* expert parallelism per role: replica k's expert is replica 0's index 9 + k * 3 (9 + 3k
    * digits may grow: 9 -> 12), the rest of the name kept; a name without that index at that
    * place fails setup with a plan-bug message */
-  ctx = prt_ctx_create();
+  prt_ctx *ctx = prt_ctx_create();
   prt_declare_world(ctx, W);
   int64_t one[1] = {0}, stride1[1] = {1}, countW[1] = {W};
   prt_declare_roles(ctx, 1, one, stride1, countW);
@@ -1012,13 +1065,16 @@ static void test_roles_and_many_groups(void) {
          ctx->decl_status.msg);
   prt_ctx_destroy(ctx);
   end();
+}
 
+/* many_range_groups: 300 groups declared as ranges, each all-reduced on. */
+static void test_many_range_groups(void) {
   begin("many_range_groups");
   /* 300 groups (once a fixed table of 256): group g holds ranks g % W .. W-1, declared as a
    * range; each is all-reduced on and checked */
   enum { G = 300, N = 16 };
   static float a[N];
-  ctx = prt_ctx_create();
+  prt_ctx *ctx = prt_ctx_create();
   prt_declare_world(ctx, W);
   for (int g = 0; g < G; g++) prt_declare_group_range(ctx, g, W - g % W, g % W, 1);
   prt_declare_stream(ctx, 1, "comm");
@@ -1036,13 +1092,19 @@ static void test_roles_and_many_groups(void) {
   }
   prt_ctx_destroy(ctx);
   end();
+}
 
+/* group_family: a group family gives each replica a communicator of its own. */
+static void test_group_family(void) {
   begin("group_family");
+  enum { N = 16 };
+  static float a[N];
+  prt_status st = {0};
   /* TP2 x DP(W/2): device 2k + t is member t of replica k; roles t = 0, 1 (stride 2). One
    * family, replica 0's group [0, 1] with stride 2: replica k's instance is [2k, 2k + 1], a
    * communicator of its own (on 4 ranks a single communicator of every member would sum
    * 1 + 2 + 3 + 4 = 10, not 4k + 3) */
-  ctx = prt_ctx_create();
+  prt_ctx *ctx = prt_ctx_create();
   prt_declare_world(ctx, W);
   int64_t tpStart[2] = {0, 1}, tpStride[2] = {2, 2}, tpCount[2] = {W / 2, W / 2};
   prt_declare_roles(ctx, 2, tpStart, tpStride, tpCount);
@@ -1075,6 +1137,14 @@ static void test_roles_and_many_groups(void) {
          ctx->decl_status.msg);
   prt_ctx_destroy(ctx);
   end();
+}
+
+/* Roles, expert names and groups: declared as a plan per role declares them. */
+static void test_roles_and_many_groups(void) {
+  test_roles();
+  test_expert_names();
+  test_many_range_groups();
+  test_group_family();
 }
 
 /* ---- a group family in an elastic run (runtime/elastic.c) ----

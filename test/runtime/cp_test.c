@@ -19,38 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_check.h"
 #include "prt_attention.h"
 #include "prt_internal.h"
 
-static int64_t R, W; /* this rank, world size */
-static int failures, check_failed;
-
-static void begin(const char *name) {
-  if (R == 0) printf("@%s\n", name);
-  check_failed = 0;
-}
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...) {
-  if (!check_failed) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL (rank %lld): ", (long long)R);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-  }
-  check_failed = 1;
-}
-
-static void end(void) {
-  int64_t any = check_failed;
-  prt_comm_allreduce_i64(&any, 1, PRT_REDUCE_MAX);
-  if (any) failures++;
-  else if (R == 0) printf("ok\n");
-  fflush(stdout);
-}
+static int64_t W; /* world size; R (this rank) is mpi_check.h's */
 
 static uint64_t rng_state;
 

@@ -864,11 +864,21 @@ static void write_raw(const char *path, const char *header, size_t data_bytes) {
   fclose(f);
 }
 
-static void test_checkpoints(void) {
-  char path[256], tmp[300], msg[1024];
-  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+/* Entries for hand-made checkpoint files: w (3, 4), b (4), ln (4), all zeros; the shapes
+ * d34, d4, d5 and zeros serve the variations. */
+static float zeros[16];
+static int64_t d34[2] = {3, 4}, d4[1] = {4}, d5[1] = {5};
+static void ckpt_entries(prt_st_entry *w, prt_st_entry *b, prt_st_entry *ln) {
+  *w = (prt_st_entry){"w", 2, d34, zeros};
+  *b = (prt_st_entry){"b", 1, d4, zeros};
+  *ln = (prt_st_entry){"ln", 1, d4, zeros};
+}
 
+static void test_checkpoint_roundtrip(void) {
   begin("checkpoint_roundtrip");
+  char path[256];
+  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+  char tmp[300];
   /* parameters and optimizer state ("w.m") by name, and the step in the metadata */
   prt_ctx *a = small_ctx(), *b = small_ctx();
   prt_init_params(a, 5);
@@ -900,26 +910,41 @@ static void test_checkpoints(void) {
   prt_ctx_destroy(a);
   prt_ctx_destroy(b);
   end();
+}
 
-  /* Entries for hand-made files: w (3, 4), b (4), ln (4) plus variations. */
-  float zeros[16] = {0};
-  int64_t d34[2] = {3, 4}, d4[1] = {4}, d5[1] = {5};
-  prt_st_entry w = {"w", 2, d34, zeros}, bb = {"b", 1, d4, zeros}, ln = {"ln", 1, d4, zeros};
-
+static void test_checkpoint_missing_tensor(void) {
   begin("checkpoint_missing_tensor");
+  char path[256];
+  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+  prt_st_entry w, bb, ln;
+  ckpt_entries(&w, &bb, &ln);
   prt_st_entry e1[] = {w, ln};
-  st = (prt_status){0};
+  prt_status st = {0};
   prt_safetensors_write(path, e1, 2, -1, &st);
+  if (st.code) fail("writing the test file: %s", st.msg);
   expect_load_error(path, "lacks parameter 'b'", "[4]");
   end();
+}
 
+static void test_checkpoint_wrong_shape(void) {
   begin("checkpoint_wrong_shape");
+  char path[256];
+  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+  prt_st_entry w, bb, ln;
+  ckpt_entries(&w, &bb, &ln);
+  prt_status st = {0};
   prt_st_entry e2[] = {w, {"b", 1, d5, zeros}, ln};
   prt_safetensors_write(path, e2, 3, -1, &st);
+  if (st.code) fail("writing the test file: %s", st.msg);
   expect_load_error(path, "shape [5]", "expected [4]");
   end();
+}
 
+static void test_checkpoint_wrong_dtype(void) {
   begin("checkpoint_wrong_dtype");
+  char path[256];
+  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+  char msg[1024];
   /* I8 and F64 are not read (the message names the tensor, the dtype and the file); BF16 and
    * F16 are, when their bytes are 2 per element */
   write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]},"
@@ -945,7 +970,9 @@ static void test_checkpoints(void) {
     if (try_load(path, msg, sizeof msg)) fail("a %s checkpoint did not load: %s", half[k], msg);
   }
   end();
+}
 
+static void test_half_conversions(void) {
   begin("half_conversions");
   /* bit patterns against values worked out by hand (the e2e test checkpoint-bf16.test checks
    * every BF16 and F16 pattern against PyTorch) */
@@ -971,8 +998,16 @@ static void test_checkpoints(void) {
       fail("fp32 0x%08X -> BF16 0x%04X, want 0x%04X", rne[i].u, prt_f32_to_bf16(f), rne[i].h);
   }
   end();
+}
 
+static void test_checkpoint_extra_tensor(void) {
   begin("checkpoint_extra_tensor");
+  char path[256];
+  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+  prt_st_entry w, bb, ln;
+  ckpt_entries(&w, &bb, &ln);
+  prt_status st = {0};
+  char msg[1024];
   prt_st_entry e3[] = {w, bb, ln, {"head", 1, d4, zeros}};
   prt_safetensors_write(path, e3, 4, -1, &st);
   expect_load_error(path, "'head'", "optim.");
@@ -981,11 +1016,19 @@ static void test_checkpoints(void) {
   if (try_load(path, msg, sizeof msg)) fail("optim.* tensor not ignored: %s", msg);
   if (st.code) fail("writing test files: %s", st.msg);
   end();
+}
 
+static void test_checkpoint_truncated(void) {
   begin("checkpoint_truncated");
+  char path[256];
+  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+  prt_st_entry w, bb, ln;
+  ckpt_entries(&w, &bb, &ln);
+  prt_status st = {0};
+  struct stat sb;
   prt_st_entry e5[] = {w, bb, ln};
   prt_safetensors_write(path, e5, 3, -1, &st);
-  stat(path, &sb);
+  if (st.code || stat(path, &sb)) fail("writing the test file: %s", st.msg);
   if (truncate(path, sb.st_size - 4)) fail("truncate failed"); /* cuts the last tensor */
   expect_load_error(path, "truncated", "'ln'");
   if (truncate(path, 40)) fail("truncate failed"); /* inside the header */
@@ -993,8 +1036,13 @@ static void test_checkpoints(void) {
   if (truncate(path, 5)) fail("truncate failed"); /* not even the header length */
   expect_load_error(path, "truncated", NULL);
   end();
+}
 
+static void test_checkpoint_bad_header(void) {
   begin("checkpoint_bad_header");
+  char path[256];
+  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+  char msg[1024];
   static const char *const bad[] = {
       /* no closing brace */
       "{\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}",
@@ -1021,21 +1069,26 @@ static void test_checkpoints(void) {
                   "\"ln\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[64,80]}}   ", 80);
   if (try_load(path, msg, sizeof msg)) fail("valid header with escapes rejected: %s", msg);
   end();
+}
 
+static void test_checkpoint_missing_file(void) {
   begin("checkpoint_missing_file");
+  char tmp[300];
   path_in_tmp(tmp, sizeof tmp, "absent.safetensors");
   expect_load_error(tmp, "cannot open", NULL);
-  st = (prt_status){0};
+  prt_status st = {0};
   prt_ctx *c = small_ctx();
   path_in_tmp(tmp, sizeof tmp, "no-dir/x.safetensors");
   if (prt_checkpoint_save(c, tmp, -1, &st) == 0 || !strstr(st.msg, "no-dir"))
     fail("save into a missing directory not reported: %s", st.msg);
   prt_ctx_destroy(c);
   end();
-  unlink(path);
+}
 
+static void test_grads_dump(void) {
   begin("grads_dump");
-  c = small_ctx();
+  char path[256];
+  prt_ctx *c = small_ctx();
   c->dump_step = 0;
   c->step = 0;
   float gw[12], gb[4] = {1, 2, 3, 4}, gl[4] = {-1, -2, -3, -4};
@@ -1043,7 +1096,7 @@ static void test_checkpoints(void) {
   prt_observe_grad(c, 0, gw);
   prt_observe_grad(c, 1, gb);
   path_in_tmp(path, sizeof path, "grads.safetensors");
-  st = (prt_status){0};
+  prt_status st = {0};
   if (prt_grads_save(c, path, &st) == 0 || !strstr(st.msg, "'ln'"))
     fail("a parameter whose gradient was never observed not reported: %s", st.msg);
   prt_observe_grad(c, 2, gl);
@@ -1062,6 +1115,22 @@ static void test_checkpoints(void) {
   prt_ctx_destroy(r);
   unlink(path);
   end();
+}
+
+static void test_checkpoints(void) {
+  test_checkpoint_roundtrip();
+  test_checkpoint_missing_tensor();
+  test_checkpoint_wrong_shape();
+  test_checkpoint_wrong_dtype();
+  test_half_conversions();
+  test_checkpoint_extra_tensor();
+  test_checkpoint_truncated();
+  test_checkpoint_bad_header();
+  test_checkpoint_missing_file();
+  char path[256];
+  path_in_tmp(path, sizeof path, "ckpt.safetensors");
+  unlink(path); /* the file the checks above wrote */
+  test_grads_dump();
 }
 
 /* ---- prt_main on a bigram model: logits = wte[tok] @ head^T, mean cross entropy ---- */
@@ -1258,7 +1327,7 @@ static void micro_step(prt_ctx *ctx) {
             1e-8f, 1);
 }
 
-static void test_dist(void) {
+static void test_serial_groups_of_one(void) {
   begin("serial_groups_of_one");
   prt_ctx *ctx = serial_ctx();
   float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {0};
@@ -1273,7 +1342,9 @@ static void test_dist(void) {
   if (prt_rank(ctx) != 0 || ctx->world != 1 || ctx->ops_busy) fail("rank, world or handles");
   prt_ctx_destroy(ctx);
   end();
+}
 
+static void test_serial_plan_errors(void) {
   begin("serial_plan_errors");
   char err[2048];
   int rc = run_child(send_to_self, err, sizeof err);
@@ -1290,8 +1361,12 @@ static void test_dist(void) {
                               "on one (it is linked with the serial comm backend)"))
     fail("world 2 on the serial backend: exit %d, '%s'", rc, err);
   end();
+}
 
+static void test_dist_declare_errors(void) {
   begin("dist_declare_errors");
+  prt_ctx *ctx;
+  int rc;
   static const char *const cases[] = {"member outside the world", "shard past the end",
                                       "shard of an input", "shard size", "group not dense",
                                       "repeated loss with rows 0 twice: fine here",
@@ -1326,8 +1401,11 @@ static void test_dist(void) {
     prt_ctx_destroy(ctx);
   }
   end();
+}
 
+static void test_shard_init(void) {
   begin("shard_init");
+  prt_ctx *ctx;
   float full[37], part[37];
   prt_init_normal(full, 37, 5, "x", 0.02);
   for (int64_t off = 0; off < 37; off += 3)
@@ -1347,15 +1425,18 @@ static void test_dist(void) {
     fail("a shard's init is not its slice of the full tensor");
   prt_ctx_destroy(ctx);
   end();
+}
 
+static void test_data_global_batch(void) {
   begin("data_global_batch");
+  prt_status st = {0};
+  prt_ctx *ctx;
   /* batch 6; tokens as two microbatches (rows 1-2 and 3-5), targets rows 1-5 */
   ctx = prt_ctx_create();
   prt_declare_batch(ctx, 6);
   prt_declare_tensor(ctx, 0, "tokens", PRT_INPUT, 0, 2, 2, 4, 0, 0, 1);
   prt_declare_tensor(ctx, 1, "tokens", PRT_INPUT, 0, 2, 3, 4, 0, 0, 3);
   prt_declare_tensor(ctx, 2, "targets", PRT_INPUT, 0, 2, 5, 4, 0, 0, 1);
-  st = (prt_status){0};
   if (prt_ctx_allocate(ctx, &st)) fail("allocate: %s", st.msg);
   char path[256];
   path_in_tmp(path, sizeof path, "data6.bin");
@@ -1383,7 +1464,9 @@ static void test_dist(void) {
   unlink(path);
   prt_ctx_destroy(ctx);
   end();
+}
 
+static void test_trace_path(void) {
   begin("trace_path");
   static const char *const paths[][2] = {{"trace.json", "trace.rank3.json"},
                                          {"out.d/trace", "out.d/trace.rank3"},
@@ -1395,7 +1478,9 @@ static void test_dist(void) {
     free(out);
   }
   end();
+}
 
+static void test_progress_eta(void) {
   begin("progress_eta");
   /* m:ss under an hour, h:mm:ss from one on, rounded to the nearest second; "?" unknown */
   static const struct { double s; const char *want; } etas[] = {
@@ -1414,6 +1499,16 @@ static void test_dist(void) {
       snprintf(shown + strlen(shown), sizeof shown - strlen(shown), "%lld ", (long long)st);
   if (strcmp(shown, "0 9 19 24 ")) fail("--log-every 10 shows steps '%s', want '0 9 19 24 '", shown);
   end();
+}
+
+static void test_dist(void) {
+  test_serial_groups_of_one();
+  test_serial_plan_errors();
+  test_dist_declare_errors();
+  test_shard_init();
+  test_data_global_batch();
+  test_trace_path();
+  test_progress_eta();
 }
 
 static void test_main(void) {
@@ -1681,57 +1776,57 @@ static void legacy_save_child(void) {
   exit(rc);
 }
 
-static void test_main_resume(void) {
-  char m10[256], m5[256], mres[256], full10[256], half5[256], res10[256], edited[256];
-  char mflag[300], iflag[300];
-  path_in_tmp(m10, sizeof m10, "m10.jsonl");
-  path_in_tmp(m5, sizeof m5, "m5.jsonl");
-  path_in_tmp(mres, sizeof mres, "mres.jsonl");
-  path_in_tmp(full10, sizeof full10, "full10.safetensors");
-  path_in_tmp(half5, sizeof half5, "half5.safetensors");
-  path_in_tmp(res10, sizeof res10, "res10.safetensors");
-  path_in_tmp(edited, sizeof edited, "edited.safetensors");
-  snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", half5);
-  int64_t s10[16], s5[16], sr[16];
-  double l10[16], l5[16], lr[16];
-  char err[4096];
+/* What the resume checks share: their files, and the losses of the uninterrupted 10-step run
+ * (main_resume_exact) the later checks compare with. */
+typedef struct {
+  char m10[256], m5[256], mres[256];                    /* --metrics files */
+  char full10[256], half5[256], res10[256], edited[256]; /* checkpoints */
+  double l10[16];                                       /* the 10-step run's losses */
+} Resume;
 
+static void test_main_resume_exact(Resume *r) {
   begin("main_resume_exact");
+  char mflag[300], iflag[300];
+  snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", r->half5);
+  int64_t s10[16], s5[16], sr[16];
+  double l5[16], lr[16];
   /* 10 steps at once, and 5 then 5 more resumed from the 5-step checkpoint: one computation
    * (same t, batches and moments), so every loss and the final file agree bit for bit. */
-  snprintf(mflag, sizeof mflag, "--metrics=%s", m10);
-  if (run_main("--quiet", "--steps", "10", "--lr", "1e-2", mflag, "--save-checkpoint", full10,
-               NULL) != 0 || read_steps(m10, s10, l10, 16) != 10)
+  snprintf(mflag, sizeof mflag, "--metrics=%s", r->m10);
+  if (run_main("--quiet", "--steps", "10", "--lr", "1e-2", mflag, "--save-checkpoint", r->full10,
+               NULL) != 0 || read_steps(r->m10, s10, r->l10, 16) != 10)
     fail("10-step run failed");
-  snprintf(mflag, sizeof mflag, "--metrics=%s", m5);
-  if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", mflag, "--save-checkpoint", half5,
-               NULL) != 0 || read_steps(m5, s5, l5, 16) != 5)
+  snprintf(mflag, sizeof mflag, "--metrics=%s", r->m5);
+  if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", mflag, "--save-checkpoint", r->half5,
+               NULL) != 0 || read_steps(r->m5, s5, l5, 16) != 5)
     fail("5-step run failed");
-  snprintf(mflag, sizeof mflag, "--metrics=%s", mres);
+  snprintf(mflag, sizeof mflag, "--metrics=%s", r->mres);
   if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", iflag, mflag, "--save-checkpoint",
-               res10, NULL) != 0 || read_steps(mres, sr, lr, 16) != 5)
+               r->res10, NULL) != 0 || read_steps(r->mres, sr, lr, 16) != 5)
     fail("resumed run failed");
   for (int i = 0; i < 5 && !check_failed; i++) {
-    if (s5[i] != i || l5[i] != l10[i])
+    if (s5[i] != i || l5[i] != r->l10[i])
       fail("first run's line %d: step %lld loss %.9g, want step %d loss %.9g", i,
-           (long long)s5[i], l5[i], i, l10[i]);
-    if (sr[i] != 5 + i || lr[i] != l10[5 + i])
+           (long long)s5[i], l5[i], i, r->l10[i]);
+    if (sr[i] != 5 + i || lr[i] != r->l10[5 + i])
       fail("resumed line %d: step %lld loss %.9g, want step %d loss %.9g", i,
-           (long long)sr[i], lr[i], 5 + i, l10[5 + i]);
+           (long long)sr[i], lr[i], 5 + i, r->l10[5 + i]);
   }
-  if (!check_failed && !same_file(full10, res10))
-    fail("%s (5 + 5 steps) differs from %s (10 steps)", res10, full10);
+  if (!check_failed && !same_file(r->full10, r->res10))
+    fail("%s (5 + 5 steps) differs from %s (10 steps)", r->res10, r->full10);
   end();
+}
 
+static void test_checkpoint_step_metadata(Resume *r) {
   begin("checkpoint_step_metadata");
   prt_ckpt_info info;
-  prt_ctx *ctx = bigram_load(half5, &info);
+  prt_ctx *ctx = bigram_load(r->half5, &info);
   if (ctx && (info.step != 5 || !info.optim))
-    fail("%s: step %lld, optim %d; want 5, 1", half5, (long long)info.step, info.optim);
+    fail("%s: step %lld, optim %d; want 5, 1", r->half5, (long long)info.step, info.optim);
   prt_ctx_destroy(ctx);
-  ctx = bigram_load(res10, &info);
+  ctx = bigram_load(r->res10, &info);
   if (ctx && (info.step != 10 || !info.optim))
-    fail("%s: step %lld, optim %d; want 10 (5 resumed + 5), 1", res10, (long long)info.step,
+    fail("%s: step %lld, optim %d; want 10 (5 resumed + 5), 1", r->res10, (long long)info.step,
          info.optim);
   prt_ctx_destroy(ctx);
   static const char *const bad_step[] = {"\"5x\"", "\"\"", "5", "\"-1\""};
@@ -1739,42 +1834,51 @@ static void test_main_resume(void) {
     char h[256];
     snprintf(h, sizeof h, "{\"__metadata__\":{\"format\":\"pt\",\"step\":%s},"
              "\"w\":{\"dtype\":\"F32\",\"shape\":[3,4],\"data_offsets\":[0,48]}}", bad_step[k]);
-    write_raw(edited, h, 48);
-    expect_load_error(edited, "bad checkpoint header", "\"step\"");
+    write_raw(r->edited, h, 48);
+    expect_load_error(r->edited, "bad checkpoint header", "\"step\"");
   }
   end();
+}
 
+static void test_main_resume_needs_optimizer_state(Resume *r) {
   begin("main_resume_needs_optimizer_state");
+  char mflag[300], iflag[300];
+  snprintf(mflag, sizeof mflag, "--metrics=%s", r->mres);
+  int64_t sr[16];
+  double lr[16];
+  char err[4096];
+  prt_ckpt_info info;
+  prt_ctx *ctx;
   /* The control: the same parameters and step with zeroed moments load as optimizer state,
    * so the run continues at step 5 on the same batch (step 5's loss is the uninterrupted
    * one: the update comes after it) but every later step differs. Without optimizer tensors
    * the run is a new one: a note, step 0, and other final parameters. */
-  ctx = bigram_load(half5, NULL);
+  ctx = bigram_load(r->half5, NULL);
   if (ctx) {
     for (int id = 2; id < 6; id++) memset(ctx->tensors[id].data, 0, BG_V * BG_C * 4);
-    write_bigram(ctx, edited, 0x3f, 5);
-    snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", edited);
+    write_bigram(ctx, r->edited, 0x3f, 5);
+    snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", r->edited);
     if (run_main("--quiet", "--steps", "5", "--lr", "1e-2", iflag, mflag, NULL) != 0 ||
-        read_steps(mres, sr, lr, 16) != 5)
+        read_steps(r->mres, sr, lr, 16) != 5)
       fail("run from zeroed moments failed");
-    else if (sr[0] != 5 || lr[0] != l10[5])
+    else if (sr[0] != 5 || lr[0] != r->l10[5])
       fail("zeroed moments: step %lld loss %.9g, want step 5 loss %.9g", (long long)sr[0],
-           lr[0], l10[5]);
-    else if (lr[1] == l10[6] || lr[4] == l10[9])
+           lr[0], r->l10[5]);
+    else if (lr[1] == r->l10[6] || lr[4] == r->l10[9])
       fail("zeroed moments gave the uninterrupted losses %.9g, %.9g: the test cannot tell "
            "a resumed optimizer from a fresh one", lr[1], lr[4]);
-    write_bigram(ctx, edited, 0x3, 5); /* parameters only */
+    write_bigram(ctx, r->edited, 0x3, 5); /* parameters only */
     prt_ctx_destroy(ctx);
-    snprintf(child_iflag, sizeof child_iflag, "--init-checkpoint=%s", edited);
-    snprintf(child_mflag, sizeof child_mflag, "--metrics=%s", mres);
+    snprintf(child_iflag, sizeof child_iflag, "--init-checkpoint=%s", r->edited);
+    snprintf(child_mflag, sizeof child_mflag, "--metrics=%s", r->mres);
     path_in_tmp(child_save, sizeof child_save, "fresh.safetensors");
     int rc = run_child(resume_child, err, sizeof err);
     if (rc != 0 || !strstr(err, "piper: note: checkpoint has no optimizer state: AdamW starts "
                                 "fresh at step 0 (the file was saved after step 5)"))
       fail("parameters-only resume: exit %d, stderr '%s'", rc, err);
-    else if (read_steps(mres, sr, lr, 16) != 5 || sr[0] != 0 || sr[4] != 4)
+    else if (read_steps(r->mres, sr, lr, 16) != 5 || sr[0] != 0 || sr[4] != 4)
       fail("parameters-only resume is not numbered from step 0");
-    prt_ctx *a = bigram_load(full10, NULL), *b = bigram_load(child_save, &info);
+    prt_ctx *a = bigram_load(r->full10, NULL), *b = bigram_load(child_save, &info);
     if (a && b && (info.step != 5 ||
                    !memcmp(a->tensors[1].data, b->tensors[1].data, BG_V * BG_C * 4)))
       fail("parameters-only resume: saved step %lld (want 5), head %s the 10-step run's",
@@ -1786,29 +1890,33 @@ static void test_main_resume(void) {
     unlink(child_save);
   }
   end();
+}
 
+static void test_checkpoint_partial_optimizer_state(Resume *r) {
   begin("checkpoint_partial_optimizer_state");
-  ctx = bigram_load(half5, NULL);
+  char iflag[300];
+  prt_ctx *ctx;
+  ctx = bigram_load(r->half5, NULL);
   prt_status st = {0};
   if (ctx) {
-    write_bigram(ctx, edited, 0xf, 5); /* wte's moments, not head's */
+    write_bigram(ctx, r->edited, 0xf, 5); /* wte's moments, not head's */
     prt_ctx *c = prt_ctx_create();
     bigram_setup(c);
-    if (prt_ctx_allocate(c, &st) || prt_checkpoint_load(c, edited, NULL, &st) == 0 ||
+    if (prt_ctx_allocate(c, &st) || prt_checkpoint_load(c, r->edited, NULL, &st) == 0 ||
         !strstr(st.msg, "checkpoint has optimizer state but lacks 'optim.head.m' (F32 [256, "
                         "8])"))
       fail("partial optimizer state: '%s'", st.msg);
     prt_ctx_destroy(c);
-    snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", edited);
+    snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", r->edited);
     if (run_main("--quiet", "--steps", "1", iflag, NULL) != 1)
       fail("a run from partial optimizer state did not exit 1");
     int64_t swapped[2] = {BG_C, BG_V}; /* head's second moment transposed */
     memcpy(ctx->tensors[5].dims, swapped, sizeof swapped);
-    write_bigram(ctx, edited, 0x3f, 5);
+    write_bigram(ctx, r->edited, 0x3f, 5);
     c = prt_ctx_create();
     bigram_setup(c);
     st = (prt_status){0};
-    if (prt_ctx_allocate(c, &st) || prt_checkpoint_load(c, edited, NULL, &st) == 0 ||
+    if (prt_ctx_allocate(c, &st) || prt_checkpoint_load(c, r->edited, NULL, &st) == 0 ||
         !strstr(st.msg, "optimizer state 'optim.head.v' has shape [8, 256] in the checkpoint, "
                         "expected [256, 8]"))
       fail("optimizer state of the wrong shape: '%s'", st.msg);
@@ -1816,21 +1924,35 @@ static void test_main_resume(void) {
     prt_ctx_destroy(ctx);
   }
   end();
+}
 
+static void test_main_restart_steps(Resume *r) {
   begin("main_restart_steps");
+  char mflag[300], iflag[300];
+  snprintf(mflag, sizeof mflag, "--metrics=%s", r->mres);
+  int64_t sr[16];
+  double lr[16];
+  prt_ckpt_info info;
+  prt_ctx *ctx;
   /* --restart-steps: the 5-step checkpoint's moments load, but counting starts at 0 */
-  snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", half5);
+  snprintf(iflag, sizeof iflag, "--init-checkpoint=%s", r->half5);
   if (run_main("--quiet", "--steps", "2", "--lr", "1e-2", iflag, "--restart-steps", mflag,
-               "--save-checkpoint", edited, NULL) != 0 || read_steps(mres, sr, lr, 16) != 2 ||
+               "--save-checkpoint", r->edited, NULL) != 0 || read_steps(r->mres, sr, lr, 16) != 2 ||
       sr[0] != 0 || sr[1] != 1)
     fail("--restart-steps run failed or is not numbered 0, 1");
-  ctx = bigram_load(edited, &info);
+  ctx = bigram_load(r->edited, &info);
   if (ctx && info.step != 2) fail("saved step %lld, want 2", (long long)info.step);
   prt_ctx_destroy(ctx);
   if (run_main("--restart-steps", NULL) != 2) fail("--restart-steps alone not exit 2");
   end();
+}
 
+static void test_checkpoint_legacy_optimizer_state(Resume *r) {
   begin("checkpoint_legacy_optimizer_state");
+  char err[4096];
+  prt_ckpt_info info;
+  prt_ctx *ctx;
+  prt_status st = {0};
   /* A moment whose shape is not its parameter's is a ZeRO slice the plan declared as whole:
    * saving it would pass a slice off as the moment. Checkpoints carry parameters only (one
    * warning), and loading a full moment into such a plan leaves its state fresh. */
@@ -1843,20 +1965,38 @@ static void test_main_resume(void) {
   else if (stat(legacy_path, &sb) || sb.st_size > 8 + 256 + 12 * 4)
     fail("legacy save wrote more than the parameter");
   float ones[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  int64_t d34[2] = {3, 4};
   prt_st_entry full[] = {{"w", 2, d34, ones}, {"optim.exp_avg.w", 2, d34, ones}};
   st = (prt_status){0};
-  prt_safetensors_write(edited, full, 2, 4, &st);
+  prt_safetensors_write(r->edited, full, 2, 4, &st);
   ctx = legacy_ctx();
-  if (prt_checkpoint_load(ctx, edited, &info, &st)) fail("legacy load: %s", st.msg);
+  if (prt_checkpoint_load(ctx, r->edited, &info, &st)) fail("legacy load: %s", st.msg);
   else if (info.optim || !info.optim_skipped || ((float *)prt_tensor(ctx, 1))[0] != 0.0f ||
            ((float *)prt_tensor(ctx, 0))[0] != 1.0f)
     fail("legacy load: optim %d, skipped %d, moment[0] %g, w[0] %g", info.optim,
          info.optim_skipped, ((float *)prt_tensor(ctx, 1))[0], ((float *)prt_tensor(ctx, 0))[0]);
   prt_ctx_destroy(ctx);
   end();
-  unlink(m10), unlink(m5), unlink(mres), unlink(full10), unlink(half5), unlink(res10);
-  unlink(edited), unlink(legacy_path);
+  unlink(r->m10), unlink(r->m5), unlink(r->mres), unlink(r->full10), unlink(r->half5), unlink(r->res10);
+  unlink(r->edited), unlink(legacy_path);
+}
+
+static void test_main_resume(void) {
+  Resume r;
+  path_in_tmp(r.m10, sizeof r.m10, "m10.jsonl");
+  path_in_tmp(r.m5, sizeof r.m5, "m5.jsonl");
+  path_in_tmp(r.mres, sizeof r.mres, "mres.jsonl");
+  path_in_tmp(r.full10, sizeof r.full10, "full10.safetensors");
+  path_in_tmp(r.half5, sizeof r.half5, "half5.safetensors");
+  path_in_tmp(r.res10, sizeof r.res10, "res10.safetensors");
+  path_in_tmp(r.edited, sizeof r.edited, "edited.safetensors");
+  test_main_resume_exact(&r);
+  test_checkpoint_step_metadata(&r);
+  test_main_resume_needs_optimizer_state(&r);
+  test_checkpoint_partial_optimizer_state(&r);
+  test_main_restart_steps(&r);
+  test_checkpoint_legacy_optimizer_state(&r);
+  unlink(r.m10), unlink(r.m5), unlink(r.mres), unlink(r.full10), unlink(r.half5);
+  unlink(r.res10), unlink(r.edited), unlink(legacy_path);
 }
 
 int main(void) {

@@ -522,8 +522,8 @@ static void timeOp(MlirOperation op, const PiperOpFacts *f, double work, Points 
 }
 
 static void calibrateKernels(MlirOperation module, TuneProfile *p, bool verbose) {
-  Points *pts = calloc(64, sizeof *pts);
-  bool missing[64] = {0};
+  Points *pts = calloc(PIPER_TDAG_OP_COUNT, sizeof *pts);    /* by op id */
+  bool *missing = calloc(PIPER_TDAG_OP_COUNT, sizeof *missing); /* kinds timeOp cannot call */
   /* distinct (kind, work) already timed */
   double seenWork[512];
   int seenId[512], nSeen = 0;
@@ -542,7 +542,7 @@ static void calibrateKernels(MlirOperation module, TuneProfile *p, bool verbose)
           bool mm;
           double work = tuneWorkOf(op, &mm);
           /* AdamW: calibrateAdamw, through prt_adamw and its runtime context */
-          if (!f || work <= 0 || f->id >= 64 || missing[f->id] || f->id == PIPER_TDAG_ADAMW)
+          if (!f || work <= 0 || missing[f->id] || f->id == PIPER_TDAG_ADAMW)
             continue;
           bool seen = false;
           for (int i = 0; i < nSeen && !seen; ++i)
@@ -577,6 +577,7 @@ static void calibrateKernels(MlirOperation module, TuneProfile *p, bool verbose)
    * small kernel takes) for the kinds this file cannot call; written to the profile */
   if (mmN) p->matmulDefault = (TuneKernelCost){mmFixed / mmN, mmRate / mmN, true};
   if (elN) p->elemDefault = (TuneKernelCost){elFixed / elN, elRate / elN, true};
+  free(missing);
   free(pts);
 }
 

@@ -203,7 +203,7 @@ double tuneKernelNs(const TuneProfile *p, MlirOperation op) {
   double work = tuneWorkOf(op, &mm);
   if (work <= 0) return 0;
   const PiperOpFacts *f = piperOpFacts(op);
-  const TuneKernelCost *c = f && f->id < 64 && p->kernel[f->id].set ? &p->kernel[f->id]
+  const TuneKernelCost *c = f && p->kernel[f->id].set ? &p->kernel[f->id]
                             : mm ? &p->matmulDefault : &p->elemDefault;
   return c->fixedNs + c->nsPerWork * work;
 }
@@ -237,7 +237,7 @@ bool tuneProfileWrite(const TuneProfile *p, FILE *out) {
   size_t n = 0;
   const PiperOpFacts *rows = piperOpFactsTable(&n);
   bool first = true;
-  for (size_t i = 0; i < n && i < 64; ++i)
+  for (size_t i = 0; i < n; ++i)
     if (p->kernel[rows[i].id].set) {
       fprintf(out, "%s\n  \"%s\": [%.6g, %.6g]", first ? "" : ",", rows[i].name,
               p->kernel[rows[i].id].fixedNs, p->kernel[rows[i].id].nsPerWork);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "mlir-c/IR.h"
+#include "piper/ops.h" /* PIPER_TDAG_OP_COUNT: the kernel costs are by op id */
 
 /* ---- the model's tags (enumerate.c) ---- */
 typedef struct {
@@ -118,7 +119,7 @@ typedef struct {
 } TuneCommCost;
 
 typedef struct {
-  TuneKernelCost kernel[64];                    /* by PiperOpId (PIPER_TDAG_OP_COUNT <= 64) */
+  TuneKernelCost kernel[PIPER_TDAG_OP_COUNT];   /* by PiperOpId */
   TuneKernelCost matmulDefault, elemDefault;    /* kinds without their own entry */
   TuneCommCost comm[TUNE_COMM_COUNT][TUNE_MAX_GROUP + 1]; /* [kind][group size]; [k][0] unused */
   char source[256];                             /* "built-in default (rough)" or the file */

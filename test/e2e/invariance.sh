@@ -22,6 +22,12 @@
 #   both route every token alike and the checkpoints compare without admitting a token that
 #   went to another expert; check_routing.py then bounds the plan's own disagreements (flips:
 #   at most MAXFLIPS of its routings, each within MAXGAP of its token's largest |logit|).
+# INVARIANCE_FROM_STATES="S..." (environment): for each S, both binaries load the one-device
+#   run's own state after S steps (parameters, AdamW moments, step) and train one step from it;
+#   that step's gradients (compare_grads.py with INVARIANCE_GRADS_ARGS) and the checkpoint after
+#   it (compare_runs.py with INVARIANCE_STATE_COMPARE_ARGS) are compared, so a plan's step is
+#   held to one device's step from the same state and differences cannot compound over steps
+#   (the bf16 tests: see compare_runs.py --losses-only).
 # INVARIANCE_PLAN_ARGS (environment): training flags for the distributed run alone, after the
 #   shared ones (negative controls: a plan trained differently must fail).
 # The comparers are told the steps run and the model, so a reference cut short fails too.
@@ -75,3 +81,17 @@ fi
 compare=(${INVARIANCE_COMPARE_ARGS:-})
 /usr/bin/python3 "$here/compare_runs.py" single.jsonl single.safetensors plan.jsonl plan.safetensors \
   --steps 10 --model single.mlir "${compare[@]}"
+for s in ${INVARIANCE_FROM_STATES:-}; do
+  echo "from the one-device state after $s steps:"
+  ./single --steps "$s" --quiet "${extra[@]}" --save-checkpoint "state$s.safetensors"
+  ./single --init-checkpoint "state$s.safetensors" --steps 1 --quiet "${extra[@]}" \
+    --dump-grads "single$s.grads.safetensors" --metrics "single$s.jsonl" \
+    --save-checkpoint "single$s.safetensors"
+  timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+    ./plan --init-checkpoint "state$s.safetensors" --steps 1 --quiet "${extra[@]}" "${planonly[@]}" \
+    --dump-grads "plan$s.grads.safetensors" --metrics "plan$s.jsonl" --save-checkpoint "plan$s.safetensors"
+  /usr/bin/python3 "$here/compare_grads.py" "single$s.grads.safetensors" "plan$s.grads.safetensors" \
+    --model single.mlir ${INVARIANCE_GRADS_ARGS:-}
+  /usr/bin/python3 "$here/compare_runs.py" "single$s.jsonl" "single$s.safetensors" "plan$s.jsonl" \
+    "plan$s.safetensors" --model single.mlir ${INVARIANCE_STATE_COMPARE_ARGS:-}
+done

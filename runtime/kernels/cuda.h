@@ -55,6 +55,20 @@ cudaError_t prt_cuda_gqa_attention_bwd_launch(float *dq, float *dk, float *dv,
                                               int64_t B, int64_t T, int64_t H, int64_t KV,
                                               int64_t D, cudaStream_t stream);
 
+/* kernels/cuda_norms.cu: LayerNorm's and RMSNorm's forward and input gradient, a warp a row
+ * (the row math is kernels/cuda_norms.cuh). Asynchronous on `stream`; the launch's error. */
+cudaError_t prt_cuda_layernorm_fwd_launch(float *out, float *mean, float *rstd, const float *x,
+                                          const float *w, const float *b, int64_t N, int64_t C,
+                                          float eps, cudaStream_t stream);
+cudaError_t prt_cuda_layernorm_dx_launch(float *dx, const float *dy, const float *x,
+                                         const float *w, const float *mean, const float *rstd,
+                                         int64_t N, int64_t C, cudaStream_t stream);
+cudaError_t prt_cuda_rmsnorm_fwd_launch(float *out, float *rstd, const float *x, const float *w,
+                                        int64_t R, int64_t D, float eps, cudaStream_t stream);
+cudaError_t prt_cuda_rmsnorm_dx_launch(float *dx, const float *dy, const float *x,
+                                       const float *w, const float *rstd, int64_t R, int64_t D,
+                                       cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,10 +17,10 @@
 #include <pthread.h>
 
 #include "kernels/cuda_norms.cuh"
+#include "lanes_emu.h"
 #include "piper/runtime.h"
 
 // ---- W lanes as W threads in lock step: the GPU's warp, for the row functions ----
-enum { WARP = 32 };
 static pthread_barrier_t lanes_barrier;
 static double lane_vals[WARP];
 static thread_local int my_lane;
@@ -68,46 +68,18 @@ static void run(Job job, int64_t rows, bool warp) {
       continue;
     }
     Job lanes[WARP];
-    pthread_t th[WARP];
     for (int l = 0; l < WARP; l++) {
       lanes[l] = job;
       lanes[l].lane = l;
-      if (pthread_create(&th[l], NULL, run_lane, &lanes[l])) {
-        fprintf(stderr, "cannot start lane threads\n");
-        exit(2);
-      }
     }
-    for (int l = 0; l < WARP; l++) pthread_join(th[l], NULL);
+    lanes_run(run_lane, lanes);
   }
 }
 
-static int failures;
-static unsigned long long rng = 0x9e3779b97f4a7c15ull;
-static float uni() {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
 static float *rnd(int64_t n, float scale) {
   float *p = (float *)malloc((size_t)n * sizeof *p);
   for (int64_t i = 0; i < n; i++) p[i] = scale * uni();
   return p;
-}
-
-// max |got - want| / max |want| against tol; a NaN fails
-static void same(const char *what, const float *got, const float *want, int64_t n, double tol) {
-  double worst = 0, ref = 0;
-  for (int64_t i = 0; i < n; i++) ref = fmax(ref, fabs((double)want[i]));
-  for (int64_t i = 0; i < n; i++) {
-    double d = fabs((double)got[i] - want[i]) / (ref > 0 ? ref : 1);
-    if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
-  }
-  printf("%s: max diff / max |ref| %.3g (tol %.0e)\n", what, worst, tol);
-  if (!(worst <= tol)) {
-    printf("FAIL: %s\n", what);
-    failures++;
-  }
 }
 
 static void check(int64_t N, int64_t C, bool warp) {

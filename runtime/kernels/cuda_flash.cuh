@@ -174,6 +174,20 @@ __host__ __device__ inline void flash_store(float *dst, int64_t rs, const float 
     }
 }
 
+// acc[nt] += A B_nt for the NT n-tiles of 8 columns of a row-major M from row k0: B_nt[k][n] =
+// M[k0 + k][8 nt + n] (P V, dS K, P^T dO, dS^T Q)
+template <int NT>
+__host__ __device__ inline void flash_mma_rows(float acc[NT][4], const uint32_t a[4],
+                                               const float *m, int64_t rs, int64_t k0,
+                                               int64_t klim, int64_t nlim, int lane) {
+  FLASH_UNROLL
+  for (int nt = 0; nt < NT; nt++) {
+    uint32_t b[2];
+    flash_load_b(b, m, rs, k0, nt * 8, klim, nlim, lane);
+    flash_mma(acc[nt], a, b);
+  }
+}
+
 // S (16 queries from q0 x 16 keys from k0) = Q K^T of this head, scaled and causally masked
 // (-inf where key > query or key >= T); qa: Q's A fragments for the head's ND d-steps.
 template <int ND>
@@ -241,12 +255,7 @@ __host__ __device__ inline void flash_fwd_warp(int lane, int64_t b, int64_t h, i
     }
     uint32_t pa[4];
     flash_a_from_c(pa, sc[0], sc[1]);
-    FLASH_UNROLL
-    for (int nt = 0; nt < NT; nt++) {
-      uint32_t bv[2];
-      flash_load_b(bv, vb, s.ks, k0, nt * 8, T, D, lane);
-      flash_mma(acc[nt], pa, bv);
-    }
+    flash_mma_rows<NT>(acc, pa, vb, s.ks, k0, T, D, lane); /* O += P V */
   }
   float *ob = out + b * T * s.os + h * D;
   FLASH_UNROLL
@@ -323,12 +332,7 @@ __host__ __device__ inline void flash_dq_warp(int lane, int64_t b, int64_t h, in
         for (int i = 0; i < 4; i++) p[nt][i] *= dp[nt][i] - Dr[i >> 1]; /* dS */
       uint32_t sa[4];
       flash_a_from_c(sa, p[0], p[1]);
-      FLASH_UNROLL
-      for (int nt = 0; nt < NT; nt++) {
-        uint32_t bk[2];
-        flash_load_b(bk, kb, s.ks, k0, nt * 8, T, D, lane);
-        flash_mma(acc[nt], sa, bk);
-      }
+      flash_mma_rows<NT>(acc, sa, kb, s.ks, k0, T, D, lane); /* dq += dS K */
     }
     if (pass == 0)
       FLASH_UNROLL
@@ -394,14 +398,8 @@ __host__ __device__ inline void flash_dkdv_warp(int lane, int64_t b, int64_t kh,
       uint32_t pa[4], sa[4];
       flash_a_from_c(pa, p[0], p[1]);
       flash_a_from_c(sa, dp[0], dp[1]);
-      FLASH_UNROLL
-      for (int nt = 0; nt < NT; nt++) {
-        uint32_t bd[2], bq[2];
-        flash_load_b(bd, dob, s.os, q0, nt * 8, T, D, lane); /* dv += P^T dO */
-        flash_mma(gv[nt], pa, bd);
-        flash_load_b(bq, qb, s.qs, q0, nt * 8, T, D, lane); /* dk += dS^T Q */
-        flash_mma(gk[nt], sa, bq);
-      }
+      flash_mma_rows<NT>(gv, pa, dob, s.os, q0, T, D, lane); /* dv += P^T dO */
+      flash_mma_rows<NT>(gk, sa, qb, s.qs, q0, T, D, lane);  /* dk += dS^T Q */
     }
   }
   flash_store<NT>(dk + b * T * s.ks + kh * D, s.ks, gk, k0, T, D, scale, lane);

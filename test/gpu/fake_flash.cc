@@ -19,15 +19,8 @@ struct Launch {
 
 void flash(void *p) {
   Launch *l = static_cast<Launch *>(p);
-  Job j = l->job;
-  if (j.kernel == 0) {
-    run(j, l->B, j.s.H);
-    return;
-  }
-  j.kernel = 1; /* dq and D for every query tile, then dk and dv for every key tile */
-  run(j, l->B, j.s.H);
-  j.kernel = 2;
-  run(j, l->B, j.s.KV);
+  if (l->job.kernel == 0) run(l->job, l->B, l->job.s.H);
+  else run_bwd(l->job, l->B);
 }
 
 }  // namespace

@@ -111,4 +111,13 @@ static void run(Job job, int64_t B, int64_t heads) {
       }
 }
 
+// The backward of one launch: dq and D for every query tile of every head, then dk and dv
+// for every key tile of every kv head (prt_cuda_flash_bwd_launch's two kernels).
+__attribute__((unused)) static void run_bwd(Job job, int64_t B) {
+  job.kernel = 1;
+  run(job, B, job.s.H);
+  job.kernel = 2;
+  run(job, B, job.s.KV);
+}
+
 #endif

@@ -7,6 +7,9 @@ The GPT of the issue (L12 C768 H12 T1024 B16 V256, 86M parameters), one AdamW st
                        activations stored bf16, converted at each kernel's edge; the linears
                        cublasGemmEx on bf16 operands, fp32 accumulate; attention and the rest
                        fp32 kernels)
+  piper bf16, tensor-core attention
+                       the same binary with PIPER_CUDA_ATTN=tc (runtime/kernels/cuda_flash.cu:
+                       mma.sync bf16, fp32 accumulation)
   pytorch eager fp32   test/oracle/gpt_torch.py's model on CUDA, TF32 off
   pytorch eager bf16   the same under torch.autocast(bfloat16)
   pytorch compile bf16 torch.compile of the step's forward and loss, autocast bf16
@@ -85,9 +88,10 @@ def compile_binary(build, outdir, m, target=("--target", "cuda", "--gpu-arch", "
     return exe
 
 
-def ours(exe, steps, workdir):
-    metrics = os.path.join(workdir, os.path.basename(exe) + ".jsonl")
-    subprocess.run([exe, "--steps", str(steps + 3), "--metrics", metrics, "--quiet"], check=True)
+def ours(exe, steps, workdir, env=None, tag=""):
+    metrics = os.path.join(workdir, os.path.basename(exe) + tag + ".jsonl")
+    subprocess.run([exe, "--steps", str(steps + 3), "--metrics", metrics, "--quiet"], check=True,
+                   env=dict(os.environ, **(env or {})))
     with open(metrics) as f:
         records = [json.loads(line) for line in f if line.strip()]
     ms = [r["step_ms"] for r in records if r.get("kind") == "train"]
@@ -336,8 +340,11 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     exe = args.binary or compile_binary(args.build, workdir, MODEL)
     peak = args.peak or next((v for k, v in PEAKS.items() if k in name), None)
+    exe_bf16 = args.binary_bf16 or exe + "_bf16"
     rows = [("piper fp32", ours(exe, args.steps, workdir)),
-            ("piper bf16", ours(args.binary_bf16 or exe + "_bf16", args.steps, workdir))]
+            ("piper bf16", ours(exe_bf16, args.steps, workdir)),
+            ("piper bf16, tensor-core attention",
+             ours(exe_bf16, args.steps, workdir, {"PIPER_CUDA_ATTN": "tc"}, "_tc"))]
     rows += list(torch_modes(MODEL, args.steps).items())
     tokens, flops = MODEL["batch"] * MODEL["seq"], flops_of(MODEL)
     print("GPU: {}; params {:.1f} M; MFU against {} TFLOP/s dense bf16\n".format(

@@ -24,8 +24,8 @@
  *
  * Which kernels a plan needs: the runtime functions its host code calls (the op table's kernel
  * column through the GPU target's names) map to device kernels through the kernel list's
- * `launches` column (`uses` below); matmuls (cuBLAS) and attention
- * (runtime/kernels/cuda_attention.cu) need none. */
+ * `launches` column (`uses` below); matmuls (cuBLAS, cuBLASLt), attention and the norms'
+ * rows (runtime/kernels/cuda_attention.cu, cuda_norms.cu: they need warp shuffles) need none. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,17 +249,6 @@ typedef struct {
  * sum's %zd, and %base, the row's first element */
 #define ROW_START(cols)                                                                    \
   LOOP_CONSTANTS("%zd", "f64") "      %base = arith.muli %i, " cols " : i64\n"
-/* In a loop over a row's columns %c (ROW_START): %xi = %base + %c and %xv = x[%xi] */
-#define LOAD_X                                                                             \
-  "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")              \
-  "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-/* The same for the backward kernels: %xv = x[%xi], %dv = dy[%xi] and %wv = w[%c] */
-#define LOAD_X_DY_W                                                                        \
-  "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")              \
-  GEP("%pd", "%dy", "%xi", "f32") GEP("%pw", "%w", "%c", "f32")                            \
-  "        %xv = llvm.load %px : !llvm.ptr -> f32\n"                                       \
-  "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"                                       \
-  "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
 /* Sums over `rows` rows in chunks of %R rows (the sizing lines; %one defined before):
  * %chunks = ceil(rows / %R) (`rounded` names rows + %R - 1) and %n = %chunks * cols
  * threads, one per (chunk, column) */
@@ -430,88 +419,6 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "        scf.yield %acc2 : f32\n"
            "      }\n" GEP("%pw", "%dwpe", "%i", "f32")
            "      llvm.store %s, %pw : f32, !llvm.ptr\n"),
-    /* one row per thread: mean, biased variance and rstd in f64 sums, then
-     * y = (x - mean) rstd w + b (prt_layernorm_fwd) */
-    KERNEL(layernorm_fwd,
-           "%y: !llvm.ptr, %mean: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr,"
-           " %b: !llvm.ptr, %N: i64, %C: i64, %eps: f32",
-           "", "%N",
-           ROW_START("%C")
-           "      %Cd = arith.sitofp %C : i64 to f64\n"
-           "      %s = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-           LOAD_X
-           "        %xd = arith.extf %xv : f32 to f64\n"
-           "        %acc2 = arith.addf %acc, %xd : f64\n"
-           "        scf.yield %acc2 : f64\n"
-           "      }\n"
-           "      %md = arith.divf %s, %Cd : f64\n"
-           "      %m = arith.truncf %md : f64 to f32\n"
-           "      %v = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-           LOAD_X
-           "        %d = arith.subf %xv, %m : f32\n"
-           "        %dd = arith.extf %d : f32 to f64\n"
-           "        %sq = arith.mulf %dd, %dd : f64\n"
-           "        %acc2 = arith.addf %acc, %sq : f64\n"
-           "        scf.yield %acc2 : f64\n"
-           "      }\n"
-           "      %vd = arith.divf %v, %Cd : f64\n"
-           "      %var = arith.truncf %vd : f64 to f32\n"
-           "      %ve = arith.addf %var, %eps : f32\n"
-           SQRT_RN("%sd", "%ve")
-           "      %onef = arith.constant 1.0 : f32\n"
-           "      %r = arith.divf %onef, %sd : f32\n"
-           "      scf.for %c = %z to %C step %one : i64 {\n"
-           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           GEP("%pw", "%w", "%c", "f32") GEP("%pb", "%b", "%c", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
-           "        %bv = llvm.load %pb : !llvm.ptr -> f32\n"
-           "        %d = arith.subf %xv, %m : f32\n"
-           "        %n1 = arith.mulf %d, %r : f32\n"
-           "        %n2 = arith.mulf %n1, %wv : f32\n"
-           "        %o = arith.addf %n2, %bv : f32\n" GEP("%py", "%y", "%xi", "f32")
-           "        llvm.store %o, %py : f32, !llvm.ptr\n"
-           "      }\n" GEP("%pm", "%mean", "%i", "f32") GEP("%pr", "%rstd", "%i", "f32")
-           "      llvm.store %m, %pm : f32, !llvm.ptr\n"
-           "      llvm.store %r, %pr : f32, !llvm.ptr\n"),
-    /* dx of one row per thread: rstd (w dy - mean(w dy) - norm mean(w dy norm)) */
-    KERNEL(layernorm_bwd_dx,
-           "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %mean: !llvm.ptr,"
-           " %rstd: !llvm.ptr, %N: i64, %C: i64",
-           "", "%N",
-           ROW_START("%C")
-           "      %Cd = arith.sitofp %C : i64 to f64\n" GEP("%pm", "%mean", "%i", "f32")
-           GEP("%pr", "%rstd", "%i", "f32")
-           "      %m = llvm.load %pm : !llvm.ptr -> f32\n"
-           "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
-           "      %s1, %s2 = scf.for %c = %z to %C step %one iter_args(%a1 = %zd, %a2 = %zd)"
-           " -> (f64, f64) : i64 {\n"
-           LOAD_X_DY_W
-           "        %d = arith.subf %xv, %m : f32\n"
-           "        %norm = arith.mulf %d, %r : f32\n"
-           "        %dn = arith.mulf %wv, %dv : f32\n"
-           "        %dnd = arith.extf %dn : f32 to f64\n"
-           "        %nd = arith.extf %norm : f32 to f64\n"
-           "        %a1n = arith.addf %a1, %dnd : f64\n"
-           "        %pr2 = arith.mulf %dnd, %nd : f64\n"
-           "        %a2n = arith.addf %a2, %pr2 : f64\n"
-           "        scf.yield %a1n, %a2n : f64, f64\n"
-           "      }\n"
-           "      %md = arith.divf %s1, %Cd : f64\n"
-           "      %mdn = arith.divf %s2, %Cd : f64\n"
-           "      %mean_d = arith.truncf %md : f64 to f32\n"
-           "      %mean_dn = arith.truncf %mdn : f64 to f32\n"
-           "      scf.for %c = %z to %C step %one : i64 {\n"
-           LOAD_X_DY_W
-           "        %d = arith.subf %xv, %m : f32\n"
-           "        %norm = arith.mulf %d, %r : f32\n"
-           "        %dn = arith.mulf %wv, %dv : f32\n"
-           "        %t1 = arith.subf %dn, %mean_d : f32\n"
-           "        %t2 = arith.mulf %norm, %mean_dn : f32\n"
-           "        %t3 = arith.subf %t1, %t2 : f32\n"
-           "        %o = arith.mulf %t3, %r : f32\n" GEP("%po", "%dx", "%xi", "f32")
-           "        llvm.store %o, %po : f32, !llvm.ptr\n"
-           "      }\n"),
     /* Column sums in two deterministic steps, so that thousands of threads share a reduction
      * over M rows (one thread per column would leave the GPU idle): partial[r, j] = the f64
      * sum of dy[i, j] over rows i of chunk r (R rows, the last one shorter), one thread per
@@ -894,67 +801,6 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %nan = arith.constant 0x7FC00000 : f32\n"
            "      %r = arith.select %bad, %nan, %ev : f32\n" GEP("%po", "%out", "%i", "f32")
            "      llvm.store %r, %po : f32, !llvm.ptr\n"),
-    /* one row per thread: rstd = 1 / sqrt(mean(x^2) + eps) from an f64 sum of squares, then
-     * y = x rstd w (prt_rmsnorm_fwd) */
-    KERNEL(rmsnorm_fwd,
-           "%y: !llvm.ptr, %rstd: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %R: i64, %D: i64,"
-           " %eps: f32",
-           "", "%R",
-           ROW_START("%D")
-           "      %Dd = arith.sitofp %D : i64 to f64\n"
-           "      %ss = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-           LOAD_X
-           "        %xd = arith.extf %xv : f32 to f64\n"
-           "        %sq = arith.mulf %xd, %xd : f64\n"
-           "        %acc2 = arith.addf %acc, %sq : f64\n"
-           "        scf.yield %acc2 : f64\n"
-           "      }\n"
-           "      %md = arith.divf %ss, %Dd : f64\n"
-           "      %m = arith.truncf %md : f64 to f32\n"
-           "      %ve = arith.addf %m, %eps : f32\n"
-           SQRT_RN("%sd", "%ve")
-           "      %onef = arith.constant 1.0 : f32\n"
-           "      %r = arith.divf %onef, %sd : f32\n"
-           "      scf.for %c = %z to %D step %one : i64 {\n"
-           "        %xi = arith.addi %base, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           GEP("%pw", "%w", "%c", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
-           "        %n1 = arith.mulf %xv, %r : f32\n"
-           "        %o = arith.mulf %n1, %wv : f32\n" GEP("%py", "%y", "%xi", "f32")
-           "        llvm.store %o, %py : f32, !llvm.ptr\n"
-           "      }\n" GEP("%pr", "%rstd", "%i", "f32")
-           "      llvm.store %r, %pr : f32, !llvm.ptr\n"),
-    /* dx of one row per thread: n = x rstd, dn = w dy, dx = rstd (dn - n mean(dn n)), the
-     * mean from an f64 sum (prt_rmsnorm_bwd) */
-    KERNEL(rmsnorm_bwd_dx,
-           "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %w: !llvm.ptr, %rstd: !llvm.ptr,"
-           " %R: i64, %D: i64",
-           "", "%R",
-           ROW_START("%D")
-           "      %Dd = arith.sitofp %D : i64 to f64\n" GEP("%pr", "%rstd", "%i", "f32")
-           "      %r = llvm.load %pr : !llvm.ptr -> f32\n"
-           "      %s = scf.for %c = %z to %D step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
-           LOAD_X_DY_W
-           "        %n = arith.mulf %xv, %r : f32\n"
-           "        %dn = arith.mulf %wv, %dv : f32\n"
-           "        %dnd = arith.extf %dn : f32 to f64\n"
-           "        %nd = arith.extf %n : f32 to f64\n"
-           "        %p = arith.mulf %dnd, %nd : f64\n"
-           "        %acc2 = arith.addf %acc, %p : f64\n"
-           "        scf.yield %acc2 : f64\n"
-           "      }\n"
-           "      %md = arith.divf %s, %Dd : f64\n"
-           "      %mean_dn = arith.truncf %md : f64 to f32\n"
-           "      scf.for %c = %z to %D step %one : i64 {\n"
-           LOAD_X_DY_W
-           "        %dn = arith.mulf %wv, %dv : f32\n"
-           "        %n = arith.mulf %xv, %r : f32\n"
-           "        %t1 = arith.mulf %n, %mean_dn : f32\n"
-           "        %t2 = arith.subf %dn, %t1 : f32\n"
-           "        %o = arith.mulf %t2, %r : f32\n" GEP("%po", "%dx", "%xi", "f32")
-           "        llvm.store %o, %po : f32, !llvm.ptr\n"
-           "      }\n"),
     /* RMSNorm's weight gradient in chunks of R rows: pw[r, c] = f64 sum of n[i, c] dy[i, c]
      * (n = x rstd), one thread per (r, c); piper_col_finish then adds the chunks in order
      * (prt_rmsnorm_bwd's f64 sum, associated by chunks: no atomics) */

@@ -88,6 +88,8 @@ static struct {
                                 bytes (their calls are ordered on the compute stream) */
   cublasLtHandle_t lt;       /* the linear forward with its bias (lt_gemm_bias) */
   int lt_off;                /* PIPER_CUDA_LT=0: bias rows, then cuBLAS, instead */
+  int attn_tc;               /* PIPER_CUDA_ATTN=tc: attention on tensor cores (bf16 operands,
+                                kernels/cuda_flash.cu); default: the fp32 kernels */
   void *scratch[SCR_COUNT];  /* device scratch: cross-entropy's per-row losses (f64), column
                                 reductions' chunk sums (f64), the embedding gradient's
                                 chunks (f32), the rotary tables (forward, inverse), the MoE
@@ -458,6 +460,11 @@ void prt_cuda_setup(prt_ctx *ctx) {
   /* cuBLAS's workspace, ours from the start: a CUDA graph cannot capture its allocation */
   CUDA_OR_DIE(fn, "cuBLAS workspace", cudaMalloc(&S.blas_ws, CUBLAS_WORKSPACE));
   check_blas(cublasSetWorkspace(S.blas, S.blas_ws, CUBLAS_WORKSPACE), fn, __LINE__);
+  const char *attn = getenv("PIPER_CUDA_ATTN");
+  if (attn && strcmp(attn, "tc") && strcmp(attn, "fp32"))
+    prt_fatal("PIPER_CUDA_ATTN=%s: expected tc (attention on tensor cores, bf16 operands) or "
+              "fp32 (the default)", attn);
+  S.attn_tc = attn && !strcmp(attn, "tc");
   const char *lt = getenv("PIPER_CUDA_LT");
   S.lt_off = lt && !strcmp(lt, "0");
   if (!S.lt_off) LT_OR_DIE(fn, cublasLtCreate(&S.lt));
@@ -544,14 +551,32 @@ void prt_cuda_embedding_bwd(float *dwte, float *dwpe, const float *dout, const i
   launch(PRT_DK_embedding_bwd_wpe, T * C, a2, fn);
 }
 
-/* ---- layernorm ---- */
+/* A launch `call` of our nvcc-built kernels (cuda_attention.cu, cuda_norms.cu) for runtime
+ * function fn: fatal on failure, timed as one op (the profile's "what"). */
+#define NVCC_OP(fn, what, call)                                                            \
+  do {                                                                                     \
+    int slot_ = op_begin((what), (fn));                                                    \
+    cudaError_t e_ = (call);                                                               \
+    if (e_ != cudaSuccess) fail_cuda((fn), (what), e_, __LINE__);                          \
+    op_end(slot_, (what), (fn));                                                           \
+  } while (0)
+
+/* ---- layernorm: dx and the forward a warp a row (kernels/cuda_norms.cu), dw and db column
+ * sums (chunks of COL_CHUNK rows, f64) finished by one launch ---- */
+
+void prt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
+                            const float *w, const float *b, int64_t N, int64_t C, float eps) {
+  const char *fn = "prt_cuda_layernorm_fwd";
+  NVCC_OP(fn, "layernorm forward (warp a row)",
+          prt_cuda_layernorm_fwd_launch(out, mean, rstd, x, w, b, N, C, eps, compute_stream()));
+}
 
 void prt_cuda_layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
                             const float *x, const float *w, const float *mean,
                             const float *rstd, int64_t N, int64_t C) {
   const char *fn = "prt_cuda_layernorm_bwd";
-  void *a1[] = {&dx, &dout, &x, &w, &mean, &rstd, &N, &C};
-  launch(PRT_DK_layernorm_bwd_dx, N, a1, fn);
+  NVCC_OP(fn, "layernorm dx (warp a row)",
+          prt_cuda_layernorm_dx_launch(dx, dout, x, w, mean, rstd, N, C, compute_stream()));
   int64_t R = COL_CHUNK, chunks = (N + R - 1) / R;
   double *pw = scratch(SCR_COLS, (size_t)(2 * chunks * C + 1) * sizeof(double), fn);
   double *pb = pw + chunks * C;
@@ -747,21 +772,23 @@ static void check_heads(int64_t C, int64_t H, const char *fn) {
               (long long)C, (long long)H, PRT_CUDA_ATTENTION_MAX_HEAD);
 }
 
-/* The attention launch `e` of runtime function fn: fatal on failure, timed as one op (the
- * launcher's kernels: the profile's "what"). */
-#define ATTENTION_OP(fn, what, call)                                                       \
-  do {                                                                                     \
-    int slot_ = op_begin((what), (fn));                                                    \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) fail_cuda((fn), (what), e_, __LINE__);                          \
-    op_end(slot_, (what), (fn));                                                           \
-  } while (0)
+/* PIPER_CUDA_ATTN=tc: the attention ops run kernels/cuda_flash.cu (tensor cores, bf16
+ * operands, fp32 accumulation) on GPT's packed qkv (rows of 3C: q, k, v at channels 0, C, 2C)
+ * or Qwen3's separate q, k, v, for head sizes up to PRT_CUDA_FLASH_MAX_HEAD (larger ones keep
+ * the fp32 kernels); the same probs/lse and D scratch as the fp32 kernels. */
+static int attn_tc(int64_t head) { return S.attn_tc && head <= PRT_CUDA_FLASH_MAX_HEAD; }
 
 void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
                             int64_t C, int64_t H) {
   const char *fn = "prt_cuda_attention_fwd";
   check_heads(C, H, fn);
-  ATTENTION_OP(fn, "flash attention forward",
+  if (attn_tc(C / H)) {
+    NVCC_OP(fn, "flash attention forward (tensor cores)",
+            prt_cuda_flash_fwd_launch(out, probs, qkv, qkv + C, qkv + 2 * C, B, T, H, H, C / H,
+                                      3 * C, 3 * C, C, compute_stream()));
+    return;
+  }
+  NVCC_OP(fn, "flash attention forward",
                prt_cuda_attention_fwd_launch(out, probs, qkv, B, T, C, H, compute_stream()));
 }
 
@@ -770,7 +797,14 @@ void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv,
   const char *fn = "prt_cuda_attention_bwd";
   check_heads(C, H, fn);
   float *D = scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
-  ATTENTION_OP(fn, "flash attention backward",
+  if (attn_tc(C / H)) {
+    NVCC_OP(fn, "flash attention backward (tensor cores)",
+            prt_cuda_flash_bwd_launch(dqkv, dqkv + C, dqkv + 2 * C, D, dout, qkv, qkv + C,
+                                      qkv + 2 * C, probs, B, T, H, H, C / H, 3 * C, 3 * C, C,
+                                      compute_stream()));
+    return;
+  }
+  NVCC_OP(fn, "flash attention backward",
                prt_cuda_attention_bwd_launch(dqkv, dout, qkv, probs, D, B, T, C, H,
                                              compute_stream()));
 }
@@ -948,12 +982,19 @@ void prt_cuda_embed_bwd(float *dwte, const float *dout, const int32_t *tok, int6
   launch(PRT_DK_sum_slabs, VC, a2, fn);
 }
 
-/* dx one row per thread; dw by chunks of COL_CHUNK rows (f64), the chunks added in order. */
+/* The forward and dx a warp a row (kernels/cuda_norms.cu); dw by chunks of COL_CHUNK rows
+ * (f64), the chunks added in order. */
+void prt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int64_t R,
+                          int64_t D, float eps) {
+  NVCC_OP("prt_cuda_rmsnorm_fwd", "rmsnorm forward (warp a row)",
+          prt_cuda_rmsnorm_fwd_launch(out, rstd, x, w, R, D, eps, compute_stream()));
+}
+
 void prt_cuda_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x,
                           const float *w, const float *rstd, int64_t R, int64_t D) {
   const char *fn = "prt_cuda_rmsnorm_bwd";
-  void *a1[] = {&dx, &dout, &x, &w, &rstd, &R, &D};
-  launch(PRT_DK_rmsnorm_bwd_dx, R, a1, fn);
+  NVCC_OP(fn, "rmsnorm dx (warp a row)",
+          prt_cuda_rmsnorm_dx_launch(dx, dout, x, w, rstd, R, D, compute_stream()));
   int64_t Rc = COL_CHUNK, chunks = (R + Rc - 1) / Rc;
   double *pw = scratch(SCR_COLS, (size_t)(chunks * D + 1) * sizeof(double), fn);
   void *a2[] = {&pw, &dout, &x, &rstd, &R, &D, &Rc};
@@ -1021,7 +1062,13 @@ void prt_cuda_gqa_attention_fwd(float *out, float *probs, const float *q, const 
                                 int64_t D) {
   const char *fn = "prt_cuda_gqa_attention_fwd";
   check_gqa(H, KV, D, fn);
-  ATTENTION_OP(fn, "flash GQA forward",
+  if (attn_tc(D)) {
+    NVCC_OP(fn, "flash GQA forward (tensor cores)",
+            prt_cuda_flash_fwd_launch(out, probs, q, k, v, B, T, H, KV, D, H * D, KV * D, H * D,
+                                      compute_stream()));
+    return;
+  }
+  NVCC_OP(fn, "flash GQA forward",
                prt_cuda_gqa_attention_fwd_launch(out, probs, q, k, v, B, T, H, KV, D,
                                                  compute_stream()));
 }
@@ -1034,7 +1081,13 @@ void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *do
   check_gqa(H, KV, D, fn);
   float *Dbuf =
       scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
-  ATTENTION_OP(fn, "flash GQA backward",
+  if (attn_tc(D)) {
+    NVCC_OP(fn, "flash GQA backward (tensor cores)",
+            prt_cuda_flash_bwd_launch(dq, dk, dv, Dbuf, dout, q, k, v, probs, B, T, H, KV, D,
+                                      H * D, KV * D, H * D, compute_stream()));
+    return;
+  }
+  NVCC_OP(fn, "flash GQA backward",
                prt_cuda_gqa_attention_bwd_launch(dq, dk, dv, dout, q, k, v, probs, Dbuf, B, T,
                                                  H, KV, D, compute_stream()));
 }

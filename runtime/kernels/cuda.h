@@ -55,6 +55,38 @@ cudaError_t prt_cuda_gqa_attention_bwd_launch(float *dq, float *dk, float *dv,
                                               int64_t B, int64_t T, int64_t H, int64_t KV,
                                               int64_t D, cudaStream_t stream);
 
+/* The largest head size kernels/cuda_flash.cu is built for (its FLASH_HEAD). */
+enum { PRT_CUDA_FLASH_MAX_HEAD = 64 };
+
+/* kernels/cuda_flash.cu: causal attention on tensor cores (bf16 operands, fp32 accumulation;
+ * PIPER_CUDA_ATTN=tc), head sizes up to PRT_CUDA_FLASH_MAX_HEAD: q (B, T, *) rows of qs floats holding H heads of D at h*D, k and v rows
+ * of ks floats holding KV heads (query head h reads kv head h*KV/H), out and dout rows of os;
+ * lse and Dbuf (B, H, T). dq has q's layout, dk and dv k's (GPT's packed qkv: q, k, v at
+ * channels 0, C, 2C of rows of 3C). Asynchronous on `stream`; the launch's error. */
+cudaError_t prt_cuda_flash_fwd_launch(float *out, float *lse, const float *q, const float *k,
+                                      const float *v, int64_t B, int64_t T, int64_t H,
+                                      int64_t KV, int64_t D, int64_t qs, int64_t ks, int64_t os,
+                                      cudaStream_t stream);
+cudaError_t prt_cuda_flash_bwd_launch(float *dq, float *dk, float *dv, float *Dbuf,
+                                      const float *dout, const float *q, const float *k,
+                                      const float *v, const float *lse, int64_t B, int64_t T,
+                                      int64_t H, int64_t KV, int64_t D, int64_t qs, int64_t ks,
+                                      int64_t os, cudaStream_t stream);
+
+/* kernels/cuda_norms.cu: LayerNorm's and RMSNorm's forward and input gradient, a warp a row
+ * (the row math is kernels/cuda_norms.cuh). Asynchronous on `stream`; the launch's error. */
+cudaError_t prt_cuda_layernorm_fwd_launch(float *out, float *mean, float *rstd, const float *x,
+                                          const float *w, const float *b, int64_t N, int64_t C,
+                                          float eps, cudaStream_t stream);
+cudaError_t prt_cuda_layernorm_dx_launch(float *dx, const float *dy, const float *x,
+                                         const float *w, const float *mean, const float *rstd,
+                                         int64_t N, int64_t C, cudaStream_t stream);
+cudaError_t prt_cuda_rmsnorm_fwd_launch(float *out, float *rstd, const float *x, const float *w,
+                                        int64_t R, int64_t D, float eps, cudaStream_t stream);
+cudaError_t prt_cuda_rmsnorm_dx_launch(float *dx, const float *dy, const float *x,
+                                       const float *w, const float *rstd, int64_t R, int64_t D,
+                                       cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

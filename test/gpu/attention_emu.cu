@@ -17,13 +17,13 @@
 
 #include "kernels/cuda.h"
 #include "kernels/cuda_attention.cuh"
+#include "lanes_emu.h"
 #include "piper/runtime.h"
 
 // ---- W lanes as W threads in lock step: the GPU's warp, for the row functions ----
 // Every lane reaches each exchange in the same order (as on the GPU, where the shuffles need
 // the whole warp); a barrier publishes the lanes' values, each lane computes the result, a
 // second barrier keeps the values until every lane has read them.
-enum { WARP = 32 };
 static pthread_barrier_t lanes_barrier;
 static float lane_vals[WARP];
 static thread_local int my_lane;
@@ -71,40 +71,12 @@ static void run_warp(RowJob job, int64_t rows) {
   job.buf = buf;
   for (int64_t row = 0; row < rows; row++) {
     RowJob lanes[WARP];
-    pthread_t th[WARP];
     for (int l = 0; l < WARP; l++) {
       lanes[l] = job;
       lanes[l].row = row;
       lanes[l].lane = l;
-      if (pthread_create(&th[l], NULL, run_lane, &lanes[l])) {
-        fprintf(stderr, "cannot start lane threads\n");
-        exit(2);
-      }
     }
-    for (int l = 0; l < WARP; l++) pthread_join(th[l], NULL);
-  }
-}
-
-static int failures;
-static unsigned long long rng = 0x9e3779b97f4a7c15ull;
-static float uni() {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (float)((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
-
-static void same(const char *what, const float *got, const float *want, int64_t n, double tol) {
-  double worst = 0, ref = 0;
-  for (int64_t i = 0; i < n; i++) ref = fmax(ref, fabs((double)want[i]));
-  for (int64_t i = 0; i < n; i++) {
-    double d = fabs((double)got[i] - want[i]) / (ref > 0 ? ref : 1);
-    if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
-  }
-  printf("%s: max diff / max |ref| %.3g (tol %.0e)\n", what, worst, tol);
-  if (!(worst <= tol)) {
-    printf("FAIL: %s\n", what);
-    failures++;
+    lanes_run(run_lane, lanes);
   }
 }
 
@@ -217,18 +189,13 @@ static void check_gqa(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D, bo
         continue;
       }
       GqaJob lanes[WARP];
-      pthread_t th[WARP];
       for (int l = 0; l < WARP; l++) {
         lanes[l] = job;
         lanes[l].kernel = kern;
         lanes[l].row = row;
         lanes[l].lane = l;
-        if (pthread_create(&th[l], NULL, run_gqa_lane, &lanes[l])) {
-          fprintf(stderr, "cannot start lane threads\n");
-          exit(2);
-        }
       }
-      for (int l = 0; l < WARP; l++) pthread_join(th[l], NULL);
+      lanes_run(run_gqa_lane, lanes);
     }
   }
   float *wout = (float *)calloc(nq, 4), *probs = (float *)calloc(B * H * T * T, 4);

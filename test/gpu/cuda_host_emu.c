@@ -87,6 +87,7 @@ static void emuStep(prt_ctx *ctx) {
  * scalars. Each pass: the norm (read after the step) and the clip scale the device applied,
  * against the CPU's prt_grad_norm_sync and prt_adamw on copies, 1e-6 (gpu_kernels_emu.c's). */
 static void checkAdamwAndNorm(prt_ctx *ctx) {
+  begin("adamw_and_norm");
   int64_t n = E.n = 5000;
   E.p = rnd(n, 1), E.g = rnd(n, 1), E.m = rnd(n, 0.1f), E.v = zeros(n);
   /* the small tensor's values are fixed, not drawn: the checks after this one see the
@@ -124,6 +125,7 @@ static void checkAdamwAndNorm(prt_ctx *ctx) {
     same(pass ? "adamw v (graph)" : "adamw v", E.v, v2, n, 1e-6);
     same(pass ? "adamw no decay (graph)" : "adamw no decay", E.q, q2, 3, 1e-6);
   }
+  end();
 }
 
 /* The bf16 policy's launchers (kernels.def bf16_*, moe_expert_*_bf16): the conversions bit for
@@ -182,10 +184,9 @@ static void checkBf16(const int32_t *cnt, const float *rows, const float *hid,
   checkLinearBf16();
 }
 
-int main(void) {
-  emuSetup(0x2545f4914f6cdd1dull, "prt_cuda", "CPU");
-  prt_ctx *ctx = prt_ctx_create();
-  prt_cuda_setup(ctx);
+/* prt_cuda_setup made the (fake) GPU the device of the process's backend record and resolved
+ * the collectives (one rank, no --comm: MPI's engine). */
+static void checkSetup(prt_ctx *ctx) {
   begin("setup");
   const prt_device *gpu = ctx->backend->device;
   if (ctx->backend != prt_backend_current() || gpu->host_visible ||
@@ -195,186 +196,206 @@ int main(void) {
   if (!ctx->comm_resolved || prt_backend_current()->collectives != PRT_COMM_MPI)
     fail("one rank without --comm: the collectives should be resolved to MPI's engine");
   end();
+}
 
+/* The elementwise launchers (generated PRT_KERNEL_1D and copy) against the CPU's. */
+static void checkElementwise(void) {
   begin("elementwise");
-  {
-    int64_t n = N * C;
-    float *a = rnd(n, 3), *b = rnd(n, 3), *g = zeros(n), *w = zeros(n), *dy = rnd(n, 1);
-    prt_cuda_add(g, a, b, n);
-    prt_add(w, a, b, n);
-    same("add", g, w, n, 0);
-    prt_cuda_copy(g, a, n);
-    same("copy", g, a, n, 0);
-    prt_cuda_gelu_fwd(g, a, n);
-    prt_gelu_fwd(w, a, n);
-    same("gelu_fwd", g, w, n, 1e-6);
-    prt_cuda_gelu_bwd(g, dy, a, n);
-    prt_gelu_bwd(w, dy, a, n);
-    same("gelu_bwd", g, w, n, 1e-6);
-  }
+  int64_t n = N * C;
+  float *a = rnd(n, 3), *b = rnd(n, 3), *g = zeros(n), *w = zeros(n), *dy = rnd(n, 1);
+  prt_cuda_add(g, a, b, n);
+  prt_add(w, a, b, n);
+  same("add", g, w, n, 0);
+  prt_cuda_copy(g, a, n);
+  same("copy", g, a, n, 0);
+  prt_cuda_gelu_fwd(g, a, n);
+  prt_gelu_fwd(w, a, n);
+  same("gelu_fwd", g, w, n, 1e-6);
+  prt_cuda_gelu_bwd(g, dy, a, n);
+  prt_gelu_bwd(w, dy, a, n);
+  same("gelu_bwd", g, w, n, 1e-6);
   end();
+}
 
+/* The GPT embedding, forward and backward (dwte by chunk slabs, dwpe). */
+static void checkEmbedding(void) {
   begin("embedding");
-  {
-    int32_t tok[N];
-    for (int i = 0; i < N; i++) tok[i] = (i * 7 + 3) % V;
-    float *wte = rnd(V * C, 1), *wpe = rnd(T * C, 1), *g = zeros(N * C), *w = zeros(N * C);
-    prt_cuda_embedding_fwd(g, tok, wte, wpe, B, T, C);
-    prt_embedding_fwd(w, tok, wte, wpe, B, T, C);
-    same("embedding_fwd", g, w, N * C, 0);
-    float *dy = rnd(N * C, 1), *gte = rnd(V * C, 9), *gpe = rnd(T * C, 9);
-    float *wte2 = zeros(V * C), *wpe2 = zeros(T * C);
-    prt_cuda_embedding_bwd(gte, gpe, dy, tok, B, T, C, V);
-    prt_embedding_bwd(wte2, wpe2, dy, tok, B, T, C, V);
-    same("embedding_bwd dwte", gte, wte2, V * C, 1e-6);
-    same("embedding_bwd dwpe", gpe, wpe2, T * C, 0);
-  }
+  int32_t tok[N];
+  for (int i = 0; i < N; i++) tok[i] = (i * 7 + 3) % V;
+  float *wte = rnd(V * C, 1), *wpe = rnd(T * C, 1), *g = zeros(N * C), *w = zeros(N * C);
+  prt_cuda_embedding_fwd(g, tok, wte, wpe, B, T, C);
+  prt_embedding_fwd(w, tok, wte, wpe, B, T, C);
+  same("embedding_fwd", g, w, N * C, 0);
+  float *dy = rnd(N * C, 1), *gte = rnd(V * C, 9), *gpe = rnd(T * C, 9);
+  float *wte2 = zeros(V * C), *wpe2 = zeros(T * C);
+  prt_cuda_embedding_bwd(gte, gpe, dy, tok, B, T, C, V);
+  prt_embedding_bwd(wte2, wpe2, dy, tok, B, T, C, V);
+  same("embedding_bwd dwte", gte, wte2, V * C, 1e-6);
+  same("embedding_bwd dwpe", gpe, wpe2, T * C, 0);
   end();
+}
 
+/* LayerNorm (a warp a row, kernels/cuda_norms.cu, through the fake's one lane) and the
+ * column sums of its dw, db and of the bias gradient. */
+static void checkLayernorm(void) {
   begin("layernorm");
-  {
-    float *x = rnd(N * C, 2), *lw = rnd(C, 1), *lb = rnd(C, 1), *dy = rnd(N * C, 1);
-    float *g = zeros(N * C), *w = zeros(N * C), *gm = zeros(N), *gr = zeros(N), *wm = zeros(N);
-    float *wr = zeros(N), *gdw = zeros(C), *gdb = zeros(C), *wdw = zeros(C), *wdb = zeros(C);
-    prt_cuda_layernorm_fwd(g, gm, gr, x, lw, lb, N, C, 1e-5f);
-    prt_layernorm_fwd(w, wm, wr, x, lw, lb, N, C, 1e-5f);
-    same("layernorm_fwd y", g, w, N * C, 0);
-    same("layernorm_fwd rstd", gr, wr, N, 0);
-    prt_cuda_layernorm_bwd(g, gdw, gdb, dy, x, lw, wm, wr, N, C);
-    prt_layernorm_bwd(w, wdw, wdb, dy, x, lw, wm, wr, N, C);
-    same("layernorm_bwd dx", g, w, N * C, 0);
-    same("layernorm_bwd dw", gdw, wdw, C, 1e-7);
-    same("layernorm_bwd db", gdb, wdb, C, 1e-7);
-    prt_cuda_bias_bwd(gdb, dy, N, C);
-    prt_bias_bwd(wdb, dy, N, C);
-    same("bias_bwd", gdb, wdb, C, 1e-7);
-  }
+  float *x = rnd(N * C, 2), *lw = rnd(C, 1), *lb = rnd(C, 1), *dy = rnd(N * C, 1);
+  float *g = zeros(N * C), *w = zeros(N * C), *gm = zeros(N), *gr = zeros(N), *wm = zeros(N);
+  float *wr = zeros(N), *gdw = zeros(C), *gdb = zeros(C), *wdw = zeros(C), *wdb = zeros(C);
+  prt_cuda_layernorm_fwd(g, gm, gr, x, lw, lb, N, C, 1e-5f);
+  prt_layernorm_fwd(w, wm, wr, x, lw, lb, N, C, 1e-5f);
+  same("layernorm_fwd y", g, w, N * C, 0);
+  same("layernorm_fwd rstd", gr, wr, N, 0);
+  prt_cuda_layernorm_bwd(g, gdw, gdb, dy, x, lw, wm, wr, N, C);
+  prt_layernorm_bwd(w, wdw, wdb, dy, x, lw, wm, wr, N, C);
+  same("layernorm_bwd dx", g, w, N * C, 0);
+  same("layernorm_bwd dw", gdw, wdw, C, 1e-7);
+  same("layernorm_bwd db", gdb, wdb, C, 1e-7);
+  prt_cuda_bias_bwd(gdb, dy, N, C);
+  prt_bias_bwd(wdb, dy, N, C);
+  same("bias_bwd", gdb, wdb, C, 1e-7);
   end();
+}
 
+/* The linears: cuBLASLt with the bias epilogue, sgemm without a bias, both gradients. */
+static void checkLinear(void) {
   begin("linear");
-  {
-    enum { K = 7, Nn = 11 };
-    float *x = rnd(N * K, 1), *w = rnd(Nn * K, 1), *b = rnd(Nn, 1), *dy = rnd(N * Nn, 1);
-    float *g = zeros(N * Nn), *want = zeros(N * Nn), *gx = zeros(N * K), *wx = zeros(N * K);
-    float *gw = zeros(Nn * K), *ww = zeros(Nn * K);
-    prt_cuda_linear_fwd(g, x, w, b, N, Nn, K);
-    prt_linear_fwd(want, x, w, b, N, Nn, K);
-    same("linear_fwd bias", g, want, N * Nn, 1e-6);
-    prt_cuda_linear_fwd(g, x, w, NULL, N, Nn, K);
-    prt_linear_fwd(want, x, w, NULL, N, Nn, K);
-    same("linear_fwd", g, want, N * Nn, 1e-6);
-    prt_cuda_linear_bwd_input(gx, dy, w, N, Nn, K);
-    prt_linear_bwd_input(wx, dy, w, N, Nn, K);
-    same("linear_bwd_input", gx, wx, N * K, 1e-6);
-    prt_cuda_linear_bwd_weight(gw, dy, x, N, Nn, K);
-    prt_linear_bwd_weight(ww, dy, x, N, Nn, K);
-    same("linear_bwd_weight", gw, ww, Nn * K, 1e-6);
-  }
+  enum { K = 7, Nn = 11 };
+  float *x = rnd(N * K, 1), *w = rnd(Nn * K, 1), *b = rnd(Nn, 1), *dy = rnd(N * Nn, 1);
+  float *g = zeros(N * Nn), *want = zeros(N * Nn), *gx = zeros(N * K), *wx = zeros(N * K);
+  float *gw = zeros(Nn * K), *ww = zeros(Nn * K);
+  prt_cuda_linear_fwd(g, x, w, b, N, Nn, K);
+  prt_linear_fwd(want, x, w, b, N, Nn, K);
+  same("linear_fwd bias", g, want, N * Nn, 1e-6);
+  prt_cuda_linear_fwd(g, x, w, NULL, N, Nn, K);
+  prt_linear_fwd(want, x, w, NULL, N, Nn, K);
+  same("linear_fwd", g, want, N * Nn, 1e-6);
+  prt_cuda_linear_bwd_input(gx, dy, w, N, Nn, K);
+  prt_linear_bwd_input(wx, dy, w, N, Nn, K);
+  same("linear_bwd_input", gx, wx, N * K, 1e-6);
+  prt_cuda_linear_bwd_weight(gw, dy, x, N, Nn, K);
+  prt_linear_bwd_weight(ww, dy, x, N, Nn, K);
+  same("linear_bwd_weight", gw, ww, Nn * K, 1e-6);
   end();
+}
 
+/* The loss: per-row softmax cross-entropy and its mean, and the logits' gradient. */
+static void checkCrossEntropy(void) {
   begin("cross_entropy");
-  {
-    float *logits = rnd(N * V, 8), *gp = zeros(N * V), *wp = zeros(N * V), gl = 0, wl = 0;
-    int32_t tgt[N];
-    for (int i = 0; i < N; i++) tgt[i] = (i * 5 + 1) % V;
-    prt_cuda_cross_entropy_fwd(&gl, gp, logits, tgt, N, V);
-    prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V);
-    same("cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
-    same("cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
-    float *gd = zeros(N * V), *wd = zeros(N * V);
-    prt_cuda_cross_entropy_bwd(gd, wp, tgt, N, V, 2 * N);
-    prt_cross_entropy_bwd(wd, wp, tgt, N, V, 2 * N);
-    same("cross_entropy_bwd", gd, wd, N * V, 0);
-  }
+  float *logits = rnd(N * V, 8), *gp = zeros(N * V), *wp = zeros(N * V), gl = 0, wl = 0;
+  int32_t tgt[N];
+  for (int i = 0; i < N; i++) tgt[i] = (i * 5 + 1) % V;
+  prt_cuda_cross_entropy_fwd(&gl, gp, logits, tgt, N, V);
+  prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V);
+  same("cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
+  same("cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
+  float *gd = zeros(N * V), *wd = zeros(N * V);
+  prt_cuda_cross_entropy_bwd(gd, wp, tgt, N, V, 2 * N);
+  prt_cross_entropy_bwd(wd, wp, tgt, N, V, 2 * N);
+  same("cross_entropy_bwd", gd, wd, N * V, 0);
   end();
+}
 
-  begin("adamw_and_norm");
-  checkAdamwAndNorm(ctx);
-  end();
+/* The fused attention's launchers (fake_attention.cc: the kernels' row functions). */
+static void checkAttention(void) {
   begin("attention");
-  {
-    enum { H = 4, Ca = 32 }; /* head size 8 */
-    float *qkv = rnd(B * T * 3 * Ca, 2), *dy = rnd(B * T * Ca, 1);
-    float *g = zeros(B * T * Ca), *w = zeros(B * T * Ca);
-    float *probs = zeros(B * H * T * T), *lse = zeros(B * H * T * T);
-    float *gd = zeros(B * T * 3 * Ca), *wd = zeros(B * T * 3 * Ca);
-    prt_cuda_attention_fwd(g, lse, qkv, B, T, Ca, H);
-    prt_attention_fwd(w, probs, qkv, B, T, Ca, H);
-    same("attention_fwd", g, w, B * T * Ca, 1e-6);
-    prt_cuda_attention_bwd(gd, dy, qkv, lse, B, T, Ca, H);
-    prt_attention_bwd(wd, dy, qkv, probs, B, T, Ca, H);
-    same("attention_bwd", gd, wd, B * T * 3 * Ca, 1e-6);
-  }
+  enum { H = 4, Ca = 32 }; /* head size 8 */
+  float *qkv = rnd(B * T * 3 * Ca, 2), *dy = rnd(B * T * Ca, 1);
+  float *g = zeros(B * T * Ca), *w = zeros(B * T * Ca);
+  float *probs = zeros(B * H * T * T), *lse = zeros(B * H * T * T);
+  float *gd = zeros(B * T * 3 * Ca), *wd = zeros(B * T * 3 * Ca);
+  prt_cuda_attention_fwd(g, lse, qkv, B, T, Ca, H);
+  prt_attention_fwd(w, probs, qkv, B, T, Ca, H);
+  same("attention_fwd", g, w, B * T * Ca, 1e-6);
+  prt_cuda_attention_bwd(gd, dy, qkv, lse, B, T, Ca, H);
+  prt_attention_bwd(wd, dy, qkv, probs, B, T, Ca, H);
+  same("attention_bwd", gd, wd, B * T * 3 * Ca, 1e-6);
   end();
-  begin("moe");
-  {
-    int launches0 = fake_cuda_launches;
-    /* N tokens, 4 experts in 2 groups, top 2; the expert launchers for both local experts,
-     * as the plan calls them (the last one zeroes each block's unused rows) */
-    enum { E = 4, K = 2, G = 2, El = E / G, Fe = 6, NK = N * K, CAP = N * K, R = G * CAP };
-    float *logits = rnd(N * E, 2), *gw = zeros(NK), *ww = zeros(NK);
-    int32_t *gex = calloc(NK, sizeof *gex), *wex = calloc(NK, sizeof *wex);
-    prt_cuda_moe_topk_fwd(gw, gex, logits, N, E, K);
-    prt_moe_topk_fwd(ww, wex, logits, N, E, K);
-    if (memcmp(gex, wex, NK * sizeof *gex)) fail("moe_topk_fwd chose other experts");
-    same("moe_topk_fwd", gw, ww, NK, 2e-6);
-    float *dw = rnd(NK, 1), *gdl = zeros(N * E), *wdl = zeros(N * E);
-    prt_cuda_moe_topk_bwd(gdl, dw, ww, wex, N, E, K);
-    prt_moe_topk_bwd(wdl, dw, ww, wex, N, E, K);
-    same("moe_topk_bwd", gdl, wdl, N * E, 0);
-    float *h = rnd(N * C, 1), *grows = rnd(R * C, 1), *wrows = zeros(R * C);
-    int32_t gcnt[E], wcnt[E];
-    prt_cuda_moe_dispatch_fwd(grows, gcnt, h, wex, N, K, C, E, G);
-    prt_moe_dispatch_fwd(wrows, wcnt, h, wex, N, K, C, E, G);
-    same("moe_dispatch_fwd", grows, wrows, R * C, 0);
-    if (memcmp(gcnt, wcnt, sizeof gcnt)) fail("moe_dispatch_fwd counted otherwise");
-    float *wg[El], *wu[El], *wd[El];
-    for (int j = 0; j < El; j++) wg[j] = rnd(Fe * C, 1), wu[j] = rnd(Fe * C, 1), wd[j] = rnd(C * Fe, 1);
-    float *go = rnd(R * C, 1), *gh = rnd(R * 2 * Fe, 1), *wo = zeros(R * C), *wh = zeros(R * 2 * Fe);
-    for (int j = 0; j < El; j++) {
-      prt_cuda_moe_expert_fwd(go, gh, wrows, wcnt, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
-      prt_moe_expert_fwd(wo, wh, wrows, wcnt, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
-    }
-    same("moe_expert_fwd hidden", gh, wh, R * 2 * Fe, 1e-6);
-    same("moe_expert_fwd out", go, wo, R * C, 2e-6);
-    float *dout = rnd(R * C, 1), *gdr = rnd(R * C, 1), *wdr = zeros(R * C);
-    for (int j = 0; j < El; j++) {
-      prt_cuda_moe_expert_bwd_input(gdr, dout, wcnt, wh, G, CAP, El, j, wg[j], wu[j], wd[j], C,
-                                    Fe);
-      prt_moe_expert_bwd_input(wdr, dout, wcnt, wh, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
-    }
-    same("moe_expert_bwd_input", gdr, wdr, R * C, 2e-6);
-    float *gwg = rnd(Fe * C, 1), *gwu = rnd(Fe * C, 1), *gwd = rnd(C * Fe, 1);
-    float *wwg = zeros(Fe * C), *wwu = zeros(Fe * C), *wwd = zeros(C * Fe);
-    prt_cuda_moe_expert_bwd_weight(gwg, gwu, gwd, dout, wrows, wcnt, wh, G, CAP, El, 0, wd[0],
-                                   C, Fe);
-    prt_moe_expert_bwd_weight(wwg, wwu, wwd, dout, wrows, wcnt, wh, G, CAP, El, 0, wd[0], C, Fe);
-    same("moe_expert_bwd_weight dwg", gwg, wwg, Fe * C, 2e-6);
-    same("moe_expert_bwd_weight dwu", gwu, wwu, Fe * C, 2e-6);
-    same("moe_expert_bwd_weight dwd", gwd, wwd, C * Fe, 2e-6);
-    float *gdh = zeros(N * C), *wdh = zeros(N * C);
-    prt_cuda_moe_dispatch_bwd(gdh, wdr, wex, N, K, C, E, G);
-    prt_moe_dispatch_bwd(wdh, wdr, wex, N, K, C, E, G);
-    same("moe_dispatch_bwd", gdh, wdh, N * C, 0);
-    float *gy = zeros(N * C), *wy = zeros(N * C);
-    prt_cuda_moe_combine_fwd(gy, wo, ww, wex, N, K, C, E, G);
-    prt_moe_combine_fwd(wy, wo, ww, wex, N, K, C, E, G);
-    same("moe_combine_fwd", gy, wy, N * C, 1e-6);
-    float *dy = rnd(N * C, 1), *gdo = rnd(R * C, 1), *wdo = zeros(R * C);
-    float *gdw = zeros(NK), *wdw = zeros(NK);
-    prt_cuda_moe_combine_bwd(gdo, gdw, dy, wo, ww, wex, N, K, C, E, G);
-    prt_moe_combine_bwd(wdo, wdw, dy, wo, ww, wex, N, K, C, E, G);
-    same("moe_combine_bwd dout", gdo, wdo, R * C, 0);
-    same("moe_combine_bwd dweights", gdw, wdw, NK, 1e-6);
-    free(gex);
-    free(wex);
-    printf("%d kernel launches\n", fake_cuda_launches - launches0);
-    end();
-    begin("bf16");
-    checkBf16(wcnt, wrows, wh, dout, wg, wu, wd, G, CAP, El, Fe);
-  }
-  end();
+}
 
+/* The MoE launchers as a plan calls them, then the bf16 twins on the same data (checkBf16). */
+static void checkMoe(void) {
+  begin("moe");
+  int launches0 = fake_cuda_launches;
+  /* N tokens, 4 experts in 2 groups, top 2; the expert launchers for both local experts,
+   * as the plan calls them (the last one zeroes each block's unused rows) */
+  enum { E = 4, K = 2, G = 2, El = E / G, Fe = 6, NK = N * K, CAP = N * K, R = G * CAP };
+  float *logits = rnd(N * E, 2), *gw = zeros(NK), *ww = zeros(NK);
+  int32_t *gex = calloc(NK, sizeof *gex), *wex = calloc(NK, sizeof *wex);
+  prt_cuda_moe_topk_fwd(gw, gex, logits, N, E, K);
+  prt_moe_topk_fwd(ww, wex, logits, N, E, K);
+  if (memcmp(gex, wex, NK * sizeof *gex)) fail("moe_topk_fwd chose other experts");
+  same("moe_topk_fwd", gw, ww, NK, 2e-6);
+  float *dw = rnd(NK, 1), *gdl = zeros(N * E), *wdl = zeros(N * E);
+  prt_cuda_moe_topk_bwd(gdl, dw, ww, wex, N, E, K);
+  prt_moe_topk_bwd(wdl, dw, ww, wex, N, E, K);
+  same("moe_topk_bwd", gdl, wdl, N * E, 0);
+  float *h = rnd(N * C, 1), *grows = rnd(R * C, 1), *wrows = zeros(R * C);
+  int32_t gcnt[E], wcnt[E];
+  prt_cuda_moe_dispatch_fwd(grows, gcnt, h, wex, N, K, C, E, G);
+  prt_moe_dispatch_fwd(wrows, wcnt, h, wex, N, K, C, E, G);
+  same("moe_dispatch_fwd", grows, wrows, R * C, 0);
+  if (memcmp(gcnt, wcnt, sizeof gcnt)) fail("moe_dispatch_fwd counted otherwise");
+  float *wg[El], *wu[El], *wd[El];
+  for (int j = 0; j < El; j++) wg[j] = rnd(Fe * C, 1), wu[j] = rnd(Fe * C, 1), wd[j] = rnd(C * Fe, 1);
+  float *go = rnd(R * C, 1), *gh = rnd(R * 2 * Fe, 1), *wo = zeros(R * C), *wh = zeros(R * 2 * Fe);
+  for (int j = 0; j < El; j++) {
+    prt_cuda_moe_expert_fwd(go, gh, wrows, wcnt, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
+    prt_moe_expert_fwd(wo, wh, wrows, wcnt, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
+  }
+  same("moe_expert_fwd hidden", gh, wh, R * 2 * Fe, 1e-6);
+  same("moe_expert_fwd out", go, wo, R * C, 2e-6);
+  float *dout = rnd(R * C, 1), *gdr = rnd(R * C, 1), *wdr = zeros(R * C);
+  for (int j = 0; j < El; j++) {
+    prt_cuda_moe_expert_bwd_input(gdr, dout, wcnt, wh, G, CAP, El, j, wg[j], wu[j], wd[j], C,
+                                  Fe);
+    prt_moe_expert_bwd_input(wdr, dout, wcnt, wh, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
+  }
+  same("moe_expert_bwd_input", gdr, wdr, R * C, 2e-6);
+  float *gwg = rnd(Fe * C, 1), *gwu = rnd(Fe * C, 1), *gwd = rnd(C * Fe, 1);
+  float *wwg = zeros(Fe * C), *wwu = zeros(Fe * C), *wwd = zeros(C * Fe);
+  prt_cuda_moe_expert_bwd_weight(gwg, gwu, gwd, dout, wrows, wcnt, wh, G, CAP, El, 0, wd[0],
+                                 C, Fe);
+  prt_moe_expert_bwd_weight(wwg, wwu, wwd, dout, wrows, wcnt, wh, G, CAP, El, 0, wd[0], C, Fe);
+  same("moe_expert_bwd_weight dwg", gwg, wwg, Fe * C, 2e-6);
+  same("moe_expert_bwd_weight dwu", gwu, wwu, Fe * C, 2e-6);
+  same("moe_expert_bwd_weight dwd", gwd, wwd, C * Fe, 2e-6);
+  float *gdh = zeros(N * C), *wdh = zeros(N * C);
+  prt_cuda_moe_dispatch_bwd(gdh, wdr, wex, N, K, C, E, G);
+  prt_moe_dispatch_bwd(wdh, wdr, wex, N, K, C, E, G);
+  same("moe_dispatch_bwd", gdh, wdh, N * C, 0);
+  float *gy = zeros(N * C), *wy = zeros(N * C);
+  prt_cuda_moe_combine_fwd(gy, wo, ww, wex, N, K, C, E, G);
+  prt_moe_combine_fwd(wy, wo, ww, wex, N, K, C, E, G);
+  same("moe_combine_fwd", gy, wy, N * C, 1e-6);
+  float *dy = rnd(N * C, 1), *gdo = rnd(R * C, 1), *wdo = zeros(R * C);
+  float *gdw = zeros(NK), *wdw = zeros(NK);
+  prt_cuda_moe_combine_bwd(gdo, gdw, dy, wo, ww, wex, N, K, C, E, G);
+  prt_moe_combine_bwd(wdo, wdw, dy, wo, ww, wex, N, K, C, E, G);
+  same("moe_combine_bwd dout", gdo, wdo, R * C, 0);
+  same("moe_combine_bwd dweights", gdw, wdw, NK, 1e-6);
+  free(gex);
+  free(wex);
+  printf("%d kernel launches\n", fake_cuda_launches - launches0);
+  end();
+  begin("bf16");
+  checkBf16(wcnt, wrows, wh, dout, wg, wu, wd, G, CAP, El, Fe);
+  end();
+}
+
+int main(void) {
+  emuSetup(0x2545f4914f6cdd1dull, "prt_cuda", "CPU");
+  prt_ctx *ctx = prt_ctx_create();
+  prt_cuda_setup(ctx);
+  checkSetup(ctx);
+  checkElementwise();
+  checkEmbedding();
+  checkLayernorm();
+  checkLinear();
+  checkCrossEntropy();
+  checkAdamwAndNorm(ctx);
+  checkAttention();
+  checkMoe();
   prt_ctx_destroy(ctx);
   fake_cuda_destroy();
   emuFreeArrays();

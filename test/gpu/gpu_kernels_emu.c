@@ -82,488 +82,656 @@ static void checkBf16(void) {
   free(wh);
 }
 
+/* ---- elementwise: one array of n values each, a and b in [-3, 3) ---- */
+
+typedef struct {
+  int64_t n;
+  float *a, *b, *dy, *g, *w; /* inputs; the GPU's and the CPU's outputs */
+} Elementwise;
+
+static void checkAdd(const Elementwise *e) {
+  begin("add");
+  void (*add)(int64_t, float *, const float *, const float *, int64_t) = fn("piper_add");
+  for (int64_t i = 0; i < e->n + 7; i++) add(i, e->g, e->a, e->b, e->n); /* threads past n idle */
+  prt_add(e->w, e->a, e->b, e->n);
+  same("add", e->g, e->w, e->n, 0);
+  end();
+}
+
+static void checkCopy(const Elementwise *e) {
+  begin("copy");
+  void (*copy)(int64_t, float *, const float *, int64_t) = fn("piper_copy");
+  for (int64_t i = 0; i < e->n; i++) copy(i, e->g, e->a, e->n);
+  same("copy", e->g, e->a, e->n, 0);
+  end();
+}
+
+static void checkGeluFwd(const Elementwise *e) {
+  begin("gelu_fwd");
+  void (*gf)(int64_t, float *, const float *, int64_t) = fn("piper_gelu_fwd");
+  for (int64_t i = 0; i < e->n; i++) gf(i, e->g, e->a, e->n);
+  prt_gelu_fwd(e->w, e->a, e->n);
+  same("gelu_fwd", e->g, e->w, e->n, 1e-6);
+  end();
+}
+
+static void checkGeluBwd(const Elementwise *e) {
+  begin("gelu_bwd");
+  void (*gb)(int64_t, float *, const float *, const float *, int64_t) = fn("piper_gelu_bwd");
+  for (int64_t i = 0; i < e->n; i++) gb(i, e->g, e->dy, e->a, e->n);
+  prt_gelu_bwd(e->w, e->dy, e->a, e->n);
+  same("gelu_bwd", e->g, e->w, e->n, 1e-6);
+  end();
+}
+
+/* relu: a comparison and a select, bit for bit, with 0, -0, a NaN and the infinities first
+ * (checkElementwise puts them in a) */
+static void checkReluFwd(const Elementwise *e) {
+  begin("relu_fwd");
+  void (*rf)(int64_t, float *, const float *, int64_t) = fn("piper_relu_fwd");
+  for (int64_t i = 0; i < e->n + 3; i++) rf(i, e->g, e->a, e->n); /* threads past n idle */
+  prt_relu_fwd(e->w, e->a, e->n);
+  sameBits("relu_fwd", e->g, e->w, e->n, sizeof *e->g);
+  end();
+}
+
+static void checkReluBwd(const Elementwise *e) {
+  begin("relu_bwd");
+  void (*rb)(int64_t, float *, const float *, const float *, int64_t) = fn("piper_relu_bwd");
+  for (int64_t i = 0; i < e->n; i++) rb(i, e->g, e->dy, e->a, e->n);
+  prt_relu_bwd(e->w, e->dy, e->a, e->n);
+  sameBits("relu_bwd", e->g, e->w, e->n, sizeof *e->g);
+  end();
+}
+
+static void checkElementwise(void) {
+  int64_t n = N * C;
+  Elementwise e = {n, rnd(n, 3.0f), rnd(n, 3.0f), NULL, zeros(n), zeros(n)};
+  e.dy = rnd(n, 1);
+  checkAdd(&e);
+  checkCopy(&e);
+  checkGeluFwd(&e);
+  checkGeluBwd(&e);
+  float special[6] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e-30f};
+  memcpy(e.a, special, sizeof special);
+  checkReluFwd(&e);
+  checkReluBwd(&e);
+}
+
+/* ---- embeddings: N token ids with repeats (the backward sums them) ---- */
+
+static void tokens(int32_t *tok) {
+  for (int i = 0; i < N; i++) tok[i] = (i * 7 + 3) % V;
+}
+
+static void checkEmbeddingFwd(const int32_t *tok, const float *wte, const float *wpe) {
+  begin("embedding_fwd");
+  float *g = zeros(N * C), *w = zeros(N * C);
+  void (*ef)(int64_t, float *, const int32_t *, const float *, const float *, int64_t, int64_t,
+             int64_t) = fn("piper_embedding_fwd");
+  for (int64_t i = 0; i < N * C; i++) ef(i, g, tok, wte, wpe, B, T, C);
+  prt_embedding_fwd(w, tok, wte, wpe, B, T, C);
+  same("embedding_fwd", g, w, N * C, 0);
+  end();
+}
+
+/* dwte by chunks of 4 token rows (the last one shorter): 4 slabs of V x C, summed in order;
+ * the slabs and outputs start as garbage (the kernels overwrite them) */
+static void checkEmbeddingBwd(const int32_t *tok) {
+  begin("embedding_bwd");
+  float *dy = rnd(N * C, 1), *gte = rnd(V * C, 9), *gpe = rnd(T * C, 9);
+  float *wte2 = zeros(V * C), *wpe2 = zeros(T * C);
+  int64_t Rw = 4, chunks = (N + Rw - 1) / Rw;
+  float *slabs = rnd(chunks * V * C, 9);
+  void (*bw)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t,
+             int64_t) = fn("piper_embedding_wte_partials");
+  void (*sl)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_sum_slabs");
+  void (*bp)(int64_t, float *, const float *, int64_t, int64_t, int64_t) =
+      fn("piper_embedding_bwd_wpe");
+  for (int64_t i = 0; i < chunks * C; i++) bw(i, slabs, dy, tok, N, C, V, Rw);
+  for (int64_t i = 0; i < V * C; i++) sl(i, gte, slabs, chunks, V * C);
+  for (int64_t i = 0; i < T * C; i++) bp(i, gpe, dy, B, T, C);
+  prt_embedding_bwd(wte2, wpe2, dy, tok, B, T, C, V);
+  same("embedding_bwd dwte", gte, wte2, V * C, 1e-6); /* summed by chunks */
+  same("embedding_bwd dwpe", gpe, wpe2, T * C, 0);
+  end();
+}
+
+static void checkEmbedding(void) {
+  int32_t tok[N];
+  tokens(tok);
+  float *wte = rnd(V * C, 1), *wpe = rnd(T * C, 1);
+  checkEmbeddingFwd(tok, wte, wpe);
+  checkEmbeddingBwd(tok);
+}
+
+/* ---- column sums: LayerNorm's weight and bias gradients, the bias gradient, bias rows.
+ * LayerNorm's forward and input gradient run a warp a row in kernels/cuda_norms.cu
+ * (norm_emu.cu checks them). Sums by chunks of 4 rows (N = 15: the last one 3), their f64
+ * sums added in order: 1e-7 against the CPU's f64 sums. ---- */
+
+enum { RC = 4, CHUNKS = (N + RC - 1) / RC };
+
+static void checkLayernormDwDb(const float *x, const float *dy, const float *lw,
+                               const float *mean, const float *rstd) {
+  begin("layernorm_bwd");
+  float gdw[C], gdb[C], wdw[C], wdb[C], *wdx = zeros(N * C);
+  double pwb[2 * CHUNKS * C]; /* dw's chunk sums, then db's, as the launcher lays them out */
+  void (*lwb)(int64_t, double *, double *, const float *, const float *, const float *,
+              const float *, int64_t, int64_t, int64_t) = fn("piper_layernorm_dwdb_partials");
+  void (*cfin2)(int64_t, float *, float *, const double *, int64_t, int64_t) =
+      fn("piper_col_finish2");
+  for (int64_t i = 0; i < CHUNKS * C + 5; i++)
+    lwb(i, pwb, pwb + CHUNKS * C, dy, x, mean, rstd, N, C, RC);
+  for (int64_t i = 0; i < 2 * C + 5; i++) cfin2(i, gdw, gdb, pwb, CHUNKS, C);
+  prt_layernorm_bwd(wdx, wdw, wdb, dy, x, lw, mean, rstd, N, C);
+  same("layernorm_bwd dw", gdw, wdw, C, 1e-7);
+  same("layernorm_bwd db", gdb, wdb, C, 1e-7);
+  end();
+}
+
+static void checkBiasBwd(const float *dy) {
+  begin("bias_bwd");
+  float gdb[C], wdb[C];
+  double partial[CHUNKS * C];
+  void (*bb)(int64_t, double *, const float *, int64_t, int64_t, int64_t) =
+      fn("piper_col_partials");
+  void (*cfin)(int64_t, float *, const double *, int64_t, int64_t) = fn("piper_col_finish");
+  for (int64_t i = 0; i < CHUNKS * C + 5; i++) bb(i, partial, dy, N, C, RC);
+  for (int64_t i = 0; i < C; i++) cfin(i, gdb, partial, CHUNKS, C);
+  prt_bias_bwd(wdb, dy, N, C);
+  same("bias_bwd", gdb, wdb, C, 1e-7);
+  end();
+}
+
+static void checkBiasRows(const float *b) {
+  begin("bias_rows");
+  float *g = zeros(N * C), *w = zeros(N * C);
+  void (*br)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_bias_rows");
+  for (int64_t i = 0; i < N * C; i++) br(i, g, b, N, C);
+  for (int64_t i = 0; i < N * C; i++) w[i] = b[i % C];
+  same("bias_rows", g, w, N * C, 0);
+  end();
+}
+
+static void checkColumnSums(void) {
+  float *x = rnd(N * C, 2), *lw = rnd(C, 1), *lb = rnd(C, 1), *dy = rnd(N * C, 1);
+  float *y = zeros(N * C), mean[N], rstd[N];
+  prt_layernorm_fwd(y, mean, rstd, x, lw, lb, N, C, 1e-5f); /* the saved statistics */
+  checkLayernormDwDb(x, dy, lw, mean, rstd);
+  checkBiasBwd(dy);
+  checkBiasRows(lb);
+}
+
+/* ---- loss: logits with a wide range (one far below its row's max underflows exp) ---- */
+
+static void checkCrossEntropyFwd(const float *logits, const int32_t *tgt, float *wp) {
+  begin("cross_entropy_fwd");
+  float *gp = zeros(N * V), gl, wl;
+  double rows[N];
+  void (*cf)(int64_t, float *, double *, const float *, const int32_t *, int64_t, int64_t) =
+      fn("piper_cross_entropy_fwd");
+  void (*mr)(int64_t, float *, const double *, int64_t) = fn("piper_mean_rows");
+  for (int64_t i = 0; i < N; i++) cf(i, gp, rows, logits, tgt, N, V);
+  for (int64_t i = 0; i < 3; i++) mr(i, &gl, rows, N); /* only thread 0 writes */
+  prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V);
+  same("cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
+  same("cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
+  end();
+}
+
+static void checkCrossEntropyBwd(const float *probs, const int32_t *tgt) {
+  begin("cross_entropy_bwd");
+  float *gd = zeros(N * V), *wd = zeros(N * V);
+  void (*cb)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t) =
+      fn("piper_cross_entropy_bwd");
+  for (int64_t i = 0; i < N * V; i++) cb(i, gd, probs, tgt, N, V, 2 * N);
+  prt_cross_entropy_bwd(wd, probs, tgt, N, V, 2 * N);
+  same("cross_entropy_bwd", gd, wd, N * V, 0);
+  end();
+}
+
+static void checkLoss(void) {
+  float *logits = rnd(N * V, 8), *probs = zeros(N * V);
+  logits[3] = -200.0f;
+  int32_t tgt[N];
+  for (int i = 0; i < N; i++) tgt[i] = (i * 5 + 1) % V;
+  checkCrossEntropyFwd(logits, tgt, probs);
+  checkCrossEntropyBwd(probs, tgt);
+}
+
+/* ---- AdamW at step 3 with decay and a clip scale; the gradient norm. A table of two
+ * tensors in chunks of CH = 64 elements (the layout of runtime/kernels/cuda.c's
+ * tensor_chunk): p (97 elements: a full chunk and a short one, decay) and q (40, no
+ * decay). ---- */
+
+enum { CH = 64, NP = 97, NQ = 40, NORM_L = 4 };
+
+typedef struct {
+  prt_ctx *c;
+  float *p, *g, *m, *v, *q, *gq, *mq, *vq; /* the tensors the kernels update */
+  int64_t table[3][8];                     /* their chunks */
+} AdamFixture;
+
+static void checkAdamw(AdamFixture *f) {
+  begin("adamw");
+  float *p2 = zeros(NP), *m2 = zeros(NP), *v2 = zeros(NP);
+  float *q2 = zeros(NQ), *mq2 = zeros(NQ), *vq2 = zeros(NQ);
+  memcpy(p2, f->p, NP * 4);
+  memcpy(m2, f->m, NP * 4);
+  memcpy(v2, f->v, NP * 4);
+  memcpy(q2, f->q, NQ * 4);
+  memcpy(mq2, f->mq, NQ * 4);
+  memcpy(vq2, f->vq, NQ * 4);
+  prt_adam_scalars a = prt_adam_scalars_of(f->c, 0.9f, 0.95f, 1e-8f);
+  float scal[8] = {a.beta1, a.beta2, a.eps, a.keep, a.one_minus_b1, a.one_minus_b2,
+                   a.bc2_sqrt, a.neg_step};
+  void (*ad)(int64_t, const int64_t *, const float *, const float *, int64_t, int64_t) =
+      fn("piper_adamw_multi");
+  for (int64_t i = 0; i < 3 * CH; i++) ad(i, &f->table[0][0], scal, &f->c->clip_scale, 3, CH);
+  prt_adamw(f->c, p2, f->g, m2, v2, NP, 0.9f, 0.95f, 1e-8f, 1);
+  prt_adamw(f->c, q2, f->gq, mq2, vq2, NQ, 0.9f, 0.95f, 1e-8f, 0);
+  same("adamw p", f->p, p2, NP, 1e-6);
+  same("adamw m", f->m, m2, NP, 1e-6);
+  same("adamw v", f->v, v2, NP, 1e-6);
+  same("adamw p (no decay)", f->q, q2, NQ, 1e-6);
+  same("adamw m (no decay)", f->mq, mq2, NQ, 1e-6);
+  same("adamw v (no decay)", f->vq, vq2, NQ, 1e-6);
+  end();
+}
+
+/* the norm over the table's gradients, NORM_L lanes a chunk, then the clip scale for a max
+ * norm below it (and none), against prt_grad_norm_sync's */
+static void checkGradSq(AdamFixture *f) {
+  begin("grad_sq");
+  double partial[3 * NORM_L], csum[3], sq = 0, want = 0;
+  float clip = 0;
+  void (*ss)(int64_t, double *, const int64_t *, int64_t, int64_t) = fn("piper_sumsq_chunks");
+  void (*sl)(int64_t, double *, const double *, int64_t, int64_t) = fn("piper_sum_lanes");
+  void (*nc)(int64_t, double *, float *, const double *, int64_t, float) = fn("piper_norm_clip");
+  for (int64_t i = 0; i < 3 * NORM_L; i++) ss(i, partial, &f->table[0][0], 3, NORM_L);
+  for (int64_t i = 0; i < 3; i++) sl(i, csum, partial, 3, NORM_L);
+  nc(0, &sq, &clip, csum, 3, 2.5f);
+  for (int64_t i = 0; i < NP; i++) want += (double)f->g[i] * f->g[i];
+  for (int64_t i = 0; i < NQ; i++) want += (double)f->gq[i] * f->gq[i];
+  float sqf = (float)sq, wantf = (float)want;
+  same("grad_sq", &sqf, &wantf, 1, 1e-7);
+  f->c->grad_sq = want;
+  f->c->grad_clip = 2.5;
+  prt_grad_norm_sync(f->c);
+  if (!(f->c->clip_scale < 1.0f)) fail("grad_sq: the clip case was not exercised");
+  same("clip scale", &clip, &f->c->clip_scale, 1, 0);
+  nc(0, &sq, &clip, csum, 3, 0.0f); /* no clipping */
+  float onef = 1.0f;
+  same("clip scale (none)", &clip, &onef, 1, 0);
+  end();
+}
+
+static int64_t addr(const float *p) { return (int64_t)(intptr_t)p; }
+
+static void checkOptimizer(void) {
+  AdamFixture f = {.c = prt_ctx_create()};
+  f.c->lr = 3e-3;
+  f.c->weight_decay = 0.1;
+  f.c->adam_t = 3;
+  f.c->clip_scale = 0.5f;
+  f.p = rnd(NP, 1), f.g = rnd(NP, 1), f.m = rnd(NP, 0.1f), f.v = zeros(NP);
+  for (int64_t i = 0; i < NP; i++) f.v[i] = fabsf(uni()) * 0.01f;
+  f.q = rnd(NQ, 1), f.gq = rnd(NQ, 1), f.mq = rnd(NQ, 0.1f), f.vq = zeros(NQ);
+  int64_t t[3][8] = {{addr(f.p), addr(f.g), addr(f.m), addr(f.v), 0, CH, 1, 0},
+                     {addr(f.p), addr(f.g), addr(f.m), addr(f.v), CH, NP - CH, 1, 0},
+                     {addr(f.q), addr(f.gq), addr(f.mq), addr(f.vq), 0, NQ, 0, 0}};
+  memcpy(f.table, t, sizeof t);
+  checkAdamw(&f);
+  checkGradSq(&f);
+  prt_ctx_destroy(f.c);
+}
+
+/* ---- Qwen3's ops (runtime/kernels/cpu_qwen3.c); RMSNorm's forward and input gradient run a
+ * warp a row in kernels/cuda_norms.cu (norm_emu.cu checks them) ---- */
+
+static void checkEmbedFwd(const int32_t *tok, const float *wte) {
+  begin("embed_fwd");
+  float *g = zeros(N * C), *w = zeros(N * C);
+  void (*ef)(int64_t, float *, const int32_t *, const float *, int64_t, int64_t, int64_t) =
+      fn("piper_embed_fwd");
+  for (int64_t i = 0; i < N * C + 3; i++) ef(i, g, tok, wte, N, C, V);
+  prt_embed_fwd(w, tok, wte, N, C, V);
+  same("embed_fwd", g, w, N * C, 0);
+  int32_t badtok[N];
+  memcpy(badtok, tok, sizeof badtok);
+  badtok[2] = V; /* outside the vocabulary: NaN on the GPU (the CPU stops) */
+  for (int64_t i = 0; i < N * C; i++) ef(i, g, badtok, wte, N, C, V);
+  if (!isnan(g[2 * C]) || isnan(g[3 * C])) fail("embed_fwd: token V gives no NaN row");
+  end();
+}
+
+static void checkEmbedBwd(const int32_t *tok, const float *dy) {
+  begin("embed_bwd");
+  float *gte = rnd(V * C, 9), *wte2 = zeros(V * C);
+  int64_t Rw = 4, chunks = (N + Rw - 1) / Rw;
+  float *slabs = rnd(chunks * V * C, 9); /* zeroed by the kernel */
+  void (*bw)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t,
+             int64_t) = fn("piper_embedding_wte_partials");
+  void (*sl)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_sum_slabs");
+  for (int64_t i = 0; i < chunks * C; i++) bw(i, slabs, dy, tok, N, C, V, Rw);
+  for (int64_t i = 0; i < V * C; i++) sl(i, gte, slabs, chunks, V * C);
+  prt_embed_bwd(wte2, dy, tok, N, C, V);
+  same("embed_bwd", gte, wte2, V * C, 1e-6); /* f32 sums associated by chunks */
+  end();
+}
+
+static void checkRmsnormDw(const float *x, const float *dy, const float *nw) {
+  begin("rmsnorm_bwd");
+  float gdw[C], wdw[C], *y = zeros(N * C), *wdx = zeros(N * C), rstd[N];
+  double pw[CHUNKS * C];
+  prt_rmsnorm_fwd(y, rstd, x, nw, N, C, 1e-6f); /* the saved rstd */
+  void (*rp)(int64_t, double *, const float *, const float *, const float *, int64_t,
+             int64_t, int64_t) = fn("piper_rmsnorm_dw_partials");
+  void (*cfin)(int64_t, float *, const double *, int64_t, int64_t) = fn("piper_col_finish");
+  for (int64_t i = 0; i < CHUNKS * C + 5; i++) rp(i, pw, dy, x, rstd, N, C, RC);
+  for (int64_t i = 0; i < C; i++) cfin(i, gdw, pw, CHUNKS, C);
+  prt_rmsnorm_bwd(wdx, wdw, dy, x, nw, rstd, N, C);
+  same("rmsnorm_bwd dw", gdw, wdw, C, 1e-7); /* f64 sums associated by chunks */
+  end();
+}
+
+/* rope over B x T rows of H heads of D (3 rotary pairs), theta 10000 and Qwen3's 1e6; dir 1:
+ * the backward (the inverse rotation) */
+static void checkRope(int dir, int th) {
+  enum { H = 2, D = 6, NC = H * D };
+  float theta = th ? 1e6f : 1e4f;
+  begin_on(dir ? "rope_bwd" : "rope_fwd", th ? "theta1e6" : "theta1e4");
+  float *rx = rnd(N * NC, 2), *go = zeros(N * NC), *wo = zeros(N * NC);
+  float *cs = zeros(2 * T * (D / 2));
+  prt_rope_table(cs, T, D, theta, dir ? -1.0 : 1.0);
+  void (*ro)(int64_t, float *, const float *, const float *, int64_t, int64_t, int64_t,
+             int64_t) = fn("piper_rope");
+  for (int64_t i = 0; i < N * H * (D / 2) + 4; i++) ro(i, go, rx, cs, N, T, NC, D);
+  if (dir) prt_rope_bwd(wo, rx, B, T, NC, D, theta);
+  else prt_rope_fwd(wo, rx, B, T, NC, D, theta);
+  same("rope", go, wo, N * NC, 1e-6); /* GCC may contract x1 c - x2 s into an FMA */
+  end();
+}
+
+/* SwiGLU's gate with e^-g overflowing on the CPU (-0 there, below 1e-35 here) and a large
+ * positive value; exp is a polynomial here, libm's expf on the CPU: 2e-6 */
+static void checkSwigluFwd(const float *gate, const float *up, int64_t n) {
+  begin("swiglu_fwd");
+  float *g = zeros(n), *w = zeros(n);
+  void (*sf)(int64_t, float *, const float *, const float *, int64_t) = fn("piper_swiglu_fwd");
+  for (int64_t i = 0; i < n + 3; i++) sf(i, g, gate, up, n);
+  prt_swiglu_fwd(w, gate, up, n);
+  same("swiglu_fwd", g, w, n, 2e-6);
+  end();
+}
+
+static void checkSwigluBwd(const float *gate, const float *up, const float *dout, int64_t n) {
+  begin("swiglu_bwd");
+  float *g = zeros(n), *g2 = zeros(n), *w = zeros(n), *w2 = zeros(n);
+  void (*sb)(int64_t, float *, float *, const float *, const float *, const float *,
+             int64_t) = fn("piper_swiglu_bwd");
+  for (int64_t i = 0; i < n; i++) sb(i, g, g2, dout, gate, up, n);
+  prt_swiglu_bwd(w, w2, dout, gate, up, n);
+  same("swiglu_bwd dgate", g, w, n, 2e-6);
+  same("swiglu_bwd dup", g2, w2, n, 2e-6);
+  end();
+}
+
+static void checkBiasAdd(const float *x) {
+  begin("bias_add");
+  float *bb = rnd(C, 1), *g = zeros(N * C), *w = zeros(N * C);
+  void (*ba)(int64_t, float *, const float *, const float *, int64_t, int64_t) =
+      fn("piper_bias_add");
+  for (int64_t i = 0; i < N * C + 3; i++) ba(i, g, x, bb, N, C);
+  prt_bias_add(w, x, bb, N, C);
+  same("bias_add", g, w, N * C, 0);
+  end();
+}
+
+static void checkQwen3(void) {
+  int32_t tok[N];
+  tokens(tok);
+  float *wte = rnd(V * C, 1);
+  checkEmbedFwd(tok, wte);
+  float *dy = rnd(N * C, 1);
+  checkEmbedBwd(tok, dy);
+  float *x = rnd(N * C, 2), *nw = rnd(C, 1);
+  checkRmsnormDw(x, dy, nw);
+  for (int dir = 0; dir < 2; dir++)
+    for (int th = 0; th < 2; th++) checkRope(dir, th);
+  int64_t n = N * C;
+  float *gate = rnd(n, 6), *up = rnd(n, 2), *d2 = rnd(n, 1);
+  gate[0] = -95.0f;
+  gate[1] = 40.0f;
+  checkSwigluFwd(gate, up, n);
+  checkSwigluBwd(gate, up, d2, n);
+  checkBiasAdd(x);
+}
+
+/* ---- mixture of experts: N tokens, E = 4 experts in G = 2 groups of El = 2, top K = 2.
+ * The launchers (runtime/kernels/cuda.c) compute the copies' rows on the host by the CPU's
+ * prt_moe_positions and run the expert matmuls as cuBLAS calls (prt_gemm_row_major,
+ * replayed here through CBLAS); the device kernels' part is checked against the whole CPU
+ * kernel. Tolerances: top-k's e^x is piper_exp in f32 here, libm's double exp on the CPU
+ * (2e-6); the expert activations' sigmoid likewise (2e-6 through the matmuls); the rest
+ * is the CPU's operations in its order (0, or 1e-6 where GCC may contract a multiply-add
+ * into an FMA). ---- */
+
+enum { E = 4, K = 2, G = 2, El = E / G, Fe = 6, NK = N * K, CAP = N * K, R = G * CAP };
+
+typedef struct {
+  float *ww;                   /* the CPU's router weights (N, K) */
+  int32_t wex[NK], pos[NK];    /* its experts; each copy's row */
+  int32_t wcnt[E];             /* copies per expert */
+  float *wrows;                /* the CPU's dispatched rows (R, C) */
+} MoeFixture;
+
+static void checkMoeTopkFwd(MoeFixture *f) {
+  begin("moe_topk_fwd");
+  float *logits = rnd(N * E, 2);
+  logits[0] = logits[1] = logits[2] = 0.5f; /* ties: the lower index wins */
+  logits[3] = 0.25f;
+  for (int e = 0; e < E; e++) logits[E + e] = 1.0f; /* all four tied */
+  float *gw = zeros(NK), *gexf = zeros(NK), *wexf = zeros(NK);
+  int32_t gex[NK];
+  f->ww = zeros(NK);
+  void (*tf)(int64_t, float *, int32_t *, const float *, int64_t, int64_t, int64_t) =
+      fn("piper_moe_topk_fwd");
+  for (int64_t i = 0; i < N + 3; i++) tf(i, gw, gex, logits, N, E, K);
+  prt_moe_topk_fwd(f->ww, f->wex, logits, N, E, K);
+  for (int i = 0; i < NK; i++) gexf[i] = (float)gex[i], wexf[i] = (float)f->wex[i];
+  same("moe_topk_fwd experts", gexf, wexf, NK, 0);
+  same("moe_topk_fwd weights", gw, f->ww, NK, 2e-6);
+  end();
+}
+
+static void checkMoeTopkBwd(const MoeFixture *f) {
+  begin("moe_topk_bwd");
+  float *dw = rnd(NK, 1), *gdl = zeros(N * E), *wdl = zeros(N * E);
+  for (int i = 0; i < N * E; i++) gdl[i] = 7.0f; /* the kernel writes every element */
+  void (*tb)(int64_t, float *, const float *, const float *, const int32_t *, int64_t,
+             int64_t, int64_t) = fn("piper_moe_topk_bwd");
+  for (int64_t i = 0; i < N + 3; i++) tb(i, gdl, dw, f->ww, f->wex, N, E, K);
+  prt_moe_topk_bwd(wdl, dw, f->ww, f->wex, N, E, K);
+  same("moe_topk_bwd", gdl, wdl, N * E, 0);
+  end();
+}
+
+static void checkMoeDispatchFwd(MoeFixture *f) {
+  int32_t gcnt[E];
+  prt_moe_positions(f->pos, gcnt, f->wex, N, K, E, G, "emu");
+  float *h = rnd(N * C, 1), *grows = zeros(R * C);
+  f->wrows = zeros(R * C);
+  begin("moe_dispatch_fwd");
+  void (*sr)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t) =
+      fn("piper_moe_scatter_rows");
+  for (int64_t i = 0; i < NK * C + 3; i++) sr(i, grows, h, f->pos, NK, K, C);
+  prt_moe_dispatch_fwd(f->wrows, f->wcnt, h, f->wex, N, K, C, E, G);
+  same("moe_dispatch_fwd rows", grows, f->wrows, R * C, 0);
+  float gcf[E], wcf[E];
+  for (int e = 0; e < E; e++) gcf[e] = (float)gcnt[e], wcf[e] = (float)f->wcnt[e];
+  same("moe_dispatch_fwd counts", gcf, wcf, E, 0);
+  end();
+}
+
+static void checkMoeDispatchBwd(const MoeFixture *f) {
+  begin("moe_dispatch_bwd");
+  float *drows = rnd(R * C, 1), *gdh = zeros(N * C), *wdh = zeros(N * C);
+  void (*gs)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t) =
+      fn("piper_moe_gather_sum");
+  for (int64_t i = 0; i < N * C + 3; i++) gs(i, gdh, drows, f->pos, N, K, C);
+  prt_moe_dispatch_bwd(wdh, drows, f->wex, N, K, C, E, G);
+  same("moe_dispatch_bwd", gdh, wdh, N * C, 0);
+  end();
+}
+
+static void checkMoeCombineFwd(const MoeFixture *f, const float *eout) {
+  begin("moe_combine_fwd");
+  float *gy = zeros(N * C), *wy = zeros(N * C);
+  void (*cf)(int64_t, float *, const float *, const float *, const int32_t *, int64_t,
+             int64_t, int64_t) = fn("piper_moe_combine_fwd");
+  for (int64_t i = 0; i < N * C + 3; i++) cf(i, gy, eout, f->ww, f->pos, N, K, C);
+  prt_moe_combine_fwd(wy, eout, f->ww, f->wex, N, K, C, E, G);
+  same("moe_combine_fwd", gy, wy, N * C, 1e-6);
+  end();
+}
+
+static void checkMoeCombineBwd(const MoeFixture *f, const float *eout) {
+  begin("moe_combine_bwd");
+  float *dy = rnd(N * C, 1), *gdo = zeros(R * C), *wdo = zeros(R * C);
+  float *gdw = zeros(NK), *wdw = zeros(NK);
+  void (*cb)(int64_t, float *, float *, const float *, const float *, const float *,
+             const int32_t *, int64_t, int64_t, int64_t) = fn("piper_moe_combine_bwd");
+  for (int64_t i = 0; i < NK + 3; i++) cb(i, gdo, gdw, dy, eout, f->ww, f->pos, N, K, C);
+  prt_moe_combine_bwd(wdo, wdw, dy, eout, f->ww, f->wex, N, K, C, E, G);
+  same("moe_combine_bwd dout", gdo, wdo, R * C, 0);
+  same("moe_combine_bwd dweights", gdw, wdw, NK, 1e-6);
+  end();
+}
+
+/* The experts: each launcher's sequence (cuda.c) with its kernels and sgemm arguments, for
+ * local expert j = El - 1 (the last: it zeroes the unused rows too), on block counts bc. */
+typedef struct {
+  int32_t bc[G * El];
+  float *wg, *wu, *wd; /* the expert's weights */
+  float *wh;           /* the CPU's hidden rows (R, 2 Fe), from the forward */
+  float *act;          /* scratch of 3 CAP Fe */
+} ExpertFixture;
+
+static void checkMoeExpertFwd(const MoeFixture *f, ExpertFixture *x) {
+  begin("moe_expert_fwd");
+  float *go = zeros(R * C), *wo = zeros(R * C), *gh = zeros(R * 2 * Fe);
+  void (*sm)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_moe_silu_mul");
+  int64_t j = El - 1;
+  for (int64_t s = 0; s < G; s++) {
+    int64_t first, n;
+    prt_moe_segment(x->bc, s, CAP, El, j, &first, &n, "emu");
+    const float *in = f->wrows + first * C;
+    float *hid = gh + first * 2 * Fe, *o = go + first * C;
+    replay(prt_gemm_row_major(false, true, n, Fe, C, in, C, x->wg, C, 0.0f, hid, 2 * Fe));
+    replay(prt_gemm_row_major(false, true, n, Fe, C, in, C, x->wu, C, 0.0f, hid + Fe, 2 * Fe));
+    for (int64_t i = 0; i < n * Fe + 3; i++) sm(i, x->act, hid, n, Fe);
+    replay(prt_gemm_row_major(false, true, n, C, Fe, x->act, Fe, x->wd, Fe, 0.0f, o, C));
+  }
+  prt_moe_expert_fwd(wo, x->wh, f->wrows, x->bc, G, CAP, El, j, x->wg, x->wu, x->wd, C, Fe);
+  same("moe_expert_fwd hidden", gh, x->wh, R * 2 * Fe, 1e-6);
+  same("moe_expert_fwd out", go, wo, R * C, 2e-6);
+  end();
+}
+
+static void checkMoeExpertBwdWeight(const MoeFixture *f, const ExpertFixture *x) {
+  begin("moe_expert_bwd_weight");
+  float *dout = rnd(R * C, 1), *gwg = zeros(Fe * C), *gwu = zeros(Fe * C), *gwd = zeros(C * Fe);
+  float *wwg = zeros(Fe * C), *wwu = zeros(Fe * C), *wwd = zeros(C * Fe);
+  void (*sm)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_moe_silu_mul");
+  void (*dgu)(int64_t, float *, float *, const float *, int64_t, int64_t) = fn("piper_moe_dgu");
+  int64_t j = El - 1;
+  for (int64_t s = 0; s < G; s++) {
+    int64_t first, n;
+    prt_moe_segment(x->bc, s, CAP, El, j, &first, &n, "emu");
+    if (n == 0) continue;
+    const float *in = f->wrows + first * C, *d = dout + first * C, *hid = x->wh + first * 2 * Fe;
+    float *dg = x->act, *du = x->act + n * Fe, *ac = x->act + 2 * n * Fe;
+    for (int64_t i = 0; i < n * Fe; i++) sm(i, ac, hid, n, Fe);
+    replay(prt_gemm_row_major(false, false, n, Fe, C, d, C, x->wd, Fe, 0.0f, dg, Fe));
+    for (int64_t i = 0; i < n * Fe + 3; i++) dgu(i, dg, du, hid, n, Fe);
+    replay(prt_gemm_row_major(true, false, C, Fe, n, d, C, ac, Fe, 1.0f, gwd, Fe));
+    replay(prt_gemm_row_major(true, false, Fe, C, n, dg, Fe, in, C, 1.0f, gwg, C));
+    replay(prt_gemm_row_major(true, false, Fe, C, n, du, Fe, in, C, 1.0f, gwu, C));
+  }
+  prt_moe_expert_bwd_weight(wwg, wwu, wwd, dout, f->wrows, x->bc, x->wh, G, CAP, El, j, x->wd,
+                            C, Fe);
+  same("moe_expert_bwd_weight dwg", gwg, wwg, Fe * C, 2e-6);
+  same("moe_expert_bwd_weight dwu", gwu, wwu, Fe * C, 2e-6);
+  same("moe_expert_bwd_weight dwd", gwd, wwd, C * Fe, 2e-6);
+  end();
+}
+
+static void checkMoe(void) {
+  MoeFixture f;
+  checkMoeTopkFwd(&f);
+  checkMoeTopkBwd(&f);
+  checkMoeDispatchFwd(&f);
+  checkMoeDispatchBwd(&f);
+  float *eout = rnd(R * C, 1);
+  checkMoeCombineFwd(&f, eout);
+  checkMoeCombineBwd(&f, eout);
+  ExpertFixture x;
+  for (int s = 0; s < G; s++)
+    for (int q = 0; q < El; q++) x.bc[s * El + q] = f.wcnt[s * El + q];
+  x.wg = rnd(Fe * C, 1), x.wu = rnd(Fe * C, 1), x.wd = rnd(C * Fe, 1);
+  x.wh = zeros(R * 2 * Fe), x.act = zeros(3 * CAP * Fe);
+  checkMoeExpertFwd(&f, &x);
+  checkMoeExpertBwdWeight(&f, &x);
+}
+
+/* ---- the cuBLAS calls' arguments (kernels/cuda_gemm.h), replayed through CBLAS's
+ * column-major sgemm, against the CPU's linear kernels ---- */
+
+enum { GM = 7, GN = 5, GK = 3, GMAX = GM * GN > GM * GK ? GM * GN : GM * GK };
+
+static void checkCublasArgs(int c, const float *x, const float *w, const float *dy,
+                            const float *b) {
+  float g[GMAX], want[GMAX];
+  const struct {
+    const char *name;
+    prt_gemm gemm;
+    int64_t n;
+  } cases[] = {{"linear_fwd", prt_gemm_linear_fwd(g, x, w, GM, GN, GK, 0.0f), GM * GN},
+               {"linear_fwd_bias", prt_gemm_linear_fwd(g, x, w, GM, GN, GK, 1.0f), GM * GN},
+               {"linear_bwd_input", prt_gemm_linear_bwd_input(g, dy, w, GM, GN, GK), GM * GK},
+               {"linear_bwd_weight", prt_gemm_linear_bwd_weight(g, dy, x, GM, GN, GK), GN * GK}};
+  begin_on("cublas_args", cases[c].name);
+  prt_gemm a = cases[c].gemm;
+  for (int64_t i = 0; i < GM * GN; i++) g[i] = b[i % GN]; /* the bias rows (beta 1) */
+  cblas_sgemm(CblasColMajor, a.transA ? CblasTrans : CblasNoTrans,
+              a.transB ? CblasTrans : CblasNoTrans, (int)a.m, (int)a.n, (int)a.k, 1.0f, a.A,
+              (int)a.lda, a.B, (int)a.ldb, a.beta, a.C, (int)a.ldc);
+  if (c == 0) prt_linear_fwd(want, x, w, NULL, GM, GN, GK);
+  if (c == 1) prt_linear_fwd(want, x, w, b, GM, GN, GK);
+  if (c == 2) prt_linear_bwd_input(want, dy, w, GM, GN, GK);
+  if (c == 3) prt_linear_bwd_weight(want, dy, x, GM, GN, GK);
+  same(cases[c].name, g, want, cases[c].n, 1e-6);
+  end();
+}
+
+static void checkCublas(void) {
+  float *x = rnd(GM * GK, 1), *w = rnd(GN * GK, 1), *dy = rnd(GM * GN, 1), *b = rnd(GN, 1);
+  for (int c = 0; c < 4; c++) checkCublasArgs(c, x, w, dy, b);
+}
+
 int main(void) {
   emuSetup(0x9e3779b97f4a7c15ull, "GPU kernel", "CPU kernel");
   jit = kernelJitCreate();
-
-  /* ---- elementwise ---- */
-  {
-    int64_t n = N * C;
-    float *a = rnd(n, 3.0f), *b = rnd(n, 3.0f), *g = zeros(n), *w = zeros(n), *dy = rnd(n, 1);
-    begin("add");
-    void (*add)(int64_t, float *, const float *, const float *, int64_t) = fn("piper_add");
-    for (int64_t i = 0; i < n + 7; i++) add(i, g, a, b, n); /* threads past n do nothing */
-    prt_add(w, a, b, n);
-    same("add", g, w, n, 0);
-    end();
-    begin("copy");
-    void (*copy)(int64_t, float *, const float *, int64_t) = fn("piper_copy");
-    for (int64_t i = 0; i < n; i++) copy(i, g, a, n);
-    same("copy", g, a, n, 0);
-    end();
-    begin("gelu_fwd");
-    void (*gf)(int64_t, float *, const float *, int64_t) = fn("piper_gelu_fwd");
-    for (int64_t i = 0; i < n; i++) gf(i, g, a, n);
-    prt_gelu_fwd(w, a, n);
-    same("gelu_fwd", g, w, n, 1e-6);
-    end();
-    begin("gelu_bwd");
-    void (*gb)(int64_t, float *, const float *, const float *, int64_t) = fn("piper_gelu_bwd");
-    for (int64_t i = 0; i < n; i++) gb(i, g, dy, a, n);
-    prt_gelu_bwd(w, dy, a, n);
-    same("gelu_bwd", g, w, n, 1e-6);
-    end();
-    /* relu: a comparison and a select, bit for bit, with 0, -0, a NaN and the infinities */
-    float special[6] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e-30f};
-    memcpy(a, special, sizeof special);
-    begin("relu_fwd");
-    void (*rf)(int64_t, float *, const float *, int64_t) = fn("piper_relu_fwd");
-    for (int64_t i = 0; i < n + 3; i++) rf(i, g, a, n); /* threads past n do nothing */
-    prt_relu_fwd(w, a, n);
-    sameBits("relu_fwd", g, w, n, sizeof *g);
-    end();
-    begin("relu_bwd");
-    void (*rb)(int64_t, float *, const float *, const float *, int64_t) = fn("piper_relu_bwd");
-    for (int64_t i = 0; i < n; i++) rb(i, g, dy, a, n);
-    prt_relu_bwd(w, dy, a, n);
-    sameBits("relu_bwd", g, w, n, sizeof *g);
-    end();
-  }
-
-  /* ---- embedding ---- */
-  {
-    int32_t tok[N];
-    for (int i = 0; i < N; i++) tok[i] = (i * 7 + 3) % V; /* repeats: the backward sums */
-    float *wte = rnd(V * C, 1), *wpe = rnd(T * C, 1), *g = zeros(N * C), *w = zeros(N * C);
-    begin("embedding_fwd");
-    void (*ef)(int64_t, float *, const int32_t *, const float *, const float *, int64_t, int64_t,
-               int64_t) = fn("piper_embedding_fwd");
-    for (int64_t i = 0; i < N * C; i++) ef(i, g, tok, wte, wpe, B, T, C);
-    prt_embedding_fwd(w, tok, wte, wpe, B, T, C);
-    same("embedding_fwd", g, w, N * C, 0);
-    end();
-    begin("embedding_bwd");
-    float *dy = rnd(N * C, 1), *gte = rnd(V * C, 9), *gpe = rnd(T * C, 9); /* overwritten */
-    float *wte2 = zeros(V * C), *wpe2 = zeros(T * C);
-    /* chunks of 4 token rows (the last one shorter): 4 slabs of V x C, summed in order */
-    int64_t Rw = 4, chunks = (N + Rw - 1) / Rw;
-    float *slabs = rnd(chunks * V * C, 9); /* zeroed by the kernel */
-    void (*bw)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t,
-               int64_t) = fn("piper_embedding_wte_partials");
-    void (*sl)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_sum_slabs");
-    void (*bp)(int64_t, float *, const float *, int64_t, int64_t, int64_t) =
-        fn("piper_embedding_bwd_wpe");
-    for (int64_t i = 0; i < chunks * C; i++) bw(i, slabs, dy, tok, N, C, V, Rw);
-    for (int64_t i = 0; i < V * C; i++) sl(i, gte, slabs, chunks, V * C);
-    for (int64_t i = 0; i < T * C; i++) bp(i, gpe, dy, B, T, C);
-    prt_embedding_bwd(wte2, wpe2, dy, tok, B, T, C, V);
-    same("embedding_bwd dwte", gte, wte2, V * C, 1e-6); /* summed by chunks */
-    same("embedding_bwd dwpe", gpe, wpe2, T * C, 0);
-    end();
-  }
-
-  /* ---- layernorm, bias ---- */
-  {
-    float *x = rnd(N * C, 2), *lw = rnd(C, 1), *lb = rnd(C, 1), *dy = rnd(N * C, 1);
-    float *g = zeros(N * C), *w = zeros(N * C), gm[N], gr[N], wm[N], wr[N];
-    begin("layernorm_fwd");
-    void (*lf)(int64_t, float *, float *, float *, const float *, const float *, const float *,
-               int64_t, int64_t, float) = fn("piper_layernorm_fwd");
-    for (int64_t i = 0; i < N; i++) lf(i, g, gm, gr, x, lw, lb, N, C, 1e-5f);
-    prt_layernorm_fwd(w, wm, wr, x, lw, lb, N, C, 1e-5f);
-    same("layernorm_fwd y", g, w, N * C, 0);
-    same("layernorm_fwd mean", gm, wm, N, 0);
-    same("layernorm_fwd rstd", gr, wr, N, 0);
-    end();
-    begin("layernorm_bwd");
-    float gdw[C], gdb[C], wdw[C], wdb[C];
-    void (*ld)(int64_t, float *, const float *, const float *, const float *, const float *,
-               const float *, int64_t, int64_t) = fn("piper_layernorm_bwd_dx");
-    /* chunks of 4 rows (N = 15: the last one 3), their f64 sums added in order */
-    int64_t Rc = 4, chunks = (N + Rc - 1) / Rc;
-    double pwb[2 * 4 * C]; /* dw's chunk sums, then db's, as the launcher lays them out */
-    void (*lwb)(int64_t, double *, double *, const float *, const float *, const float *,
-                const float *, int64_t, int64_t, int64_t) = fn("piper_layernorm_dwdb_partials");
-    void (*cfin2)(int64_t, float *, float *, const double *, int64_t, int64_t) =
-        fn("piper_col_finish2");
-    for (int64_t i = 0; i < N; i++) ld(i, g, dy, x, lw, wm, wr, N, C);
-    for (int64_t i = 0; i < chunks * C + 5; i++)
-      lwb(i, pwb, pwb + chunks * C, dy, x, wm, wr, N, C, Rc);
-    for (int64_t i = 0; i < 2 * C + 5; i++) cfin2(i, gdw, gdb, pwb, chunks, C);
-    prt_layernorm_bwd(w, wdw, wdb, dy, x, lw, wm, wr, N, C);
-    same("layernorm_bwd dx", g, w, N * C, 0);
-    same("layernorm_bwd dw", gdw, wdw, C, 1e-7); /* f64 sums associated by chunks */
-    same("layernorm_bwd db", gdb, wdb, C, 1e-7);
-    end();
-    begin("bias_bwd");
-    void (*bb)(int64_t, double *, const float *, int64_t, int64_t, int64_t) =
-        fn("piper_col_partials");
-    void (*cfin)(int64_t, float *, const double *, int64_t, int64_t) = fn("piper_col_finish");
-    for (int64_t i = 0; i < chunks * C + 5; i++) bb(i, pwb, dy, N, C, Rc);
-    for (int64_t i = 0; i < C; i++) cfin(i, gdb, pwb, chunks, C);
-    prt_bias_bwd(wdb, dy, N, C);
-    same("bias_bwd", gdb, wdb, C, 1e-7);
-    end();
-    begin("bias_rows");
-    void (*br)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_bias_rows");
-    for (int64_t i = 0; i < N * C; i++) br(i, g, lb, N, C);
-    for (int64_t i = 0; i < N * C; i++) w[i] = lb[i % C];
-    same("bias_rows", g, w, N * C, 0);
-    end();
-  }
-
-  /* ---- loss: logits with a wide range (one row far below its max underflows exp) ---- */
-  {
-    float *logits = rnd(N * V, 8), *gp = zeros(N * V), *wp = zeros(N * V), gl, wl;
-    logits[3] = -200.0f;
-    int32_t tgt[N];
-    for (int i = 0; i < N; i++) tgt[i] = (i * 5 + 1) % V;
-    double rows[N];
-    begin("cross_entropy_fwd");
-    void (*cf)(int64_t, float *, double *, const float *, const int32_t *, int64_t, int64_t) =
-        fn("piper_cross_entropy_fwd");
-    void (*mr)(int64_t, float *, const double *, int64_t) = fn("piper_mean_rows");
-    for (int64_t i = 0; i < N; i++) cf(i, gp, rows, logits, tgt, N, V);
-    for (int64_t i = 0; i < 3; i++) mr(i, &gl, rows, N); /* only thread 0 writes */
-    prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V);
-    same("cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
-    same("cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
-    end();
-    begin("cross_entropy_bwd");
-    float *gd = zeros(N * V), *wd = zeros(N * V);
-    void (*cb)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t) =
-        fn("piper_cross_entropy_bwd");
-    for (int64_t i = 0; i < N * V; i++) cb(i, gd, wp, tgt, N, V, 2 * N);
-    prt_cross_entropy_bwd(wd, wp, tgt, N, V, 2 * N);
-    same("cross_entropy_bwd", gd, wd, N * V, 0);
-    end();
-  }
-
-  /* ---- AdamW at step 3 with decay and a clip scale; the gradient norm ---- */
-  {
-    int64_t n = 97;
-    prt_ctx *c = prt_ctx_create();
-    c->lr = 3e-3;
-    c->weight_decay = 0.1;
-    c->adam_t = 3;
-    c->clip_scale = 0.5f;
-    float *p = rnd(n, 1), *g = rnd(n, 1), *m = rnd(n, 0.1f), *v = zeros(n);
-    for (int64_t i = 0; i < n; i++) v[i] = fabsf(uni()) * 0.01f;
-    float *p2 = zeros(n), *m2 = zeros(n), *v2 = zeros(n);
-    memcpy(p2, p, n * 4);
-    memcpy(m2, m, n * 4);
-    memcpy(v2, v, n * 4);
-    /* adamw_multi over a table of two tensors in chunks of CH = 64 elements (the second
-     * tensor, without decay, is the first's last 40 elements updated again: the decay flag
-     * and the chunks' starts are what is checked), against prt_adamw on each */
-    begin("adamw");
-    enum { CH = 64, N2 = 40 };
-    prt_adam_scalars a = prt_adam_scalars_of(c, 0.9f, 0.95f, 1e-8f);
-    float scal[8] = {a.beta1, a.beta2, a.eps, a.keep, a.one_minus_b1, a.one_minus_b2,
-                     a.bc2_sqrt, a.neg_step};
-    float *q = rnd(N2, 1), *gq = rnd(N2, 1), *mq = rnd(N2, 0.1f), *vq = zeros(N2);
-    float *q2 = zeros(N2), *mq2 = zeros(N2), *vq2 = zeros(N2);
-    memcpy(q2, q, N2 * 4);
-    memcpy(mq2, mq, N2 * 4);
-    memcpy(vq2, vq, N2 * 4);
-    int64_t table[3][8] = {
-        {(int64_t)(intptr_t)p, (int64_t)(intptr_t)g, (int64_t)(intptr_t)m, (int64_t)(intptr_t)v,
-         0, CH, 1, 0},
-        {(int64_t)(intptr_t)p, (int64_t)(intptr_t)g, (int64_t)(intptr_t)m, (int64_t)(intptr_t)v,
-         CH, n - CH, 1, 0},
-        {(int64_t)(intptr_t)q, (int64_t)(intptr_t)gq, (int64_t)(intptr_t)mq,
-         (int64_t)(intptr_t)vq, 0, N2, 0, 0}};
-    void (*ad)(int64_t, const int64_t *, const float *, const float *, int64_t, int64_t) =
-        fn("piper_adamw_multi");
-    for (int64_t i = 0; i < 3 * CH; i++) ad(i, &table[0][0], scal, &c->clip_scale, 3, CH);
-    prt_adamw(c, p2, g, m2, v2, n, 0.9f, 0.95f, 1e-8f, 1);
-    prt_adamw(c, q2, gq, mq2, vq2, N2, 0.9f, 0.95f, 1e-8f, 0);
-    same("adamw p", p, p2, n, 1e-6);
-    same("adamw m", m, m2, n, 1e-6);
-    same("adamw v", v, v2, n, 1e-6);
-    same("adamw p (no decay)", q, q2, N2, 1e-6);
-    same("adamw m (no decay)", mq, mq2, N2, 1e-6);
-    same("adamw v (no decay)", vq, vq2, N2, 1e-6);
-    end();
-    /* the norm over the same table (its gradients: g in two chunks, gq), 4 lanes a chunk,
-     * then the clip scale for a max norm below it, against prt_grad_norm_sync's */
-    begin("grad_sq");
-    enum { L = 4 };
-    double partial[3 * L], csum[3], sq = 0, want = 0;
-    float clip = 0;
-    void (*ss)(int64_t, double *, const int64_t *, int64_t, int64_t) = fn("piper_sumsq_chunks");
-    void (*sl)(int64_t, double *, const double *, int64_t, int64_t) = fn("piper_sum_lanes");
-    void (*nc)(int64_t, double *, float *, const double *, int64_t, float) = fn("piper_norm_clip");
-    for (int64_t i = 0; i < 3 * L; i++) ss(i, partial, &table[0][0], 3, L);
-    for (int64_t i = 0; i < 3; i++) sl(i, csum, partial, 3, L);
-    nc(0, &sq, &clip, csum, 3, 2.5f);
-    for (int64_t i = 0; i < n; i++) want += (double)g[i] * g[i];
-    for (int64_t i = 0; i < N2; i++) want += (double)gq[i] * gq[i];
-    float sqf = (float)sq, wantf = (float)want;
-    same("grad_sq", &sqf, &wantf, 1, 1e-7);
-    c->grad_sq = want;
-    c->grad_clip = 2.5;
-    prt_grad_norm_sync(c);
-    if (!(c->clip_scale < 1.0f)) fail("grad_sq: the clip case was not exercised");
-    same("clip scale", &clip, &c->clip_scale, 1, 0);
-    nc(0, &sq, &clip, csum, 3, 0.0f); /* no clipping */
-    float onef = 1.0f;
-    same("clip scale (none)", &clip, &onef, 1, 0);
-    end();
-    prt_ctx_destroy(c);
-  }
-  /* ---- Qwen3's ops (runtime/kernels/cpu_qwen3.c) ---- */
-  {
-    enum { H = 2, D = 6, NC = H * D }; /* rows of 2 heads of 6 (3 rotary pairs) */
-    int32_t tok[N];
-    for (int i = 0; i < N; i++) tok[i] = (i * 7 + 3) % V; /* repeats: the backward sums */
-    float *wte = rnd(V * C, 1), *g = zeros(N * C), *w = zeros(N * C);
-    begin("embed_fwd");
-    void (*ef)(int64_t, float *, const int32_t *, const float *, int64_t, int64_t, int64_t) =
-        fn("piper_embed_fwd");
-    for (int64_t i = 0; i < N * C + 3; i++) ef(i, g, tok, wte, N, C, V);
-    prt_embed_fwd(w, tok, wte, N, C, V);
-    same("embed_fwd", g, w, N * C, 0);
-    int32_t badtok[N];
-    memcpy(badtok, tok, sizeof tok);
-    badtok[2] = V; /* outside the vocabulary: NaN on the GPU (the CPU stops) */
-    for (int64_t i = 0; i < N * C; i++) ef(i, g, badtok, wte, N, C, V);
-    if (!isnan(g[2 * C]) || isnan(g[3 * C])) fail("embed_fwd: token V gives no NaN row");
-    end();
-    begin("embed_bwd");
-    float *dy = rnd(N * C, 1), *gte = rnd(V * C, 9), *wte2 = zeros(V * C);
-    int64_t Rw = 4, chunks = (N + Rw - 1) / Rw;
-    float *slabs = rnd(chunks * V * C, 9); /* zeroed by the kernel */
-    void (*bw)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t,
-               int64_t) = fn("piper_embedding_wte_partials");
-    void (*sl)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_sum_slabs");
-    for (int64_t i = 0; i < chunks * C; i++) bw(i, slabs, dy, tok, N, C, V, Rw);
-    for (int64_t i = 0; i < V * C; i++) sl(i, gte, slabs, chunks, V * C);
-    prt_embed_bwd(wte2, dy, tok, N, C, V);
-    same("embed_bwd", gte, wte2, V * C, 1e-6); /* f32 sums associated by chunks */
-    end();
-
-    float *x = rnd(N * C, 2), *nw = rnd(C, 1), gr[N], wr[N];
-    begin("rmsnorm_fwd");
-    void (*rf)(int64_t, float *, float *, const float *, const float *, int64_t, int64_t,
-               float) = fn("piper_rmsnorm_fwd");
-    for (int64_t i = 0; i < N + 2; i++) rf(i, g, gr, x, nw, N, C, 1e-6f);
-    prt_rmsnorm_fwd(w, wr, x, nw, N, C, 1e-6f);
-    same("rmsnorm_fwd y", g, w, N * C, 0);
-    same("rmsnorm_fwd rstd", gr, wr, N, 0);
-    end();
-    begin("rmsnorm_bwd");
-    float gdw[C], wdw[C];
-    int64_t Rc = 4, nch = (N + Rc - 1) / Rc;
-    double pw[4 * C];
-    void (*rd)(int64_t, float *, const float *, const float *, const float *, const float *,
-               int64_t, int64_t) = fn("piper_rmsnorm_bwd_dx");
-    void (*rp)(int64_t, double *, const float *, const float *, const float *, int64_t,
-               int64_t, int64_t) = fn("piper_rmsnorm_dw_partials");
-    void (*cfin)(int64_t, float *, const double *, int64_t, int64_t) = fn("piper_col_finish");
-    for (int64_t i = 0; i < N; i++) rd(i, g, dy, x, nw, wr, N, C);
-    for (int64_t i = 0; i < nch * C + 5; i++) rp(i, pw, dy, x, wr, N, C, Rc);
-    for (int64_t i = 0; i < C; i++) cfin(i, gdw, pw, nch, C);
-    prt_rmsnorm_bwd(w, wdw, dy, x, nw, wr, N, C);
-    same("rmsnorm_bwd dx", g, w, N * C, 0);
-    same("rmsnorm_bwd dw", gdw, wdw, C, 1e-7); /* f64 sums associated by chunks */
-    end();
-
-    /* rope over B x T rows of H heads of D, theta 10000 (Qwen3's 1e6 too) */
-    for (int dir = 0; dir < 2; dir++)
-      for (int th = 0; th < 2; th++) {
-        float theta = th ? 1e6f : 1e4f;
-        begin_on(dir ? "rope_bwd" : "rope_fwd", th ? "theta1e6" : "theta1e4");
-        float *rx = rnd(N * NC, 2), *go = zeros(N * NC), *wo = zeros(N * NC);
-        float *cs = zeros(2 * T * (D / 2));
-        prt_rope_table(cs, T, D, theta, dir ? -1.0 : 1.0);
-        void (*ro)(int64_t, float *, const float *, const float *, int64_t, int64_t, int64_t,
-                   int64_t) = fn("piper_rope");
-        for (int64_t i = 0; i < N * H * (D / 2) + 4; i++) ro(i, go, rx, cs, N, T, NC, D);
-        if (dir) prt_rope_bwd(wo, rx, B, T, NC, D, theta);
-        else prt_rope_fwd(wo, rx, B, T, NC, D, theta);
-        same("rope", go, wo, N * NC, 1e-6); /* GCC may contract x1 c - x2 s into an FMA */
-        end();
-      }
-
-    int64_t n = N * C;
-    float *gate = rnd(n, 6), *up = rnd(n, 2), *d2 = rnd(n, 1), *g2 = zeros(n), *w2 = zeros(n);
-    gate[0] = -95.0f; /* e^-g overflows on the CPU: -0 there, below 1e-35 here */
-    gate[1] = 40.0f;
-    begin("swiglu_fwd");
-    void (*sf)(int64_t, float *, const float *, const float *, int64_t) = fn("piper_swiglu_fwd");
-    for (int64_t i = 0; i < n + 3; i++) sf(i, g, gate, up, n);
-    prt_swiglu_fwd(w, gate, up, n);
-    same("swiglu_fwd", g, w, n, 2e-6); /* exp: polynomial here, libm's expf on the CPU */
-    end();
-    begin("swiglu_bwd");
-    void (*sb)(int64_t, float *, float *, const float *, const float *, const float *,
-               int64_t) = fn("piper_swiglu_bwd");
-    for (int64_t i = 0; i < n; i++) sb(i, g, g2, d2, gate, up, n);
-    prt_swiglu_bwd(w, w2, d2, gate, up, n);
-    same("swiglu_bwd dgate", g, w, n, 2e-6);
-    same("swiglu_bwd dup", g2, w2, n, 2e-6);
-    end();
-    begin("bias_add");
-    float *bb = rnd(C, 1);
-    void (*ba)(int64_t, float *, const float *, const float *, int64_t, int64_t) =
-        fn("piper_bias_add");
-    for (int64_t i = 0; i < n + 3; i++) ba(i, g, x, bb, N, C);
-    prt_bias_add(w, x, bb, N, C);
-    same("bias_add", g, w, n, 0);
-    end();
-  }
-  /* ---- mixture of experts: N tokens, E = 4 experts in G = 2 groups of El = 2, top K = 2.
-   * The launchers (runtime/kernels/cuda.c) compute the copies' rows on the host by the CPU's
-   * prt_moe_positions and run the expert matmuls as cuBLAS calls (prt_gemm_row_major,
-   * replayed here through CBLAS); the device kernels' part is checked against the whole CPU
-   * kernel. Tolerances: top-k's e^x is piper_exp in f32 here, libm's double exp on the CPU
-   * (2e-6); the expert activations' sigmoid likewise (2e-6 through the matmuls); the rest
-   * is the CPU's operations in its order (0, or 1e-6 where GCC may contract a multiply-add
-   * into an FMA). ---- */
-  {
-    enum { E = 4, K = 2, G = 2, El = E / G, Fe = 6, NK = N * K, CAP = N * K, R = G * CAP };
-    float *logits = rnd(N * E, 2);
-    logits[0] = logits[1] = logits[2] = 0.5f; /* ties: the lower index wins */
-    logits[3] = 0.25f;
-    for (int e = 0; e < E; e++) logits[E + e] = 1.0f; /* all four tied */
-    float *gw = zeros(NK), *ww = zeros(NK), *gexf = zeros(NK), *wexf = zeros(NK);
-    int32_t gex[NK], wex[NK];
-    begin("moe_topk_fwd");
-    void (*tf)(int64_t, float *, int32_t *, const float *, int64_t, int64_t, int64_t) =
-        fn("piper_moe_topk_fwd");
-    for (int64_t i = 0; i < N + 3; i++) tf(i, gw, gex, logits, N, E, K);
-    prt_moe_topk_fwd(ww, wex, logits, N, E, K);
-    for (int i = 0; i < NK; i++) gexf[i] = (float)gex[i], wexf[i] = (float)wex[i];
-    same("moe_topk_fwd experts", gexf, wexf, NK, 0);
-    same("moe_topk_fwd weights", gw, ww, NK, 2e-6);
-    end();
-    begin("moe_topk_bwd");
-    float *dw = rnd(NK, 1), *gdl = zeros(N * E), *wdl = zeros(N * E);
-    for (int i = 0; i < N * E; i++) gdl[i] = 7.0f; /* the kernel writes every element */
-    void (*tb)(int64_t, float *, const float *, const float *, const int32_t *, int64_t,
-               int64_t, int64_t) = fn("piper_moe_topk_bwd");
-    for (int64_t i = 0; i < N + 3; i++) tb(i, gdl, dw, ww, wex, N, E, K);
-    prt_moe_topk_bwd(wdl, dw, ww, wex, N, E, K);
-    same("moe_topk_bwd", gdl, wdl, N * E, 0);
-    end();
-
-    int32_t pos[NK], gcnt[E], wcnt[E];
-    prt_moe_positions(pos, gcnt, wex, N, K, E, G, "emu");
-    float *h = rnd(N * C, 1), *grows = zeros(R * C), *wrows = zeros(R * C);
-    begin("moe_dispatch_fwd");
-    void (*sr)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t) =
-        fn("piper_moe_scatter_rows");
-    for (int64_t i = 0; i < NK * C + 3; i++) sr(i, grows, h, pos, NK, K, C);
-    prt_moe_dispatch_fwd(wrows, wcnt, h, wex, N, K, C, E, G);
-    same("moe_dispatch_fwd rows", grows, wrows, R * C, 0);
-    float gcf[E], wcf[E];
-    for (int e = 0; e < E; e++) gcf[e] = (float)gcnt[e], wcf[e] = (float)wcnt[e];
-    same("moe_dispatch_fwd counts", gcf, wcf, E, 0);
-    end();
-    begin("moe_dispatch_bwd");
-    float *drows = rnd(R * C, 1), *gdh = zeros(N * C), *wdh = zeros(N * C);
-    void (*gs)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t) =
-        fn("piper_moe_gather_sum");
-    for (int64_t i = 0; i < N * C + 3; i++) gs(i, gdh, drows, pos, N, K, C);
-    prt_moe_dispatch_bwd(wdh, drows, wex, N, K, C, E, G);
-    same("moe_dispatch_bwd", gdh, wdh, N * C, 0);
-    end();
-    begin("moe_combine_fwd");
-    float *eout = rnd(R * C, 1), *gy = zeros(N * C), *wy = zeros(N * C);
-    void (*cf)(int64_t, float *, const float *, const float *, const int32_t *, int64_t,
-               int64_t, int64_t) = fn("piper_moe_combine_fwd");
-    for (int64_t i = 0; i < N * C + 3; i++) cf(i, gy, eout, ww, pos, N, K, C);
-    prt_moe_combine_fwd(wy, eout, ww, wex, N, K, C, E, G);
-    same("moe_combine_fwd", gy, wy, N * C, 1e-6);
-    end();
-    begin("moe_combine_bwd");
-    float *dy = rnd(N * C, 1), *gdo = zeros(R * C), *wdo = zeros(R * C);
-    float *gdw = zeros(NK), *wdw = zeros(NK);
-    void (*cb)(int64_t, float *, float *, const float *, const float *, const float *,
-               const int32_t *, int64_t, int64_t, int64_t) = fn("piper_moe_combine_bwd");
-    for (int64_t i = 0; i < NK + 3; i++) cb(i, gdo, gdw, dy, eout, ww, pos, N, K, C);
-    prt_moe_combine_bwd(wdo, wdw, dy, eout, ww, wex, N, K, C, E, G);
-    same("moe_combine_bwd dout", gdo, wdo, R * C, 0);
-    same("moe_combine_bwd dweights", gdw, wdw, NK, 1e-6);
-    end();
-
-    /* the experts: each launcher's sequence (cuda.c) with its kernels and sgemm arguments,
-     * for local expert j = 1 (the last: it zeroes the unused rows too) */
-    int32_t bc[G * El];
-    for (int s = 0; s < G; s++)
-      for (int q = 0; q < El; q++) bc[s * El + q] = wcnt[s * El + q];
-    float *wg = rnd(Fe * C, 1), *wu = rnd(Fe * C, 1), *wd = rnd(C * Fe, 1);
-    float *go = zeros(R * C), *wo = zeros(R * C), *gh = zeros(R * 2 * Fe), *wh = zeros(R * 2 * Fe);
-    float *act = zeros(3 * CAP * Fe);
-    void (*sm)(int64_t, float *, const float *, int64_t, int64_t) = fn("piper_moe_silu_mul");
-    void (*dgu)(int64_t, float *, float *, const float *, int64_t, int64_t) = fn("piper_moe_dgu");
-    int64_t j = El - 1;
-    begin("moe_expert_fwd");
-    for (int64_t s = 0; s < G; s++) {
-      int64_t first, n;
-      prt_moe_segment(bc, s, CAP, El, j, &first, &n, "emu");
-      const float *x = wrows + first * C;
-      float *hid = gh + first * 2 * Fe, *o = go + first * C;
-      replay(prt_gemm_row_major(false, true, n, Fe, C, x, C, wg, C, 0.0f, hid, 2 * Fe));
-      replay(prt_gemm_row_major(false, true, n, Fe, C, x, C, wu, C, 0.0f, hid + Fe, 2 * Fe));
-      for (int64_t i = 0; i < n * Fe + 3; i++) sm(i, act, hid, n, Fe);
-      replay(prt_gemm_row_major(false, true, n, C, Fe, act, Fe, wd, Fe, 0.0f, o, C));
-    }
-    prt_moe_expert_fwd(wo, wh, wrows, bc, G, CAP, El, j, wg, wu, wd, C, Fe);
-    same("moe_expert_fwd hidden", gh, wh, R * 2 * Fe, 1e-6);
-    same("moe_expert_fwd out", go, wo, R * C, 2e-6);
-    end();
-    begin("moe_expert_bwd_weight");
-    float *dout = rnd(R * C, 1), *gwg = zeros(Fe * C), *gwu = zeros(Fe * C), *gwd = zeros(C * Fe);
-    float *wwg = zeros(Fe * C), *wwu = zeros(Fe * C), *wwd = zeros(C * Fe);
-    for (int64_t s = 0; s < G; s++) {
-      int64_t first, n;
-      prt_moe_segment(bc, s, CAP, El, j, &first, &n, "emu");
-      if (n == 0) continue;
-      const float *x = wrows + first * C, *d = dout + first * C, *hid = wh + first * 2 * Fe;
-      float *dg = act, *du = act + n * Fe, *ac = act + 2 * n * Fe;
-      for (int64_t i = 0; i < n * Fe; i++) sm(i, ac, hid, n, Fe);
-      replay(prt_gemm_row_major(false, false, n, Fe, C, d, C, wd, Fe, 0.0f, dg, Fe));
-      for (int64_t i = 0; i < n * Fe + 3; i++) dgu(i, dg, du, hid, n, Fe);
-      replay(prt_gemm_row_major(true, false, C, Fe, n, d, C, ac, Fe, 1.0f, gwd, Fe));
-      replay(prt_gemm_row_major(true, false, Fe, C, n, dg, Fe, x, C, 1.0f, gwg, C));
-      replay(prt_gemm_row_major(true, false, Fe, C, n, du, Fe, x, C, 1.0f, gwu, C));
-    }
-    prt_moe_expert_bwd_weight(wwg, wwu, wwd, dout, wrows, bc, wh, G, CAP, El, j, wd, C, Fe);
-    same("moe_expert_bwd_weight dwg", gwg, wwg, Fe * C, 2e-6);
-    same("moe_expert_bwd_weight dwu", gwu, wwu, Fe * C, 2e-6);
-    same("moe_expert_bwd_weight dwd", gwd, wwd, C * Fe, 2e-6);
-    end();
-  }
-  /* ---- the cuBLAS calls' arguments, replayed through CBLAS's column-major sgemm ---- */
-  {
-    enum { M = 7, Nn = 5, K = 3 };
-    float *x = rnd(M * K, 1), *w = rnd(Nn * K, 1), *dy = rnd(M * Nn, 1), *b = rnd(Nn, 1);
-    float g[M * Nn > M * K ? M * Nn : M * K], want[M * Nn > M * K ? M * Nn : M * K];
-    const struct {
-      const char *name;
-      prt_gemm gemm;
-      int64_t n;
-    } cases[] = {{"linear_fwd", prt_gemm_linear_fwd(g, x, w, M, Nn, K, 0.0f), M * Nn},
-                 {"linear_fwd_bias", prt_gemm_linear_fwd(g, x, w, M, Nn, K, 1.0f), M * Nn},
-                 {"linear_bwd_input", prt_gemm_linear_bwd_input(g, dy, w, M, Nn, K), M * K},
-                 {"linear_bwd_weight", prt_gemm_linear_bwd_weight(g, dy, x, M, Nn, K), Nn * K}};
-    for (int c = 0; c < 4; c++) {
-      begin_on("cublas_args", cases[c].name);
-      prt_gemm a = cases[c].gemm;
-      for (int64_t i = 0; i < M * Nn; i++) g[i] = b[i % Nn]; /* the bias rows (beta 1) */
-      cblas_sgemm(CblasColMajor, a.transA ? CblasTrans : CblasNoTrans,
-                  a.transB ? CblasTrans : CblasNoTrans, (int)a.m, (int)a.n, (int)a.k, 1.0f,
-                  a.A, (int)a.lda, a.B, (int)a.ldb, a.beta, a.C, (int)a.ldc);
-      if (c == 0) prt_linear_fwd(want, x, w, NULL, M, Nn, K);
-      if (c == 1) prt_linear_fwd(want, x, w, b, M, Nn, K);
-      if (c == 2) prt_linear_bwd_input(want, dy, w, M, Nn, K);
-      if (c == 3) prt_linear_bwd_weight(want, dy, x, M, Nn, K);
-      same(cases[c].name, g, want, cases[c].n, 1e-6);
-      end();
-    }
-  }
+  checkElementwise();
+  checkEmbedding();
+  checkColumnSums();
+  checkLoss();
+  checkOptimizer();
+  checkQwen3();
+  checkMoe();
+  checkCublas();
   checkBf16();
   kernelJitDestroy(jit);
   emuFreeArrays();

@@ -1,0 +1,88 @@
+// The norm launchers of kernels/cuda.h on the host, for the fake CUDA runtime (fake_cuda.c):
+// the kernels' own row functions (runtime/kernels/cuda_norms.cuh) with one lane a row. Each
+// launcher is one operation of the fake (fake_cuda_issue): run at once, or recorded into the
+// CUDA graph being captured. test/gpu/norm_emu.cu checks the rows with 32 lanes too.
+#include <stdint.h>
+
+#include "kernels/cuda.h"
+#include "kernels/cuda_norms.cuh"
+
+extern "C" void fake_cuda_issue(void (*run)(void *), const void *arg, size_t size, int kernels);
+
+// The host has one lane: the sum across lanes is the lane's own.
+double prt_norm_lanes_sum(double s) __attribute__((weak));
+double prt_norm_lanes_sum(double s) { return s; }
+
+namespace {
+
+// Every launcher's arguments; what one does not use stays null or zero.
+struct Args {
+  float *out, *mean, *rstd;
+  const float *x, *w, *b, *dy, *mean_in, *rstd_in;
+  int64_t rows, C;
+  float eps;
+};
+
+void layernorm_fwd(void *p) {
+  Args *a = static_cast<Args *>(p);
+  for (int64_t r = 0; r < a->rows; r++)
+    layernorm_fwd_row<1>(r, 0, a->out, a->mean, a->rstd, a->x, a->w, a->b, a->C, a->eps);
+}
+void layernorm_dx(void *p) {
+  Args *a = static_cast<Args *>(p);
+  for (int64_t r = 0; r < a->rows; r++)
+    layernorm_dx_row<1>(r, 0, a->out, a->dy, a->x, a->w, a->mean_in, a->rstd_in, a->C);
+}
+void rmsnorm_fwd(void *p) {
+  Args *a = static_cast<Args *>(p);
+  for (int64_t r = 0; r < a->rows; r++)
+    rmsnorm_fwd_row<1>(r, 0, a->out, a->rstd, a->x, a->w, a->C, a->eps);
+}
+void rmsnorm_dx(void *p) {
+  Args *a = static_cast<Args *>(p);
+  for (int64_t r = 0; r < a->rows; r++)
+    rmsnorm_dx_row<1>(r, 0, a->out, a->dy, a->x, a->w, a->rstd_in, a->C);
+}
+
+cudaError_t issue(void (*run)(void *), const Args &a) {
+  fake_cuda_issue(run, &a, sizeof a, 1);
+  return cudaSuccess;
+}
+
+}  // namespace
+
+extern "C" cudaError_t prt_cuda_layernorm_fwd_launch(float *out, float *mean, float *rstd,
+                                                     const float *x, const float *w,
+                                                     const float *b, int64_t N, int64_t C,
+                                                     float eps, cudaStream_t) {
+  Args a = {};
+  a.out = out, a.mean = mean, a.rstd = rstd, a.x = x, a.w = w, a.b = b, a.rows = N, a.C = C;
+  a.eps = eps;
+  return issue(layernorm_fwd, a);
+}
+
+extern "C" cudaError_t prt_cuda_layernorm_dx_launch(float *dx, const float *dy, const float *x,
+                                                    const float *w, const float *mean,
+                                                    const float *rstd, int64_t N, int64_t C,
+                                                    cudaStream_t) {
+  Args a = {};
+  a.out = dx, a.dy = dy, a.x = x, a.w = w, a.mean_in = mean, a.rstd_in = rstd, a.rows = N;
+  a.C = C;
+  return issue(layernorm_dx, a);
+}
+
+extern "C" cudaError_t prt_cuda_rmsnorm_fwd_launch(float *out, float *rstd, const float *x,
+                                                   const float *w, int64_t R, int64_t D,
+                                                   float eps, cudaStream_t) {
+  Args a = {};
+  a.out = out, a.rstd = rstd, a.x = x, a.w = w, a.rows = R, a.C = D, a.eps = eps;
+  return issue(rmsnorm_fwd, a);
+}
+
+extern "C" cudaError_t prt_cuda_rmsnorm_dx_launch(float *dx, const float *dy, const float *x,
+                                                  const float *w, const float *rstd, int64_t R,
+                                                  int64_t D, cudaStream_t) {
+  Args a = {};
+  a.out = dx, a.dy = dy, a.x = x, a.w = w, a.rstd_in = rstd, a.rows = R, a.C = D;
+  return issue(rmsnorm_dx, a);
+}

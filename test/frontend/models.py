@@ -58,19 +58,28 @@ class GPTAttention(nn.Module):
         return self.c_proj(y)
 
 
+class GPTMLP(nn.Module):
+    def __init__(self, C, tanh_gelu):
+        super().__init__()
+        self.c_fc = nn.Linear(C, 4 * C)
+        self.c_proj = nn.Linear(4 * C, C)
+        self.gelu = gelu_tanh if tanh_gelu else nn.GELU()
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
 class GPTBlock(nn.Module):
     def __init__(self, C, H, T, bias, tanh_gelu):
         super().__init__()
         self.ln_1 = nn.LayerNorm(C) if bias else LayerNorm(C, False)
         self.attn = GPTAttention(C, H, T)
         self.ln_2 = nn.LayerNorm(C) if bias else LayerNorm(C, False)
-        self.c_fc = nn.Linear(C, 4 * C)
-        self.c_proj = nn.Linear(4 * C, C)
-        self.gelu = gelu_tanh if tanh_gelu else nn.GELU()
+        self.mlp = GPTMLP(C, tanh_gelu)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
-        return x + self.c_proj(self.gelu(self.c_fc(self.ln_2(x))))
+        return x + self.mlp(self.ln_2(x))
 
 
 class GPT2(nn.Module):
@@ -164,20 +173,28 @@ class LlamaAttention(nn.Module):
         return self.wo(out)
 
 
+class FeedForward(nn.Module):
+    def __init__(self, C, F_):
+        super().__init__()
+        self.w1 = nn.Linear(C, F_, bias=False)
+        self.w2 = nn.Linear(F_, C, bias=False)
+        self.w3 = nn.Linear(C, F_, bias=False)
+
+    def forward(self, y):
+        return self.w2(F.silu(self.w1(y)) * self.w3(y))
+
+
 class LlamaBlock(nn.Module):
     def __init__(self, C, H, KV, F_, T, interleaved):
         super().__init__()
         self.attention_norm = RMSNorm(C)
         self.attention = LlamaAttention(C, H, KV, T, interleaved)
         self.ffn_norm = RMSNorm(C)
-        self.w1 = nn.Linear(C, F_, bias=False)
-        self.w2 = nn.Linear(F_, C, bias=False)
-        self.w3 = nn.Linear(C, F_, bias=False)
+        self.feed_forward = FeedForward(C, F_)
 
     def forward(self, x, cos, sin, mask):
         h = x + self.attention(self.attention_norm(x), cos, sin, mask)
-        y = self.ffn_norm(h)
-        return h + self.w2(F.silu(self.w1(y)) * self.w3(y))
+        return h + self.feed_forward(self.ffn_norm(h))
 
 
 class Llama(nn.Module):

@@ -198,13 +198,13 @@ void prt_cuda_setup(prt_ctx *ctx) {
 #define PAIR_DECL(pair) PAIR_DECL_ pair
 #define PAIR_ADDR_(type, name) &name
 #define PAIR_ADDR(pair) PAIR_ADDR_ pair
-/* m(x) for each of 1 to 10 arguments, comma-separated */
+/* m(x) for each of 1 to 12 arguments, comma-separated */
 #define PRT_MAP(m, ...) PRT_MAP_N(PRT_NARGS(__VA_ARGS__), m, __VA_ARGS__)
 #define PRT_MAP_N(n, m, ...) PRT_CAT(PRT_MAP_, n)(m, __VA_ARGS__)
 #define PRT_CAT(a, b) PRT_CAT_(a, b)
 #define PRT_CAT_(a, b) a##b
-#define PRT_NARGS(...) PRT_NARGS_(__VA_ARGS__, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define PRT_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, n, ...) n
+#define PRT_NARGS(...) PRT_NARGS_(__VA_ARGS__, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define PRT_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, n, ...) n
 #define PRT_MAP_1(m, a) m(a)
 #define PRT_MAP_2(m, a, ...) m(a), PRT_MAP_1(m, __VA_ARGS__)
 #define PRT_MAP_3(m, a, ...) m(a), PRT_MAP_2(m, __VA_ARGS__)
@@ -215,6 +215,8 @@ void prt_cuda_setup(prt_ctx *ctx) {
 #define PRT_MAP_8(m, a, ...) m(a), PRT_MAP_7(m, __VA_ARGS__)
 #define PRT_MAP_9(m, a, ...) m(a), PRT_MAP_8(m, __VA_ARGS__)
 #define PRT_MAP_10(m, a, ...) m(a), PRT_MAP_9(m, __VA_ARGS__)
+#define PRT_MAP_11(m, a, ...) m(a), PRT_MAP_10(m, __VA_ARGS__)
+#define PRT_MAP_12(m, a, ...) m(a), PRT_MAP_11(m, __VA_ARGS__)
 #define PRT_KERNEL_1D(name, params, device, threads)                                       \
   void prt_cuda_##name(PRT_MAP(PAIR_DECL, PRT_KERNEL_UNPAREN params)) {                      \
     void *args[] = {PRT_MAP(PAIR_ADDR, PRT_KERNEL_UNPAREN params)};                          \

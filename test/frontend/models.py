@@ -230,7 +230,8 @@ class OpsMix(nn.Module):
     checked: exp, division and subtraction with broadcasting, 1 - x, sqrt, tanh, silu alone,
     sum and mean with and without keepdim, unbind + stack, chunk, select, a batched matmul with
     a transposed operand, torch.where with a constant mask, log_softmax over a dim that is not
-    the last, masked_fill with a finite value."""
+    the last, masked_fill with a finite value; and a buffer that is not a mask or a table (gain:
+    exported as non-trained state, tdag.param {init = "buffer"})."""
 
     def __init__(self, V=64, C=32, T=16):
         super().__init__()
@@ -239,6 +240,7 @@ class OpsMix(nn.Module):
         self.head = nn.Linear(C, V, bias=False)
         self.scale = nn.Parameter(torch.ones(C))
         self.register_buffer("keep", torch.tril(torch.ones(T, T, dtype=torch.bool)))
+        self.register_buffer("gain", torch.linspace(0.5, 1.5, C))  # non-trained state
         g = torch.Generator().manual_seed(2)
         for p in self.parameters():
             with torch.no_grad():
@@ -246,7 +248,7 @@ class OpsMix(nn.Module):
 
     def forward(self, tokens, targets):
         B, T = tokens.shape
-        x = self.proj(self.wte(tokens))                                # (B,T,C)
+        x = self.proj(self.wte(tokens)) * self.gain                    # (B,T,C), a buffer
         a = torch.exp(x * 0.5)
         b = x / (1.0 + a)                                              # div, broadcast-free
         c = x - a.mean(-1, keepdim=True)                               # sub, (B,T,1) broadcast

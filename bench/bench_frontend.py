@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """Exported PyTorch models (python/piper) against piper-gen's model of the same shape.
 
-Rows, each a CPU step time in ms (median over steps 2..STEPS-1 of rank 0's metrics step_ms;
-the first steps page memory in), each configuration run REPEATS times in turn (rows
-interleaved, so a noisy neighbour hits them alike) and the median run kept:
+Rows, each a step's CPU time in ms: the CPU seconds the run's processes used (getrusage of
+the waited children: every rank), STEPS steps less 2 steps, divided by STEPS - 2, so start-up
+and the first steps' paging drop out. CPU time, not wall time: on a machine other jobs share,
+time slices lost to them do not count (wall step_ms medians are printed too, for reference;
+they are what a quiet machine would show). Each configuration runs REPEATS times in turn (rows
+interleaved) and the median is kept:
   piper-gen         the zoo's model (gpt: GPT-2 with the tanh GELU; llama3: untied head),
   exported          test/frontend/models.py's module of the same shape exported by
                     piper.export and compiled as piper-compile does by default (--piper-fuse),
@@ -18,6 +21,7 @@ Usage: bench_frontend.py BUILD_DIR [--repeats N] [--steps N]
 """
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -89,17 +93,28 @@ def op_counts(bin_dir, mlir):
     return counts
 
 
-def step_ms(exe, dp, steps, work):
+def run_cpu_seconds(exe, dp, steps, work):
+    """(CPU seconds of every process of a run of `steps` steps, its wall step_ms median)."""
     exe, flags = exe
     metrics = os.path.join(work, "m.jsonl")
     run = [exe, "--steps", str(steps), "--quiet", "--metrics", metrics] + flags
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     if dp == 1:
         sh(["taskset", "-c", "0"] + run, stderr=subprocess.DEVNULL)
     else:
         sh(["mpirun", "--allow-run-as-root", "--bind-to", "core", "--map-by", "core", "-np",
             "2"] + run, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     ms = [json.loads(l)["step_ms"] for l in open(metrics) if '"kind": "train"' in l]
-    return statistics.median(ms[2:])
+    return cpu, statistics.median(ms[2:]) if len(ms) > 2 else float("nan")
+
+
+def step_ms(exe, dp, steps, work):
+    """(CPU ms of one step, wall step_ms median) of binary `exe` on dp ranks."""
+    long, wall = run_cpu_seconds(exe, dp, steps, work)
+    short, _ = run_cpu_seconds(exe, dp, 2, work)
+    return 1000.0 * (long - short) / (steps - 2), wall
 
 
 def export_seconds(repeats):
@@ -127,15 +142,18 @@ def export_seconds(repeats):
 def main():
     bin_dir = os.path.join(os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build"), "bin")
     repeats = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 3
-    steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 8
+    steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 10
     work = tempfile.mkdtemp(prefix="bench-frontend-")
     exes = build_binaries(bin_dir, work)
     runs = {k: [] for k in exes}
+    walls = {k: [] for k in exes}
     for _ in range(repeats):
         for k, exe in exes.items():
-            runs[k].append(step_ms(exe, k[2], steps, work))
+            cpu, wall = step_ms(exe, k[2], steps, work)
+            runs[k].append(cpu)
+            walls[k].append(wall)
     print(f"### Exported models against piper-gen (L{L} C{C} H{H} T{T} B{B} V{V}; llama KV{KV} "
-          f"F{F}; CPU step ms, median of {repeats} runs of {steps} steps)")
+          f"F{F}; CPU ms per step, all ranks, median of {repeats} runs; wall ms in brackets)")
     print("| model | devices | piper-gen | exported | ratio | exported unfused | unfused ratio |")
     print("|---|---|---|---|---|---|---|")
     same = {name: op_counts(bin_dir, os.path.join(work, name + "-gen.mlir")) ==
@@ -144,8 +162,10 @@ def main():
     for name in MODELS:
         for dp in (1, 2):
             g, e, u = (statistics.median(runs[(name, k, dp)]) for k in ("gen", "exported", "unfused"))
-            print(f"| {name} | {'1 core' if dp == 1 else 'DP2'} | {g:.1f} | {e:.1f} | {e / g:.3f} | "
-                  f"{u:.1f} | {u / g:.3f} |")
+            wg, we, wu = (statistics.median(walls[(name, k, dp)])
+                          for k in ("gen", "exported", "unfused"))
+            print(f"| {name} | {'1 core' if dp == 1 else 'DP2'} | {g:.1f} ({wg:.0f}) | "
+                  f"{e:.1f} ({we:.0f}) | {e / g:.3f} | {u:.1f} ({wu:.0f}) | {u / g:.3f} |")
     for name in MODELS:
         print(f"{name}: after --piper-fuse the export's ops are "
               f"{'the same as' if same[name] else 'NOT the same as'} piper-gen's (tdag op counts)")

@@ -24,14 +24,7 @@
 
 static MlirExecutionEngine jit;
 
-static void *fn(const char *name) {
-  void *f = mlirExecutionEngineLookup(jit, mlirStringRefCreateFromCString(name));
-  if (!f) {
-    fprintf(stderr, "no function %s in the JIT module\n", name);
-    exit(2);
-  }
-  return f;
-}
+static void *fn(const char *name) { return kernelJitFn(jit, name); }
 
 enum { N = 6 * 35, EXTRA = 5 }; /* elements; threads past the end that must do nothing */
 

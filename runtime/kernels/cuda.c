@@ -820,3 +820,18 @@ void prt_cuda_moe_expert_bwd_weight_bf16(float *dwg, float *dwu, float *dwd, con
   expert_bwd_weight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, true,
                     "prt_cuda_moe_expert_bwd_weight_bf16");
 }
+
+/* ---- the general tensor ops' kernels that are not PRT_KERNEL_1D ---- */
+
+/* rope_angles: the forward rotation's (cos, sin) table, computed on the host by the CPU's
+ * prt_rope_table and kept on the device as rope's, gathered into the (T, N) layout */
+void prt_cuda_rope_angles(float *out, int64_t T, int64_t N, int64_t D, float theta, int32_t sn) {
+  const char *fn = "prt_cuda_rope_angles";
+  if (D <= 0 || D % 2 || (N != D && N != D / 2))
+    prt_fatal("%s: a table of width %lld for head size %lld: it must be even and the width "
+              "the head size or its half", fn, (long long)N, (long long)D);
+  const float *cs = rope_table(SCR_ROPE_FWD, T, D, theta, fn);
+  int64_t s = sn != 0;
+  void *args[] = {&out, &cs, &T, &N, &D, &s};
+  launch(PRT_DK_rope_angles, T * N, args, fn);
+}

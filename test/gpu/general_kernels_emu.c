@@ -221,6 +221,26 @@ static void checkSoftmaxAndBmm(void) {
     }
 }
 
+/* rope_angles: the gather from rope's host table (the launcher uploads prt_rope_table's) into
+ * the rotate-half (N = D) and per-pair (N = D/2) layouts, cos and sin: bit for bit */
+static void checkRopeAngles(void) {
+  enum { T = 9, D = 8 };
+  float *cs = zeros(2 * T * (D / 2)), *g = zeros(T * D), *w = zeros(T * D);
+  prt_rope_table(cs, T, D, 10000.0f, 1.0);
+  void (*ra)(int64_t, float *, const float *, int64_t, int64_t, int64_t, int64_t) =
+      fn("piper_rope_angles");
+  for (int64_t N = D; N >= D / 2; N -= D / 2)
+    for (int32_t sn = 0; sn < 2; sn++) {
+      char label[32];
+      snprintf(label, sizeof label, "N %lld %s", (long long)N, sn ? "sin" : "cos");
+      begin_on("rope_angles", label);
+      for (int64_t i = 0; i < T * N + EXTRA; i++) ra(i, g, cs, T, N, D, sn);
+      prt_rope_angles(w, T, N, D, 10000.0f, sn);
+      sameBits("rope_angles", g, w, T * N, sizeof *g);
+      end();
+    }
+}
+
 int main(void) {
   (void)bf16Patterns; /* emu_check.h's, for the bf16 kernels: none here */
   emuSetup(0x2545f4914f6cdd1dull, "GPU kernel", "CPU kernel");
@@ -230,6 +250,7 @@ int main(void) {
   checkMasks();
   checkStrided();
   checkSoftmaxAndBmm();
+  checkRopeAngles();
   kernelJitDestroy(jit);
   emuFreeArrays();
   printf("%d failed\n", failures);

@@ -312,6 +312,8 @@ typedef struct {
   "      %w = arith.bitcast %wb : i32 to f32\n"
 
 static const GpuKernel kernels[PRT_DK_COUNT] = {
+/* the general tensor ops' kernels, written beside this file in its conventions */
+#include "lowering/gpu_kernels_general.inc"
     /* y[i] = a[i] + b[i] (prt_add) */
     KERNEL(add, "%y: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr, %n: i64",
            "", "%n",

@@ -634,6 +634,20 @@ static void lowerScalar(Lowering *L, MlirOperation op) {
   MlirAttribute e = mlirOperationGetAttributeByName(op, piperStr("exponent"));
   double c = mlirAttributeIsNull(e) ? piperGetFloatAttr(op, "value", 0.0)
                                     : piperGetFloatAttr(op, "exponent", 1.0);
+  /* the GPU's pow kernels know the exponents torch special-cases whose derivative's exponent
+   * is one too (lowering/gpu_kernels_general.inc) */
+  static const double gpuExponents[] = {2.0, 3.0, 0.5, -0.5, -1.0, 1.0, 0.0};
+  bool gpuOk = mlirAttributeIsNull(e);
+  for (size_t k = 0; !gpuOk && k < sizeof gpuExponents / sizeof gpuExponents[0]; ++k)
+    gpuOk = (double)(float)c == gpuExponents[k];
+  if (L->shared->target->deviceCode && !gpuOk) {
+    piperEmitErrorf(mlirOperationGetLocation(op),
+                    "piper-lower-to-llvm: x ** %g has no GPU kernel (the GPU's exponents are 2, "
+                    "3, 0.5, -0.5, -1, 1 and 0); compile for the CPU, or write the power as "
+                    "products", c);
+    L->failed = true;
+    return;
+  }
   MlirValue args[5];
   intptr_t n = 0;
   args[n++] = lwOut(L, op, 0);

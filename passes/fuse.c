@@ -645,6 +645,8 @@ MlirLogicalResult piperFuse(MlirOperation module) {
                                                              cb, &rewrites, 0, NULL));
   }
   MlirFrozenRewritePatternSet frozen = mlirFreezeRewritePattern(set);
+  /* freezing moves the patterns out; the emptied set is still ours to free (LLVM 22) */
+  mlirRewritePatternSetDestroy(set);
   MlirGreedyRewriteDriverConfig config = mlirGreedyRewriteDriverConfigCreate();
   MlirLogicalResult status = mlirApplyPatternsAndFoldGreedilyWithOp(module, frozen, config);
   mlirGreedyRewriteDriverConfigDestroy(config);

@@ -219,6 +219,22 @@ static bool tagsKnown(Seq *s, MlirAttribute filter) {
 
 /* An op the sequence split does not handle yet: its rows are not (B, T, ...) or it already
  * belongs to another split. */
+/* An exported model's general op (PIPER_BATCH_OPERANDS) that is not elementwise on operands
+ * of its result's shape: a layout change, a reduction, a matmul, a softmax over a dim, or an
+ * operand broadcast over the sequence (a (T, C) position table, a (T, T) mask), none of which
+ * a member's rows can compute alone. */
+static bool movesSequence(MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f || f->batch != PIPER_BATCH_OPERANDS || mlirOperationGetNumResults(op) == 0) return false;
+  bool hasDim = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("dim")));
+  bool hasPerm = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("perm")));
+  if (f->id == PIPER_TDAG_BMM || hasDim || hasPerm) return true;
+  MlirType out = mlirValueGetType(mlirOperationGetResult(op, 0));
+  for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k)
+    if (!mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, k)), out)) return true;
+  return false;
+}
+
 static const char *unsupported(MlirOperation op, int64_t G) {
   /* comm.all_reduce: reduceExpertGradient's, or shard_tensor's (tp_reduce: a partial
    * activation, summed row by row, or a norm weight's gradient) */
@@ -230,6 +246,11 @@ static const char *unsupported(MlirOperation op, int64_t G) {
   if (piperGetIntAttr(op, "cp_size", G) != G)
     return "this op is already split over a group of another size by another shard_sequence "
            "directive; give every group of a stage the same size";
+  if (movesSequence(op))
+    return "this general op (an exported model's, left unfused) may move the sequence off dim "
+           "1, where context parallelism splits it, or read a whole-sequence constant; let "
+           "piper-compile's --piper-fuse fold its chain, or train the model without "
+           "shard_sequence";
   return NULL;
 }
 

@@ -175,6 +175,7 @@ static bool interiorOp(MlirOperation op) {
   switch (f->id) {
   case PIPER_TDAG_ATTENTION:      /* GPT's, on packed qkv: heads split */
   case PIPER_TDAG_GELU:           /* elementwise */
+  case PIPER_TDAG_GELU_ERF:       /* elementwise: an exported nn.GELU() */
   case PIPER_TDAG_SWIGLU:         /* elementwise on gate and up */
   case PIPER_TDAG_RMSNORM:        /* per chunk (head) of its weight's size: qwen3's q/k_norm */
   case PIPER_TDAG_ROPE:           /* per head, by position */
@@ -644,8 +645,10 @@ static void retype(Sharder *s, int64_t T) {
     case PIPER_TDAG_SWIGLU_GRAD:
       for (int i = 0; i < 2; ++i) mlirValueSetType(mlirOperationGetResult(op, i), operandT(op, 1 + i));
       break;
-    case PIPER_TDAG_GELU: mlirValueSetType(r0, operandT(op, 0)); break;
-    case PIPER_TDAG_GELU_GRAD: mlirValueSetType(r0, operandT(op, 1)); break;
+    case PIPER_TDAG_GELU:
+    case PIPER_TDAG_GELU_ERF: mlirValueSetType(r0, operandT(op, 0)); break;
+    case PIPER_TDAG_GELU_GRAD:
+    case PIPER_TDAG_GELU_ERF_GRAD: mlirValueSetType(r0, operandT(op, 1)); break;
     case PIPER_TDAG_ADD: mlirValueSetType(r0, operandT(op, 0)); break;
     case PIPER_TDAG_BIAS_ADD: mlirValueSetType(r0, operandT(op, 0)); break;
     default: break;

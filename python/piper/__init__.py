@@ -34,11 +34,19 @@ def load(path, model=None):
     and buffers (AdamW's moments and piper.const.* tensors dropped). With `model`, names the
     checkpoint lacks are filled as the module has them: tied parameters under every name they
     have (so model.load_state_dict(..., strict=True) loads), and buffers the export folded into
-    the graph (a causal mask) and parameters the loss never reads from the module's own."""
-    tensors, _ = _safetensors.read(path)
+    the graph (a causal mask) and parameters the loss never reads from the module's own.
+    Without it, only the export's own weights file restores tied names (its metadata lists
+    them): a run's checkpoint holds each tied parameter once, under its first name."""
+    tensors, metadata = _safetensors.read(path)
     sd = {k: v for k, v in tensors.items()
           if not k.startswith("optim.") and not k.startswith("piper.")}
     if model is None:
+        # the weights piper.export wrote name the tied aliases in their metadata; a run's
+        # checkpoint does not carry it (the runtime writes its own), so pass `model` there
+        import json
+        for alias, name in json.loads(metadata.get("piper.tied", "{}")).items():
+            if name in sd:
+                sd.setdefault(alias, sd[name])
         return sd
     by_id = {}
     for name, p in _export.all_parameters(model).items():

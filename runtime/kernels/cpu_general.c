@@ -119,6 +119,9 @@ static inline float powScalar(float x, float c) {
   if (c == -0.5f) return 1.0f / sqrtf(x);
   if (c == -1.0f) return 1.0f / x;
   if (c == 1.0f) return x;
+  if (c == 0.0f) return 1.0f;
+  if (c == -1.5f) return 1.0f / (x * sqrtf(x));
+  if (c == -2.0f) return 1.0f / (x * x);
   return powf(x, c);
 }
 

@@ -492,13 +492,13 @@ void prt_cuda_setup(prt_ctx *ctx) {
 #define PAIR_DECL(pair) PAIR_DECL_ pair
 #define PAIR_ADDR_(type, name) &name
 #define PAIR_ADDR(pair) PAIR_ADDR_ pair
-/* m(x) for each of 1 to 10 arguments, comma-separated */
+/* m(x) for each of 1 to 12 arguments, comma-separated */
 #define PRT_MAP(m, ...) PRT_MAP_N(PRT_NARGS(__VA_ARGS__), m, __VA_ARGS__)
 #define PRT_MAP_N(n, m, ...) PRT_CAT(PRT_MAP_, n)(m, __VA_ARGS__)
 #define PRT_CAT(a, b) PRT_CAT_(a, b)
 #define PRT_CAT_(a, b) a##b
-#define PRT_NARGS(...) PRT_NARGS_(__VA_ARGS__, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define PRT_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, n, ...) n
+#define PRT_NARGS(...) PRT_NARGS_(__VA_ARGS__, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define PRT_NARGS_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, n, ...) n
 #define PRT_MAP_1(m, a) m(a)
 #define PRT_MAP_2(m, a, ...) m(a), PRT_MAP_1(m, __VA_ARGS__)
 #define PRT_MAP_3(m, a, ...) m(a), PRT_MAP_2(m, __VA_ARGS__)
@@ -509,6 +509,8 @@ void prt_cuda_setup(prt_ctx *ctx) {
 #define PRT_MAP_8(m, a, ...) m(a), PRT_MAP_7(m, __VA_ARGS__)
 #define PRT_MAP_9(m, a, ...) m(a), PRT_MAP_8(m, __VA_ARGS__)
 #define PRT_MAP_10(m, a, ...) m(a), PRT_MAP_9(m, __VA_ARGS__)
+#define PRT_MAP_11(m, a, ...) m(a), PRT_MAP_10(m, __VA_ARGS__)
+#define PRT_MAP_12(m, a, ...) m(a), PRT_MAP_11(m, __VA_ARGS__)
 #define PRT_KERNEL_1D(name, params, device, threads)                                       \
   void prt_cuda_##name(PRT_MAP(PAIR_DECL, PRT_KERNEL_UNPAREN params)) {                      \
     void *args[] = {PRT_MAP(PAIR_ADDR, PRT_KERNEL_UNPAREN params)};                          \
@@ -1356,4 +1358,19 @@ void prt_cuda_moe_expert_bwd_weight_bf16(float *dwg, float *dwu, float *dwd, con
                                          int64_t Fe) {
   expert_bwd_weight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, true,
                     "prt_cuda_moe_expert_bwd_weight_bf16");
+}
+
+/* ---- the general tensor ops' kernels that are not PRT_KERNEL_1D ---- */
+
+/* rope_angles: the forward rotation's (cos, sin) table, computed on the host by the CPU's
+ * prt_rope_table and kept on the device as rope's, gathered into the (T, N) layout */
+void prt_cuda_rope_angles(float *out, int64_t T, int64_t N, int64_t D, float theta, int32_t sn) {
+  const char *fn = "prt_cuda_rope_angles";
+  if (D <= 0 || D % 2 || (N != D && N != D / 2))
+    prt_fatal("%s: a table of width %lld for head size %lld: it must be even and the width "
+              "the head size or its half", fn, (long long)N, (long long)D);
+  const float *cs = rope_table(SCR_ROPE_FWD, T, D, theta, fn);
+  int64_t s = sn != 0;
+  void *args[] = {&out, &cs, &T, &N, &D, &s};
+  launch(PRT_DK_rope_angles, T * N, args, fn);
 }

@@ -58,19 +58,28 @@ class GPTAttention(nn.Module):
         return self.c_proj(y)
 
 
+class GPTMLP(nn.Module):
+    def __init__(self, C, tanh_gelu):
+        super().__init__()
+        self.c_fc = nn.Linear(C, 4 * C)
+        self.c_proj = nn.Linear(4 * C, C)
+        self.gelu = gelu_tanh if tanh_gelu else nn.GELU()
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
 class GPTBlock(nn.Module):
     def __init__(self, C, H, T, bias, tanh_gelu):
         super().__init__()
         self.ln_1 = nn.LayerNorm(C) if bias else LayerNorm(C, False)
         self.attn = GPTAttention(C, H, T)
         self.ln_2 = nn.LayerNorm(C) if bias else LayerNorm(C, False)
-        self.c_fc = nn.Linear(C, 4 * C)
-        self.c_proj = nn.Linear(4 * C, C)
-        self.gelu = gelu_tanh if tanh_gelu else nn.GELU()
+        self.mlp = GPTMLP(C, tanh_gelu)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
-        return x + self.c_proj(self.gelu(self.c_fc(self.ln_2(x))))
+        return x + self.mlp(self.ln_2(x))
 
 
 class GPT2(nn.Module):
@@ -164,20 +173,28 @@ class LlamaAttention(nn.Module):
         return self.wo(out)
 
 
+class FeedForward(nn.Module):
+    def __init__(self, C, F_):
+        super().__init__()
+        self.w1 = nn.Linear(C, F_, bias=False)
+        self.w2 = nn.Linear(F_, C, bias=False)
+        self.w3 = nn.Linear(C, F_, bias=False)
+
+    def forward(self, y):
+        return self.w2(F.silu(self.w1(y)) * self.w3(y))
+
+
 class LlamaBlock(nn.Module):
     def __init__(self, C, H, KV, F_, T, interleaved):
         super().__init__()
         self.attention_norm = RMSNorm(C)
         self.attention = LlamaAttention(C, H, KV, T, interleaved)
         self.ffn_norm = RMSNorm(C)
-        self.w1 = nn.Linear(C, F_, bias=False)
-        self.w2 = nn.Linear(F_, C, bias=False)
-        self.w3 = nn.Linear(C, F_, bias=False)
+        self.feed_forward = FeedForward(C, F_)
 
     def forward(self, x, cos, sin, mask):
         h = x + self.attention(self.attention_norm(x), cos, sin, mask)
-        y = self.ffn_norm(h)
-        return h + self.w2(F.silu(self.w1(y)) * self.w3(y))
+        return h + self.feed_forward(self.ffn_norm(h))
 
 
 class Llama(nn.Module):
@@ -213,7 +230,8 @@ class OpsMix(nn.Module):
     checked: exp, division and subtraction with broadcasting, 1 - x, sqrt, tanh, silu alone,
     sum and mean with and without keepdim, unbind + stack, chunk, select, a batched matmul with
     a transposed operand, torch.where with a constant mask, log_softmax over a dim that is not
-    the last, masked_fill with a finite value."""
+    the last, masked_fill with a finite value; and a buffer that is not a mask or a table (gain:
+    exported as non-trained state, tdag.param {init = "buffer"})."""
 
     def __init__(self, V=64, C=32, T=16):
         super().__init__()
@@ -222,6 +240,7 @@ class OpsMix(nn.Module):
         self.head = nn.Linear(C, V, bias=False)
         self.scale = nn.Parameter(torch.ones(C))
         self.register_buffer("keep", torch.tril(torch.ones(T, T, dtype=torch.bool)))
+        self.register_buffer("gain", torch.linspace(0.5, 1.5, C))  # non-trained state
         g = torch.Generator().manual_seed(2)
         for p in self.parameters():
             with torch.no_grad():
@@ -229,7 +248,7 @@ class OpsMix(nn.Module):
 
     def forward(self, tokens, targets):
         B, T = tokens.shape
-        x = self.proj(self.wte(tokens))                                # (B,T,C)
+        x = self.proj(self.wte(tokens)) * self.gain                    # (B,T,C), a buffer
         a = torch.exp(x * 0.5)
         b = x / (1.0 + a)                                              # div, broadcast-free
         c = x - a.mean(-1, keepdim=True)                               # sub, (B,T,1) broadcast

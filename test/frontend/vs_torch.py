@@ -13,7 +13,7 @@
       piper.load(FILE, module) into a fresh module with strict=True, and checks that every
       parameter name, tied ones included, then holds exactly the checkpoint's tensor
 
-Models: test/frontend/models.py (gpt2, gpt2-nobias-tanh, gpt2-sdpa, llama, llama-interleaved,
+Models: test/frontend/models.py (gpt2, gpt2-tanh, gpt2-nobias-tanh, gpt2-sdpa, llama, llama-interleaved,
 llama-mha, ops: the general ops no fused op covers)."""
 import argparse
 import json
@@ -37,6 +37,8 @@ def make_model(a):
     V, C, L, T = a.vocab, a.dim, a.layers, a.seq
     if a.model == "gpt2":
         return models.GPT2(V=V, C=C, H=a.heads, L=L, T=T)
+    if a.model == "gpt2-tanh":  # piper-gen gpt's own layers: the bench's like for like
+        return models.GPT2(V=V, C=C, H=a.heads, L=L, T=T, tanh_gelu=True)
     if a.model == "gpt2-nobias-tanh":
         return models.GPT2(V=V, C=C, H=a.heads, L=L, T=T, bias=False, tanh_gelu=True)
     if a.model == "gpt2-sdpa":
@@ -55,13 +57,19 @@ def make_model(a):
 
 def annotate(model, a):
     """--stages S: the blocks split evenly into S pipeline stages by module tags (PP), the
-    embeddings with the first and the final norm and head with the last by the operand rule."""
-    if a.stages <= 1:
+    embeddings with the first and the final norm and head with the last by the operand rule.
+    --tp: each block's attention and MLP modules tagged TP = 0 (the tensor-parallel regions,
+    as piper-gen tags them), the residual adds staying with the block."""
+    if a.stages <= 1 and not a.tp:
         return
     blocks = model.transformer.h if hasattr(model, "transformer") else model.layers
-    per = -(-len(blocks) // a.stages)
+    per = -(-len(blocks) // max(a.stages, 1))
     for i, blk in enumerate(blocks):
         piper.annotate(blk, PP=i // per, layer=i)
+        if a.tp:
+            for part in ("attn", "mlp", "attention", "feed_forward"):
+                if hasattr(blk, part):
+                    piper.annotate(getattr(blk, part), TP=0)
     first = model.transformer.wte if hasattr(model, "transformer") else model.tok_embeddings
     piper.annotate(first, PP=0)
 
@@ -145,6 +153,7 @@ def main():
         p.add_argument("--seq", type=int, default=16)
         p.add_argument("--batch", type=int, default=4)
         p.add_argument("--stages", type=int, default=1)
+        p.add_argument("--tp", action="store_true", help="tag the tensor-parallel regions")
         if name == "export":
             p.add_argument("-o", "--output", required=True)
         if name == "train":

@@ -27,14 +27,7 @@
 
 static MlirExecutionEngine jit;
 
-static void *fn(const char *name) {
-  void *f = mlirExecutionEngineLookup(jit, mlirStringRefCreateFromCString(name));
-  if (!f) {
-    fprintf(stderr, "no function %s in the JIT module\n", name);
-    exit(2);
-  }
-  return f;
-}
+static void *fn(const char *name) { return kernelJitFn(jit, name); }
 
 enum { B = 3, T = 5, C = 12, V = 11, N = B * T };
 

@@ -188,6 +188,17 @@ static MlirExecutionEngine kernelJitCreate(void) {
   return jit;
 }
 
+/* Kernel `name`'s host function in the engine (its thread index first, then its arguments);
+ * exits 2 naming it when the engine has none. */
+__attribute__((unused)) static void *kernelJitFn(MlirExecutionEngine jit, const char *name) {
+  void *f = mlirExecutionEngineLookup(jit, mlirStringRefCreateFromCString(name));
+  if (!f) {
+    fprintf(stderr, "no function %s in the JIT module\n", name);
+    exit(2);
+  }
+  return f;
+}
+
 static void kernelJitDestroy(MlirExecutionEngine jit) {
   mlirExecutionEngineDestroy(jit);
   mlirModuleDestroy(kernelJitModule);

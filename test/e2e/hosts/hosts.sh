@@ -4,7 +4,7 @@
 #   hosts.sh check                 can hosts be made here? exit 0, or 1 saying why not
 #   hosts.sh up NAME HOST...       make the hosts of the set NAME, each on a port of one switch
 #   hosts.sh env NAME              shell lines that point mpirun at them (eval "$(...)")
-#   hosts.sh run NAME HOST CMD...  run CMD on HOST, as a shell logged in there would
+#   hosts.sh run NAME HOST CMD...  run CMD on HOST (your environment and folder, its namespaces)
 #   hosts.sh agent HOST COMMAND    Open MPI's rsh agent: runs COMMAND on HOST as ssh would
 #   hosts.sh cut NAME HOST         pull HOST's cable (its switch port down); `heal` plugs it in
 #   hosts.sh pids NAME [HOST]      the processes running on the hosts (none: no output)
@@ -29,8 +29,9 @@
 # kills its descendants, piper-run) does not kill it, and a host that lost its link keeps its
 # processes until they end by themselves. The agent first connects to the host over the network
 # (TCP to port 22 of its address, from the caller's host): a refused connection means the host
-# answers; no answer within 3 s, or no such host, fails as ssh fails (exit 255, "ssh: connect to
-# host ...").
+# answers; no route to it (its cable is out: the kernel gives up on ARP after some 3 s), no
+# answer within 20 s, or no such host fails as ssh fails (exit 255, "ssh: connect to host ...",
+# "ssh: Could not resolve hostname ...").
 #
 # Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN), Linux 5.6 or later (time namespaces), iproute2,
 # util-linux (unshare, nsenter) and bash (its /dev/tcp). docs/hosts.md shows a run by hand; test/e2e/hosts/ uses it.
@@ -160,7 +161,9 @@ run)
   [ $# -ge 3 ] || die "usage: hosts.sh run NAME HOST CMD..."
   pid=$(sshd_pid "$1" "$2")
   shift 2
-  exec nsenter -t "$pid" -n -u -m -T --wd="$PWD" -- "$@"
+  # the working folder by its path inside the host's mount namespace (nsenter --wd would keep
+  # the caller's, whose relative paths then resolve in the caller's mounts)
+  exec nsenter -t "$pid" -n -u -m -T -- sh -c 'cd "$0" && exec "$@"' "$PWD" "$@"
   ;;
 agent)
   # Open MPI calls it as it calls ssh: `agent [ssh options] HOST 'command line'`.
@@ -174,10 +177,15 @@ agent)
     echo "ssh: Could not resolve hostname $host: Name or service not known" >&2
     exit 255
   fi
-  # Over the network, as ssh connects: refused (nothing listens on 22) is an answer.
-  probe=$(timeout 3 bash -c "exec 3<> /dev/tcp/$addr/22" 2>&1 || true)
+  # Over the network, as ssh connects: refused (nothing listens on 22) is an answer; a host
+  # whose cable is out gives "No route to host" once ARP gives up (some 3 s), or nothing.
+  probe=$(timeout 20 bash -c "exec 3<> /dev/tcp/$addr/22" 2>&1 || true)
   case "$probe" in
   *refused*) ;;
+  *"No route"*)
+    echo "ssh: connect to host $host port 22: No route to host" >&2
+    exit 255
+    ;;
   *)
     echo "ssh: connect to host $host port 22: Connection timed out" >&2
     exit 255
@@ -200,6 +208,13 @@ cut | heal)
   k=$(hosts_of "$1" | grep -n -x -F "$2" | cut -d: -f1)
   [ -n "$k" ] || die "no host $2 in the set $1"
   ip -n "$1-sw" link set "p$k" "$([ "$cmd" = cut ] && echo down || echo up)"
+  if [ "$cmd" = cut ]; then
+    # forget its link-layer address everywhere, as a switch and hosts would once it stays
+    # silent: a connection to it then fails "No route to host" after ARP's 3 s, every time
+    for h in $(hosts_of "$1"); do
+      ip -n "$1-$h" neigh flush to "$SUBNET.$k" 2> /dev/null || true
+    done
+  fi
   ;;
 pids)
   # every process on the hosts but their login daemons: "HOST PID COMMAND LINE"

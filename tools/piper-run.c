@@ -1344,10 +1344,11 @@ static void superviseSetup(void) {
   /* A host that stops answering (a cut link, a host down) is noticed by Open MPI only through
    * its daemon's TCP connection, whose keepalive waits 300 s of silence and then 9 probes 20 s
    * apart by default: the job would hang 8 minutes (or until --timeout and FAILED_JOB_GRACE_S).
-   * With probes after 2 s of silence, 1 s apart, 3 unanswered: mpirun declares such a host lost
-   * some 5 s after it went silent and ends the job, and the host's own daemon, which hears
-   * nothing from mpirun either, ends its ranks and itself (test/e2e/hosts). The probes are
-   * answered by the kernel, so a busy host is not taken for a lost one. */
+   * With probes after 2 s of silence, 1 s apart, 3 unanswered: mpirun declares such a host
+   * lost within some 4-7 s of its going silent (bench/bench_hosts.py) and ends the job, and
+   * the host's own daemon, which hears nothing from mpirun either, ends its ranks and itself
+   * (test/e2e/hosts). The probes are answered by the kernel, so a busy host is not taken for a
+   * lost one. */
   setenv("OMPI_MCA_oob_tcp_keepalive_time", "2", 0);
   setenv("OMPI_MCA_oob_tcp_keepalive_intvl", "1", 0);
   setenv("OMPI_MCA_oob_tcp_keepalive_probes", "3", 0);

@@ -226,7 +226,7 @@ pids)
     keeper=$(cut -d' ' -f4 "/proc/$sshd/stat" 2> /dev/null || true) # unshare, its parent
     for pid in $(ip netns pids "$name-$host" 2> /dev/null); do
       [ "$pid" = "$sshd" ] || [ "$pid" = "$keeper" ] && continue
-      line=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2> /dev/null | cut -c1-160) || continue
+      line=$( (tr '\0' ' ' < "/proc/$pid/cmdline") 2> /dev/null | cut -c1-160) || continue
       [ -n "$line" ] && echo "$host $pid $line"
     done
   done

@@ -638,28 +638,44 @@ static void metricsRead(Metrics *m, Job *j) {
   close(fd);
 }
 
-/* The metrics file piper-run gives a plan that names none: in $TMPDIR (or /tmp), removed at
- * exit. */
-static char metricsOwnPath[4096];
+/* piper-run's own files (a metrics file, the jobs' hostfile): created in $TMPDIR (or /tmp) as
+ * "piper-run-PID-NAME" with NAME's XXXXXX made unique (mkstemps: `suffix` characters after
+ * them), into path (cap bytes), and removed at exit. 0, or -1 with errno. */
+static char *ownFiles[2]; /* to remove at exit: one of each kind at most */
 
-static void metricsOwnRemove(void) {
-  if (metricsOwnPath[0]) unlink(metricsOwnPath);
+static void ownFilesRemove(void) {
+  for (size_t i = 0; i < sizeof ownFiles / sizeof *ownFiles; i++)
+    if (ownFiles[i]) unlink(ownFiles[i]);
 }
 
-static const char *metricsOwn(void) {
+static int ownFile(char *path, size_t cap, const char *name, int suffix) {
   const char *tmp = getenv("TMPDIR");
-  snprintf(metricsOwnPath, sizeof metricsOwnPath, "%s/piper-run-%d-XXXXXX.jsonl",
-           tmp && *tmp ? tmp : "/tmp", (int)getpid());
-  int fd = mkstemps(metricsOwnPath, 6);
-  if (fd < 0) {
-    note("warning: cannot create a metrics file in %s (%s): completed steps are counted from "
-         "progress lines only", tmp && *tmp ? tmp : "/tmp", strerror(errno));
-    metricsOwnPath[0] = 0;
+  snprintf(path, cap, "%s/piper-run-%d-%s", tmp && *tmp ? tmp : "/tmp", (int)getpid(), name);
+  int fd = mkstemps(path, suffix);
+  if (fd < 0) return -1;
+  close(fd);
+  size_t i = 0;
+  while (i < sizeof ownFiles / sizeof *ownFiles && ownFiles[i]) i++;
+  if (i == sizeof ownFiles / sizeof *ownFiles) { /* a third kind: a bug here */
+    unlink(path);
+    errno = EMFILE;
+    return -1;
+  }
+  if (i == 0) atexit(ownFilesRemove);
+  ownFiles[i] = path;
+  return 0;
+}
+
+/* The metrics file piper-run gives a plan that names none; NULL (with a warning) when it cannot
+ * be made. */
+static const char *metricsOwn(void) {
+  static char path[4096];
+  if (ownFile(path, sizeof path, "XXXXXX.jsonl", 6) != 0) {
+    note("warning: cannot create a metrics file in $TMPDIR or /tmp (%s): completed steps are "
+         "counted from progress lines only", strerror(errno));
     return NULL;
   }
-  close(fd);
-  atexit(metricsOwnRemove);
-  return metricsOwnPath;
+  return path;
 }
 
 /* The newest modification time among the ring's files (0 without a ring): a job that writes
@@ -773,13 +789,6 @@ static int64_t ranksUpTo(const Config *c, int64_t limit) {
   return -1;
 }
 
-/* The jobs' hostfile without the hosts gone (Config.jobHosts), removed at exit. */
-static const char *jobHostsToRemove;
-
-static void jobHostsRemove(void) {
-  if (jobHostsToRemove && jobHostsToRemove[0]) unlink(jobHostsToRemove);
-}
-
 static void setRanks(Config *c, int64_t n) {
   c->ranks = n;
   snprintf(c->npBuf, sizeof c->npBuf, "%lld", (long long)n);
@@ -802,17 +811,8 @@ static int hostfileRanks(Config *c, char *why, size_t cap) {
   }
   FILE *keep = NULL;
   if (c->gone.n) {
-    if (!c->jobHosts[0]) {
-      const char *tmp = getenv("TMPDIR");
-      snprintf(c->jobHosts, sizeof c->jobHosts, "%s/piper-run-%d-hosts-XXXXXX",
-               tmp && *tmp ? tmp : "/tmp", (int)getpid());
-      int fd = mkstemp(c->jobHosts);
-      if (fd < 0) die(EXIT_TOOL, "cannot create the jobs' hostfile in %s: %s",
-                      tmp && *tmp ? tmp : "/tmp", strerror(errno));
-      close(fd);
-      jobHostsToRemove = c->jobHosts;
-      atexit(jobHostsRemove);
-    }
+    if (!c->jobHosts[0] && ownFile(c->jobHosts, sizeof c->jobHosts, "hosts-XXXXXX", 0) != 0)
+      die(EXIT_TOOL, "cannot create the jobs' hostfile in $TMPDIR or /tmp: %s", strerror(errno));
     if (!(keep = fopen(c->jobHosts, "w")))
       die(EXIT_TOOL, "cannot write the jobs' hostfile %s: %s", c->jobHosts, strerror(errno));
   }

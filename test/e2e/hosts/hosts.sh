@@ -84,14 +84,14 @@ up)
   [ $# -ge 2 ] || die "usage: hosts.sh up NAME HOST..."
   name=$1
   shift
-  # sets left behind by a test killed before its cleanup ran (their owner is gone)
+  # sets `with` made and could not remove (it was killed first): their owner is gone
   for old in "$STATE"/*/owner; do
     [ -e "$old" ] || continue
     kill -0 "$(cat "$old")" 2> /dev/null || set_down "$(basename "$(dirname "$old")")"
   done
   [ ! -e "$STATE/$name" ] || die "a set named $name exists already (hosts.sh down $name)"
   mkdir -p "$STATE/$name"
-  echo "${PIPER_HOSTS_OWNER:-$PPID}" > "$STATE/$name/owner"
+  [ -z "${PIPER_HOSTS_OWNER:-}" ] || echo "$PIPER_HOSTS_OWNER" > "$STATE/$name/owner"
   printf '127.0.0.1 localhost\n' > "$STATE/$name/etc-hosts"
   k=0
   for host in "$@"; do

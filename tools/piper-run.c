@@ -1440,7 +1440,8 @@ static Argv firstArgs(const Config *c, const Plan *p) {
 }
 
 int main(int argc, char **argv) {
-  Config c = {.maxRestarts = 3, .grace = 30, .mpirun = "mpirun"};
+  static Config c; /* static: what it holds (the hosts gone) stays reachable until exit */
+  c = (Config){.maxRestarts = 3, .grace = 30, .mpirun = "mpirun"};
   const char *dirFlag = NULL;
   int64_t minRanks = -1;
   bool resume = false;

@@ -911,7 +911,7 @@ typedef struct {
  * FAILED_JOB_GRACE_S after the failure, with SIGKILL FAILED_JOB_KILL_S later. */
 static int killStrays(void);
 
-static void pendingNote(const Config *c, Pending *w, const Job *j);
+static void pendingNote(const Config *c, Pending *w, const Job *j, bool ended);
 
 static void jobRun(const Config *c, Metrics *m, Pending *w, const Plan *p, char **args, Job *j) {
   *j = (Job){.lastStep = -1, .firstStep = -1, .deadRank = -1};
@@ -976,7 +976,7 @@ static void jobRun(const Config *c, Metrics *m, Pending *w, const Plan *p, char 
     }
     double now = monoNow();
     metricsRead(m, j);
-    pendingNote(c, w, j);
+    pendingNote(c, w, j, false);
     if (!exited) {
       int st;
       pid_t w = waitpid(pid, &st, WNOHANG);
@@ -1170,10 +1170,12 @@ static void recoveredNote(const Config *c, const Job *failed, double decidedAt, 
 }
 
 
-/* Once job j has completed a step: the "recovered:" or "grown:" line it was waited for. */
-static void pendingNote(const Config *c, Pending *w, const Job *j) {
+/* Once job j has completed a step: the "recovered:" or "grown:" line it was waited for. With
+ * --phases the first is held until the plan's phases line has come too (stderr through mpirun
+ * can trail the metrics file), or the job ended (`ended`). */
+static void pendingNote(const Config *c, Pending *w, const Job *j, bool ended) {
   if (j->firstStep < 0) return;
-  if (w->faultAt > 0) {
+  if (w->faultAt > 0 && (!c->phases || j->phase[0] > 0 || ended)) {
     recoveredNote(c, &w->failed, w->decidedAt, j, w->faultAt, w->redo);
     w->faultAt = 0;
   }
@@ -1507,7 +1509,7 @@ int main(int argc, char **argv) {
     Job j;
     jobRun(&c, &c.metrics, &w, &p, args.v ? args.v : (char *[]){NULL}, &j);
     if (args.v != first.v) free(args.v);
-    pendingNote(&c, &w, &j); /* a step the job's last lines told */
+    pendingNote(&c, &w, &j, true); /* a step the job's last lines told */
     int code = WIFEXITED(j.status) ? WEXITSTATUS(j.status) : 128 + WTERMSIG(j.status);
     if (stopSignal) {
       note("stopped by %s after %lld restart%s (the job ended with status %d)",

@@ -208,11 +208,20 @@ cut | heal)
   k=$(hosts_of "$1" | grep -n -x -F "$2" | cut -d: -f1)
   [ -n "$k" ] || die "no host $2 in the set $1"
   ip -n "$1-sw" link set "p$k" "$([ "$cmd" = cut ] && echo down || echo up)"
-  if [ "$cmd" = cut ]; then
-    # forget its link-layer address everywhere, as a switch and hosts would once it stays
-    # silent: a connection to it then fails "No route to host" after ARP's 3 s, every time
-    for h in $(hosts_of "$1"); do
-      ip -n "$1-$h" neigh flush to "$SUBNET.$k" 2> /dev/null || true
+  # Forget its link-layer address everywhere: once cut, as hosts would once it stays silent (a
+  # connection to it then fails "No route to host" after ARP's 3 s, every time); once healed,
+  # the failed lookups of the cut, so it answers at once.
+  for h in $(hosts_of "$1"); do
+    ip -n "$1-$h" neigh flush to "$SUBNET.$k" 2> /dev/null || true
+  done
+  if [ "$cmd" = heal ]; then # back when another host reaches it (connection refused: an answer)
+    other=$(hosts_of "$1" | grep -v -x -F "$2" | head -n 1)
+    for _ in $(seq 1 50); do
+      [ -z "$other" ] && break
+      probe=$(nsenter -t "$(sshd_pid "$1" "$other")" -n \
+              timeout 1 bash -c "exec 3<> /dev/tcp/$SUBNET.$k/22" 2>&1 || true)
+      case "$probe" in *refused*) break ;; esac
+      sleep 0.1
     done
   fi
   ;;

@@ -24,7 +24,8 @@
 # its view of /proc and its CPUs.
 #
 # Every host runs a small login daemon (`sshd` below, started by `up`, in the host's
-# namespaces), which starts the commands the agent hands it. So, as with ssh, what runs on a
+# namespaces), which starts the commands the agent hands it (through a FIFO; their output goes
+# to files the agent follows until the command ends). So, as with ssh, what runs on a
 # host is not a descendant of the mpirun that launched it: killing mpirun (or a supervisor that
 # kills its descendants, piper-run) does not kill it, and a host that lost its link keeps its
 # processes until they end by themselves. The agent first connects to the host over the network
@@ -128,8 +129,8 @@ up)
   ;;
 sshd)
   # (internal) a host's login daemon: reads request folders from its ctl FIFO and runs each
-  # one's command (its `cmd` file) with stdout and stderr to the folder's FIFOs, its exit
-  # status into `rc` at the end.
+  # one's command (its `cmd` file) with stdout and stderr into the folder's `out` and `err`,
+  # its process id into `pid` once started and its exit status into `rc` at the end.
   dir=$1
   keep=$(env | grep -E '^(ASAN|LSAN|UBSAN)_OPTIONS=|^ASAN_SYMBOLIZER_PATH=|^(OMPI|PMIX)_MCA_mca_base_component_disable_dlclose=' | tr '\n' ' ' || true)
   mkfifo "$dir/ctl"
@@ -139,12 +140,14 @@ sshd)
     [ -f "$req/cmd" ] || continue
     (
       set +e
-      exec < /dev/null 1<> "$req/out" 2<> "$req/err"
+      exec < /dev/null > "$req/out" 2> "$req/err"
       # a login's environment, not the caller's (what mpirun -x passes is all that travels),
       # plus the sanitizers' settings, as a cluster's site environment would hold them
       env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/sh \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin $keep \
-        sh -c "$(cat "$req/cmd")"
+        sh -c "$(cat "$req/cmd")" &
+      echo $! > "$req/pid.new" && mv "$req/pid.new" "$req/pid"
+      wait $!
       echo $? > "$req/rc.new" && mv "$req/rc.new" "$req/rc"
     ) &
   done
@@ -193,12 +196,15 @@ agent)
   esac
   req=$(mktemp -d "$STATE/$PIPER_HOSTS/$host/req.XXXXXX")
   printf '%s\n' "$*" > "$req/cmd"
-  mkfifo "$req/out" "$req/err"
   echo "$req" > "$STATE/$PIPER_HOSTS/$host/ctl"
-  cat "$req/out" &
-  cat "$req/err" >&2
+  for _ in $(seq 1 1500); do [ -s "$req/pid" ] && break; sleep 0.02; done
+  [ -s "$req/pid" ] || die "host $host's login daemon did not start the command"
+  # its output as it comes, until the command has ended and all of it is read
+  pid=$(cat "$req/pid")
+  tail -q -s 0.1 -c +1 -f --pid="$pid" "$req/out" &
+  tail -q -s 0.1 -c +1 -f --pid="$pid" "$req/err" >&2 &
   wait
-  while [ ! -e "$req/rc" ]; do sleep 0.05; done
+  while [ ! -e "$req/rc" ]; do sleep 0.02; done
   rc=$(cat "$req/rc")
   rm -rf "$req"
   exit "$rc"

@@ -232,14 +232,22 @@ static void prt_mpi_wait(MPI_Request *r, MPI_Status *status, const char *what,
     struct timespec nap = {0, 100000};
     nanosleep(&nap, NULL);
     if ((spins & 63) || prt_mpi_now() < deadline) continue;
-    char step[48] = "before the first step", buf[512], on[PRT_HOST_CHARS + 8];
+    char step[48] = "before the first step", buf[512], on[PRT_HOST_CHARS + 8] = "";
     if (!what) prt_op_what(ctx, op, buf, sizeof buf);
     if (prt_mpi_watch->step >= 0)
       snprintf(step, sizeof step, "at step %lld", (long long)prt_mpi_watch->step);
+    if (prt_mpi_hosts) { /* " on node1" where the ranks span several hosts */
+      prt_mpi_on(prt_mpi_rank, on, sizeof on);
+    } else if (prt_mpi_size > 1) { /* at start-up, before the host names are exchanged */
+      char self[MPI_MAX_PROCESSOR_NAME + 1] = "";
+      int len = 0;
+      if (MPI_Get_processor_name(self, &len) == MPI_SUCCESS && self[0])
+        snprintf(on, sizeof on, " on %.*s", PRT_HOST_CHARS - 1, self);
+    }
     fprintf(stderr, "piper: error: watchdog: %s waited more than %g s %s (rank %d%s): a rank "
             "stopped or hangs (SIGSTOP, a stuck peer, a dead node%s); ending every rank; if "
             "steps are really this slow, raise --timeout\n", what ? what : buf,
-            prt_mpi_watch->timeout_s, step, prt_mpi_rank, prt_mpi_on(prt_mpi_rank, on, sizeof on),
+            prt_mpi_watch->timeout_s, step, prt_mpi_rank, on,
             prt_mpi_many_hosts ? ", a host that stopped answering" : "");
     fflush(stderr);
     mpi_abort(1);
@@ -297,6 +305,18 @@ static void prt_mpi_keep_freed(void) {
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }
 
+/* A duplicate of MPI_COMM_WORLD, the ranks' first transfer (it agrees on a context id), under
+ * the watchdog: where MPI cannot connect some ranks (hosts without a common transport), Open
+ * MPI says so and that the job will abort, and then MPI_Comm_dup never returns; nonblocking,
+ * it ends with the watchdog's message after --timeout instead (prt_main sets the watchdog
+ * before MPI_Init for this). */
+static void prt_mpi_dup(MPI_Comm *out) {
+  MPI_Request r;
+  PRT_MPI(MPI_Comm_idup(MPI_COMM_WORLD, out, &r), "prt_comm_init");
+  prt_mpi_wait(&r, MPI_STATUS_IGNORE, "comm_dup over all ranks (connecting the ranks at "
+               "start-up: an MPI transport joins every pair of them)", NULL, NULL);
+}
+
 /* Every rank learns every rank's host name (one all-gather of PRT_HOST_CHARS bytes a rank),
  * for the messages that name a peer's host; a world of one rank skips it. */
 static void prt_mpi_hosts_exchange(void) {
@@ -338,9 +358,9 @@ static int mpi_init(int *argc, char ***argv, const prt_watchdog *watch) {
     PRT_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "prt_comm_init");
     PRT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &prt_mpi_rank), "prt_comm_init");
     PRT_MPI(MPI_Comm_size(MPI_COMM_WORLD, &prt_mpi_size), "prt_comm_init");
-    PRT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &prt_plan_world), "prt_comm_init");
-    PRT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &prt_rt_world), "prt_comm_init");
-    PRT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &prt_probe_world), "prt_comm_init");
+    prt_mpi_dup(&prt_plan_world);
+    prt_mpi_dup(&prt_rt_world);
+    prt_mpi_dup(&prt_probe_world);
     int level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&level);
     if (want < 0 || (want == PRT_PROGRESS_THREAD && level < MPI_THREAD_MULTIPLE)) {

@@ -12,3 +12,4 @@ build=${1:-build}
 /usr/bin/python3 "$(dirname "$0")/bench_gpu.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_faults.py" "$build"
 /usr/bin/python3 "$(dirname "$0")/bench_frontend.py" "$build"
+/usr/bin/python3 "$(dirname "$0")/bench_hosts.py" "$build"

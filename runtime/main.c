@@ -759,15 +759,20 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
 
 int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_ctx *)) {
   prt_phase.main = prt_wall_s();
+  /* The flags are read before MPI_Init (which leaves argv as mpirun gave it), so that the
+   * --timeout watchdog covers the ranks' first connections in it too (comm/mpi.c); a bad
+   * command line is said after it, by rank 0. */
+  prt_opts o;
+  prt_status st = {0};
+  int bad = prt_parse_args(argc, argv, &o, &st);
+  prt_watch.timeout_s = o.timeout > 0 ? o.timeout : 0;
   int owner = prt_comm_init(&argc, &argv); /* MPI_Init before anything else */
   prt_phase.mpi = prt_wall_s();
   int64_t rank = prt_comm_rank(), world = prt_comm_size();
   prt_catch_signals();
   const char *prog = argc > 0 && argv[0] ? argv[0] : "piper-train";
-  prt_opts o;
-  prt_status st = {0};
   int rc = 0;
-  if (prt_parse_args(argc, argv, &o, &st)) { /* alike on every rank: rank 0 says it */
+  if (bad) { /* alike on every rank: rank 0 says it */
     if (rank == 0) {
       fprintf(stderr, "piper: error: %s\n", st.msg);
       fprintf(stderr, SYNOPSIS, prog);

@@ -17,8 +17,12 @@
  * fewer than N, F is looked at once a second, and when it lists more slots (a host came
  * back) the job is stopped after its current step, which it checkpoints to the ring as it
  * ends, and started again from there on more ranks (Grow, below).
+ * A host that does not answer (Open MPI lost its daemon there, or ssh could not reach it) is
+ * left out of the next jobs' hostfile (hostGone) until the hostfile is rewritten.
  * One line per event on stderr, "piper-run: ...": what failed and where, the step resumed
  * from, the seconds lost; and, once the restarted job completes a step, how long that took.
+ * Completed steps are counted from the plan's --metrics file (Metrics), which --quiet and
+ * --log-every leave whole.
  *
  * Exit status (keep in sync with USAGE and docs/faults-and-elastic.md):
  *   0 the run finished; 1 piper-run could not work (mpirun missing, out of memory);
@@ -28,7 +32,9 @@
  *
  * Every wait ends: the job's own watchdog (--timeout) ends a stuck collective, --stall-timeout
  * ends a job that prints nothing and checkpoints nothing for that long, a stop waits --grace
- * seconds for the ranks to save before the job is killed, and the restarts are counted.
+ * seconds for the ranks to save before the job is killed, a failed job's mpirun gets
+ * FAILED_JOB_GRACE_S to end (it waits on hosts that may never answer), and the restarts are
+ * counted.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -300,7 +306,8 @@ typedef struct {
   bool restartSteps;    /* --restart-steps */
   const char *ckptDir;  /* --checkpoint-dir; NULL = none */
   int64_t ckptEvery;    /* --checkpoint-every; 0 = none */
-  bool quiet;           /* --quiet: no progress lines to time the recovery by */
+  bool quiet;           /* --quiet: no progress lines (steps are counted from metrics) */
+  const char *metrics;  /* --metrics; NULL = none (piper-run then adds its own, Metrics) */
 } Plan;
 
 /* The value of plan flag k (args[k] is the flag): after '=' or the next argument; NULL
@@ -347,6 +354,7 @@ static void planRead(Plan *p) {
     else if (flagIs(a, "--checkpoint-every")) p->ckptEvery = planCount("--checkpoint-every", v);
     else if (flagIs(a, "--init-checkpoint")) p->initCkpt = v;
     else if (flagIs(a, "--checkpoint-dir")) p->ckptDir = v;
+    else if (flagIs(a, "--metrics")) p->metrics = v;
     k += skip;
   }
 }
@@ -389,9 +397,10 @@ static void onSignal(int sig) {
 /* What one job did, as read from its output and its end. */
 typedef struct {
   int status;          /* waitpid status of mpirun */
-  int64_t lastStep;    /* the highest step count a progress line reported; -1 = none */
-  int64_t firstStep;   /* the first progress line's count; -1 = none */
-  double firstStepAt;  /* wall time of that line */
+  int64_t lastStep;    /* the most steps of the run completed, as its metrics file or a
+                          progress line said; -1 = none seen */
+  int64_t firstStep;   /* the count at the job's first completed step; -1 = none */
+  double firstStepAt;  /* wall time that was seen */
   double faultAt;      /* "fault injected ... at t=": wall time; 0 = none seen */
   char rankDeath[320]; /* mpirun's words on a rank that died ("rank 1 on node x ..."), or "" */
   char error[512];     /* the first "piper: error: ..." line (without the prefix), or "" */
@@ -401,6 +410,15 @@ typedef struct {
   int64_t growTo;      /* stopped by piper-run to restart on this many ranks (the hostfile
                           lists more slots); 0 = not */
   double endedAt;      /* wall time mpirun was seen to end */
+  double failedAt;     /* monotonic time of the first line saying the job is failing (an
+                          error, a rank's death, an abort); 0 = none */
+  char lostHost[128];  /* a host that stopped answering or cannot be reached (Open MPI lost
+                          its daemon there, or could not start one: "ssh: connect to host"),
+                          or "" */
+  char hostWhy[256];   /* what said so about lostHost */
+  char missingOn[128]; /* the host where mpirun could not access or execute the plan, or "" */
+  bool missingNext;    /* the last lines were Open MPI's "could not access or execute"
+                          report, whose "Node: HOST" line is still to come */
   /* --phases (wall times; 0 = not seen): */
   double noticedAt;    /* mpirun's "noticed that process rank" line */
   double closedAt;     /* the job's output closed (every rank gone) */
@@ -409,16 +427,55 @@ typedef struct {
                           up, parameters loaded (runtime/main.c, PIPER_PHASES=1) */
 } Job;
 
+/* The job has completed `done` steps of the run (a progress line or a metrics line said so). */
+static void jobStepsDone(Job *j, int64_t done) {
+  if (j->firstStep < 0) {
+    j->firstStep = done;
+    j->firstStepAt = wallNow();
+  }
+  if (done > j->lastStep) j->lastStep = done;
+}
+
+/* A host named in Open MPI's (or ssh's) words after `key`, up to a blank, ':' or the end. */
+static void jobLostHost(Job *j, const char *p, const char *key, const char *why) {
+  if (j->lostHost[0]) return;
+  char host[128] = "";
+  if (sscanf(p + strlen(key), "%127[^ \t:\n]", host) != 1 || !host[0]) return;
+  snprintf(j->lostHost, sizeof j->lostHost, "%s", host);
+  snprintf(j->hostWhy, sizeof j->hostWhy, "%s", why);
+}
+
 /* Reads one line of the job's output for what it says about the run. */
 static void jobScanLine(Job *j, const char *line) {
   const char *p;
   long long a = 0, b = 0;
   if (sscanf(line, "step %lld/%lld |", &a, &b) == 2) {
-    if (j->firstStep < 0) {
-      j->firstStep = a;
-      j->firstStepAt = wallNow();
-    }
-    if (a > j->lastStep) j->lastStep = a;
+    jobStepsDone(j, a);
+    return;
+  }
+  /* Open MPI lost a host's daemon ("ORTE has lost communication with a remote daemon" ...
+   * "Remote daemon: [[25516,0],1] on node node2"), or could not start one there: ssh (or the
+   * rsh agent) could not reach it. */
+  if ((p = strstr(line, "Remote daemon: ")) && (p = strstr(p, " on node "))) {
+    jobLostHost(j, p, " on node ", "Open MPI lost its daemon there: the host or its link is down");
+    return;
+  }
+  if ((p = strstr(line, "ssh: connect to host "))) {
+    jobLostHost(j, p, "ssh: connect to host ", line);
+    return;
+  }
+  if ((p = strstr(line, "ssh: Could not resolve hostname "))) {
+    jobLostHost(j, p, "ssh: Could not resolve hostname ", line);
+    return;
+  }
+  /* "mpirun was unable to launch the specified application as it could not access / or
+   * execute an executable: / Executable: ./plan / Node: node2" */
+  if (strstr(line, "could not access") && strstr(line, "unable to launch")) {
+    j->missingNext = true;
+    return;
+  }
+  if (j->missingNext && !j->missingOn[0] && sscanf(line, "Node: %127s", j->missingOn) == 1) {
+    j->missingNext = false;
     return;
   }
   if ((p = strstr(line, "piper: phases: "))) {
@@ -433,6 +490,10 @@ static void jobScanLine(Job *j, const char *line) {
     if (strstr(p, "does not come back")) j->lost = true;
     return;
   }
+  if (!j->failedAt && (strstr(line, "piper: error: ") || strstr(line, "MPI_ABORT was invoked") ||
+                       strstr(line, "noticed that process rank ") ||
+                       strstr(line, "ORTE has lost communication")))
+    j->failedAt = monoNow();
   if (!j->error[0] && (p = strstr(line, "piper: error: "))) {
     snprintf(j->error, sizeof j->error, "%s", p + strlen("piper: error: "));
     return;
@@ -487,6 +548,98 @@ static void streamRead(Stream *s, Job *j) {
   }
 }
 
+/* ---- counting steps: the metrics file ---- */
+
+/* The plan's --metrics file as the job writes it. Rank 0 writes a "train" line after every step
+ * and flushes it (runtime/report.c), whatever --quiet and --log-every do to the progress lines,
+ * which are only printed: so the steps a job completed are counted from here. Where the plan
+ * has no --metrics, piper-run gives it its own file (metricsOwn). Progress lines still count
+ * too, for a file piper-run cannot read (rank 0 on another host, writing to its own /tmp). */
+typedef struct {
+  const char *path; /* the plan's --metrics, or piper-run's own; NULL = none */
+  off_t offset;     /* bytes of it read so far */
+  char line[256];   /* the line being assembled; only its start is parsed */
+  size_t len;
+} Metrics;
+
+/* Before a job: the file emptied (the plan rewrites it anyway), so no line of the job before
+ * is counted as this one's. */
+static void metricsReset(Metrics *m) {
+  m->offset = 0;
+  m->len = 0;
+  if (m->path) {
+    int fd = open(m->path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd >= 0) close(fd);
+  }
+}
+
+/* Reads what the job added to the file since the last call; each "train" line of step s says
+ * s + 1 steps of the run are complete. */
+static void metricsRead(Metrics *m, Job *j) {
+  if (!m->path) return;
+  int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat sb;
+  if (fstat(fd, &sb) == 0 && sb.st_size < m->offset) m->offset = 0, m->len = 0; /* rewritten */
+  char buf[4096];
+  ssize_t n;
+  while ((n = pread(fd, buf, sizeof buf, m->offset)) > 0) {
+    m->offset += n;
+    for (ssize_t i = 0; i < n; i++) {
+      if (buf[i] != '\n') {
+        if (m->len < sizeof m->line - 1) m->line[m->len++] = buf[i];
+        continue;
+      }
+      m->line[m->len] = 0;
+      m->len = 0;
+      long long step;
+      if (sscanf(m->line, "{\"kind\": \"train\", \"step\": %lld,", &step) == 1 && step >= 0)
+        jobStepsDone(j, step + 1);
+    }
+  }
+  close(fd);
+}
+
+/* piper-run's own files (a metrics file, the jobs' hostfile): created in $TMPDIR (or /tmp) as
+ * "piper-run-PID-NAME" with NAME's XXXXXX made unique (mkstemps: `suffix` characters after
+ * them), into path (cap bytes), and removed at exit. 0, or -1 with errno. */
+static char *ownFiles[2]; /* to remove at exit: one of each kind at most */
+
+static void ownFilesRemove(void) {
+  for (size_t i = 0; i < sizeof ownFiles / sizeof *ownFiles; i++)
+    if (ownFiles[i]) unlink(ownFiles[i]);
+}
+
+static int ownFile(char *path, size_t cap, const char *name, int suffix) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(path, cap, "%s/piper-run-%d-%s", tmp && *tmp ? tmp : "/tmp", (int)getpid(), name);
+  int fd = mkstemps(path, suffix);
+  if (fd < 0) return -1;
+  close(fd);
+  size_t i = 0;
+  while (i < sizeof ownFiles / sizeof *ownFiles && ownFiles[i]) i++;
+  if (i == sizeof ownFiles / sizeof *ownFiles) { /* a third kind: a bug here */
+    unlink(path);
+    errno = EMFILE;
+    return -1;
+  }
+  if (i == 0) atexit(ownFilesRemove);
+  ownFiles[i] = path;
+  return 0;
+}
+
+/* The metrics file piper-run gives a plan that names none; NULL (with a warning) when it cannot
+ * be made. */
+static const char *metricsOwn(void) {
+  static char path[4096];
+  if (ownFile(path, sizeof path, "XXXXXX.jsonl", 6) != 0) {
+    note("warning: cannot create a metrics file in $TMPDIR or /tmp (%s): completed steps are "
+         "counted from progress lines only", strerror(errno));
+    return NULL;
+  }
+  return path;
+}
+
 /* The newest modification time among the ring's files (0 without a ring): a job that writes
  * checkpoints is not stalled. */
 static double ringLatest(const char *dir) {
@@ -527,6 +680,11 @@ typedef struct {
   bool phases;           /* --phases: time each phase of a recovery (PIPER_PHASES=1 to the
                             plan) */
   const char *mpirun;    /* --mpirun */
+  Argv gone;             /* hosts that stopped answering (a job's lostHost): left out of the
+                            jobs' hostfile until the hostfile is rewritten */
+  char jobHosts[4096];   /* with hosts gone: the hostfile without them (piper-run's, in
+                            $TMPDIR), which mpirun gets instead; "" = the hostfile as given */
+  Metrics metrics;       /* where the jobs' completed steps are read */
 } Config;
 
 /* ---- the hostfile: the ranks the hosts give ---- */
@@ -541,22 +699,30 @@ static double hostfileStamp(const char *path) {
 
 /* The slots an Open MPI hostfile lists: one host a line, "host [slots=N] [max_slots=M]", '#'
  * to the end of a line a comment; a host without slots= counts 1 (write slots= to be sure:
- * Open MPI may count a host's cores instead). -1 with *why naming the file and line when it
- * cannot be read or a slots= is not a count. */
-static int64_t hostfileSlots(const char *path, char *why, size_t cap) {
+ * Open MPI may count a host's cores instead). The hosts in `gone` are left out, and with
+ * `keep` the lines of the others are copied there (the hostfile the job gets). -1 with *why
+ * naming the file and line when it cannot be read or a slots= is not a count. */
+static int64_t hostfileSlots(const char *path, const Argv *gone, FILE *keep, char *hosts,
+                             size_t hostsCap, char *why, size_t cap) {
+  if (hosts) hosts[0] = 0;
   FILE *f = fopen(path, "r");
   if (!f) {
     snprintf(why, cap, "cannot read the hostfile %s: %s", path, strerror(errno));
     return -1;
   }
-  char line[1024];
+  char line[1024], copy[1024];
   int64_t total = 0, lineNo = 0;
   while (fgets(line, sizeof line, f)) {
     lineNo++;
+    snprintf(copy, sizeof copy, "%s", line);
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
     char *save = NULL, *host = strtok_r(line, " \t\r\n", &save);
     if (!host) continue;
+    bool left = false; /* the host stopped answering: not counted, not copied */
+    for (size_t g = 0; gone && g < gone->n; g++) left |= !strcmp(gone->v[g], host);
+    if (left) continue;
+    if (keep) fputs(copy, keep);
     int64_t n = 1;
     for (char *w = strtok_r(NULL, " \t\r\n", &save); w; w = strtok_r(NULL, " \t\r\n", &save)) {
       const char *v = !strncmp(w, "slots=", 6) ? w + 6 : !strncmp(w, "slots:", 6) ? w + 6 : NULL;
@@ -568,6 +734,9 @@ static int64_t hostfileSlots(const char *path, char *why, size_t cap) {
       }
     }
     if (!piperAddI64(total, n, &total)) total = INT64_MAX;
+    size_t used = hosts ? strlen(hosts) : 0; /* "node1 2, node2 2", cut where it does not fit */
+    if (hosts && used + 1 < hostsCap)
+      snprintf(hosts + used, hostsCap - used, "%s%s %lld", used ? ", " : "", host, (long long)n);
   }
   fclose(f);
   return total;
@@ -587,27 +756,47 @@ static void setRanks(Config *c, int64_t n) {
 }
 
 /* Before a job: with --hostfile, reads it again and sets the job's ranks to the most that
- * its slots, the ranks left (cap) and N allow (dividing N, at least M). A hostfile that
- * changed since the last read lifts the cap (hosts came back, or the operator says which are
- * gone). Returns 0, or 1 with the reason in why when none fits. */
+ * its slots (less the hosts gone), the ranks left (cap) and N allow (dividing N, at least M);
+ * with hosts gone, writes the job's hostfile without them (jobHosts). A hostfile that changed
+ * since the last read lifts the cap and brings the hosts gone back (hosts came back, or the
+ * operator says which are gone). Returns 0, or 1 with the reason in why when none fits. */
 static int hostfileRanks(Config *c, char *why, size_t cap) {
   if (!c->hostfile) return 0;
   double stamp = hostfileStamp(c->hostfile);
-  int64_t slots = hostfileSlots(c->hostfile, why, cap);
+  if (stamp != c->hostStamp && c->hostStamp != 0) {
+    c->cap = c->firstRanks;
+    if (c->gone.n) note("the hostfile %s was rewritten: trying every host it lists again",
+                        c->hostfile);
+    c->gone.n = 0;
+  }
+  FILE *keep = NULL;
+  if (c->gone.n) {
+    if (!c->jobHosts[0] && ownFile(c->jobHosts, sizeof c->jobHosts, "hosts-XXXXXX", 0) != 0)
+      die(EXIT_TOOL, "cannot create the jobs' hostfile in $TMPDIR or /tmp: %s", strerror(errno));
+    if (!(keep = fopen(c->jobHosts, "w")))
+      die(EXIT_TOOL, "cannot write the jobs' hostfile %s: %s", c->jobHosts, strerror(errno));
+  }
+  char hosts[512];
+  int64_t slots = hostfileSlots(c->hostfile, &c->gone, keep, hosts, sizeof hosts, why, cap);
+  if (keep && fclose(keep) != 0)
+    die(EXIT_TOOL, "cannot write the jobs' hostfile %s: %s", c->jobHosts, strerror(errno));
   if (slots < 0) return 1;
-  if (stamp != c->hostStamp && c->hostStamp != 0) c->cap = c->firstRanks;
   c->hostStamp = stamp;
+  char without[256] = ""; /* " without node2" */
+  for (size_t g = 0; g < c->gone.n && strlen(without) + 2 < sizeof without; g++)
+    snprintf(without + strlen(without), sizeof without - strlen(without), "%s%s",
+             g ? ", " : " without ", c->gone.v[g]);
   int64_t limit = slots < c->cap ? slots : c->cap, n = ranksUpTo(c, limit);
   if (n < 0) {
-    snprintf(why, cap, "the hostfile %s lists %lld slot%s and no count of ranks from %lld "
-             "(--min-ranks) to %lld divides -np %lld", c->hostfile, (long long)slots,
-             slots == 1 ? "" : "s", (long long)c->minRanks, (long long)limit,
-             (long long)c->firstRanks);
+    snprintf(why, cap, "the hostfile %s lists %lld slot%s (%s%s%s) and no count of ranks from "
+             "%lld (--min-ranks) to %lld divides -np %lld", c->hostfile, (long long)slots,
+             slots == 1 ? "" : "s", hosts[0] ? hosts : "no host", without[0] ? ";" : "",
+             without, (long long)c->minRanks, (long long)limit, (long long)c->firstRanks);
     return 1;
   }
   if (n != c->ranks || (c->slots >= 0 && slots != c->slots))
-    note("the hostfile %s lists %lld slot%s: the job runs on %lld of %lld ranks",
-         c->hostfile, (long long)slots, slots == 1 ? "" : "s", (long long)n,
+    note("the hostfile %s lists %lld slot%s%s: the job runs on %lld of %lld ranks",
+         c->hostfile, (long long)slots, slots == 1 ? "" : "s", without, (long long)n,
          (long long)c->firstRanks);
   c->slots = slots;
   setRanks(c, n);
@@ -635,7 +824,7 @@ static int64_t growCheck(const Config *c, Grow *g, double now) {
   if (stamp == g->stamp || stamp == 0) return 0;
   g->stamp = stamp;
   char why[512];
-  int64_t slots = hostfileSlots(c->hostfile, why, sizeof why);
+  int64_t slots = hostfileSlots(c->hostfile, NULL, NULL, NULL, 0, why, sizeof why);
   int64_t n = slots > c->ranks ? ranksUpTo(c, slots) : -1;
   if (n <= c->ranks) return 0; /* not more: the next restart reads it anyway */
   if (!c->ckptDir) {
@@ -652,14 +841,41 @@ static int64_t growCheck(const Config *c, Grow *g, double now) {
   return n;
 }
 
+/* What the next job's first completed step is timed against (the last fault, or the end of
+ * the job stopped to grow); its line is printed as soon as the step is seen, during the job. */
+typedef struct {
+  double faultAt;   /* wall time of the last fault; 0 = no recovery to report */
+  double grownAt;   /* wall time the job stopped to grow ended; 0 = no growth to report */
+  Job failed;       /* --phases: the failed job */
+  double decidedAt; /* --phases: when piper-run had chosen the checkpoint to restart from */
+  int64_t redo;     /* steps of the job before that the next one runs again */
+} Pending;
+
+/* How long mpirun may take to end once the job has failed (an error line, a dead rank, an
+ * abort) before piper-run ends it. An abort goes through mpirun, which waits for every host's
+ * daemon to confirm its ranks are gone; a host whose link was cut never does (until TCP gives
+ * up on the connection: net.ipv4.tcp_retries2), so without this bound the job would hang with
+ * its ranks on the other hosts dead (test/e2e/hosts/cut-link-watchdog.test). Open MPI ends a
+ * job whose hosts answer well within it (--phases: "mpirun exits" within 0.1-0.3 s of the
+ * dead rank's report, docs/faults-and-elastic.md). */
+#define FAILED_JOB_GRACE_S 6
+/* After piper-run's SIGTERM to such an mpirun (which answers "abort is already in progress"),
+ * the seconds before its process group gets SIGKILL. */
+#define FAILED_JOB_KILL_S 2
+
 /* Runs mpirun with the plan's `args` until it ends, relaying its output and reading it into
- * *j. A stop signal to piper-run goes to mpirun as SIGUSR1 (forwarded to the ranks, which
- * finish the step, save and exit); after --grace s mpirun gets SIGTERM, 10 s later the job's
- * process group SIGKILL. --stall-timeout takes the SIGTERM path at once. */
+ * *j, and the job's completed steps from the metrics file `m`. A stop signal to piper-run goes
+ * to mpirun as SIGUSR1 (forwarded to the ranks, which finish the step, save and exit); after
+ * --grace s mpirun gets SIGTERM, 10 s later the job's process group SIGKILL. --stall-timeout
+ * takes the SIGTERM path at once; a job that failed but whose mpirun does not end takes it
+ * FAILED_JOB_GRACE_S after the failure, with SIGKILL FAILED_JOB_KILL_S later. */
 static int killStrays(void);
 
-static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
+static void pendingNote(const Config *c, Pending *w, const Job *j, bool ended);
+
+static void jobRun(const Config *c, Metrics *m, Pending *w, const Plan *p, char **args, Job *j) {
   *j = (Job){.lastStep = -1, .firstStep = -1, .deadRank = -1};
+  metricsReset(m);
   Argv a = {0};
   argvPush(&a, c->mpirun);
   argvPush(&a, "--allow-run-as-root");
@@ -668,7 +884,7 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
   argvPush(&a, c->np);
   if (c->hostfile) {
     argvPush(&a, "--hostfile");
-    argvPush(&a, c->hostfile);
+    argvPush(&a, c->gone.n ? c->jobHosts : c->hostfile);
   }
   argvPush(&a, p->prog);
   for (char **s = args; *s; s++) argvPush(&a, *s);
@@ -704,13 +920,13 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
   double usr1At = 0; /* when SIGUSR1 (stop) went to mpirun; 0 = not yet */
   double termAt = 0; /* when SIGTERM went to mpirun; 0 = not yet */
   bool killed = false, exited = false;
-  double exitedAt = 0;
+  double exitedAt = 0, killAfter = 10; /* seconds from SIGTERM to the group's SIGKILL */
   while (s[0].fd >= 0 || s[1].fd >= 0 || !exited) {
     struct pollfd pf[2];
     int np = 0;
     for (int i = 0; i < 2; i++)
       if (s[i].fd >= 0) pf[np++] = (struct pollfd){.fd = s[i].fd, .events = POLLIN};
-    int r = np ? poll(pf, (nfds_t)np, 200) : (usleep(50000), 0);
+    int r = np ? poll(pf, (nfds_t)np, 50) : (usleep(50000), 0); /* 50 ms: the metrics file */
     for (int i = 0, k = 0; r > 0 && i < 2; i++) {
       if (s[i].fd < 0) continue;
       if (pf[k++].revents) {
@@ -719,6 +935,8 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
       }
     }
     double now = monoNow();
+    metricsRead(m, j);
+    pendingNote(c, w, j, false);
     if (!exited) {
       int st;
       pid_t w = waitpid(pid, &st, WNOHANG);
@@ -769,8 +987,15 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
         termAt = now;
       }
     }
-    if (termAt && !killed && now - termAt > 10) {
-      note("the job did not end 10 s after SIGTERM: killing it");
+    if (j->failedAt && !termAt && now - j->failedAt > FAILED_JOB_GRACE_S) {
+      note("the job failed %d s ago and mpirun has not ended (a host it cannot reach holds it: "
+           "a cut link, a host down): ending it", FAILED_JOB_GRACE_S);
+      kill(pid, SIGTERM);
+      termAt = now;
+      killAfter = FAILED_JOB_KILL_S;
+    }
+    if (termAt && !killed && now - termAt > killAfter) {
+      note("the job did not end %g s after SIGTERM: killing it", killAfter);
       kill(-pid, SIGKILL);
       killed = true;
     }
@@ -781,6 +1006,7 @@ static void jobRun(const Config *c, const Plan *p, char **args, Job *j) {
       fputc('\n', s[i].relay);
       jobScanLine(j, s[i].line);
     }
+  metricsRead(m, j);
   j->closedAt = wallNow();
 }
 
@@ -858,6 +1084,8 @@ static void jobDescribe(const Job *j, char *out, size_t cap) {
     snprintf(out, cap, "%s", j->rankDeath);
   } else if (j->error[0]) {
     snprintf(out, cap, "%s", j->error);
+  } else if (j->lostHost[0]) {
+    snprintf(out, cap, "host %s does not answer (%s)", j->lostHost, j->hostWhy);
   } else if (WIFSIGNALED(j->status)) {
     snprintf(out, cap, "mpirun was killed by signal %d (%s)", WTERMSIG(j->status),
              strsignal(WTERMSIG(j->status)));
@@ -901,6 +1129,24 @@ static void recoveredNote(const Config *c, const Job *failed, double decidedAt, 
   if (c->phases) phasesNote(failed, decidedAt, j, faultAt);
 }
 
+
+/* Once job j has completed a step: the "recovered:" or "grown:" line it was waited for. With
+ * --phases the first is held until the plan's phases line has come too (stderr through mpirun
+ * can trail the metrics file), or the job ended (`ended`). */
+static void pendingNote(const Config *c, Pending *w, const Job *j, bool ended) {
+  if (j->firstStep < 0) return;
+  if (w->faultAt > 0 && (!c->phases || j->phase[0] > 0 || ended)) {
+    recoveredNote(c, &w->failed, w->decidedAt, j, w->faultAt, w->redo);
+    w->faultAt = 0;
+  }
+  if (w->grownAt > 0) {
+    note("grown: the job on %lld ranks completed step %lld %.2f s after the smaller one "
+         "ended (%lld step%s redone)", (long long)c->ranks, (long long)j->firstStep,
+         j->firstStepAt - w->grownAt, (long long)w->redo, w->redo == 1 ? "" : "s");
+    w->grownAt = 0;
+  }
+}
+
 /* ---- losing a rank for good ---- */
 
 /* After a failed job: whether its rank is lost for good (the fault injected says so, or the
@@ -941,6 +1187,35 @@ static int lostForGood(Config *c, const Job *j, int64_t *lastDead, const char *w
   setRanks(c, n);
   c->cap = n;
   *lastDead = -1; /* the ranks are renumbered */
+  return 0;
+}
+
+/* ---- a host that stopped answering ---- */
+
+/* After a failed job that named a host that does not answer (j->lostHost: Open MPI lost its
+ * daemon there, or could not reach it to start one): the host is left out of the next jobs'
+ * hostfile (hostfileRanks), which then run on the slots of the hosts left, as a rank lost for
+ * good does (down to --min-ranks, on the ranks that divide N), until the hostfile is rewritten.
+ * Retrying it as it is would fail the same way, or hang on its daemon. Returns 1 where the
+ * hosts left cannot run the job (the caller gives up), else 0. */
+static int hostGone(Config *c, const Job *j) {
+  if (!c->hostfile) {
+    note("giving up: host %s does not answer (%s), and without --hostfile piper-run cannot "
+         "leave it out; bring it back, or run with --hostfile listing the hosts that answer "
+         "and --min-ranks", j->lostHost, j->hostWhy);
+    return 1;
+  }
+  for (size_t g = 0; g < c->gone.n; g++)
+    if (!strcmp(c->gone.v[g], j->lostHost)) return 0; /* already out: mpirun's words again */
+  argvPush(&c->gone, keep(xprintf("%s", j->lostHost)));
+  note("host %s does not answer (%s): leaving it out of the next jobs until the hostfile %s is "
+       "rewritten", j->lostHost, j->hostWhy, c->hostfile);
+  char why[1400];
+  if (hostfileRanks(c, why, sizeof why)) {
+    note("giving up: %s; bring %s back and rewrite the hostfile, or lower --min-ranks", why,
+         j->lostHost);
+    return 1;
+  }
   return 0;
 }
 
@@ -1028,6 +1303,17 @@ static void superviseSetup(void) {
    * value the user set in the environment stays. A stop (SIGUSR1, --grace) does not go
    * through this path. */
   setenv("OMPI_MCA_odls_base_sigkill_timeout", "0", 0);
+  /* A host that stops answering (a cut link, a host down) is noticed by Open MPI only through
+   * its daemon's TCP connection, whose keepalive waits 300 s of silence and then 9 probes 20 s
+   * apart by default: the job would hang 8 minutes (or until --timeout and FAILED_JOB_GRACE_S).
+   * With probes after 2 s of silence, 1 s apart, 3 unanswered: mpirun declares such a host
+   * lost within some 4-7 s of its going silent (bench/bench_hosts.py) and ends the job, and
+   * the host's own daemon, which hears nothing from mpirun either, ends its ranks and itself
+   * (test/e2e/hosts). The probes are answered by the kernel, so a busy host is not taken for a
+   * lost one. */
+  setenv("OMPI_MCA_oob_tcp_keepalive_time", "2", 0);
+  setenv("OMPI_MCA_oob_tcp_keepalive_intvl", "1", 0);
+  setenv("OMPI_MCA_oob_tcp_keepalive_probes", "3", 0);
   /* Ranks whose mpirun dies are re-parented to piper-run, which kills them (killStrays). */
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   catchStopSignals();
@@ -1053,6 +1339,10 @@ static char *ringStart(const Config *c, const Plan *p, bool resume, BadList *bad
     from = newest;
     *fromStep = in.step;
     note("resuming from step %lld (%s)", (long long)*fromStep, from);
+  } else if (resume) {
+    note("--resume: %s holds no usable checkpoint%s: starting the run from step %lld, as "
+         "given", c->ckptDir, count ? " (see above)" : " (it is empty or missing)",
+         (long long)*fromStep);
   }
   if (!p->ckptEvery)
     note("warning: the plan has no --checkpoint-every: only its last step is checkpointed, "
@@ -1095,7 +1385,8 @@ static void runBounds(const Plan *p, int64_t *start, int64_t *end, int64_t *tota
   *total = p->totalSteps >= 0 ? p->totalSteps : *end;
 }
 
-/* The first job's flags: as given, plus the ring where piper-run names it. */
+/* The first job's flags: as given, plus the ring where piper-run names it and the metrics
+ * file piper-run counts steps by where the plan names none. */
 static Argv firstArgs(const Config *c, const Plan *p) {
   Argv first = {0};
   for (int i = 0; i < p->nargs; i++) argvPush(&first, p->args[i]);
@@ -1103,11 +1394,16 @@ static Argv firstArgs(const Config *c, const Plan *p) {
     argvPush(&first, "--checkpoint-dir");
     argvPush(&first, c->ckptDir);
   }
+  if (c->metrics.path && !p->metrics) {
+    argvPush(&first, "--metrics");
+    argvPush(&first, c->metrics.path);
+  }
   return first;
 }
 
 int main(int argc, char **argv) {
-  Config c = {.maxRestarts = 3, .grace = 30, .mpirun = "mpirun"};
+  static Config c; /* static: what it holds (the hosts gone) stays reachable until exit */
+  c = (Config){.maxRestarts = 3, .grace = 30, .mpirun = "mpirun"};
   const char *dirFlag = NULL;
   int64_t minRanks = -1;
   bool resume = false;
@@ -1132,6 +1428,7 @@ int main(int argc, char **argv) {
   int64_t start, end, total;
   runBounds(&p, &start, &end, &total);
 
+  c.metrics.path = p.metrics ? p.metrics : metricsOwn();
   static Argv first; /* the first job's flags: as given, plus the ring */
   first = firstArgs(&c, &p);
   static BadList bad; /* static: reachable until exit */
@@ -1140,23 +1437,21 @@ int main(int argc, char **argv) {
   char *from = ringStart(&c, &p, resume, &bad, &fromStep);
 
   superviseSetup();
-  double faultAt = 0;     /* wall time of the last fault, until the next job completes a step */
   int64_t lastDead = -1;  /* the rank the previous job's fault was on; -1 = none known */
-  int64_t redo = 0;       /* steps of the failed job that the next one runs again */
-  double grownAt = 0;     /* wall time the last job was ended to grow, until the next step */
-  Job failed = {0};       /* --phases: the failed job, until the next one completes a step */
-  double decidedAt = 0;   /* --phases: when piper-run had chosen the checkpoint to restart */
+  static Pending w;       /* the next job's first step is timed against it (static: a Job is
+                             large) */
   for (int64_t restarts = 0;; restarts++) {
     if (stopSignal) { /* it came between two jobs: start no other */
       note("stopped by %s before restart %lld", stopSignal == SIGINT ? "SIGINT" :
            stopSignal == SIGTERM ? "SIGTERM" : "SIGHUP", (long long)restarts);
       return 128 + stopSignal;
     }
-    char hostWhy[600];
+    char hostWhy[1400];
     if (hostfileRanks(&c, hostWhy, sizeof hostWhy)) {
-      if (!restarts && grownAt == 0 && !faultAt) /* before any job: the command line's */
+      if (!restarts && w.grownAt == 0 && !w.faultAt) /* before any job: the command line's */
         die(EXIT_USAGE, "%s: command line; fix the hostfile or --min-ranks", hostWhy);
-      note("giving up: %s", hostWhy);
+      note("giving up: %s%s", hostWhy, c.gone.n ? "; bring the hosts that do not answer back "
+           "and rewrite the hostfile, or lower --min-ranks" : "");
       return EXIT_GAVE_UP;
     }
     Argv args = {0};
@@ -1166,20 +1461,15 @@ int main(int argc, char **argv) {
       argvPush(&args, "--checkpoint-dir");
       argvPush(&args, c.ckptDir);
     }
+    if (from && !p.metrics && c.metrics.path) {
+      argvPush(&args, "--metrics");
+      argvPush(&args, c.metrics.path);
+    }
     double startedAt = wallNow();
     Job j;
-    jobRun(&c, &p, args.v ? args.v : (char *[]){NULL}, &j);
+    jobRun(&c, &c.metrics, &w, &p, args.v ? args.v : (char *[]){NULL}, &j);
     if (args.v != first.v) free(args.v);
-    if (faultAt > 0 && j.firstStep >= 0) {
-      recoveredNote(&c, &failed, decidedAt, &j, faultAt, redo);
-      faultAt = 0;
-    }
-    if (grownAt > 0 && j.firstStep >= 0) {
-      note("grown: the job on %lld ranks completed step %lld %.2f s after the smaller one "
-           "ended (%lld step%s redone)", (long long)c.ranks, (long long)j.firstStep,
-           j.firstStepAt - grownAt, (long long)redo, redo == 1 ? "" : "s");
-      grownAt = 0;
-    }
+    pendingNote(&c, &w, &j, true); /* a step the job's last lines told */
     int code = WIFEXITED(j.status) ? WEXITSTATUS(j.status) : 128 + WTERMSIG(j.status);
     if (stopSignal) {
       note("stopped by %s after %lld restart%s (the job ended with status %d)",
@@ -1204,8 +1494,14 @@ int main(int argc, char **argv) {
       note("mpirun could not be started: not restarting");
       return EXIT_TOOL;
     }
-    if (j.growTo > 0 && growRestart(&c, &j, &bad, &from, &fromStep, &redo)) {
-      grownAt = j.endedAt;
+    if (j.missingOn[0]) {
+      note("the plan %s cannot be started on host %s (mpirun could not access or execute it "
+           "there): not restarting; put it at the same path on every host, or on a filesystem "
+           "they share", p.prog, j.missingOn);
+      return EXIT_USAGE;
+    }
+    if (j.growTo > 0 && growRestart(&c, &j, &bad, &from, &fromStep, &w.redo)) {
+      w.grownAt = j.endedAt;
       restarts--; /* growing is not a fault: it spends no restart */
       continue;
     }
@@ -1217,9 +1513,9 @@ int main(int argc, char **argv) {
         die(EXIT_TOOL, "out of memory");
       bad.paths[bad.n++] = from;
     }
-    faultAt = j.faultAt > 0 ? j.faultAt : j.endedAt;
+    w.faultAt = j.faultAt > 0 ? j.faultAt : j.endedAt;
     char at[64] = "";
-    if (j.lastStep >= 0) /* progress lines count completed steps: the next one was running */
+    if (j.lastStep >= 0) /* steps completed (metrics, progress lines): the next one was running */
       snprintf(at, sizeof at, " after %lld completed step%s", (long long)j.lastStep,
                j.lastStep == 1 ? "" : "s");
     if (restarts >= c.maxRestarts) {
@@ -1233,6 +1529,7 @@ int main(int argc, char **argv) {
              "piper-run --resume", newest, (long long)in.step, (long long)end);
       return EXIT_GAVE_UP;
     }
+    if (j.lostHost[0] && hostGone(&c, &j) != 0) return EXIT_GAVE_UP;
     if (lostForGood(&c, &j, &lastDead, what) != 0) return EXIT_GAVE_UP;
     from = NULL;
     fromStep = start;
@@ -1246,10 +1543,10 @@ int main(int argc, char **argv) {
         if (in.mtime > since) since = in.mtime;
       }
     }
-    failed = j;
-    decidedAt = wallNow();
+    w.failed = j;
+    w.decidedAt = wallNow();
     int64_t reached = j.lastStep >= 0 ? j.lastStep : fromStep;
-    redo = reached > fromStep ? reached - fromStep : 0;
+    w.redo = reached > fromStep ? reached - fromStep : 0;
     note("fault %lld (restart %lld of %lld): %s%s; resuming from step %lld (%s); %.2f s lost",
          (long long)restarts + 1, (long long)restarts + 1, (long long)c.maxRestarts, what, at,
          (long long)fromStep, from ? from : "the run's start: no checkpoint yet",

@@ -30,16 +30,25 @@
  * Errors: every communicator returns errors (MPI_ERRORS_RETURN); a failed call prints
  * "piper: error: <call> failed: <MPI's words>: <where> (rank k); ..." and MPI_Aborts, so no
  * rank is left waiting for one that died.
+ *
+ * Several hosts: each rank's host name is exchanged at start-up, and where the ranks span more
+ * than one host every message about a transfer says where its peers run ("recv from rank 2
+ * on node2", "all_reduce over group 0 (4 ranks: 0-1 on node1, 2-3 on node2; ...)"). An abort
+ * goes through mpirun, which a host whose link was cut cannot reach: every abort here ends
+ * its own rank PRT_ABORT_GRACE_S seconds later if MPI has not (mpi_abort), so the ranks of a
+ * host cut off from the rest end by their own watchdog instead of waiting forever.
  */
 #include <limits.h>
 #include <malloc.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "prt_backend.h"
 #include "prt_ctx.h"
@@ -61,6 +70,10 @@ static const prt_watchdog *prt_mpi_watch = &prt_mpi_no_watch; /* the run's (init
 static double prt_progress_last;                 /* prt_mpi_now() of the last progress call */
 static pthread_t prt_progress_tid;               /* PRT_PROGRESS_THREAD: the prober */
 static atomic_int prt_progress_stop;             /* asks the prober to return */
+#define PRT_HOST_CHARS 64                        /* a host name is cut to 63 bytes */
+static char *prt_mpi_hosts;                      /* owned: each world rank's host name,
+                                                    PRT_HOST_CHARS bytes apiece; NULL alone */
+static int prt_mpi_many_hosts;                   /* the ranks run on more than one host */
 
 /* MPI is usable: initialised and not finalised. */
 static int prt_mpi_running(void) {
@@ -68,6 +81,91 @@ static int prt_mpi_running(void) {
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   return init && !fin;
+}
+
+/* How long MPI_Abort may take before the rank ends itself. The abort goes through mpirun, and
+ * from a host whose link was cut nothing reaches it: without this bound that host's ranks
+ * would wait for a kill that never comes, holding its slots (seen: 174 s and counting). An
+ * abort that works ends every rank well within it (mpirun kills them at once). */
+#define PRT_ABORT_GRACE_S 5
+#define PRT_STR_(x) #x
+#define PRT_STR(x) PRT_STR_(x)
+
+static volatile sig_atomic_t prt_mpi_abort_code = 1; /* the exit status mpi_abort was given */
+
+/* SIGALRM after PRT_ABORT_GRACE_S: only async-signal-safe calls. */
+static void prt_mpi_abort_expired(int sig) {
+  (void)sig;
+  static const char msg[] =
+      "piper: error: MPI_Abort did not end this rank within " PRT_STR(PRT_ABORT_GRACE_S)
+      " s (mpirun cannot be reached from this host: a cut link, or mpirun is gone); ending "
+      "this rank itself\n";
+  ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)w;
+  _exit(prt_mpi_abort_code);
+}
+
+/* Ends every rank: MPI_Abort, and this rank itself within PRT_ABORT_GRACE_S whatever MPI does.
+ * Every fatal path of the backend ends here (prt_fatal too, through prt_set_stop). */
+__attribute__((noreturn)) static void mpi_abort(int code) {
+  prt_mpi_abort_code = code;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = prt_mpi_abort_expired;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  alarm(PRT_ABORT_GRACE_S);
+  if (prt_mpi_running()) MPI_Abort(MPI_COMM_WORLD, code);
+  exit(code);
+}
+
+/* World rank r's host, as MPI_Get_processor_name said on it ("?" out of range or alone). */
+static const char *prt_mpi_host(int64_t r) {
+  return prt_mpi_hosts && r >= 0 && r < prt_mpi_size ? prt_mpi_hosts + r * PRT_HOST_CHARS : "?";
+}
+
+/* Where ranks run, host by host in the order they first appear: "0-1 on node1, 2-3 on node2"
+ * for the world ranks members[0..n) (ascending), or every rank when members is NULL. Cut with
+ * "..." where it does not fit cap. */
+static void prt_mpi_where(const int64_t *members, int64_t n, char *out, size_t cap) {
+  size_t len = 0;
+  out[0] = 0;
+  if (!members) n = prt_mpi_size;
+#define PRT_RANK(i) (members ? members[i] : (i))
+  for (int64_t i = 0; i < n && len + 4 < cap; i++) {
+    const char *host = prt_mpi_host(PRT_RANK(i));
+    int seen = 0; /* this host was written out with an earlier member */
+    for (int64_t e = 0; e < i && !seen; e++) seen = !strcmp(prt_mpi_host(PRT_RANK(e)), host);
+    if (seen) continue;
+    /* every member on `host`, runs of consecutive ranks as "a-b" */
+    for (int64_t k = i, first = 1; k < n; k++) {
+      if (strcmp(prt_mpi_host(PRT_RANK(k)), host)) continue;
+      int64_t end = k;
+      while (end + 1 < n && PRT_RANK(end + 1) == PRT_RANK(end) + 1 &&
+             !strcmp(prt_mpi_host(PRT_RANK(end + 1)), host))
+        end++;
+      int w = end > k ? snprintf(out + len, cap - len, "%s%lld-%lld", first ? (len ? ", " : "") : ",",
+                                 (long long)PRT_RANK(k), (long long)PRT_RANK(end))
+                      : snprintf(out + len, cap - len, "%s%lld", first ? (len ? ", " : "") : ",",
+                                 (long long)PRT_RANK(k));
+      if (w < 0 || (size_t)w >= cap - len) break;
+      len += (size_t)w;
+      first = 0;
+      k = end;
+    }
+    int w = snprintf(out + len, cap - len, " on %s", host);
+    if (w < 0 || (size_t)w >= cap - len) break;
+    len += (size_t)w;
+  }
+#undef PRT_RANK
+  if (strlen(out) + 1 >= cap && cap > 4) strcpy(out + cap - 4, "...");
+}
+
+/* " on node2" after a rank's number where the ranks span several hosts, else "". */
+static const char *prt_mpi_on(int64_t r, char *buf, size_t cap) {
+  if (!prt_mpi_many_hosts) return "";
+  snprintf(buf, cap, " on %s", prt_mpi_host(r));
+  return buf;
 }
 
 /* Stops every rank after an MPI call returned rc != MPI_SUCCESS. */
@@ -80,8 +178,7 @@ static void prt_mpi_check(int rc, const char *call, const char *where) {
           "transfer (a plan bug) or MPI failed: check the plan and that every rank runs the "
           "same binary\n", call, words, where, prt_mpi_rank);
   fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  exit(1);
+  mpi_abort(1);
 }
 
 #define PRT_MPI(call, where) prt_mpi_check((call), #call, (where))
@@ -92,23 +189,30 @@ static double prt_mpi_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* "recv from rank 1 (tag 4, stream 2 'pp')", "all_reduce over group 0 (2 ranks, ...)". */
+/* "recv from rank 1 (tag 4, stream 2 'pp')", "all_reduce over group 0 (2 ranks, ...)"; where
+ * the ranks span several hosts, with the peer's host ("recv from rank 2 on node2 (...") or the
+ * group's ("(4 ranks: 0-1 on node1, 2-3 on node2; stream 1 'dp')"). */
 static void prt_op_what(const prt_ctx *ctx, const prt_comm_op *op, char *what, size_t cap) {
   static const char *const name[] = {"send", "recv", "all_reduce", "reduce_scatter",
                                      "all_gather", "all_to_all"};
-  char lane[96] = "";
+  char lane[96] = "", on[PRT_HOST_CHARS + 8];
   int64_t s = op->stream;
   if (s >= 0 && s < ctx->nstreams && ctx->stream_names[s])
-    snprintf(lane, sizeof lane, ", stream %lld '%.60s'", (long long)s, ctx->stream_names[s]);
+    snprintf(lane, sizeof lane, "stream %lld '%.60s'", (long long)s, ctx->stream_names[s]);
   else if (s >= 0)
-    snprintf(lane, sizeof lane, ", stream %lld", (long long)s);
-  if (op->kind == PRT_OP_SEND || op->kind == PRT_OP_RECV)
-    snprintf(what, cap, "%s %s rank %lld (tag %lld%s)", name[op->kind],
-             op->kind == PRT_OP_SEND ? "to" : "from", (long long)op->peer, (long long)op->tag,
-             lane);
-  else
-    snprintf(what, cap, "%s over group %lld (%lld ranks%s)", name[op->kind],
-             (long long)op->group, (long long)ctx->groups[op->group].n, lane);
+    snprintf(lane, sizeof lane, "stream %lld", (long long)s);
+  if (op->kind == PRT_OP_SEND || op->kind == PRT_OP_RECV) {
+    snprintf(what, cap, "%s %s rank %lld%s (tag %lld%s%s)", name[op->kind],
+             op->kind == PRT_OP_SEND ? "to" : "from", (long long)op->peer,
+             prt_mpi_on(op->peer, on, sizeof on), (long long)op->tag, lane[0] ? ", " : "", lane);
+    return;
+  }
+  const prt_group *g = &ctx->groups[op->group];
+  char where[256] = "";
+  if (prt_mpi_many_hosts) prt_mpi_where(g->members, g->n, where, sizeof where);
+  snprintf(what, cap, "%s over group %lld (%lld ranks%s%s%s%s)", name[op->kind],
+           (long long)op->group, (long long)g->n, where[0] ? ": " : "", where,
+           lane[0] ? (where[0] ? "; " : ", ") : "", lane);
 }
 
 /* Waits for *r like MPI_Wait, but ends every rank once prt_mpi_watch->timeout_s passes. `what`
@@ -130,25 +234,36 @@ static void prt_mpi_wait(MPI_Request *r, MPI_Status *status, const char *what,
     struct timespec nap = {0, 100000};
     nanosleep(&nap, NULL);
     if ((spins & 63) || prt_mpi_now() < deadline) continue;
-    char step[48] = "before the first step", buf[256];
+    char step[48] = "before the first step", buf[512], on[PRT_HOST_CHARS + 8] = "";
     if (!what) prt_op_what(ctx, op, buf, sizeof buf);
     if (prt_mpi_watch->step >= 0)
       snprintf(step, sizeof step, "at step %lld", (long long)prt_mpi_watch->step);
-    fprintf(stderr, "piper: error: watchdog: %s waited more than %g s %s (rank %d): a rank "
-            "stopped or hangs (SIGSTOP, a stuck peer, a dead node); ending every rank; if "
-            "steps are really this slow, raise --timeout\n", what ? what : buf, prt_mpi_watch->timeout_s,
-            step, prt_mpi_rank);
+    if (prt_mpi_hosts) { /* " on node1" where the ranks span several hosts */
+      prt_mpi_on(prt_mpi_rank, on, sizeof on);
+    } else if (prt_mpi_size > 1) { /* at start-up, before the host names are exchanged */
+      char self[MPI_MAX_PROCESSOR_NAME + 1] = "";
+      int len = 0;
+      if (MPI_Get_processor_name(self, &len) == MPI_SUCCESS && self[0])
+        snprintf(on, sizeof on, " on %.*s", PRT_HOST_CHARS - 1, self);
+    }
+    fprintf(stderr, "piper: error: watchdog: %s waited more than %g s %s (rank %d%s): a rank "
+            "stopped or hangs (SIGSTOP, a stuck peer, a dead node%s); ending every rank; if "
+            "steps are really this slow, raise --timeout\n", what ? what : buf,
+            prt_mpi_watch->timeout_s, step, prt_mpi_rank, on,
+            prt_mpi_many_hosts ? ", a host that stopped answering" : "");
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    exit(1);
+    mpi_abort(1);
   }
 }
 
 /* The runtime's own collective, for watchdog messages. */
 static const char *prt_rt_what(const char *op) {
-  static char buf[160];
-  snprintf(buf, sizeof buf, "%s over all ranks (%s)", op,
-           prt_mpi_watch->what ? prt_mpi_watch->what : "the runtime's agreement");
+  static char buf[448];
+  char where[256] = "";
+  if (prt_mpi_many_hosts) prt_mpi_where(NULL, prt_mpi_size, where, sizeof where);
+  snprintf(buf, sizeof buf, "%s over all ranks (%s%s%s)", op,
+           prt_mpi_watch->what ? prt_mpi_watch->what : "the runtime's agreement",
+           where[0] ? "; ranks " : "", where);
   return buf;
 }
 
@@ -158,8 +273,7 @@ static int prt_mpi_count(int64_t n, const char *where) {
     fprintf(stderr, "piper: error: transfer of %lld floats exceeds MPI's int count: %s "
             "(rank %d); split the transfer in the plan\n", (long long)n, where, prt_mpi_rank);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    exit(1);
+    mpi_abort(1);
   }
   return (int)n;
 }
@@ -193,6 +307,39 @@ static void prt_mpi_keep_freed(void) {
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }
 
+/* A duplicate of MPI_COMM_WORLD, the ranks' first transfer (it agrees on a context id), under
+ * the watchdog: where MPI cannot connect some ranks (hosts without a common transport), Open
+ * MPI says so and that the job will abort, and then MPI_Comm_dup never returns; nonblocking,
+ * it ends with the watchdog's message after --timeout instead (prt_main sets the watchdog
+ * before MPI_Init for this). */
+static void prt_mpi_dup(MPI_Comm *out) {
+  MPI_Request r;
+  PRT_MPI(MPI_Comm_idup(MPI_COMM_WORLD, out, &r), "prt_comm_init");
+  prt_mpi_wait(&r, MPI_STATUS_IGNORE, "comm_dup over all ranks (connecting the ranks at "
+               "start-up: an MPI transport joins every pair of them)", NULL, NULL);
+}
+
+/* Every rank learns every rank's host name (one all-gather of PRT_HOST_CHARS bytes a rank),
+ * for the messages that name a peer's host; a world of one rank skips it. */
+static void prt_mpi_hosts_exchange(void) {
+  if (prt_mpi_size < 2) return;
+  char mine[PRT_HOST_CHARS] = {0}, full[MPI_MAX_PROCESSOR_NAME + 1] = {0};
+  int len = 0;
+  if (MPI_Get_processor_name(full, &len) != MPI_SUCCESS || !full[0]) snprintf(full, sizeof full, "?");
+  snprintf(mine, sizeof mine, "%s", full);
+  prt_mpi_hosts = prt_xmalloc((size_t)prt_mpi_size * PRT_HOST_CHARS, "the ranks' host names");
+  MPI_Request r;
+  PRT_MPI(MPI_Iallgather(mine, PRT_HOST_CHARS, MPI_CHAR, prt_mpi_hosts, PRT_HOST_CHARS,
+                         MPI_CHAR, prt_rt_world, &r),
+          "prt_comm_init");
+  prt_mpi_wait(&r, MPI_STATUS_IGNORE, "all_gather over all ranks (the host-name exchange at start-up)",
+               NULL, NULL);
+  for (int k = 0; k < prt_mpi_size; k++) {
+    prt_mpi_hosts[(size_t)k * PRT_HOST_CHARS + PRT_HOST_CHARS - 1] = 0; /* a peer's, bounded */
+    prt_mpi_many_hosts |= strcmp(prt_mpi_host(k), prt_mpi_host(0)) != 0;
+  }
+}
+
 static int mpi_init(int *argc, char ***argv, const prt_watchdog *watch) {
   prt_mpi_watch = watch;
   prt_mpi_keep_freed(); /* before MPI_Init: Open MPI's own buffers too */
@@ -213,9 +360,9 @@ static int mpi_init(int *argc, char ***argv, const prt_watchdog *watch) {
     PRT_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "prt_comm_init");
     PRT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &prt_mpi_rank), "prt_comm_init");
     PRT_MPI(MPI_Comm_size(MPI_COMM_WORLD, &prt_mpi_size), "prt_comm_init");
-    PRT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &prt_plan_world), "prt_comm_init");
-    PRT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &prt_rt_world), "prt_comm_init");
-    PRT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &prt_probe_world), "prt_comm_init");
+    prt_mpi_dup(&prt_plan_world);
+    prt_mpi_dup(&prt_rt_world);
+    prt_mpi_dup(&prt_probe_world);
     int level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&level);
     if (want < 0 || (want == PRT_PROGRESS_THREAD && level < MPI_THREAD_MULTIPLE)) {
@@ -223,8 +370,7 @@ static int mpi_init(int *argc, char ***argv, const prt_watchdog *watch) {
               "advance transfers between kernels), 'off' or 'thread' (which needs an MPI "
               "with MPI_THREAD_MULTIPLE); unset it or pick another\n", mode);
       fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 2);
-      exit(2);
+      mpi_abort(2);
     }
     prt_progress_mode = want;
     if (want == PRT_PROGRESS_THREAD &&
@@ -232,9 +378,9 @@ static int mpi_init(int *argc, char ***argv, const prt_watchdog *watch) {
       fprintf(stderr, "piper: error: PIPER_PROGRESS=thread: cannot start the progress thread "
               "(rank %d); unset PIPER_PROGRESS\n", prt_mpi_rank);
       fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-      exit(1);
+      mpi_abort(1);
     }
+    prt_mpi_hosts_exchange();
   }
   return started;
 }
@@ -249,16 +395,14 @@ static void mpi_finalize(void) {
   if (prt_plan_world != MPI_COMM_NULL) MPI_Comm_free(&prt_plan_world);
   if (prt_rt_world != MPI_COMM_NULL) MPI_Comm_free(&prt_rt_world);
   if (prt_probe_world != MPI_COMM_NULL) MPI_Comm_free(&prt_probe_world);
+  free(prt_mpi_hosts);
+  prt_mpi_hosts = NULL;
+  prt_mpi_many_hosts = 0;
   MPI_Finalize();
 }
 
 static int64_t mpi_size(void) { return prt_plan_world == MPI_COMM_NULL ? 1 : prt_mpi_size; }
 static int64_t mpi_rank(void) { return prt_plan_world == MPI_COMM_NULL ? 0 : prt_mpi_rank; }
-
-__attribute__((noreturn)) static void mpi_abort(int code) {
-  if (prt_mpi_running()) MPI_Abort(MPI_COMM_WORLD, code);
-  exit(code);
-}
 
 /* ---- the runtime's own world-level calls ---- */
 
@@ -329,8 +473,9 @@ static void mpi_send_bytes(const void *buf, int64_t bytes, int64_t peer) {
   do {
     int64_t n = bytes - o < PRT_CHUNK ? bytes - o : PRT_CHUNK;
     MPI_Request r;
-    char what[160];
-    snprintf(what, sizeof what, "send to rank %lld (%s)", (long long)peer,
+    char what[256], on[PRT_HOST_CHARS + 8];
+    snprintf(what, sizeof what, "send to rank %lld%s (%s)", (long long)peer,
+             prt_mpi_on(peer, on, sizeof on),
              prt_mpi_watch->what ? prt_mpi_watch->what : "the runtime's checkpoint assembly");
     PRT_MPI(MPI_Isend((const char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world, &r),
             "prt_comm_send_bytes");
@@ -344,8 +489,9 @@ static void mpi_recv_bytes(void *buf, int64_t bytes, int64_t peer) {
   do {
     int64_t n = bytes - o < PRT_CHUNK ? bytes - o : PRT_CHUNK;
     MPI_Request r;
-    char what[160];
-    snprintf(what, sizeof what, "recv from rank %lld (%s)", (long long)peer,
+    char what[256], on[PRT_HOST_CHARS + 8];
+    snprintf(what, sizeof what, "recv from rank %lld%s (%s)", (long long)peer,
+             prt_mpi_on(peer, on, sizeof on),
              prt_mpi_watch->what ? prt_mpi_watch->what : "the runtime's checkpoint assembly");
     PRT_MPI(MPI_Irecv((char *)buf + o, (int)n, MPI_BYTE, (int)peer, 0, prt_rt_world, &r),
             "prt_comm_recv_bytes");
@@ -479,7 +625,7 @@ static void prt_mpi_completed(const prt_comm_op *op, MPI_Status *status) {
               "size: this is a bug in the compiled plan\n", (long long)op->peer,
               (long long)op->tag, got, (long long)op->n, prt_mpi_rank);
       fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      mpi_abort(1);
     }
   }
 }

@@ -30,6 +30,8 @@
 #   (the bf16 tests: see compare_runs.py --losses-only).
 # INVARIANCE_PLAN_ARGS (environment): training flags for the distributed run alone, after the
 #   shared ones (negative controls: a plan trained differently must fail).
+# INVARIANCE_LAUNCH (environment): what runs mpirun (e.g. "hosts.sh run SET node1": on a host
+#   of test/e2e/hosts), and INVARIANCE_MPIRUN_ARGS more mpirun flags (e.g. "--hostfile F").
 # The comparers are told the steps run and the model, so a reference cut short fails too.
 set -euo pipefail
 dir=$1 np=$2 stages=$3
@@ -54,6 +56,8 @@ compile=(${INVARIANCE_COMPILE_ARGS:-})
 piper-compile single.mlir "${compile[@]}" -o single
 piper-compile staged.mlir "${compile[@]}" --strategy strategy.json -o plan
 planonly=(${INVARIANCE_PLAN_ARGS:-})
+launch=(${INVARIANCE_LAUNCH:-})
+mpiargs=(${INVARIANCE_MPIRUN_ARGS:-})
 record=() replay=()
 if [ -n "${INVARIANCE_ROUTING:-}" ]; then
   record=(--routing-record routing.safetensors)
@@ -62,7 +66,7 @@ fi
 ./single --steps 10 --quiet "${extra[@]}" "${record[@]}" --metrics single.jsonl \
   --save-checkpoint single.safetensors
 # timeout: a plan that hangs fails the test instead of blocking the suite
-timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+timeout 300 "${launch[@]}" mpirun --allow-run-as-root --oversubscribe -np "$np" "${mpiargs[@]}" \
   ./plan --steps 10 --quiet "${extra[@]}" "${planonly[@]}" "${replay[@]}" --metrics plan.jsonl \
   --save-checkpoint plan.safetensors | tee plan.out
 if [ -n "${INVARIANCE_ROUTING:-}" ]; then
@@ -71,7 +75,7 @@ if [ -n "${INVARIANCE_ROUTING:-}" ]; then
 fi
 if [ "${INVARIANCE_GRADS:-0}" = 1 ]; then
   ./single --steps 1 --quiet "${extra[@]}" --dump-grads single.grads.safetensors
-  timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
+  timeout 300 "${launch[@]}" mpirun --allow-run-as-root --oversubscribe -np "$np" "${mpiargs[@]}" \
     ./plan --steps 1 --quiet "${extra[@]}" "${planonly[@]}" "${replay[@]}" \
     --dump-grads plan.grads.safetensors
   grads=(${INVARIANCE_GRADS_ARGS:-})

@@ -15,6 +15,11 @@ and exits 1 on any failure:
               it began (ts <= end <= wait_end_us)
   early       (printed as a count) transfer spans whose end came before their own prt_wait
               began: their completion was seen by another wait's poll
+  causal      the clocks agree with causality: the k-th receive on rank b from rank a of n
+              bytes ("recv<-a (n B)") ends no earlier than the k-th send of n bytes from a to
+              b ("send->b (n B)") began, up to the sync's stated error; "skipped" without
+              point-to-point transfers. On hosts whose clocks count from different origins
+              (test/e2e/hosts) this is the check of the alignment across them
 
 --shift-us X adds X microseconds to every event of the last rank before checking: the
 negative control that shows "aligned" fails on clocks that are off.
@@ -114,6 +119,31 @@ def main(argv):
         early += end < a["wait_begin_us"]
     section("ends", p)
     print("@early %s" % ("some" if early else "none"))
+
+    # point to point: the k-th send a->b of n bytes is received by the k-th recv b<-a of n bytes
+    sends, recvs = {}, {}
+    for e in sorted(comm, key=lambda e: e["ts"]):
+        head, _, size = e["name"].partition(" (")
+        if head.startswith("send->"):
+            sends.setdefault((e["pid"], int(head[6:]), size), []).append(e)
+        elif head.startswith("recv<-"):
+            recvs.setdefault((int(head[6:]), e["pid"], size), []).append(e)
+    p, pairs = [], 0
+    for key in sorted(set(sends) | set(recvs)):
+        a, b, size = key
+        s_list, r_list = sends.get(key, []), recvs.get(key, [])
+        if len(s_list) != len(r_list):
+            p.append("rank %d sent %d transfers of %s to rank %d, which received %d" %
+                     (a, len(s_list), size.rstrip(")"), b, len(r_list)))
+            continue
+        for k, (snd, rcv) in enumerate(zip(s_list, r_list)):
+            slack = (rtt[a] + rtt[b]) / 2 + 0.002
+            pairs += 1
+            if rcv["ts"] + rcv["dur"] + slack < snd["ts"]:
+                p.append("recv<-%d (%s #%d on rank %d ended at %.3f us, before its send began on "
+                         "rank %d at %.3f us (slack %.3f us)" % (a, size, k, b, rcv["ts"] + rcv["dur"],
+                                                                 a, snd["ts"], slack))
+    section("causal", p, " (%d pairs)" % pairs if pairs else " (skipped: no point-to-point)")
     return 1 if fails else 0
 
 

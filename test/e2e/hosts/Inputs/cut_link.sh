@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# cut_link.sh METRICS STEPS HOST -- COMMAND...: the cut-link scenario, inside `hosts.sh with`.
+# Runs COMMAND on node1 (the first host, where a user starts mpirun or piper-run), waits until
+# METRICS holds STEPS "train" lines (training is under way, every host in it), pulls HOST's
+# cable, and waits for COMMAND to end (at most 120 s: a hang fails the test, then everything is
+# killed by the set's cleanup). Prints, one a line:
+#   exit N                  COMMAND's exit status
+#   ended S                 seconds from the cut to COMMAND's end
+#   left HOST: ...          what still runs on each host ("none") once it stopped changing,
+#                           at most 5 s after the end (processes a moment from exiting are not
+#                           orphans); on the cut host the plan's processes (its ranks) and the
+#                           others told apart: "ranks K, others J"
+#   ranks-gone HOST S       seconds from the cut until no rank was left on the cut host (polled
+#                           every 0.2 s until 30 s after COMMAND's end)
+#   healed-empty HOST S     after its cable is back: seconds until nothing runs there (30 s max)
+# COMMAND's output goes to cmd.out. Needs $PIPER_HOSTS (hosts.sh with sets it).
+set -u
+hosts=$(dirname "$0")/../hosts.sh
+metrics=$1 steps=$2 cut=$3
+shift 4
+plan_ran() { # how many of the plan's ranks run on host $1 (processes with "--steps" flags)
+  "$hosts" pids "$PIPER_HOSTS" "$1" | grep -c -- " --steps " || true
+}
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; } # seconds from $1 to $2
+rm -f "$metrics"
+"$hosts" run "$PIPER_HOSTS" node1 "$@" > cmd.out 2>&1 &
+job=$!
+for _ in $(seq 1 1200); do
+  n=$(grep -c '"train"' "$metrics" 2> /dev/null); [ "${n:-0}" -ge "$steps" ] && break
+  kill -0 $job 2> /dev/null || break
+  sleep 0.1
+done
+"$hosts" cut "$PIPER_HOSTS" "$cut"
+t0=$(now)
+ranks_gone=""
+for _ in $(seq 1 1200); do
+  kill -0 $job 2> /dev/null || break
+  [ -z "$ranks_gone" ] && [ "$(plan_ran "$cut")" = 0 ] && ranks_gone=$(now)
+  sleep 0.1
+done
+if kill -0 $job 2> /dev/null; then
+  echo "cut_link.sh: the command did not end within 120 s of the cut" >&2
+  kill -9 $job
+fi
+wait $job
+echo "exit $?"
+t1=$(now)
+echo "ended $(since "$t0" "$t1")"
+for _ in $(seq 1 50); do # settle: what is exiting exits
+  a=$("$hosts" pids "$PIPER_HOSTS" | wc -l)
+  sleep 0.1
+  [ "$a" = "$("$hosts" pids "$PIPER_HOSTS" | wc -l)" ] && break
+done
+for h in $(cat "/run/piper-hosts/$PIPER_HOSTS/hosts"); do
+  n=$("$hosts" pids "$PIPER_HOSTS" "$h" | wc -l)
+  if [ "$h" = "$cut" ]; then
+    r=$(plan_ran "$h")
+    echo "left $h: ranks $r, others $((n - r))"
+  elif [ "$n" = 0 ]; then
+    echo "left $h: none"
+  else
+    echo "left $h: $("$hosts" pids "$PIPER_HOSTS" "$h" | tr '\n' ';')"
+  fi
+done
+for _ in $(seq 1 150); do
+  [ -n "$ranks_gone" ] && break
+  [ "$(plan_ran "$cut")" = 0 ] && ranks_gone=$(now)
+  sleep 0.2
+done
+[ -n "$ranks_gone" ] && echo "ranks-gone $cut $(since "$t0" "$ranks_gone")"
+"$hosts" heal "$PIPER_HOSTS" "$cut"
+t2=$(now)
+for _ in $(seq 1 150); do
+  if [ "$("$hosts" pids "$PIPER_HOSTS" "$cut" | wc -l)" = 0 ]; then
+    echo "healed-empty $cut $(since "$t2" "$(now)")"
+    break
+  fi
+  sleep 0.2
+done
+exit 0

@@ -640,7 +640,7 @@ static void lowerScalar(Lowering *L, MlirOperation op) {
   bool gpuOk = mlirAttributeIsNull(e);
   for (size_t k = 0; !gpuOk && k < sizeof gpuExponents / sizeof gpuExponents[0]; ++k)
     gpuOk = (double)(float)c == gpuExponents[k];
-  if (L->shared->target->deviceCode && !gpuOk) {
+  if (L->shared->target->codegen && !gpuOk) { /* a target with generated device kernels */
     piperEmitErrorf(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: x ** %g has no GPU kernel (the GPU's exponents are 2, "
                     "3, 0.5, -0.5, -1, 1 and 0); compile for the CPU, or write the power as "

@@ -11,9 +11,12 @@
 #                           orphans); on the cut host the plan's processes (its ranks) and the
 #                           others told apart: "ranks K, others J"
 #   ranks-gone HOST S       seconds from the cut until no rank was left on the cut host (polled
-#                           every 0.2 s until 30 s after COMMAND's end)
+#                           every 0.5 s or so until 30 s after COMMAND's end)
 #   healed-empty HOST S     after its cable is back: seconds until nothing runs there (30 s max)
-# COMMAND's output goes to cmd.out. Needs $PIPER_HOSTS (hosts.sh with sets it).
+# COMMAND's output goes to cmd.out, and each event with its time to METRICS's name with .events
+# for its suffix (m.jsonl: m.events), to read when a test fails. Every wait is bounded in
+# seconds, not in rounds of its loop, which a loaded machine stretches. Needs $PIPER_HOSTS
+# (hosts.sh with sets it).
 set -u
 hosts=$(dirname "$0")/../hosts.sh
 metrics=$1 steps=$2 cut=$3
@@ -21,22 +24,33 @@ shift 4
 plan_ran() { # how many of the plan's ranks run on host $1 (processes with "--steps" flags)
   "$hosts" pids "$PIPER_HOSTS" "$1" | grep -c -- " --steps " || true
 }
-now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; } # seconds from $1 to $2
-rm -f "$metrics"
+before() { awk -v t="$EPOCHREALTIME" -v d="$1" 'BEGIN { exit !(t < d) }'; } # now < deadline $1
+after() { awk -v t="$EPOCHREALTIME" -v s="$1" 'BEGIN { printf "%.3f", t + s }'; } # now + $1 s
+log() { echo "$EPOCHREALTIME $*" >> "$events"; }
+events=${metrics%.*}.events # this run's log, beside its metrics
+rm -f "$metrics" "$events"
+log "start: $*"
 "$hosts" run "$PIPER_HOSTS" node1 "$@" > cmd.out 2>&1 &
 job=$!
-for _ in $(seq 1 1200); do
+deadline=$(after 120)
+while before "$deadline"; do
   n=$(grep -c '"train"' "$metrics" 2> /dev/null); [ "${n:-0}" -ge "$steps" ] && break
   kill -0 $job 2> /dev/null || break
   sleep 0.1
 done
+log "steps in $metrics: ${n:-0}; the command $(kill -0 $job 2> /dev/null && echo runs || echo ended)"
 "$hosts" cut "$PIPER_HOSTS" "$cut"
-t0=$(now)
-ranks_gone=""
-for _ in $(seq 1 1200); do
+t0=$EPOCHREALTIME
+log "cut $cut"
+ranks_gone="" polled=0
+deadline=$(after 120)
+while before "$deadline"; do
   kill -0 $job 2> /dev/null || break
-  [ -z "$ranks_gone" ] && [ "$(plan_ran "$cut")" = 0 ] && ranks_gone=$(now)
+  if [ -z "$ranks_gone" ] && ! before "$polled"; then
+    [ "$(plan_ran "$cut")" = 0 ] && ranks_gone=$EPOCHREALTIME && log "no rank left on $cut"
+    polled=$(after 0.5)
+  fi
   sleep 0.1
 done
 if kill -0 $job 2> /dev/null; then
@@ -44,14 +58,18 @@ if kill -0 $job 2> /dev/null; then
   kill -9 $job
 fi
 wait $job
-echo "exit $?"
-t1=$(now)
+rc=$?
+t1=$EPOCHREALTIME
+log "the command ended: $rc"
+echo "exit $rc"
 echo "ended $(since "$t0" "$t1")"
-for _ in $(seq 1 50); do # settle: what is exiting exits
+deadline=$(after 5)
+while before "$deadline"; do # settle: what is exiting exits
   a=$("$hosts" pids "$PIPER_HOSTS" | wc -l)
   sleep 0.1
   [ "$a" = "$("$hosts" pids "$PIPER_HOSTS" | wc -l)" ] && break
 done
+"$hosts" pids "$PIPER_HOSTS" | sed 's/^/left: /' >> "$events"
 for h in $(cat "/run/piper-hosts/$PIPER_HOSTS/hosts"); do
   n=$("$hosts" pids "$PIPER_HOSTS" "$h" | wc -l)
   if [ "$h" = "$cut" ]; then
@@ -63,17 +81,20 @@ for h in $(cat "/run/piper-hosts/$PIPER_HOSTS/hosts"); do
     echo "left $h: $("$hosts" pids "$PIPER_HOSTS" "$h" | tr '\n' ';')"
   fi
 done
-for _ in $(seq 1 150); do
-  [ -n "$ranks_gone" ] && break
-  [ "$(plan_ran "$cut")" = 0 ] && ranks_gone=$(now)
+deadline=$(after 30)
+while [ -z "$ranks_gone" ] && before "$deadline"; do
+  [ "$(plan_ran "$cut")" = 0 ] && ranks_gone=$EPOCHREALTIME && log "no rank left on $cut"
   sleep 0.2
 done
 [ -n "$ranks_gone" ] && echo "ranks-gone $cut $(since "$t0" "$ranks_gone")"
 "$hosts" heal "$PIPER_HOSTS" "$cut"
-t2=$(now)
-for _ in $(seq 1 150); do
+t2=$EPOCHREALTIME
+log "healed $cut"
+deadline=$(after 30)
+while before "$deadline"; do
   if [ "$("$hosts" pids "$PIPER_HOSTS" "$cut" | wc -l)" = 0 ]; then
-    echo "healed-empty $cut $(since "$t2" "$(now)")"
+    echo "healed-empty $cut $(since "$t2" "$EPOCHREALTIME")"
+    log "$cut empty"
     break
   fi
   sleep 0.2

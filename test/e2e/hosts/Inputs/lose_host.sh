@@ -13,23 +13,30 @@
 #                        completed (piper-run's "recovered:" line, polled every 0.05 s)
 #   orphans-gone S       seconds from the cable's return until nothing ran on HOST
 #   exit N               piper-run's exit status
-# piper-run's stdout and stderr go to run.out and run.err.
+# piper-run's stdout and stderr go to run.out and run.err, each event with its time to
+# lose_host.log (to read when a test fails).
 set -u
 hosts=$(dirname "$0")/../hosts.sh
 metrics=$1 steps=$2 cut=$3 hostfile=$4 hold=$5
 shift 6
-now() { date +%s.%N; }
+now() { echo "$EPOCHREALTIME"; }
 since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 trained() { local n; n=$(grep -c '"train"' "$metrics" 2> /dev/null); echo "${n:-0}"; }
-# waits (0.05 s polls, at most $2 s) until the shell test $1 holds; 1 if it never did
+log() { echo "$EPOCHREALTIME $*" >> lose_host.log; }
+# waits (0.05 s polls, at most $2 seconds: a deadline, not a count of rounds, which a loaded
+# machine stretches) until the shell test $1 holds; 1 if it never did
 until_true() {
-  for _ in $(seq 1 $(($2 * 20))); do
+  local deadline
+  deadline=$(awk -v t="$EPOCHREALTIME" -v s="$2" 'BEGIN { printf "%.3f", t + s }')
+  while awk -v t="$EPOCHREALTIME" -v d="$deadline" 'BEGIN { exit !(t < d) }'; do
     eval "$1" && return 0
     kill -0 $job 2> /dev/null || return 1
     sleep 0.05
   done
+  log "gave up waiting for: $1"
   return 1
 }
+rm -f lose_host.log
 rm -f "$metrics"
 : > run.err
 "$hosts" run "$PIPER_HOSTS" node1 "$@" > run.out 2> run.err &
@@ -41,6 +48,7 @@ if grep -q "does not answer" run.err; then
 fi
 "$hosts" cut "$PIPER_HOSTS" "$cut"
 t0=$(now)
+log "cut $cut after $(trained) steps"
 if until_true 'grep -q "piper-run: recovered:" run.err' 120; then
   echo "cut-to-step $(since "$t0" "$(now)")"
 else
@@ -51,21 +59,20 @@ if [ "$hold" != - ] && ! until_true '[ -s "$hold" ]' 120; then
 fi
 "$hosts" heal "$PIPER_HOSTS" "$cut"
 t1=$(now)
+log "healed $cut"
 if until_true '[ -z "$("$hosts" pids "$PIPER_HOSTS" "$cut")" ]' 60; then
   echo "orphans-gone $(since "$t1" "$(now)")"
 else
   echo "lose_host.sh: still running on $cut: $("$hosts" pids "$PIPER_HOSTS" "$cut" | tr '\n' ';')" >&2
 fi
 cp "$hostfile" "$hostfile.new" && mv "$hostfile.new" "$hostfile"
+log "rewrote $hostfile"
 if [ "$hold" != - ]; then
   until_true 'grep -q "piper-run: .* growing to" run.err' 60 ||
     echo "lose_host.sh: piper-run did not grow" >&2
   kill -CONT "$(cat "$hold")"
 fi
-for _ in $(seq 1 3000); do
-  kill -0 $job 2> /dev/null || break
-  sleep 0.1
-done
+until_true 'false' 300 # piper-run's end, at most 300 s
 kill -0 $job 2> /dev/null && { echo "lose_host.sh: piper-run did not end" >&2; kill -9 $job; }
 wait $job
 echo "exit $?"

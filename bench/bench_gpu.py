@@ -286,8 +286,8 @@ def counters(build, outdir, steps=3):
     print("\nBytes a step: host->device = the tokens and targets ({} B here: 2 x B x T x 4; "
           "131072 B for the bench GPT's B16 T1024) and 32 B of AdamW scalars (the step's lr "
           "and bias corrections); device->host = the loss (4 B) and the squared gradient norm "
-          "(8 B). Waits after the step: the norm's read, then the loss's (a copy to pageable "
-          "memory and a device synchronize). The warm-up step (the first) sizes the scratch "
+          "(8 B). Waits after the step: the norm's read, then the losses' (copied to page-locked "
+          "staging, one device synchronize). The warm-up step (the first) sizes the scratch "
           "and is not counted.".format(tok))
 
 

@@ -99,16 +99,16 @@ def ours(exe, steps, workdir, env=None, tag=""):
 
 
 def torch_modes(m, steps):
-    """ms/step of PyTorch's eager fp32, eager bf16 autocast and torch.compile bf16."""
-    import torch
-    sys.path.insert(0, os.path.join(HERE, "..", "test", "oracle"))
-    import gpt_torch as G
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    dev = torch.device("cuda")
-    L, C, H, T, B, V = (m[k] for k in ("layers", "dim", "heads", "seq", "batch", "vocab"))
-    results = {}
-    for mode in ("eager fp32", "eager bf16", "compile bf16"):
+    """(name, function giving ms/step) of PyTorch's eager fp32, eager bf16 autocast and
+    torch.compile bf16, each measured when called."""
+    def mode_ms(mode):
+        import torch
+        sys.path.insert(0, os.path.join(HERE, "..", "test", "oracle"))
+        import gpt_torch as G
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        dev = torch.device("cuda")
+        L, C, H, T, B, V = (m[k] for k in ("layers", "dim", "heads", "seq", "batch", "vocab"))
         P = {k: t.to(dev).requires_grad_(True) for k, t in G.init_params(L, C, V, T, 1).items()}
         opt = G.make_optimizer(P, 1e-4, 0.1)
         fwd = (lambda i, t: G.forward(P, i, t, L, H)[0])
@@ -135,10 +135,12 @@ def torch_modes(m, steps):
             t0 = time.perf_counter()
             step().item()  # the host reads the loss each step, as ours does
             times.append((time.perf_counter() - t0) * 1e3)
-        results["pytorch " + mode] = statistics.median(times)
         del P, opt
         torch.cuda.empty_cache()
-    return results
+        return statistics.median(times)
+
+    return [("pytorch " + mode, lambda mode=mode: mode_ms(mode))
+            for mode in ("eager fp32", "eager bf16", "compile bf16")]
 
 
 # ---- the roofline floor of the bench step (no GPU) ----
@@ -286,8 +288,8 @@ def counters(build, outdir, steps=3):
     print("\nBytes a step: host->device = the tokens and targets ({} B here: 2 x B x T x 4; "
           "131072 B for the bench GPT's B16 T1024) and 32 B of AdamW scalars (the step's lr "
           "and bias corrections); device->host = the loss (4 B) and the squared gradient norm "
-          "(8 B). Waits after the step: the norm's read, then the loss's (a copy to pageable "
-          "memory and a device synchronize). The warm-up step (the first) sizes the scratch "
+          "(8 B). Waits after the step: the norm's read, then the losses' (copied to page-locked "
+          "staging, one device synchronize). The warm-up step (the first) sizes the scratch "
           "and is not counted.".format(tok))
 
 
@@ -341,25 +343,37 @@ def main():
     exe = args.binary or compile_binary(args.build, workdir, MODEL)
     peak = args.peak or next((v for k, v in PEAKS.items() if k in name), None)
     exe_bf16 = args.binary_bf16 or exe + "_bf16"
-    rows = [("piper fp32", ours(exe, args.steps, workdir)),
-            ("piper bf16", ours(exe_bf16, args.steps, workdir)),
+    rows = [("piper fp32", lambda: ours(exe, args.steps, workdir)),
+            ("piper bf16", lambda: ours(exe_bf16, args.steps, workdir)),
             ("piper bf16, tensor-core attention",
-             ours(exe_bf16, args.steps, workdir, {"PIPER_CUDA_ATTN": "tc"}, "_tc"))]
-    rows += list(torch_modes(MODEL, args.steps).items())
+             lambda: ours(exe_bf16, args.steps, workdir, {"PIPER_CUDA_ATTN": "tc"}, "_tc"))]
+    rows += torch_modes(MODEL, args.steps)
     tokens, flops = MODEL["batch"] * MODEL["seq"], flops_of(MODEL)
     print("GPU: {}; params {:.1f} M; MFU against {} TFLOP/s dense bf16\n".format(
         name, params_of(MODEL) / 1e6, peak if peak else "an unknown peak (--peak)"))
     print("| impl | ms/step | tokens/s | TFLOP/s | MFU |")
     print("|---|---|---|---|---|")
-    for impl, ms in rows:
-        tf = flops / (ms / 1e3) / 1e12
+    sys.stdout.flush()
+    ms = {}
+    for impl, measure in rows:  # each row printed when measured: a cut-short run keeps them
+        try:
+            ms[impl] = measure()
+        except Exception as e:  # a failing row is reported; the others still run
+            print("| {} | failed: {} | | | |".format(impl, str(e).splitlines()[0][:120]))
+            sys.stdout.flush()
+            continue
+        tf = flops / (ms[impl] / 1e3) / 1e12
         mfu = "{:.1f}%".format(100 * tf / peak) if peak else "-"
-        print("| {} | {:.1f} | {:.0f} | {:.1f} | {} |".format(impl, ms, tokens / (ms / 1e3), tf,
-                                                           mfu))
-    ms = dict(rows)
-    print("\npiper bf16 / pytorch eager bf16: {:.2f}x the time; / torch.compile bf16: {:.2f}x "
-          "(issue 17's target: <= 1)".format(ms["piper bf16"] / ms["pytorch eager bf16"],
-                                             ms["piper bf16"] / ms["pytorch compile bf16"]))
+        print("| {} | {:.1f} | {:.0f} | {:.1f} | {} |".format(impl, ms[impl],
+                                                           tokens / (ms[impl] / 1e3), tf, mfu))
+        sys.stdout.flush()
+    for ours_row in ("piper bf16", "piper bf16, tensor-core attention"):
+        if all(k in ms for k in (ours_row, "pytorch eager bf16", "pytorch compile bf16")):
+            print("\n{} / pytorch eager bf16: {:.2f}x the time; / torch.compile bf16: {:.2f}x "
+                  "(issue 29's target: <= 1)".format(ours_row, ms[ours_row] / ms["pytorch eager bf16"],
+                                                     ms[ours_row] / ms["pytorch compile bf16"]))
+    if any(k not in ms for k, _ in rows):
+        sys.exit(1)
     sys.stdout.flush()
 
 

@@ -278,9 +278,9 @@ int prt_ctx_allocate(prt_ctx *ctx, prt_status *st) {
     prt_status a = {0};
     if (prt_device_alloc(dev, (size_t)t->numel * 4, &t->data, &a))
       return prt_fail(st, a.code, "%s (tensor '%s')", a.msg, t->name);
-    if (t->kind == PRT_INPUT && !dev->host_visible &&
+    if ((t->kind == PRT_INPUT || t->kind == PRT_OUTPUT) && !dev->host_visible &&
         prt_device_host_alloc(dev, (size_t)t->numel * 4, &t->staging, &a))
-      return prt_fail(st, a.code, "%s (the staging of input '%s')", a.msg, t->name);
+      return prt_fail(st, a.code, "%s (the staging of '%s')", a.msg, t->name);
   }
   if (prt_device_alloc(dev, (size_t)ctx->arena_bytes, &ctx->arena, st)) return st->code;
   ctx->streams = prt_xmalloc((size_t)(ctx->nstreams ? ctx->nstreams : 1) *

@@ -306,17 +306,36 @@ int64_t prt_elastic_gather_n(const prt_ctx *ctx, int64_t n, int64_t group) {
   return n * e->k;
 }
 
+/* Whether tensor t is one of the plan's losses. */
+static int prt_is_loss(const prt_tensor_info *t) {
+  return t->kind == PRT_OUTPUT && t->name && strcmp(t->name, "loss") == 0;
+}
+
 double prt_local_loss(const prt_ctx *ctx) {
+  prt_device *dev = ctx->backend->device;
+  /* on a device the host cannot read, every loss is copied into its page-locked staging
+   * (prt_ctx_allocate) and the host waits once for all of them */
+  prt_status st = {0};
+  int staged = 0;
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    const prt_tensor_info *t = &ctx->tensors[i];
+    if (!prt_is_loss(t) || !t->staging) continue;
+    if (prt_device_d2h(dev, t->staging, t->data, sizeof(float), NULL, &st))
+      prt_fatal("%s (reading the loss)", st.msg);
+    staged = 1;
+  }
+  if (staged && prt_device_synchronize(dev, &st)) prt_fatal("%s (reading the loss)", st.msg);
   double sum = 0.0;
   for (int64_t i = 0; i < ctx->ntensors; i++) {
     const prt_tensor_info *t = &ctx->tensors[i];
-    if (t->kind != PRT_OUTPUT || !t->name || strcmp(t->name, "loss") != 0) continue;
+    if (!prt_is_loss(t)) continue;
     int64_t rows = t->first_sample ? t->first_sample : ctx->global_batch;
-    float *loss = prt_host_view_begin(ctx->backend->device, t->data, sizeof *loss, PRT_VIEW_READ,
-                                      "the loss");
+    float *loss = t->staging ? t->staging
+                             : prt_host_view_begin(dev, t->data, sizeof *loss, PRT_VIEW_READ,
+                                                   "the loss");
     /* a context-parallel member's loss averages over 1/G of the sequence (prt_declare_cp) */
     sum += (double)loss[0] * (double)rows / (double)(t->cp_size > 1 ? t->cp_size : 1);
-    prt_host_view_end(ctx->backend->device, t->data, loss, sizeof *loss, 0, "the loss");
+    if (!t->staging) prt_host_view_end(dev, t->data, loss, sizeof *loss, 0, "the loss");
   }
   return sum;
 }

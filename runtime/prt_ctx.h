@@ -52,10 +52,11 @@ typedef struct prt_tensor_info {
                                   prt_host_view_begin/end */
   float *grad_copy;            /* owned host (numel) copy of the gradient handed to
                                   prt_observe_grad during the dump step; NULL otherwise */
-  void *staging;               /* PRT_INPUT on a device that is not host visible: owned host
-                                  memory (the device's host_alloc: page-locked on a GPU) the
-                                  data loader fills and the device copies from without the
-                                  host waiting (prt_data_fill); NULL otherwise */
+  void *staging;               /* PRT_INPUT and PRT_OUTPUT on a device that is not host
+                                  visible: owned host memory (the device's host_alloc:
+                                  page-locked on a GPU) the data loader fills and the device
+                                  copies from without the host waiting (prt_data_fill), or the
+                                  loss is copied to (prt_local_loss); NULL otherwise */
 } prt_tensor_info;
 
 /* Local element j of t lies at element *full of the full flattened tensor; returns how many

@@ -4,7 +4,8 @@
  * bf16Results: activations and activation gradients) becomes tensor<...xbf16>, and a sum
  * (likeOperand0: add) of bf16 values is bf16 too; what the table does not name stays f32
  * (master weights, moments, weight gradients and their buckets, norm statistics, the loss and
- * its probabilities, attention's saved softmax, the router's weights). Transfers follow what
+ * its probabilities, attention's saved softmax, the router's weights; and a general op's result
+ * that is not batched: computed from parameters and constants alone). Transfers follow what
  * they carry: a comm op's tensor results take its operand's element type, a comm.recv its
  * comm.send's (paired by tag). An operand the table keeps fp32 (fp32Operands: the router's
  * scores) keeps its producer's result fp32. A tensor-parallel sum (tp_reduce) of activations
@@ -151,6 +152,9 @@ static bool applyOp(MlirOperation op, const Sends *sends, PiperPtrMap *keep, boo
     for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
       MlirValue v = mlirOperationGetResult(op, r);
       intptr_t kept;
+      /* a general op (an exported model's) computes activations when batched, else from
+       * parameters and constants alone: a weight, a weight gradient, a mask, kept fp32 */
+      if (f->batch == PIPER_BATCH_OPERANDS && !piperResultIsBatched(op, r)) continue;
       if ((piperFactsBf16Result(f, r) || sum) && !piperPtrMapGet(keep, v.ptr, &kept))
         changed |= toBf16(v);
     }

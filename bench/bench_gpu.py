@@ -5,11 +5,12 @@ The GPT of the issue (L12 C768 H12 T1024 B16 V256, 86M parameters), one AdamW st
   piper fp32           piper-compile --target cuda (cuBLAS in pedantic fp32: no TF32)
   piper bf16           piper-compile --target cuda --precision bf16 (docs/mixed-precision.md:
                        activations stored bf16, converted at each kernel's edge; the linears
-                       cublasGemmEx on bf16 operands, fp32 accumulate; attention and the rest
-                       fp32 kernels)
-  piper bf16, tensor-core attention
-                       the same binary with PIPER_CUDA_ATTN=tc (runtime/kernels/cuda_flash.cu:
-                       mma.sync bf16, fp32 accumulation)
+                       cublasGemmEx on bf16 operands, fp32 accumulate; the attention on tensor
+                       cores, a bf16 plan's default: runtime/kernels/cuda_flash.cu, mma.sync
+                       bf16, fp32 accumulation; the rest fp32 kernels)
+  piper bf16, fp32 attention
+                       only with --all-rows: the same binary with PIPER_CUDA_ATTN=fp32, the
+                       scalar fp32 attention kernels (15x slower on an H200: docs/gpu-speed.md)
   pytorch eager fp32   test/oracle/gpt_torch.py's model on CUDA, TF32 off
   pytorch eager bf16   the same under torch.autocast(bfloat16)
   pytorch compile bf16 torch.compile of the step's forward and loss, autocast bf16
@@ -303,6 +304,8 @@ def main():
     ap.add_argument("--compile-only", metavar="OUT_DIR",
                     help="only build the binary into OUT_DIR (no GPU needed)")
     ap.add_argument("--peak", type=float, help="dense bf16 TFLOP/s of this GPU (MFU)")
+    ap.add_argument("--all-rows", action="store_true",
+                    help="also the bf16 binary with the fp32 attention kernels (slow)")
     ap.add_argument("--model-flags", metavar="FLAGS",
                     help="with --compile-only: piper-gen gpt flags of another model (a dry "
                     "run's small one), e.g. \"--layers 2 --dim 64 --heads 4 --seq 128 "
@@ -344,9 +347,10 @@ def main():
     peak = args.peak or next((v for k, v in PEAKS.items() if k in name), None)
     exe_bf16 = args.binary_bf16 or exe + "_bf16"
     rows = [("piper fp32", lambda: ours(exe, args.steps, workdir)),
-            ("piper bf16", lambda: ours(exe_bf16, args.steps, workdir)),
-            ("piper bf16, tensor-core attention",
-             lambda: ours(exe_bf16, args.steps, workdir, {"PIPER_CUDA_ATTN": "tc"}, "_tc"))]
+            ("piper bf16", lambda: ours(exe_bf16, args.steps, workdir))]
+    if args.all_rows:
+        rows.append(("piper bf16, fp32 attention", lambda: ours(
+            exe_bf16, args.steps, workdir, {"PIPER_CUDA_ATTN": "fp32"}, "_fp32attn")))
     rows += torch_modes(MODEL, args.steps)
     tokens, flops = MODEL["batch"] * MODEL["seq"], flops_of(MODEL)
     print("GPU: {}; params {:.1f} M; MFU against {} TFLOP/s dense bf16\n".format(
@@ -367,7 +371,7 @@ def main():
         print("| {} | {:.1f} | {:.0f} | {:.1f} | {} |".format(impl, ms[impl],
                                                            tokens / (ms[impl] / 1e3), tf, mfu))
         sys.stdout.flush()
-    for ours_row in ("piper bf16", "piper bf16, tensor-core attention"):
+    for ours_row in ("piper bf16", "piper bf16, fp32 attention"):
         if all(k in ms for k in (ours_row, "pytorch eager bf16", "pytorch compile bf16")):
             print("\n{} / pytorch eager bf16: {:.2f}x the time; / torch.compile bf16: {:.2f}x "
                   "(issue 29's target: <= 1)".format(ours_row, ms[ours_row] / ms["pytorch eager bf16"],

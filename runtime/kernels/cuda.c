@@ -75,6 +75,11 @@ typedef struct {
   tensor_chunk *shadow;   /* the entries last copied to the device (host memory), cap */
   int64_t n, cap;         /* entries this step, capacity */
   int64_t shadow_n;       /* entries the device holds (-1: none yet) */
+  int64_t launched;       /* entries [0, launched) already launched this step: a launch reads
+                             entries [launched, n), and no entry is rewritten within a step,
+                             since its asynchronous copy may not have run yet */
+  int64_t pass;           /* the step pass the entries belong to (run_step's count) */
+  void *dev;              /* the device table the entries were copied to (moves as it grows) */
 } chunk_table;
 
 /* What prt_cuda_setup opens once per process (one plan, one GPU per process). */
@@ -88,8 +93,10 @@ static struct {
                                 bytes (their calls are ordered on the compute stream) */
   cublasLtHandle_t lt;       /* the linear forward with its bias (lt_gemm_bias) */
   int lt_off;                /* PIPER_CUDA_LT=0: bias rows, then cuBLAS, instead */
-  int attn_tc;               /* PIPER_CUDA_ATTN=tc: attention on tensor cores (bf16 operands,
-                                kernels/cuda_flash.cu); default: the fp32 kernels */
+  prt_dstream *own_stream;   /* the compute stream of a plan that declared no stream (one
+                                device): CUDA cannot capture the legacy stream as a graph */
+  int attn_tc;               /* attention on tensor cores (bf16 operands, kernels/cuda_flash.cu):
+                                PIPER_CUDA_ATTN=tc, or unset in a bf16 plan */
   void *scratch[SCR_COUNT];  /* device scratch: cross-entropy's per-row losses (f64), column
                                 reductions' chunk sums (f64), the embedding gradient's
                                 chunks (f32), the rotary tables (forward, inverse), the MoE
@@ -117,6 +124,10 @@ static struct {
   int graph_off;             /* PIPER_CUDA_GRAPH=0, PIPER_CUDA_SYNC=1, a profile, or a plan
                                 of several ranks: every step runs kernel by kernel */
   cudaGraphExec_t graph;     /* the captured step, replayed each pass after the warm-up */
+  void (*graph_step)(prt_ctx *); /* the step function the graph holds: another one (the
+                                forward-only evaluation) runs kernel by kernel, never as
+                                a replay of the training step (the first GPU run with graphs
+                                trained an extra step at each evaluation) */
   int capturing;             /* 1 while the step is being captured */
   char capture_error[320];   /* the first CUDA or cuBLAS failure while capturing ("": none);
                                 the step then runs kernel by kernel from then on */
@@ -149,9 +160,21 @@ static void fail_cuda(const char *fn, const char *what, cudaError_t e, int line)
     if (e_ != cudaSuccess) fail_cuda((fn), (what), e_, __LINE__);                          \
   } while (0)
 
+/* The plan's stream 0, or for a plan that declared none a stream of our own, made on first
+ * use through the device record (device/cuda.c: cudaStreamCreate, so the staged copies and
+ * the loss read on the legacy stream still order against it). Never the legacy stream itself:
+ * cudaStreamBeginCapture refuses it (cudaErrorStreamCaptureUnsupported), as the first GPU
+ * run showed, and no step was ever captured. */
 static cudaStream_t compute_stream(void) {
   prt_ctx *c = S.ctx;
-  return c && c->streams && c->nstreams > 0 ? (cudaStream_t)c->streams[0] : (cudaStream_t)0;
+  if (!c) return (cudaStream_t)0;
+  if (c->streams && c->nstreams > 0) return (cudaStream_t)c->streams[0];
+  if (!S.own_stream) {
+    prt_status st = {0};
+    if (prt_device_stream_create(c->backend->device, &S.own_stream, &st))
+      prt_fatal("%s (the compute stream of a plan without streams)", st.msg);
+  }
+  return (cudaStream_t)S.own_stream;
 }
 
 /* The plan's kernel k, or fatal when the embedded PTX lacks it (a compiler defect). */
@@ -189,7 +212,7 @@ static void adam_flush(prt_ctx *ctx);
 /* Starts device operation `what` of runtime function `fn`: first the gathered AdamW updates
  * (they precede it in the plan); its profile slot, or -1. */
 static int op_begin(const char *what, const char *fn) {
-  if (S.adam_tab.n && S.ctx) adam_flush(S.ctx);
+  if (S.adam_tab.n > S.adam_tab.launched && S.ctx) adam_flush(S.ctx);
   if (!P.on) return -1;
   if (P.n >= PROF_MAX) {
     P.untimed++;
@@ -365,7 +388,10 @@ static int graph_capture(prt_ctx *ctx, void (*step)(prt_ctx *)) {
     if (e == cudaSuccess && !S.capture_error[0]) e = cudaGraphInstantiate(&S.graph, g, 0);
     if (g) (void)cudaGraphDestroy(g);
   }
-  if (e == cudaSuccess && !S.capture_error[0]) return 1;
+  if (e == cudaSuccess && !S.capture_error[0]) {
+    S.graph_step = step;
+    return 1;
+  }
   (void)cudaGetLastError();
   if (S.graph) (void)cudaGraphExecDestroy(S.graph);
   S.graph = NULL;
@@ -404,8 +430,11 @@ static void run_step(prt_ctx *ctx, void (*step)(prt_ctx *)) {
   int64_t pass = S.passes++;
   P.on = P.out && pass == P.pass;
   if (prt_cuda_step_mark) prt_cuda_step_mark(pass, 0);
-  if (pass > 0 && !S.graph_off && !S.needs_host && ctx->world == 1 &&
-      (S.graph || graph_capture(ctx, step))) {
+  if (S.graph && S.graph_step != step) { /* an evaluation between training steps */
+    step(ctx);
+    adam_flush(ctx);
+  } else if (pass > 0 && !S.graph_off && !S.needs_host && ctx->world == 1 &&
+             (S.graph || graph_capture(ctx, step))) {
     adam_scalars_fill(ctx);
     CUDA_OR_DIE("the step's CUDA graph", "cudaGraphLaunch",
                 cudaGraphLaunch(S.graph, compute_stream()));
@@ -464,7 +493,10 @@ void prt_cuda_setup(prt_ctx *ctx) {
   if (attn && strcmp(attn, "tc") && strcmp(attn, "fp32"))
     prt_fatal("PIPER_CUDA_ATTN=%s: expected tc (attention on tensor cores, bf16 operands) or "
               "fp32 (the default)", attn);
-  S.attn_tc = attn && !strcmp(attn, "tc");
+  /* unset: tensor cores for a bf16 plan (its PTX holds the bf16 conversions; 15x faster on
+   * an H200, docs/gpu-speed.md), fp32 kernels for an fp32 plan, whose results stay
+   * comparable with PyTorch's fp32 */
+  S.attn_tc = attn ? !strcmp(attn, "tc") : S.k[PRT_DK_bf16_widen] != NULL;
   const char *lt = getenv("PIPER_CUDA_LT");
   S.lt_off = lt && !strcmp(lt, "0");
   if (!S.lt_off) LT_OR_DIE(fn, cublasLtCreate(&S.lt));
@@ -774,8 +806,8 @@ static void check_heads(int64_t C, int64_t H, const char *fn) {
               (long long)C, (long long)H, PRT_CUDA_ATTENTION_MAX_HEAD);
 }
 
-/* PIPER_CUDA_ATTN=tc: the attention ops run kernels/cuda_flash.cu (tensor cores, bf16
- * operands, fp32 accumulation) on GPT's packed qkv (rows of 3C: q, k, v at channels 0, C, 2C)
+/* attn_tc (PIPER_CUDA_ATTN=tc, or a bf16 plan): the attention ops run kernels/cuda_flash.cu
+ * (tensor cores, bf16 operands, fp32 accumulation) on GPT's packed qkv (rows of 3C: q, k, v at channels 0, C, 2C)
  * or Qwen3's separate q, k, v, for head sizes up to PRT_CUDA_FLASH_MAX_HEAD (larger ones keep
  * the fp32 kernels); the same probs/lse and D scratch as the fp32 kernels. */
 static int attn_tc(int64_t head) { return S.attn_tc && head <= PRT_CUDA_FLASH_MAX_HEAD; }
@@ -859,16 +891,25 @@ static void table_add(chunk_table *t, tensor_chunk e, int64_t n, const char *fn)
   }
 }
 
-/* Table t on the device (scratch `slot`), copied from the pinned host only when it differs
- * from the copy the device holds. */
-static const tensor_chunk *table_upload(chunk_table *t, int slot, const char *fn) {
+/* Entries [from, t->n) of table t on the device (scratch `slot`, returned at entry 0),
+ * copied from the pinned host only when they differ from the copy the device holds; all of
+ * them when the table moved. */
+static const tensor_chunk *table_upload(chunk_table *t, int64_t from, int slot,
+                                        const char *fn) {
   size_t bytes = (size_t)t->n * sizeof *t->host;
   tensor_chunk *dev = scratch(slot, bytes ? bytes : sizeof *t->host, fn);
-  if (t->shadow_n != t->n || memcmp(t->shadow, t->host, bytes)) {
+  if (dev != t->dev) { /* a new buffer holds nothing yet */
+    t->dev = dev;
+    t->shadow_n = -1;
+    from = 0;
+  }
+  size_t off = (size_t)from * sizeof *t->host, span = bytes - off;
+  if (t->shadow_n < t->n || memcmp(t->shadow + from, t->host + from, span)) {
     CUDA_OR_DIE(fn, "update table upload",
-                cudaMemcpyAsync(dev, t->host, bytes, cudaMemcpyHostToDevice, compute_stream()));
-    memcpy(t->shadow, t->host, bytes);
-    t->shadow_n = t->n;
+                cudaMemcpyAsync(dev + from, t->host + from, span, cudaMemcpyHostToDevice,
+                                compute_stream()));
+    memcpy(t->shadow + from, t->host + from, span);
+    if (t->shadow_n < t->n) t->shadow_n = t->n;
   }
   return dev;
 }
@@ -901,15 +942,16 @@ static void adam_scalars_fill(prt_ctx *ctx) {
 /* Launches the gathered updates as one adamw_multi (nothing when none are pending). */
 static void adam_flush(prt_ctx *ctx) {
   const char *fn = "prt_cuda_adamw";
-  if (!S.adam_tab.n) return;
-  const tensor_chunk *table = table_upload(&S.adam_tab, SCR_ADAM_TABLE, fn);
+  int64_t from = S.adam_tab.launched;
+  if (S.adam_tab.n <= from) return;
+  const tensor_chunk *table = table_upload(&S.adam_tab, from, SCR_ADAM_TABLE, fn) + from;
   adam_scalars_fill(ctx);
   CUDA_OR_DIE(fn, "AdamW scalars upload",
               cudaMemcpyAsync(S.adam_scal_dev, S.adam_scal_host,
                               (size_t)S.adam_groups * 8 * sizeof(float),
                               cudaMemcpyHostToDevice, compute_stream()));
-  int64_t nchunk = S.adam_tab.n, CH = TABLE_CHUNK;
-  S.adam_tab.n = 0; /* before the launch: launch() flushes first */
+  int64_t nchunk = S.adam_tab.n - from, CH = TABLE_CHUNK;
+  S.adam_tab.launched = S.adam_tab.n; /* before the launch: launch() flushes first */
   void *args[] = {&table, &S.adam_scal_dev, &S.clip_dev, &nchunk, &CH};
   launch(PRT_DK_adamw_multi, nchunk * CH, args, fn);
 }
@@ -920,6 +962,10 @@ void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, 
   if (prt_elastic_dry(ctx) || n <= 0) return; /* an elastic step updates in its last pass */
   tensor_chunk e = {(int64_t)(intptr_t)p, (int64_t)(intptr_t)g, (int64_t)(intptr_t)m,
                     (int64_t)(intptr_t)v, 0, 0, decay != 0, adam_group(beta1, beta2, eps, fn)};
+  if (S.adam_tab.pass != S.passes) { /* the first update of this step pass */
+    S.adam_tab.n = S.adam_tab.launched = 0;
+    S.adam_tab.pass = S.passes;
+  }
   table_add(&S.adam_tab, e, n, fn);
   if (!S.defer) adam_flush(ctx);
 }
@@ -936,7 +982,7 @@ void prt_cuda_grad_sq_accum(prt_ctx *ctx, const float *g, int64_t n, int32_t cou
 void prt_cuda_grad_norm_sync(prt_ctx *ctx) {
   const char *fn = "prt_cuda_grad_norm_sync";
   int64_t nchunk = S.norm_tab.n, L = NORM_LANES;
-  const tensor_chunk *table = table_upload(&S.norm_tab, SCR_NORM_TABLE, fn);
+  const tensor_chunk *table = table_upload(&S.norm_tab, 0, SCR_NORM_TABLE, fn);
   S.norm_tab.n = 0;
   double *partial = scratch(SCR_NORM, (size_t)(nchunk * (L + 1) + 1) * sizeof(double), fn);
   double *csum = partial + nchunk * L;

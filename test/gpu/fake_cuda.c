@@ -181,6 +181,7 @@ void fake_cuda_issue(void (*run)(void *), const void *arg, size_t size, int kern
 int fake_cuda_capturing(void) { return capturing != NULL; }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  if (!s) return cudaErrorStreamCaptureUnsupported; /* the driver's answer for the legacy stream */
   if (capturing) return cudaErrorIllegalState;
   capturing = calloc(1, sizeof *capturing);
   return capturing ? cudaSuccess : cudaErrorMemoryAllocation;
@@ -314,16 +315,29 @@ const char *cudaGetErrorName(cudaError_t e) {
                                                   : "fakeError";
 }
 const char *cudaGetErrorString(cudaError_t e) { return "an error of the fake CUDA runtime"; }
+static const char *library_ptx; /* the PTX the plan loaded (NUL-terminated) */
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,
                                 enum cudaJitOption *jo, void **jv, unsigned int nj,
                                 enum cudaLibraryOption *lo, void **lv, unsigned int nl) {
   if (mlirExecutionEngineIsNull(jit)) jit = kernelJitCreate();
   *lib = (cudaLibrary_t)(void *)&jit;
+  library_ptx = code;
   return cudaSuccess;
 }
+/* As the driver: only a kernel the loaded PTX defines (".entry NAME(") is found, so the
+ * runtime sees the plan's kernel set as on a GPU (a bf16 plan's PTX has the conversions). */
 cudaError_t cudaLibraryGetKernel(cudaKernel_t *k, cudaLibrary_t lib, const char *name) {
-  *k = (cudaKernel_t)(void *)name; /* cuda.c's kernel_names: static strings */
-  return cudaSuccess;
+  *k = NULL;
+  const char *at = library_ptx;
+  size_t len = strlen(name);
+  while (at && (at = strstr(at, ".entry ")) != NULL) {
+    at += strlen(".entry ");
+    if (!strncmp(at, name, len) && at[len] == '(') {
+      *k = (cudaKernel_t)(void *)name; /* cuda.c's kernel_names: static strings */
+      return cudaSuccess;
+    }
+  }
+  return cudaErrorSymbolNotFound;
 }
 
 /* ---- memory ---- */

@@ -28,7 +28,8 @@
 #                phase: the GPU machine needs no BLAS), each step within 2e-2 relative (issue
 #                17: the GPU's fp32 kernels differ in the last bits, which bf16 rounding can
 #                amplify; the fake runtime measures them: test/gpu/fake-cuda-train-bf16.test)
-#   @bf16_gpt_tc the @bf16_gpt binary with PIPER_CUDA_ATTN=tc (the attention on tensor cores,
+#   @bf16_gpt_fp32attn the @bf16_gpt binary with PIPER_CUDA_ATTN=fp32 (the scalar fp32
+#                attention kernels instead of a bf16 plan's default, the tensor-core ones of
 #                runtime/kernels/cuda_flash.cu), against the same reference and tolerance
 #   @bench_gpt   the bench-size GPT (L12 C768 H12 T1024 B16 V256, bench/bench_gpu.py's), 4
 #                steps fp32 on one GPU, against test/oracle/gpt_torch.py trained in the run
@@ -278,8 +279,8 @@ elif [ "$phase" = run ]; then
     echo "@bf16_$m"
     check "bf16_$m" bf16 "$m"
   done
-  echo "@bf16_gpt_tc"
-  PIPER_CUDA_ATTN=tc check bf16_gpt_tc bf16 gpt
+  echo "@bf16_gpt_fp32attn"
+  PIPER_CUDA_ATTN=fp32 check bf16_gpt_fp32attn bf16 gpt
   echo "@moe4_single"
   check moe4_single to ./moe4_single --steps 10 --quiet --adam-eps 1e-5 \
     --metrics moe4_single.jsonl --save-checkpoint moe4_single.safetensors

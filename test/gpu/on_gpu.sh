@@ -16,13 +16,14 @@
 # The pieces, quick and informative first (a session that runs out of time still has them):
 #   device    build/bin/prt-cuda-test: the device seam on cuda:0 (alloc, copies, streams, events)
 #   profile   one step of the bench GPT (L12 C768 H12 T1024 B16 V256) in fp32, in bf16 and in
-#             bf16 with the tensor-core attention (PIPER_CUDA_ATTN=tc), kernel by kernel
+#             bf16 with the scalar fp32 attention (PIPER_CUDA_ATTN=fp32; a bf16 plan's default
+#             is the tensor-core attention), kernel by kernel
 #             (PIPER_CUDA_PROFILE, runtime/kernels/cuda.c): OUT/profile_*.jsonl and
 #             OUT/profile.md, time and share per kernel and per runtime function
 #   memory    the plan's bytes (parameters, AdamW moments, arena, inputs) against the device
 #             memory the process took (cudaMemGetInfo before the plan allocated and after the
 #             profiled step), from the profile runs: OUT/memory.md
-#   bench     bench/bench_gpu.py: piper fp32, bf16 and bf16 with the tensor-core attention
+#   bench     bench/bench_gpu.py: piper fp32 and bf16 (the tensor-core attention)
 #             against PyTorch eager fp32 (TF32 off), eager bf16 autocast and torch.compile bf16
 #             on the same GPU: OUT/bench.md
 #   e2e       test/gpu/gpu_e2e.sh run: every end-to-end check of issue 17 (PyTorch, strategies,
@@ -144,16 +145,16 @@ device() { # the device seam's checks; SKIP where they found no GPU (they exit 0
   return 0
 }
 
-profile_run() { # fp32|bf16|bf16_tc: one profiled step pass of the bench model, per kernel
-  local p=$1 bin=${1%_tc} attn=fp32
-  [ "$p" != "$bin" ] && attn=tc
-  PIPER_CUDA_ATTN=$attn PIPER_CUDA_PROFILE="$out/profile_$p.jsonl" PIPER_CUDA_PROFILE_STEP=2 \
+profile_run() { # fp32|bf16|bf16_fp32attn: one profiled step pass of the bench model, per kernel
+  local p=$1 bin=${1%_fp32attn} attn=()  # each plan's own attention (tc for bf16) or fp32's
+  [ "$p" != "$bin" ] && attn=(PIPER_CUDA_ATTN=fp32)
+  env "${attn[@]}" PIPER_CUDA_PROFILE="$out/profile_$p.jsonl" PIPER_CUDA_PROFILE_STEP=2 \
     "$work/profile/$bin" --steps 3 --metrics "$out/profile_$p.metrics.jsonl"
 }
 
 report() { # profile|memory: the tables from the profile runs
   "$py" "$src/test/gpu/on_gpu_report.py" "$1" "$out"/profile_fp32.jsonl \
-    "$out"/profile_bf16.jsonl "$out"/profile_bf16_tc.jsonl
+    "$out"/profile_bf16.jsonl "$out"/profile_bf16_fp32attn.jsonl
 }
 
 bench() { # the table into OUT/bench.md; SKIP where bench_gpu.py found no GPU
@@ -197,7 +198,7 @@ run() {
   piece device 60 device "$cuda_test"
   piece profile_fp32 60 profile_run fp32
   piece profile_bf16 60 profile_run bf16
-  piece profile_bf16_tc 60 profile_run bf16_tc
+  piece profile_bf16_fp32attn 60 profile_run bf16_fp32attn
   piece profile 20 report profile
   [ -f "$out/profile.log" ] && cp "$out/profile.log" "$out/profile.md"
   piece memory 20 report memory

@@ -5,8 +5,9 @@
 #   sdpa_torch2.py            the F.scaled_dot_product_attention(is_causal=True) export, which
 #                             torch 1.13 cannot trace; it writes OUT/sdpa/{manual,sdpa}/ with
 #                             model.mlir, init.safetensors and the torch losses (ref.json)
-# The SDPA export comes back in OUT; test/frontend/sdpa_check.sh trains it here with
-# piper-compile and compares it with those torch losses (the GPU machine has no piper-compile).
+# The SDPA export comes back in OUT/sdpa (the GPU machine has no piper-compile): copied into
+# test/frontend/Inputs/sdpa-torch2/, test/frontend/sdpa-torch2.test trains it here against
+# torch 2's own losses.
 # Usage: on_gpu.sh OUT    (PYTHON names the interpreter; exits 1 when any check failed)
 set -uo pipefail
 out=$1

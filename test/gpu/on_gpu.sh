@@ -102,7 +102,7 @@ prepare() {
     echo "on_gpu: the bundle is over $limit_mb MB: a device session cannot carry it" >&2
     return 1
   fi
-  echo "on the device: bash test/gpu/on_gpu.sh run ${bundle#$src/} \$OUT"
+  echo "on the device: bash test/gpu/on_gpu.sh run ${bundle#$src/} /tmp/o; tar czf \$OUT/on-gpu.tgz -C /tmp/o ."
 }
 
 # ---- the run phase ----

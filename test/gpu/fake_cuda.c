@@ -230,9 +230,49 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
 
 static size_t fake_in_use; /* device bytes allocated (cudaMemGetInfo) */
 
+/* Asynchronous copies from page-locked memory the host has not waited for yet. Here a copy
+ * runs when issued; on a GPU it runs any time before the host's next wait, so its source must
+ * keep its bytes until then. Each is checked at that wait: bytes rewritten in between are a
+ * race a GPU shows (the first H200 run: AdamW's one-entry table was rewritten for the next
+ * update before the copy of the previous one ran, and multi-rank plans updated the wrong
+ * tensors). Fatal, naming it. */
+typedef struct {
+  const void *src;
+  size_t n;
+  unsigned char *was; /* owned: the bytes when the copy was issued */
+} pending_copy;
+static pending_copy *pending;
+static size_t npending, pending_cap;
+
+static void pending_add(const void *src, size_t n) {
+  if (npending == pending_cap) {
+    size_t cap = pending_cap ? 2 * pending_cap : 64;
+    pending_copy *grown = realloc(pending, cap * sizeof *grown);
+    if (!grown) die("out of memory tracking asynchronous copies");
+    pending = grown;
+    pending_cap = cap;
+  }
+  unsigned char *was = malloc(n ? n : 1);
+  if (!was) die("out of memory tracking asynchronous copies");
+  memcpy(was, src, n);
+  pending[npending++] = (pending_copy){src, n, was};
+}
+
+static void pending_check(void) {
+  for (size_t i = 0; i < npending; i++) {
+    if (memcmp(pending[i].src, pending[i].was, pending[i].n))
+      die("page-locked memory was rewritten before the host waited for its asynchronous copy "
+          "to the device (on a GPU the copy may read the new bytes): keep a copy's source "
+          "unchanged until a stream, event or device synchronize");
+    free(pending[i].was);
+  }
+  npending = 0;
+}
+
 static cudaError_t host_wait(void) {
   if (capturing) return cudaErrorStreamCaptureUnsupported;
   now.syncs++;
+  pending_check();
   return cudaSuccess;
 }
 static int dev_alloc(prt_device *d, size_t bytes, void **out, prt_status *st) {
@@ -252,6 +292,7 @@ static int dev_copy(prt_device *d, void *dst, const void *src, size_t bytes, prt
     return prt_fail(st, 1, "fake CUDA: a copy from pageable memory while capturing a graph");
   if (kind == PRT_COPY_H2D) now.h2d += (int64_t)bytes;
   if (kind == PRT_COPY_D2H) now.d2h += (int64_t)bytes;
+  if (kind == PRT_COPY_H2D && !capturing && is_pinned(src, bytes)) pending_add(src, bytes);
   op_issued();
   return prt_device_cpu()->vt->copy(d, dst, src, bytes, kind, s, st);
 }
@@ -383,6 +424,7 @@ cudaError_t cudaMallocHost(void **p, size_t n) {
 }
 cudaError_t cudaFreeHost(void *p) {
   if (!p) return cudaSuccess;
+  pending_check(); /* cudaFreeHost waits for the device first */
   for (int i = 0; i < npinned; i++)
     if (pinned[i].p == p) {
       pinned[i] = pinned[--npinned];
@@ -434,6 +476,7 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKin
     if (e != cudaSuccess) return e;
   }
   memcpy_args m = {d, s, n, k};
+  if (k == cudaMemcpyHostToDevice && !capturing && is_pinned(s, n)) pending_add(s, n);
   fake_cuda_issue(run_memcpy, &m, sizeof m, 0);
   return cudaSuccess;
 }

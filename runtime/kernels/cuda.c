@@ -807,9 +807,10 @@ static void check_heads(int64_t C, int64_t H, const char *fn) {
 }
 
 /* attn_tc (PIPER_CUDA_ATTN=tc, or a bf16 plan): the attention ops run kernels/cuda_flash.cu
- * (tensor cores, bf16 operands, fp32 accumulation) on GPT's packed qkv (rows of 3C: q, k, v at channels 0, C, 2C)
- * or Qwen3's separate q, k, v, for head sizes up to PRT_CUDA_FLASH_MAX_HEAD (larger ones keep
- * the fp32 kernels); the same probs/lse and D scratch as the fp32 kernels. */
+ * (tensor cores, bf16 operands, fp32 accumulation) on GPT's packed qkv (rows of 3C: q, k, v
+ * at channels 0, C, 2C) or Qwen3's separate q, k, v, for head sizes up to
+ * PRT_CUDA_FLASH_MAX_HEAD (larger ones keep the fp32 kernels); the same probs/lse and D
+ * scratch as the fp32 kernels. */
 static int attn_tc(int64_t head) { return S.attn_tc && head <= PRT_CUDA_FLASH_MAX_HEAD; }
 
 void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
@@ -1062,6 +1063,7 @@ static const float *rope_table(int slot, int64_t T, int64_t D, float theta, cons
   if (bytes == 0) bytes = sizeof(float);
   if (S.scratch[slot] && S.scratch_cap[slot] >= bytes && !memcmp(S.rope_key[dir], key, sizeof key))
     return S.scratch[slot];
+  graph_drop(); /* a captured step reads the table this overwrites (an evaluation of another T) */
   float *dev = scratch(slot, bytes, fn);
   float *host = prt_xmalloc(bytes, "rotary table");
   prt_rope_table(host, T, D, theta, dir ? -1.0 : 1.0);

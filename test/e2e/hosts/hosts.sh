@@ -132,7 +132,7 @@ sshd)
   # one's command (its `cmd` file) with stdout and stderr into the folder's `out` and `err`,
   # its process id into `pid` once started and its exit status into `rc` at the end.
   dir=$1
-  keep=$(env | grep -E '^(ASAN|LSAN|UBSAN)_OPTIONS=|^ASAN_SYMBOLIZER_PATH=|^(OMPI|PMIX)_MCA_mca_base_component_disable_dlclose=' | tr '\n' ' ' || true)
+  keep=$(env | grep -E '^(ASAN|LSAN|UBSAN)_OPTIONS=|^ASAN_SYMBOLIZER_PATH=|^(OMPI|PMIX)_MCA_mca_base_component_disable_dlclose=|^OPENBLAS_CORETYPE=' | tr '\n' ' ' || true)
   mkfifo "$dir/ctl"
   exec 3<> "$dir/ctl"
   echo $$ > "$dir/pid"
@@ -142,7 +142,10 @@ sshd)
       set +e
       exec < /dev/null > "$req/out" 2> "$req/err"
       # a login's environment, not the caller's (what mpirun -x passes is all that travels),
-      # plus the sanitizers' settings, as a cluster's site environment would hold them
+      # plus the sanitizers' settings, as a cluster's site environment would hold them, and
+      # OpenBLAS's kernel: the hosts are one processor, so make check-kernels' choice holds
+      # on every host as on this one (without it the ranks in the hosts ran this processor's
+      # own kernel against a reference run under the chosen one)
       env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/sh \
         PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin $keep \
         sh -c "$(cat "$req/cmd")" &

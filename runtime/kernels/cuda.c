@@ -78,8 +78,9 @@ typedef struct {
   int64_t launched;       /* entries [0, launched) already launched this step: a launch reads
                              entries [launched, n), and no entry is rewritten within a step,
                              since its asynchronous copy may not have run yet */
-  int64_t pass;           /* the step pass the entries belong to (run_step's count) */
-  void *dev;              /* the device table the entries were copied to (moves as it grows) */
+  size_t dev_cap;         /* the device table's capacity when entries were last copied: a
+                             growth reallocates it (perhaps at the same address), and the new
+                             buffer holds nothing */
 } chunk_table;
 
 /* What prt_cuda_setup opens once per process (one plan, one GPU per process). */
@@ -430,11 +431,11 @@ static void run_step(prt_ctx *ctx, void (*step)(prt_ctx *)) {
   int64_t pass = S.passes++;
   P.on = P.out && pass == P.pass;
   if (prt_cuda_step_mark) prt_cuda_step_mark(pass, 0);
-  if (S.graph && S.graph_step != step) { /* an evaluation between training steps */
-    step(ctx);
-    adam_flush(ctx);
-  } else if (pass > 0 && !S.graph_off && !S.needs_host && ctx->world == 1 &&
-             (S.graph || graph_capture(ctx, step))) {
+  S.adam_tab.n = S.adam_tab.launched = 0; /* the pass's updates, not yet gathered */
+  /* another step function than the captured one (an evaluation between training steps)
+   * runs kernel by kernel */
+  if (pass > 0 && !S.graph_off && !S.needs_host && ctx->world == 1 &&
+      (S.graph ? S.graph_step == step : graph_capture(ctx, step))) {
     adam_scalars_fill(ctx);
     CUDA_OR_DIE("the step's CUDA graph", "cudaGraphLaunch",
                 cudaGraphLaunch(S.graph, compute_stream()));
@@ -899,8 +900,8 @@ static const tensor_chunk *table_upload(chunk_table *t, int64_t from, int slot,
                                         const char *fn) {
   size_t bytes = (size_t)t->n * sizeof *t->host;
   tensor_chunk *dev = scratch(slot, bytes ? bytes : sizeof *t->host, fn);
-  if (dev != t->dev) { /* a new buffer holds nothing yet */
-    t->dev = dev;
+  if (S.scratch_cap[slot] != t->dev_cap) { /* a new buffer holds nothing yet */
+    t->dev_cap = S.scratch_cap[slot];
     t->shadow_n = -1;
     from = 0;
   }
@@ -963,10 +964,6 @@ void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, 
   if (prt_elastic_dry(ctx) || n <= 0) return; /* an elastic step updates in its last pass */
   tensor_chunk e = {(int64_t)(intptr_t)p, (int64_t)(intptr_t)g, (int64_t)(intptr_t)m,
                     (int64_t)(intptr_t)v, 0, 0, decay != 0, adam_group(beta1, beta2, eps, fn)};
-  if (S.adam_tab.pass != S.passes) { /* the first update of this step pass */
-    S.adam_tab.n = S.adam_tab.launched = 0;
-    S.adam_tab.pass = S.passes;
-  }
   table_add(&S.adam_tab, e, n, fn);
   if (!S.defer) adam_flush(ctx);
 }

@@ -244,7 +244,10 @@ typedef struct {
 static pending_copy *pending;
 static size_t npending, pending_cap;
 
+/* Notes an asynchronous copy of n bytes from host src to the device: one from page-locked
+ * memory outside a capture (a captured copy reads its source at each replay instead). */
 static void pending_add(const void *src, size_t n) {
+  if (capturing || !is_pinned(src, n)) return;
   if (npending == pending_cap) {
     size_t cap = pending_cap ? 2 * pending_cap : 64;
     pending_copy *grown = realloc(pending, cap * sizeof *grown);
@@ -292,7 +295,7 @@ static int dev_copy(prt_device *d, void *dst, const void *src, size_t bytes, prt
     return prt_fail(st, 1, "fake CUDA: a copy from pageable memory while capturing a graph");
   if (kind == PRT_COPY_H2D) now.h2d += (int64_t)bytes;
   if (kind == PRT_COPY_D2H) now.d2h += (int64_t)bytes;
-  if (kind == PRT_COPY_H2D && !capturing && is_pinned(src, bytes)) pending_add(src, bytes);
+  if (kind == PRT_COPY_H2D) pending_add(src, bytes);
   op_issued();
   return prt_device_cpu()->vt->copy(d, dst, src, bytes, kind, s, st);
 }
@@ -374,9 +377,8 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t *k, cudaLibrary_t lib, const char 
     *k = (cudaKernel_t)(void *)name;
     return cudaSuccess;
   }
-  const char *at = library_ptx;
   size_t len = strlen(name);
-  while (at && (at = strstr(at, ".entry ")) != NULL) {
+  for (const char *at = library_ptx; (at = strstr(at, ".entry ")) != NULL;) {
     at += strlen(".entry ");
     if (!strncmp(at, name, len) && at[len] == '(') {
       *k = (cudaKernel_t)(void *)name; /* cuda.c's kernel_names: static strings */
@@ -481,7 +483,7 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKin
     if (e != cudaSuccess) return e;
   }
   memcpy_args m = {d, s, n, k};
-  if (k == cudaMemcpyHostToDevice && !capturing && is_pinned(s, n)) pending_add(s, n);
+  if (k == cudaMemcpyHostToDevice) pending_add(s, n);
   fake_cuda_issue(run_memcpy, &m, sizeof m, 0);
   return cudaSuccess;
 }

@@ -64,15 +64,18 @@ check-asan: configure
 check-all: check
 	$(MAKE) --no-print-directory check-asan ASAN_LIT_ARGS=-Dasan_tier=all
 
-# The end-to-end suites under OpenBLAS kernels other than the one this processor picks (their
-# GEMMs round differently): two of Haswell, Sandybridge and SkylakeX (AVX-512 processors
-# only), chosen by test/kernels.sh; KERNELS="Zen Haswell" names others. Numeric tests must
-# hold on any x86-64 processor; this is how to see it on one (docs/testing.md).
+# The suites that compare numbers between runs (end to end, and the GPU plans under the fake
+# CUDA runtime against the CPU's) under OpenBLAS kernels other than the one this processor
+# picks (their GEMMs round differently): two of Haswell, Sandybridge and SkylakeX (AVX-512
+# processors only), chosen by test/kernels.sh; KERNELS="Zen Haswell" names others. Numeric
+# tests must hold on any x86-64 processor; this is how to see it on one (docs/testing.md).
 KERNELS ?= $(shell bash test/kernels.sh)
+KERNEL_SUITES ?= e2e gpu
 check-kernels: build
 	@for k in $(KERNELS); do \
 	  echo "--- OPENBLAS_CORETYPE=$$k ---"; \
-	  OPENBLAS_CORETYPE=$$k $(LIT) $(LIT_FLAGS) $(BUILD)/test/e2e || exit 1; \
+	  OPENBLAS_CORETYPE=$$k $(LIT) $(LIT_FLAGS) $(addprefix $(BUILD)/test/,$(KERNEL_SUITES)) \
+	    || exit 1; \
 	done
 
 # libFuzzer targets (test/fuzz) built with clang, ASan and UBSan, each run FUZZ_SECONDS

@@ -6,10 +6,13 @@
 # killed by the set's cleanup). Prints, one a line:
 #   exit N                  COMMAND's exit status
 #   ended S                 seconds from the cut to COMMAND's end
-#   left HOST: ...          what still runs on each host ("none") once it stopped changing,
-#                           at most 5 s after the end (processes a moment from exiting are not
-#                           orphans); on the cut host the plan's processes (its ranks) and the
-#                           others told apart: "ranks K, others J"
+#   left HOST: ...          what still runs on each host ("none") once nothing is left on
+#                           the other hosts and no rank on the cut one, or 5 s after the end
+#                           (processes a moment from exiting are not orphans: the cut host's
+#                           daemon notices the lost link by its own keepalive probes, up to a
+#                           second or so after mpirun, more on a loaded machine); on the cut
+#                           host the plan's processes (its ranks) and the others told apart:
+#                           "ranks K, others J"
 #   ranks-gone HOST S       seconds from the cut until no rank was left on the cut host (polled
 #                           every 0.5 s or so until 30 s after COMMAND's end)
 #   healed-empty HOST S     after its cable is back: seconds until nothing runs there (30 s max)
@@ -63,11 +66,20 @@ t1=$EPOCHREALTIME
 log "the command ended: $rc"
 echo "exit $rc"
 echo "ended $(since "$t0" "$t1")"
+settled() { # nothing on the hosts but the cut one, and no rank there
+  local h
+  for h in $(cat "/run/piper-hosts/$PIPER_HOSTS/hosts"); do
+    if [ "$h" = "$cut" ]; then
+      [ "$(plan_ran "$h")" = 0 ] || return 1
+    else
+      [ "$("$hosts" pids "$PIPER_HOSTS" "$h" | wc -l)" = 0 ] || return 1
+    fi
+  done
+}
 deadline=$(after 5)
-while before "$deadline"; do # settle: what is exiting exits
-  a=$("$hosts" pids "$PIPER_HOSTS" | wc -l)
+while before "$deadline"; do # settle: what is exiting exits (a stable count was not enough:
+  settled && break           # once, under load, node2's ranks went 1.1 s after mpirun ended)
   sleep 0.1
-  [ "$a" = "$("$hosts" pids "$PIPER_HOSTS" | wc -l)" ] && break
 done
 "$hosts" pids "$PIPER_HOSTS" | sed 's/^/left: /' >> "$events"
 for h in $(cat "/run/piper-hosts/$PIPER_HOSTS/hosts"); do

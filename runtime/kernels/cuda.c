@@ -57,7 +57,7 @@ enum {
 /* Device scratch buffers, grown on first use (the first step, which is the warm-up: later
  * steps find them sized and allocate nothing): what each holds. */
 enum { SCR_ROWLOSS, SCR_COLS, SCR_WTE, SCR_ROPE_FWD, SCR_ROPE_BWD, SCR_MOE_POS, SCR_MOE_ACT,
-       SCR_ATTN_D, SCR_NORM, SCR_ADAM_TABLE, SCR_NORM_TABLE, SCR_COUNT };
+       SCR_ATTN_D, SCR_FLASH_STAGE, SCR_NORM, SCR_ADAM_TABLE, SCR_NORM_TABLE, SCR_COUNT };
 
 /* One entry of a multi-tensor table (lowering/gpu_kernels.c TENSOR_CHUNK): TABLE_CHUNK
  * elements (or the tensor's last, shorter piece) of one tensor, device pointers as integers. */
@@ -811,17 +811,21 @@ static void check_heads(int64_t C, int64_t H, const char *fn) {
  * (tensor cores, bf16 operands, fp32 accumulation) on GPT's packed qkv (rows of 3C: q, k, v
  * at channels 0, C, 2C) or Qwen3's separate q, k, v, for head sizes up to
  * PRT_CUDA_FLASH_MAX_HEAD (larger ones keep the fp32 kernels); the same probs/lse and D
- * scratch as the fp32 kernels. */
+ * scratch as the fp32 kernels, and scratch for the launch's bf16 copies of its operands. */
 static int attn_tc(int64_t head) { return S.attn_tc && head <= PRT_CUDA_FLASH_MAX_HEAD; }
+static uint16_t *flash_staging(int64_t B, int64_t T, int64_t H, int64_t KV, const char *fn) {
+  return scratch(SCR_FLASH_STAGE, prt_cuda_flash_stage_bytes(B, T, H, KV), fn);
+}
 
 void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
                             int64_t C, int64_t H) {
   const char *fn = "prt_cuda_attention_fwd";
   check_heads(C, H, fn);
   if (attn_tc(C / H)) {
+    uint16_t *staged = flash_staging(B, T, H, H, fn);
     NVCC_OP(fn, "flash attention forward (tensor cores)",
-            prt_cuda_flash_fwd_launch(out, probs, qkv, qkv + C, qkv + 2 * C, B, T, H, H, C / H,
-                                      3 * C, 3 * C, C, compute_stream()));
+            prt_cuda_flash_fwd_launch(out, probs, qkv, qkv + C, qkv + 2 * C, staged, B, T, H,
+                                      H, C / H, 3 * C, 3 * C, C, compute_stream()));
     return;
   }
   NVCC_OP(fn, "flash attention forward",
@@ -834,10 +838,11 @@ void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv,
   check_heads(C, H, fn);
   float *D = scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
   if (attn_tc(C / H)) {
+    uint16_t *staged = flash_staging(B, T, H, H, fn);
     NVCC_OP(fn, "flash attention backward (tensor cores)",
             prt_cuda_flash_bwd_launch(dqkv, dqkv + C, dqkv + 2 * C, D, dout, qkv, qkv + C,
-                                      qkv + 2 * C, probs, B, T, H, H, C / H, 3 * C, 3 * C, C,
-                                      compute_stream()));
+                                      qkv + 2 * C, probs, staged, B, T, H, H, C / H, 3 * C,
+                                      3 * C, C, compute_stream()));
     return;
   }
   NVCC_OP(fn, "flash attention backward",
@@ -1110,9 +1115,10 @@ void prt_cuda_gqa_attention_fwd(float *out, float *probs, const float *q, const 
   const char *fn = "prt_cuda_gqa_attention_fwd";
   check_gqa(H, KV, D, fn);
   if (attn_tc(D)) {
+    uint16_t *staged = flash_staging(B, T, H, KV, fn);
     NVCC_OP(fn, "flash GQA forward (tensor cores)",
-            prt_cuda_flash_fwd_launch(out, probs, q, k, v, B, T, H, KV, D, H * D, KV * D, H * D,
-                                      compute_stream()));
+            prt_cuda_flash_fwd_launch(out, probs, q, k, v, staged, B, T, H, KV, D, H * D,
+                                      KV * D, H * D, compute_stream()));
     return;
   }
   NVCC_OP(fn, "flash GQA forward",
@@ -1129,9 +1135,10 @@ void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *do
   float *Dbuf =
       scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
   if (attn_tc(D)) {
+    uint16_t *staged = flash_staging(B, T, H, KV, fn);
     NVCC_OP(fn, "flash GQA backward (tensor cores)",
-            prt_cuda_flash_bwd_launch(dq, dk, dv, Dbuf, dout, q, k, v, probs, B, T, H, KV, D,
-                                      H * D, KV * D, H * D, compute_stream()));
+            prt_cuda_flash_bwd_launch(dq, dk, dv, Dbuf, dout, q, k, v, probs, staged, B, T, H,
+                                      KV, D, H * D, KV * D, H * D, compute_stream()));
     return;
   }
   NVCC_OP(fn, "flash GQA backward",

@@ -58,20 +58,33 @@ cudaError_t prt_cuda_gqa_attention_bwd_launch(float *dq, float *dk, float *dv,
 /* The largest head size kernels/cuda_flash.cu is built for (its FLASH_HEAD). */
 enum { PRT_CUDA_FLASH_MAX_HEAD = 64 };
 
+/* The bf16 elements of one operand of `heads` heads staged for kernels/cuda_flash.cu: per
+ * (batch, head) T rounded up to 16 rows of PRT_CUDA_FLASH_MAX_HEAD. */
+static inline int64_t prt_cuda_flash_staged(int64_t B, int64_t T, int64_t heads) {
+  return B * heads * ((T + 15) / 16 * 16) * PRT_CUDA_FLASH_MAX_HEAD;
+}
+/* The scratch bytes a flash launch stages its operands in: q, dO (H heads), k, v (KV). */
+static inline size_t prt_cuda_flash_stage_bytes(int64_t B, int64_t T, int64_t H, int64_t KV) {
+  return (size_t)(2 * prt_cuda_flash_staged(B, T, H) + 2 * prt_cuda_flash_staged(B, T, KV)) *
+         sizeof(uint16_t);
+}
+
 /* kernels/cuda_flash.cu: causal attention on tensor cores (bf16 operands, fp32 accumulation;
- * PIPER_CUDA_ATTN=tc), head sizes up to PRT_CUDA_FLASH_MAX_HEAD: q (B, T, *) rows of qs floats holding H heads of D at h*D, k and v rows
- * of ks floats holding KV heads (query head h reads kv head h*KV/H), out and dout rows of os;
- * lse and Dbuf (B, H, T). dq has q's layout, dk and dv k's (GPT's packed qkv: q, k, v at
- * channels 0, C, 2C of rows of 3C). Asynchronous on `stream`; the launch's error. */
+ * PIPER_CUDA_ATTN=tc), head sizes up to PRT_CUDA_FLASH_MAX_HEAD: q (B, T, *) rows of qs
+ * floats holding H heads of D at h*D, k and v rows of ks floats holding KV heads (query head
+ * h reads kv head h*KV/H), out and dout rows of os; lse and Dbuf (B, H, T). dq has q's layout,
+ * dk and dv k's (GPT's packed qkv: q, k, v at channels 0, C, 2C of rows of 3C). `staged`:
+ * prt_cuda_flash_stage_bytes of device scratch, where each launch first writes its operands
+ * as bf16. Asynchronous on `stream`; the launch's error. */
 cudaError_t prt_cuda_flash_fwd_launch(float *out, float *lse, const float *q, const float *k,
-                                      const float *v, int64_t B, int64_t T, int64_t H,
-                                      int64_t KV, int64_t D, int64_t qs, int64_t ks, int64_t os,
-                                      cudaStream_t stream);
-cudaError_t prt_cuda_flash_bwd_launch(float *dq, float *dk, float *dv, float *Dbuf,
-                                      const float *dout, const float *q, const float *k,
-                                      const float *v, const float *lse, int64_t B, int64_t T,
+                                      const float *v, uint16_t *staged, int64_t B, int64_t T,
                                       int64_t H, int64_t KV, int64_t D, int64_t qs, int64_t ks,
                                       int64_t os, cudaStream_t stream);
+cudaError_t prt_cuda_flash_bwd_launch(float *dq, float *dk, float *dv, float *Dbuf,
+                                      const float *dout, const float *q, const float *k,
+                                      const float *v, const float *lse, uint16_t *staged,
+                                      int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
+                                      int64_t qs, int64_t ks, int64_t os, cudaStream_t stream);
 
 /* kernels/cuda_norms.cu: LayerNorm's and RMSNorm's forward and input gradient, a warp a row
  * (the row math is kernels/cuda_norms.cuh). Asynchronous on `stream`; the launch's error. */

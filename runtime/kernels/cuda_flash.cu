@@ -2,9 +2,10 @@
 // per 16 query rows (forward, dq) or 16 keys (dk, dv), four warps a block, every product an
 // mma.sync.m16n8k16 on bf16 operands with fp32 accumulation. Opt-in (PIPER_CUDA_ATTN=tc,
 // runtime/kernels/cuda.c): it rounds q, k, v, dO and the probabilities to bf16, so an fp32
-// plan keeps the fp32 kernels of cuda_attention.cu. Not yet: K/V tiles staged in shared
-// memory by the block and 16-byte loads (each warp reads its operands from global memory,
-// through L1/L2).
+// plan keeps the fp32 kernels of cuda_attention.cu. Each launch first stages q, k, v (and dO)
+// as zero-padded bf16 copies in the caller's scratch (flash_stage, kernels/cuda_flash.cuh).
+// Not yet: K/V tiles in shared memory by the block and 16-byte loads (each warp reads its
+// staged operands from global memory, through L1/L2).
 #include <stdint.h>
 
 #include "kernels/cuda.h"
@@ -31,35 +32,50 @@ __host__ __device__ inline Tile tile_of(int64_t w, int64_t heads, int64_t T) {
   return Tile{w / (heads * tiles), (w / tiles) % heads, (w % tiles) * 16};
 }
 
-template <int ND>
-__global__ void flash_fwd(float *out, float *lse, const float *q, const float *k,
-                          const float *v, AttnShape s, int64_t warps, float scale) {
-  int64_t w = warp_index();
-  if (w >= warps) return;
-  Tile t = tile_of(w, s.H, s.T);
-  flash_fwd_warp<ND>(threadIdx.x % kWarp, t.b, t.h, t.r0, out, lse, q, k, v, s, scale);
+// One operand to stage: dst = the staged copy of src ((B, T) rows of rs floats holding `heads`
+// heads of D), n elements
+struct StageJob {
+  uint16_t *dst;
+  const float *src;
+  int64_t rs, heads, n;
+};
+// A launch's operands, one per grid row (blockIdx.y): one kernel stages all of them
+struct StageJobs {
+  StageJob op[4];
+};
+
+__global__ void flash_stage(StageJobs jobs, int64_t T, int64_t D) {
+  const StageJob &j = jobs.op[blockIdx.y];
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < j.n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    j.dst[i] = flash_stage_at(j.src, j.rs, T, j.heads, D, i);
 }
 
 template <int ND>
-__global__ void flash_dq(float *dq, float *Dbuf, const float *dout, const float *q,
-                         const float *k, const float *v, const float *lse, AttnShape s,
+__global__ void flash_fwd(float *out, float *lse, FlashStaged st, AttnShape s, int64_t warps,
+                          float scale) {
+  int64_t w = warp_index();
+  if (w >= warps) return;
+  Tile t = tile_of(w, s.H, s.T);
+  flash_fwd_warp<ND>(threadIdx.x % kWarp, t.b, t.h, t.r0, out, lse, st, s, scale);
+}
+
+template <int ND>
+__global__ void flash_dq(float *dq, float *Dbuf, FlashStaged st, const float *lse, AttnShape s,
                          int64_t warps, float scale) {
   int64_t w = warp_index();
   if (w >= warps) return;
   Tile t = tile_of(w, s.H, s.T);
-  flash_dq_warp<ND>(threadIdx.x % kWarp, t.b, t.h, t.r0, dq, Dbuf, dout, q, k, v, lse, s,
-                    scale);
+  flash_dq_warp<ND>(threadIdx.x % kWarp, t.b, t.h, t.r0, dq, Dbuf, st, lse, s, scale);
 }
 
 template <int ND>
-__global__ void flash_dkdv(float *dk, float *dv, const float *Dbuf, const float *dout,
-                           const float *q, const float *k, const float *v, const float *lse,
-                           AttnShape s, int64_t warps, float scale) {
+__global__ void flash_dkdv(float *dk, float *dv, const float *Dbuf, FlashStaged st,
+                           const float *lse, AttnShape s, int64_t warps, float scale) {
   int64_t w = warp_index();
   if (w >= warps) return;
   Tile t = tile_of(w, s.KV, s.T);
-  flash_dkdv_warp<ND>(threadIdx.x % kWarp, t.b, t.h, t.r0, dk, dv, Dbuf, dout, q, k, v, lse, s,
-                      scale);
+  flash_dkdv_warp<ND>(threadIdx.x % kWarp, t.b, t.h, t.r0, dk, dv, Dbuf, st, lse, s, scale);
 }
 
 // Blocks for `warps` warps, or 0 when they do not fit one grid.
@@ -68,60 +84,69 @@ unsigned blocks_for(int64_t warps) {
   return blocks > INT32_MAX ? 0u : (unsigned)blocks;
 }
 
-// The kernels' instance for ND d-steps, launched on `blocks` blocks.
-template <int ND>
-void launch_fwd(unsigned blocks, cudaStream_t stream, float *out, float *lse, const float *q,
-                const float *k, const float *v, AttnShape s, int64_t warps, float scale) {
-  flash_fwd<ND><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(out, lse, q, k, v, s, warps,
-                                                              scale);
+// Stages the `count` operands of `jobs` (one launch; q's size is the largest); its error
+cudaError_t stage(StageJobs jobs, unsigned count, int64_t T, int64_t D, cudaStream_t stream) {
+  int64_t blocks = (jobs.op[0].n + 255) / 256;
+  dim3 grid((unsigned)(blocks < 65536 ? blocks : 65536), count);
+  flash_stage<<<grid, 256, 0, stream>>>(jobs, T, D);
+  return cudaGetLastError();
 }
-template <int ND>
-void launch_dq(unsigned blocks, cudaStream_t stream, float *dq, float *Dbuf, const float *dout,
-               const float *q, const float *k, const float *v, const float *lse, AttnShape s,
-               int64_t warps, float scale) {
-  flash_dq<ND><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(dq, Dbuf, dout, q, k, v, lse, s,
-                                                             warps, scale);
-}
-template <int ND>
-void launch_dkdv(unsigned blocks, cudaStream_t stream, float *dk, float *dv, const float *Dbuf,
-                 const float *dout, const float *q, const float *k, const float *v,
-                 const float *lse, AttnShape s, int64_t warps, float scale) {
-  flash_dkdv<ND><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(dk, dv, Dbuf, dout, q, k, v,
-                                                               lse, s, warps, scale);
+
+// The staged operands of a launch in `staged` (prt_cuda_flash_stage_bytes): q, k, v, then dO
+StageJobs stage_jobs(uint16_t *staged, const float *q, const float *k, const float *v,
+                     const float *dout, const AttnShape &s, int64_t B) {
+  int64_t nq = prt_cuda_flash_staged(B, s.T, s.H), nk = prt_cuda_flash_staged(B, s.T, s.KV);
+  StageJobs j;
+  j.op[0] = StageJob{staged, q, s.qs, s.H, nq};
+  j.op[1] = StageJob{staged + nq, k, s.ks, s.KV, nk};
+  j.op[2] = StageJob{staged + nq + nk, v, s.ks, s.KV, nk};
+  j.op[3] = StageJob{staged + nq + 2 * nk, dout, s.os, s.H, nq};
+  return j;
 }
 
 } // namespace
 
 extern "C" cudaError_t prt_cuda_flash_fwd_launch(float *out, float *lse, const float *q,
-                                                 const float *k, const float *v, int64_t B,
-                                                 int64_t T, int64_t H, int64_t KV, int64_t D,
-                                                 int64_t qs, int64_t ks, int64_t os,
-                                                 cudaStream_t stream) {
+                                                 const float *k, const float *v,
+                                                 uint16_t *staged, int64_t B, int64_t T,
+                                                 int64_t H, int64_t KV, int64_t D, int64_t qs,
+                                                 int64_t ks, int64_t os, cudaStream_t stream) {
   AttnShape s{T, H, KV, D, qs, ks, os};
   int64_t warps = B * s.H * ((s.T + 15) / 16);
   if (warps <= 0) return cudaSuccess;
   unsigned blocks = blocks_for(warps);
   if (!blocks || s.D > FLASH_HEAD) return cudaErrorInvalidValue;
   float scale = 1.0f / sqrtf((float)s.D);
-  launch_fwd<FLASH_ND>(blocks, stream, out, lse, q, k, v, s, warps, scale);
+  StageJobs j = stage_jobs(staged, q, k, v, nullptr, s, B);
+  cudaError_t e = stage(j, 3, T, D, stream);
+  if (e != cudaSuccess) return e;
+  FlashStaged st{j.op[0].dst, j.op[1].dst, j.op[2].dst, nullptr};
+  flash_fwd<FLASH_ND><<<blocks, kWarpsPerBlock * kWarp, 0, stream>>>(out, lse, st, s, warps,
+                                                                     scale);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t prt_cuda_flash_bwd_launch(float *dq, float *dk, float *dv, float *Dbuf,
                                                  const float *dout, const float *q,
                                                  const float *k, const float *v,
-                                                 const float *lse, int64_t B, int64_t T,
-                                                 int64_t H, int64_t KV, int64_t D, int64_t qs,
-                                                 int64_t ks, int64_t os, cudaStream_t stream) {
+                                                 const float *lse, uint16_t *staged, int64_t B,
+                                                 int64_t T, int64_t H, int64_t KV, int64_t D,
+                                                 int64_t qs, int64_t ks, int64_t os,
+                                                 cudaStream_t stream) {
   AttnShape s{T, H, KV, D, qs, ks, os};
   int64_t qwarps = B * s.H * ((s.T + 15) / 16), kwarps = B * s.KV * ((s.T + 15) / 16);
   if (qwarps <= 0) return cudaSuccess;
   unsigned qb = blocks_for(qwarps), kb = blocks_for(kwarps);
   if (!qb || !kb || s.D > FLASH_HEAD) return cudaErrorInvalidValue;
   float scale = 1.0f / sqrtf((float)s.D);
-  launch_dq<FLASH_ND>(qb, stream, dq, Dbuf, dout, q, k, v, lse, s, qwarps, scale);
-  cudaError_t e = cudaGetLastError();
+  StageJobs j = stage_jobs(staged, q, k, v, dout, s, B);
+  cudaError_t e = stage(j, 4, T, D, stream);
   if (e != cudaSuccess) return e;
-  launch_dkdv<FLASH_ND>(kb, stream, dk, dv, Dbuf, dout, q, k, v, lse, s, kwarps, scale);
+  FlashStaged st{j.op[0].dst, j.op[1].dst, j.op[2].dst, j.op[3].dst};
+  flash_dq<FLASH_ND><<<qb, kWarpsPerBlock * kWarp, 0, stream>>>(dq, Dbuf, st, lse, s, qwarps,
+                                                                scale);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  flash_dkdv<FLASH_ND><<<kb, kWarpsPerBlock * kWarp, 0, stream>>>(dk, dv, Dbuf, st, lse, s,
+                                                                  kwarps, scale);
   return cudaGetLastError();
 }

@@ -27,8 +27,18 @@
 //             reading this kv head (head order, then query order: no atomics):
 //             S^T = K Q^T, P^T = e^(s - lse), dP^T = V dO^T, dS^T = P^T (dP^T - D),
 //             dv += P^T dO, dk += scale dS^T Q.
-// Head size up to FLASH_HEAD (64); T and the head size need not be multiples of 16 (loads
-// past them read 0, stores past them are skipped).
+// Head size up to FLASH_HEAD (64); T and the head size need not be multiples of 16 (stores
+// past them are skipped).
+//
+// Staged operands: q, k, v and dO reach the warps as bf16 copies the launch makes first
+// (flash_stage_at, one pass over each): per (batch, head) a T16 x FLASH_HEAD block (T16 = T
+// rounded up to the tile), zero past T and past the head size. Every warp that reads a key
+// tile used to load it as fp32 and round it to bf16 itself (a key tile is read by every
+// query tile after it: 32 times on average at T = 1024); now a fragment register is one
+// 32-bit load of two bf16 (A and K^T-side B fragments) or two 16-bit loads (V-side B
+// fragments, whose two elements are a column apart), with no bounds checks: the zero padding
+// is what a load past T or D used to read. The results are bit for bit those of rounding at
+// each load.
 #ifndef PIPER_PRT_KERNELS_CUDA_FLASH_CUH
 #define PIPER_PRT_KERNELS_CUDA_FLASH_CUH
 
@@ -91,44 +101,61 @@ __host__ __device__ inline uint32_t flash_pack(float lo, float hi) {
   return flash_bf16(lo) | (flash_bf16(hi) << 16);
 }
 
-// m[r * rs + c], or 0 outside rows < rlim and columns < clim
-__host__ __device__ inline float flash_at(const float *m, int64_t rs, int64_t r, int64_t c,
-                                          int64_t rlim, int64_t clim) {
-  return r < rlim && c < clim ? m[r * rs + c] : 0.0f;
+// The staged copy's element i of `src` ((B, T) rows of rs floats holding `heads` heads of D at
+// h * D): element (row r, column c) of block (b, h) is at ((b heads + h) T16 + r) FLASH_HEAD
+// + c; x rounded to bf16 inside the head and the sequence, 0 outside
+__host__ __device__ inline int64_t flash_t16(int64_t T) { return (T + 15) / 16 * 16; }
+__host__ __device__ inline uint16_t flash_stage_at(const float *src, int64_t rs, int64_t T,
+                                                   int64_t heads, int64_t D, int64_t i) {
+  int64_t T16 = flash_t16(T), c = i % FLASH_HEAD, r = (i / FLASH_HEAD) % T16;
+  int64_t bh = i / (FLASH_HEAD * T16), h = bh % heads, b = bh / heads;
+  return r < T && c < D ? (uint16_t)flash_bf16(src[(b * T + r) * rs + h * D + c]) : 0;
+}
+// The block of (b, h) in a staged copy of `heads` heads
+__host__ __device__ inline const uint16_t *flash_block(const uint16_t *staged, int64_t b,
+                                                       int64_t h, int64_t heads, int64_t T) {
+  return staged + (b * heads + h) * flash_t16(T) * FLASH_HEAD;
 }
 
-// A = M[r0 .. r0+15][c0 .. c0+15] of a row-major M (row stride rs)
-__host__ __device__ inline void flash_load_a(uint32_t a[4], const float *m, int64_t rs,
-                                             int64_t r0, int64_t c0, int64_t rlim, int64_t clim,
-                                             int lane) {
+// Staged elements (r, c) and (r, c + 1) of a block as one register (c even: 4-byte aligned)
+__host__ __device__ inline uint32_t flash_pair(const uint16_t *m, int64_t r, int64_t c) {
+#ifdef __CUDA_ARCH__
+  return *reinterpret_cast<const uint32_t *>(m + r * FLASH_HEAD + c);
+#else
+  uint32_t u;
+  memcpy(&u, m + r * FLASH_HEAD + c, sizeof u);
+  return u;
+#endif
+}
+// Staged elements (r, c) and (r + 1, c) as one register
+__host__ __device__ inline uint32_t flash_column_pair(const uint16_t *m, int64_t r, int64_t c) {
+  return (uint32_t)m[r * FLASH_HEAD + c] | (uint32_t)m[(r + 1) * FLASH_HEAD + c] << 16;
+}
+
+// A = M[r0 .. r0+15][c0 .. c0+15] of a staged block M
+__host__ __device__ inline void flash_load_a(uint32_t a[4], const uint16_t *m, int64_t r0,
+                                             int64_t c0, int lane) {
   int64_t r = r0 + (lane >> 2), c = c0 + 2 * (lane & 3);
-  a[0] = flash_pack(flash_at(m, rs, r, c, rlim, clim), flash_at(m, rs, r, c + 1, rlim, clim));
-  a[1] = flash_pack(flash_at(m, rs, r + 8, c, rlim, clim),
-                    flash_at(m, rs, r + 8, c + 1, rlim, clim));
-  a[2] = flash_pack(flash_at(m, rs, r, c + 8, rlim, clim),
-                    flash_at(m, rs, r, c + 9, rlim, clim));
-  a[3] = flash_pack(flash_at(m, rs, r + 8, c + 8, rlim, clim),
-                    flash_at(m, rs, r + 8, c + 9, rlim, clim));
+  a[0] = flash_pair(m, r, c);
+  a[1] = flash_pair(m, r + 8, c);
+  a[2] = flash_pair(m, r, c + 8);
+  a[3] = flash_pair(m, r + 8, c + 8);
 }
 
 // B[k][n] = M[n0 + n][k0 + k] (16 x 8): M's rows are B's columns (K in Q K^T)
-__host__ __device__ inline void flash_load_bt(uint32_t b[2], const float *m, int64_t rs,
-                                              int64_t k0, int64_t n0, int64_t nlim,
-                                              int64_t klim, int lane) {
+__host__ __device__ inline void flash_load_bt(uint32_t b[2], const uint16_t *m, int64_t k0,
+                                              int64_t n0, int lane) {
   int64_t n = n0 + (lane >> 2), k = k0 + 2 * (lane & 3);
-  b[0] = flash_pack(flash_at(m, rs, n, k, nlim, klim), flash_at(m, rs, n, k + 1, nlim, klim));
-  b[1] = flash_pack(flash_at(m, rs, n, k + 8, nlim, klim),
-                    flash_at(m, rs, n, k + 9, nlim, klim));
+  b[0] = flash_pair(m, n, k);
+  b[1] = flash_pair(m, n, k + 8);
 }
 
-// B[k][n] = M[k0 + k][n0 + n] (16 x 8) of a row-major M (V in P V)
-__host__ __device__ inline void flash_load_b(uint32_t b[2], const float *m, int64_t rs,
-                                             int64_t k0, int64_t n0, int64_t klim, int64_t nlim,
-                                             int lane) {
+// B[k][n] = M[k0 + k][n0 + n] (16 x 8) of a staged block M (V in P V)
+__host__ __device__ inline void flash_load_b(uint32_t b[2], const uint16_t *m, int64_t k0,
+                                             int64_t n0, int lane) {
   int64_t n = n0 + (lane >> 2), k = k0 + 2 * (lane & 3);
-  b[0] = flash_pack(flash_at(m, rs, k, n, klim, nlim), flash_at(m, rs, k + 1, n, klim, nlim));
-  b[1] = flash_pack(flash_at(m, rs, k + 8, n, klim, nlim),
-                    flash_at(m, rs, k + 9, n, klim, nlim));
+  b[0] = flash_column_pair(m, k, n);
+  b[1] = flash_column_pair(m, k + 8, n);
 }
 
 // The 16 x 16 block held as accumulators c0 (columns 0-7) and c1 (8-15), as an A operand
@@ -174,16 +201,15 @@ __host__ __device__ inline void flash_store(float *dst, int64_t rs, const float 
     }
 }
 
-// acc[nt] += A B_nt for the NT n-tiles of 8 columns of a row-major M from row k0: B_nt[k][n] =
-// M[k0 + k][8 nt + n] (P V, dS K, P^T dO, dS^T Q)
+// acc[nt] += A B_nt for the NT n-tiles of 8 columns of a staged block M from row k0: B_nt[k][n]
+// = M[k0 + k][8 nt + n] (P V, dS K, P^T dO, dS^T Q)
 template <int NT>
 __host__ __device__ inline void flash_mma_rows(float acc[NT][4], const uint32_t a[4],
-                                               const float *m, int64_t rs, int64_t k0,
-                                               int64_t klim, int64_t nlim, int lane) {
+                                               const uint16_t *m, int64_t k0, int lane) {
   FLASH_UNROLL
   for (int nt = 0; nt < NT; nt++) {
     uint32_t b[2];
-    flash_load_b(b, m, rs, k0, nt * 8, klim, nlim, lane);
+    flash_load_b(b, m, k0, nt * 8, lane);
     flash_mma(acc[nt], a, b);
   }
 }
@@ -192,9 +218,8 @@ __host__ __device__ inline void flash_mma_rows(float acc[NT][4], const uint32_t 
 // (-inf where key > query or key >= T); qa: Q's A fragments for the head's ND d-steps.
 template <int ND>
 __host__ __device__ inline void flash_scores(float sc[2][4], const uint32_t qa[][4],
-                                             const float *kb, int64_t ks, int64_t q0,
-                                             int64_t k0, int64_t T, int64_t D, float scale,
-                                             int lane) {
+                                             const uint16_t *kb, int64_t q0, int64_t k0,
+                                             int64_t T, float scale, int lane) {
   FLASH_UNROLL
   for (int nt = 0; nt < 2; nt++) {
     FLASH_UNROLL
@@ -202,7 +227,7 @@ __host__ __device__ inline void flash_scores(float sc[2][4], const uint32_t qa[]
     FLASH_UNROLL
     for (int ds = 0; ds < ND; ds++) {
       uint32_t bk[2];
-      flash_load_bt(bk, kb, ks, ds * 16, k0 + 8 * nt, T, D, lane);
+      flash_load_bt(bk, kb, ds * 16, k0 + 8 * nt, lane);
       flash_mma(sc[nt], qa[ds], bk);
     }
     FLASH_UNROLL
@@ -213,20 +238,25 @@ __host__ __device__ inline void flash_scores(float sc[2][4], const uint32_t qa[]
   }
 }
 
+// A launch's staged operands (flash_stage_at): q and dO of H heads, k and v of KV heads (the
+// forward stages no dO).
+struct FlashStaged {
+  const uint16_t *q, *k, *v, *dout;
+};
+
 // The forward of the 16 query rows from q0 of (batch b, query head h). ND: the d-steps of 16
 // the head needs at most (a compile-time count, so the fragments stay in registers).
 template <int ND>
 __host__ __device__ inline void flash_fwd_warp(int lane, int64_t b, int64_t h, int64_t q0,
-                                               float *out, float *lse, const float *q,
-                                               const float *k, const float *v,
+                                               float *out, float *lse, const FlashStaged &st,
                                                const AttnShape &s, float scale) {
   int64_t T = s.T, D = s.D, kh = h * s.KV / s.H;
   constexpr int NT = 2 * ND;
-  const float *qb = q + b * T * s.qs + h * D, *kb = k + b * T * s.ks + kh * D;
-  const float *vb = v + b * T * s.ks + kh * D;
+  const uint16_t *qb = flash_block(st.q, b, h, s.H, T), *kb = flash_block(st.k, b, kh, s.KV, T);
+  const uint16_t *vb = flash_block(st.v, b, kh, s.KV, T);
   uint32_t qa[ND][4];
   FLASH_UNROLL
-  for (int ds = 0; ds < ND; ds++) flash_load_a(qa[ds], qb, s.qs, q0, ds * 16, T, D, lane);
+  for (int ds = 0; ds < ND; ds++) flash_load_a(qa[ds], qb, q0, ds * 16, lane);
   float acc[NT][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   FLASH_UNROLL
   for (int nt = 0; nt < NT; nt++)
@@ -235,7 +265,7 @@ __host__ __device__ inline void flash_fwd_warp(int lane, int64_t b, int64_t h, i
   int64_t kend = q0 + 16 < T ? q0 + 16 : T; /* causal: no key past the tile's last query */
   for (int64_t k0 = 0; k0 < kend; k0 += 16) {
     float sc[2][4];
-    flash_scores<ND>(sc, qa, kb, s.ks, q0, k0, T, D, scale, lane);
+    flash_scores<ND>(sc, qa, kb, q0, k0, T, scale, lane);
     FLASH_UNROLL
     for (int r = 0; r < 2; r++) { /* rows g (elements 0, 1) and g + 8 (2, 3) */
       float mx = fmaxf(fmaxf(sc[0][2 * r], sc[0][2 * r + 1]),
@@ -255,7 +285,7 @@ __host__ __device__ inline void flash_fwd_warp(int lane, int64_t b, int64_t h, i
     }
     uint32_t pa[4];
     flash_a_from_c(pa, sc[0], sc[1]);
-    flash_mma_rows<NT>(acc, pa, vb, s.ks, k0, T, D, lane); /* O += P V */
+    flash_mma_rows<NT>(acc, pa, vb, k0, lane); /* O += P V */
   }
   float *ob = out + b * T * s.os + h * D;
   FLASH_UNROLL
@@ -276,19 +306,19 @@ __host__ __device__ inline void flash_fwd_warp(int lane, int64_t b, int64_t h, i
 // dq of the 16 query rows from q0 of (b, h), and their D into Dbuf ((B, H, T) as lse).
 template <int ND>
 __host__ __device__ inline void flash_dq_warp(int lane, int64_t b, int64_t h, int64_t q0,
-                                              float *dq, float *Dbuf, const float *dout,
-                                              const float *q, const float *k, const float *v,
+                                              float *dq, float *Dbuf, const FlashStaged &st,
                                               const float *lse, const AttnShape &s,
                                               float scale) {
   int64_t T = s.T, D = s.D, kh = h * s.KV / s.H;
   constexpr int NT = 2 * ND;
-  const float *qb = q + b * T * s.qs + h * D, *kb = k + b * T * s.ks + kh * D;
-  const float *vb = v + b * T * s.ks + kh * D, *dob = dout + b * T * s.os + h * D;
+  const uint16_t *qb = flash_block(st.q, b, h, s.H, T), *kb = flash_block(st.k, b, kh, s.KV, T);
+  const uint16_t *vb = flash_block(st.v, b, kh, s.KV, T);
+  const uint16_t *dob = flash_block(st.dout, b, h, s.H, T);
   uint32_t qa[ND][4], da[ND][4];
   FLASH_UNROLL
   for (int ds = 0; ds < ND; ds++) {
-    flash_load_a(qa[ds], qb, s.qs, q0, ds * 16, T, D, lane);
-    flash_load_a(da[ds], dob, s.os, q0, ds * 16, T, D, lane);
+    flash_load_a(qa[ds], qb, q0, ds * 16, lane);
+    flash_load_a(da[ds], dob, q0, ds * 16, lane);
   }
   float L[2], Dr[2] = {0.0f, 0.0f}, acc[NT][4];
   FLASH_UNROLL
@@ -304,7 +334,7 @@ __host__ __device__ inline void flash_dq_warp(int lane, int64_t b, int64_t h, in
   for (int pass = 0; pass < 2; pass++) { /* 0: D; 1: dS and dq */
     for (int64_t k0 = 0; k0 < kend; k0 += 16) {
       float p[2][4], dp[2][4];
-      flash_scores<ND>(p, qa, kb, s.ks, q0, k0, T, D, scale, lane);
+      flash_scores<ND>(p, qa, kb, q0, k0, T, scale, lane);
       FLASH_UNROLL
       for (int nt = 0; nt < 2; nt++) {
         FLASH_UNROLL
@@ -315,7 +345,7 @@ __host__ __device__ inline void flash_dq_warp(int lane, int64_t b, int64_t h, in
         FLASH_UNROLL
         for (int ds = 0; ds < ND; ds++) { /* dP = dO V^T */
           uint32_t bv[2];
-          flash_load_bt(bv, vb, s.ks, ds * 16, k0 + 8 * nt, T, D, lane);
+          flash_load_bt(bv, vb, ds * 16, k0 + 8 * nt, lane);
           flash_mma(dp[nt], da[ds], bv);
         }
       }
@@ -332,7 +362,7 @@ __host__ __device__ inline void flash_dq_warp(int lane, int64_t b, int64_t h, in
         for (int i = 0; i < 4; i++) p[nt][i] *= dp[nt][i] - Dr[i >> 1]; /* dS */
       uint32_t sa[4];
       flash_a_from_c(sa, p[0], p[1]);
-      flash_mma_rows<NT>(acc, sa, kb, s.ks, k0, T, D, lane); /* dq += dS K */
+      flash_mma_rows<NT>(acc, sa, kb, k0, lane); /* dq += dS K */
     }
     if (pass == 0)
       FLASH_UNROLL
@@ -351,18 +381,16 @@ __host__ __device__ inline void flash_dq_warp(int lane, int64_t b, int64_t h, in
 template <int ND>
 __host__ __device__ inline void flash_dkdv_warp(int lane, int64_t b, int64_t kh, int64_t k0,
                                                 float *dk, float *dv, const float *Dbuf,
-                                                const float *dout, const float *q,
-                                                const float *k, const float *v,
-                                                const float *lse, const AttnShape &s,
-                                                float scale) {
+                                                const FlashStaged &st, const float *lse,
+                                                const AttnShape &s, float scale) {
   int64_t T = s.T, D = s.D;
   constexpr int NT = 2 * ND;
-  const float *kb = k + b * T * s.ks + kh * D, *vb = v + b * T * s.ks + kh * D;
+  const uint16_t *kb = flash_block(st.k, b, kh, s.KV, T), *vb = flash_block(st.v, b, kh, s.KV, T);
   uint32_t ka[ND][4], va[ND][4];
   FLASH_UNROLL
   for (int ds = 0; ds < ND; ds++) {
-    flash_load_a(ka[ds], kb, s.ks, k0, ds * 16, T, D, lane);
-    flash_load_a(va[ds], vb, s.ks, k0, ds * 16, T, D, lane);
+    flash_load_a(ka[ds], kb, k0, ds * 16, lane);
+    flash_load_a(va[ds], vb, k0, ds * 16, lane);
   }
   float gk[NT][4], gv[NT][4];
   FLASH_UNROLL
@@ -371,7 +399,7 @@ __host__ __device__ inline void flash_dkdv_warp(int lane, int64_t b, int64_t kh,
     for (int i = 0; i < 4; i++) gk[nt][i] = gv[nt][i] = 0.0f;
   for (int64_t h = 0; h < s.H; h++) {
     if (h * s.KV / s.H != kh) continue;
-    const float *qb = q + b * T * s.qs + h * D, *dob = dout + b * T * s.os + h * D;
+    const uint16_t *qb = flash_block(st.q, b, h, s.H, T), *dob = flash_block(st.dout, b, h, s.H, T);
     const float *Lh = lse + (b * s.H + h) * T, *Dh = Dbuf + (b * s.H + h) * T;
     for (int64_t q0 = k0; q0 < T; q0 += 16) { /* the queries that see these keys */
       float p[2][4], dp[2][4];
@@ -382,9 +410,9 @@ __host__ __device__ inline void flash_dkdv_warp(int lane, int64_t b, int64_t kh,
         FLASH_UNROLL
         for (int ds = 0; ds < ND; ds++) {
           uint32_t bq[2], bd[2];
-          flash_load_bt(bq, qb, s.qs, ds * 16, q0 + 8 * nt, T, D, lane); /* S^T = K Q^T */
+          flash_load_bt(bq, qb, ds * 16, q0 + 8 * nt, lane); /* S^T = K Q^T */
           flash_mma(p[nt], ka[ds], bq);
-          flash_load_bt(bd, dob, s.os, ds * 16, q0 + 8 * nt, T, D, lane); /* dP^T = V dO^T */
+          flash_load_bt(bd, dob, ds * 16, q0 + 8 * nt, lane); /* dP^T = V dO^T */
           flash_mma(dp[nt], va[ds], bd);
         }
         FLASH_UNROLL
@@ -398,8 +426,8 @@ __host__ __device__ inline void flash_dkdv_warp(int lane, int64_t b, int64_t kh,
       uint32_t pa[4], sa[4];
       flash_a_from_c(pa, p[0], p[1]);
       flash_a_from_c(sa, dp[0], dp[1]);
-      flash_mma_rows<NT>(gv, pa, dob, s.os, q0, T, D, lane); /* dv += P^T dO */
-      flash_mma_rows<NT>(gk, sa, qb, s.qs, q0, T, D, lane);  /* dk += dS^T Q */
+      flash_mma_rows<NT>(gv, pa, dob, q0, lane); /* dv += P^T dO */
+      flash_mma_rows<NT>(gk, sa, qb, q0, lane);  /* dk += dS^T Q */
     }
   }
   flash_store<NT>(dk + b * T * s.ks + kh * D, s.ks, gk, k0, T, D, scale, lane);

@@ -15,43 +15,45 @@ namespace {
 struct Launch {
   Job job;       // the arguments (kernel: 0 forward, 1 backward)
   int64_t B;
+  uint16_t *staged;
 };
 
 void flash(void *p) {
   Launch *l = static_cast<Launch *>(p);
-  if (l->job.kernel == 0) run(l->job, l->B, l->job.s.H);
-  else run_bwd(l->job, l->B);
+  if (l->job.kernel == 0) run_fwd(l->job, l->B, l->staged);
+  else run_bwd(l->job, l->B, l->staged);
 }
 
 }  // namespace
 
 extern "C" cudaError_t prt_cuda_flash_fwd_launch(float *out, float *lse, const float *q,
-                                                 const float *k, const float *v, int64_t B,
-                                                 int64_t T, int64_t H, int64_t KV, int64_t D,
-                                                 int64_t qs, int64_t ks, int64_t os,
-                                                 cudaStream_t) {
+                                                 const float *k, const float *v,
+                                                 uint16_t *staged, int64_t B, int64_t T,
+                                                 int64_t H, int64_t KV, int64_t D, int64_t qs,
+                                                 int64_t ks, int64_t os, cudaStream_t) {
   Launch l = {};
   l.job.s = AttnShape{T, H, KV, D, qs, ks, os};
   l.job.scale = 1.0f / sqrtf((float)D);
   l.job.out = out, l.job.lse = lse, l.job.q = q, l.job.k = k, l.job.v = v;
-  l.B = B;
-  fake_cuda_issue(flash, &l, sizeof l, 1);
+  l.B = B, l.staged = staged;
+  fake_cuda_issue(flash, &l, sizeof l, 2); /* the staging, the forward */
   return cudaSuccess;
 }
 
 extern "C" cudaError_t prt_cuda_flash_bwd_launch(float *dq, float *dk, float *dv, float *Dbuf,
                                                  const float *dout, const float *q,
                                                  const float *k, const float *v,
-                                                 const float *lse, int64_t B, int64_t T,
-                                                 int64_t H, int64_t KV, int64_t D, int64_t qs,
-                                                 int64_t ks, int64_t os, cudaStream_t) {
+                                                 const float *lse, uint16_t *staged, int64_t B,
+                                                 int64_t T, int64_t H, int64_t KV, int64_t D,
+                                                 int64_t qs, int64_t ks, int64_t os,
+                                                 cudaStream_t) {
   Launch l = {};
   l.job.kernel = 1;
   l.job.s = AttnShape{T, H, KV, D, qs, ks, os};
   l.job.scale = 1.0f / sqrtf((float)D);
   l.job.dq = dq, l.job.dk = dk, l.job.dv = dv, l.job.Dbuf = Dbuf, l.job.dout = dout;
   l.job.q = q, l.job.k = k, l.job.v = v, l.job.lse = const_cast<float *>(lse); /* read */
-  l.B = B;
-  fake_cuda_issue(flash, &l, sizeof l, 2);
+  l.B = B, l.staged = staged;
+  fake_cuda_issue(flash, &l, sizeof l, 3); /* the staging, dq, dk/dv */
   return cudaSuccess;
 }

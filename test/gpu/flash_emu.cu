@@ -56,8 +56,10 @@ static void check_gqa(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D) {
   float *dk = (float *)calloc(nk, 4), *dv = (float *)calloc(nk, 4);
   Job job = {0, 0, 0, 0, attn_gqa(T, H, KV, D), 1.0f / sqrtf((float)D), out, lse, dq, dk, dv,
              Dbuf, q, k, v, dout, 0};
-  run(job, B, H);
-  run_bwd(job, B);
+  uint16_t *staged = (uint16_t *)malloc(prt_cuda_flash_stage_bytes(B, T, H, KV));
+  run_fwd(job, B, staged);
+  run_bwd(job, B, staged);
+  free(staged);
   float *wout = (float *)calloc(nq, 4), *probs = (float *)calloc(B * H * T * T, 4);
   float *wdq = (float *)calloc(nq, 4), *wdk = (float *)calloc(nk, 4), *wdv = (float *)calloc(nk, 4);
   prt_gqa_attention_fwd(wout, probs, q, k, v, B, T, H, KV, D);
@@ -82,8 +84,10 @@ static void check_packed(int64_t B, int64_t T, int64_t C, int64_t H) {
   float *Dbuf = (float *)calloc(rows, 4), *dqkv = (float *)calloc(n3, 4);
   Job job = {0, 0, 0, 0, attn_packed(T, C, H), 1.0f / sqrtf((float)(C / H)), out, lse, dqkv,
              dqkv + C, dqkv + 2 * C, Dbuf, qkv, qkv + C, qkv + 2 * C, dout, 0};
-  run(job, B, H);
-  run_bwd(job, B);
+  uint16_t *staged = (uint16_t *)malloc(prt_cuda_flash_stage_bytes(B, T, H, H));
+  run_fwd(job, B, staged);
+  run_bwd(job, B, staged);
+  free(staged);
   float *wout = (float *)calloc(n, 4), *probs = (float *)calloc(B * H * T * T, 4);
   float *wd = (float *)calloc(n3, 4);
   prt_attention_fwd(wout, probs, qkv, B, T, C, H);

@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 
+#include "kernels/cuda.h" /* prt_cuda_flash_staged */
 #include "kernels/cuda_flash.cuh"
 #include "lanes_emu.h"
 
@@ -78,22 +79,42 @@ struct Job {
   float scale, *out, *lse, *dq, *dk, *dv, *Dbuf;
   const float *q, *k, *v, *dout;
   int lane;
+  FlashStaged st;               // the staged operands (stage_operands)
 };
 
 static void *run_lane(void *arg) {
   Job *j = (Job *)arg;
   my_lane = j->lane;
   if (j->kernel == 0) {
-    flash_fwd_warp<FLASH_ND>(j->lane, j->b, j->h, j->r0, j->out, j->lse, j->q,
-                   j->k, j->v, j->s, j->scale);
+    flash_fwd_warp<FLASH_ND>(j->lane, j->b, j->h, j->r0, j->out, j->lse, j->st, j->s,
+                             j->scale);
   } else if (j->kernel == 1) {
-    flash_dq_warp<FLASH_ND>(j->lane, j->b, j->h, j->r0, j->dq, j->Dbuf, j->dout,
-                   j->q, j->k, j->v, j->lse, j->s, j->scale);
+    flash_dq_warp<FLASH_ND>(j->lane, j->b, j->h, j->r0, j->dq, j->Dbuf, j->st, j->lse, j->s,
+                            j->scale);
   } else {
-    flash_dkdv_warp<FLASH_ND>(j->lane, j->b, j->h, j->r0, j->dk, j->dv, j->Dbuf,
-                   j->dout, j->q, j->k, j->v, j->lse, j->s, j->scale);
+    flash_dkdv_warp<FLASH_ND>(j->lane, j->b, j->h, j->r0, j->dk, j->dv, j->Dbuf, j->st,
+                              j->lse, j->s, j->scale);
   }
   return NULL;
+}
+
+// A launch's first kernels (prt_cuda_flash_*_launch): q, k, v and, for the backward, dO staged
+// into `staged` (prt_cuda_flash_stage_bytes) by the kernels' own flash_stage_at
+static void stage_one(uint16_t *dst, const float *src, int64_t rs, int64_t B, int64_t T,
+                      int64_t heads, int64_t D) {
+  int64_t n = prt_cuda_flash_staged(B, T, heads);
+  for (int64_t i = 0; i < n; i++) dst[i] = flash_stage_at(src, rs, T, heads, D, i);
+}
+static void stage_operands(Job &j, int64_t B, uint16_t *staged) {
+  const AttnShape &s = j.s;
+  uint16_t *sq = staged, *sk = sq + prt_cuda_flash_staged(B, s.T, s.H);
+  uint16_t *sv = sk + prt_cuda_flash_staged(B, s.T, s.KV);
+  uint16_t *sdo = sv + prt_cuda_flash_staged(B, s.T, s.KV);
+  stage_one(sq, j.q, s.qs, B, s.T, s.H, s.D);
+  stage_one(sk, j.k, s.ks, B, s.T, s.KV, s.D);
+  stage_one(sv, j.v, s.ks, B, s.T, s.KV, s.D);
+  if (j.dout) stage_one(sdo, j.dout, s.os, B, s.T, s.H, s.D);
+  j.st = FlashStaged{sq, sk, sv, j.dout ? sdo : nullptr};
 }
 
 // Every warp of `kernel` (B x heads x 16-row tiles), 32 lane threads each.
@@ -111,9 +132,19 @@ static void run(Job job, int64_t B, int64_t heads) {
       }
 }
 
-// The backward of one launch: dq and D for every query tile of every head, then dk and dv
-// for every key tile of every kv head (prt_cuda_flash_bwd_launch's two kernels).
-__attribute__((unused)) static void run_bwd(Job job, int64_t B) {
+// The forward of one launch (its operands staged first into `staged`).
+__attribute__((unused)) static void run_fwd(Job job, int64_t B, uint16_t *staged) {
+  job.kernel = 0;
+  job.dout = nullptr;
+  stage_operands(job, B, staged);
+  run(job, B, job.s.H);
+}
+
+// The backward of one launch: the operands staged, then dq and D for every query tile of
+// every head, then dk and dv for every key tile of every kv head (prt_cuda_flash_bwd_launch's
+// kernels).
+__attribute__((unused)) static void run_bwd(Job job, int64_t B, uint16_t *staged) {
+  stage_operands(job, B, staged);
   job.kernel = 1;
   run(job, B, job.s.H);
   job.kernel = 2;

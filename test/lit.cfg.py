@@ -54,6 +54,11 @@ config.substitutions.append(("%oracle", os.path.join(config.piper_src_root, "tes
 config.substitutions.append(("%piper_bin", config.piper_bin_dir))
 config.substitutions.append(("%piper_lib", os.path.join(config.piper_obj_root, "lib")))
 
+# "fake-cuda": libpiper_fakecuda was built (test/gpu/fake_cuda.c: the GPU target's host side
+# over a fake CUDA runtime; the toolkit's headers only), in the release tree and, unlike
+# libpiper_rt_cuda, in the sanitized one.
+if getattr(config, "piper_fakecuda", "OFF") == "ON":
+    config.available_features.add("fake-cuda")
 # CUDA (runtime/device/cuda.c). "cuda-toolkit": libpiper_rt_cuda and prt-cuda-test were built
 # (the CUDA toolkit was found at configure time). "cuda-gpu": prt-cuda-test can open cuda:0
 # here (cudaGetDeviceCount finds a GPU), so the tests that need a real device run.

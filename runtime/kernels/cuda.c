@@ -911,6 +911,10 @@ static const tensor_chunk *table_upload(chunk_table *t, int64_t from, int slot,
     from = 0;
   }
   size_t off = (size_t)from * sizeof *t->host, span = bytes - off;
+  if (span == 0) { /* nothing to send (an empty table has no host array yet: memcpy(NULL)) */
+    if (t->shadow_n < t->n) t->shadow_n = t->n;
+    return dev;
+  }
   if (t->shadow_n < t->n || memcmp(t->shadow + from, t->host + from, span)) {
     CUDA_OR_DIE(fn, "update table upload",
                 cudaMemcpyAsync(dev + from, t->host + from, span, cudaMemcpyHostToDevice,

@@ -68,6 +68,15 @@ static inline size_t prt_cuda_flash_stage_bytes(int64_t B, int64_t T, int64_t H,
   return (size_t)(2 * prt_cuda_flash_staged(B, T, H) + 2 * prt_cuda_flash_staged(B, T, KV)) *
          sizeof(uint16_t);
 }
+/* Where each operand's copy starts in that scratch: part[0..3] = q, k, v, dO. */
+static inline void prt_cuda_flash_stage_parts(uint16_t *staged, int64_t B, int64_t T, int64_t H,
+                                              int64_t KV, uint16_t *part[4]) {
+  int64_t nq = prt_cuda_flash_staged(B, T, H), nk = prt_cuda_flash_staged(B, T, KV);
+  part[0] = staged;
+  part[1] = part[0] + nq;
+  part[2] = part[1] + nk;
+  part[3] = part[2] + nk;
+}
 
 /* kernels/cuda_flash.cu: causal attention on tensor cores (bf16 operands, fp32 accumulation;
  * PIPER_CUDA_ATTN=tc), head sizes up to PRT_CUDA_FLASH_MAX_HEAD: q (B, T, *) rows of qs

@@ -96,11 +96,13 @@ cudaError_t stage(StageJobs jobs, unsigned count, int64_t T, int64_t D, cudaStre
 StageJobs stage_jobs(uint16_t *staged, const float *q, const float *k, const float *v,
                      const float *dout, const AttnShape &s, int64_t B) {
   int64_t nq = prt_cuda_flash_staged(B, s.T, s.H), nk = prt_cuda_flash_staged(B, s.T, s.KV);
+  uint16_t *part[4];
+  prt_cuda_flash_stage_parts(staged, B, s.T, s.H, s.KV, part);
   StageJobs j;
-  j.op[0] = StageJob{staged, q, s.qs, s.H, nq};
-  j.op[1] = StageJob{staged + nq, k, s.ks, s.KV, nk};
-  j.op[2] = StageJob{staged + nq + nk, v, s.ks, s.KV, nk};
-  j.op[3] = StageJob{staged + nq + 2 * nk, dout, s.os, s.H, nq};
+  j.op[0] = StageJob{part[0], q, s.qs, s.H, nq};
+  j.op[1] = StageJob{part[1], k, s.ks, s.KV, nk};
+  j.op[2] = StageJob{part[2], v, s.ks, s.KV, nk};
+  j.op[3] = StageJob{part[3], dout, s.os, s.H, nq};
   return j;
 }
 

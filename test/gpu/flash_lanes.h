@@ -16,7 +16,7 @@
 
 #include <pthread.h>
 
-#include "kernels/cuda.h" /* prt_cuda_flash_staged */
+#include "kernels/cuda.h" /* prt_cuda_flash_staged, prt_cuda_flash_stage_parts */
 #include "kernels/cuda_flash.cuh"
 #include "lanes_emu.h"
 
@@ -107,14 +107,13 @@ static void stage_one(uint16_t *dst, const float *src, int64_t rs, int64_t B, in
 }
 static void stage_operands(Job &j, int64_t B, uint16_t *staged) {
   const AttnShape &s = j.s;
-  uint16_t *sq = staged, *sk = sq + prt_cuda_flash_staged(B, s.T, s.H);
-  uint16_t *sv = sk + prt_cuda_flash_staged(B, s.T, s.KV);
-  uint16_t *sdo = sv + prt_cuda_flash_staged(B, s.T, s.KV);
-  stage_one(sq, j.q, s.qs, B, s.T, s.H, s.D);
-  stage_one(sk, j.k, s.ks, B, s.T, s.KV, s.D);
-  stage_one(sv, j.v, s.ks, B, s.T, s.KV, s.D);
-  if (j.dout) stage_one(sdo, j.dout, s.os, B, s.T, s.H, s.D);
-  j.st = FlashStaged{sq, sk, sv, j.dout ? sdo : nullptr};
+  uint16_t *part[4]; /* q, k, v, dO: the launchers' layout */
+  prt_cuda_flash_stage_parts(staged, B, s.T, s.H, s.KV, part);
+  stage_one(part[0], j.q, s.qs, B, s.T, s.H, s.D);
+  stage_one(part[1], j.k, s.ks, B, s.T, s.KV, s.D);
+  stage_one(part[2], j.v, s.ks, B, s.T, s.KV, s.D);
+  if (j.dout) stage_one(part[3], j.dout, s.os, B, s.T, s.H, s.D);
+  j.st = FlashStaged{part[0], part[1], part[2], j.dout ? part[3] : nullptr};
 }
 
 // Every warp of `kernel` (B x heads x 16-row tiles), 32 lane threads each.

@@ -7,7 +7,7 @@ Two forms give an op its tags:
     counting the regions of that name in trace order from 0 (auto-indexed; the count restarts at
     each export). It nests with the module tags as an inner module would.
 An op created outside every annotated module and region takes the tags of its operand computed
-last (the exporter applies that rule, python/piper/_export.py), so glue code between modules
+last (the exporter applies that rule, python/piper/_text.py), so glue code between modules
 stays with its data: `tok_emb + pos_emb` goes with the embeddings, a loss after the head goes
 with the head. Leaves (parameters, inputs), constants, and ops none of whose operands has tags
 (computed from parameters and constants alone: wpe's rows) take the tags of their first user.
@@ -15,6 +15,8 @@ with the head. Leaves (parameters, inputs), constants, and ops none of whose ope
 import contextlib
 
 import torch
+
+from ._errors import ExportError, user_frame
 
 _ATTR = "_piper_tags"
 
@@ -74,8 +76,7 @@ def _refuse_dropout(mod, path):
     """nn.Dropout (any of its kinds) with p > 0 in training mode: refused where it is called.
     Piper has no dropout yet (its runtime RNG is deterministic, but no kernel draws masks)."""
     if isinstance(mod, torch.nn.modules.dropout._DropoutNd) and mod.p > 0 and mod.training:
-        from ._export import ExportError, _user_frame
-        src = _user_frame()
+        src = user_frame()
         raise ExportError(f"{src[0]}:{src[1]}: piper.export: dropout with p = {mod.p} > 0 is "
                           f"refused: Piper has no dropout yet; export with p = 0 or the model "
                           f"in eval mode (op {type(mod).__name__}, module {path})")

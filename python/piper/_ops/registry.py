@@ -1,0 +1,30 @@
+"""The handler table: ATen op packet name -> the function that maps it to tdag ops. A handler
+registers itself beside its code with @handles("view", "reshape", ...) and is called as
+handler(emitter, node, *args, **kwargs) with the node's arguments mapped (values from
+_values.py, Python numbers and lists as fx gives them); it returns what the node maps to."""
+
+HANDLERS = {}
+
+
+def handles(*packets):
+    """Registers the decorated function as the handler of the ATen packets named (the overload
+    packet: "view" for aten.view.default)."""
+    def register(fn):
+        for p in packets:
+            if p in HANDLERS:
+                raise RuntimeError(f"two handlers for aten.{p}: {HANDLERS[p].__name__} and "
+                                   f"{fn.__name__}")
+            HANDLERS[p] = fn
+        return fn
+    return register
+
+
+def packet(target):
+    """The ATen packet name of an fx call_function target ("view" for aten.view.default)."""
+    parts = str(target).split(".")
+    return parts[1] if len(parts) >= 2 and parts[0] == "aten" else str(target)
+
+
+def handler_for(target):
+    """The handler of fx target `target`, or None."""
+    return HANDLERS.get(packet(target))

@@ -551,6 +551,15 @@ static void verifyElementwise(Verifier *v, MlirOperation op) {
     }
 }
 
+/* An absent label_smoothing, or a float attribute in [0, 1]. */
+static bool labelSmoothingOk(MlirOperation op) {
+  MlirAttribute e = mlirOperationGetAttributeByName(op, piperStr("label_smoothing"));
+  if (mlirAttributeIsNull(e)) return true;
+  if (!mlirAttributeIsAFloat(e)) return false;
+  double x = mlirFloatAttrGetValueDouble(e);
+  return x >= 0.0 && x <= 1.0;
+}
+
 /* cross_entropy: logits(...,V), targets(...) -> loss(scalar), probs like logits;
  * cross_entropy_grad: probs(...,V), targets(...) -> dlogits like probs */
 static void verifyCrossEntropy(Verifier *v, MlirOperation op) {
@@ -562,6 +571,8 @@ static void verifyCrossEntropy(Verifier *v, MlirOperation op) {
   else if (grad ? !sameShape(resultType(op, 0), a)
                 : (piperTensorNumel(resultType(op, 0)) != 1 || !sameShape(resultType(op, 1), a)))
     fail(v, op, "result shapes do not match logits %s", typeStr(a));
+  else if (!labelSmoothingOk(op))
+    fail(v, op, "label_smoothing must be a float in [0, 1] (torch's F.cross_entropy)");
 }
 
 /* embedding_grad: dout(B,T,C), tokens(B,T) -> dwte(V,C), dwpe(T,C) */
@@ -903,7 +914,8 @@ static void verifySlice(Verifier *v, MlirOperation op) {
          typeStr(whole), (long long)d, (long long)start);
 }
 
-/* concat {dim}: operands equal but in dim; out's dim is their sum */
+/* concat {dim}: operands equal but in dim, where their sizes may differ; out's dim is their
+ * sum */
 static void verifyConcat(Verifier *v, MlirOperation op) {
   MlirType out = resultType(op, 0);
   int64_t r = piperTensorRank(out), d = piperGetIntAttr(op, "dim", -1), sum = 0;

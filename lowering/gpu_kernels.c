@@ -578,10 +578,11 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %v = llvm.load %pb : !llvm.ptr -> f32\n" GEP("%po", "%out", "%i", "f32")
            "      llvm.store %v, %po : f32, !llvm.ptr\n"),
     /* one row per thread: probs = softmax(logits) and the row's loss
-     * log(sum) - (l[y] - max) in f64 (NaN for a target outside [0, V)) */
+     * nll = log(sum) - (l[y] - max) in f64 (NaN for a target outside [0, V)); with label
+     * smoothing e != 0, (1 - e) nll + e (log(sum) - mean_j(l[j] - max)) (prt_cross_entropy_fwd) */
     KERNEL(cross_entropy_fwd,
            "%probs: !llvm.ptr, %rowloss: !llvm.ptr, %logits: !llvm.ptr, %tgt: !llvm.ptr, %N: i64,"
-           " %V: i64",
+           " %V: i64, %eps: f32",
            "", "%N",
            ROW_START("%V") GEP("%pl0", "%logits", "%base", "f32")
            "      %l0 = llvm.load %pl0 : !llvm.ptr -> f32\n"
@@ -592,7 +593,8 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "        %m2 = arith.select %gt, %lv, %m : f32\n"
            "        scf.yield %m2 : f32\n"
            "      }\n"
-           "      %s = scf.for %j = %z to %V step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
+           "      %s, %sh = scf.for %j = %z to %V step %one iter_args(%acc = %zd, %sacc = %zd)"
+           " -> (f64, f64) : i64 {\n"
            "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
            "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
            "        %d = arith.subf %lv, %mx : f32\n"
@@ -601,7 +603,9 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "        llvm.store %e, %pp : f32, !llvm.ptr\n"
            "        %ed = arith.extf %e : f32 to f64\n"
            "        %acc2 = arith.addf %acc, %ed : f64\n"
-           "        scf.yield %acc2 : f64\n"
+           "        %dd = arith.extf %d : f32 to f64\n"
+           "        %sacc2 = arith.addf %sacc, %dd : f64\n"
+           "        scf.yield %acc2, %sacc2 : f64, f64\n"
            "      }\n"
            "      %oned = arith.constant 1.0 : f64\n"
            "      %invd = arith.divf %oned, %s : f64\n"
@@ -623,7 +627,18 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %lym = arith.subf %ly, %mx : f32\n"
            "      %lymd = arith.extf %lym : f32 to f64\n"
            "      %lg = func.call @piper_log(%s) : (f64) -> f64\n"
-           "      %rl = arith.subf %lg, %lymd : f64\n"
+           "      %nll = arith.subf %lg, %lymd : f64\n"
+           "      %epsd = arith.extf %eps : f32 to f64\n"
+           "      %Vd = arith.sitofp %V : i64 to f64\n"
+           "      %shm = arith.divf %sh, %Vd : f64\n"
+           "      %smooth = arith.subf %lg, %shm : f64\n"
+           "      %keep = arith.subf %oned, %epsd : f64\n"
+           "      %kn = arith.mulf %keep, %nll : f64\n"
+           "      %es = arith.mulf %epsd, %smooth : f64\n"
+           "      %mix = arith.addf %kn, %es : f64\n"
+           "      %zf = arith.constant 0.0 : f32\n"
+           "      %plain = arith.cmpf oeq, %eps, %zf : f32\n"
+           "      %rl = arith.select %plain, %nll, %mix : f64\n"
            "      %nan = arith.constant 0x7FF8000000000000 : f64\n"
            "      %res = arith.select %ok, %rl, %nan : f64\n" GEP("%pr", "%rowloss", "%i", "f64")
            "      llvm.store %res, %pr : f64, !llvm.ptr\n"),
@@ -642,9 +657,10 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
                       "      %m = arith.divf %s, %Nd : f64\n"
                       "      %mf = arith.truncf %m : f64 to f32\n"
                       "      llvm.store %mf, %loss : f32, !llvm.ptr\n"),
-    /* dlogits = (probs - onehot(y)) / total_rows, one thread per element */
+    /* dlogits = (probs - (1 - e) onehot(y) - e / V) / total_rows, one thread per element */
     KERNEL(cross_entropy_bwd,
-           "%dl: !llvm.ptr, %probs: !llvm.ptr, %tgt: !llvm.ptr, %N: i64, %V: i64, %total: i64",
+           "%dl: !llvm.ptr, %probs: !llvm.ptr, %tgt: !llvm.ptr, %N: i64, %V: i64, %total: i64,"
+           " %eps: f32",
            "    %n = arith.muli %N, %V : i64\n",
            "%n",
            "      %row = arith.divsi %i, %V : i64\n"
@@ -656,8 +672,12 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %onef = arith.constant 1.0 : f32\n"
            "      %invn = arith.divf %onef, %tf : f32\n"
            "      %hit = arith.cmpi eq, %j, %y : i64\n"
-           "      %pm1 = arith.subf %p, %onef : f32\n"
-           "      %v = arith.select %hit, %pm1, %p : f32\n"
+           "      %keep = arith.subf %onef, %eps : f32\n"
+           "      %Vf = arith.sitofp %V : i64 to f32\n"
+           "      %unif = arith.divf %eps, %Vf : f32\n"
+           "      %pm1 = arith.subf %p, %keep : f32\n"
+           "      %v0 = arith.select %hit, %pm1, %p : f32\n"
+           "      %v = arith.subf %v0, %unif : f32\n"
            "      %d = arith.mulf %v, %invn : f32\n" GEP("%pd", "%dl", "%i", "f32")
            "      llvm.store %d, %pd : f32, !llvm.ptr\n"),
     /* torch's AdamW element for element over every tensor of the step's update at once (one

@@ -200,21 +200,25 @@ static void lowerBiasAdd(Lowering *L, MlirOperation op) {
   call(L, op, 5, args);
 }
 
-/* tdag.cross_entropy(logits, tgt) -> prt_cross_entropy_fwd(loss, probs, logits, tgt, N, V)
- * tdag.cross_entropy_grad(probs, tgt)
- *   -> prt_cross_entropy_bwd(dlogits, probs, tgt, N, V, total_rows) */
+/* tdag.cross_entropy(logits, tgt) {label_smoothing}
+ *   -> prt_cross_entropy_fwd(loss, probs, logits, tgt, N, V, label_smoothing)
+ * tdag.cross_entropy_grad(probs, tgt) {label_smoothing}
+ *   -> prt_cross_entropy_bwd(dlogits, probs, tgt, N, V, total_rows, label_smoothing) */
 static void lowerCrossEntropy(Lowering *L, MlirOperation op) {
   bool grad = isGradOp(op);
   MlirType logits = lwInType(op, 0);
   int64_t V = piperTensorDim(logits, -1);
   MlirValue n = lwI64(L, piperTensorNumel(logits) / V), v = lwI64(L, V);
+  MlirValue e = lbConstF32(&L->lb, (float)piperGetFloatAttr(op, "label_smoothing", 0.0));
   if (!grad) {
-    MlirValue args[6] = {lwOut(L, op, 0), lwOut(L, op, 1), lwIn(L, op, 0), lwIn(L, op, 1), n, v};
-    call(L, op, 6, args);
+    MlirValue args[7] = {lwOut(L, op, 0), lwOut(L, op, 1), lwIn(L, op, 0), lwIn(L, op, 1), n, v,
+                         e};
+    call(L, op, 7, args);
   } else {
     int64_t total = piperGetIntAttr(op, "total_rows", piperTensorNumel(logits) / V);
-    MlirValue args[6] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), n, v, lwI64(L, total)};
-    call(L, op, 6, args);
+    MlirValue args[7] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), n, v, lwI64(L, total),
+                         e};
+    call(L, op, 7, args);
   }
 }
 

@@ -565,10 +565,14 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
   markTrained(&b, ops, n);
   MlirLogicalResult status = mlirLogicalResultSuccess();
 
-  /* The seed: d(loss)/d(logits) of the mean cross-entropy. */
+  /* The seed: d(loss)/d(logits) of the mean cross-entropy, smoothed as the loss is. */
   MlirValue ceOps[2] = {result(lossOp, 1), operand(lossOp, 1)};
+  MlirAttribute smoothing = mlirOperationGetAttributeByName(lossOp, piperStr("label_smoothing"));
+  MlirNamedAttribute ceAttr = piperNamedAttr(ctx, "label_smoothing", smoothing);
   accumulate(&b, lossOp, operand(lossOp, 0),
-             emit1(&b, "tdag.cross_entropy_grad", lossOp, 2, ceOps, operand(lossOp, 0)));
+             emitTyped(&b, "tdag.cross_entropy_grad", lossOp, 2, ceOps,
+                       typeOf(operand(lossOp, 0)), mlirAttributeIsNull(smoothing) ? 0 : 1,
+                       &ceAttr));
 
   for (size_t i = n; i-- > 0 && mlirLogicalResultIsSuccess(status);) {
     MlirOperation op = ops[i];

@@ -200,12 +200,13 @@ static bool callGptKernel(MlirOperation op, const PiperOpFacts *f, double frac, 
   }
   case PIPER_TDAG_CROSS_ENTROPY: { /* (logits, targets: zeros, a valid class) */
     int64_t V = dim(x0, -1);
-    prt_cross_entropy_fwd(out[0], out[1], in[0], (const int32_t *)in[1], ROWS(elems(x0) / V), V);
+    prt_cross_entropy_fwd(out[0], out[1], in[0], (const int32_t *)in[1], ROWS(elems(x0) / V), V,
+                          0.0f);
     return true;
   }
   case PIPER_TDAG_CROSS_ENTROPY_GRAD: { /* (probs, targets) */
     int64_t V = dim(x0, -1), N = ROWS(elems(x0) / V);
-    prt_cross_entropy_bwd(out[0], in[0], (const int32_t *)in[1], N, V, N);
+    prt_cross_entropy_bwd(out[0], in[0], (const int32_t *)in[1], N, V, N, 0.0f);
     return true;
   }
   case PIPER_TDAG_EMBEDDING: { /* (tokens(B,T): zeros, wte, wpe) */

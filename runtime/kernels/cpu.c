@@ -319,7 +319,7 @@ void prt_copy(float *dst, const float *src, int64_t n) {
 /* ---- loss ---- */
 
 void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
-                           const int32_t *targets, int64_t N, int64_t V) {
+                           const int32_t *targets, int64_t N, int64_t V, float smoothing) {
   prt_comm_progress();
   double total = 0.0;
   for (int64_t i = 0; i < N; i++) {
@@ -329,30 +329,35 @@ void prt_cross_entropy_fwd(float *loss, float *probs, const float *logits,
     prt_check_token(y, i, V, "prt_cross_entropy_fwd");
     float mx = l[0];
     for (int64_t j = 1; j < V; j++) mx = l[j] > mx ? l[j] : mx;
-    double sum = 0.0;
+    double sum = 0.0, shifted = 0.0; /* sum of e^(l - max), and of l - max */
     for (int64_t j = 0; j < V; j++) {
       p[j] = expf(l[j] - mx);
       sum += p[j];
+      shifted += (double)(l[j] - mx);
     }
     float inv = (float)(1.0 / sum);
     for (int64_t j = 0; j < V; j++) p[j] *= inv;
     /* -log softmax[y] = log(sum) - (l[y] - max): finite even when p[y] underflows */
-    total += log(sum) - (double)(l[y] - mx);
+    double nll = log(sum) - (double)(l[y] - mx);
+    /* label smoothing: mean_j(-log p[j]) = log(sum) - mean_j(l[j] - max) */
+    total += smoothing == 0.0f ? nll
+                               : (1.0 - smoothing) * nll + smoothing * (log(sum) - shifted / V);
   }
   loss[0] = (float)(total / (double)N);
 }
 
 void prt_cross_entropy_bwd(float *dlogits, const float *probs, const int32_t *targets,
-                           int64_t N, int64_t V, int64_t total_rows) {
+                           int64_t N, int64_t V, int64_t total_rows, float smoothing) {
   prt_comm_progress();
   float inv_n = 1.0f / (float)total_rows;
+  float uniform = smoothing / (float)V, hit = 1.0f - smoothing; /* e / V; 1 - e */
   for (int64_t i = 0; i < N; i++) {
     const float *p = probs + i * V;
     float *d = dlogits + i * V;
     int32_t y = targets[i];
     prt_check_token(y, i, V, "prt_cross_entropy_bwd");
-    for (int64_t j = 0; j < V; j++) d[j] = p[j] * inv_n;
-    d[y] = (p[y] - 1.0f) * inv_n;
+    for (int64_t j = 0; j < V; j++) d[j] = (p[j] - uniform) * inv_n;
+    d[y] = (p[y] - hit - uniform) * inv_n;
   }
 }
 

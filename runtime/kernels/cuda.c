@@ -853,10 +853,10 @@ void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv,
 /* ---- loss ---- */
 
 void prt_cuda_cross_entropy_fwd(float *loss, float *probs, const float *logits,
-                                const int32_t *targets, int64_t N, int64_t V) {
+                                const int32_t *targets, int64_t N, int64_t V, float smoothing) {
   const char *fn = "prt_cuda_cross_entropy_fwd";
   double *rows = scratch(SCR_ROWLOSS, (size_t)(N > 0 ? N : 1) * sizeof(double), fn);
-  void *a1[] = {&probs, &rows, &logits, &targets, &N, &V};
+  void *a1[] = {&probs, &rows, &logits, &targets, &N, &V, &smoothing};
   launch(PRT_DK_cross_entropy_fwd, N, a1, fn);
   void *a2[] = {&loss, &rows, &N};
   launch(PRT_DK_mean_rows, 1, a2, fn);

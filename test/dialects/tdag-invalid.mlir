@@ -259,3 +259,31 @@ func.func @tag_not_an_integer(%x: tensor<4xf32>) {
   %g = "tdag.gelu"(%x) {tags = {PP = "0"}} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// concat's operands may differ only in the concatenated dim, and their sizes there must sum
+// to the result's.
+func.func @concat_other_dim_differs(%a: tensor<2x4x2xf32>, %b: tensor<2x3x6xf32>) {
+  // expected-error@+1 {{operands must equal the result tensor<2x4x8xf32> but in dim = 2, whose sizes sum to its}}
+  %0 = "tdag.concat"(%a, %b) {dim = 2 : i64} : (tensor<2x4x2xf32>, tensor<2x3x6xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_sizes_do_not_sum(%a: tensor<2x4x2xf32>, %b: tensor<2x4x6xf32>) {
+  // expected-error@+1 {{operands must equal the result tensor<2x4x9xf32> but in dim = 2, whose sizes sum to its}}
+  %0 = "tdag.concat"(%a, %b) {dim = 2 : i64} : (tensor<2x4x2xf32>, tensor<2x4x6xf32>) -> tensor<2x4x9xf32>
+  return
+}
+
+// -----
+
+// After the first operand, one type (IRDL's rule for a variadic group): a third size is a
+// concat of concats.
+func.func @concat_rest_differ(%a: tensor<2x4x2xf32>, %b: tensor<2x4x6xf32>, %c: tensor<2x4x3xf32>) {
+  // expected-error@+1 {{expected 'tensor<2x4x6xf32>' but got 'tensor<2x4x3xf32>'}}
+  %0 = "tdag.concat"(%a, %b, %c) {dim = 2 : i64} : (tensor<2x4x2xf32>, tensor<2x4x6xf32>, tensor<2x4x3xf32>) -> tensor<2x4x11xf32>
+  return
+}

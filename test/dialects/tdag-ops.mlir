@@ -67,3 +67,15 @@ func.func @node(%a: tensor<2xf32>) -> tensor<2xf32> {
   %0 = "tdag.node"(%a) {callee = @layer0_F, kind = "F", tags = {PP = 0 : i64}} : (tensor<2xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// concat: operands may differ in the concatenated dim (NeoX's partial rotary, 2 + 6 wide);
+// the first operand's type is free of the rest's, which share one (IRDL: one type per
+// variadic group); three sizes are a concat of concats.
+// CHECK-LABEL: func.func @concat_unequal
+func.func @concat_unequal(%rot: tensor<2x4x2xf32>, %pass: tensor<2x4x6xf32>, %r: tensor<2x4x3xf32>) -> tensor<2x4x17xf32> {
+  // CHECK: "tdag.concat"(%{{.*}}, %{{.*}}) {dim = 2 : i64} : (tensor<2x4x2xf32>, tensor<2x4x6xf32>) -> tensor<2x4x8xf32>
+  %0 = "tdag.concat"(%rot, %pass) {dim = 2 : i64} : (tensor<2x4x2xf32>, tensor<2x4x6xf32>) -> tensor<2x4x8xf32>
+  // CHECK: "tdag.concat"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {dim = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<2x4x3xf32>) -> tensor<2x4x17xf32>
+  %1 = "tdag.concat"(%0, %r, %r, %r) {dim = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<2x4x3xf32>) -> tensor<2x4x17xf32>
+  return %1 : tensor<2x4x17xf32>
+}

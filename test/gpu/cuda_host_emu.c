@@ -285,14 +285,17 @@ static void checkCrossEntropy(void) {
   float *logits = rnd(N * V, 8), *gp = zeros(N * V), *wp = zeros(N * V), gl = 0, wl = 0;
   int32_t tgt[N];
   for (int i = 0; i < N; i++) tgt[i] = (i * 5 + 1) % V;
-  prt_cuda_cross_entropy_fwd(&gl, gp, logits, tgt, N, V);
-  prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V);
-  same("cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
-  same("cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
   float *gd = zeros(N * V), *wd = zeros(N * V);
-  prt_cuda_cross_entropy_bwd(gd, wp, tgt, N, V, 2 * N);
-  prt_cross_entropy_bwd(wd, wp, tgt, N, V, 2 * N);
-  same("cross_entropy_bwd", gd, wd, N * V, 0);
+  for (int s = 0; s < 2; s++) { /* label smoothing 0 and 0.1 */
+    float e = s ? 0.1f : 0.0f;
+    prt_cuda_cross_entropy_fwd(&gl, gp, logits, tgt, N, V, e);
+    prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V, e);
+    same("cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
+    same("cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
+    prt_cuda_cross_entropy_bwd(gd, wp, tgt, N, V, 2 * N, e);
+    prt_cross_entropy_bwd(wd, wp, tgt, N, V, 2 * N, e);
+    same("cross_entropy_bwd", gd, wd, N * V, 0);
+  }
   end();
 }
 

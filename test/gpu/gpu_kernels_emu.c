@@ -258,29 +258,36 @@ static void checkColumnSums(void) {
 
 /* ---- loss: logits with a wide range (one far below its row's max underflows exp) ---- */
 
+/* Both with label smoothing e = 0 (plain cross entropy) and 0.1 (torch's smoothed loss). */
 static void checkCrossEntropyFwd(const float *logits, const int32_t *tgt, float *wp) {
   begin("cross_entropy_fwd");
   float *gp = zeros(N * V), gl, wl;
   double rows[N];
-  void (*cf)(int64_t, float *, double *, const float *, const int32_t *, int64_t, int64_t) =
-      fn("piper_cross_entropy_fwd");
+  void (*cf)(int64_t, float *, double *, const float *, const int32_t *, int64_t, int64_t,
+             float) = fn("piper_cross_entropy_fwd");
   void (*mr)(int64_t, float *, const double *, int64_t) = fn("piper_mean_rows");
-  for (int64_t i = 0; i < N; i++) cf(i, gp, rows, logits, tgt, N, V);
-  for (int64_t i = 0; i < 3; i++) mr(i, &gl, rows, N); /* only thread 0 writes */
-  prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V);
-  same("cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
-  same("cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
+  for (int s = 1; s >= 0; s--) { /* smoothed first: wp ends as the plain run's probs */
+    float e = s ? 0.1f : 0.0f;
+    for (int64_t i = 0; i < N; i++) cf(i, gp, rows, logits, tgt, N, V, e);
+    for (int64_t i = 0; i < 3; i++) mr(i, &gl, rows, N); /* only thread 0 writes */
+    prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V, e);
+    same(s ? "cross_entropy_fwd smoothed probs" : "cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
+    same(s ? "cross_entropy_fwd smoothed loss" : "cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
+  }
   end();
 }
 
 static void checkCrossEntropyBwd(const float *probs, const int32_t *tgt) {
   begin("cross_entropy_bwd");
   float *gd = zeros(N * V), *wd = zeros(N * V);
-  void (*cb)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t) =
-      fn("piper_cross_entropy_bwd");
-  for (int64_t i = 0; i < N * V; i++) cb(i, gd, probs, tgt, N, V, 2 * N);
-  prt_cross_entropy_bwd(wd, probs, tgt, N, V, 2 * N);
-  same("cross_entropy_bwd", gd, wd, N * V, 0);
+  void (*cb)(int64_t, float *, const float *, const int32_t *, int64_t, int64_t, int64_t,
+             float) = fn("piper_cross_entropy_bwd");
+  for (int s = 0; s < 2; s++) {
+    float e = s ? 0.1f : 0.0f;
+    for (int64_t i = 0; i < N * V; i++) cb(i, gd, probs, tgt, N, V, 2 * N, e);
+    prt_cross_entropy_bwd(wd, probs, tgt, N, V, 2 * N, e);
+    same(s ? "cross_entropy_bwd smoothed" : "cross_entropy_bwd", gd, wd, N * V, 0);
+  }
   end();
 }
 

@@ -761,8 +761,8 @@ static void bg_head(bg_scratch *s, float *loss, const int32_t *tgt, const float 
                     float *dhead, int64_t rows) {
   int64_t N = rows * BG_T;
   prt_linear_fwd(s->logits, s->x, head, NULL, N, BG_V, BG_C);
-  prt_cross_entropy_fwd(loss, s->probs, s->logits, tgt, N, BG_V);
-  prt_cross_entropy_bwd(s->dlogits, s->probs, tgt, N, BG_V, BG_G * BG_T);
+  prt_cross_entropy_fwd(loss, s->probs, s->logits, tgt, N, BG_V, 0.0f);
+  prt_cross_entropy_bwd(s->dlogits, s->probs, tgt, N, BG_V, BG_G * BG_T, 0.0f);
   prt_linear_bwd_weight(s->tmp, s->dlogits, s->x, N, BG_V, BG_C);
   bg_add(dhead, s->tmp, BG_P);
   prt_linear_bwd_input(s->dx, s->dlogits, head, N, BG_V, BG_C);

@@ -553,7 +553,7 @@ typedef struct ce_state {
 
 static double ce_loss(void *p) {
   ce_state *s = p;
-  prt_cross_entropy_fwd(&s->loss, s->probs, s->logits, s->targets, s->N, s->V);
+  prt_cross_entropy_fwd(&s->loss, s->probs, s->logits, s->targets, s->N, s->V, 0.0f);
   return s->loss;
 }
 
@@ -580,7 +580,7 @@ static void test_cross_entropy(void) {
   s.logits[2 * 7 + 1] = 2.0f; /* back to the smooth regime for finite differences */
   ce_loss(&s);
   float *dlogits = rand_vec(s.N * s.V, 9);
-  prt_cross_entropy_bwd(dlogits, s.probs, s.targets, s.N, s.V, s.N);
+  prt_cross_entropy_bwd(dlogits, s.probs, s.targets, s.N, s.V, s.N, 0.0f);
   fd_check("dlogits", s.logits, s.N * s.V, dlogits, ce_loss, &s);
   free(s.logits), free(s.probs), free(dlogits);
   end();
@@ -1163,8 +1163,8 @@ static void bigram_step(prt_ctx *ctx) {
   memset(wpe, 0, BG_T * BG_C * sizeof(float));
   prt_embedding_fwd(x, tok, wte, wpe, BG_B, BG_T, BG_C);
   prt_linear_fwd(logits, x, head, NULL, N, BG_V, BG_C);
-  prt_cross_entropy_fwd(prt_tensor(ctx, 8), probs, logits, tgt, N, BG_V);
-  prt_cross_entropy_bwd(dlogits, probs, tgt, N, BG_V, N);
+  prt_cross_entropy_fwd(prt_tensor(ctx, 8), probs, logits, tgt, N, BG_V, 0.0f);
+  prt_cross_entropy_bwd(dlogits, probs, tgt, N, BG_V, N, 0.0f);
   prt_linear_bwd_weight(dhead, dlogits, x, N, BG_V, BG_C);
   prt_linear_bwd_input(dx, dlogits, head, N, BG_V, BG_C);
   prt_embedding_bwd(dwte, dwpe, dx, tok, BG_B, BG_T, BG_C, BG_V);
@@ -1310,8 +1310,8 @@ static void micro_step(prt_ctx *ctx) {
     prt_span_begin(ctx, "microbatch", 0);
     prt_embedding_fwd(x, tok, wte, wpe, Bm, BG_T, BG_C);
     prt_linear_fwd(logits, x, head, NULL, N, BG_V, BG_C);
-    prt_cross_entropy_fwd(prt_tensor(ctx, 8 + 3 * m), probs, logits, tgt, N, BG_V);
-    prt_cross_entropy_bwd(dlogits, probs, tgt, N, BG_V, BG_B * BG_T);
+    prt_cross_entropy_fwd(prt_tensor(ctx, 8 + 3 * m), probs, logits, tgt, N, BG_V, 0.0f);
+    prt_cross_entropy_bwd(dlogits, probs, tgt, N, BG_V, BG_B * BG_T, 0.0f);
     prt_linear_bwd_weight(dhead, dlogits, x, N, BG_V, BG_C);
     prt_linear_bwd_input(dx, dlogits, head, N, BG_V, BG_C);
     prt_embedding_bwd(dwte, dwpe, dx, tok, Bm, BG_T, BG_C, BG_V);

@@ -196,10 +196,36 @@ static void declarePeers(Lowering *L, MlirValue ctx) {
   free(done);
 }
 
-static void emitSetup(Lowering *L, const char *fnName) {
+/* The module's piper.init_checkpoint (python/piper: the weights piper.export wrote, an
+ * absolute path) -> prt_declare_init_checkpoint(ctx, path): where a run without
+ * --init-checkpoint starts. */
+static void declareExportWeights(Lowering *L, MlirOperation moduleOp, MlirValue ctx) {
+  MlirAttribute a = mlirOperationGetAttributeByName(moduleOp, piperStr("piper.init_checkpoint"));
+  if (mlirAttributeIsNull(a)) return;
+  if (!mlirAttributeIsAString(a)) {
+    mlirEmitError(mlirOperationGetLocation(moduleOp),
+                  "piper-lower-to-llvm: piper.init_checkpoint must be a string (the path of the "
+                  "weights piper.export wrote)");
+    L->failed = true;
+    return;
+  }
+  MlirStringRef s = mlirStringAttrGetValue(a);
+  char *path = strndup(s.data, s.length);
+  if (!path) {
+    mlirEmitError(mlirOperationGetLocation(moduleOp), "piper-lower-to-llvm: out of memory");
+    L->failed = true;
+    return;
+  }
+  MlirValue args[2] = {ctx, lbString(&L->lb, path)};
+  lbCall(&L->lb, "prt_declare_init_checkpoint", (MlirType){NULL}, 2, args);
+  free(path);
+}
+
+static void emitSetup(Lowering *L, MlirOperation moduleOp, const char *fnName) {
   LlvmBuilder *b = &L->lb;
   MlirValue ctx = lbBeginFunction(b, fnName);
   if (L->shared->p2pFifo) declarePeers(L, ctx);
+  declareExportWeights(L, moduleOp, ctx);
   /* the target's device first (the GPU's setup loads the PTX piper-compile embeds as piper_ptx
    * and makes the GPU the context's device) before anything is declared or allocated */
   if (L->shared->target->setup) lwCall(L, L->shared->target->setup, 1, &ctx);
@@ -496,7 +522,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   piperPtrMapInit(&L.handleOf, 64); /* emitStep starts it afresh for each function */
   lbInitShared(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func),
                symPrefix, &shared->declared);
-  emitSetup(&L, setupName);
+  emitSetup(&L, moduleOp, setupName);
   emitStep(&L, stepName, false);
   char evalName[64];
   snprintf(evalName, sizeof evalName, "piper_eval%s", stepName + strlen("piper"));

@@ -48,6 +48,7 @@ void prt_ctx_destroy(prt_ctx *ctx) {
     free(ctx->tensors[i].grad_copy);
   }
   free(ctx->tensors);
+  free(ctx->export_weights);
   prt_elastic_free(ctx);
   prt_device_free(ctx->backend->device, ctx->arena);
   for (int64_t k = 0; ctx->streams && k < ctx->nstreams; k++)

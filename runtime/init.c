@@ -37,6 +37,7 @@
  * exactly the values the full tensor has there.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "prt_backend.h"
@@ -110,4 +111,10 @@ void prt_init_params(prt_ctx *ctx, uint64_t seed) {
     }
     prt_host_view_end(ctx->backend->device, t->data, p, bytes, PRT_VIEW_WRITE, t->name);
   }
+}
+
+void prt_declare_init_checkpoint(prt_ctx *ctx, const char *path) {
+  free(ctx->export_weights);
+  size_t n = strlen(path) + 1;
+  ctx->export_weights = memcpy(prt_xmalloc(n, "the export's weights file name"), path, n);
 }

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -56,7 +57,8 @@
  * (test/e2e/usage-lists-flags.test checks that it names each flag --help explains). */
 static const char *const SYNOPSIS =
     "usage: %s [--steps N] [--data FILE] [--data-format bytes|u16|u32] [--seed S] [--lr X]\n"
-    "    [--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] [--restart-steps]\n"
+    "    [--weight-decay X] [--metrics FILE] [--init-checkpoint FILE] [--init-random]\n"
+    "    [--restart-steps]\n"
     "    [--save-checkpoint FILE] [--save-dtype fp32|bf16] [--checkpoint-every N]\n"
     "    [--checkpoint-dir DIR] [--keep-checkpoints K] [--dump-grads FILE]\n"
     "    [--routing-record FILE] [--routing-replay FILE] [--trace FILE]\n"
@@ -88,6 +90,11 @@ static const char *const USAGE =
     "                          steps K, K+1, ... for a file saved after K steps (AdamW's\n"
     "                          step count, the batches and the metrics continue). A file\n"
     "                          without optimizer state starts a new run at step 0\n"
+    "                          A model piper.export wrote starts from the weights it\n"
+    "                          wrote (their path is recorded in the model) when this\n"
+    "                          flag is not given\n"
+    "  --init-random           draw the parameters (normal(0, 0.02), zeros, ones) even for\n"
+    "                          a model piper.export wrote (its buffers then stop the run)\n"
     "  --restart-steps         with --init-checkpoint: count steps from 0 anyway (AdamW's\n"
     "                          bias correction and the batches restart; moments still load)\n"
     "  --save-checkpoint FILE  save parameters, optimizer state and the number of completed\n"
@@ -259,6 +266,10 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
       o->restart_steps = 1;
       continue;
     }
+    if (strcmp(arg, "--init-random") == 0) {
+      o->init_random = 1;
+      continue;
+    }
     if (strcmp(arg, "--trace-per-rank") == 0) {
       o->trace_per_rank = 1;
       continue;
@@ -300,6 +311,9 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   if (o->keep_ckpts < 1)
     return prt_fail(st, 2, "--keep-checkpoints expects a positive integer, got 0: command "
                     "line; keep at least the newest checkpoint");
+  if (o->init_random && o->init_ckpt)
+    return prt_fail(st, 2, "--init-random and --init-checkpoint both say where the parameters "
+                    "start: command line; give one of them");
   if (o->restart_steps && !o->init_ckpt)
     return prt_fail(st, 2, "--restart-steps needs --init-checkpoint (a run without one "
                     "starts at step 0 anyway): command line; run with --help for usage");
@@ -354,14 +368,15 @@ static void prt_catch_signals(void) {
  * gradient dump and trace, or with --trace-per-rank each rank's trace file) passes
  * prt_files_check against the inputs and each other before the first step, so a bad path
  * costs nothing instead of the run. */
-static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, prt_status *st) {
+static int prt_check_paths(const prt_ctx *ctx, const prt_opts *o, const char *init,
+                           prt_status *st) {
   int64_t ntrace = !o->trace ? 0 : o->trace_per_rank ? ctx->world : 1;
   int64_t n = 0, cap = 8 + ntrace;
   prt_file_use *u = prt_xmalloc((size_t)cap * sizeof *u, "file checks");
   char **names = prt_xmalloc((size_t)(cap - 8 + 1) * sizeof *names, "file checks");
   int64_t nnames = 0;
   if (o->data) u[n++] = (prt_file_use){"--data", o->data, 0, 0};
-  if (o->init_ckpt) u[n++] = (prt_file_use){"--init-checkpoint", o->init_ckpt, 0, 1};
+  if (init) u[n++] = (prt_file_use){"--init-checkpoint", init, 0, 1};
   if (o->loop.eval_data) u[n++] = (prt_file_use){"--eval-data", o->loop.eval_data, 0, 0};
   if (o->metrics) u[n++] = (prt_file_use){"--metrics", o->metrics, 1, 0};
   if (o->save_ckpt) u[n++] = (prt_file_use){"--save-checkpoint", o->save_ckpt, 1, 1};
@@ -451,13 +466,13 @@ static void prt_banner(const prt_ctx *ctx, const prt_opts *o, const prt_data *da
  * the optimizer state (and --restart-steps is not given), else 0. Rank 0 says why when the
  * plan's optimizer state starts fresh. Alike on every rank (info depends on the file and the
  * catalog only). */
-static int64_t prt_resume_step(const prt_ctx *ctx, const prt_opts *o, const prt_ckpt_info *in,
-                               prt_status *st) {
+static int64_t prt_resume_step(const prt_ctx *ctx, const prt_opts *o, const char *path,
+                               const prt_ckpt_info *in, prt_status *st) {
   int64_t start = in->optim && in->step > 0 && !o->restart_steps ? in->step : 0;
   if (start > INT64_MAX - o->steps) {
     prt_fail(st, 1, "checkpoint step %lld plus --steps %lld overflows the step count: %s; "
              "pass fewer steps or --restart-steps", (long long)in->step, (long long)o->steps,
-             o->init_ckpt);
+             path);
     return 0;
   }
   if (ctx->rank != 0 || in->optim || !prt_catalog_optim_count(ctx)) return start;
@@ -468,6 +483,9 @@ static int64_t prt_resume_step(const prt_ctx *ctx, const prt_opts *o, const prt_
   if (in->optim_skipped)
     fprintf(stderr, "piper: warning: the checkpoint's optimizer state is not loaded: %s; "
             "AdamW starts fresh%s\n", prt_catalog_optim_problem(ctx), why);
+  else if (!o->init_ckpt) /* the plan's default: the export's weights */
+    fprintf(stderr, "piper: note: starting from %s, the module's own initial weights "
+            "piper.export wrote (--init-random draws them instead)\n", path);
   else
     fprintf(stderr, "piper: note: checkpoint has no optimizer state%s: AdamW starts fresh%s\n",
             in->foreign_optim ? " for this model (its optim.* tensors are another's)" : "",
@@ -501,6 +519,9 @@ typedef struct prt_run_state {
   prt_loop loop;                 /* the schedule's length is resolved once the start is known */
   prt_ckpt_writer *writer;       /* --checkpoint-every's background writer; NULL: none */
   prt_routing *routing;          /* --routing-record/--routing-replay; NULL: neither */
+  const char *init_ckpt;         /* where the parameters start: --init-checkpoint, else the
+                                    weights piper.export wrote (the plan names them) unless
+                                    --init-random; NULL: drawn (borrowed) */
 } prt_run_state;
 
 /* The plan's setup and the checks every rank agrees on before anything is read. */
@@ -516,12 +537,19 @@ static int prt_run_setup(prt_run_state *r, const prt_opts *o, void (*setup)(prt_
   ctx->grad_clip = r->loop.grad_clip > 0 ? r->loop.grad_clip : 0.0;
 
   setup(ctx);
+  r->init_ckpt = o->init_ckpt ? o->init_ckpt : o->init_random ? NULL : ctx->export_weights;
   prt_watch.timeout_s = o->timeout;
   prt_watch.step = -1;
   if (ctx->comm == PRT_COMM_NCCL && !ctx->comm_resolved) /* no GPU setup consumed it */
     prt_fail(st, 2, "--comm nccl needs a binary compiled with --target cuda (this one runs on "
              "the CPU, over MPI): command line; drop --comm or pass --comm mpi");
-  else if (!prt_check_world(ctx, o, st) && !prt_check_paths(ctx, o, st) && !prt_ctx_allocate(ctx, st))
+  else if (!o->init_ckpt && r->init_ckpt && access(r->init_ckpt, R_OK) != 0)
+    prt_fail(st, 1, "this model starts from %s, the weights piper.export wrote with it (their "
+             "path is recorded in the model), but it cannot be read: %s; pass "
+             "--init-checkpoint FILE, or --init-random to draw the parameters", r->init_ckpt,
+             strerror(errno));
+  else if (!prt_check_world(ctx, o, st) && !prt_check_paths(ctx, o, r->init_ckpt, st) &&
+           !prt_ctx_allocate(ctx, st))
     prt_check_dump(ctx, o, st);
   if (!st->code && (o->ckpt_every || o->ckpt_dir))
     r->writer = prt_ckpt_writer_create(ctx, o->ckpt_dir, o->save_ckpt, o->keep_ckpts, st);
@@ -539,9 +567,9 @@ static int prt_run_open(prt_run_state *r, const prt_opts *o, prt_status *st) {
   int64_t V = prt_catalog_vocab(ctx);
   if (prt_data_open(&r->data, o->data, o->data_format, r->T, V, st) == 0) {
     prt_ckpt_info info;
-    if (!o->init_ckpt) prt_init_params(ctx, o->seed);
-    else if (prt_checkpoint_load(ctx, o->init_ckpt, &info, st) == 0)
-      r->start = prt_resume_step(ctx, o, &info, st);
+    if (!r->init_ckpt) prt_init_params(ctx, o->seed);
+    else if (prt_checkpoint_load(ctx, r->init_ckpt, &info, st) == 0)
+      r->start = prt_resume_step(ctx, o, r->init_ckpt, &info, st);
   }
   ctx->dump_step = o->dump_grads ? r->start : -1;
   if (!st->code && ctx->rank == 0 && o->metrics && !(r->metrics = fopen(o->metrics, "w")))

@@ -181,6 +181,9 @@ struct prt_ctx {
                                created by prt_ctx_allocate; NULL before */
   int allocated;            /* 1 once prt_ctx_allocate succeeded: storage exists */
   prt_status decl_status;   /* first error made during piper_setup, reported by allocate */
+  char *export_weights;     /* owned: the weights file piper.export wrote for this model
+                               (prt_declare_init_checkpoint), where a run without
+                               --init-checkpoint starts; NULL: none */
 
   int64_t rank;             /* this process's device id (the backend's rank at create) */
   int64_t world;            /* devices the backend runs (1 under serial) */

@@ -27,6 +27,8 @@ typedef struct prt_opts {
   int64_t log_every;      /* --log-every: print every N-th step, the first and the last (>= 1) */
   int trace_per_rank;     /* --trace-per-rank: each rank writes its own trace file */
   int restart_steps;      /* --restart-steps: count from step 0 despite the checkpoint's step */
+  int init_random;        /* --init-random: draw the parameters even where the plan names the
+                             weights piper.export wrote */
   int help;               /* --help: print usage and exit 0 */
   const char *lr_schedule; /* --lr-schedule: borrowed name, parsed into loop.schedule */
   prt_loop loop;          /* schedule, clipping, AdamW overrides, evaluation (schedule.c) */

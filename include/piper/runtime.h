@@ -53,6 +53,10 @@ typedef enum {
 void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind,
                         int32_t init, int64_t ndim, int64_t d0, int64_t d1, int64_t d2,
                         int64_t d3, int64_t first_sample);
+/* The weights file piper.export wrote for this model (the module's own initial values; the
+ * tdag module's piper.init_checkpoint attribute, an absolute path): a run given no
+ * --init-checkpoint starts from it, unless --init-random draws the parameters instead. */
+void prt_declare_init_checkpoint(prt_ctx *ctx, const char *path);
 /* Bytes of scratch the step needs for activations and gradients (planned by the compiler). */
 void prt_declare_arena(prt_ctx *ctx, int64_t bytes);
 /* What the arena holds, from the compiler's plan: the peak bytes of activations and the peak

@@ -2,12 +2,13 @@
 
     import piper
     piper.annotate(model.transformer.h[0], PP=0)            # tags (or `with piper.annotate("PP"):`)
-    piper.export(model, (tokens, targets), "model.mlir", weights="init.safetensors")
-    #   piper-compile model.mlir -o train; ./train --init-checkpoint init.safetensors ...
+    piper.export(model, (tokens, targets), "model.mlir")  # and model.init.safetensors
+    #   piper-compile model.mlir -o train; ./train ...  (starts from model.init.safetensors)
     model.load_state_dict(piper.load("out.safetensors", model), strict=True)
 
 Pure Python over torch (Debian's 1.13 or torch 2.x); imports with PYTHONPATH=python from the
-repository root. The compiler and runtime stay C: this package only writes their inputs and
+repository root, or PYTHONPATH=PREFIX/lib/python after `make install PREFIX=...`. The
+compiler and runtime stay C: this package only writes their inputs and
 reads their checkpoints back.
 """
 from ._annotate import annotate
@@ -18,14 +19,17 @@ from . import _safetensors
 __all__ = ["annotate", "export", "load", "ExportError"]
 
 
-def export(model, example, path, weights=None, loss=None):
+def export(model, example, path, weights=True, loss=None):
     """Traces loss(model, tokens, targets) (default: model(tokens, targets), its scalar loss)
     for example = (tokens, targets), both (B, T) integer tensors, and writes `path`: a tdag
-    module piper-compile takes, with tokens and targets the runtime's inputs. With `weights`,
-    also writes a safetensors file --init-checkpoint loads: every parameter the graph uses under
-    its named_parameters() name (tied parameters once, under their first name) and the buffers
-    it reads as non-trained state. The model is left unchanged. Raises ExportError naming the
-    op, the module path and the source line for what it cannot map."""
+    module piper-compile takes, with tokens and targets the runtime's inputs. Also writes
+    `weights`, a safetensors file of the module's own initial values (by default `path` with
+    .mlir replaced by .init.safetensors; a path; False for none): every parameter the graph
+    uses under its named_parameters() name (tied parameters once, under their first name) and
+    the buffers it reads as non-trained state. Its absolute path is recorded in the module, so
+    the compiled binary starts from it unless told --init-checkpoint FILE or --init-random.
+    The model is left unchanged. Raises ExportError naming the op, the module path and the
+    source line for what it cannot map."""
     _export.export(model, example, path, weights=weights, loss=loss)
 
 

@@ -59,11 +59,15 @@ def _region(name):
 
 def annotate(target, **tags):
     """annotate(module, **tags) -> module, tagged; annotate("NAME") -> a context manager whose
-    ops get {NAME: i}, i auto-indexed per name in trace order."""
+    ops get {NAME: i}, i auto-indexed per name in trace order. annotate(block, moe=True | False |
+    {...}) says whether a mixture-of-experts block is exported as tdag.moe (_moe.py)."""
     if isinstance(target, str):
         if tags:
             raise TypeError('annotate("NAME") takes no tag values: its index is counted')
         return _region(target)
+    if "moe" in tags:  # not a tag: how the exporter treats a mixture-of-experts block
+        from . import _moe
+        _moe.hint(target, tags.pop("moe"))
     for k, v in tags.items():
         if not isinstance(v, int) or isinstance(v, bool):
             raise TypeError(f"piper.annotate: tag {k}={v!r} must be an int (strategies filter "

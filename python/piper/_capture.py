@@ -4,11 +4,16 @@ make_fx over a functional_call of the module (parameters and buffers as inputs) 
 with concrete shapes (fake tensors: nothing is computed). While it traces, every fx node gets
 the tags, the module path and the user's source line current when the model created it
 (node.meta["piper"]); _annotate.py keeps the tag and path stacks."""
+import contextlib
+
 import torch
+import torch.nn.functional as F
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils.stateless import functional_call
 
 from . import _annotate
+from . import _library  # noqa: F401  (defines torch.ops.piper.*)
+from . import _moe
 from ._errors import ExportError, user_frame, user_frame_of
 
 
@@ -30,6 +35,42 @@ class _Recorder:
 
     def __exit__(self, *exc):
         torch.fx.Tracer.create_node = self.orig
+
+
+def _refuse_here(what, op):
+    """An ExportError at the user's line and the module running now."""
+    src = user_frame()
+    path = _annotate.current()[1] or "(the root module)"
+    return ExportError(f"{src[0]}:{src[1]}: piper.export: {what} (op {op}, module {path})")
+
+
+def _cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                   reduce=None, reduction="mean", label_smoothing=0.0):
+    """F.cross_entropy while tracing: torch's own, but with label smoothing the op
+    piper.cross_entropy (_library.py), which the exporter maps to tdag.cross_entropy
+    {label_smoothing}."""
+    if not label_smoothing:
+        return _ORIGINAL_CROSS_ENTROPY(input, target, weight, size_average, ignore_index, reduce,
+                                       reduction)
+    if weight is not None or size_average is not None or reduce is not None or \
+            reduction != "mean" or input.dim() != 2:
+        raise _refuse_here(f"cross entropy with label_smoothing={label_smoothing} maps only on "
+                           f"(rows, classes) logits, with no class weights and reduction='mean'",
+                           "F.cross_entropy")
+    return torch.ops.piper.cross_entropy(input, target, ignore_index, float(label_smoothing))
+
+
+_ORIGINAL_CROSS_ENTROPY = F.cross_entropy
+
+
+@contextlib.contextmanager
+def _intercepted():
+    """Replaces the Python functions the exporter maps whole (_library.py) while it traces."""
+    F.cross_entropy = _cross_entropy
+    try:
+        yield
+    finally:
+        F.cross_entropy = _ORIGINAL_CROSS_ENTROPY
 
 
 def all_parameters(model):
@@ -72,22 +113,62 @@ def trace(model, tokens, targets, loss_fn):
             out = _call_with_state(model, state, lambda: loss_fn(model, tokens, targets))
         return _pick_loss(out)
 
-    with _annotate.tracing(model), _Recorder():
+    # MoE blocks are found (and their forwards probed) before the tracing hooks go in
+    with _moe.exported_as_moe(model), _annotate.tracing(model), _Recorder(), _intercepted():
         try:
             g = make_fx(traced, tracing_mode="fake")(state, tokens, targets)
         except ExportError:
             raise
-        except Exception as err:  # data-dependent control flow and the like
-            src = user_frame_of(err)
-            path = _annotate.current()[1] or "(the root module)"
-            raise ExportError(f"{src[0]}:{src[1]}: piper.export: the model could not be traced: "
-                              f"{type(err).__name__}: {err} (op: reading a tensor's value, "
-                              f"module {path}); data-dependent control flow (an `if` on a "
-                              f"tensor's value, .item(), .tolist()) is refused: make the "
-                              f"forward depend on shapes only") from None
+        except Exception as err:
+            raise _tracing_error(err) from None
     names = list(state) + ["tokens", "targets"]
     placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]
     return Traced(g, dict(zip(placeholders, names)), canonical, buffers, named)
+
+
+# What torch raises when a trace reads a tensor's value (an `if` on it, .item(), .tolist()):
+# torch 1.13's proxy tensors say the first, torch 2's fake tensors raise the classes named.
+_VALUE_READ_MESSAGES = ("get value out of a tracing tensor",)
+_VALUE_READ_CLASSES = ("DataDependentOutputException", "GuardOnDataDependentSymNode")
+# ... and when an op's result shape depends on values (nonzero, boolean-mask indexing).
+_DYNAMIC_SHAPE_CLASSES = ("DynamicOutputShapeException",)
+
+
+def _failed_op(err):
+    """The ATen op that was running when `err` was raised (the innermost traceback frame whose
+    `func` local is an op overload: torch's dispatch modes all name it so), or None."""
+    found = None
+    tb = err.__traceback__
+    while tb is not None:
+        func = tb.tb_frame.f_locals.get("func")
+        if isinstance(func, torch._ops.OpOverload):
+            found = func
+        tb = tb.tb_next
+    return found
+
+
+def _tracing_error(err):
+    """The ExportError for an exception make_fx raised: the user's line, the module path, the
+    op and torch's own message; the data-dependent hint only where a value or a shape depended
+    on the data."""
+    src = user_frame_of(err)
+    path = _annotate.current()[1] or "(the root module)"
+    kind = type(err).__name__
+    op = _failed_op(err)
+    if kind in _VALUE_READ_CLASSES or any(m in str(err) for m in _VALUE_READ_MESSAGES):
+        what = (f"the model could not be traced: {kind}: {err} (op: reading a tensor's value, "
+                f"module {path}); data-dependent control flow (an `if` on a tensor's value, "
+                f".item(), .tolist()) is refused: make the forward depend on shapes only")
+    elif kind in _DYNAMIC_SHAPE_CLASSES:
+        what = (f"the model could not be traced: {kind}: {err} (op {op or err}, module {path}); "
+                f"a result whose shape depends on the data (nonzero, torch.where with one "
+                f"argument, indexing by a boolean mask) is refused: Piper's shapes are static. "
+                f"A mixture-of-experts block that gathers its tokens this way is exported as "
+                f"tdag.moe when piper.export recognises it (docs/frontend.md, MoE)")
+    else:
+        what = (f"the model could not be traced: torch raised {kind}: {err} (op "
+                f"{op if op is not None else 'unknown'}, module {path})")
+    return ExportError(f"{src[0]}:{src[1]}: piper.export: {what}")
 
 
 def _call_with_state(model, state, thunk):
@@ -97,12 +178,15 @@ def _call_with_state(model, state, thunk):
 
 
 def _pick_loss(out):
-    if isinstance(out, torch.Tensor):
+    if isinstance(out, torch.Tensor) and out.dim() == 0:
         return out
     if isinstance(out, (tuple, list)):
         scalars = [o for o in out if isinstance(o, torch.Tensor) and o.dim() == 0]
         if len(scalars) == 1:
             return scalars[0]
-    raise ExportError("piper.export: the forward must return the scalar loss, or a tuple "
-                      "holding exactly one scalar tensor (nanoGPT's (logits, loss)); pass "
-                      "loss=fn(model, tokens, targets) otherwise")
+    src = user_frame()  # the export call's line (the traced function is piper's)
+    got = f"a {tuple(out.shape)} tensor" if isinstance(out, torch.Tensor) else type(out).__name__
+    raise ExportError(f"{src[0]}:{src[1]}: piper.export: the forward returned {got}; it must "
+                      f"return the scalar loss, or a tuple holding exactly one scalar tensor "
+                      f"(nanoGPT's (logits, loss)); pass loss=fn(model, tokens, targets) "
+                      f"otherwise (op the forward's result, module (the root module))")

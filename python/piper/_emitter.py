@@ -8,6 +8,11 @@ from ._errors import refusal
 from ._values import V, View, Transposed, Lazy, Const, LogSoftmax, fattr
 
 
+# The ops that take an int32 operand (token ids, expert ids, expert counts).
+_READS_TOKENS = ("embed", "embedding", "cross_entropy", "reshape", "moe_dispatch", "moe_experts",
+                 "moe_combine")
+
+
 class Emitter:
     def __init__(self, B, T):
         self.lines = []
@@ -22,6 +27,7 @@ class Emitter:
         self.loss = None
         self.consts = 0
         self.const_values = {}  # (shape, bytes) -> V: equal constants are stored once
+        self.own_tags = {}     # line index -> tags of that op alone (emit's own_tags)
 
     # -- locations and errors
     def loc(self, node=None):
@@ -35,9 +41,13 @@ class Emitter:
         raise refusal(what, node or self.node)
 
     # -- emission
-    def emit(self, op, operands, results, attrs="", leaf_tags=None):
+    def emit(self, op, operands, results, attrs="", leaf_tags=None, own_tags=None):
         """Emits "tdag.<op>"(operands) {attrs} and returns its result V(s); results are
-        (shape, elem) pairs."""
+        (shape, elem) pairs. own_tags are added to this op's tags alone (no other op inherits
+        them: the EP = 0 piper-gen puts on the MoE dispatch and experts)."""
+        if op not in _READS_TOKENS and any(o.elem == "i32" for o in operands):
+            self.fail(f"the token ids (int32) reach tdag.{op}: only embeddings and the loss read "
+                      f"them, so arithmetic on token ids is not mapped")
         names = []
         outs = []
         for shape, elem in results:
@@ -56,11 +66,15 @@ class Emitter:
                            attrs, "(" + ", ".join(o.type for o in operands) + ") -> " + rtypes,
                            self.loc()])
         self.ops.append((len(self.lines) - 1, outs, list(operands), tags))
+        if own_tags:
+            self.own_tags[len(self.lines) - 1] = own_tags
         return outs[0] if len(outs) == 1 else outs
 
     def param(self, name, tensor, buffer=False):
         if name in self.params:
             return self.params[name]
+        if buffer and tensor.dtype in (torch.bfloat16, torch.float16):
+            tensor = tensor.float()  # exact; torch promotes it so against float32 operands
         if tensor.dtype != torch.float32:
             self.fail(f"{'buffer' if buffer else 'parameter'} {name} is {tensor.dtype}; Piper "
                       f"trains float32 models (convert it with .float() before export)")
@@ -117,7 +131,7 @@ class Emitter:
         """A constant as IR: a buffer param, a tdag.rope_table, tdag.triangle or tdag.full
         (reshaped), or a new non-trained tensor piper.const.<k>; equal constants once."""
         t = c.tensor
-        if t.dtype == torch.bool or not t.is_floating_point():
+        if t.dtype != torch.float64:  # bool, integers, bf16 and f16 are exact in float32
             t = t.to(torch.float32)
         key = (c.buffer, tuple(t.shape), t.contiguous().numpy().tobytes())
         if key not in self.const_values:

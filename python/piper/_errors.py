@@ -2,6 +2,7 @@
 op, the module path and the user's source line, and the helpers that find that line (the
 innermost frame outside torch and piper). Imported by every other part of the exporter and by
 _annotate.py; imports none of them."""
+import contextlib
 import inspect
 import os
 import traceback
@@ -10,6 +11,7 @@ import torch
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _PIPER_DIR = os.path.dirname(os.path.abspath(__file__))
+_STDLIB_DIR = os.path.dirname(os.path.abspath(contextlib.__file__))  # contextlib's `with`
 
 
 class ExportError(Exception):
@@ -19,7 +21,7 @@ class ExportError(Exception):
 
 def _is_user_file(filename):
     fn = os.path.abspath(filename)
-    return not fn.startswith(_TORCH_DIR) and not fn.startswith(_PIPER_DIR)
+    return not fn.startswith((_TORCH_DIR, _PIPER_DIR)) and os.path.dirname(fn) != _STDLIB_DIR
 
 
 def user_frame():

@@ -18,6 +18,7 @@ What cannot be mapped stops with the op, the module's path and the user's source
 """
 import json
 import operator
+import os
 
 import torch
 
@@ -27,7 +28,7 @@ from ._emitter import Emitter
 from ._errors import ExportError, user_frame
 from ._ops import handler_for, packet
 from ._text import module_text
-from ._values import Const, COMPUTED
+from ._values import Const, COMPUTED, Unusable
 
 
 def _map_arg(env, a):
@@ -60,6 +61,19 @@ def _wrap_const(r):
     return r
 
 
+# Ops that only view their operand (a view of an Unusable value is Unusable: not yet a use).
+_VIEWS = ("view", "_unsafe_view", "_reshape_alias", "reshape", "alias", "detach", "clone",
+          "t", "transpose", "permute", "unsqueeze", "squeeze", "flatten")
+
+
+def _find_unusable(a):
+    if isinstance(a, Unusable):
+        return a
+    if isinstance(a, (list, tuple)):
+        return next((u for u in map(_find_unusable, a) if u is not None), None)
+    return None
+
+
 class _LazyParam:
     """A parameter placeholder: declared (tdag.param) at its first use."""
 
@@ -78,8 +92,15 @@ def _resolve_params(a):
     return a
 
 
-def _check_example(tokens, targets):
-    src = user_frame()
+def _graph_attr(gm, target):
+    """The tensor a get_attr node names in GraphModule gm (dotted targets walk submodules)."""
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj.detach()
+
+
+def _check_example(tokens, targets, src):
     if tokens.dtype not in (torch.int64, torch.int32) or targets.dtype not in (torch.int64, torch.int32):
         raise ExportError(f"{src[0]}:{src[1]}: piper.export: tokens and targets must be integer "
                           f"tensors of token ids, got {tokens.dtype} and {targets.dtype} (the "
@@ -107,12 +128,21 @@ def _map_graph(e, traced):
             continue
         if node.op == "output":
             continue
+        if node.op == "get_attr":  # a tensor the forward made from numbers: torch.tensor(...)
+            env[node] = Const(_graph_attr(traced.graph, node.target))
+            continue
         if node.op != "call_function":
             e.fail(f"graph node kind {node.op} is not mapped")
         args = _map_arg(env, node.args)
         kwargs = {k: _map_arg(env, v) for k, v in node.kwargs.items()}
         if node.target is operator.getitem:
             env[node] = args[0][args[1]] if args[0] is not None else None
+            continue
+        unusable = _find_unusable((args, list(kwargs.values())))
+        if unusable is not None:
+            if packet(node.target) not in _VIEWS:  # a view of it is as unusable
+                e.fail(unusable.why)
+            env[node] = Unusable(unusable.why, node.meta["val"].shape)
             continue
         args = tuple(_resolve_params(a) for a in args)
         kwargs = {k: _resolve_params(v) for k, v in kwargs.items()}
@@ -133,9 +163,20 @@ def _map_graph(e, traced):
         env[node] = handler(e, node, *args, **kwargs)
 
 
-def export(model, example, path, weights=None, loss=None):
+def default_weights_path(path):
+    """Where piper.export writes the weights by default: model.mlir -> model.init.safetensors."""
+    stem, ext = os.path.splitext(path)
+    return (stem if ext == ".mlir" else path) + ".init.safetensors"
+
+
+def export(model, example, path, weights=True, loss=None):
     tokens, targets = example
-    _check_example(tokens, targets)
+    if weights is True:
+        weights = default_weights_path(path)
+    elif weights is False:
+        weights = None
+    src = user_frame()  # the export call's line
+    _check_example(tokens, targets, src)
     B, T = tokens.shape
     if targets is tokens:  # one tensor would trace as one input
         targets = targets.clone()
@@ -143,9 +184,10 @@ def export(model, example, path, weights=None, loss=None):
     e = Emitter(B, T)
     _map_graph(e, traced)
     if e.loss is None:
-        raise ExportError("piper.export: no loss found: the traced function must end in "
-                          "F.cross_entropy (log_softmax + nll_loss)")
-    text = module_text(e, B, T)
+        raise ExportError(f"{src[0]}:{src[1]}: piper.export: no loss found: the traced function "
+                          f"must end in F.cross_entropy (log_softmax + nll_loss) (op the "
+                          f"forward's result, module (the root module))")
+    text = module_text(e, B, T, os.path.abspath(weights) if weights is not None else None)
     with open(path, "w") as f:
         f.write(text)
     if weights is not None:

@@ -1,10 +1,15 @@
 """The tdag module's text: every emitted op with its tags resolved (docs/frontend.md "Tags")."""
 
 
-def module_text(e, B, T):
+def _mlir_string(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def module_text(e, B, T, weights=None):
     """The tdag module: every op's tags resolved (annotated scope; else the operand computed
     last; leaves, constants and ops with no tagged operand from their first user; PP = 0 on
-    every op where no op has a PP tag)."""
+    every op where no op has a PP tag); `weights`, the weights file's absolute path, recorded
+    as the module's piper.init_checkpoint (where the compiled binary starts)."""
     final = {}
     users = {}
     for idx, outs, operands, tags in e.ops:
@@ -29,7 +34,8 @@ def module_text(e, B, T):
                 u_outs, _ = by_line[users[o.name]]
                 final[o.name] = final.get(u_outs[0].name) if u_outs else None
     uses_pp = any(t and "PP" in t for t in final.values())
-    out = [f"// Exported by piper.export (python/piper): B={B} T={T}.", "module {",
+    attrs = f" attributes {{piper.init_checkpoint = {_mlir_string(weights)}}}" if weights else ""
+    out = [f"// Exported by piper.export (python/piper): B={B} T={T}.", f"module{attrs} {{",
            "  func.func @model() {"]
     for idx, (lhs, op, attrs, types, loc) in enumerate(e.lines):
         outs = next(o for i, o, _, _ in e.ops if i == idx)
@@ -38,6 +44,7 @@ def module_text(e, B, T):
             tags = dict(final.get(e.loss.name) or {})
         if not uses_pp:
             tags["PP"] = 0
+        tags.update(e.own_tags.get(idx, {}))
         tag_text = "tags = {" + ", ".join(f"{k} = {v} : i64" for k, v in tags.items()) + "}"
         a = ", ".join(x for x in (attrs, tag_text) if x)
         out.append(f"    {lhs}{op} {{{a}}} : {types} {loc}")

@@ -61,8 +61,17 @@ class LogSoftmax:
         self.x, self.node, self.shape, self.value = x, node, x.shape, None
 
 
+class Unusable:
+    """A result the exporter cannot give a use (a MoE block's router logits: what would use
+    them is an auxiliary loss tdag.moe does not compute): mapping a node that reads it fails
+    with `why`."""
+
+    def __init__(self, why, shape):
+        self.why, self.shape = why, tuple(shape)
+
+
 # The kinds that stand for a value computed from the data (not a constant, not a Python value).
-COMPUTED = (V, View, Transposed, Lazy, LogSoftmax)
+COMPUTED = (V, View, Transposed, Lazy, LogSoftmax, Unusable)
 
 
 def ttype(shape, elem):

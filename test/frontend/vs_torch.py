@@ -13,8 +13,9 @@
       piper.load(FILE, module) into a fresh module with strict=True, and checks that every
       parameter name, tied ones included, then holds exactly the checkpoint's tensor
 
-Models: test/frontend/models.py (gpt2, gpt2-tanh, gpt2-nobias-tanh, gpt2-sdpa, llama, llama-interleaved,
-llama-mha, ops: the general ops no fused op covers)."""
+Models: test/frontend/models.py (gpt2, gpt2-tanh, gpt2-nobias-tanh, gpt2-sdpa, gpt2-smooth: label
+smoothing 0.1, llama, llama-interleaved, llama-mha, neox, neox-smooth, moe-qwen3 and moe-mixtral: Llama with
+Hugging Face's MoE blocks, ops: the general ops no fused op covers)."""
 import argparse
 import json
 import os
@@ -50,6 +51,14 @@ def make_model(a):
         KV = a.heads if a.model == "llama-mha" else a.kv_heads
         return models.Llama(V=V, C=C, H=a.heads, KV=KV, F_=a.ffn, L=L, T=T,
                             interleaved=a.model == "llama-interleaved")
+    if a.model == "gpt2-smooth":  # F.cross_entropy(label_smoothing=0.1)
+        return models.GPT2(V=V, C=C, H=a.heads, L=L, T=T, label_smoothing=0.1)
+    if a.model in ("neox", "neox-smooth"):
+        return models.NeoX(V=V, C=C, H=a.heads, L=L, T=T,
+                           label_smoothing=0.1 if a.model == "neox-smooth" else 0.0)
+    if a.model in ("moe-qwen3", "moe-mixtral"):
+        return models.MoE(V=V, C=C, H=a.heads, KV=a.kv_heads, E=a.experts, K=a.top_k,
+                          Fe=a.expert_ffn, L=L, T=T, style=a.model[4:])
     if a.model == "ops":
         return models.OpsMix(V=V, C=C, T=T)
     raise SystemExit(f"unknown --model {a.model}")
@@ -70,7 +79,8 @@ def annotate(model, a):
             for part in ("attn", "mlp", "attention", "feed_forward"):
                 if hasattr(blk, part):
                     piper.annotate(getattr(blk, part), TP=0)
-    first = model.transformer.wte if hasattr(model, "transformer") else model.tok_embeddings
+    first = (model.transformer.wte if hasattr(model, "transformer") else
+             model.gpt_neox.embed_in if hasattr(model, "gpt_neox") else model.tok_embeddings)
     piper.annotate(first, PP=0)
 
 
@@ -152,6 +162,9 @@ def main():
         p.add_argument("--layers", type=int, default=2)
         p.add_argument("--seq", type=int, default=16)
         p.add_argument("--batch", type=int, default=4)
+        p.add_argument("--experts", type=int, default=4)
+        p.add_argument("--top-k", type=int, default=2)
+        p.add_argument("--expert-ffn", type=int, default=32)
         p.add_argument("--stages", type=int, default=1)
         p.add_argument("--tp", action="store_true", help="tag the tensor-parallel regions")
         if name == "export":

@@ -45,7 +45,9 @@ def binary(e, op, a, b):
         if op == "sub":  # s - b = -b + s
             nb = e.emit("mul_scalar", [bv], [(bv.shape, "f32")], f"value = {fattr(-1.0)}")
             return e.emit("add_scalar", [nb], [(bv.shape, "f32")], f"value = {fattr(sa)}")
-        e.fail("a scalar divided by a tensor is not mapped (write it as x ** -1 * s)")
+        inv = e.emit("pow_scalar", [bv], [(bv.shape, "f32")], f"exponent = {fattr(-1.0)}")
+        return inv if sa == 1.0 else e.emit("mul_scalar", [inv], [(bv.shape, "f32")],
+                                            f"value = {fattr(sa)}")
     out = broadcast_shape(a.shape, b.shape)
     av, bv = _binary_operand(e, a, out), _binary_operand(e, b, out)
     if av.shape != out and bv.shape != out:  # neither is the whole result: widen one
@@ -111,6 +113,11 @@ def _unary(name):
 
 for _name in ("rsqrt", "tanh", "exp", "silu", "relu"):
     handles(_name)(_unary(_name))
+
+
+@handles("reciprocal")
+def h_reciprocal(e, node, x):
+    return binary(e, "div", 1.0, x)
 
 
 @handles("sqrt")

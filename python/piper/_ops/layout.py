@@ -146,23 +146,38 @@ def h_unbind(e, node, x, dim=0):
     return [View(p, tuple(s), node) for p, s in zip(pieces, out)]
 
 
-@handles("cat")
-def h_cat(e, node, xs, dim=0):
-    out = out_shape(node)
-    dim = _dim(dim, len(out))
-    vs = [e.value(x) for x in xs if numel(x.shape) > 0]
+def concat(e, vs, dim):
+    """torch.cat(vs, dim) of emitted values: one tdag.concat when the operands after the first
+    share a shape (the dialect's rule: IRDL gives a variadic group one type), else a concat of
+    concats, each taking the next run of equal shapes."""
     if len(vs) == 1:
         return vs[0]
-    return e.emit("concat", vs, [(out, "f32")], f"dim = {dim} : i64")
+    group = [vs[0]]
+    for v in vs[1:]:
+        if len(group) > 1 and v.shape != group[1].shape:
+            group = [_concat_op(e, group, dim)]
+        group.append(v)
+    return _concat_op(e, group, dim)
+
+
+def _concat_op(e, vs, dim):
+    out = list(vs[0].shape)
+    out[dim] = sum(v.shape[dim] for v in vs)
+    return e.emit("concat", vs, [(tuple(out), "f32")], f"dim = {dim} : i64")
+
+
+@handles("cat")
+def h_cat(e, node, xs, dim=0):
+    dim = _dim(dim, len(out_shape(node)))
+    return concat(e, [e.value(x) for x in xs if numel(x.shape) > 0], dim)
 
 
 @handles("stack")
 def h_stack(e, node, xs, dim=0):
-    out = out_shape(node)
-    dim = _dim(dim, len(out))
+    dim = _dim(dim, len(out_shape(node)))
     pieces = []
     for x in xs:
         shape = list(x.shape)
         shape.insert(dim, 1)
         pieces.append(e.value(View(x, tuple(shape), node)))
-    return e.emit("concat", pieces, [(out, "f32")], f"dim = {dim} : i64")
+    return concat(e, pieces, dim)

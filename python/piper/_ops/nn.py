@@ -19,12 +19,8 @@ def h_layer_norm(e, node, x, shape, w, b, eps):
     return (out[0], None, None)
 
 
-@handles("nll_loss_forward")
-def h_nll_loss(e, node, logp, target, weight, reduction, ignore_index):
-    if not isinstance(logp, LogSoftmax):
-        e.fail("nll_loss maps only after log_softmax over the last dim (F.cross_entropy)")
-    if weight is not None or reduction != 1:
-        e.fail("cross entropy maps only with no class weights and reduction='mean'")
+def _cross_entropy(e, logits, lnode, target, ignore_index, smoothing):
+    """tdag.cross_entropy of `logits` (rows, V) against the targets input; the loss."""
     if ignore_index >= 0:
         e.fail(f"cross entropy with ignore_index={ignore_index}: the runtime's targets are "
                f"token ids >= 0, so only a negative ignore_index (-1, -100) is exact")
@@ -32,10 +28,28 @@ def h_nll_loss(e, node, logp, target, weight, reduction, ignore_index):
     tv = e.value(tgt)
     if tv.elem != "i32" or tgt is not e.inputs.get("targets"):
         e.fail("the loss's targets must be the targets input (reshaped at most)")
-    x = e.value(View(logp.x, tv.shape + (logp.shape[-1],), logp.node))
-    loss = e.emit("cross_entropy", [x, tv], [((), "f32"), (x.shape, "f32")])
+    if isinstance(logits, View):  # logits.view(-1, V): view the (B, T, V) it came from
+        logits = logits.base
+    x = e.value(View(logits, tv.shape + (logits.shape[-1],), lnode))
+    attrs = f"label_smoothing = {fattr(smoothing)}" if smoothing else ""
+    loss = e.emit("cross_entropy", [x, tv], [((), "f32"), (x.shape, "f32")], attrs)
     e.loss = loss[0]
-    return (loss[0], None)
+    return loss[0]
+
+
+@handles("nll_loss_forward")
+def h_nll_loss(e, node, logp, target, weight, reduction, ignore_index):
+    if not isinstance(logp, LogSoftmax):
+        e.fail("nll_loss maps only after log_softmax over the last dim (F.cross_entropy)")
+    if weight is not None or reduction != 1:
+        e.fail("cross entropy maps only with no class weights and reduction='mean'")
+    return (_cross_entropy(e, logp.x, logp.node, target, ignore_index, 0.0), None)
+
+
+@handles("piper.cross_entropy")
+def h_cross_entropy(e, node, logits, target, ignore_index, label_smoothing):
+    """F.cross_entropy with label smoothing (_library.py): torch's smoothed loss, exactly."""
+    return _cross_entropy(e, logits, node, target, ignore_index, label_smoothing)
 
 
 @handles("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",

@@ -1,5 +1,6 @@
 """The handler table: ATen op packet name -> the function that maps it to tdag ops. A handler
-registers itself beside its code with @handles("view", "reshape", ...) and is called as
+registers itself beside its code with @handles("view", "reshape", ...) (another namespace's
+ops with it: "piper.cross_entropy") and is called as
 handler(emitter, node, *args, **kwargs) with the node's arguments mapped (values from
 _values.py, Python numbers and lists as fx gives them); it returns what the node maps to."""
 
@@ -20,9 +21,12 @@ def handles(*packets):
 
 
 def packet(target):
-    """The ATen packet name of an fx call_function target ("view" for aten.view.default)."""
+    """The packet name of an fx call_function target: "view" for aten.view.default, and the
+    namespace's too for another's ops ("piper.moe" for piper.moe.default)."""
     parts = str(target).split(".")
-    return parts[1] if len(parts) >= 2 and parts[0] == "aten" else str(target)
+    if len(parts) >= 2 and parts[0] == "aten":
+        return parts[1]
+    return ".".join(parts[:2]) if len(parts) >= 3 else str(target)
 
 
 def handler_for(target):

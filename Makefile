@@ -8,7 +8,7 @@ PACKAGES := cmake make gcc g++ llvm-22-dev libmlir-22-dev llvm-22-tools \
             valgrind python3-psutil
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build check check-asan check-all check-kernels fuzz fuzz-corpus demo bench clean
+.PHONY: all deps configure build install check check-asan check-all check-kernels fuzz fuzz-corpus demo bench clean
 
 all: build
 
@@ -30,6 +30,12 @@ configure: deps $(BUILD)/Makefile
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The tools, the runtime they link plans against, the headers and the Python package under
+# PREFIX (bin, lib, include, lib/python; docs/frontend.md "Installing").
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # lit, as every suite run calls it: a test that runs past LIT_TIMEOUT seconds fails on its own
 # (a hang costs one test, not the CI run: lit kills its process tree, mpirun's ranks included;

@@ -83,3 +83,17 @@ ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# "mount-namespace": this user may make a private mount namespace and bind-mount in it
+# (unshare -m; root on the CI machines), so test/tools/install.test can hide the source and
+# build trees while it trains from an installed prefix.
+import subprocess
+try:
+    config_ns = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                                "mount --bind /proc /proc"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, timeout=30).returncode == 0
+except (OSError, subprocess.TimeoutExpired):
+    config_ns = False
+if config_ns:
+    config.available_features.add("mount-namespace")
+config.substitutions.append(("%piper_build", config.piper_obj_root))

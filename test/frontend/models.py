@@ -428,7 +428,8 @@ class MoEBlock(nn.Module):
         self.attention = LlamaAttention(C, H, KV, T, False)
         self.ffn_norm = RMSNorm(C)
         self.feed_forward = (MixtralSparseMoeBlock(C, E, K, Fe) if style == "mixtral"
-                             else Qwen3MoeSparseMoeBlock(C, E, K, Fe))
+                             else Qwen3MoeSparseMoeBlock(C, E, K, Fe,
+                                                         norm_topk_prob=style != "olmoe"))
 
     def forward(self, x, cos, sin, mask):
         h = x + self.attention(self.attention_norm(x), cos, sin, mask)
@@ -438,7 +439,8 @@ class MoEBlock(nn.Module):
 
 class MoE(nn.Module):
     """The Llama model above with a mixture-of-experts MLP in every block, written as Hugging
-    Face's Qwen3-MoE (style "qwen3") or Mixtral (style "mixtral") write theirs."""
+    Face's Qwen3-MoE (style "qwen3"), OLMoE (style "olmoe": Qwen3-MoE's block without
+    renormalising the top-k weights) or Mixtral (style "mixtral") write theirs."""
 
     def __init__(self, V=64, C=32, H=4, KV=2, E=4, K=2, Fe=32, L=2, T=16, theta=10000.0,
                  style="qwen3"):

@@ -295,7 +295,6 @@ def moe_router_bias():
 
 MOE_CASES = [
     # name, block, op named, message part
-    ("moe-not-renormalised", lambda: qwen3_moe(norm_topk_prob=False), "piper.moe", "not renormalised"),
     ("moe-shared-expert", SharedExpertMoE, "shared expert", "blocks.1.shared_expert"),
     ("moe-capacity-factor", CapacityMoE, "capacity factor", "capacity_factor = 1.25"),
     ("moe-router-jitter", moe_jitter, "router jitter", "jitter_noise = 0.01"),

@@ -4,7 +4,8 @@
       writes DIR/model.mlir and DIR/init.safetensors (piper.export) from the seeded module
   vs_torch.py train --model NAME [model flags] --batch B --seq T --data FILE --steps N --lr LR
       --losses OUT.json [--grads OUT.safetensors] [--final OUT.safetensors]
-      trains the module itself (torch.optim.AdamW, betas 0.9/0.95, eps 1e-8, no weight decay)
+      trains the module itself (torch.optim.AdamW, betas 0.9/0.95, eps 1e-8 or --adam-eps, no
+      weight decay)
       on the runtime's batches (test/oracle/gpt_torch.py get_batch) and writes each step's
       loss, the step-0 gradients and the final state under the checkpoint's names (tied
       parameters once, as export wrote them; with --init, the export's buffers too), for
@@ -14,8 +15,8 @@
       parameter name, tied ones included, then holds exactly the checkpoint's tensor
 
 Models: test/frontend/models.py (gpt2, gpt2-tanh, gpt2-nobias-tanh, gpt2-sdpa, gpt2-smooth: label
-smoothing 0.1, llama, llama-interleaved, llama-mha, neox, neox-smooth, moe-qwen3 and moe-mixtral: Llama with
-Hugging Face's MoE blocks, ops: the general ops no fused op covers)."""
+smoothing 0.1, llama, llama-interleaved, llama-mha, neox, neox-smooth, moe-qwen3, moe-olmoe and moe-mixtral:
+Llama with Hugging Face's MoE blocks, ops: the general ops no fused op covers)."""
 import argparse
 import json
 import os
@@ -56,7 +57,7 @@ def make_model(a):
     if a.model in ("neox", "neox-smooth"):
         return models.NeoX(V=V, C=C, H=a.heads, L=L, T=T,
                            label_smoothing=0.1 if a.model == "neox-smooth" else 0.0)
-    if a.model in ("moe-qwen3", "moe-mixtral"):
+    if a.model in ("moe-qwen3", "moe-olmoe", "moe-mixtral"):
         return models.MoE(V=V, C=C, H=a.heads, KV=a.kv_heads, E=a.experts, K=a.top_k,
                           Fe=a.expert_ffn, L=L, T=T, style=a.model[4:])
     if a.model == "ops":
@@ -109,7 +110,7 @@ def cmd_train(a):
     torch.set_num_threads(1)
     m = make_model(a)
     P = checkpoint_names(m)
-    opt = torch.optim.AdamW(list(P.values()), lr=a.lr, betas=(0.9, 0.95), eps=1e-8,
+    opt = torch.optim.AdamW(list(P.values()), lr=a.lr, betas=(0.9, 0.95), eps=a.adam_eps,
                             weight_decay=0.0, foreach=False)
     data = gpt_torch.load_data(a.data, a.vocab)
     losses = []
@@ -173,6 +174,7 @@ def main():
             p.add_argument("--data", required=True)
             p.add_argument("--steps", type=int, required=True)
             p.add_argument("--lr", type=float, required=True)
+            p.add_argument("--adam-eps", type=float, default=1e-8)
             p.add_argument("--losses", required=True)
             p.add_argument("--grads")
             p.add_argument("--final")

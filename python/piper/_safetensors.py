@@ -150,7 +150,7 @@ def _check_layout(path, entries, data_bytes):
             _refuse(path, f"needs bytes [{e.begin}, {e.end}) of the data section but the file "
                     f"holds {data_bytes}", e.name)
         if e.begin < at:
-            _refuse(path, f"data_offsets [{e.begin}, {e.end}) overlap tensor '{prev.name}' "
+            _refuse(path, f"data_offsets [{e.begin}, {e.end}) overlap tensor {_show(prev.name)} "
                     f"([{prev.begin}, {prev.end}))", e.name)
         if e.begin > at:
             _refuse(path, f"bytes [{at}, {e.begin}) of the data section before it belong to no "
@@ -162,9 +162,10 @@ def _check_layout(path, entries, data_bytes):
 
 def _read_header(f, path, size):
     """The checked Header of the open file f (at its start) of `size` bytes; reads 8 + n."""
-    if size < 8:
+    length = bytearray(8)
+    if size < 8 or _read_exactly(f, memoryview(length)) != 8:
         _refuse(path, f"the file has {size} bytes, fewer than the 8-byte header length")
-    (n,) = struct.unpack("<Q", f.read(8))
+    (n,) = struct.unpack("<Q", length)
     if n > MAX_HEADER or n > size - 8:
         _refuse(path, f"the header length says {n} bytes but the file has {size} in all"
                 + (f" (the limit is {MAX_HEADER >> 20} MB)" if n > MAX_HEADER else ""))
@@ -235,8 +236,13 @@ def _write_atomic(path, chunks):
     removed and an OSError naming path is raised."""
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot write {path}: it is a directory; pass a file name")
-    tmp = f"{path}.{secrets.token_hex(4)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    tmp = f"{path}.{secrets.token_hex(4)}"  # O_EXCL: a fresh name of our own, never a link
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o666)
+    except OSError as err:
+        raise type(err)(err.errno, f"cannot write {path}: cannot create a file beside it: "
+                        f"{err.strerror}; check the folder exists and is writable") from err
     try:
         with os.fdopen(fd, "wb") as f:
             for c in chunks:

@@ -88,13 +88,15 @@ FUZZ_PACKAGES := clang-22 libclang-rt-22-dev
 # The targets (test/fuzz/NAME_fuzz.c, corpus/NAME): named once here for the build, the run and
 # the merge.
 FUZZ_TARGETS := strategy opt safetensors flags data
+# Python fuzz targets (test/fuzz/NAME_fuzz.py, no build): run with the others
+FUZZ_PY_TARGETS := safetensors_py
 fuzz: deps
 	@$(MAKE) --no-print-directory deps PACKAGES="$(FUZZ_PACKAGES)"
 	CC=clang-22 CXX=clang++-22 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Release \
 	  -DPIPER_SANITIZE=ON -DPIPER_FUZZ=ON > /dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS:=-fuzz)
 	ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer bash test/fuzz/run.sh $(FUZZ_BUILD) \
-	  $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	  $(FUZZ_SECONDS) $(FUZZ_TARGETS) $(FUZZ_PY_TARGETS)
 
 # -use_counters=0: an input joins for a new edge, not for a new hit count on a known one (a
 # third of the inputs, so the checked-in corpus and its replay stay small).

@@ -21,6 +21,7 @@ from torch.nn.utils.stateless import functional_call
 import torch.utils._pytree as pytree
 
 from . import _annotate
+from . import _record
 from . import _safetensors
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -1043,15 +1044,9 @@ def export(model, example, path, weights=None, loss=None):
     with open(path, "w") as f:
         f.write(text)
     if weights is not None:
-        tied = {a: c for a, c in canonical.items() if a != c}
-        _safetensors.write(weights, e.state, metadata={"piper.tied": _json(tied),
-                                                       "piper.buffers": _json(sorted(e.buffers))})
+        _safetensors.write(weights, e.state,
+                           metadata=_record.metadata(model, canonical, e.state, e.buffers))
     return e
-
-
-def _json(x):
-    import json
-    return json.dumps(x)
 
 
 import operator  # noqa: E402

@@ -39,7 +39,7 @@ SlurmctldHost=ctl(10.77.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$dir/munge/munge.socket
+AuthInfo=socket=$dir/munge/munge.socket,cred_expire=10
 CredType=cred/munge
 StateSaveLocation=$dir/ctl
 SlurmdSpoolDir=$dir/%n

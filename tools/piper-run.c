@@ -438,7 +438,8 @@ static const struct {
 
 /* "USR1", "SIGUSR1" or its number -> the signal; exits EXIT_USAGE naming the choices. */
 static int checkpointSignalParse(const char *v) {
-  if (!v) die(EXIT_USAGE, "--checkpoint-signal needs a signal (USR1, SIGUSR2, 10...): command line");
+  if (!v || !strcmp(v, "--"))
+    die(EXIT_USAGE, "--checkpoint-signal needs a signal (USR1, SIGUSR2, 10...): command line");
   const char *name = !strncmp(v, "SIG", 3) ? v + 3 : v;
   int64_t num = -1;
   piperParseI64(v, 1, 64, &num);

@@ -5,22 +5,29 @@ JOBS ?= $(shell nproc)
 # Debian packages the build, the tests and the demo need (see docs/getting-started.md, "Toolchain").
 PACKAGES := cmake make gcc g++ llvm-22-dev libmlir-22-dev llvm-22-tools \
             libopenblas-dev libopenmpi-dev openmpi-bin python3 python3-torch python3-numpy time \
-            valgrind python3-psutil
+            valgrind python3-psutil slurmctld slurmd slurm-client munge
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps configure build check check-asan check-all check-kernels fuzz fuzz-corpus demo bench clean
 
 all: build
 
-# Installs only the packages that are not installed yet.
+# Installs only the packages that are not installed yet. Their services (munge, slurmctld,
+# slurmd) are not started: policy-rc.d answers 101 ("not allowed") to every start while apt
+# runs, where the machine has no policy of its own; test/e2e/slurm starts its own daemons.
 deps:
 	@missing=""; for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "piper: installing:$$missing"; \
-	  $(SUDO) apt-get update -q && \
+	  $(SUDO) apt-get update -q || exit 1; \
+	  if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	    printf '#!/bin/sh\nexit 101\n' | $(SUDO) tee /usr/sbin/policy-rc.d > /dev/null && \
+	    $(SUDO) chmod 755 /usr/sbin/policy-rc.d && norc=1; \
+	  fi; \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	  rc=$$?; [ -z "$${norc:-}" ] || $(SUDO) rm -f /usr/sbin/policy-rc.d; exit $$rc; \
 	fi
 
 $(BUILD)/Makefile: CMakeLists.txt

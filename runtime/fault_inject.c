@@ -43,7 +43,28 @@ static struct {
   int lost;           /* lost: the rank does not come back (said in the message) */
   int64_t nth;        /* nth=N; -1 = every time the site is reached in the step */
   int64_t seen;       /* times the site was reached in the matching step so far */
+  const char *events; /* the run's --metrics file, borrowed; NULL = none */
 } prt_fault = {.nth = -1};
+
+void prt_fault_events_to(const char *metrics_path) { prt_fault.events = metrics_path; }
+
+/* The fault's "fault" line, appended to the metrics file in one write (rank 0 appends too:
+ * whole lines interleave, none is overwritten). Best effort: the stderr line says it anyway. */
+static void prt_fault_event(const char *action, const char *site, int64_t rank, int64_t step,
+                            const struct timespec *ts) {
+  if (!prt_fault.events) return;
+  int fd = open(prt_fault.events, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  char line[256];
+  int n = snprintf(line, sizeof line, "{\"kind\": \"fault\", \"rank\": %lld, \"step\": %lld, "
+                   "\"site\": \"%s\", \"action\": \"%s\", \"t\": %lld.%03ld, \"lost\": %s}\n",
+                   (long long)rank, (long long)step, site, action, (long long)ts->tv_sec,
+                   ts->tv_nsec / 1000000, prt_fault.lost ? "true" : "false");
+  if (n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) != n) {
+    /* a short write: the reader skips a line it cannot parse */
+  }
+  close(fd);
+}
 
 static void prt_fault_bad(const char *spec, const char *why) {
   fprintf(stderr, "piper: error: PIPER_FAULT='%s': %s; expected KIND@SITE=STEP[,rank=R]"
@@ -129,6 +150,11 @@ int prt_fault_point(prt_fault_site site, int64_t rank, int64_t step) {
                                       "in an all-to-all of step"};
   const char *what = prt_fault.kind == SIGKILL ? "SIGKILL" : prt_fault.kind == SIGSTOP ?
                      "SIGSTOP" : prt_fault.kind == PRT_FAULT_DROP ? "drop" : "exit 3";
+  static const char *const siteName[] = {"step", "save", "all_to_all"};
+  static const char *const actionName[] = {"kill", "stop", "exit", "drop"};
+  int action = prt_fault.kind == SIGKILL ? 0 : prt_fault.kind == SIGSTOP ? 1
+               : prt_fault.kind == PRT_FAULT_DROP ? 3 : 2;
+  prt_fault_event(actionName[action], siteName[site], rank, step, &ts);
   fprintf(stderr, "piper: fault injected: %s %s %lld (rank %lld) at t=%lld.%03ld%s\n", what,
           where[site], (long long)step, (long long)rank, (long long)ts.tv_sec,
           ts.tv_nsec / 1000000, prt_fault.lost ? "; this rank does not come back" : "");

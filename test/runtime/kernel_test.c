@@ -1199,6 +1199,7 @@ static int read_losses(const char *path, double *loss, int cap) {
   char line[512];
   int n = 0;
   while (n < cap && fgets(line, sizeof line, f)) {
+    if (strstr(line, "{\"kind\": \"phases\", ") == line) continue; /* start-up, first */
     char *p = strstr(line, "\"loss\": ");
     if (!p || !strstr(line, "\"step_ms\"") || !strstr(line, "\"tokens_per_s\"")) break;
     loss[n++] = strtod(p + 8, NULL);
@@ -1658,10 +1659,12 @@ static void test_main_dist(void) {
   end();
 
   begin("main_metrics_memory");
-  /* every "train" line has rank 0's memory; a last "summary" line has every rank's */
+  /* the "phases" line first; every "train" line has rank 0's memory; a last "summary" line
+   * has every rank's */
   static char text[1 << 16];
   if (read_file(metrics, text, sizeof text) < 0) fail("no metrics file");
-  else if (strncmp(text, "{\"kind\": \"train\", \"step\": 0, \"loss\": ", 37) != 0 ||
+  else if (strstr(text, "{\"kind\": \"phases\", \"main\": ") != text ||
+           !strstr(text, "}\n{\"kind\": \"train\", \"step\": 0, \"loss\": ") ||
            !strstr(text, "\"mem\": {\"params\": 16384, \"optim\": 32768, \"arena\": ") ||
            !strstr(text, "\n{\"kind\": \"summary\", \"ranks\": [{\"rank\": 0, \"params\": 16384, "
                    "\"optim\": 32768, ") ||
@@ -1703,6 +1706,7 @@ static int read_steps(const char *path, int64_t *step, double *loss, int cap) {
   int n = 0;
   while (n < cap && fgets(line, sizeof line, f)) {
     const char *train = "{\"kind\": \"train\", \"step\": ";
+    if (strstr(line, "{\"kind\": \"phases\", ") == line) continue; /* start-up, first */
     char *s = strstr(line, train), *l = strstr(line, "\"loss\": ");
     if (!s || !l) break;
     step[n] = strtoll(s + strlen(train), NULL, 10);

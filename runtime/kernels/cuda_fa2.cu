@@ -66,15 +66,36 @@ bool usable(int64_t D, int64_t qs, int64_t ks, int64_t os, int per16, int64_t bl
          blocks > 0 && blocks <= INT32_MAX;
 }
 
-// Launches `kernel` over `blocks` blocks with `smem` bytes of dynamic shared memory (raising
-// the kernel's limit past the default 48 KB when it needs more)
+// Every kernel's dynamic shared memory limit raised to what it uses, past the default 48 KB:
+// once, at the first launch (the warm-up step; not a stream operation, never inside a graph
+// capture); the first error, if any
+cudaError_t raise_smem_limits() {
+  cudaError_t e = cudaSuccess;
+  auto raise = [&e](auto kernel, int smem) {
+    if (e == cudaSuccess && smem > 48 * 1024)
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  };
+  raise(fa2_fwd<64>, Fa2Fwd<64>::SMEM);
+  raise(fa2_fwd<128>, Fa2Fwd<128>::SMEM);
+  raise(fa2_bwd<64>, Fa2Bwd<64>::SMEM);
+  raise(fa2_bwd<128>, Fa2Bwd<128>::SMEM);
+  raise(fa2_fwd_f32<64>, Fa2FwdF32<64>::SMEM);
+  raise(fa2_fwd_f32<128>, Fa2FwdF32<128>::SMEM);
+  raise(fa2_bwd_f32<64>, Fa2BwdF32<64>::SMEM);
+  raise(fa2_bwd_f32<128>, Fa2BwdF32<128>::SMEM);
+  return e;
+}
+cudaError_t smem_limits() {
+  static const cudaError_t e = raise_smem_limits();
+  return e;
+}
+
+// Launches `kernel` over `blocks` blocks with `smem` bytes of dynamic shared memory
 template <class Args>
 cudaError_t launch(void (*kernel)(Args), int smem, int64_t blocks, const Args &a,
                    cudaStream_t stream) {
-  if (smem > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (e != cudaSuccess) return e;
-  }
+  cudaError_t limits = smem_limits();
+  if (limits != cudaSuccess) return limits;
   kernel<<<(unsigned)blocks, FA2_THREADS, smem, stream>>>(a);
   return cudaGetLastError();
 }

@@ -142,12 +142,12 @@ static int check(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D) {
   float *wd = want[2].data();
   if (packed) {
     prt_attention_fwd(want[0].data(), want[1].data(), fx.data(), B, T, C, H);
-    prt_attention_bwd(wd, fdo.data(), fx.data(), want[1].data(), B, T, C, H);
+    prt_attention_bwd(wd, fdo.data(), fx.data(), want[0].data(), want[1].data(), B, T, C, H);
   } else {
     prt_gqa_attention_fwd(want[0].data(), want[1].data(), fx.data(), fx.data() + ko,
                           fx.data() + vo, B, T, H, KV, D);
     prt_gqa_attention_bwd(wd, wd + ko, wd + vo, fdo.data(), fx.data(), fx.data() + ko,
-                          fx.data() + vo, want[1].data(), B, T, H, KV, D);
+                          fx.data() + vo, want[0].data(), want[1].data(), B, T, H, KV, D);
   }
   split_grads(want, packed, ko, vo);
   float *lse = dev<float>(rows);

@@ -176,10 +176,11 @@ static void check(const char *layout, int64_t B, int64_t T, int64_t H, int64_t K
   float *wd = (float *)calloc((size_t)n, 4);
   if (packed) {
     prt_attention_fwd(wout, wlse, fx, B, T, C, H);
-    prt_attention_bwd(wd, fdo, fx, wlse, B, T, C, H);
+    prt_attention_bwd(wd, fdo, fx, wout, wlse, B, T, C, H);
   } else {
     prt_gqa_attention_fwd(wout, wlse, fx, fx + ko, fx + vo, B, T, H, KV, D);
-    prt_gqa_attention_bwd(wd, wd + ko, wd + vo, fdo, fx, fx + ko, fx + vo, wlse, B, T, H, KV, D);
+    prt_gqa_attention_bwd(wd, wd + ko, wd + vo, fdo, fx, fx + ko, fx + vo, wout, wlse, B, T, H,
+                          KV, D);
   }
 
   // bf16 (outputs start as NaN: one never written shows)

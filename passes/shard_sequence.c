@@ -447,7 +447,7 @@ static MlirType rowsOver(MlirType t, int64_t g) {
 }
 
 /* Batched (B, T, ...) results -> (B, Tl, ...), MoE rows (R, C) -> (R / G, C); the attention
- * ops' saved probabilities are replaced with the ring's log-sum-exps later. */
+ * ops' lse (B, H, T) is replaced with the ring's (B, H, Tl) later. */
 static void retype(Seq *s, MlirOperation op) {
   for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
     MlirValue v = mlirOperationGetResult(op, r);
@@ -504,7 +504,7 @@ static MlirOperation ringOp(Seq *s, MlirOperation old, const char *name, intptr_
 }
 
 /* attention(qkv) -> ring_attention(qkv): (out, lse); gqa_attention(q, k, v) alike. The
- * lse is (B, H, Tl), in place of the probabilities' (B, H, T, T). */
+ * lse is (B, H, Tl), the local rows' of the op's (B, H, T). */
 static void ringForward(Seq *s, MlirOperation op) {
   bool gqa = piperOpIs(op, "tdag.gqa_attention");
   intptr_t nIn = mlirOperationGetNumOperands(op);
@@ -517,10 +517,9 @@ static void ringForward(Seq *s, MlirOperation op) {
   ringOp(s, op, gqa ? "comm.ring_gqa_attention" : "comm.ring_attention", nIn, in, 2, types);
 }
 
-/* attention_grad(dout, qkv, probs) -> ring_attention_grad(dout, out, qkv, lse);
- * gqa_attention_grad(dout, q, k, v, probs) -> ring_gqa_attention_grad(dout, out, q, k, v, lse).
- * `probs` is by now the forward ring op's lse (ringForward replaced it), whose owner gives
- * out. */
+/* attention_grad(dout, qkv, out, lse) -> ring_attention_grad(dout, out, qkv, lse);
+ * gqa_attention_grad(dout, q, k, v, out, lse) -> ring_gqa_attention_grad(dout, out, q, k, v,
+ * lse). out and lse are by now the forward ring op's (ringForward replaced them). */
 static bool ringBackward(Seq *s, MlirOperation op) {
   bool gqa = piperOpIs(op, "tdag.gqa_attention_grad");
   intptr_t n = mlirOperationGetNumOperands(op);
@@ -531,12 +530,11 @@ static bool ringBackward(Seq *s, MlirOperation op) {
     noteAt(op, "this op");
     return false;
   }
-  MlirOperation fwd = mlirOpResultGetOwner(lse);
   MlirValue in[6];
   intptr_t k = 0;
-  in[k++] = mlirOperationGetOperand(op, 0);
-  in[k++] = mlirOperationGetResult(fwd, 0);
-  for (intptr_t i = 1; i < n - 1; ++i) in[k++] = mlirOperationGetOperand(op, i);
+  in[k++] = mlirOperationGetOperand(op, 0);     /* dout */
+  in[k++] = mlirOperationGetOperand(op, n - 2); /* out */
+  for (intptr_t i = 1; i < n - 2; ++i) in[k++] = mlirOperationGetOperand(op, i);
   in[k++] = lse;
   MlirType out[3];
   intptr_t nOut = mlirOperationGetNumResults(op);

@@ -554,6 +554,13 @@ static MlirType operandT(MlirOperation op, intptr_t i) {
   return mlirValueGetType(mlirOperationGetOperand(op, i));
 }
 
+/* An attention forward's lse (B, H, T) with H heads */
+static MlirType lseOfHeads(Sharder *s, MlirOperation op, int64_t H) {
+  MlirType l = mlirValueGetType(mlirOperationGetResult(op, 1));
+  int64_t sh[3] = {piperTensorDim(l, 0), H, piperTensorDim(l, 2)};
+  return mlirRankedTensorTypeGet(3, sh, mlirF32TypeGet(s->ctx), mlirAttributeGetNull());
+}
+
 /* Re-derives the result types of the ops whose shapes follow their operands (program order,
  * so a changed type flows down), and the heads of split attentions. */
 static void retype(Sharder *s, int64_t T) {
@@ -597,11 +604,7 @@ static void retype(Sharder *s, int64_t T) {
         mlirValueSetType(r0, q);
       } else {
         mlirValueSetType(r0, withLast(q, piperTensorDim(q, -1) / 3));
-        MlirType p = mlirValueGetType(mlirOperationGetResult(op, 1));
-        int64_t sh[4] = {piperTensorDim(p, 0), H, piperTensorDim(p, 2), piperTensorDim(p, 3)};
-        mlirValueSetType(mlirOperationGetResult(op, 1),
-                         mlirRankedTensorTypeGet(4, sh, mlirF32TypeGet(s->ctx),
-                                                 mlirAttributeGetNull()));
+        mlirValueSetType(mlirOperationGetResult(op, 1), lseOfHeads(s, op, H));
       }
       break;
     }
@@ -609,10 +612,10 @@ static void retype(Sharder *s, int64_t T) {
     case PIPER_TDAG_GQA_ATTENTION_GRAD: {
       bool grad = f->id == PIPER_TDAG_GQA_ATTENTION_GRAD;
       MlirOperation fwd = op;
-      if (grad) { /* its forward: the producer of the saved probabilities */
-        MlirValue probs = mlirOperationGetOperand(op, 4);
-        if (!mlirValueIsAOpResult(probs)) break;
-        fwd = mlirOpResultGetOwner(probs);
+      if (grad) { /* its forward: the producer of the saved lse */
+        MlirValue lse = mlirOperationGetOperand(op, 5);
+        if (!mlirValueIsAOpResult(lse)) break;
+        fwd = mlirOpResultGetOwner(lse);
       }
       if (!piperPtrMapGet(&s->headOps, fwd.ptr, NULL) || piperGetIntAttr(op, "tp_heads_split", 0))
         break;
@@ -624,11 +627,7 @@ static void retype(Sharder *s, int64_t T) {
         for (int i = 0; i < 3; ++i) mlirValueSetType(mlirOperationGetResult(op, i), operandT(op, 1 + i));
       } else {
         mlirValueSetType(r0, operandT(op, 0));
-        MlirType p = mlirValueGetType(mlirOperationGetResult(op, 1));
-        int64_t sh[4] = {piperTensorDim(p, 0), H, piperTensorDim(p, 2), piperTensorDim(p, 3)};
-        mlirValueSetType(mlirOperationGetResult(op, 1),
-                         mlirRankedTensorTypeGet(4, sh, mlirF32TypeGet(s->ctx),
-                                                 mlirAttributeGetNull()));
+        mlirValueSetType(mlirOperationGetResult(op, 1), lseOfHeads(s, op, H));
       }
       break;
     }

@@ -35,7 +35,33 @@ func.func @linear_missing_bias(%x: tensor<2x4xf32>, %w: tensor<5x4xf32>) {
 
 func.func @heads_do_not_divide(%qkv: tensor<1x2x12xf32>) {
   // expected-error@+1 {{heads = 3 must be positive and divide C = 4}}
-  %out, %p = "tdag.attention"(%qkv) {heads = 3 : i64} : (tensor<1x2x12xf32>) -> (tensor<1x2x4xf32>, tensor<1x3x2x2xf32>)
+  %out, %p = "tdag.attention"(%qkv) {heads = 3 : i64} : (tensor<1x2x12xf32>) -> (tensor<1x2x4xf32>, tensor<1x3x2xf32>)
+  return
+}
+
+// -----
+
+// the saved result is one log-sum-exp per query row (B,H,T), not the probabilities (B,H,T,T)
+func.func @attention_probs_not_lse(%qkv: tensor<1x2x12xf32>) {
+  // expected-error@+1 {{expects out (B,T,C) and lse (B,H,T) for qkv tensor<1x2x12xf32>, got tensor<1x2x4xf32> and tensor<1x2x2x2xf32>}}
+  %out, %p = "tdag.attention"(%qkv) {heads = 2 : i64} : (tensor<1x2x12xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2x2xf32>)
+  return
+}
+
+// -----
+
+// the backward's out (the forward's) and dout must have one shape
+func.func @attention_grad_out_shape(%qkv: tensor<1x2x12xf32>, %dout: tensor<1x2x4xf32>, %out: tensor<1x2x8xf32>, %lse: tensor<1x2x2xf32>) {
+  // expected-error@+1 {{expects out (B,T,C) and lse (B,H,T) for qkv tensor<1x2x12xf32>, got tensor<1x2x8xf32> and tensor<1x2x2xf32>}}
+  %d = "tdag.attention_grad"(%dout, %qkv, %out, %lse) {heads = 2 : i64} : (tensor<1x2x4xf32>, tensor<1x2x12xf32>, tensor<1x2x8xf32>, tensor<1x2x2xf32>) -> tensor<1x2x12xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_dout_shape(%qkv: tensor<1x2x12xf32>, %dout: tensor<1x3x4xf32>, %out: tensor<1x2x4xf32>, %lse: tensor<1x2x2xf32>) {
+  // expected-error@+1 {{dout tensor<1x3x4xf32> must have out's shape tensor<1x2x4xf32>}}
+  %d = "tdag.attention_grad"(%dout, %qkv, %out, %lse) {heads = 2 : i64} : (tensor<1x3x4xf32>, tensor<1x2x12xf32>, tensor<1x2x4xf32>, tensor<1x2x2xf32>) -> tensor<1x2x12xf32>
   return
 }
 

@@ -307,8 +307,8 @@ static void checkAttention(void) {
   prt_cuda_attention_fwd(g, lse, qkv, B, T, Ca, H);
   prt_attention_fwd(w, probs, qkv, B, T, Ca, H);
   same("attention_fwd", g, w, B * T * Ca, 1e-6);
-  prt_cuda_attention_bwd(gd, dy, qkv, lse, B, T, Ca, H);
-  prt_attention_bwd(wd, dy, qkv, probs, B, T, Ca, H);
+  prt_cuda_attention_bwd(gd, dy, qkv, g, lse, B, T, Ca, H);
+  prt_attention_bwd(wd, dy, qkv, w, probs, B, T, Ca, H);
   same("attention_bwd", gd, wd, B * T * 3 * Ca, 1e-6);
   end();
 }

@@ -15,6 +15,10 @@
 #
 # The pieces, quick and informative first (a session that runs out of time still has them):
 #   device    build/bin/prt-cuda-test: the device seam on cuda:0 (alloc, copies, streams, events)
+#   attn      build/bin/piper-bench-attention-gpu (bench/bench_attention_gpu.cu): the
+#             FlashAttention-2 kernels (runtime/kernels/cuda_fa2.cu) checked against the CPU on
+#             the GPU, then timed beside today's tensor-core kernels at the bench shape (B16 H12
+#             T1024 D64 causal), in TFLOP/s: OUT/attn.log
 #   profile   one step of the bench GPT (L12 C768 H12 T1024 B16 V256) in fp32, in bf16 and in
 #             bf16 with the scalar fp32 attention (PIPER_CUDA_ATTN=fp32; a bf16 plan's default
 #             is the tensor-core attention), kernel by kernel
@@ -72,6 +76,7 @@ prepare() {
   else
     cp "${ON_GPU_BUILD:-$src/build}/bin/prt-cuda-test" "$stage/bin/"
   fi
+  cp "$build/bin/piper-bench-attention-gpu" "$stage/bin/" # skips where there is no GPU
   echo "on_gpu: gpu_e2e.sh prepare (every end-to-end check's binaries and references)"
   PYTHON=/usr/bin/python3 bash "$src/test/gpu/gpu_e2e.sh" prepare "$stage/e2e" > "$bundle/e2e-prepare.log"
   echo "on_gpu: the bench binaries (fp32, bf16)"
@@ -187,6 +192,11 @@ device() { # the device seam's checks; SKIP where they found no GPU (they exit 0
   return 0
 }
 
+attn() { # the attention kernels' check and timings; SKIP where there is no GPU (exit 77)
+  [ -x "$1" ] || { echo "skipped: no piper-bench-attention-gpu in the bundle"; return 77; }
+  "$1" 20
+}
+
 profile_run() { # fp32|bf16|bf16_fp32attn: one profiled step pass of the bench model, per kernel
   local p=$1 bin=${1%_fp32attn} attn=()  # each plan's own attention (tc for bf16) or fp32's
   [ "$p" != "$bin" ] && attn=(PIPER_CUDA_ATTN=fp32)
@@ -233,12 +243,13 @@ run() {
   fi
   { cat "$work/manifest.txt"; nvidia-smi --query-gpu=name,driver_version,memory.total \
       --format=csv,noheader 2>&1 || true; } > "$out/machine.txt"
-  export -f device profile_run report bench e2e frontend hf
+  export -f device attn profile_run report bench e2e frontend hf
   export out work py src
   piece_start hf 240 hf
   local cuda_test="$work/bin/prt-cuda-test"
   [ -x "$cuda_test" ] || cuda_test="$src/build/bin/prt-cuda-test"
   piece device 60 device "$cuda_test"
+  piece attn 60 attn "$work/bin/piper-bench-attention-gpu"
   piece profile_fp32 60 profile_run fp32
   piece profile_bf16 60 profile_run bf16
   piece profile_bf16_fp32attn 60 profile_run bf16_fp32attn

@@ -292,7 +292,7 @@ static void test_attention(void) {
   begin("attention_bwd");
   float *dqkv = rand_vec(B * T * 3 * C, 9);
   attn_loss(&s);
-  prt_attention_bwd(dqkv, s.R, s.qkv, s.probs, B, T, C, H);
+  prt_attention_bwd(dqkv, s.R, s.qkv, s.out, s.probs, B, T, C, H);
   fd_check("dqkv", s.qkv, B * T * 3 * C, dqkv, attn_loss, &s);
   free(s.qkv), free(s.out), free(s.probs), free(s.R), free(dqkv);
   end();
@@ -399,7 +399,7 @@ static void test_attention_blocks(void) {
                   .os = H * D};
     ref_attention(&r, q, k, v, dout);
     prt_gqa_attention_fwd(out, lse, q, k, v, B, T, H, KV, D);
-    prt_gqa_attention_bwd(dq, dk, dv, dout, q, k, v, lse, B, T, H, KV, D);
+    prt_gqa_attention_bwd(dq, dk, dv, dout, q, k, v, out, lse, B, T, H, KV, D);
     close_check("gqa out", out, r.out, B * T * H * D, 1e-5, 1e-4);
     close_check("gqa lse", lse, r.lse, B * H * T, 1e-5, 1e-5);
     close_check("gqa dq", dq, r.dq, B * T * H * D, 1e-5, 1e-4);
@@ -417,7 +417,7 @@ static void test_attention_blocks(void) {
                   .os = C};
     ref_attention(&r, qkv, qkv + C, qkv + 2 * C, dout);
     prt_attention_fwd(out, lse, qkv, B, T, C, H);
-    prt_attention_bwd(dqkv, dout, qkv, lse, B, T, C, H);
+    prt_attention_bwd(dqkv, dout, qkv, out, lse, B, T, C, H);
     close_check("gpt out", out, r.out, B * T * C, 1e-5, 1e-4);
     close_check("gpt lse", lse, r.lse, B * H * T, 1e-5, 1e-5);
     close_cols("gpt dq", dqkv, 0, r.dq, B * T, 3 * C, C, 1e-5, 1e-4);

@@ -91,8 +91,19 @@ static struct {
   char name[64];
   int nargs;
   unsigned char size[KERNEL_JIT_MAX_ARGS]; /* each argument's bytes: 4 (f32, i32) or 8 */
+  unsigned char ptr[KERNEL_JIT_MAX_ARGS];  /* 1: a pointer (!llvm.ptr: a device address) */
 } kernelJitSigs[KERNEL_JIT_MAX_FUNCS];
 static int kernelJitNSigs;
+
+/* Appends printed MLIR text to a bounded buffer (mlirTypePrint's callback). */
+static void kernelJitPrintTo(MlirStringRef piece, void *user) {
+  char *buf = user;
+  size_t len = strlen(buf);
+  if (len + piece.length < 32) {
+    memcpy(buf + len, piece.data, piece.length);
+    buf[len + piece.length] = 0;
+  }
+}
 
 static void kernelJitReadSignatures(MlirModule m) {
   MlirStringRef typeName = mlirStringRefCreateFromCString("function_type");
@@ -125,7 +136,10 @@ static void kernelJitReadSignatures(MlirModule m) {
     for (int a = 0; a < nargs; a++) {
       MlirType t = mlirFunctionTypeGetInput(fnType, a + 1);
       int four = mlirTypeIsAF32(t) || (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 32);
+      char printed[32] = "";
+      mlirTypePrint(t, kernelJitPrintTo, printed);
       kernelJitSigs[kernelJitNSigs].size[a] = four ? 4 : 8;
+      kernelJitSigs[kernelJitNSigs].ptr[a] = !strcmp(printed, "!llvm.ptr");
     }
     kernelJitSigs[kernelJitNSigs++].nargs = nargs;
   }
@@ -143,6 +157,14 @@ __attribute__((unused)) static int kernelJitArgSize(const char *name, int a) {
   for (int k = 0; k < kernelJitNSigs; k++)
     if (!strcmp(kernelJitSigs[k].name, name))
       return a >= 0 && a < kernelJitSigs[k].nargs ? kernelJitSigs[k].size[a] : 0;
+  return 0;
+}
+
+/* 1 when argument a of kernel `name` is a pointer (a device address), else 0. */
+__attribute__((unused)) static int kernelJitArgIsPointer(const char *name, int a) {
+  for (int k = 0; k < kernelJitNSigs; k++)
+    if (!strcmp(kernelJitSigs[k].name, name))
+      return a >= 0 && a < kernelJitSigs[k].nargs && kernelJitSigs[k].ptr[a];
   return 0;
 }
 

@@ -15,7 +15,8 @@
  *               memory (cudaMallocHost) is asynchronous, from pageable memory it waits for
  *               its stream first and completes before returning (the CUDA runtime's rule);
  *   memory      cudaMalloc's and cudaMallocHost's blocks start as NaN patterns (0x7ff8 in
- *               every 16 bits: NaN as fp16, bf16, fp32 and fp64), not zeros;
+ *               every 16 bits: NaN as fp16, bf16, fp32 and fp64), not zeros; cudaMalloc's
+ *               are out of the host's reach (PROT_NONE) but while the device runs;
  *   graphs      cudaStreamBeginCapture records what is issued on the stream (kernels with
  *               their argument values, cuBLAS calls, copies, memsets, the launchers'
  *               operations) instead of running it; cudaGraphLaunch puts the record on the
@@ -34,6 +35,7 @@
  *   devices     prt_device_cuda_count / open are device/cuda.c's own, over this runtime: 1
  *               GPU (FAKE_CUDA_DEVICES: more, one per rank of a --comm nccl run).
  * Detectors, each fatal with a message naming what happened (and the seed):
+ *   - the host touching device memory (a GPU faults): the fault names the block;
  *   - page-locked memory rewritten before the host waited for its asynchronous copy (checked
  *     when the copy runs and at every host wait until one covers it): on a GPU the copy may
  *     read the new bytes (the first H200 run's AdamW table bug);
@@ -44,9 +46,9 @@
  * and the fake NCCL (fake_nccl.c) checks that each of its calls is ordered after the latest
  * kernel. test/gpu/fake-cuda-strict.test puts each bug back and expects its message. For
  * those negative controls: FAKE_CUDA_IGNORE_WAITS=1 makes cudaStreamWaitEvent do nothing (a
- * runtime without its waits), FAKE_CUDA_CHECK_RACES=0 and FAKE_CUDA_CHECK_PINNED=0 turn a
- * detector off (to show what the bug does to the data, as a GPU would). Only what the
- * runtime calls is defined.
+ * runtime without its waits), FAKE_CUDA_CHECK_RACES=0, FAKE_CUDA_CHECK_PINNED=0 and
+ * FAKE_CUDA_PROTECT=0 turn a detector off (to show what the bug does to the data, as a GPU
+ * would, or to let a test peek at device memory). Only what the runtime calls is defined.
  *
  * Counters (FAKE_CUDA_COUNTERS=FILE): what a GPU would see each step pass, from the step marks
  * runtime/kernels/cuda.c's runner gives (prt_cuda_step_mark), one JSON line per pass at exit:
@@ -66,11 +68,14 @@
  * and a first line {"pass": "setup", ...} for what came before the first pass. */
 #include <cblas.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -191,6 +196,123 @@ static int is_pinned(const void *p, size_t n) {
 static void fill_garbage(void *p, size_t n) {
   unsigned char *b = p;
   for (size_t i = 0; i < n; i++) b[i] = (i & 1) ? 0x7f : 0xf8; /* little-endian 0x7ff8 */
+}
+
+/* ---- device memory: out of the host's reach ----
+ * cudaMalloc's blocks are mappings of their own, PROT_NONE whenever the host runs: only the
+ * device's operations, while they run, may touch them (and a transfer in flight, whose MPI
+ * progress runs at any MPI call). A host dereference of device memory faults on a GPU; here
+ * it stops the process naming the block (FAKE_CUDA_PROTECT=0: off, for a test that peeks). */
+
+typedef struct {
+  char *base;
+  size_t n, mapped; /* the bytes asked for; mapped, whole pages */
+  int locked;       /* PROT_NONE now */
+} dev_block;
+static dev_block *blocks;
+static size_t nblocks, blocks_cap;
+static int unlocked; /* 1 while some block is readable (the device ran since the last lock) */
+
+static int protect_on(void) {
+  static int on = -1;
+  if (on < 0) on = env_flag("FAKE_CUDA_PROTECT", 1);
+  return on;
+}
+
+static dev_block *block_of(const void *p) {
+  for (size_t i = 0; i < nblocks; i++)
+    if ((const char *)p >= blocks[i].base && (const char *)p < blocks[i].base + blocks[i].mapped)
+      return &blocks[i];
+  return NULL;
+}
+
+static struct sigaction segv_before; /* the handler ours replaced (ASan's, MPI's, default) */
+static void on_segv(int sig, siginfo_t *info, void *uctx) {
+  dev_block *b = block_of(info->si_addr);
+  if (b && b->locked) {
+    char msg[512];
+    int len = snprintf(msg, sizeof msg, "fake CUDA: the host touched device memory at %p "
+                       "(byte %zu of a cudaMalloc block of %zu bytes): on a GPU the host "
+                       "cannot dereference it; copy it to the host (cudaMemcpyAsync, a host "
+                       "view) (FAKE_CUDA_SEED=%llu)\n", info->si_addr,
+                       (size_t)((char *)info->si_addr - b->base), b->n,
+                       (unsigned long long)seed_value());
+    if (write(2, msg, (size_t)len) < 0) _exit(2);
+    _exit(2);
+  }
+  sigaction(SIGSEGV, &segv_before, NULL); /* not ours: the previous handler, on return */
+  if ((segv_before.sa_flags & SA_SIGINFO) && segv_before.sa_sigaction)
+    segv_before.sa_sigaction(sig, info, uctx);
+}
+
+static void block_protect(dev_block *b, int lock) {
+  if (b->locked == lock) return;
+  if (mprotect(b->base, b->mapped, lock ? PROT_NONE : PROT_READ | PROT_WRITE))
+    die("mprotect of device memory failed");
+  b->locked = lock;
+}
+
+/* Before the device runs an operation: every block readable. */
+static void device_unlock(void) {
+  if (!protect_on() || unlocked) return;
+  for (size_t i = 0; i < nblocks; i++) block_protect(&blocks[i], 0);
+  unlocked = 1;
+}
+
+static int block_in_flight(const dev_block *b); /* the streams section's */
+
+/* Back on the host: every block out of reach but those of a transfer in flight. */
+static void device_lock(void) {
+  if (!unlocked) return;
+  int all = 1;
+  for (size_t i = 0; i < nblocks; i++) {
+    int busy = block_in_flight(&blocks[i]);
+    block_protect(&blocks[i], !busy);
+    all &= !busy;
+  }
+  unlocked = !all;
+}
+
+static void *block_new(size_t n) {
+  if (nblocks == blocks_cap) {
+    size_t cap = blocks_cap ? 2 * blocks_cap : 64;
+    dev_block *grown = realloc(blocks, cap * sizeof *grown);
+    if (!grown) return NULL;
+    blocks = grown;
+    blocks_cap = cap;
+  }
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), mapped = ((n ? n : 1) + page - 1) / page * page;
+  char *base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return NULL;
+  fill_garbage(base, n);
+  blocks[nblocks] = (dev_block){base, n, mapped, 0};
+  if (protect_on()) {
+    static int installed;
+    if (!installed) {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_sigaction = on_segv;
+      sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGSEGV, &sa, &segv_before);
+      installed = 1;
+    }
+    block_protect(&blocks[nblocks], unlocked ? 0 : 1);
+  }
+  nblocks++;
+  return base;
+}
+
+/* p's block unmapped; its size (0: not a block of cudaMalloc's). */
+static size_t block_free(void *p) {
+  for (size_t i = 0; i < nblocks; i++)
+    if (blocks[i].base == p) {
+      size_t n = blocks[i].n;
+      munmap(blocks[i].base, blocks[i].mapped);
+      blocks[i] = blocks[--nblocks];
+      return n;
+    }
+  return 0;
 }
 
 /* ---- streams: ordered queues, run lazily in a seeded random interleaving ----
@@ -473,6 +595,7 @@ static void op_free(fake_op *op) {
 
 /* Queues op on st (not capturing): its clock, the race check, the counts. */
 static void op_put(fake_stream *st, fake_op *op) {
+  device_lock(); /* the host is issuing: the device's memory out of its reach again */
   next_clock(st, st->clock);
   op->stream = st->no;
   op->seq = ++st->issued;
@@ -501,6 +624,20 @@ static int op_ready(const fake_op *op) {
   return 1;
 }
 
+/* A transfer in flight (started, waiting for its peer) uses memory in block b. */
+static int block_in_flight(const dev_block *b) {
+  for (int j = 0; j < nstreams; j++) {
+    const fake_op *op = streams[j].head;
+    if (!op || !op->started) continue;
+    for (int a = 0; a < op->d.naccess; a++) {
+      const char *p = op->d.access[a].p;
+      size_t bytes = op->d.access[a].bytes ? op->d.access[a].bytes : 1;
+      if (p < b->base + b->mapped && p + bytes > b->base) return 1;
+    }
+  }
+  return 0;
+}
+
 /* Runs (or polls, when in flight) stream st's next operation. 2: it started or completed; 1:
  * still in flight. */
 static int op_advance(fake_stream *st) {
@@ -509,6 +646,7 @@ static int op_advance(fake_stream *st) {
     if (op->was && memcmp(op->d.pinned_src, op->was, op->d.pinned_bytes))
       rewritten(op->d.name, op->d.pinned_bytes, op->stream, op->replayed);
     op->started = 1;
+    device_unlock();
     op->d.run(op->arg);
     if (op->d.poll && !op->d.poll(op->arg)) return 2;
   } else if (!op->d.poll(op->arg)) {
@@ -579,6 +717,7 @@ static void clock_all(int64_t *c) {
 
 /* The host learns that target completed (a wait, a successful query). */
 static void host_knows(const int64_t *target) {
+  device_lock();
   clock_join(host_clock, target);
   pending_check();
   race_forget();
@@ -887,7 +1026,10 @@ static cudaError_t query(const int64_t *target) {
     return cudaErrorStreamCaptureUnsupported;
   }
   if (!clock_reached(target)) device_step(target);
-  if (!clock_reached(target)) return cudaErrorNotReady;
+  if (!clock_reached(target)) {
+    device_lock();
+    return cudaErrorNotReady;
+  }
   host_knows(target);
   return cudaSuccess;
 }
@@ -983,9 +1125,9 @@ cudaError_t cudaLibraryGetKernel(cudaKernel_t *k, cudaLibrary_t lib, const char 
 
 /* ---- memory ---- */
 
-/* A device of FAKE_TOTAL_GB, of which what cudaMalloc holds is in use (the blocks' sizes are
- * kept in a header before each block, which keeps cudaMalloc's 256-byte alignment). */
-enum { FAKE_TOTAL_GB = 80, HEADER = 256 };
+/* A device of FAKE_TOTAL_GB, of which what cudaMalloc holds is in use (each block a mapping
+ * of its own: page-aligned, beyond cudaMalloc's 256 bytes). */
+enum { FAKE_TOTAL_GB = 80 };
 static size_t fake_in_use; /* device bytes allocated (cudaMemGetInfo) */
 cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total) {
   *total = (size_t)FAKE_TOTAL_GB << 30;
@@ -999,14 +1141,10 @@ cudaError_t cudaMalloc(void **p, size_t n) {
     return cudaErrorStreamCaptureUnsupported;
   }
   if (n > ((size_t)FAKE_TOTAL_GB << 30) - fake_in_use) return cudaErrorMemoryAllocation;
-  size_t bytes = (HEADER + (n ? n : 1) + HEADER - 1) / HEADER * HEADER;
-  char *b = aligned_alloc(HEADER, bytes);
-  if (!b) return cudaErrorMemoryAllocation;
-  memcpy(b, &n, sizeof n);
-  fill_garbage(b + HEADER, n);
+  *p = block_new(n);
+  if (!*p) return cudaErrorMemoryAllocation;
   fake_in_use += n;
   now.allocs++;
-  *p = b + HEADER;
   return cudaSuccess;
 }
 /* cudaFree waits for the device first (not counted among the host waits); cudaFree(NULL)
@@ -1018,12 +1156,10 @@ cudaError_t cudaFree(void *p) {
     return cudaErrorStreamCaptureUnsupported;
   }
   device_idle();
-  char *b = (char *)p - HEADER;
-  size_t n;
-  memcpy(&n, b, sizeof n);
-  fake_in_use -= n;
+  dev_block *b = block_of(p);
+  if (!b || b->base != p) return cudaErrorInvalidValue;
+  fake_in_use -= block_free(p);
   now.frees++;
-  free(b);
   return cudaSuccess;
 }
 cudaError_t cudaMallocHost(void **p, size_t n) {
@@ -1087,8 +1223,11 @@ static void run_memcpy(void *a) {
   memmove(m->d, m->s, m->n);
 }
 /* A copy to or from host memory that cudaMallocHost did not give waits for its stream first
- * and is complete when this returns (the CUDA runtime's rule for pageable memory), and
- * cannot be captured; one from page-locked memory reads it when it runs. */
+ * (the CUDA runtime's rule for pageable memory) and cannot be captured: one to the host is
+ * complete when this returns; one from the host has read its source (it runs now), but the
+ * host does not know it landed (CUDA returns once the source is staged), so another stream's
+ * operation must still be ordered after it. One from page-locked memory reads it when it
+ * runs. */
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k,
                             cudaStream_t st) {
   const void *host = k == cudaMemcpyHostToDevice ? s : k == cudaMemcpyDeviceToHost ? d : NULL;
@@ -1104,10 +1243,11 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKin
   if (k == cudaMemcpyDeviceToHost) op.d2h = (int64_t)n;
   if (k == cudaMemcpyHostToDevice && !pageable) op.pinned_src = s, op.pinned_bytes = n;
   cudaError_t e = fake_cuda_enqueue(st, &op, &m, sizeof m);
-  if (e == cudaSuccess && pageable) { /* done before returning */
+  if (e == cudaSuccess && pageable) { /* the source read before returning */
     fake_stream *on = stream_of(st);
     drain(on->clock);
-    host_knows(on->clock);
+    if (k == cudaMemcpyDeviceToHost) host_knows(on->clock);
+    else device_lock();
   }
   return e;
 }

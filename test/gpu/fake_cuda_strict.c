@@ -4,8 +4,9 @@
  * scenario with a bug is stopped by the fake, naming it (exit 2), or, with that detector off
  * (FAKE_CUDA_CHECK_PINNED=0, FAKE_CUDA_CHECK_RACES=0), prints the wrong data a GPU may show.
  *   lazy                a copy from page-locked memory has not run before the host waits for
- *                       it (peeking at the fake's device memory, which is the host's), and
- *                       has after
+ *                       it (peeking at the fake's device memory, which is the host's: run
+ *                       with FAKE_CUDA_PROTECT=0), and has after
+ *   host-deref          BUG: the host reads device memory directly (a GPU faults)
  *   pinned-late         the copy's source rewritten after the host waited: the first bytes
  *   pinned-early        BUG: rewritten before: the copy, run later, reads the new bytes
  *   graph-pinned        a captured copy replayed twice, the source rewritten between the waits
@@ -123,6 +124,12 @@ int main(int argc, char **argv) {
     printf("before the wait: %g\n", dev[0]); /* the fake's device memory is the host's */
     CHECK(cudaStreamSynchronize(s));
     printf("after the wait: %g\n", dev[0]);
+  } else if (!strcmp(what, "host-deref")) {
+    float *src = pinned_floats(), *dev = dev_floats();
+    fill(src, 7);
+    CHECK(cudaMemcpyAsync(dev, src, N * sizeof(float), cudaMemcpyHostToDevice, s));
+    CHECK(cudaStreamSynchronize(s));
+    printf("the device holds %g\n", dev[3]); /* the bug */
   } else if (!strcmp(what, "pinned-late") || !strcmp(what, "pinned-early")) {
     int early = !strcmp(what, "pinned-early");
     float *src = pinned_floats(), *dev = dev_floats();

@@ -35,6 +35,15 @@ BUGS = {
         "    adam_scalars_fill(ctx); /* BUG PUT BACK */\n",
         "the graph's pinned AdamW scalars are written after cudaGraphLaunch",
     ),
+    # The first H200 run: a plan without declared streams computed on the legacy stream, which
+    # CUDA refuses to capture, so no step ever ran as a CUDA graph.
+    "legacy-compute-stream": (
+        "runtime/kernels/cuda.c",
+        "  if (c->streams && c->nstreams > 0) return (cudaStream_t)c->streams[0];\n",
+        "  if (c->streams && c->nstreams > 0) return (cudaStream_t)c->streams[0];\n"
+        "  if (c) return (cudaStream_t)0; /* BUG PUT BACK: the legacy stream */\n",
+        "a plan without declared streams computes on the legacy stream",
+    ),
     # The device's alloc without its zeroing: the runtime relies on zeroed device memory
     # (device.h's contract), which a GPU's cudaMalloc does not give.
     "alloc-not-zeroed": (

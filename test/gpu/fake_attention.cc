@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <initializer_list>
+
 #include "kernels/cuda.h"
 #include "kernels/cuda_attention.cuh"
 #include "fake_cuda.h"
@@ -69,12 +71,14 @@ void gqa_bwd(void *p) {
                               a->T, a->H, a->KV, a->Dh, scale, buf);
 }
 
-// One launch on stream s: its buffers are the pointers it uses.
+// One launch on stream s, with the pointers it writes (its outputs) and reads.
 cudaError_t issue(const char *name, void (*run)(void *), const Args &a, int kernels,
                   cudaStream_t s) {
   fake_op_desc d = fake_kernel_op(name, run, kernels);
-  const void *used[] = {a.out, a.lse, a.dq, a.dk, a.dv, a.D, a.q, a.k, a.v, a.dout, a.lse_in};
-  for (const void *p : used) fake_op_use(&d, p);
+  for (const void *p : {(const void *)a.out, (const void *)a.lse, (const void *)a.dq,
+                        (const void *)a.dk, (const void *)a.dv, (const void *)a.D})
+    fake_op_uses(&d, p, FAKE_WRITE);
+  for (const void *p : {a.q, a.k, a.v, a.dout, a.lse_in}) fake_op_uses(&d, p, FAKE_READ);
   return fake_cuda_enqueue(s, &d, &a, sizeof a);
 }
 

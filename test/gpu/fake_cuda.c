@@ -67,6 +67,7 @@
  *   h2d, d2h        bytes of the copies issued in that window
  * and a first line {"pass": "setup", ...} for what came before the first pass. */
 #include <cblas.h>
+#include <execinfo.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -211,7 +212,8 @@ typedef struct {
 } dev_block;
 static dev_block *blocks;
 static size_t nblocks, blocks_cap;
-static int unlocked; /* 1 while some block is readable (the device ran since the last lock) */
+static int device_open; /* 1: every block readable (the device is running operations) */
+static int some_open;   /* 1: some block readable (a transfer in flight at the last lock) */
 
 static int protect_on(void) {
   static int on = -1;
@@ -238,6 +240,8 @@ static void on_segv(int sig, siginfo_t *info, void *uctx) {
                        (size_t)((char *)info->si_addr - b->base), b->n,
                        (unsigned long long)seed_value());
     if (write(2, msg, (size_t)len) < 0) _exit(2);
+    void *frames[32]; /* where: the host code that touched it */
+    backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
     _exit(2);
   }
   sigaction(SIGSEGV, &segv_before, NULL); /* not ours: the previous handler, on return */
@@ -254,23 +258,24 @@ static void block_protect(dev_block *b, int lock) {
 
 /* Before the device runs an operation: every block readable. */
 static void device_unlock(void) {
-  if (!protect_on() || unlocked) return;
+  if (!protect_on() || device_open) return;
   for (size_t i = 0; i < nblocks; i++) block_protect(&blocks[i], 0);
-  unlocked = 1;
+  device_open = some_open = 1;
 }
 
 static int block_in_flight(const dev_block *b); /* the streams section's */
 
 /* Back on the host: every block out of reach but those of a transfer in flight. */
 static void device_lock(void) {
-  if (!unlocked) return;
-  int all = 1;
+  if (!some_open) return;
+  int busy_any = 0;
   for (size_t i = 0; i < nblocks; i++) {
     int busy = block_in_flight(&blocks[i]);
     block_protect(&blocks[i], !busy);
-    all &= !busy;
+    busy_any |= busy;
   }
-  unlocked = !all;
+  device_open = 0;
+  some_open = busy_any;
 }
 
 static void *block_new(size_t n) {
@@ -297,7 +302,7 @@ static void *block_new(size_t n) {
       sigaction(SIGSEGV, &sa, &segv_before);
       installed = 1;
     }
-    block_protect(&blocks[nblocks], unlocked ? 0 : 1);
+    block_protect(&blocks[nblocks], !device_open);
   }
   nblocks++;
   return base;
@@ -466,20 +471,20 @@ static void pending_check(void) {
 
 /* ---- the race detector ---- */
 
+/* Overlapping, and one of them writes (a pointer argument is the byte it points at). */
 static int access_conflict(const fake_access *a, const fake_access *b) {
   if (a->mode != FAKE_WRITE && b->mode != FAKE_WRITE) return 0;
-  if (a->mode == FAKE_USE && b->mode == FAKE_USE) return 0;
   uintptr_t alo = (uintptr_t)a->p, blo = (uintptr_t)b->p;
-  uintptr_t ahi = alo + (a->mode == FAKE_USE ? 1 : a->bytes);
-  uintptr_t bhi = blo + (b->mode == FAKE_USE ? 1 : b->bytes);
-  return alo < bhi && blo < ahi && ahi > alo && bhi > blo;
+  uintptr_t ahi = alo + (a->bytes ? a->bytes : 1), bhi = blo + (b->bytes ? b->bytes : 1);
+  return alo < bhi && blo < ahi;
 }
 
-/* "reads 0x.. (n bytes)", "writes ...", or for a kernel's pointer argument "uses 0x..". */
+/* "reads 0x.. (n bytes)", "writes ...", or for a kernel's "writes through its pointer
+ * argument 0x..". */
 static void access_text(char *buf, size_t cap, const fake_access *a) {
-  if (a->mode == FAKE_USE) snprintf(buf, cap, "uses %p (a pointer argument)", a->p);
-  else snprintf(buf, cap, "%s %p (%zu bytes)", a->mode == FAKE_READ ? "reads" : "writes", a->p,
-                a->bytes);
+  const char *how = a->mode == FAKE_READ ? "reads" : "writes";
+  if (!a->bytes) snprintf(buf, cap, "%s through its pointer argument %p", how, a->p);
+  else snprintf(buf, cap, "%s %p (%zu bytes)", how, a->p, a->bytes);
 }
 
 /* op, about to be queued, against the operations of other streams it does not follow. */
@@ -1284,17 +1289,20 @@ static void run_launch(void *a) {
     exit(2);
   }
 }
-/* Its pointer arguments are the addresses it uses (the race detector). */
+/* Its pointer arguments are the addresses it reads or writes from, as the kernel's loads and
+ * stores through them say (kernel_jit.h; one it only passes on counts as read), for the race
+ * detector. */
 cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
                              size_t shmem, cudaStream_t s) {
   launch_args l = {(const char *)func,
                    (int64_t)grid.x * grid.y * grid.z * block.x * block.y * block.z, 0, {0}};
   l.nargs = nargs_of(l.name);
-  fake_op_desc d = {.name = l.name, .run = run_launch, .kernels = 1};
+  fake_op_desc d = fake_kernel_op(l.name, run_launch, 1);
   for (int i = 0; i < l.nargs; i++) {
     memcpy(&l.vals[i], args[i], kernelJitArgSize(l.name, i));
-    if (kernelJitArgIsPointer(l.name, i) && l.vals[i] && d.naccess < FAKE_MAX_ACCESSES)
-      d.access[d.naccess++] = (fake_access){(const void *)(uintptr_t)l.vals[i], 0, FAKE_USE};
+    if (kernelJitArgIsPointer(l.name, i))
+      fake_op_uses(&d, (const void *)(uintptr_t)l.vals[i],
+                   kernelJitArgUse(l.name, i) & KERNEL_JIT_WRITES ? FAKE_WRITE : FAKE_READ);
   }
   return fake_cuda_enqueue(s, &d, &l, sizeof l);
 }

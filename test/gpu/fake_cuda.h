@@ -15,14 +15,14 @@
 extern "C" {
 #endif
 
-/* How an operation touches memory, for the race detector. A range read or written (a copy, a
- * memset, a collective's buffers), or a kernel's pointer argument: an address it reads or
- * writes from, extent unknown (FAKE_USE: it conflicts with a write range holding it). */
-enum { FAKE_READ = 1, FAKE_WRITE = 2, FAKE_USE = 3 };
+/* How an operation touches memory, for the race detector: a range it reads or writes (a copy,
+ * a memset, a GEMM's operands, a collective's buffers), or with bytes 0 a kernel's pointer
+ * argument, the address it reads or writes from (its extent unknown: the byte at p). */
+enum { FAKE_READ = 1, FAKE_WRITE = 2 };
 enum { FAKE_MAX_ACCESSES = 32 };
 typedef struct {
   const void *p;
-  size_t bytes; /* FAKE_USE: 0 */
+  size_t bytes; /* 0: a pointer argument */
   int mode;
 } fake_access;
 
@@ -50,12 +50,13 @@ static inline fake_op_desc fake_kernel_op(const char *name, void (*run)(void *),
   d.kernels = kernels;
   return d;
 }
-/* Notes pointer p (NULL: none) as an address the operation uses. */
-static inline void fake_op_use(fake_op_desc *d, const void *p) {
+/* Notes pointer argument p (NULL: none) as an address the operation reads (FAKE_READ) or
+ * writes (FAKE_WRITE) from. */
+static inline void fake_op_uses(fake_op_desc *d, const void *p, int mode) {
   if (!p || d->naccess >= FAKE_MAX_ACCESSES) return;
   d->access[d->naccess].p = p;
   d->access[d->naccess].bytes = 0;
-  d->access[d->naccess++].mode = FAKE_USE;
+  d->access[d->naccess++].mode = mode;
 }
 
 /* Puts the operation (its description and `size` bytes of arguments, copied) on stream s, or

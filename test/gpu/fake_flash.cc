@@ -6,6 +6,8 @@
 // being captured.
 #include <stdint.h>
 
+#include <initializer_list>
+
 #include "kernels/cuda.h"
 #include "flash_lanes.h"
 #include "fake_cuda.h"
@@ -24,11 +26,16 @@ void flash(void *p) {
   else run_bwd(l->job, l->B, l->staged);
 }
 
+// One launch on stream s: the forward writes out and lse, the backward dq, dk, dv and D and
+// reads lse; both write the staging and read q, k, v (and dout).
 cudaError_t issue(const char *name, const Launch &l, int kernels, cudaStream_t s) {
   fake_op_desc d = fake_kernel_op(name, flash, kernels);
   const Job &j = l.job;
-  const void *used[] = {j.out, j.lse, j.q, j.k, j.v, j.dq, j.dk, j.dv, j.Dbuf, j.dout, l.staged};
-  for (const void *p : used) fake_op_use(&d, p);
+  for (const void *p : {(const void *)j.out, (const void *)j.dq, (const void *)j.dk,
+                        (const void *)j.dv, (const void *)j.Dbuf, (const void *)l.staged})
+    fake_op_uses(&d, p, FAKE_WRITE);
+  fake_op_uses(&d, j.lse, j.kernel == 0 ? FAKE_WRITE : FAKE_READ);
+  for (const void *p : {j.q, j.k, j.v, j.dout}) fake_op_uses(&d, p, FAKE_READ);
   return fake_cuda_enqueue(s, &d, &l, sizeof l);
 }
 

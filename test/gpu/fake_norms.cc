@@ -4,6 +4,8 @@
 // uses: run when the stream reaches it, or recorded into the CUDA graph being captured. test/gpu/norm_emu.cu checks the rows with 32 lanes too.
 #include <stdint.h>
 
+#include <initializer_list>
+
 #include "kernels/cuda.h"
 #include "kernels/cuda_norms.cuh"
 #include "fake_cuda.h"
@@ -45,8 +47,9 @@ void rmsnorm_dx(void *p) {
 
 cudaError_t issue(const char *name, void (*run)(void *), const Args &a, cudaStream_t s) {
   fake_op_desc d = fake_kernel_op(name, run, 1);
-  const void *used[] = {a.out, a.mean, a.rstd, a.x, a.w, a.b, a.dy, a.mean_in, a.rstd_in};
-  for (const void *p : used) fake_op_use(&d, p);
+  for (const void *p : {(const void *)a.out, (const void *)a.mean, (const void *)a.rstd})
+    fake_op_uses(&d, p, FAKE_WRITE);
+  for (const void *p : {a.x, a.w, a.b, a.dy, a.mean_in, a.rstd_in}) fake_op_uses(&d, p, FAKE_READ);
   return fake_cuda_enqueue(s, &d, &a, sizeof a);
 }
 

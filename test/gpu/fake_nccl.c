@@ -24,7 +24,8 @@
  * seen by fake_cuda.c's race detector, so a kernel that reads a received buffer before the
  * compute stream waited for its completion event is named. The negative controls
  * (fake-nccl-train.test) put each bug back from here: FAKE_NCCL_IGNORE_WAITS=1 drops the
- * compute stream's waits for a completion event (a backend without nccl_finish's wait),
+ * compute stream's waits for a completion event (a backend without nccl_finish's wait; =send:
+ * only those of sends, whose buffers the compute stream may then overwrite early),
  * FAKE_NCCL_IGNORE_ORDER=1 drops the NCCL streams' waits for the compute stream (a backend
  * without order_after_compute).
  *
@@ -77,6 +78,7 @@ static void die(const char *what) {
 
 enum { MAX_OURS = 64 };
 static cudaStream_t ours[MAX_OURS];
+static int sends_on[MAX_OURS]; /* 1: a send was issued on it (a direction's send stream) */
 static int nours;
 
 /* A stream of ours by its creation index (1, 2, ...); 0: another (the compute stream). */
@@ -112,9 +114,13 @@ int fake_cuda_on_stream_wait(cudaStream_t s, cudaEvent_t e) {
   }
   if (!waiter && on_ours) {
     LOG_EVENT("compute waits for a completion event\n");
-    static int ignore_waits = -1;
+    static int ignore_waits = -1, ignore_sends = -1;
     if (ignore_waits < 0) ignore_waits = env_on("FAKE_NCCL_IGNORE_WAITS");
-    return ignore_waits;
+    if (ignore_sends < 0) {
+      const char *v = getenv("FAKE_NCCL_IGNORE_WAITS");
+      ignore_sends = v && !strcmp(v, "send");
+    }
+    return ignore_waits || (ignore_sends && sends_on[stream_no(fake_cuda_event_stream(e)) - 1]);
   }
   return 0;
 }
@@ -376,6 +382,7 @@ static ncclResult_t p2p(const void *in, void *out, size_t n, ncclDataType_t t, i
   e->bytes = n * sz;
   e->comm = comm->c;
   pending_stream = s;
+  if (in) sends_on[stream_no(s) - 1] = 1;
   calls[in ? C_SEND : C_RECV]++;
   LOG_EVENT("%s peer %d bytes %zu stream %d\n", call, peer, e->bytes, stream_no(s));
   return group_depth ? ncclSuccess : p2p_flush();

@@ -123,7 +123,9 @@ static void die(const char *fmt, ...) {
   exit(2);
 }
 
-enum { FLAG_MAX = 100000 }; /* the largest count any flag takes */
+/* The largest count any flag takes: 2^20, a million devices as data-parallel replicas, or as
+ * many stages or microbatches (tuneSchedRun bounds their products) */
+enum { FLAG_MAX = PIPER_MAX_DEVICES };
 
 /* A flag's integer value in [min, FLAG_MAX]; anything else is an error naming the flag and
  * the range. */

@@ -20,8 +20,10 @@ extern "C" {
 #endif
 
 /* Device ids are in [0, PIPER_MAX_DEVICES): the strategy importer, the devices verifier and
- * place agree on this bound, so a plan never indexes a per-device table with a hostile id. */
-enum { PIPER_MAX_DEVICES = 1 << 16 };
+ * place agree on this bound, so a plan never indexes a per-device table with a hostile id.
+ * 2^20 = 1,048,576 devices, the largest clusters being built; a count of devices fits int32,
+ * a product of counts (devices x microbatches, rows x features) is taken in int64. */
+enum { PIPER_MAX_DEVICES = 1 << 20 };
 
 /* ---- dialects/dialects.c ---- */
 

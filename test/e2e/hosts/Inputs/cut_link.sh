@@ -53,7 +53,7 @@ log "cut $cut"
 rank_pids=$("$hosts" pids "$PIPER_HOSTS" "$cut" | grep -- " --steps " | cut -d' ' -f2 | tr '\n' ' ')
 log "ranks on $cut: $rank_pids"
 # shellcheck disable=SC2086
-python3 "$(dirname "$0")/exit_times.py" 150 $rank_pids > "$events.ranks" &
+"$(dirname "$0")/exit_times.py" 150 $rank_pids > "$events.ranks" &
 watcher=$!
 deadline=$(after 120)
 while before "$deadline"; do

@@ -52,13 +52,13 @@ static int byValue(const void *a, const void *b) {
  * minutes. */
 static bool sameDevices(MlirAttribute a, MlirAttribute b) {
   if (mlirAttributeEqual(a, b)) return true;
-  intptr_t n = mlirArrayAttrGetNumElements(a);
-  if (n != mlirArrayAttrGetNumElements(b)) return false;
+  intptr_t n = piperListLen(a);
+  if (n != piperListLen(b)) return false;
   int64_t *x = malloc(2 * (n ? n : 1) * sizeof *x), *y = x + n;
   if (!x) return false;
   for (intptr_t i = 0; i < n; ++i) {
-    x[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(a, i));
-    y[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(b, i));
+    x[i] = piperListAt(a, i);
+    y[i] = piperListAt(b, i);
   }
   qsort(x, n, sizeof *x, byValue);
   qsort(y, n, sizeof *y, byValue);
@@ -99,7 +99,7 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
   MlirOperation producer = mlirOpResultGetOwner(g), param = mlirOpResultGetOwner(p);
   /* on a tensor-parallel list (shard_tensor.c) the replicas are its tp-size runs; extraction
    * narrows each collective's group to the member's data-parallel peers */
-  int64_t R = mlirArrayAttrGetNumElements(devices) / tp;
+  int64_t R = piperListLen(devices) / tp;
   int64_t n = piperTensorNumel(mlirValueGetType(p));
   pb_shard geometry = pb_shard_of(n, R, 0);
   int64_t c = geometry.c, padded = geometry.padded;
@@ -272,7 +272,7 @@ static MlirOperation shardTensorOf(MlirOperation module, MlirAttribute group) {
        op = mlirOperationGetNextInBlock(op)) {
     if (!piperOpIs(op, "sched.shard_tensor")) continue;
     MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    if (!mlirAttributeIsNull(g) && mlirAttributeIsAArray(g) && sameDevices(g, group)) return op;
+    if (piperListLen(g) && sameDevices(g, group)) return op;
   }
   return (MlirOperation){NULL};
 }
@@ -288,24 +288,18 @@ static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
   MlirOperation module = mlirOperationGetParentOperation(d);
   MlirAttribute groups = piperTpGroups(module);
   if (mlirAttributeIsNull(groups)) return true;
-  intptr_t n = mlirArrayAttrGetNumElements(devices), nGroups = mlirArrayAttrGetNumElements(groups);
+  intptr_t n = piperListLen(devices), nGroups = mlirArrayAttrGetNumElements(groups);
   /* device id + 1 (0 is the map's empty key) -> its group's index; lists can hold thousands */
   PiperPtrMap groupOf, listed;
   piperPtrMapInit(&groupOf, 64);
   piperPtrMapInit(&listed, n ? (size_t)n : 1);
   for (intptr_t g = 0; g < nGroups; ++g) {
     MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
-    for (intptr_t t = 0; t < mlirArrayAttrGetNumElements(grp); ++t)
-      piperPtrMapPut(&groupOf,
-                     (const void *)(intptr_t)(mlirIntegerAttrGetValueInt(
-                                                  mlirArrayAttrGetElement(grp, t)) + 1),
-                     g);
+    for (intptr_t t = 0; t < piperListLen(grp); ++t)
+      piperPtrMapPut(&groupOf, (const void *)(intptr_t)(piperListAt(grp, t) + 1), g);
   }
   for (intptr_t i = 0; i < n; ++i)
-    piperPtrMapPut(&listed,
-                   (const void *)(intptr_t)(mlirIntegerAttrGetValueInt(
-                                                mlirArrayAttrGetElement(devices, i)) + 1),
-                   1);
+    piperPtrMapPut(&listed, (const void *)(intptr_t)(piperListAt(devices, i) + 1), 1);
   int64_t outside = -1, inside = -1; /* a device in no group, one in a group */
   intptr_t firstGroup = -1, touched = 0;
   bool *seen = calloc(nGroups ? (size_t)nGroups : 1, sizeof *seen);
@@ -316,7 +310,7 @@ static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
     return false;
   }
   for (intptr_t i = 0; i < n; ++i) {
-    int64_t dev = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
+    int64_t dev = piperListAt(devices, i);
     intptr_t g;
     if (!piperPtrMapGet(&groupOf, (const void *)(intptr_t)(dev + 1), &g)) {
       if (outside < 0) outside = dev;
@@ -346,8 +340,8 @@ static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
     for (intptr_t g = 0; g < nGroups && ok; ++g) {
       if (!seen[g]) continue;
       MlirAttribute group = mlirArrayAttrGetElement(groups, g);
-      for (intptr_t t = 0; t < mlirArrayAttrGetNumElements(group) && ok; ++t) {
-        int64_t member = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, t));
+      for (intptr_t t = 0; t < piperListLen(group) && ok; ++t) {
+        int64_t member = piperListAt(group, t);
         if (piperPtrMapGet(&listed, (const void *)(intptr_t)(member + 1), NULL)) continue;
         piperDescribeDevices(group, grp, sizeof grp);
         piperDirectiveError(d, "replicate: devices %s hold part of the tensor-parallel group "
@@ -364,7 +358,7 @@ static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
     }
     if (ok && touched == 1) {
       MlirAttribute group = mlirArrayAttrGetElement(groups, firstGroup);
-      int64_t T = mlirArrayAttrGetNumElements(group);
+      int64_t T = piperListLen(group);
       piperDescribeDevices(group, grp, sizeof grp);
       piperDirectiveError(d, "replicate: devices %s are one tensor-parallel group, whose %lld "
                              "members split one replica between them: there is no other "
@@ -473,12 +467,12 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
       cp = piperCpSize(piperCpGroups(mlirOperationGetParentOperation(d)), placed,
                        tp ? tp : 1, NULL);
     if (!piperOpIs(op, "tdag.param") && tp &&
-        !replicasDivideBatch(d, op, mlirArrayAttrGetNumElements(devices) / tp / (cp ? cp : 1),
+        !replicasDivideBatch(d, op, piperListLen(devices) / tp / (cp ? cp : 1),
                              tp)) {
       free(updates);
       return mlirLogicalResultFailure();
     }
-    if (!piperOpIs(op, "tdag.adamw") || mlirArrayAttrGetNumElements(devices) / tp < 2) continue;
+    if (!piperOpIs(op, "tdag.adamw") || piperListLen(devices) / tp < 2) continue;
     if (!piperGrow((void **)&updates, &capUpdates, nUpdates + 1, sizeof *updates)) {
       piperDirectiveError(d, "replicate: out of memory");
       free(updates);

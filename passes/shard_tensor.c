@@ -81,7 +81,8 @@
  * search, since a data-parallel TP list has 2 * R entries and every directive asks it for
  * every op it selects (a linear scan made the check quadratic in R). */
 static bool sortedHolds(MlirAttribute list, int64_t d) {
-  intptr_t lo = 0, hi = mlirArrayAttrGetNumElements(list) - 1;
+  if (piperDeviceListIsRange(list, NULL)) return piperListFind(list, d) >= 0;
+  intptr_t lo = 0, hi = piperListLen(list) - 1;
   while (lo <= hi) {
     intptr_t mid = lo + (hi - lo) / 2;
     int64_t v = piperListAt(list, mid);
@@ -775,7 +776,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
 
 /* Two device lists share a device. */
 static bool overlap(MlirAttribute a, MlirAttribute b) {
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(a); ++i)
+  for (intptr_t i = 0; i < piperListLen(a); ++i)
     if (piperListFind(b, piperListAt(a, i)) >= 0) return true;
   return false;
 }
@@ -846,6 +847,7 @@ static MlirLogicalResult collectDirectives(Sharder *s, MlirBlock top) {
 /* `devices` (n of them) in ascending order, as place sorts device lists: member t is the
  * t-th smallest. */
 static MlirAttribute sortedGroup(MlirContext ctx, MlirAttribute devices, intptr_t n) {
+  if (piperDeviceListIsRange(devices, NULL)) return devices; /* ascending already */
   int64_t *ids = malloc(n * sizeof *ids);
   for (intptr_t a = 0; a < n; ++a) ids[a] = piperListAt(devices, a);
   for (intptr_t a = 1; a < n; ++a)
@@ -854,18 +856,15 @@ static MlirAttribute sortedGroup(MlirContext ctx, MlirAttribute devices, intptr_
       ids[b] = ids[b - 1];
       ids[b - 1] = x;
     }
-  MlirAttribute *attrs = malloc(n * sizeof *attrs);
-  for (intptr_t a = 0; a < n; ++a) attrs[a] = piperI64Attr(ctx, ids[a]);
-  MlirAttribute sorted = mlirArrayAttrGet(ctx, n, attrs);
+  MlirAttribute sorted = piperListGet(ctx, ids, n);
   free(ids);
-  free(attrs);
   return sorted;
 }
 
 /* Directive i's group: its devices each listed once, at least two, as many as the groups
  * before it (*T, 0 before the first, then set); sorts d->devices. Failure after an error. */
 static MlirLogicalResult checkGroupSize(Sharder *s, Directive *d, int64_t *T) {
-  intptr_t n = mlirArrayAttrGetNumElements(d->devices);
+  intptr_t n = piperListLen(d->devices);
   for (intptr_t a = 0; a < n; ++a)
     if (piperListFind(d->devices, piperListAt(d->devices, a)) != a) {
       piperDirectiveError(d->directive, "shard_tensor: device %lld is listed twice",
@@ -933,7 +932,7 @@ static MlirLogicalResult checkPlacement(Sharder *s, PiperTpLayout *layout, int64
       matched++;
       MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
       bool holds = !mlirAttributeIsNull(placed);
-      for (intptr_t a = 0; holds && a < mlirArrayAttrGetNumElements(d->devices); ++a)
+      for (intptr_t a = 0; holds && a < piperListLen(d->devices); ++a)
         holds = sortedHolds(placed, piperListAt(d->devices, a));
       if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")))) {
         /* a shard directive (passes/shard.c, run before this pass) gave it to one device */

@@ -17,15 +17,15 @@ static MlirAttribute groupHolding(MlirAttribute groups, int64_t d) {
  * each a group in its own order; 1 otherwise. */
 static int64_t tpSizeOf(MlirAttribute groups, MlirAttribute devices) {
   if (mlirAttributeIsNull(groups) || mlirAttributeIsNull(devices)) return 1;
-  intptr_t n = mlirArrayAttrGetNumElements(devices);
+  intptr_t n = piperListLen(devices);
   if (n < 2) return 1;
   MlirAttribute first = groupHolding(groups, piperListAt(devices, 0));
   if (mlirAttributeIsNull(first)) return 1;
-  intptr_t T = mlirArrayAttrGetNumElements(first);
+  intptr_t T = piperListLen(first);
   if (T < 2 || n % T) return 1;
   for (intptr_t j = 0; j < n; j += T) {
     MlirAttribute g = groupHolding(groups, piperListAt(devices, j));
-    if (mlirAttributeIsNull(g) || mlirArrayAttrGetNumElements(g) != T) return 1;
+    if (mlirAttributeIsNull(g) || piperListLen(g) != T) return 1;
     for (intptr_t t = 0; t < T; ++t)
       if (piperListAt(g, t) != piperListAt(devices, j + t)) return 1;
   }
@@ -38,11 +38,8 @@ static MlirAttribute tpGroups(MlirOperation module) {
   MlirAttribute g = mlirOperationGetAttributeByName(module, piperStr("piper.tp_groups"));
   if (mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) return mlirAttributeGetNull();
   for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(g); ++i) {
-    MlirAttribute grp = mlirArrayAttrGetElement(g, i);
-    if (!mlirAttributeIsAArray(grp)) return mlirAttributeGetNull();
-    for (intptr_t k = 0; k < mlirArrayAttrGetNumElements(grp); ++k)
-      if (!mlirAttributeIsAInteger(mlirArrayAttrGetElement(grp, k)))
-        return mlirAttributeGetNull();
+    if (!piperDeviceListCheck(mlirArrayAttrGetElement(g, i), PIPER_MAX_DEVICES))
+      return mlirAttributeGetNull();
   }
   return g;
 }
@@ -83,13 +80,13 @@ int64_t piperTpSplitReplicas(PiperTpLayout *l, MlirOperation op, int64_t *replic
  * data-parallel reduction of a replicate directive). */
 static MlirAttribute narrowGroup(MlirContext ctx, MlirAttribute group, int64_t T, int64_t flatK,
                                  bool tensorParallel) {
-  intptr_t n = mlirArrayAttrGetNumElements(group);
-  MlirAttribute *ids = malloc((n ? n : 1) * sizeof *ids);
+  intptr_t n = piperListLen(group);
+  int64_t *ids = malloc((n ? n : 1) * sizeof *ids);
   intptr_t m = 0;
   for (intptr_t i = 0; i < n; ++i)
     if (tensorParallel ? i / T == flatK / T : i % T == flatK % T)
-      ids[m++] = mlirArrayAttrGetElement(group, i);
-  MlirAttribute a = mlirArrayAttrGet(ctx, m, ids);
+      ids[m++] = piperListAt(group, i);
+  MlirAttribute a = piperListGet(ctx, ids, m);
   free(ids);
   return a;
 }
@@ -105,7 +102,7 @@ bool piperTpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_
     mlirOperationSetAttributeByName(c, piperStr("tp_offset"), piperI64Attr(ctx, t * piperListAt(slice, 3)));
   /* collectives: the group the member reduces over */
   MlirAttribute group = mlirOperationGetAttributeByName(op, piperStr("group"));
-  if (!mlirAttributeIsNull(group) && mlirArrayAttrGetNumElements(group) % T == 0) {
+  if (piperListLen(group) && piperListLen(group) % T == 0) {
     bool tensorParallel =
         !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce")));
     mlirOperationSetAttributeByName(c, piperStr("group"),

@@ -356,6 +356,11 @@ static Sim simulate(void) {
  * ids T apart (--cp 2 --tp 2: TP [0,1] and [2,3], CP [0,2] and [1,3]). */
 static void printDevices(FILE *f, int d) {
   int inner = cfg.T * cfg.C;
+  if ((int64_t)cfg.D * inner > PIPER_LIST_EXPLICIT_MAX) { /* a range: four numbers, not D*T*C */
+    fprintf(f, "{\"start\":%d,\"count\":%d,\"step\":%d,\"run\":%d}", d * inner, cfg.D,
+            cfg.P * inner, inner);
+    return;
+  }
   fputc('[', f);
   for (int r = 0; r < cfg.D; ++r)
     for (int t = 0; t < inner; ++t)

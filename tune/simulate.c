@@ -199,10 +199,10 @@ static int collectiveXfer(World *w, const UnitMap *map, int u, MlirOperation op)
   Xfer *x = &w->x[i];
   x->key = key, x->seq = seq;
   x->kind = kindOf(op);
-  intptr_t n = mlirAttributeIsAArray(group) ? mlirArrayAttrGetNumElements(group) : 0;
+  intptr_t n = piperDeviceListLen(group);
   bool *seen = calloc((size_t)map->n, sizeof *seen);
   for (intptr_t k = 0; seen && k < n; ++k) {
-    int v = unitOfDevice(map, mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, k)));
+    int v = unitOfDevice(map, piperDeviceListAt(group, k));
     if (v >= 0 && !seen[v]) seen[v] = true, x->needed++;
   }
   free(seen);

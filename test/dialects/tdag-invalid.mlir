@@ -109,7 +109,7 @@ func.func @adamw_not_a_param(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4x
 // -----
 
 func.func @comm_group_not_array(%x: tensor<4xf32>) {
-  // expected-error@+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  // expected-error@+1 {{'3 : i64' does not satisfy the constraint}}
   %s, %t = "comm.all_reduce"(%x) {group = 3 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
   return
 }

@@ -369,9 +369,15 @@ static int64_t shardTensorRuns(MlirOperation directive, MlirAttribute devices) {
         continue;
       MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
       /* hand-written IR may hold anything: shard_tensor reports it */
-      if (!piperDeviceListCheck(g, PIPER_MAX_DEVICES)) continue;
-      if (!group.ptr && piperListFind(g, d) >= 0)
-        group = sortedDevices(mlirOperationGetContext(directive), g);
+      if (!piperDeviceListCheck(g, PIPER_MAX_DEVICES) || group.ptr) continue;
+      g = sortedDevices(mlirOperationGetContext(directive), g);
+      intptr_t at = piperListFind(g, d);
+      int64_t G = piperGetIntAttr(op, "group_size", piperListLen(g)); /* groups of G in g */
+      if (at < 0 || G < 1 || G > PIPER_MAX_DEVICES || piperListLen(g) % G) continue;
+      int64_t *ids = malloc((size_t)G * sizeof *ids);
+      for (int64_t t = 0; ids && t < G; ++t) ids[t] = piperListAt(g, at - at % G + t);
+      if (ids) group = piperListGet(mlirOperationGetContext(directive), ids, G);
+      free(ids);
     }
     if (!group.ptr) {
       aligned = false;

@@ -4,54 +4,58 @@
 
 #include "passes/tp_layout.h"
 
-/* The group of `groups` (piper.tp_groups) holding device `d`, or null. */
-static MlirAttribute groupHolding(MlirAttribute groups, int64_t d) {
-  for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
-    MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
-    if (piperListFind(grp, d) >= 0) return grp;
-  }
-  return mlirAttributeGetNull();
-}
-
 /* T if `devices` (sorted) is a TP list of the module's groups: runs of T consecutive entries,
- * each a group in its own order; 1 otherwise. */
-static int64_t tpSizeOf(MlirAttribute groups, MlirAttribute devices) {
-  if (mlirAttributeIsNull(groups) || mlirAttributeIsNull(devices)) return 1;
-  intptr_t n = piperListLen(devices);
-  if (n < 2) return 1;
-  MlirAttribute first = groupHolding(groups, piperListAt(devices, 0));
-  if (mlirAttributeIsNull(first)) return 1;
-  intptr_t T = piperListLen(first);
-  if (T < 2 || n % T) return 1;
+ * each a group (an aligned run of T entries of one of the lists of `groups`, piper.tp_groups)
+ * in its order; 1 otherwise. One of those lists itself at once; else O(devices x lists), each
+ * device looked up in O(1) in a range. */
+static int64_t tpSizeOf(MlirAttribute groups, int64_t T, MlirAttribute devices) {
+  if (mlirAttributeIsNull(groups) || mlirAttributeIsNull(devices) || T < 2) return 1;
+  intptr_t n = piperListLen(devices), nLists = mlirArrayAttrGetNumElements(groups);
+  if (n < 2 || n % T) return 1;
+  for (intptr_t l = 0; l < nLists; ++l)
+    if (mlirAttributeEqual(mlirArrayAttrGetElement(groups, l), devices)) return T;
   for (intptr_t j = 0; j < n; j += T) {
-    MlirAttribute g = groupHolding(groups, piperListAt(devices, j));
-    if (mlirAttributeIsNull(g) || piperListLen(g) != T) return 1;
-    for (intptr_t t = 0; t < T; ++t)
-      if (piperListAt(g, t) != piperListAt(devices, j + t)) return 1;
+    int64_t d = piperListAt(devices, j);
+    MlirAttribute list = mlirAttributeGetNull();
+    intptr_t at = -1;
+    for (intptr_t l = 0; l < nLists && at < 0; ++l)
+      at = piperListFind(list = mlirArrayAttrGetElement(groups, l), d);
+    if (at < 0 || at % T) return 1;
+    for (intptr_t t = 1; t < T; ++t)
+      if (piperListAt(list, at + t) != piperListAt(devices, j + t)) return 1;
   }
   return T;
 }
 
-/* The module's piper.tp_groups, or null if absent or not a list of device lists (IR written
- * by hand: then the plan has no tensor-parallel layout). */
-static MlirAttribute tpGroups(MlirOperation module) {
+/* The module's piper.tp_groups and its group size T (piper.tp_size; without it each list is
+ * one group and T its length), or null if absent or not a list of device lists each cut into
+ * groups of T (IR written by hand: then the plan has no tensor-parallel layout). */
+static MlirAttribute tpGroups(MlirOperation module, int64_t *T) {
   MlirAttribute g = mlirOperationGetAttributeByName(module, piperStr("piper.tp_groups"));
-  if (mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) return mlirAttributeGetNull();
+  *T = 1;
+  if (mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g) || !mlirArrayAttrGetNumElements(g))
+    return mlirAttributeGetNull();
+  int64_t size = piperGetIntAttr(module, "piper.tp_size",
+                                 piperDeviceListLen(mlirArrayAttrGetElement(g, 0)));
   for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(g); ++i) {
-    if (!piperDeviceListCheck(mlirArrayAttrGetElement(g, i), PIPER_MAX_DEVICES))
+    MlirAttribute list = mlirArrayAttrGetElement(g, i);
+    if (size < 1 || !piperDeviceListCheck(list, PIPER_MAX_DEVICES) || piperListLen(list) % size)
       return mlirAttributeGetNull();
   }
+  *T = size;
   return g;
 }
 
-MlirAttribute piperTpGroups(MlirOperation module) { return tpGroups(module); }
+MlirAttribute piperTpGroups(MlirOperation module, int64_t *T) { return tpGroups(module, T); }
 
 int64_t piperTpSize(MlirOperation module, MlirAttribute devices) {
-  return tpSizeOf(tpGroups(module), devices);
+  int64_t T;
+  MlirAttribute groups = tpGroups(module, &T);
+  return tpSizeOf(groups, T, devices);
 }
 
 void piperTpLayoutInit(PiperTpLayout *l, MlirOperation module) {
-  l->groups = tpGroups(module);
+  l->groups = tpGroups(module, &l->T);
   piperPtrMapInit(&l->sizeOf, 16);
 }
 
@@ -61,7 +65,7 @@ int64_t piperTpLayoutSize(PiperTpLayout *l, MlirAttribute devices) {
   if (mlirAttributeIsNull(l->groups) || mlirAttributeIsNull(devices)) return 1;
   intptr_t T;
   if (piperPtrMapGet(&l->sizeOf, devices.ptr, &T)) return T;
-  T = (intptr_t)tpSizeOf(l->groups, devices);
+  T = (intptr_t)tpSizeOf(l->groups, l->T, devices);
   piperPtrMapPut(&l->sizeOf, devices.ptr, T);
   return T;
 }

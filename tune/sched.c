@@ -382,9 +382,18 @@ static void emitShardSequence(FILE *f) {
 }
 
 /* --tp: a shard_tensor directive per stage, replica and context-parallel member, over its T
- * devices. */
+ * devices; where the stage's devices are a range (more than PIPER_LIST_EXPLICIT_MAX), one per
+ * stage instead, over all of them with group_size T (its runs of T are the same groups), so
+ * the strategy and the compile stay the size of the stages, not of the replicas. */
 static void emitShardTensor(FILE *f) {
-  for (int s = 0; s < cfg.S && cfg.T > 1; ++s)
+  bool perStage = (int64_t)cfg.D * cfg.T * cfg.C > PIPER_LIST_EXPLICIT_MAX;
+  for (int s = 0; s < cfg.S && cfg.T > 1 && perStage; ++s) {
+    fprintf(f, ",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},"
+               "\"devices\":", s);
+    printDevices(f, deviceOf(s));
+    fprintf(f, ",\"group_size\":%d,\"stream\":\"tp\"}", cfg.T);
+  }
+  for (int s = 0; s < cfg.S && cfg.T > 1 && !perStage; ++s)
     for (int r = 0; r < cfg.D; ++r)
       for (int c = 0; c < cfg.C; ++c) {
         fprintf(f, ",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},"

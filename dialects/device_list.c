@@ -99,6 +99,13 @@ intptr_t piperDeviceListFind(MlirAttribute a, int64_t d) {
 int64_t *piperDeviceListIds(MlirAttribute a, intptr_t *n) {
   *n = piperDeviceListLen(a);
   int64_t *ids = *n ? malloc((size_t)*n * sizeof *ids) : NULL;
+  PiperRange r;
+  if (ids && piperDeviceListIsRange(a, &r)) { /* a nanosecond an id, no call into MLIR */
+    intptr_t k = 0;
+    for (int64_t i = 0; i < r.count; ++i)
+      for (int64_t j = 0; j < r.run; ++j) ids[k++] = r.start + i * r.step + j;
+    return ids;
+  }
   for (intptr_t i = 0; ids && i < *n; ++i) ids[i] = piperDeviceListAt(a, i);
   return ids;
 }

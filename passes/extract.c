@@ -412,21 +412,23 @@ static bool epRolesOk(Extractor *ex, int64_t devices) {
  * return). */
 static bool wholeRoles(Extractor *ex, MlirAttribute list, intptr_t first, intptr_t step,
                        int64_t devices, int64_t *stamp, int64_t mark, int64_t *tally) {
-  intptr_t n = piperListLen(list), members = 0, roles = 0;
-  bool ok = true;
+  intptr_t n, members = 0, roles = 0;
+  int64_t *ids = piperDeviceListIds(list, &n); /* one pass over a range, not a call an id */
+  bool ok = ids != NULL;
   for (intptr_t i = first; i < n && ok; i += step, ++members) {
-    int64_t d = piperListAt(list, i);
+    int64_t d = ids[i];
     ok = d >= 0 && d < devices && stamp[d] != mark;
     if (ok) {
       stamp[d] = mark;
       roles += tally[ex->roleOf[d]]++ == 0;
     }
   }
-  for (intptr_t i = first; i < n; i += step) { /* every role touched is whole */
-    int64_t d = piperListAt(list, i);
+  for (intptr_t i = first; ids && i < n; i += step) { /* every role touched is whole */
+    int64_t d = ids[i];
     if (d < 0 || d >= devices) break;
     tally[ex->roleOf[d]] = 0;
   }
+  free(ids);
   return ok && members == roles * ex->roles[0].count;
 }
 
@@ -466,11 +468,14 @@ static bool peersOk(Extractor *ex, MlirAttribute peers, MlirAttribute devs, int6
   int64_t R = ex->roles[0].count;
   if (n != piperListLen(devs) || n % R) return false;
   intptr_t T = n / R;
+  PiperRange pr; /* a range of single ids: replica k's peer is the first + k * step */
+  bool single = piperDeviceListIsRange(peers, &pr) && pr.run == 1 && T == 1;
   for (intptr_t t = 0; t < T; ++t) {
     int64_t d = piperListAt(peers, t);
     if (d < 0 || d >= devices) return false;
     const Role *r = &ex->roles[ex->roleOf[d]];
     if (r->start != d) return false;
+    if (single) return pr.step == r->stride;
     for (int64_t k = 1; k < R; ++k)
       if (piperListAt(peers, k * T + t) != d + k * r->stride) return false;
   }

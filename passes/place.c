@@ -113,8 +113,10 @@ static MlirLogicalResult checkNoDeviceLeftEmpty(MlirBlock body, const MlirOperat
         piperPtrMapGet(&seen, devices.ptr, NULL))
       continue;
     piperPtrMapPut(&seen, devices.ptr, 1);
-    for (intptr_t i = 0; i < piperListLen(devices); ++i)
-      holds[piperListAt(devices, i)] = true;
+    intptr_t n;
+    int64_t *ids = piperDeviceListIds(devices, &n);
+    for (intptr_t i = 0; ids && i < n; ++i) holds[ids[i]] = true;
+    free(ids);
   }
   piperPtrMapFree(&seen);
   MlirLogicalResult status = mlirLogicalResultSuccess();
@@ -167,24 +169,28 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
     places[nPlaces++] = d;
     MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
     MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
-    intptr_t n = piperListLen(devices);
+    intptr_t n;
+    int64_t *ids = piperDeviceListIds(devices, &n); /* freed after the loop or before its gotos */
     for (intptr_t i = 0; i < n; ++i) {
-      int64_t dev = piperListAt(devices, i);
+      int64_t dev = ids ? ids[i] : piperListAt(devices, i);
       if (dev < 0 || dev >= PIPER_MAX_DEVICES) { /* a hand-written .mlir strategy */
         piperDirectiveError(d, "place: device %lld is outside [0, %d]", (long long)dev,
                             PIPER_MAX_DEVICES - 1);
         status = mlirLogicalResultFailure();
+        free(ids);
         goto done; /* one place frees the tables */
       }
       if (listedBy[dev] == nPlaces) { /* O(1) per id: lists reach thousands of devices */
         piperDirectiveError(d, "place: device %lld is listed twice", (long long)dev);
         status = mlirLogicalResultFailure();
+        free(ids);
         goto done; /* one place frees the tables */
       }
       listedBy[dev] = nPlaces;
       used[dev] = true;
       maxDevice = dev > maxDevice ? dev : maxDevice;
     }
+    free(ids);
     /* Canonical order: replica k is the k-th smallest device everywhere, the order MPI gives
      * a group's members, so shard k, batch slice k and communicator rank k coincide whatever
      * order the strategy listed the devices in. */

@@ -906,12 +906,17 @@ static MlirLogicalResult checkGroups(Sharder *s, int64_t *T, MlirAttribute *grou
     bool known = false;
     for (intptr_t l = 0; l < nLists && !known; ++l) known = mlirAttributeEqual(lists[l], d->devices);
     if (known) continue; /* the same groups again (another stage's filter on them) */
-    intptr_t n = piperListLen(d->devices);
-    for (intptr_t a = 0; a < n && mlirLogicalResultIsSuccess(status); a += d->G) {
+    intptr_t n;
+    int64_t *ids = piperDeviceListIds(d->devices, &n);
+    if (!ids) {
+      piperDirectiveError(d->directive, "shard_tensor: out of memory");
+      status = mlirLogicalResultFailure();
+    }
+    for (intptr_t a = 0; ids && a < n && mlirLogicalResultIsSuccess(status); a += d->G) {
       bool same = true, apart = true;
       size_t e = 0; /* a directive that names one of the group's devices */
       for (intptr_t t = 0; t < d->G; ++t) {
-        int64_t dev = piperListAt(d->devices, a + t);
+        int64_t dev = ids[a + t];
         if (dev < 0 || dev >= PIPER_MAX_DEVICES) continue; /* the verifier refuses it */
         if (!first[dev]) {
           same = false;
@@ -921,10 +926,10 @@ static MlirLogicalResult checkGroups(Sharder *s, int64_t *T, MlirAttribute *grou
         e = (size_t)first[dev] - 1;
       }
       if (!apart) { /* then the whole group must be one of directive e's */
-        intptr_t at = piperListFind(s->dirs[e].devices, piperListAt(d->devices, a));
+        intptr_t at = piperListFind(s->dirs[e].devices, ids[a]);
         same = same && at >= 0 && at % *T == 0;
         for (intptr_t t = 0; same && t < d->G; ++t)
-          same = piperListAt(s->dirs[e].devices, at + t) == piperListAt(d->devices, a + t);
+          same = piperListAt(s->dirs[e].devices, at + t) == ids[a + t];
       }
       if (!apart && !same) {
         piperDirectiveError(d->directive, "shard_tensor: this group overlaps another "
@@ -935,10 +940,11 @@ static MlirLogicalResult checkGroups(Sharder *s, int64_t *T, MlirAttribute *grou
         status = mlirLogicalResultFailure();
       }
       for (intptr_t t = 0; apart && t < d->G; ++t) {
-        int64_t dev = piperListAt(d->devices, a + t);
+        int64_t dev = ids[a + t];
         if (dev >= 0 && dev < PIPER_MAX_DEVICES) first[dev] = (int32_t)i + 1;
       }
     }
+    free(ids);
     if (mlirLogicalResultIsSuccess(status)) lists[nLists++] = d->devices;
   }
   *groupList = mlirArrayAttrGet(s->ctx, nLists, lists);
@@ -950,9 +956,13 @@ static MlirLogicalResult checkGroups(Sharder *s, int64_t *T, MlirAttribute *grou
 /* Whether every device of directive d's groups is in `placed` (the ascending list its ops
  * sit on). */
 static bool placedHoldsGroups(const Directive *d, MlirAttribute placed) {
-  for (intptr_t a = 0; a < piperListLen(d->devices); ++a)
-    if (!sortedHolds(placed, piperListAt(d->devices, a))) return false;
-  return true;
+  if (mlirAttributeEqual(placed, d->devices)) return true; /* a stage's list of groups */
+  intptr_t n;
+  int64_t *ids = piperDeviceListIds(d->devices, &n);
+  bool holds = ids != NULL;
+  for (intptr_t a = 0; holds && a < n; ++a) holds = sortedHolds(placed, ids[a]);
+  free(ids);
+  return holds;
 }
 
 /* every selected op is placed on a list the groups cut into aligned runs */

@@ -85,6 +85,16 @@ int64_t piperTpSplitReplicas(PiperTpLayout *l, MlirOperation op, int64_t *replic
 static MlirAttribute narrowGroup(MlirContext ctx, MlirAttribute group, int64_t T, int64_t flatK,
                                  bool tensorParallel) {
   intptr_t n = piperListLen(group);
+  PiperRange r; /* a stage's range of runs of T: member t's peers are a range themselves */
+  if (!tensorParallel && piperDeviceListIsRange(group, &r) && r.run == T)
+    return piperDeviceRangeGet(ctx, (PiperRange){r.start + flatK % T, r.count, r.step, 1});
+  if (tensorParallel) { /* the run holding position flatK: T entries */
+    int64_t *run = malloc((size_t)T * sizeof *run);
+    for (int64_t t = 0; run && t < T; ++t) run[t] = piperListAt(group, flatK - flatK % T + t);
+    MlirAttribute a = run ? piperListGet(ctx, run, T) : group;
+    free(run);
+    return a;
+  }
   int64_t *ids = malloc((n ? n : 1) * sizeof *ids);
   intptr_t m = 0;
   for (intptr_t i = 0; i < n; ++i)

@@ -77,7 +77,7 @@ check-all: check
 # processors only), chosen by test/kernels.sh; KERNELS="Zen Haswell" names others. Numeric
 # tests must hold on any x86-64 processor; this is how to see it on one (docs/testing.md).
 KERNELS ?= $(shell bash test/kernels.sh)
-KERNEL_SUITES ?= e2e gpu
+KERNEL_SUITES ?= e2e gpu frontend
 check-kernels: build
 	@for k in $(KERNELS); do \
 	  echo "--- OPENBLAS_CORETYPE=$$k ---"; \

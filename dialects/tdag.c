@@ -1018,19 +1018,14 @@ static void verifyOp(Verifier *v, MlirOperation op) {
 }
 
 /* A device-id list attribute `name` of `op` (devices, group, peers), if present: a non-empty
- * array of integers in [0, PIPER_MAX_DEVICES). Passes index per-device tables with these. */
+ * array of integers in [0, PIPER_MAX_DEVICES), or a canonical range of such ids
+ * (dialects/device_list.c). Passes index per-device tables with these. */
 static void verifyDeviceList(Verifier *v, MlirOperation op, const char *name) {
   MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
-  if (mlirAttributeIsNull(a)) return;
-  bool ok = mlirAttributeIsAArray(a) && mlirArrayAttrGetNumElements(a) > 0;
-  for (intptr_t i = 0; ok && i < mlirArrayAttrGetNumElements(a); ++i) {
-    MlirAttribute e = mlirArrayAttrGetElement(a, i);
-    ok = mlirAttributeIsAInteger(e) && mlirIntegerAttrGetValueInt(e) >= 0 &&
-         mlirIntegerAttrGetValueInt(e) < PIPER_MAX_DEVICES;
-  }
-  if (!ok)
-    fail(v, op, "%s must be a non-empty list of device ids in [0, %d]", name,
-         PIPER_MAX_DEVICES - 1);
+  if (mlirAttributeIsNull(a) || piperDeviceListCheck(a, PIPER_MAX_DEVICES)) return;
+  fail(v, op, "%s must be a non-empty list of device ids in [0, %d], or a range array<i64: "
+       "START, COUNT, STEP, RUN> of more than %d of them (COUNT >= 2; STEP = 1 with RUN = 1, "
+       "or STEP > RUN)", name, PIPER_MAX_DEVICES - 1, PIPER_LIST_EXPLICIT_MAX);
 }
 
 /* An integer attribute `name` of `op`, if present, in [lo, hi]; false after an error. */
@@ -1068,12 +1063,10 @@ static void verifyPlacement(Verifier *v, MlirOperation op) {
   /* extraction gives replica k the peer at position k */
   MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
   MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
-  if (!mlirAttributeIsNull(devices) && !mlirAttributeIsNull(peers) &&
-      mlirAttributeIsAArray(devices) && mlirAttributeIsAArray(peers) &&
-      mlirArrayAttrGetNumElements(devices) != mlirArrayAttrGetNumElements(peers))
+  if (piperDeviceListLen(devices) && piperDeviceListLen(peers) &&
+      piperDeviceListLen(devices) != piperDeviceListLen(peers))
     fail(v, op, "peers must list one device per device in devices (%lld), got %lld",
-         (long long)mlirArrayAttrGetNumElements(devices),
-         (long long)mlirArrayAttrGetNumElements(peers));
+         (long long)piperDeviceListLen(devices), (long long)piperDeviceListLen(peers));
   if (verifyIntAttr(v, op, "shards", 1, PIPER_MAX_DEVICES))
     verifyIntAttr(v, op, "shard", 0, piperGetIntAttr(op, "shards", 1) - 1);
   /* piperGetIntAttr reads a non-integer as its fallback: `groups = "2"` would pass as one

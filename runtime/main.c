@@ -609,7 +609,8 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
   prt_routing_step_begin(r->routing, s);
   prt_elastic_step(ctx, &r->data, s, step); /* the inputs, then the step (k passes) */
   if (prt_routing_step_end(r->routing, st)) r->pending = 1; /* every rank stops after it */
-  prt_fault_point(PRT_FAULT_AT_STEP, ctx->rank, s);
+  if (prt_fault_point(PRT_FAULT_AT_STEP, ctx->rank, s)) /* PIPER_FAULT=hold: until a stop */
+    while (!prt_signal_seen) nanosleep(&(struct timespec){0, 10000000}, NULL);
   if (ctx->ops_busy)
     prt_fatal("step %lld ended with %lld transfer%s never waited: piper_step (rank %lld); "
               "every prt_isend/prt_irecv/collective needs its prt_wait: this is a bug in "
@@ -773,6 +774,7 @@ int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_c
   prt_phase.mpi = prt_wall_s();
   int64_t rank = prt_comm_rank(), world = prt_comm_size();
   prt_catch_signals();
+  prt_fault_set_world(world);
   const char *prog = argc > 0 && argv[0] ? argv[0] : "piper-train";
   int rc = 0;
   if (bad) { /* alike on every rank: rank 0 says it */

@@ -80,7 +80,8 @@ static const char *const USAGE =
     "  --resume             start from the newest checkpoint already in DIR (without it, a DIR\n"
     "                       holding checkpoints is refused: they belong to another run)\n"
     "  --stall-timeout S    a job that prints nothing and writes no checkpoint for S seconds\n"
-    "                       is ended and restarted (default 0: rely on the plan's --timeout)\n"
+    "                       after its first completed step is ended and restarted (default\n"
+    "                       0: rely on the plan's --timeout)\n"
     "  --grace S            on SIGINT/SIGTERM, seconds the ranks get to save before they are\n"
     "                       killed (default 30)\n"
     "  --mpirun PATH        the mpirun to run (default: mpirun on PATH)\n"
@@ -1008,6 +1009,7 @@ static void jobRun(const Config *c, Metrics *m, Pending *w, const Plan *p, char 
   free(a.v);
   Stream s[2] = {{.fd = out[0], .relay = stdout}, {.fd = err[0], .relay = stderr}};
   double lastActivity = monoNow(), lastRing = ringLatest(c->ckptDir);
+  bool stallArmed = false; /* the stall clock runs (from the job's first completed step) */
   Grow grow = {.stamp = c->hostStamp};
   double usr1At = 0; /* when SIGUSR1 (stop) went to mpirun; 0 = not yet */
   double termAt = 0; /* when SIGTERM went to mpirun; 0 = not yet */
@@ -1074,7 +1076,12 @@ static void jobRun(const Config *c, Metrics *m, Pending *w, const Plan *p, char 
       usr1At = now;
       continue;
     }
-    if (c->stallTimeout > 0 && !termAt) {
+    /* The stall clock starts at the job's first completed step: its start-up (mpirun's
+     * daemons, MPI_Init, reading the checkpoint) takes what the machine gives it, and one
+     * that hangs is mpirun's and the plan's --timeout's to end (it covers the ranks' first
+     * connections). */
+    if (c->stallTimeout > 0 && !termAt && j->firstStep >= 0) {
+      if (!stallArmed) stallArmed = true, lastActivity = now;
       double ring = ringLatest(c->ckptDir);
       if (ring != lastRing) lastRing = ring, lastActivity = now;
       if (now - lastActivity > c->stallTimeout) {

@@ -135,7 +135,7 @@ func.func @adamw_not_a_param(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4x
 // -----
 
 func.func @comm_group_not_array(%x: tensor<4xf32>) {
-  // expected-error@+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  // expected-error@+1 {{'3 : i64' does not satisfy the constraint}}
   %s, %t = "comm.all_reduce"(%x) {group = 3 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
   return
 }
@@ -172,7 +172,7 @@ func.func @adam_state_bad_slot() {
 
 // shards = 0 once divided by zero in the memory plan; shard must name one of the shards.
 func.func @zero_shards() {
-  // expected-error@+1 {{shards must be an integer in [1, 65536]}}
+  // expected-error@+1 {{shards must be an integer in [1, 1048576]}}
   %p = "tdag.param"() {init = "normal", name = "p", shards = 0 : i64} : () -> tensor<4xf32>
   return
 }
@@ -216,7 +216,7 @@ func.func @comm_numel_overflows(%p: tensor<4294967296x4294967296xf32>) {
 // Device ids index per-device tables (--piper-print-dag once read outside its colour array for
 // a negative one).
 func.func @negative_device() {
-  // expected-error@+1 {{devices must be a non-empty list of device ids in [0, 65535]}}
+  // expected-error@+1 {{devices must be a non-empty list of device ids in [0, 1048575]}}
   %p = "tdag.param"() {init = "normal", name = "p", devices = [-1]} : () -> tensor<4xf32>
   return
 }
@@ -224,7 +224,7 @@ func.func @negative_device() {
 // -----
 
 func.func @group_not_ids(%p: tensor<4xf32>) {
-  // expected-error@+1 {{group must be a non-empty list of device ids in [0, 65535]}}
+  // expected-error@+1 {{group must be a non-empty list of device ids in [0, 1048575]}}
   %r, %t = "comm.all_reduce"(%p) {group = [0, "one"]} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
   return
 }
@@ -243,8 +243,14 @@ func.func @group_not_ids(%p: tensor<4xf32>) {
 
 // -----
 
-// expected-error@+1 {{devices must be a non-empty list of device ids in [0, 65535]}}
+// expected-error@+1 {{devices must be a non-empty list of device ids in [0, 1048575]}}
 "sched.place"() {filter = {PP = 0 : i64}, devices = [-9223372036854775808]} : () -> ()
+
+// -----
+
+// 2^20 = 1,048,576 devices (ids 0 .. 1048575) is the most Piper plans for.
+// expected-error@+1 {{devices must be a non-empty list of device ids in [0, 1048575]}}
+"sched.place"() {filter = {PP = 0 : i64}, devices = [1048575, 1048576]} : () -> ()
 
 // -----
 

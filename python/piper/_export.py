@@ -16,12 +16,12 @@ The exporter is layered as torch-mlir's fx_importer is:
 What cannot be mapped stops with the op, the module's path and the user's source line
 (ExportError).
 """
-import json
 import operator
 import os
 
 import torch
 
+from . import _record
 from . import _safetensors
 from ._capture import all_parameters, trace  # noqa: F401  (all_parameters: piper.load's)
 from ._emitter import Emitter
@@ -191,7 +191,6 @@ def export(model, example, path, weights=True, loss=None):
     with open(path, "w") as f:
         f.write(text)
     if weights is not None:
-        tied = {a: c for a, c in traced.canonical.items() if a != c}
-        _safetensors.write(weights, e.state, metadata={"piper.tied": json.dumps(tied),
-                                                       "piper.buffers": json.dumps(sorted(e.buffers))})
+        _safetensors.write(weights, e.state,
+                           metadata=_record.metadata(model, traced.canonical, e.state, e.buffers))
     return e

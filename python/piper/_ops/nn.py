@@ -90,7 +90,7 @@ def h_sdpa(e, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *re
         p = e.emit("permute", [x], [((B, T, heads, D), "f32")], "perm = array<i64: 0, 2, 1, 3>")
         return e.emit("reshape", [p], [((B, T, heads * D), "f32")])
     out, _ = e.emit("gqa_attention", [packed(qv, H), packed(kv, KV), packed(vv, KV)],
-                    [((B, T, H * D), "f32"), ((B, H, T, T), "f32")],
+                    [((B, T, H * D), "f32"), ((B, H, T), "f32")],
                     f"heads = {H} : i64, kv_heads = {KV} : i64")
     o = e.emit("reshape", [out], [((B, T, H, D), "f32")])
     return e.emit("permute", [o], [((B, H, T, D), "f32")], "perm = array<i64: 0, 2, 1, 3>")

@@ -387,7 +387,8 @@ static void planRead(Plan *p) {
 
 /* The flags of a restart from `ckpt` (step k): the plan's, minus the ones that set where the
  * run starts and how long it is, plus --init-checkpoint ckpt --steps (end - k) --total-steps
- * S, so the restarted job ends at the run's end with the run's learning-rate schedule. A
+ * S, so the restarted job ends at the run's end with the run's learning-rate schedule (an
+ * --init-random goes too: the checkpoint says where the parameters are now). A
  * --dump-grads would capture another step than the first: it is dropped. */
 static void planRestartArgs(const Plan *p, Argv *out, const char *ckpt, int64_t k, int64_t end,
                             int64_t total) {
@@ -395,7 +396,7 @@ static void planRestartArgs(const Plan *p, Argv *out, const char *ckpt, int64_t 
                                         "--dump-grads"};
   for (int i = 0; i < p->nargs; i++) {
     const char *a = p->args[i];
-    if (!strcmp(a, "--restart-steps")) continue;
+    if (!strcmp(a, "--restart-steps") || !strcmp(a, "--init-random")) continue;
     bool drop = false;
     for (size_t d = 0; d < sizeof dropped / sizeof *dropped; d++) drop |= flagIs(a, dropped[d]);
     if (drop) {

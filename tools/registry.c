@@ -44,10 +44,21 @@ static const Ranked others[] = {
     {{"piper-verify", "check tdag shapes and element types (also run after every parse)", NULL,
       piperCreateVerifyPass},
      10},
+    {{"piper-canonicalize",
+      "layout canonical forms of the general ops (an exported PyTorch model's): permutes sunk "
+      "to their users, reshapes, broadcasts and slices folded (piper-fuse applies them too)",
+      NULL, piperCreateCanonicalizePass},
+     14},
     {{"piper-fuse",
-      "fold general-op chains (an exported PyTorch model's) into the fused ops: causal "
-      "attention, RMSNorm, tanh GELU, SwiGLU",
+      "fold general-op chains (an exported PyTorch model's), after the layout canonical forms, "
+      "into the fused ops: causal attention, RMSNorm, tanh GELU, SwiGLU, RoPE, the GPT-2 "
+      "embedding",
       NULL, piperCreateFusePass},
+     15},
+    {{"piper-fuse-report",
+      "piper-fuse, and its report to FILE (- for stdout): per module path or source line what "
+      "fused into which op, and for a chain left unfused the op that stopped its pattern",
+      "piper-fuse-report=FILE", piperCreateFuseReportPass},
      15},
     {{"piper-autodiff",
       "forward graph -> training graph: append backward ops and AdamW updates (idempotent)",

@@ -165,7 +165,17 @@ MlirLogicalResult piperAutodiff(MlirOperation module);
 /* --piper-fuse (passes/fuse.c): general-op chains (python/piper's exports) folded into the
  * fused ops: attention, rmsnorm, gelu, swiglu. piper-compile runs it first. */
 MlirLogicalResult piperFuse(MlirOperation module);
+/* piperFuse, then the fusion report on `out`: per place (module path or source line) what
+ * fused into which op, and for each chain left unfused the op that stopped the pattern that
+ * got furthest; the general ops left, by name. */
+MlirLogicalResult piperFuseReport(MlirOperation module, FILE *out);
 MlirPass piperCreateFusePass(const char *arg);
+/* --piper-fuse-report=FILE: --piper-fuse, with its report written to FILE ("-": stdout). */
+MlirPass piperCreateFuseReportPass(const char *arg);
+/* --piper-canonicalize (passes/canonicalize.c): the layout canonical forms --piper-fuse applies
+ * first (permutes sunk to their users, reshapes, broadcasts and slices folded), alone. */
+MlirLogicalResult piperCanonicalizeLayout(MlirOperation module);
+MlirPass piperCreateCanonicalizePass(const char *arg);
 MlirPass piperCreateAutodiffPass(const char *arg);
 MlirPass piperCreateVerifyPass(const char *arg);
 /* Appends the directives of a JSON or .mlir strategy file (the pass argument) as sched ops. */

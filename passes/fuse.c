@@ -287,7 +287,10 @@ static bool headsOf(MlirValue x, const int64_t *dims, int64_t dOf, int64_t tOf, 
   h->headStride = nh == 0 || ha[0].stride == 0 ? 0 : ha[0].stride;
   bool headsOk = nh <= 1 || (nh == 2 && ha[1].stride == 0 && ha[0].stride != 0);
   int64_t N = sT;
-  if (!headsOk || sD != (D > 1 ? 1 : 0) || (T > 1 && sT <= 0) || (B > 1 && sB != T * N) ||
+  if (!headsOk)
+    return piperMiss(w, at, "%s repeats its kv heads in another order than repeat_kv's (query "
+                            "head h reading kv head h // (H / KV))", which);
+  if (sD != (D > 1 ? 1 : 0) || (T > 1 && sT <= 0) || (B > 1 && sB != T * N) ||
       piperTensorNumel(typeOf(v.base)) != B * T * N)
     return piperMiss(w, at, "%s does not read each head's D features contiguously from the "
                             "rows of one (B, T, N) value", which);
@@ -304,13 +307,22 @@ static bool headsOf(MlirValue x, const int64_t *dims, int64_t dOf, int64_t tOf, 
 /* The (B,T,heads*D) value the heads of h are, built from its base before `at`: the base
  * itself, a slice of its last dim (heads side by side), or the D-feature slice of each head
  * of a per-head packed base (heads headStride apart). `base3` is the base as (B,T,N), made
- * once for all three operands so that their slices share it. */
+ * once for all three operands so that their slices share it, and *perHead its per-head view
+ * (B,T,N/headStride,headStride), likewise. */
 static MlirValue materialise(MlirRewriterBase rw, MlirOperation at, const Heads *h,
-                             MlirValue base3, int64_t B, int64_t T, int64_t D) {
+                             MlirValue base3, int64_t B, int64_t T, int64_t D,
+                             MlirValue *perHead) {
   if (h->heads == 1 || h->headStride == D) return piperSliceOf(rw, at, base3, 2, h->offset,
                                                                h->heads * D);
   int64_t packed[4] = {B, T, h->N / h->headStride, h->headStride};
-  MlirValue x = piperReshapeTo(rw, at, base3, 4, packed);
+  MlirType want = piperTensorType(mlirOperationGetContext(at), 4, packed,
+                                  mlirShapedTypeGetElementType(typeOf(base3)));
+  MlirOperation made = mlirValueIsNull(*perHead) ? (MlirOperation){NULL} : ownerOf(*perHead);
+  MlirValue x = !mlirOperationIsNull(made) && mlirTypeEqual(typeOf(*perHead), want) &&
+                        mlirValueEqual(piperOperand(made, 0), base3)
+                    ? *perHead
+                    : piperReshapeTo(rw, at, base3, 4, packed);
+  *perHead = x;
   x = piperSliceOf(rw, at, x, 3, h->offset, D);
   int64_t flat[3] = {B, T, h->heads * D};
   return piperReshapeTo(rw, at, x, 3, flat);
@@ -460,10 +472,11 @@ static MlirOperation rewriteAttention(MlirRewriterBase rw, MlirOperation op, voi
   MlirType f32 = mlirF32TypeGet(ctx);
   int64_t B = m->B, T = m->T, H = m->H, D = m->D, KV = m->k.heads;
   MlirValue cache[3] = {{NULL}, {NULL}, {NULL}}, cacheOf[3] = {{NULL}, {NULL}, {NULL}};
-  MlirValue qkv[3];
+  MlirValue qkv[3], perHead = {NULL}; /* a per-head packed base's (B,T,H,3D) view, once */
   const Heads *hs[3] = {&m->q, &m->k, &m->v};
   for (int i = 0; i < 3; ++i)
-    qkv[i] = materialise(rw, op, hs[i], base3Of(rw, op, hs[i], B, T, cache, cacheOf), B, T, D);
+    qkv[i] = materialise(rw, op, hs[i], base3Of(rw, op, hs[i], B, T, cache, cacheOf), B, T, D,
+                         &perHead);
   int64_t qShape[3] = {B, T, H * D}, probsShape[4] = {B, H, T, T};
   MlirType types[2] = {piperTensorType(ctx, 3, qShape, f32),
                        piperTensorType(ctx, 4, probsShape, f32)};
@@ -761,6 +774,20 @@ static bool ropeTerm(MlirValue term, int64_t sn, RopeTable *tab, MlirValue *x) {
   return false;
 }
 
+/* Whether s is x[..., start : start + size(s, -1)] over the last dim: a slice of x, or, x being
+ * itself such a slice of some b, the slice of b it makes (the canonical forms fold a slice of
+ * a slice). */
+static bool lastDimSliceOf(MlirValue s, MlirValue x, int64_t start) {
+  MlirOperation sl = piperDefOf(s, PIPER_TDAG_SLICE);
+  int64_t last = piperRank(x) - 1;
+  if (mlirOperationIsNull(sl) || piperGetIntAttr(sl, "dim", -1) != last) return false;
+  if (mlirValueEqual(piperOperand(sl, 0), x)) return piperGetIntAttr(sl, "start", -1) == start;
+  MlirOperation outer = piperDefOf(x, PIPER_TDAG_SLICE);
+  return !mlirOperationIsNull(outer) && piperGetIntAttr(outer, "dim", -1) == last &&
+         mlirValueEqual(piperOperand(sl, 0), piperOperand(outer, 0)) &&
+         piperGetIntAttr(sl, "start", -1) == piperGetIntAttr(outer, "start", 0) + start;
+}
+
 /* rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2]) over the last dim */
 static bool isRotateHalf(MlirValue v, MlirValue x) {
   MlirOperation cat = piperDefOf(v, PIPER_TDAG_CONCAT);
@@ -769,13 +796,9 @@ static bool isRotateHalf(MlirValue v, MlirValue x) {
     return false;
   int64_t half = piperDim(x, -1) / 2;
   MlirOperation neg = scalarOp(piperOperand(cat, 0), PIPER_TDAG_MUL_SCALAR, "value", -1.0);
-  MlirOperation hi = mlirOperationIsNull(neg) ? neg : piperDefOf(piperOperand(neg, 0), PIPER_TDAG_SLICE);
-  MlirOperation lo = piperDefOf(piperOperand(cat, 1), PIPER_TDAG_SLICE);
-  return !mlirOperationIsNull(hi) && !mlirOperationIsNull(lo) &&
-         mlirValueEqual(piperOperand(hi, 0), x) && mlirValueEqual(piperOperand(lo, 0), x) &&
-         piperGetIntAttr(hi, "start", -1) == half && piperGetIntAttr(lo, "start", -1) == 0 &&
-         piperGetIntAttr(hi, "dim", -1) == piperRank(x) - 1 &&
-         piperGetIntAttr(lo, "dim", -1) == piperRank(x) - 1 && piperDim(piperOperand(cat, 0), -1) == half;
+  return !mlirOperationIsNull(neg) && piperDim(piperOperand(cat, 0), -1) == half &&
+         piperDim(x, -1) == 2 * half && lastDimSliceOf(piperOperand(neg, 0), x, half) &&
+         lastDimSliceOf(piperOperand(cat, 1), x, 0);
 }
 
 typedef struct {
@@ -805,6 +828,7 @@ static bool matchRope(MlirOperation op, void *state, PiperWhy *w) {
       piperStep(w, ownerOf(piperOperand(cat, 0)));
       piperStep(w, ownerOf(piperOperand(ownerOf(piperOperand(cat, 0)), 0)));
       piperStep(w, ownerOf(piperOperand(cat, 1)));
+
     }
   }
   if (!terms) { /* a RoPE table over a layout the fused op does not take: say so */

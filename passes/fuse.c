@@ -348,6 +348,15 @@ static bool isCausalMask(MlirValue mask, int64_t T, bool additive) {
   return inside == 0.0 && (additive ? minusInfinity(outside) : outside != 0.0 && !isnan(outside));
 }
 
+/* The tdag.param a mask was read from through reshapes and broadcasts, or null. */
+static MlirOperation storedMask(MlirValue mask) {
+  MlirOperation op;
+  while (!mlirOperationIsNull(op = piperDefOf(mask, PIPER_TDAG_RESHAPE)) ||
+         !mlirOperationIsNull(op = piperDefOf(mask, PIPER_TDAG_BROADCAST)))
+    mask = piperOperand(op, 0);
+  return piperDefOf(mask, PIPER_TDAG_PARAM);
+}
+
 /* The scores S (B,H,T,T) of a causally masked softmax input, or null (explained in w). */
 static MlirValue causalScores(MlirValue masked, int64_t T, PiperWhy *w) {
   MlirOperation mf = piperDefOf(masked, PIPER_TDAG_MASKED_FILL);
@@ -370,6 +379,16 @@ static MlirValue causalScores(MlirValue masked, int64_t T, PiperWhy *w) {
       piperStep(w, add);
       return piperOperand(add, k);
     }
+  for (int k = 0; !mlirOperationIsNull(add) && k < 2; ++k) {
+    MlirOperation stored = storedMask(piperOperand(add, k));
+    char name[96];
+    if (!mlirOperationIsNull(stored) && piperGetStringAttr(stored, "name", name, sizeof name))
+      return piperMiss(w, add, "the mask is the stored constant %s, whose values the compiler "
+                               "cannot see (the exporter writes a causal mask as tdag.triangle "
+                               "only when it is a (T, T) triangle with leading dims of 1)",
+                       name),
+             (MlirValue){NULL};
+  }
   return piperMiss(w, ownerOf(masked),
                    "softmax's input is not the scores with a causal mask (masked_fill of the "
                    "cells above the diagonal, or an added triangle of -inf or <= -1e30)"),

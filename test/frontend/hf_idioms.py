@@ -17,7 +17,9 @@ hf-gemma: Llama's attention with one kv head (multi-query), (1 + w) RMSNorm comp
   down(gelu_tanh(gate(x)) * up(x)), a tied head.
 hf-neox (GPT-NeoX / Pythia): per-head packed qkv (query_key_value(x).view(B, T, H, 3D)
   .transpose(1, 2).chunk(3, -1)), partial rotary (rotary on the first `rotary_pct` of each
-  head, cat with the rest), the parallel residual x + attn(ln1(x)) + mlp(ln2(x)), exact GELU.
+  head, cat with the rest), the parallel residual x + attn(ln1(x)) + mlp(ln2(x)), exact GELU,
+  the causal mask as a bool buffer applied by torch.where with finfo.min (its 4.4x _attn);
+  hf-neox-rot1 the same with rotary_pct 1.0 (rotary on whole heads).
 hf-gpt2: Conv1D layers (torch.addmm(b, x.view(-1, nx), W) with W (nx, nf): the transpose of
   nn.Linear's weight), c_attn(x).split(C, dim=2), the causal mask as a bool buffer used by
   torch.where(mask, w, finfo.min), attention scaled by / torch.full([], sqrt(D)), gelu_new
@@ -31,7 +33,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-FAMILIES = ("hf-llama", "hf-qwen2", "hf-qwen3", "hf-gemma", "hf-neox", "hf-gpt2", "meta-llama")
+FAMILIES = ("hf-llama", "hf-qwen2", "hf-qwen3", "hf-gemma", "hf-neox", "hf-neox-rot1", "hf-gpt2",
+            "meta-llama")
 
 
 def _seeded_init(model, seed, ones_for_vectors=True):
@@ -274,22 +277,36 @@ def neox_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
 
 
 class GPTNeoXAttention(nn.Module):
-    def __init__(self, C, H):
+    """GPTNeoXAttention as transformers 4.4x wrote it: the causal mask a bool `bias` buffer
+    applied by torch.where with finfo.min (its _attn), the scores scaled by 1/sqrt(head_size)."""
+
+    def __init__(self, C, H, T):
         super().__init__()
         self.head_size = C // H
-        self.scaling = self.head_size ** -0.5
+        self.norm_factor = self.head_size ** -0.5
         self.query_key_value = nn.Linear(C, 3 * C)
         self.dense = nn.Linear(C, C)
+        self.register_buffer("bias", torch.tril(torch.ones((T, T), dtype=torch.bool)).view(1, 1, T, T),
+                             persistent=False)
 
-    def forward(self, hidden_states, attention_mask, position_embeddings):
+    def _attn(self, query, key, value):
+        query_length, key_length = query.size(-2), key.size(-2)
+        causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
+        attn_scores = torch.matmul(query, key.transpose(2, 3)) * self.norm_factor
+        mask_value = torch.finfo(attn_scores.dtype).min
+        mask_value = torch.full([], mask_value, dtype=attn_scores.dtype)
+        attn_scores = torch.where(causal_mask, attn_scores, mask_value)
+        attn_weights = F.softmax(attn_scores, dim=-1).to(value.dtype)
+        return torch.matmul(attn_weights, value)
+
+    def forward(self, hidden_states, position_embeddings):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, 3 * self.head_size)
         qkv = self.query_key_value(hidden_states).view(hidden_shape).transpose(1, 2)
         query_states, key_states, value_states = qkv.chunk(3, dim=-1)
         cos, sin = position_embeddings
         query_states, key_states = neox_apply_rotary_pos_emb(query_states, key_states, cos, sin)
-        attn_output = eager_attention_forward(query_states, key_states, value_states,
-                                              attention_mask, self.scaling, 1)
+        attn_output = self._attn(query_states, key_states, value_states).transpose(1, 2)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         return self.dense(attn_output)
 
@@ -306,17 +323,16 @@ class GPTNeoXMLP(nn.Module):
 
 
 class GPTNeoXLayer(nn.Module):
-    def __init__(self, C, H, parallel):
+    def __init__(self, C, H, T, parallel):
         super().__init__()
         self.use_parallel_residual = parallel
         self.input_layernorm = nn.LayerNorm(C, eps=1e-5)
         self.post_attention_layernorm = nn.LayerNorm(C, eps=1e-5)
-        self.attention = GPTNeoXAttention(C, H)
+        self.attention = GPTNeoXAttention(C, H, T)
         self.mlp = GPTNeoXMLP(C)
 
-    def forward(self, hidden_states, attention_mask, position_embeddings):
-        attn_output = self.attention(self.input_layernorm(hidden_states), attention_mask,
-                                     position_embeddings)
+    def forward(self, hidden_states, position_embeddings):
+        attn_output = self.attention(self.input_layernorm(hidden_states), position_embeddings)
         if self.use_parallel_residual:
             # x = x + attn(ln1(x)) + mlp(ln2(x))
             mlp_output = self.mlp(self.post_attention_layernorm(hidden_states))
@@ -326,10 +342,10 @@ class GPTNeoXLayer(nn.Module):
 
 
 class GPTNeoX(nn.Module):
-    def __init__(self, V=64, C=32, H=4, L=2, rotary_pct=0.25, theta=10000.0, parallel=True):
+    def __init__(self, V=64, C=32, H=4, L=2, T=16, rotary_pct=0.25, theta=10000.0, parallel=True):
         super().__init__()
         self.embed_in = nn.Embedding(V, C)
-        self.layers = nn.ModuleList(GPTNeoXLayer(C, H, parallel) for _ in range(L))
+        self.layers = nn.ModuleList(GPTNeoXLayer(C, H, T, parallel) for _ in range(L))
         self.final_layer_norm = nn.LayerNorm(C, eps=1e-5)
         self.rotary_emb = RotaryEmbedding(int(C // H * rotary_pct), theta)
         self.embed_out = nn.Linear(C, V, bias=False)
@@ -339,10 +355,9 @@ class GPTNeoX(nn.Module):
         B, T = input_ids.shape
         hidden_states = self.embed_in(input_ids)
         position_ids = torch.arange(0, T).unsqueeze(0)
-        causal_mask = causal_mask_4d(B, T, hidden_states.dtype)
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         for layer in self.layers:
-            hidden_states = layer(hidden_states, causal_mask, position_embeddings)
+            hidden_states = layer(hidden_states, position_embeddings)
         logits = self.embed_out(self.final_layer_norm(hidden_states))
         return _loss(logits, labels)
 
@@ -543,8 +558,10 @@ def make(name, V, C, H, KV, F_, L, T):
         return HFDecoder(name[3:], V=V, C=C, H=H, KV=KV, F_=F_, L=L)
     if name == "hf-gemma":
         return HFDecoder("gemma", V=V, C=C, H=H, KV=1, F_=F_, L=L)
-    if name == "hf-neox":
-        return GPTNeoX(V=V, C=C, H=H, L=L)
+    if name == "hf-neox":  # Pythia's rotary_pct 0.25
+        return GPTNeoX(V=V, C=C, H=H, L=L, T=T)
+    if name == "hf-neox-rot1":  # rotary on whole heads (rotary_pct 1.0)
+        return GPTNeoX(V=V, C=C, H=H, L=L, T=T, rotary_pct=1.0)
     if name == "hf-gpt2":
         return GPT2LMHeadModel(V=V, C=C, H=H, L=L, T=T)
     if name == "meta-llama":

@@ -44,7 +44,9 @@
  *   attention runs on H/T heads; gqa_attention on H/T query and KV/T kv heads (H and KV
  *     divisible by T): local query head j' reads local kv head floor(j'*KV/H), which is the
  *     global mapping floor(j*KV/H) restricted to the member, since t*H/T query heads map to
- *     t*KV/T kv heads. rmsnorm (per chunk of its weight's size D: q_norm, k_norm) and rope
+ *     t*KV/T kv heads. With one kv head (multi-query) every member keeps it: the k and v
+ *     chains (projections, norm, rope) stay whole and replicated, and the backward's dk and
+ *     dv, each member's share, are all-reduced over the group (reduceSharedKvGrads). rmsnorm (per chunk of its weight's size D: q_norm, k_norm) and rope
  *     (per head) run on the member's heads, their chunks must not straddle members; gelu and
  *     swiglu are elementwise.
  *   row linear W (N2,K2): member t keeps columns [t*K2/T, (t+1)*K2/T): a strided slice (N2
@@ -134,7 +136,9 @@ typedef struct {
   PiperPtrMap rowOps;      /* row linear op -> 1: each recorded once in rows */
   MlirOperation *rows;     /* the regions' row linears (an all-reduce after each) */
   size_t nRows, capRows;
-  PiperPtrMap headOps;     /* gqa_attention ops whose heads (and kv heads) are split */
+  PiperPtrMap headOps;     /* gqa_attention ops whose heads are split -> 1 (kv heads split
+                            * too) or 2 (one kv head, multi-query: k and v whole on every
+                            * member, their gradients summed over the group) */
   PiperPtrMap normParams;  /* weights of per-head rmsnorms inside regions (qwen3's q_norm and
                             * k_norm): replicated, but each member's weight gradient only sums
                             * its heads' share, so it is all-reduced over the group */
@@ -417,14 +421,15 @@ static bool opDivides(Directive *d, const Region *r, MlirOperation o, int64_t T)
     }
   } else if (f->id == PIPER_TDAG_GQA_ATTENTION) {
     int64_t H = piperGetIntAttr(o, "heads", 1), KV = piperGetIntAttr(o, "kv_heads", 1);
-    if (H % T || KV % T) {
+    if (H % T || (KV % T && KV != 1)) {
       piperDirectiveError(d->directive,
                           H % T ? "shard_tensor: gqa_attention has %lld query heads, which "
                                   "the group of %lld devices does not divide"
                                 : "shard_tensor: gqa_attention has %lld key/value heads, "
                                   "which the group of %lld devices does not divide (member "
                                   "m must hold kv heads [m*KV/T, (m+1)*KV/T) for its query "
-                                  "heads); use a group size that divides the kv heads",
+                                  "heads; one kv head is held whole by every member); use a "
+                                  "group size that divides the kv heads",
                           (long long)(H % T ? H : KV), (long long)T);
       piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this attention");
       return false;
@@ -457,17 +462,44 @@ static bool opDivides(Directive *d, const Region *r, MlirOperation o, int64_t T)
   return true;
 }
 
+/* Whether gqa_attention `o` has one kv head shared by every member (multi-query). */
+static bool sharedKv(MlirOperation o, int64_t T) {
+  return piperOpIs(o, "tdag.gqa_attention") && piperGetIntAttr(o, "kv_heads", 1) == 1 && T > 1;
+}
+
+/* The ops of the region that compute a multi-query attention's k and v (up from its operands
+ * 1 and 2 through the region's ops to the column linears): whole on every member, into rep. */
+static void sharedKvChains(const Region *r, int64_t T, PiperPtrMap *rep) {
+  for (size_t i = 0; i < r->n; ++i) {
+    if (!sharedKv(r->ops[i], T)) continue;
+    for (intptr_t a = 1; a <= 2; ++a) {
+      MlirValue v = mlirOperationGetOperand(r->ops[i], a);
+      while (valueInRegion(r, v)) {
+        MlirOperation from = mlirOpResultGetOwner(v);
+        piperPtrMapPut(rep, from.ptr, 1);
+        if (isLinear(from)) break;
+        v = mlirOperationGetOperand(from, 0);
+      }
+    }
+  }
+}
+
 /* The split dims through the region, in program order: a column linear's output is split on
  * its last dim; the fused ops take and give it there; a general op carries it to the dim of
  * its result carriedDim finds (a reshape of (B,T,3C) to GPT-NeoX's per-head (B,T,H,3D) to
  * the heads), or is refused: a member could not compute its part from its own. */
-static bool checkRegionSplits(Directive *d, const Region *r, int64_t T) {
+static bool checkRegionSplits(Directive *d, const Region *r, int64_t T, PiperPtrMap *rep) {
   PiperPtrMap dims;
   piperPtrMapInit(&dims, 2 * r->n + 8);
   bool ok = true;
   for (size_t i = 0; ok && i < r->n; ++i) {
     MlirOperation o = r->ops[i];
     if (isWeightView(o)) continue;
+    if (piperPtrMapGet(rep, o.ptr, NULL)) { /* a multi-query k or v: whole, not split */
+      for (intptr_t k = 0; k < mlirOperationGetNumResults(o); ++k)
+        piperPtrMapPut(&dims, mlirOperationGetResult(o, k).ptr, 0);
+      continue;
+    }
     MlirValue out = mlirOperationGetResult(o, 0);
     int64_t last = piperTensorRank(mlirValueGetType(out)) - 1, at = -2;
     if (isLinear(o) && o.ptr != r->row.ptr) {
@@ -504,9 +536,10 @@ static bool checkRegionSplits(Directive *d, const Region *r, int64_t T) {
 }
 
 /* divisibility: the attentions' heads first (the most telling), then the other ops */
-static bool checkRegionDivides(Directive *d, const Region *r, int64_t T) {
+static bool checkRegionDivides(Directive *d, const Region *r, int64_t T, PiperPtrMap *rep) {
   for (size_t j = 0; j < 2 * r->n; ++j) {
     MlirOperation o = r->ops[j % r->n];
+    if (piperPtrMapGet(rep, o.ptr, NULL)) continue; /* whole on every member */
     const PiperOpFacts *f = piperOpFacts(o);
     bool attention = f->id == PIPER_TDAG_ATTENTION || f->id == PIPER_TDAG_GQA_ATTENTION;
     if ((j < r->n) != attention) continue;
@@ -517,17 +550,19 @@ static bool checkRegionDivides(Directive *d, const Region *r, int64_t T) {
 
 /* record: parameters to split, column ops, the row, heads to split, norms with partial
  * weight gradients */
-static bool recordRegion(Sharder *s, Directive *d, const Region *r) {
+static bool recordRegion(Sharder *s, Directive *d, const Region *r, int64_t T,
+                         PiperPtrMap *rep) {
   MlirOperation row = r->row;
   for (size_t i = 0; i < r->n; ++i) {
     MlirOperation o = r->ops[i];
+    if (piperPtrMapGet(rep, o.ptr, NULL)) continue; /* whole on every member */
     if (piperOpIs(o, "tdag.rmsnorm")) {
       MlirValue w = mlirOperationGetOperand(o, 1);
       piperPtrMapPut(&s->normParams, mlirOpResultGetOwner(w).ptr, 1);
       continue;
     }
     if (piperOpIs(o, "tdag.gqa_attention")) {
-      piperPtrMapPut(&s->headOps, o.ptr, 1);
+      piperPtrMapPut(&s->headOps, o.ptr, sharedKv(o, T) ? 2 : 1);
       continue;
     }
     if (!isLinear(o)) continue;
@@ -557,13 +592,20 @@ static bool recordRegion(Sharder *s, Directive *d, const Region *r) {
   return true;
 }
 
+
 /* Checks one region (ops `ops`, n of them, in program order, all of region id `id` in
  * `ids`) of directive d, then records its splits (see the file comment). */
 static bool checkRegion(Sharder *s, Directive *d, MlirOperation *ops, size_t n,
                         PiperPtrMap *ids, intptr_t id, int64_t T) {
   Region r = {.ops = ops, .n = n, .ids = ids, .id = id};
-  return checkRegionOps(d, &r) && checkRegionEdges(d, &r) && checkRegionDivides(d, &r, T) &&
-         checkRegionSplits(d, &r, T) && recordRegion(s, d, &r);
+  PiperPtrMap rep; /* a multi-query attention's k and v chains: whole on every member */
+  piperPtrMapInit(&rep, 16);
+  bool ok = checkRegionOps(d, &r) && checkRegionEdges(d, &r);
+  if (ok) sharedKvChains(&r, T, &rep);
+  ok = ok && checkRegionDivides(d, &r, T, &rep) && checkRegionSplits(d, &r, T, &rep) &&
+       recordRegion(s, d, &r, T, &rep);
+  piperPtrMapFree(&rep);
+  return ok;
 }
 
 static PiperPtrMap *sortPos; /* program positions for byPosition (qsort has no context) */
@@ -816,9 +858,11 @@ static void retype(Sharder *s, int64_t T) {
         if (!mlirValueIsAOpResult(probs)) break;
         fwd = mlirOpResultGetOwner(probs);
       }
-      if (!piperPtrMapGet(&s->headOps, fwd.ptr, NULL) || piperGetIntAttr(op, "tp_heads_split", 0))
+      intptr_t how;
+      if (!piperPtrMapGet(&s->headOps, fwd.ptr, &how) || piperGetIntAttr(op, "tp_heads_split", 0))
         break;
-      int64_t H = piperGetIntAttr(op, "heads", 1) / T, KV = piperGetIntAttr(op, "kv_heads", 1) / T;
+      int64_t H = piperGetIntAttr(op, "heads", 1) / T, KV = piperGetIntAttr(op, "kv_heads", 1);
+      if (how == 1) KV /= T; /* else one kv head, whole on every member */
       mlirOperationSetAttributeByName(op, piperStr("heads"), piperI64Attr(s->ctx, H));
       mlirOperationSetAttributeByName(op, piperStr("kv_heads"), piperI64Attr(s->ctx, KV));
       mlirOperationSetAttributeByName(op, piperStr("tp_heads_split"), piperI64Attr(s->ctx, T));
@@ -923,6 +967,25 @@ static void reduceNormWeightGrads(Sharder *s, MlirAttribute stream) {
   }
 }
 
+/* A multi-query attention's k and v are whole on every member, but each member's backward
+ * gives only its query heads' share of their gradients: dk and dv are all-reduced over the
+ * group, so the k and v projections (whole weights) get the whole gradient everywhere. */
+static void reduceSharedKvGrads(Sharder *s, MlirAttribute stream) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (!piperOpIs(op, "tdag.gqa_attention_grad")) continue;
+    MlirValue probs = mlirOperationGetOperand(op, 4);
+    intptr_t how;
+    if (!mlirValueIsAOpResult(probs) ||
+        !piperPtrMapGet(&s->headOps, mlirOpResultGetOwner(probs).ptr, &how) || how != 2)
+      continue;
+    MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    for (int i = 2; i >= 1; --i) /* each right after the op: dk's reduction comes first */
+      allReduceAfter(s, op, mlirOperationGetResult(op, i), devices, stream);
+    op = mlirOperationGetNextInBlock(mlirOperationGetNextInBlock(op)); /* past both */
+  }
+}
+
 /* Splits the recorded chains (see the file comment). */
 static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
@@ -983,6 +1046,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
   free(biases);
   reducePartialInputGrads(s, stream);
   reduceNormWeightGrads(s, stream);
+  reduceSharedKvGrads(s, stream);
 }
 
 /* Two device lists share a device. */

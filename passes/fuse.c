@@ -24,13 +24,15 @@
  *     head_dim R (the exporter recognised them) -> tdag.rope(x) {head_dim = R, theta}: a RoPE
  *     applied after the heads' transpose reaches this form by canonicalization; a partial
  *     rotary (GPT-NeoX: R < D, the rest of each head passed through) is a rope of the slice
+ *   Meta's interleaved RoPE, stack(xr cos - xi sin, xr sin + xi cos, -1) of the pairs
+ *     (xr, xi) = x.reshape(..., -1, 2).unbind(-1) over tables of one column per pair
+ *     -> tdag.rope(cat(xr, xi, -1)), its output interleaved back
  *
  * Each pattern checks every constant (the scale, the mask's diagonal and values, the softmax's
  * dim, eps > 0, GELU's coefficients, RoPE's tables and halves) and leaves a chain that differs
  * alone: it still runs, on the general ops' kernels. When asked (--fusion-report), the pass
  * says for each op left unfused that starts a pattern's chain which op stopped the match that
- * got furthest. Meta's interleaved RoPE (pairs x_2j, x_2j+1) stays unfused: tdag.rope rotates
- * halves (test/passes/fuse*.mlir show each pattern firing and not firing). */
+ * got furthest (test/passes/fuse*.mlir show each pattern firing and not firing). */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -857,8 +859,10 @@ static bool matchRope(MlirOperation op, void *state, PiperWhy *w) {
         MlirValue t = piperOperand(mul, 1 - j);
         MlirOperation bc = piperDefOf(t, PIPER_TDAG_BROADCAST);
         if (!mlirOperationIsNull(bc)) t = piperOperand(bc, 0);
-        if (mlirOperationIsNull(piperDefOf(piperThroughReshapes(t), PIPER_TDAG_ROPE_TABLE)))
-          continue;
+        MlirOperation rt = piperDefOf(piperThroughReshapes(t), PIPER_TDAG_ROPE_TABLE);
+        if (mlirOperationIsNull(rt) ||
+            piperDim(piperResult(rt, 0), 1) != piperGetIntAttr(rt, "head_dim", 0))
+          continue; /* a table of one column per pair: the interleaved pattern's to explain */
         piperStep(w, op);
         return piperMiss(w, mul, "a RoPE table that does not lie over x (B, T, H, D) with the "
                                  "positions on dim 1 and the head's features on dim 3");
@@ -888,6 +892,126 @@ static MlirOperation rewriteRope(MlirRewriterBase rw, MlirOperation op, void *st
   MlirOperation rope = piperBuild(rw, op, PIPER_TDAG_ROPE, 1, &flat, 1, &t, 2, attrs);
   MlirValue y = piperReshapeTo(rw, op, piperResult(rope, 0), 4, shape);
   piperReplaceOp(rw, op, 1, &y);
+  return rope;
+}
+
+/* ---- Meta's interleaved RoPE, rooted at tdag.concat ---- */
+
+/* Meta's layout rotates pairs (x_2j, x_2j+1) by angle j: as (B,T,H,D/2,2) rows, the
+ * "real" parts xr = x[..., 0] and "imaginary" xi = x[..., 1] become
+ * stack(xr cos - xi sin, xr sin + xi cos, -1). That is tdag.rope (pairs (j, j + D/2)) of
+ * x' = cat(xr, xi, -1), its output interleaved back; rope_tables of one column per pair. */
+typedef struct {
+  MlirValue xr, xi;   /* (B,T,H,D/2) */
+  RopeTable tab;
+} InterleavedMatch;
+
+/* v = reshape(slice(x5, 4, part, 1)) of the (B,T,H,D/2,2) value x5: its x5 into *x5. */
+static bool pairPart(MlirValue v, int64_t part, MlirValue *x5) {
+  MlirOperation rs = piperDefOf(v, PIPER_TDAG_RESHAPE);
+  MlirOperation sl = mlirOperationIsNull(rs) ? rs : piperDefOf(piperOperand(rs, 0), PIPER_TDAG_SLICE);
+  if (mlirOperationIsNull(sl) || piperGetIntAttr(sl, "dim", -1) != 4 ||
+      piperGetIntAttr(sl, "start", -1) != part || piperRank(piperOperand(sl, 0)) != 5 ||
+      piperDim(piperOperand(sl, 0), 4) != 2 || piperRank(v) != 4)
+    return false;
+  if (!mlirValueIsNull(*x5) && !mlirValueEqual(*x5, piperOperand(sl, 0))) return false;
+  *x5 = piperOperand(sl, 0);
+  return true;
+}
+
+/* A (T, D/2) rope_table {sin = sn}, reshaped and maybe broadcast, laid over (B,T,H,D/2). */
+static bool pairTableOver(MlirValue v, MlirValue x, int64_t sn, RopeTable *tab) {
+  MlirOperation bc = piperDefOf(v, PIPER_TDAG_BROADCAST);
+  MlirValue own = mlirOperationIsNull(bc) ? v : piperOperand(bc, 0);
+  MlirOperation rt = piperDefOf(piperThroughReshapes(own), PIPER_TDAG_ROPE_TABLE);
+  if (mlirOperationIsNull(rt) || piperGetIntAttr(rt, "sin", -1) != sn) return false;
+  int64_t D = piperGetIntAttr(rt, "head_dim", 0), r = piperRank(own);
+  MlirValue table = piperResult(rt, 0);
+  if (piperDim(table, 1) != D / 2 || piperDim(x, 3) != D / 2 || piperDim(x, 1) != piperDim(table, 0) ||
+      r < 3 || piperDim(own, r - 1) != D / 2 || piperDim(own, r - 2) != 1 ||
+      piperDim(own, r - 3) != piperDim(table, 0) || (r == 4 && piperDim(own, 0) != 1))
+    return false;
+  if (tab->D && (tab->D != D || tab->theta != piperGetFloatAttr(rt, "theta", 0.0))) return false;
+  tab->D = D;
+  tab->theta = piperGetFloatAttr(rt, "theta", 0.0);
+  return true;
+}
+
+/* mul(a, table {sin = sn}) with a = the wanted part (xr or xi), either order */
+static bool pairTerm(MlirValue term, MlirValue want, int64_t sn, RopeTable *tab) {
+  MlirOperation mul = piperDefOf(term, PIPER_TDAG_MUL);
+  for (int k = 0; !mlirOperationIsNull(mul) && k < 2; ++k)
+    if (mlirValueEqual(piperOperand(mul, k), want) &&
+        pairTableOver(piperOperand(mul, 1 - k), want, sn, tab))
+      return true;
+  return false;
+}
+
+static bool matchInterleavedRope(MlirOperation op, void *state, PiperWhy *w) {
+  InterleavedMatch *m = state;
+  MlirValue out = piperResult(op, 0);
+  if (mlirOperationGetNumOperands(op) != 2 || piperRank(out) != 5 ||
+      piperGetIntAttr(op, "dim", -1) != 4 || piperDim(out, 4) != 2)
+    return false;
+  MlirOperation re = piperDefOf(piperOperand(op, 0), PIPER_TDAG_RESHAPE);
+  MlirOperation im = piperDefOf(piperOperand(op, 1), PIPER_TDAG_RESHAPE);
+  MlirOperation sub = mlirOperationIsNull(re) ? re : piperDefOf(piperOperand(re, 0), PIPER_TDAG_SUB);
+  MlirOperation add = mlirOperationIsNull(im) ? im : piperDefOf(piperOperand(im, 0), PIPER_TDAG_ADD);
+  if (mlirOperationIsNull(sub) || mlirOperationIsNull(add)) return false;
+  piperStep(w, op);
+  MlirValue x5 = {NULL};
+  MlirOperation m0 = piperDefOf(piperOperand(sub, 0), PIPER_TDAG_MUL);
+  for (int k = 0; !mlirOperationIsNull(m0) && k < 2 && mlirValueIsNull(m->xr); ++k)
+    if (pairPart(piperOperand(m0, k), 0, &x5)) m->xr = piperOperand(m0, k);
+  MlirOperation m1 = piperDefOf(piperOperand(sub, 1), PIPER_TDAG_MUL);
+  for (int k = 0; !mlirOperationIsNull(m1) && k < 2 && mlirValueIsNull(m->xi); ++k)
+    if (pairPart(piperOperand(m1, k), 1, &x5)) m->xi = piperOperand(m1, k);
+  if (mlirValueIsNull(m->xr) || mlirValueIsNull(m->xi))
+    return piperMiss(w, sub, "not xr * cos - xi * sin of the pairs x[..., 0], x[..., 1] of one "
+                             "(B, T, H, D/2, 2) value");
+  m->tab = (RopeTable){0, 0.0};
+  if (!pairTerm(piperOperand(sub, 0), m->xr, 0, &m->tab) ||
+      !pairTerm(piperOperand(sub, 1), m->xi, 1, &m->tab))
+    return piperMiss(w, sub, "xr * cos - xi * sin over tables that are not rope_tables of one "
+                             "column per pair, positions on dim 1");
+  piperStep(w, sub);
+  bool sinFirst = pairTerm(piperOperand(add, 0), m->xr, 1, &m->tab) &&
+                  pairTerm(piperOperand(add, 1), m->xi, 0, &m->tab);
+  bool cosFirst = !sinFirst && pairTerm(piperOperand(add, 0), m->xi, 0, &m->tab) &&
+                  pairTerm(piperOperand(add, 1), m->xr, 1, &m->tab);
+  if (!sinFirst && !cosFirst)
+    return piperMiss(w, add, "the second of each pair is not xr * sin + xi * cos over the same "
+                             "tables");
+  piperStep(w, add);
+  if (!piperSameShape(m->xr, piperResult(sub, 0)) || piperDim(m->xr, 3) * 2 != m->tab.D)
+    return piperMiss(w, op, "the pairs are broadcast against the tables");
+  return true;
+}
+
+static MlirOperation rewriteInterleavedRope(MlirRewriterBase rw, MlirOperation op, void *state) {
+  InterleavedMatch *m = state;
+  MlirContext ctx = mlirOperationGetContext(op);
+  int64_t B = piperDim(m->xr, 0), T = piperDim(m->xr, 1), H = piperDim(m->xr, 2);
+  int64_t half = piperDim(m->xr, 3), D = 2 * half;
+  MlirValue parts[2] = {m->xr, m->xi};
+  int64_t bthd[4] = {B, T, H, D}, flat[3] = {B, T, H * D}, one[5] = {B, T, H, half, 1};
+  MlirNamedAttribute dim3 = piperIntAttr(ctx, "dim", 3);
+  MlirType f32 = mlirShapedTypeGetElementType(typeOf(m->xr));
+  MlirType t4 = piperTensorType(ctx, 4, bthd, f32);
+  MlirValue x = piperResult(piperBuild(rw, op, PIPER_TDAG_CONCAT, 2, parts, 1, &t4, 1, &dim3), 0);
+  MlirValue xf = piperReshapeTo(rw, op, x, 3, flat);
+  MlirNamedAttribute attrs[2] = {piperIntAttr(ctx, "head_dim", D),
+                                 piperF64Attr(ctx, "theta", m->tab.theta)};
+  MlirType tf = typeOf(xf);
+  MlirOperation rope = piperBuild(rw, op, PIPER_TDAG_ROPE, 1, &xf, 1, &tf, 2, attrs);
+  MlirValue y = piperReshapeTo(rw, op, piperResult(rope, 0), 4, bthd);
+  MlirValue halves[2];
+  for (int i = 0; i < 2; ++i)
+    halves[i] = piperReshapeTo(rw, op, piperSliceOf(rw, op, y, 3, i * half, half), 5, one);
+  MlirNamedAttribute dim4 = piperIntAttr(ctx, "dim", 4);
+  MlirType t5 = typeOf(piperResult(op, 0));
+  MlirValue back = piperResult(piperBuild(rw, op, PIPER_TDAG_CONCAT, 2, halves, 1, &t5, 1, &dim4), 0);
+  piperReplaceOp(rw, op, 1, &back);
   return rope;
 }
 
@@ -953,6 +1077,8 @@ static const PiperPattern fusionPatterns[] = {
     FUSION(ADD_BCAST, "embedding", matchEmbedding, rewriteEmbedding, EmbeddingMatch),
     FUSION(ADD, "embedding", matchEmbedding, rewriteEmbedding, EmbeddingMatch),
     FUSION(ADD, "rope", matchRope, rewriteRope, RopeMatch),
+    FUSION(CONCAT, "rope (interleaved)", matchInterleavedRope, rewriteInterleavedRope,
+           InterleavedMatch),
     FUSION(GQA_ATTENTION, "attention (packed qkv)", matchPackedAttention, rewritePackedAttention,
            PackedMatch),
 };

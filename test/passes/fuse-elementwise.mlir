@@ -420,3 +420,71 @@ func.func @embedding_position_ids() -> tensor<2x4x8xf32> {
   %y = "tdag.add_bcast"(%e, %p) : (tensor<2x4x8xf32>, tensor<1x4x8xf32>) -> tensor<2x4x8xf32>
   return %y : tensor<2x4x8xf32>
 }
+
+// -----
+
+// Meta's interleaved RoPE: pairs (x_2j, x_2j+1) as x.reshape(..., -1, 2).unbind(-1), rotated by
+// one table column per pair and stacked back: tdag.rope of the pairs' halves side by side
+// (x' = cat(xr, xi)), its output interleaved back
+// CHECK-LABEL: func.func @rope_interleaved
+// CHECK-NOT: tdag.sub
+// CHECK: %[[XP:.*]] = "tdag.concat"(%{{.*}}, %{{.*}}) {dim = 3 : i64} : (tensor<2x4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x8xf32>
+// CHECK-NEXT: %[[F:.*]] = "tdag.reshape"(%[[XP]]) : (tensor<2x4x2x8xf32>) -> tensor<2x4x16xf32>
+// CHECK-NEXT: "tdag.rope"(%[[F]]) {head_dim = 8 : i64, theta = 1.000000e+04 : f64}
+func.func @rope_interleaved() -> tensor<2x4x2x8xf32> {
+  %x = "tdag.param"() {init = "normal", name = "x"} : () -> tensor<2x4x2x8xf32>
+  %x5 = "tdag.reshape"(%x) : (tensor<2x4x2x8xf32>) -> tensor<2x4x2x4x2xf32>
+  %r1 = "tdag.slice"(%x5) {dim = 4 : i64, start = 0 : i64} : (tensor<2x4x2x4x2xf32>) -> tensor<2x4x2x4x1xf32>
+  %xr = "tdag.reshape"(%r1) : (tensor<2x4x2x4x1xf32>) -> tensor<2x4x2x4xf32>
+  %i1 = "tdag.slice"(%x5) {dim = 4 : i64, start = 1 : i64} : (tensor<2x4x2x4x2xf32>) -> tensor<2x4x2x4x1xf32>
+  %xi = "tdag.reshape"(%i1) : (tensor<2x4x2x4x1xf32>) -> tensor<2x4x2x4xf32>
+  %ct = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 0 : i64} : () -> tensor<4x4xf32>
+  %cr = "tdag.reshape"(%ct) : (tensor<4x4xf32>) -> tensor<4x1x4xf32>
+  %c = "tdag.broadcast"(%cr) : (tensor<4x1x4xf32>) -> tensor<4x2x4xf32>
+  %st = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 1 : i64} : () -> tensor<4x4xf32>
+  %sr = "tdag.reshape"(%st) : (tensor<4x4xf32>) -> tensor<4x1x4xf32>
+  %s = "tdag.broadcast"(%sr) : (tensor<4x1x4xf32>) -> tensor<4x2x4xf32>
+  %cm = "tdag.mul"(%xr, %c) : (tensor<2x4x2x4xf32>, tensor<4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %sm = "tdag.mul"(%xi, %s) : (tensor<2x4x2x4xf32>, tensor<4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %cm2 = "tdag.mul"(%xi, %c) : (tensor<2x4x2x4xf32>, tensor<4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %sm2 = "tdag.mul"(%s, %xr) : (tensor<4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %re = "tdag.sub"(%cm, %sm) : (tensor<2x4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %im = "tdag.add"(%sm2, %cm2) : (tensor<2x4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %re1 = "tdag.reshape"(%re) : (tensor<2x4x2x4xf32>) -> tensor<2x4x2x4x1xf32>
+  %im1 = "tdag.reshape"(%im) : (tensor<2x4x2x4xf32>) -> tensor<2x4x2x4x1xf32>
+  %st5 = "tdag.concat"(%re1, %im1) {dim = 4 : i64} : (tensor<2x4x2x4x1xf32>, tensor<2x4x2x4x1xf32>) -> tensor<2x4x2x4x2xf32>
+  %y = "tdag.reshape"(%st5) : (tensor<2x4x2x4x2xf32>) -> tensor<2x4x2x8xf32>
+  return %y : tensor<2x4x2x8xf32>
+}
+
+// -----
+
+// xr cos - xi cos: not a rotation (the sin term reads the cos table): must not fire
+// CHECK-LABEL: func.func @rope_interleaved_wrong_sign
+// CHECK-NOT: tdag.rope"
+// CHECK: "tdag.sub"
+func.func @rope_interleaved_wrong_sign() -> tensor<2x4x2x8xf32> {
+  %x = "tdag.param"() {init = "normal", name = "x"} : () -> tensor<2x4x2x8xf32>
+  %x5 = "tdag.reshape"(%x) : (tensor<2x4x2x8xf32>) -> tensor<2x4x2x4x2xf32>
+  %r1 = "tdag.slice"(%x5) {dim = 4 : i64, start = 0 : i64} : (tensor<2x4x2x4x2xf32>) -> tensor<2x4x2x4x1xf32>
+  %xr = "tdag.reshape"(%r1) : (tensor<2x4x2x4x1xf32>) -> tensor<2x4x2x4xf32>
+  %i1 = "tdag.slice"(%x5) {dim = 4 : i64, start = 1 : i64} : (tensor<2x4x2x4x2xf32>) -> tensor<2x4x2x4x1xf32>
+  %xi = "tdag.reshape"(%i1) : (tensor<2x4x2x4x1xf32>) -> tensor<2x4x2x4xf32>
+  %ct = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 0 : i64} : () -> tensor<4x4xf32>
+  %cr = "tdag.reshape"(%ct) : (tensor<4x4xf32>) -> tensor<4x1x4xf32>
+  %c = "tdag.broadcast"(%cr) : (tensor<4x1x4xf32>) -> tensor<4x2x4xf32>
+  %st = "tdag.rope_table"() {head_dim = 8 : i64, theta = 10000.0 : f64, sin = 1 : i64} : () -> tensor<4x4xf32>
+  %sr = "tdag.reshape"(%st) : (tensor<4x4xf32>) -> tensor<4x1x4xf32>
+  %s = "tdag.broadcast"(%sr) : (tensor<4x1x4xf32>) -> tensor<4x2x4xf32>
+  %cm = "tdag.mul"(%xr, %c) : (tensor<2x4x2x4xf32>, tensor<4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %sm = "tdag.mul"(%xi, %s) : (tensor<2x4x2x4xf32>, tensor<4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %cm2 = "tdag.mul"(%xi, %c) : (tensor<2x4x2x4xf32>, tensor<4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %sm2 = "tdag.mul"(%s, %xr) : (tensor<4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %re = "tdag.sub"(%cm, %cm2) : (tensor<2x4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %im = "tdag.add"(%sm2, %cm2) : (tensor<2x4x2x4xf32>, tensor<2x4x2x4xf32>) -> tensor<2x4x2x4xf32>
+  %re1 = "tdag.reshape"(%re) : (tensor<2x4x2x4xf32>) -> tensor<2x4x2x4x1xf32>
+  %im1 = "tdag.reshape"(%im) : (tensor<2x4x2x4xf32>) -> tensor<2x4x2x4x1xf32>
+  %st5 = "tdag.concat"(%re1, %im1) {dim = 4 : i64} : (tensor<2x4x2x4x1xf32>, tensor<2x4x2x4x1xf32>) -> tensor<2x4x2x4x2xf32>
+  %y = "tdag.reshape"(%st5) : (tensor<2x4x2x4x2xf32>) -> tensor<2x4x2x8xf32>
+  return %y : tensor<2x4x2x8xf32>
+}

@@ -26,7 +26,7 @@ static void usage(FILE *out) {
           "usage: piper-compile MODEL.mlir -o OUTPUT [--strategy FILE] [--emit=exe|obj|asm|ll|mlir]\n"
           "                     [--target cpu|cuda] [--gpu-arch sm_NN] [--emit-ptx FILE]\n"
           "                     [--emit-gpu-mlir FILE] [--precision fp32|bf16]\n"
-          "                     [--grad-reduce fp32|bf16] [--no-fuse]\n"
+          "                     [--grad-reduce fp32|bf16] [--no-fuse] [--fusion-report[=FILE]]\n"
           "Compiles a tdag model (forward graph, or a training graph already built by\n"
           "--piper-autodiff) into a training binary linked with libpiper_rt.\n\n"
           "  -o OUTPUT      the file to write (required)\n"
@@ -52,6 +52,9 @@ static void usage(FILE *out) {
           "                 fp32 for AdamW); the CPU target (MPI) only\n"
           "  --no-fuse      skip --piper-fuse, which otherwise runs first and folds general-op\n"
           "                 chains (a model python/piper exported) into the fused ops\n"
+          "  --fusion-report[=FILE]  write what --piper-fuse fused, per module path or source\n"
+          "                 line, and for each chain left unfused the op that stopped it, to\n"
+          "                 FILE (default: stdout)\n"
           "Run the binary with --help for its flags.\n");
 }
 
@@ -117,6 +120,8 @@ typedef struct {
   const char *precision;      /* fp32 or bf16 (--piper-precision) */
   const char *gradReduce;     /* fp32 or bf16 (--piper-grad-reduce) */
   bool noFuse;                /* --no-fuse: leave general-op chains unfused (bench/ measures) */
+  const char *fusionReport;   /* --fusion-report: where the fusion report goes ("-": stdout),
+                                 or NULL */
 } Options;
 
 /* True if `flag` takes its value as the next argument and names one of the target slots. */
@@ -167,6 +172,10 @@ static int parseArg(Options *o, int argc, char **argv, int *i) {
     o->strategy = argv[++*i];
   } else if (!strcmp(a, "--no-fuse")) {
     o->noFuse = true;
+  } else if (!strcmp(a, "--fusion-report")) {
+    o->fusionReport = "-";
+  } else if (!strncmp(a, "--fusion-report=", 16) && a[16]) {
+    o->fusionReport = a + 16;
   } else if (isTargetFlag(a) && hasValue) {
     const char **slot = a[2] == 't' ? &o->target : a[2] == 'g' ? &o->gpuArch
                         : !strcmp(a, "--emit-ptx") ? &o->ptxOut : &o->gpuMlirOut;
@@ -217,6 +226,11 @@ static const PiperTarget *checkOptions(const Options *o) {
                     "(sm_80: A100, sm_90: H100)\n", gpuArch(o, tgt));
     return NULL;
   }
+  if (o->noFuse && o->fusionReport) {
+    fprintf(stderr, "piper-compile: error: --fusion-report reports what --piper-fuse did; drop "
+                    "--no-fuse\n");
+    return NULL;
+  }
   if (!o->input || (!o->output && !o->ptxOut && !o->gpuMlirOut)) {
     fprintf(stderr, "piper-compile: error: %s; see piper-compile --help\n",
             !o->input ? "no input model given" : "no output given (-o OUTPUT)");
@@ -234,7 +248,9 @@ static int compileModule(MlirOperation op, const Options *o, const PiperTarget *
     mlirOperationSetAttributeByName(op, piperStr("piper.target"),
                                     mlirStringAttrGet(ctx, piperStr(tgt->name)));
   MlirPassManager pm = mlirPassManagerCreate(ctx);
-  if (!o->noFuse) mlirPassManagerAddOwnedPass(pm, piperCreateFusePass(NULL));
+  if (!o->noFuse)
+    mlirPassManagerAddOwnedPass(pm, o->fusionReport ? piperCreateFuseReportPass(o->fusionReport)
+                                                    : piperCreateFusePass(NULL));
   mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
   if (o->strategy) {
     MlirPass passes[PIPER_STRATEGY_PASSES];

@@ -32,7 +32,9 @@
  * dim, eps > 0, GELU's coefficients, RoPE's tables and halves) and leaves a chain that differs
  * alone: it still runs, on the general ops' kernels. When asked (--fusion-report), the pass
  * says for each op left unfused that starts a pattern's chain which op stopped the match that
- * got furthest (test/passes/fuse*.mlir show each pattern firing and not firing). */
+ * got furthest (test/passes/fuse*.mlir show each pattern firing and not firing). A training
+ * graph (one --piper-autodiff already made) is left as it is: its backward reads the forward's
+ * intermediate values, which fusing the forward would not remove. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -1090,7 +1092,26 @@ const PiperPattern *piperFusionPatterns(size_t *n) {
   return fusionPatterns;
 }
 
+/* Whether `module` is a training graph already (an op of --piper-autodiff's making): its
+ * backward reads the forward's intermediate values, so a fused forward would leave them all
+ * computed beside it. */
+static bool isTrainingGraph(MlirOperation module) {
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f)) {
+    if (!piperOpIs(f, "func.func") || mlirBlockIsNull(mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0))))
+      continue;
+    for (MlirOperation op = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0)));
+         !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+      const PiperOpFacts *facts = piperOpFacts(op);
+      if (facts && (facts->kind == PIPER_OP_BACKWARD || facts->kind == PIPER_OP_UPDATE)) return true;
+    }
+  }
+  return false;
+}
+
 MlirLogicalResult piperFuseLogged(MlirOperation module, PiperFusionLog *log) {
+  if (isTrainingGraph(module)) return mlirLogicalResultSuccess(); /* fusion is the forward's */
   size_t nl, nf;
   const PiperPattern *layout = piperLayoutPatterns(&nl), *fusions = piperFusionPatterns(&nf);
   PiperPattern *all = malloc((nl + nf) * sizeof *all);

@@ -214,8 +214,9 @@ static void errorAtOp(MlirOperation directive, MlirOperation op, const char *wha
   piperDirectiveError(directive,
                       "shard_tensor: the filter selects a region without column/row structure "
                       "(%s); it must select regions column linears -> [attention | gqa_attention "
-                      "| rmsnorm | rope | gelu | swiglu]* -> one row linear, such as "
-                      "piper-gen's TP-tagged attention and MLP blocks",
+                      "| rmsnorm | rope | gelu | swiglu | general ops each member computes from "
+                      "its part]* -> one row linear, such as piper-gen's TP-tagged attention "
+                      "and MLP blocks",
                       what);
   piperEmitNotef(mlirOperationGetLocation(op), "shard_tensor: this op of node %s", label);
 }

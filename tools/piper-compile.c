@@ -239,36 +239,21 @@ static const PiperTarget *checkOptions(const Options *o) {
   return tgt;
 }
 
-/* autodiff -> the strategy's passes -> precision, grad-reduce (bf16 only) -> extract,
- * order-p2p (GPU targets) and verify-plan (with --strategy) -> lowering, then the device code
- * under a GPU target. 0 on success. */
+/* The one pipeline (passes/pipeline.c): fuse -> autodiff -> the strategy's passes ->
+ * precision, grad-reduce (bf16 only) -> extract, order-p2p (GPU targets) and verify-plan (with
+ * --strategy); then the lowering, and the device code under a GPU target. 0 on success. */
 static int compileModule(MlirOperation op, const Options *o, const PiperTarget *tgt) {
   MlirContext ctx = mlirOperationGetContext(op);
   if (tgt != piperTargetDefault()) /* the lowering reads the target from the module */
     mlirOperationSetAttributeByName(op, piperStr("piper.target"),
                                     mlirStringAttrGet(ctx, piperStr(tgt->name)));
   MlirPassManager pm = mlirPassManagerCreate(ctx);
-  if (!o->noFuse)
-    mlirPassManagerAddOwnedPass(pm, o->fusionReport ? piperCreateFuseReportPass(o->fusionReport)
-                                                    : piperCreateFusePass(NULL));
-  mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
-  if (o->strategy) {
-    MlirPass passes[PIPER_STRATEGY_PASSES];
-    int n = piperStrategyPasses(o->strategy, passes, PIPER_STRATEGY_PASSES);
-    for (int k = 0; k < n; ++k) mlirPassManagerAddOwnedPass(pm, passes[k]);
-  }
-  /* after the directives, so every transfer they insert carries its value's type */
-  if (!strcmp(o->precision, "bf16"))
-    mlirPassManagerAddOwnedPass(pm, piperCreatePrecisionPass(o->precision));
-  /* after precision, whose policy leaves the gradients it reduces fp32 */
-  if (!strcmp(o->gradReduce, "bf16"))
-    mlirPassManagerAddOwnedPass(pm, piperCreateGradReducePass(o->gradReduce));
-  if (o->strategy) {
-    mlirPassManagerAddOwnedPass(pm, piperCreateExtractPass(NULL));
-    /* a GPU plan may run its send/recv on NCCL (--comm nccl), which has no tags */
-    if (tgt->p2pInOrder) mlirPassManagerAddOwnedPass(pm, piperCreateOrderP2pPass(NULL));
-    mlirPassManagerAddOwnedPass(pm, piperCreateVerifyPlanPass(NULL));
-  }
+  PiperPipeline pipeline = {.fuse = !o->noFuse, .fusionReport = o->fusionReport,
+                            .strategy = o->strategy, .precision = o->precision,
+                            .gradReduce = o->gradReduce, .extract = o->strategy != NULL,
+                            .orderP2p = tgt->p2pInOrder, .verifyPlan = true};
+  piperAddTrainingPasses(pm, &pipeline);
+  piperAddPlanPasses(pm, &pipeline);
   mlirPassManagerAddOwnedPass(pm, piperCreateLowerToLLVMPass(NULL));
   int rc = mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op));
   mlirPassManagerDestroy(pm);

@@ -1,8 +1,11 @@
 // --piper-fuse on causal attention chains as python/piper exports them (q @ k^T * scale, a
 // causal mask, softmax over the last dim, @ v; heads by reshape + permute; GQA's kv heads
-// repeated by broadcast + reshape). Each chain either becomes one fused op, with every layout
-// op around it cancelled, or is left whole: a mask shifted by one diagonal either way, no
-// mask, another scale, or a softmax over another dim must not fire.
+// repeated by broadcast + reshape), as Hugging Face writes them (repeat_kv after the heads'
+// transpose, multi-query, GPT-NeoX's per-head packed qkv, finfo.min masks expanded to the
+// batch) and as torch 2's SDPA with a causal attn_mask is defined. Each chain either becomes
+// one fused op, with every layout op around it cancelled, or is left whole: a mask shifted by
+// one diagonal either way, no mask, a mask of -1e4, another scale, a softmax over another
+// dim, kv heads tiled instead of repeated, or q read across tokens must not fire.
 // RUN: piper-opt --split-input-file %s --piper-fuse | FileCheck %s
 
 // causal_masked_fill
@@ -695,3 +698,76 @@ func.func @q_not_per_token() -> tensor<2x5x12xf32> {
     return %a23 : tensor<2x5x12xf32>
 }
 
+
+// -----
+
+// torch 2's scaled_dot_product_attention(q, k, v, attn_mask=tril(ones(T, T, dtype=bool)))
+// written out as its definition (torch 1.13 here has no SDPA, so the exporter's form of it is
+// this test's): a boolean (T, T) mask keeping the cells on and below the diagonal, the others
+// filled with -inf
+// CHECK-LABEL: func.func @sdpa_bool_attn_mask
+// CHECK-NOT: tdag.softmax
+// CHECK: "tdag.gqa_attention"(%0, %1, %2) {heads = 4 : i64, kv_heads = 4 : i64}
+// CHECK-NEXT: return %3#0
+func.func @sdpa_bool_attn_mask() -> tensor<2x5x12xf32> {
+    %q = "tdag.param"() {init = "normal", name = "q"} : () -> tensor<2x5x12xf32>
+    %k = "tdag.param"() {init = "normal", name = "k"} : () -> tensor<2x5x12xf32>
+    %v = "tdag.param"() {init = "normal", name = "v"} : () -> tensor<2x5x12xf32>
+    %a1 = "tdag.reshape"(%q) : (tensor<2x5x12xf32>) -> tensor<2x5x4x3xf32>
+    %a2 = "tdag.permute"(%a1) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x3xf32>) -> tensor<2x4x5x3xf32>
+    %a3 = "tdag.reshape"(%k) : (tensor<2x5x12xf32>) -> tensor<2x5x4x3xf32>
+    %a4 = "tdag.permute"(%a3) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x3xf32>) -> tensor<2x4x5x3xf32>
+    %a5 = "tdag.reshape"(%v) : (tensor<2x5x12xf32>) -> tensor<2x5x4x3xf32>
+    %a6 = "tdag.permute"(%a5) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x3xf32>) -> tensor<2x4x5x3xf32>
+    %a7 = "tdag.permute"(%a4) {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x4x5x3xf32>) -> tensor<2x4x3x5xf32>
+    %a8 = "tdag.reshape"(%a2) : (tensor<2x4x5x3xf32>) -> tensor<8x5x3xf32>
+    %a9 = "tdag.reshape"(%a7) : (tensor<2x4x3x5xf32>) -> tensor<8x3x5xf32>
+    %a10 = "tdag.bmm"(%a8, %a9) {transpose_a = 0 : i64, transpose_b = 0 : i64} : (tensor<8x5x3xf32>, tensor<8x3x5xf32>) -> tensor<8x5x5xf32>
+    %a11 = "tdag.reshape"(%a10) : (tensor<8x5x5xf32>) -> tensor<2x4x5x5xf32>
+    %a12 = "tdag.mul_scalar"(%a11) {value = 0.5773502691896257 : f64} : (tensor<2x4x5x5xf32>) -> tensor<2x4x5x5xf32>
+    %a13 = "tdag.triangle"() {diagonal = 0 : i64, inside = 0.0 : f64, outside = 1.0 : f64} : () -> tensor<5x5xf32>
+    %a14 = "tdag.masked_fill"(%a12, %a13) {value = 0xFFF0000000000000 : f64} : (tensor<2x4x5x5xf32>, tensor<5x5xf32>) -> tensor<2x4x5x5xf32>
+    %a15 = "tdag.softmax"(%a14) {dim = 3 : i64} : (tensor<2x4x5x5xf32>) -> tensor<2x4x5x5xf32>
+    %a16 = "tdag.reshape"(%a15) : (tensor<2x4x5x5xf32>) -> tensor<8x5x5xf32>
+    %a17 = "tdag.reshape"(%a6) : (tensor<2x4x5x3xf32>) -> tensor<8x5x3xf32>
+    %a18 = "tdag.bmm"(%a16, %a17) {transpose_a = 0 : i64, transpose_b = 0 : i64} : (tensor<8x5x5xf32>, tensor<8x5x3xf32>) -> tensor<8x5x3xf32>
+    %a19 = "tdag.reshape"(%a18) : (tensor<8x5x3xf32>) -> tensor<2x4x5x3xf32>
+    %a20 = "tdag.permute"(%a19) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x5x3xf32>) -> tensor<2x5x4x3xf32>
+    %a21 = "tdag.reshape"(%a20) : (tensor<2x5x4x3xf32>) -> tensor<2x5x12xf32>
+    return %a21 : tensor<2x5x12xf32>
+}
+
+// -----
+
+// the same with a float attn_mask added: 0 on and below the diagonal, -inf above
+// CHECK-LABEL: func.func @sdpa_float_attn_mask
+// CHECK-NOT: tdag.softmax
+// CHECK: "tdag.gqa_attention"(%0, %1, %2) {heads = 4 : i64, kv_heads = 4 : i64}
+// CHECK-NEXT: return %3#0
+func.func @sdpa_float_attn_mask() -> tensor<2x5x12xf32> {
+    %q = "tdag.param"() {init = "normal", name = "q"} : () -> tensor<2x5x12xf32>
+    %k = "tdag.param"() {init = "normal", name = "k"} : () -> tensor<2x5x12xf32>
+    %v = "tdag.param"() {init = "normal", name = "v"} : () -> tensor<2x5x12xf32>
+    %a1 = "tdag.reshape"(%q) : (tensor<2x5x12xf32>) -> tensor<2x5x4x3xf32>
+    %a2 = "tdag.permute"(%a1) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x3xf32>) -> tensor<2x4x5x3xf32>
+    %a3 = "tdag.reshape"(%k) : (tensor<2x5x12xf32>) -> tensor<2x5x4x3xf32>
+    %a4 = "tdag.permute"(%a3) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x3xf32>) -> tensor<2x4x5x3xf32>
+    %a5 = "tdag.reshape"(%v) : (tensor<2x5x12xf32>) -> tensor<2x5x4x3xf32>
+    %a6 = "tdag.permute"(%a5) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x5x4x3xf32>) -> tensor<2x4x5x3xf32>
+    %a7 = "tdag.permute"(%a4) {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x4x5x3xf32>) -> tensor<2x4x3x5xf32>
+    %a8 = "tdag.reshape"(%a2) : (tensor<2x4x5x3xf32>) -> tensor<8x5x3xf32>
+    %a9 = "tdag.reshape"(%a7) : (tensor<2x4x3x5xf32>) -> tensor<8x3x5xf32>
+    %a10 = "tdag.bmm"(%a8, %a9) {transpose_a = 0 : i64, transpose_b = 0 : i64} : (tensor<8x5x3xf32>, tensor<8x3x5xf32>) -> tensor<8x5x5xf32>
+    %a11 = "tdag.reshape"(%a10) : (tensor<8x5x5xf32>) -> tensor<2x4x5x5xf32>
+    %a12 = "tdag.mul_scalar"(%a11) {value = 0.5773502691896257 : f64} : (tensor<2x4x5x5xf32>) -> tensor<2x4x5x5xf32>
+    %a13 = "tdag.triangle"() {diagonal = 0 : i64, inside = 0.0 : f64, outside = 0xFFF0000000000000 : f64} : () -> tensor<5x5xf32>
+    %a14 = "tdag.add_bcast"(%a12, %a13) : (tensor<2x4x5x5xf32>, tensor<5x5xf32>) -> tensor<2x4x5x5xf32>
+    %a15 = "tdag.softmax"(%a14) {dim = 3 : i64} : (tensor<2x4x5x5xf32>) -> tensor<2x4x5x5xf32>
+    %a16 = "tdag.reshape"(%a15) : (tensor<2x4x5x5xf32>) -> tensor<8x5x5xf32>
+    %a17 = "tdag.reshape"(%a6) : (tensor<2x4x5x3xf32>) -> tensor<8x5x3xf32>
+    %a18 = "tdag.bmm"(%a16, %a17) {transpose_a = 0 : i64, transpose_b = 0 : i64} : (tensor<8x5x5xf32>, tensor<8x5x3xf32>) -> tensor<8x5x3xf32>
+    %a19 = "tdag.reshape"(%a18) : (tensor<8x5x3xf32>) -> tensor<2x4x5x3xf32>
+    %a20 = "tdag.permute"(%a19) {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x4x5x3xf32>) -> tensor<2x5x4x3xf32>
+    %a21 = "tdag.reshape"(%a20) : (tensor<2x5x4x3xf32>) -> tensor<2x5x12xf32>
+    return %a21 : tensor<2x5x12xf32>
+}

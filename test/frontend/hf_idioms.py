@@ -19,7 +19,9 @@ hf-neox (GPT-NeoX / Pythia): per-head packed qkv (query_key_value(x).view(B, T, 
   .transpose(1, 2).chunk(3, -1)), partial rotary (rotary on the first `rotary_pct` of each
   head, cat with the rest), the parallel residual x + attn(ln1(x)) + mlp(ln2(x)), exact GELU,
   the causal mask as a bool buffer applied by torch.where with finfo.min (its 4.4x _attn);
-  hf-neox-rot1 the same with rotary_pct 1.0 (rotary on whole heads).
+  hf-neox-rot1 the same with rotary_pct 1.0 (rotary on whole heads), hf-neox-half with 0.5
+  (the rotated and passed parts of a head of equal size: a cat the dialect takes today) and
+  attention_bias=False.
 hf-gpt2: Conv1D layers (torch.addmm(b, x.view(-1, nx), W) with W (nx, nf): the transpose of
   nn.Linear's weight), c_attn(x).split(C, dim=2), the causal mask as a bool buffer used by
   torch.where(mask, w, finfo.min), attention scaled by / torch.full([], sqrt(D)), gelu_new
@@ -33,8 +35,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-FAMILIES = ("hf-llama", "hf-qwen2", "hf-qwen3", "hf-gemma", "hf-neox", "hf-neox-rot1", "hf-gpt2",
-            "meta-llama")
+FAMILIES = ("hf-llama", "hf-qwen2", "hf-qwen3", "hf-gemma", "hf-neox", "hf-neox-rot1",
+            "hf-neox-half", "hf-gpt2", "meta-llama")
 
 
 def _seeded_init(model, seed, ones_for_vectors=True):
@@ -280,12 +282,12 @@ class GPTNeoXAttention(nn.Module):
     """GPTNeoXAttention as transformers 4.4x wrote it: the causal mask a bool `bias` buffer
     applied by torch.where with finfo.min (its _attn), the scores scaled by 1/sqrt(head_size)."""
 
-    def __init__(self, C, H, T):
+    def __init__(self, C, H, T, bias=True):
         super().__init__()
         self.head_size = C // H
         self.norm_factor = self.head_size ** -0.5
-        self.query_key_value = nn.Linear(C, 3 * C)
-        self.dense = nn.Linear(C, C)
+        self.query_key_value = nn.Linear(C, 3 * C, bias=bias)
+        self.dense = nn.Linear(C, C, bias=bias)
         self.register_buffer("bias", torch.tril(torch.ones((T, T), dtype=torch.bool)).view(1, 1, T, T),
                              persistent=False)
 
@@ -323,12 +325,12 @@ class GPTNeoXMLP(nn.Module):
 
 
 class GPTNeoXLayer(nn.Module):
-    def __init__(self, C, H, T, parallel):
+    def __init__(self, C, H, T, parallel, bias):
         super().__init__()
         self.use_parallel_residual = parallel
         self.input_layernorm = nn.LayerNorm(C, eps=1e-5)
         self.post_attention_layernorm = nn.LayerNorm(C, eps=1e-5)
-        self.attention = GPTNeoXAttention(C, H, T)
+        self.attention = GPTNeoXAttention(C, H, T, bias)
         self.mlp = GPTNeoXMLP(C)
 
     def forward(self, hidden_states, position_embeddings):
@@ -342,10 +344,12 @@ class GPTNeoXLayer(nn.Module):
 
 
 class GPTNeoX(nn.Module):
-    def __init__(self, V=64, C=32, H=4, L=2, T=16, rotary_pct=0.25, theta=10000.0, parallel=True):
+    def __init__(self, V=64, C=32, H=4, L=2, T=16, rotary_pct=0.25, theta=10000.0, parallel=True,
+                 attention_bias=True):
         super().__init__()
         self.embed_in = nn.Embedding(V, C)
-        self.layers = nn.ModuleList(GPTNeoXLayer(C, H, T, parallel) for _ in range(L))
+        self.layers = nn.ModuleList(GPTNeoXLayer(C, H, T, parallel, attention_bias)
+                                    for _ in range(L))
         self.final_layer_norm = nn.LayerNorm(C, eps=1e-5)
         self.rotary_emb = RotaryEmbedding(int(C // H * rotary_pct), theta)
         self.embed_out = nn.Linear(C, V, bias=False)
@@ -562,6 +566,11 @@ def make(name, V, C, H, KV, F_, L, T):
         return GPTNeoX(V=V, C=C, H=H, L=L, T=T)
     if name == "hf-neox-rot1":  # rotary on whole heads (rotary_pct 1.0)
         return GPTNeoX(V=V, C=C, H=H, L=L, T=T, rotary_pct=1.0)
+    if name == "hf-neox-half":  # rotary on half of each head: a cat of equal parts
+        # attention_bias=False (GPTNeoXConfig's option): the key bias of the features rotary
+        # passes through has a zero true gradient (it shifts every key's score alike), which
+        # AdamW would turn into step-sized moves of noise
+        return GPTNeoX(V=V, C=C, H=H, L=L, T=T, rotary_pct=0.5, attention_bias=False)
     if name == "hf-gpt2":
         return GPT2LMHeadModel(V=V, C=C, H=H, L=L, T=T)
     if name == "meta-llama":

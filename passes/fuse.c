@@ -500,9 +500,9 @@ static MlirOperation rewriteAttention(MlirRewriterBase rw, MlirOperation op, voi
   for (int i = 0; i < 3; ++i)
     qkv[i] = materialise(rw, op, hs[i], base3Of(rw, op, hs[i], B, T, cache, cacheOf), B, T, D,
                          &perHead);
-  int64_t qShape[3] = {B, T, H * D}, probsShape[4] = {B, H, T, T};
+  int64_t qShape[3] = {B, T, H * D}, lseShape[3] = {B, H, T};
   MlirType types[2] = {piperTensorType(ctx, 3, qShape, f32),
-                       piperTensorType(ctx, 4, probsShape, f32)};
+                       piperTensorType(ctx, 3, lseShape, f32)};
   MlirNamedAttribute attrs[2] = {piperIntAttr(ctx, "heads", H), piperIntAttr(ctx, "kv_heads", KV)};
   MlirValue whole = packedThirds(qkv, H, KV);
   MlirOperation fused = mlirValueIsNull(whole)

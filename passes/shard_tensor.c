@@ -976,10 +976,10 @@ static void reduceSharedKvGrads(Sharder *s, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     if (!piperOpIs(op, "tdag.gqa_attention_grad")) continue;
-    MlirValue probs = mlirOperationGetOperand(op, 4);
+    MlirValue lse = mlirOperationGetOperand(op, 5); /* saved by its forward */
     intptr_t how;
-    if (!mlirValueIsAOpResult(probs) ||
-        !piperPtrMapGet(&s->headOps, mlirOpResultGetOwner(probs).ptr, &how) || how != 2)
+    if (!mlirValueIsAOpResult(lse) ||
+        !piperPtrMapGet(&s->headOps, mlirOpResultGetOwner(lse).ptr, &how) || how != 2)
       continue;
     MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
     for (int i = 2; i >= 1; --i) /* each right after the op: dk's reduction comes first */

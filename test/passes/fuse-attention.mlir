@@ -82,7 +82,7 @@ func.func @causal_additive() -> tensor<2x4x8xf32> {
 // gqa
 // CHECK-LABEL: func.func @gqa
 // CHECK-NOT: tdag.softmax
-// CHECK: "tdag.gqa_attention"(%0, %1, %2) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>)
+// CHECK: "tdag.gqa_attention"(%0, %1, %2) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<2x4x8xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
 // CHECK-NEXT: return %3#0
 func.func @gqa() -> tensor<2x4x8xf32> {
   %q = "tdag.param"() {init = "normal", name = "q"} : () -> tensor<2x4x8xf32>
@@ -122,7 +122,7 @@ func.func @gqa() -> tensor<2x4x8xf32> {
 // packed_qkv
 // CHECK-LABEL: func.func @packed_qkv
 // CHECK-NOT: tdag.softmax
-// CHECK: %1:2 = "tdag.attention"(%0) {heads = 2 : i64}
+// CHECK: %1:2 = "tdag.attention"(%0) {heads = 2 : i64} : (tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
 // CHECK-NEXT: return %1#0
 func.func @packed_qkv() -> tensor<2x4x8xf32> {
   %qkv = "tdag.param"() {init = "normal", name = "qkv"} : () -> tensor<2x4x24xf32>
@@ -342,7 +342,7 @@ func.func @softmax_other_dim() -> tensor<2x4x8xf32> {
 // gqa_attention over the thirds of one projection, as the exporter writes torch 2's
 // scaled_dot_product_attention after c_attn.split: tdag.attention on the projection
 // CHECK-LABEL: func.func @sdpa_thirds
-// CHECK: %1:2 = "tdag.attention"(%0) {heads = 2 : i64}
+// CHECK: %1:2 = "tdag.attention"(%0) {heads = 2 : i64} : (tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
 // CHECK-NEXT: return %1#0
 func.func @sdpa_thirds() -> tensor<2x4x8xf32> {
   %qkv = "tdag.param"() {init = "normal", name = "qkv"} : () -> tensor<2x4x24xf32>
@@ -374,7 +374,7 @@ func.func @sdpa_thirds_swapped() -> tensor<2x4x8xf32> {
 // built as (T,T), [None, None] and expanded to (B,1,T,T) then to the heads: GQA
 // CHECK-LABEL: func.func @hf_repeat_kv_after_transpose
 // CHECK-NOT: tdag.softmax
-// CHECK: "tdag.gqa_attention"(%0, %1, %2) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x5x12xf32>, tensor<2x5x6xf32>, tensor<2x5x6xf32>)
+// CHECK: "tdag.gqa_attention"(%0, %1, %2) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x5x12xf32>, tensor<2x5x6xf32>, tensor<2x5x6xf32>) -> (tensor<2x5x12xf32>, tensor<2x4x5xf32>)
 // CHECK-NEXT: return %3#0
 func.func @hf_repeat_kv_after_transpose() -> tensor<2x5x12xf32> {
     %q = "tdag.param"() {init = "normal", name = "q"} : () -> tensor<2x5x12xf32>

@@ -263,10 +263,7 @@ int main(int argc, char **argv) {
     die("%s: no op carries `tags`; piper-tune places ops by their annotations (PP, TP, EP, "
         "layer ...): generate the model with piper-gen (e.g. piper-gen gpt --stages 2)", input);
   }
-  MlirPassManager pm = mlirPassManagerCreate(ctx);
-  mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
-  bool ok = mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, op));
-  mlirPassManagerDestroy(pm);
+  bool ok = tuneBuildTraining(op); /* fused and differentiated, as piper-compile builds it */
   if (!ok) return releaseModel(module, ctx, 1);
 
   TuneProfile profile;

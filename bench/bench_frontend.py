@@ -14,10 +14,16 @@ interleaved) and the median is kept:
                     fusion pass's worth,
 on one core (taskset) and as DP2 (mpirun -np 2, one core per rank). ratio = exported /
 piper-gen (target <= 1.10).
+Then the models in Hugging Face's idioms (test/frontend/hf_idioms.py), one core, each against
+the piper-gen model nearest to it (same L, C, H, T, B, V; KV and F where it has them): hf-llama
+and meta-llama against llama3, hf-qwen3 against qwen3, hf-neox-rot1 against gpt (GPT-NeoX
+differs: rotary instead of a position table, exact GELU, the parallel residual, an untied
+head; the nearest the zoo has).
 Then the export time of a 12-layer, 768-wide GPT-2 (T 1024, V 50304; target <= 10 s): the
 piper.export call alone (fake-tensor tracing and the IR), and with its 124M-parameter weights
 file, median of 3 (module construction not counted).
-Usage: bench_frontend.py BUILD_DIR [--repeats N] [--steps N]
+Usage: bench_frontend.py BUILD_DIR [--repeats N] [--steps N] [--hf-only]
+  --hf-only   only the Hugging Face idioms' table
 """
 import json
 import os
@@ -47,12 +53,23 @@ MODELS = {
                "--vocab", str(V)]),
 }
 
+GEN_QWEN3 = ["qwen3", "--layers", str(L), "--dim", str(C), "--heads", str(H), "--kv-heads", str(KV),
+             "--ffn-dim", str(F), "--seq", str(T), "--batch", str(B), "--vocab", str(V)]
+HF_SHAPE = ["--layers", str(L), "--dim", str(C), "--heads", str(H), "--kv-heads", str(KV),
+            "--ffn", str(F), "--seq", str(T), "--batch", str(B), "--vocab", str(V)]
+HF_MODELS = {  # name: (its piper-gen model's arguments, the export's)
+    "hf-llama": (MODELS["llama"][0], ["--model", "hf-llama"] + HF_SHAPE),
+    "hf-qwen3": (GEN_QWEN3, ["--model", "hf-qwen3"] + HF_SHAPE),
+    "hf-neox-rot1": (MODELS["gpt"][0], ["--model", "hf-neox-rot1"] + HF_SHAPE),
+    "meta-llama": (MODELS["llama"][0], ["--model", "meta-llama"] + HF_SHAPE),
+}
+
 
 def sh(args, **kw):
     return subprocess.run(args, check=True, env=ENV, **kw)
 
 
-def build_binaries(bin_dir, work):
+def build_binaries(bin_dir, work, models=MODELS, dps=(1, 2)):
     """{(model, kind, dp): (binary, its training flags)}, kind in gen / exported / unfused;
     the exported ones start from the export's weights."""
     sched = sh([os.path.join(bin_dir, "piper-sched"), "gpipe", "--stages", "1", "--microbatches",
@@ -60,7 +77,7 @@ def build_binaries(bin_dir, work):
     dp2 = os.path.join(work, "dp2.json")
     open(dp2, "w").write(sched)
     out = {}
-    for name, (gen, export) in MODELS.items():
+    for name, (gen, export) in models.items():
         src = {"gen": os.path.join(work, name + "-gen.mlir")}
         with open(src["gen"], "w") as f:
             sh([os.path.join(bin_dir, "piper-gen")] + gen, stdout=f)
@@ -69,7 +86,7 @@ def build_binaries(bin_dir, work):
            ["-o", d])
         src["exported"] = src["unfused"] = os.path.join(d, "model.mlir")
         for kind in ("gen", "exported", "unfused"):
-            for dp in (1, 2):
+            for dp in dps:
                 exe = os.path.join(work, f"{name}-{kind}-dp{dp}")
                 args = [os.path.join(bin_dir, "piper-compile"), src[kind], "-o", exe]
                 args += ["--no-fuse"] if kind == "unfused" else []
@@ -91,6 +108,18 @@ def op_counts(bin_dir, mlir):
             op = line.split('"tdag.')[1].split('"')[0]
             counts[op] = counts.get(op, 0) + 1
     return counts
+
+
+GENERAL = {"reshape", "permute", "broadcast", "sum_to", "slice", "slice_grad", "concat", "bmm",
+           "add_bcast", "sub", "mul", "div", "mul_scalar", "add_scalar", "pow_scalar", "exp",
+           "tanh", "rsqrt", "silu", "gelu_erf", "softmax", "log_softmax", "masked_fill",
+           "triangle", "full", "rope_table"}
+
+
+def general_ops(counts):
+    """The general ops (python/piper's) an op count holds: "softmax x2, bmm x4" or "none"."""
+    left = [f"{op} x{n}" for op, n in sorted(counts.items()) if op in GENERAL]
+    return ", ".join(left) if left else "none"
 
 
 def run_cpu_seconds(exe, dp, steps, work):
@@ -144,6 +173,9 @@ def main():
     repeats = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 3
     steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 10
     work = tempfile.mkdtemp(prefix="bench-frontend-")
+    if "--hf-only" in sys.argv:
+        hf_table(bin_dir, work, repeats, steps)
+        return
     exes = build_binaries(bin_dir, work)
     runs = {k: [] for k in exes}
     walls = {k: [] for k in exes}
@@ -169,6 +201,7 @@ def main():
     for name in MODELS:
         print(f"{name}: after --piper-fuse the export's ops are "
               f"{'the same as' if same[name] else 'NOT the same as'} piper-gen's (tdag op counts)")
+    hf_table(bin_dir, work, repeats, steps)
     ir, both, params = export_seconds(3)
     print()
     print(f"### Export time, GPT-2 L12 C768 H12 T1024 V50304 ({params / 1e6:.0f}M parameters)")
@@ -176,6 +209,27 @@ def main():
     print("|---|---|")
     print(f"| IR only | {ir:.2f} |")
     print(f"| IR and weights file | {both:.2f} |")
+
+
+def hf_table(bin_dir, work, repeats, steps):
+    """The Hugging Face idioms' rows: each family fused and unfused against its nearest
+    piper-gen model, one core."""
+    hf = build_binaries(bin_dir, work, HF_MODELS, (1,))
+    hruns = {k: [] for k in hf}
+    for _ in range(repeats):
+        for k, exe in hf.items():
+            hruns[k].append(step_ms(exe, 1, steps, work)[0])
+    print()
+    print(f"### Models in Hugging Face's idioms against the nearest piper-gen model (one core, "
+          f"CPU ms per step, median of {repeats} runs)")
+    print("| model | piper-gen | nearest | exported | ratio | exported unfused | unfused ratio | "
+          "general ops left |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, (gen, _) in HF_MODELS.items():
+        g, e, u = (statistics.median(hruns[(name, k, 1)]) for k in ("gen", "exported", "unfused"))
+        left = general_ops(op_counts(bin_dir, os.path.join(work, name + "-export", "model.mlir")))
+        print(f"| {name} | {gen[0]} | {g:.1f} | {e:.1f} | {e / g:.3f} | {u:.1f} | {u / g:.3f} | "
+              f"{left} |")
 
 
 if __name__ == "__main__":

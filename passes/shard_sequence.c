@@ -217,21 +217,47 @@ static bool tagsKnown(Seq *s, MlirAttribute filter) {
   return true;
 }
 
-/* An op the sequence split does not handle yet: its rows are not (B, T, ...) or it already
- * belongs to another split. */
-/* An exported model's general op (PIPER_BATCH_OPERANDS) that is not elementwise on operands
- * of its result's shape: a layout change, a reduction, a matmul, a softmax over a dim, or an
- * operand broadcast over the sequence (a (T, C) position table, a (T, T) mask), none of which
- * a member's rows can compute alone. */
+/* Whether value v is (B, T, ...) with out's B and T: rows of the positions out has. */
+static bool samePositions(MlirValue v, MlirType out) {
+  MlirType t = mlirValueGetType(v);
+  return piperTensorRank(t) >= 2 && piperTensorRank(out) >= 2 &&
+         piperTensorDim(t, 0) == piperTensorDim(out, 0) &&
+         piperTensorDim(t, 1) == piperTensorDim(out, 1);
+}
+
+/* An exported model's general op (PIPER_BATCH_OPERANDS) on the batch that a member's rows
+ * cannot compute alone: one that moves or mixes positions (a layout change across dims 0 and
+ * 1, a reduction or softmax over the sequence, a matmul over it) or reads an operand broadcast
+ * over the sequence (a (T, C) position table, a (T, T) mask). Every operand and the result
+ * (B, T, ...) with the work on dims 2 and up is per position, as elementwise ops are: the
+ * layout ops of GPT-NeoX's per-head packed qkv (a reshape (B,T,3C) -> (B,T,H,3D), slices of
+ * its last dim), a permute or concat of dims 2 and up. An op of parameters and constants alone
+ * is not split (its result carries no batch). */
 static bool movesSequence(MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
   if (!f || f->batch != PIPER_BATCH_OPERANDS || mlirOperationGetNumResults(op) == 0) return false;
-  bool hasDim = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("dim")));
-  bool hasPerm = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("perm")));
-  if (f->id == PIPER_TDAG_BMM || hasDim || hasPerm) return true;
+  if (!piperResultIsBatched(op, 0)) return false;
   MlirType out = mlirValueGetType(mlirOperationGetResult(op, 0));
-  for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k)
-    if (!mlirTypeEqual(mlirValueGetType(mlirOperationGetOperand(op, k)), out)) return true;
+  bool hasDim = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("dim")));
+  bool layout = f->id == PIPER_TDAG_RESHAPE || f->id == PIPER_TDAG_PERMUTE ||
+                f->id == PIPER_TDAG_SLICE || f->id == PIPER_TDAG_CONCAT ||
+                f->id == PIPER_TDAG_BROADCAST || f->id == PIPER_TDAG_SUM_TO;
+  if (f->id == PIPER_TDAG_BMM) return true;
+  if (hasDim && piperGetIntAttr(op, "dim", 0) < 2) return true;
+  if (f->id == PIPER_TDAG_PERMUTE) {
+    int64_t perm[PIPER_MAX_RANK], r = piperTensorRank(out);
+    if (!piperPermuteOf(op, r, perm) || r < 2 || perm[0] != 0 || perm[1] != 1) return true;
+  }
+  for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
+    MlirValue x = mlirOperationGetOperand(op, k);
+    if (layout || hasDim ? !samePositions(x, out) || piperTensorRank(out) < 2
+                         : !mlirTypeEqual(mlirValueGetType(x), out))
+      return true;
+    /* a broadcast or sum over the leading dims must keep their rank */
+    if ((f->id == PIPER_TDAG_BROADCAST || f->id == PIPER_TDAG_SUM_TO) &&
+        piperTensorRank(mlirValueGetType(x)) != piperTensorRank(out))
+      return true;
+  }
   return false;
 }
 

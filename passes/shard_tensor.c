@@ -20,10 +20,18 @@
  *
  * Splits. The selected forward ops fall into regions (connected through the values they
  * exchange). Each must have the form
- *   column linears -> [attention | gqa_attention | rmsnorm | rope | gelu | swiglu]* -> row linear
+ *   column linears -> [attention | gqa_attention | rmsnorm | rope | gelu | swiglu | general]*
+ *     -> row linear
  * (findRegions, checkRegion): column linears (tdag.linear or tdag.matmul_nt) read a value from
  * outside, exactly one row linear reads a value from inside and is the only op whose result
- * leaves; interior ops read only the region's values (and an rmsnorm its weight). piper-gen's
+ * leaves; interior ops read only the region's values (and an rmsnorm its weight). An exported
+ * model's general ops may sit between them where each member computes its part from its own
+ * (checkRegionSplits, carriedDim): elementwise ones (GeGLU's gelu(gate) * up), and layout ops
+ * that keep the split dim whole (GPT-NeoX's per-head packed qkv: a reshape (B,T,3C) ->
+ * (B,T,H,3D) moves the split to the heads, slices of a head's features leave it there); their
+ * result types follow the split (retypeGeneral). A weight read through its transpose
+ * (Hugging Face's Conv1D stores W (K,N): linear(x, permute(W))) splits the stored tensor the
+ * other way (T_ROWS, T_COLUMNS). piper-gen's
  * regions: GPT's attention c_attn -> attention -> c_proj and MLP c_fc -> gelu -> c_proj;
  * Qwen3's attention q/k/v_proj -> q_norm, k_norm -> rope -> gqa_attention -> o_proj and MLP
  * gate/up_proj -> swiglu -> down_proj. Anything else is an error at the directive with a note
@@ -36,7 +44,9 @@
  *   attention runs on H/T heads; gqa_attention on H/T query and KV/T kv heads (H and KV
  *     divisible by T): local query head j' reads local kv head floor(j'*KV/H), which is the
  *     global mapping floor(j*KV/H) restricted to the member, since t*H/T query heads map to
- *     t*KV/T kv heads. rmsnorm (per chunk of its weight's size D: q_norm, k_norm) and rope
+ *     t*KV/T kv heads. With one kv head (multi-query) every member keeps it: the k and v
+ *     chains (projections, norm, rope) stay whole and replicated, and the backward's dk and
+ *     dv, each member's share, are all-reduced over the group (reduceSharedKvGrads). rmsnorm (per chunk of its weight's size D: q_norm, k_norm) and rope
  *     (per head) run on the member's heads, their chunks must not straddle members; gelu and
  *     swiglu are elementwise.
  *   row linear W (N2,K2): member t keeps columns [t*K2/T, (t+1)*K2/T): a strided slice (N2
@@ -101,8 +111,22 @@ typedef struct {
   int64_t G;                             /* group size: group_size, else all of devices */
 } Directive;
 
-/* What a parameter becomes: which slice member t holds. */
-typedef enum { WHOLE, ROWS, ROWS_QKV, COLUMNS } SliceKind;
+/* What a parameter becomes: which slice member t holds. A linear's weight W (N,K) splits by
+ * its rows (a column linear: ROWS, or ROWS_QKV by heads in each third of a packed qkv) or by
+ * its columns (a row linear: COLUMNS). A weight stored transposed and read through
+ * permute(W', (1, 0)) (Hugging Face's Conv1D: W' (K,N)) splits W' the other way: T_ROWS and
+ * T_ROWS_QKV take columns of W', T_COLUMNS rows of it. */
+typedef enum { WHOLE, ROWS, ROWS_QKV, COLUMNS, T_ROWS, T_ROWS_QKV, T_COLUMNS } SliceKind;
+
+/* The kind a weight read through a transpose gets for a linear that splits W by `kind`. */
+static SliceKind transposedKind(SliceKind kind) {
+  return kind == ROWS ? T_ROWS : kind == ROWS_QKV ? T_ROWS_QKV : kind == COLUMNS ? T_COLUMNS : kind;
+}
+
+/* Whether a weight of this kind is a column linear's: its input gradient is a partial sum. */
+static bool columnKind(SliceKind kind) {
+  return kind == ROWS || kind == ROWS_QKV || kind == T_ROWS || kind == T_ROWS_QKV;
+}
 
 typedef struct {
   MlirContext ctx;
@@ -114,10 +138,14 @@ typedef struct {
   PiperPtrMap rowOps;      /* row linear op -> 1: each recorded once in rows */
   MlirOperation *rows;     /* the regions' row linears (an all-reduce after each) */
   size_t nRows, capRows;
-  PiperPtrMap headOps;     /* gqa_attention ops whose heads (and kv heads) are split */
+  PiperPtrMap headOps;     /* gqa_attention ops whose heads are split -> 1 (kv heads split
+                            * too) or 2 (one kv head, multi-query: k and v whole on every
+                            * member, their gradients summed over the group) */
   PiperPtrMap normParams;  /* weights of per-head rmsnorms inside regions (qwen3's q_norm and
                             * k_norm): replicated, but each member's weight gradient only sums
                             * its heads' share, so it is all-reduced over the group */
+  PiperPtrMap oldTypes;    /* value -> its type before the split (MlirType.ptr), for the
+                            * general ops' result types (retypeGeneral) */
 } Sharder;
 
 static MlirType withLast(MlirType t, int64_t last) {
@@ -138,11 +166,36 @@ static bool isForward(MlirOperation op) {
   return !strcmp(piperOpPass(op, pass, sizeof pass), "F");
 }
 
+/* The parameter op a linear reads as its weight: v's owner, or the parameter v transposes
+ * (permute (1, 0) of a 2-D parameter: a weight stored (K,N)); *transposed says which. Null
+ * for anything else. */
+static MlirOperation weightParam(MlirValue v, bool *transposed) {
+  *transposed = false;
+  if (!mlirValueIsAOpResult(v)) return (MlirOperation){NULL};
+  MlirOperation op = mlirOpResultGetOwner(v);
+  if (piperOpIs(op, "tdag.param")) return op;
+  int64_t perm[2];
+  if (!piperOpIs(op, "tdag.permute") || piperTensorRank(mlirValueGetType(v)) != 2 ||
+      !piperPermuteOf(op, 2, perm) || perm[0] != 1)
+    return (MlirOperation){NULL};
+  MlirValue w = mlirOperationGetOperand(op, 0);
+  if (!mlirValueIsAOpResult(w) || !piperOpIs(mlirOpResultGetOwner(w), "tdag.param"))
+    return (MlirOperation){NULL};
+  *transposed = true;
+  return mlirOpResultGetOwner(w);
+}
+
 /* Records the slice of param `p` (kind) with its whole type, or reports a conflict. */
 static bool markParam(Sharder *s, MlirValue p, SliceKind kind, MlirOperation directive) {
+  bool transposed;
+  MlirOperation viaT = weightParam(p, &transposed);
+  if (transposed) {
+    p = mlirOperationGetResult(viaT, 0);
+    kind = transposedKind(kind);
+  }
   if (!mlirValueIsAOpResult(p) || !piperOpIs(mlirOpResultGetOwner(p), "tdag.param")) {
     piperDirectiveError(directive, "shard_tensor: a split linear's weight or bias must be a "
-                                   "tdag.param");
+                                   "tdag.param (or a weight's transpose)");
     return false;
   }
   MlirOperation param = mlirOpResultGetOwner(p);
@@ -163,8 +216,9 @@ static void errorAtOp(MlirOperation directive, MlirOperation op, const char *wha
   piperDirectiveError(directive,
                       "shard_tensor: the filter selects a region without column/row structure "
                       "(%s); it must select regions column linears -> [attention | gqa_attention "
-                      "| rmsnorm | rope | gelu | swiglu]* -> one row linear, such as "
-                      "piper-gen's TP-tagged attention and MLP blocks",
+                      "| rmsnorm | rope | gelu | swiglu | general ops each member computes from "
+                      "its part]* -> one row linear, such as piper-gen's TP-tagged attention "
+                      "and MLP blocks",
                       what);
   piperEmitNotef(mlirOperationGetLocation(op), "shard_tensor: this op of node %s", label);
 }
@@ -189,6 +243,78 @@ static bool interiorOp(MlirOperation op) {
 
 static bool isLinear(MlirOperation op) {
   return piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt");
+}
+
+/* An exported model's general op (python/piper), which runs on activations and parameters
+ * alike (PIPER_BATCH_OPERANDS). */
+static bool isGeneral(MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  return f && f->batch == PIPER_BATCH_OPERANDS && f->kind == PIPER_OP_FORWARD &&
+         mlirOperationGetNumResults(op) == 1;
+}
+
+/* A general op of parameters alone whose result only linears read as a weight: the transpose
+ * of a weight stored (K,N) (Conv1D). Not an activation: markParam splits what it reads. */
+static bool isWeightView(MlirOperation op) {
+  if (!isGeneral(op) || mlirOperationGetNumOperands(op) != 1) return false;
+  bool transposed;
+  MlirOperation w = weightParam(mlirOperationGetResult(op, 0), &transposed);
+  if (mlirOperationIsNull(w) || !transposed) return false;
+  for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(op, 0));
+       !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u))
+    if (isForward(mlirOpOperandGetOwner(u)) &&
+        (!isLinear(mlirOpOperandGetOwner(u)) || mlirOpOperandGetOperandNumber(u) != 1))
+      return false;
+  return true;
+}
+
+/* ---- general ops between a region's linears ---- */
+
+/* The dim of general op `op`'s result that holds operand k's dim `sd`, the dim a member holds
+ * 1/T of (whole shapes `in` and `out`), so a member computes its result from its part alone;
+ * -1 where the op moves data across that dim (a reshape mixing it with others, a slice,
+ * concat, softmax or reduction along it, a broadcast of it). */
+static int64_t carriedDim(MlirOperation op, intptr_t k, int64_t sd, MlirType in, MlirType out,
+                          int64_t T) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  int64_t ri = piperTensorRank(in), ro = piperTensorRank(out);
+  if (!f || sd < 0 || sd >= ri) return -1;
+  bool hasDim = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("dim")));
+  if (hasDim && piperGetIntAttr(op, "dim", -1) == sd) return -1;
+  switch (f->id) {
+  case PIPER_TDAG_RESHAPE: { /* the result dim after as many elements as sd's prefix */
+    int64_t prefix = 1, seen = 1;
+    for (int64_t i = 0; i < sd; ++i) prefix *= piperTensorDim(in, i);
+    for (int64_t d = 0; d < ro; seen *= piperTensorDim(out, d), ++d)
+      if (seen == prefix && piperTensorDim(out, d) > 1 && piperTensorDim(out, d) % T == 0)
+        return d;
+    return -1;
+  }
+  case PIPER_TDAG_PERMUTE: {
+    int64_t perm[PIPER_MAX_RANK];
+    if (!piperPermuteOf(op, ri, perm)) return -1;
+    for (int64_t d = 0; d < ro; ++d)
+      if (perm[d] == sd) return d;
+    return -1;
+  }
+  case PIPER_TDAG_SUM_TO: {
+    int64_t d = sd - (ri - ro);
+    return d >= 0 && piperTensorDim(out, d) == piperTensorDim(in, sd) ? d : -1;
+  }
+  case PIPER_TDAG_BMM: return sd < ri - 2 ? sd : -1;
+  case PIPER_TDAG_MASKED_FILL: if (k != 0) return -1; /* the mask is a whole constant */
+  /* fallthrough */
+  default: { /* elementwise, broadcast, slice and concat off their dim: dims right-aligned */
+    int64_t d = sd + (ro - ri);
+    return d >= 0 && piperTensorDim(out, d) == piperTensorDim(in, sd) ? d : -1;
+  }
+  }
+}
+
+/* The split dim of region value v (+1 in dims), or -1 when v is not split. */
+static int64_t splitOf(PiperPtrMap *dims, MlirValue v) {
+  intptr_t d;
+  return piperPtrMapGet(dims, v.ptr, &d) ? (int64_t)d - 1 : -1;
 }
 
 /* Position of op in the block (program order), for reporting the first offender. */
@@ -229,7 +355,7 @@ static bool checkRegionOps(Directive *d, Region *r) {
         return false;
       }
       r->row = o;
-    } else if (!interiorOp(o)) {
+    } else if (!interiorOp(o) && !isGeneral(o)) {
       errorAtOp(d->directive, o, "an op outside every column -> row chain");
       return false;
     }
@@ -252,7 +378,7 @@ static bool checkRegionEdges(Directive *d, const Region *r) {
       if (valueInRegion(r, v)) continue;
       bool param = mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param");
       if ((column && a == 0) || (a > 0 && isLinear(o)) || /* weights: markParam checks */
-          (a == 1 && param && piperOpIs(o, "tdag.rmsnorm")))
+          (a == 1 && param && piperOpIs(o, "tdag.rmsnorm")) || (param && isWeightView(o)))
         continue;
       errorAtOp(d->directive, o, "an op inside the region reads a value from outside it; only "
                                  "its column linears may");
@@ -298,14 +424,15 @@ static bool opDivides(Directive *d, const Region *r, MlirOperation o, int64_t T)
     }
   } else if (f->id == PIPER_TDAG_GQA_ATTENTION) {
     int64_t H = piperGetIntAttr(o, "heads", 1), KV = piperGetIntAttr(o, "kv_heads", 1);
-    if (H % T || KV % T) {
+    if (H % T || (KV % T && KV != 1)) {
       piperDirectiveError(d->directive,
                           H % T ? "shard_tensor: gqa_attention has %lld query heads, which "
                                   "the group of %lld devices does not divide"
                                 : "shard_tensor: gqa_attention has %lld key/value heads, "
                                   "which the group of %lld devices does not divide (member "
                                   "m must hold kv heads [m*KV/T, (m+1)*KV/T) for its query "
-                                  "heads); use a group size that divides the kv heads",
+                                  "heads; one kv head is held whole by every member); use a "
+                                  "group size that divides the kv heads",
                           (long long)(H % T ? H : KV), (long long)T);
       piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this attention");
       return false;
@@ -338,10 +465,84 @@ static bool opDivides(Directive *d, const Region *r, MlirOperation o, int64_t T)
   return true;
 }
 
+/* Whether gqa_attention `o` has one kv head shared by every member (multi-query). */
+static bool sharedKv(MlirOperation o, int64_t T) {
+  return piperOpIs(o, "tdag.gqa_attention") && piperGetIntAttr(o, "kv_heads", 1) == 1 && T > 1;
+}
+
+/* The ops of the region that compute a multi-query attention's k and v (up from its operands
+ * 1 and 2 through the region's ops to the column linears): whole on every member, into rep. */
+static void sharedKvChains(const Region *r, int64_t T, PiperPtrMap *rep) {
+  for (size_t i = 0; i < r->n; ++i) {
+    if (!sharedKv(r->ops[i], T)) continue;
+    for (intptr_t a = 1; a <= 2; ++a) {
+      MlirValue v = mlirOperationGetOperand(r->ops[i], a);
+      while (valueInRegion(r, v)) {
+        MlirOperation from = mlirOpResultGetOwner(v);
+        piperPtrMapPut(rep, from.ptr, 1);
+        if (isLinear(from)) break;
+        v = mlirOperationGetOperand(from, 0);
+      }
+    }
+  }
+}
+
+/* The split dims through the region, in program order: a column linear's output is split on
+ * its last dim; the fused ops take and give it there; a general op carries it to the dim of
+ * its result carriedDim finds (a reshape of (B,T,3C) to GPT-NeoX's per-head (B,T,H,3D) to
+ * the heads), or is refused: a member could not compute its part from its own. */
+static bool checkRegionSplits(Directive *d, const Region *r, int64_t T, PiperPtrMap *rep) {
+  PiperPtrMap dims;
+  piperPtrMapInit(&dims, 2 * r->n + 8);
+  bool ok = true;
+  for (size_t i = 0; ok && i < r->n; ++i) {
+    MlirOperation o = r->ops[i];
+    if (isWeightView(o)) continue;
+    if (piperPtrMapGet(rep, o.ptr, NULL)) { /* a multi-query k or v: whole, not split */
+      for (intptr_t k = 0; k < mlirOperationGetNumResults(o); ++k)
+        piperPtrMapPut(&dims, mlirOperationGetResult(o, k).ptr, 0);
+      continue;
+    }
+    MlirValue out = mlirOperationGetResult(o, 0);
+    int64_t last = piperTensorRank(mlirValueGetType(out)) - 1, at = -2;
+    if (isLinear(o) && o.ptr != r->row.ptr) {
+      at = last;
+    } else if (isGeneral(o)) {
+      for (intptr_t a = 0; ok && a < mlirOperationGetNumOperands(o); ++a) {
+        MlirValue x = mlirOperationGetOperand(o, a);
+        int64_t here = carriedDim(o, a, splitOf(&dims, x), mlirValueGetType(x),
+                                  mlirValueGetType(out), T);
+        ok = here >= 0 && (at == -2 || at == here);
+        at = here;
+      }
+      if (!ok) {
+        errorAtOp(d->directive, o, "a general op that moves the split features across the "
+                                   "members: it must keep the dim a column linear splits (a "
+                                   "reshape may split it into heads, a slice or concat may work "
+                                   "on other dims)");
+        break;
+      }
+    } else {
+      int64_t need = piperTensorRank(mlirValueGetType(mlirOperationGetOperand(o, 0))) - 1;
+      if (splitOf(&dims, mlirOperationGetOperand(o, 0)) != need) {
+        errorAtOp(d->directive, o, "an op that needs its input split on the last dim reads one "
+                                   "split on another (through a general op's reshape)");
+        ok = false;
+        break;
+      }
+      at = last;
+    }
+    if (o.ptr != r->row.ptr) piperPtrMapPut(&dims, out.ptr, at + 1);
+  }
+  piperPtrMapFree(&dims);
+  return ok;
+}
+
 /* divisibility: the attentions' heads first (the most telling), then the other ops */
-static bool checkRegionDivides(Directive *d, const Region *r, int64_t T) {
+static bool checkRegionDivides(Directive *d, const Region *r, int64_t T, PiperPtrMap *rep) {
   for (size_t j = 0; j < 2 * r->n; ++j) {
     MlirOperation o = r->ops[j % r->n];
+    if (piperPtrMapGet(rep, o.ptr, NULL)) continue; /* whole on every member */
     const PiperOpFacts *f = piperOpFacts(o);
     bool attention = f->id == PIPER_TDAG_ATTENTION || f->id == PIPER_TDAG_GQA_ATTENTION;
     if ((j < r->n) != attention) continue;
@@ -352,17 +553,19 @@ static bool checkRegionDivides(Directive *d, const Region *r, int64_t T) {
 
 /* record: parameters to split, column ops, the row, heads to split, norms with partial
  * weight gradients */
-static bool recordRegion(Sharder *s, Directive *d, const Region *r) {
+static bool recordRegion(Sharder *s, Directive *d, const Region *r, int64_t T,
+                         PiperPtrMap *rep) {
   MlirOperation row = r->row;
   for (size_t i = 0; i < r->n; ++i) {
     MlirOperation o = r->ops[i];
+    if (piperPtrMapGet(rep, o.ptr, NULL)) continue; /* whole on every member */
     if (piperOpIs(o, "tdag.rmsnorm")) {
       MlirValue w = mlirOperationGetOperand(o, 1);
       piperPtrMapPut(&s->normParams, mlirOpResultGetOwner(w).ptr, 1);
       continue;
     }
     if (piperOpIs(o, "tdag.gqa_attention")) {
-      piperPtrMapPut(&s->headOps, o.ptr, 1);
+      piperPtrMapPut(&s->headOps, o.ptr, sharedKv(o, T) ? 2 : 1);
       continue;
     }
     if (!isLinear(o)) continue;
@@ -392,13 +595,20 @@ static bool recordRegion(Sharder *s, Directive *d, const Region *r) {
   return true;
 }
 
+
 /* Checks one region (ops `ops`, n of them, in program order, all of region id `id` in
  * `ids`) of directive d, then records its splits (see the file comment). */
 static bool checkRegion(Sharder *s, Directive *d, MlirOperation *ops, size_t n,
                         PiperPtrMap *ids, intptr_t id, int64_t T) {
   Region r = {.ops = ops, .n = n, .ids = ids, .id = id};
-  return checkRegionOps(d, &r) && checkRegionEdges(d, &r) && checkRegionDivides(d, &r, T) &&
-         recordRegion(s, d, &r);
+  PiperPtrMap rep; /* a multi-query attention's k and v chains: whole on every member */
+  piperPtrMapInit(&rep, 16);
+  bool ok = checkRegionOps(d, &r) && checkRegionEdges(d, &r);
+  if (ok) sharedKvChains(&r, T, &rep);
+  ok = ok && checkRegionDivides(d, &r, T, &rep) && checkRegionSplits(d, &r, T, &rep) &&
+       recordRegion(s, d, &r, T, &rep);
+  piperPtrMapFree(&rep);
+  return ok;
 }
 
 static PiperPtrMap *sortPos; /* program positions for byPosition (qsort has no context) */
@@ -497,9 +707,12 @@ static void setSliceAttrs(MlirContext ctx, MlirOperation op, MlirType whole, Sli
   int64_t block, stride, blocks, step;
   if (kind == ROWS_QKV) { /* 3 blocks: q, k, v rows of this member */
     block = rows / 3 / T * inner, stride = rows / 3 * inner, blocks = 3, step = block;
-  } else if (kind == ROWS) {
+  } else if (kind == ROWS || kind == T_COLUMNS) {
     block = rows / T * inner, stride = n, blocks = 1, step = block;
-  } else { /* COLUMNS: every row's K/T columns */
+  } else if (kind == T_ROWS_QKV) { /* every row's q, k, v columns of this member */
+    int64_t third = piperTensorDim(whole, 1) / 3;
+    block = third / T, stride = third, blocks = 3 * rows, step = block;
+  } else { /* COLUMNS, T_ROWS: every row's K/T columns */
     int64_t K = piperTensorDim(whole, 1);
     block = K / T, stride = K, blocks = rows, step = block;
   }
@@ -511,7 +724,8 @@ static void setSliceAttrs(MlirContext ctx, MlirOperation op, MlirType whole, Sli
 
 /* Member t's type of a split parameter of type `whole`. */
 static MlirType localType(MlirContext ctx, MlirType whole, SliceKind kind, int64_t T) {
-  if (kind == COLUMNS) return shape2(ctx, piperTensorDim(whole, 0), piperTensorDim(whole, 1) / T);
+  if (kind == COLUMNS || kind == T_ROWS || kind == T_ROWS_QKV)
+    return shape2(ctx, piperTensorDim(whole, 0), piperTensorDim(whole, 1) / T);
   if (piperTensorRank(whole) == 1)
     return mlirRankedTensorTypeGet(1, (int64_t[]){piperTensorDim(whole, 0) / T},
                                    mlirF32TypeGet(ctx), mlirAttributeGetNull());
@@ -561,6 +775,37 @@ static MlirType lseOfHeads(Sharder *s, MlirOperation op, int64_t H) {
   MlirType l = mlirValueGetType(mlirOperationGetResult(op, 1));
   int64_t sh[3] = {piperTensorDim(l, 0), H, piperTensorDim(l, 2)};
   return mlirRankedTensorTypeGet(3, sh, mlirF32TypeGet(s->ctx), mlirAttributeGetNull());
+}
+
+/* A general op's result type after the split: the first operand whose type the split changed
+ * (against s->oldTypes) names the dim it shrank; the result's dim carrying it (carriedDim)
+ * shrinks alike. Forward ops of a region were checked to carry it (checkRegionSplits); their
+ * gradients (reshape, permute, slice_grad, slices of a concat's, products) carry it back. */
+static void retypeGeneral(Sharder *s, MlirOperation op) {
+  MlirValue r0 = mlirOperationGetResult(op, 0);
+  intptr_t oldOut;
+  if (!piperPtrMapGet(&s->oldTypes, r0.ptr, &oldOut)) return;
+  MlirType out = {(const void *)oldOut};
+  for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
+    MlirValue x = mlirOperationGetOperand(op, k);
+    intptr_t was;
+    if (!piperPtrMapGet(&s->oldTypes, x.ptr, &was) || mlirTypeEqual((MlirType){(const void *)was},
+                                                                    mlirValueGetType(x)))
+      continue;
+    MlirType in = {(const void *)was}, now = mlirValueGetType(x);
+    int64_t sd = -1, rank = piperTensorRank(in);
+    for (int64_t i = 0; i < rank && sd < 0; ++i)
+      if (piperTensorDim(in, i) != piperTensorDim(now, i)) sd = i;
+    int64_t parts = sd < 0 ? 1 : piperTensorDim(in, sd) / piperTensorDim(now, sd);
+    int64_t d = carriedDim(op, k, sd, in, out, parts);
+    if (d < 0) return;
+    int64_t ro = piperTensorRank(out), shape[PIPER_MAX_RANK];
+    for (int64_t i = 0; i < ro && i < PIPER_MAX_RANK; ++i) shape[i] = piperTensorDim(out, i);
+    shape[d] /= parts;
+    mlirValueSetType(r0, mlirRankedTensorTypeGet(ro, shape, mlirShapedTypeGetElementType(out),
+                                                 mlirAttributeGetNull()));
+    return;
+  }
 }
 
 /* Re-derives the result types of the ops whose shapes follow their operands (program order,
@@ -619,9 +864,11 @@ static void retype(Sharder *s, int64_t T) {
         if (!mlirValueIsAOpResult(lse)) break;
         fwd = mlirOpResultGetOwner(lse);
       }
-      if (!piperPtrMapGet(&s->headOps, fwd.ptr, NULL) || piperGetIntAttr(op, "tp_heads_split", 0))
+      intptr_t how;
+      if (!piperPtrMapGet(&s->headOps, fwd.ptr, &how) || piperGetIntAttr(op, "tp_heads_split", 0))
         break;
-      int64_t H = piperGetIntAttr(op, "heads", 1) / T, KV = piperGetIntAttr(op, "kv_heads", 1) / T;
+      int64_t H = piperGetIntAttr(op, "heads", 1) / T, KV = piperGetIntAttr(op, "kv_heads", 1);
+      if (how == 1) KV /= T; /* else one kv head, whole on every member */
       mlirOperationSetAttributeByName(op, piperStr("heads"), piperI64Attr(s->ctx, H));
       mlirOperationSetAttributeByName(op, piperStr("kv_heads"), piperI64Attr(s->ctx, KV));
       mlirOperationSetAttributeByName(op, piperStr("tp_heads_split"), piperI64Attr(s->ctx, T));
@@ -652,7 +899,10 @@ static void retype(Sharder *s, int64_t T) {
     case PIPER_TDAG_GELU_ERF_GRAD: mlirValueSetType(r0, operandT(op, 1)); break;
     case PIPER_TDAG_ADD: mlirValueSetType(r0, operandT(op, 0)); break;
     case PIPER_TDAG_BIAS_ADD: mlirValueSetType(r0, operandT(op, 0)); break;
-    default: break;
+    default:
+      if (f->batch == PIPER_BATCH_OPERANDS && mlirOperationGetNumResults(op) == 1)
+        retypeGeneral(s, op);
+      break;
     }
   }
 }
@@ -668,10 +918,11 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     if (piperOpIs(op, "tdag.linear_grad_input")) {
-      MlirValue w = mlirOperationGetOperand(op, 1);
+      bool transposed;
+      MlirOperation w = weightParam(mlirOperationGetOperand(op, 1), &transposed);
       intptr_t k;
-      if (mlirValueIsAOpResult(w) && piperPtrMapGet(&s->sliced, mlirOpResultGetOwner(w).ptr, &k) &&
-          ((SliceKind)(k - 1) == ROWS || (SliceKind)(k - 1) == ROWS_QKV))
+      if (!mlirOperationIsNull(w) && piperPtrMapGet(&s->sliced, w.ptr, &k) &&
+          columnKind((SliceKind)(k - 1)))
         piperPtrMapPut(&partial, mlirOperationGetResult(op, 0).ptr, 1);
     } else if (piperOpIs(op, "tdag.add")) {
       bool both = true;
@@ -718,8 +969,33 @@ static void reduceNormWeightGrads(Sharder *s, MlirAttribute stream) {
   }
 }
 
+/* A multi-query attention's k and v are whole on every member, but each member's backward
+ * gives only its query heads' share of their gradients: dk and dv are all-reduced over the
+ * group, so the k and v projections (whole weights) get the whole gradient everywhere. */
+static void reduceSharedKvGrads(Sharder *s, MlirAttribute stream) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (!piperOpIs(op, "tdag.gqa_attention_grad")) continue;
+    MlirValue lse = mlirOperationGetOperand(op, 5); /* saved by its forward */
+    intptr_t how;
+    if (!mlirValueIsAOpResult(lse) ||
+        !piperPtrMapGet(&s->headOps, mlirOpResultGetOwner(lse).ptr, &how) || how != 2)
+      continue;
+    MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
+    for (int i = 2; i >= 1; --i) /* each right after the op: dk's reduction comes first */
+      allReduceAfter(s, op, mlirOperationGetResult(op, i), devices, stream);
+    op = mlirOperationGetNextInBlock(mlirOperationGetNextInBlock(op)); /* past both */
+  }
+}
+
 /* Splits the recorded chains (see the file comment). */
 static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+      MlirValue v = mlirOperationGetResult(op, i);
+      piperPtrMapPut(&s->oldTypes, v.ptr, (intptr_t)mlirValueGetType(v).ptr);
+    }
   /* parameters and their moments */
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
@@ -772,6 +1048,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
   free(biases);
   reducePartialInputGrads(s, stream);
   reduceNormWeightGrads(s, stream);
+  reduceSharedKvGrads(s, stream);
 }
 
 /* Whether `op` is a column or row linear of a selected region. */
@@ -791,10 +1068,10 @@ static bool splitParamsOnlyInRegions(Sharder *s) {
         inRegion(s, op))
       continue;
     for (intptr_t a = 1; ok && a < mlirOperationGetNumOperands(op); ++a) {
+      bool transposed;
+      MlirOperation w = weightParam(mlirOperationGetOperand(op, a), &transposed);
+      if (mlirOperationIsNull(w) || !piperPtrMapGet(&s->sliced, w.ptr, NULL)) continue;
       MlirValue v = mlirOperationGetOperand(op, a);
-      if (!mlirValueIsAOpResult(v) ||
-          !piperPtrMapGet(&s->sliced, mlirOpResultGetOwner(v).ptr, NULL))
-        continue;
       MlirOperation directive = s->dirs[0].directive; /* the one selecting a split reader */
       for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
            u = mlirOpOperandGetNextUse(u))
@@ -1094,6 +1371,7 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
   piperPtrMapInit(&s.rowOps, 64);
   piperPtrMapInit(&s.headOps, 64);
   piperPtrMapInit(&s.normParams, 64);
+  piperPtrMapInit(&s.oldTypes, 1024);
   if (mlirLogicalResultIsSuccess(status)) status = findAllRegions(&s, T);
   if (mlirLogicalResultIsSuccess(status)) {
     applySplits(&s, T, s.dirs[0].stream);
@@ -1110,6 +1388,7 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
   piperPtrMapFree(&s.rowOps);
   piperPtrMapFree(&s.headOps);
   piperPtrMapFree(&s.normParams);
+  piperPtrMapFree(&s.oldTypes);
   free(s.rows);
   free(s.dirs);
   return status;

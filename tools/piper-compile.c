@@ -26,7 +26,7 @@ static void usage(FILE *out) {
           "usage: piper-compile MODEL.mlir -o OUTPUT [--strategy FILE] [--emit=exe|obj|asm|ll|mlir]\n"
           "                     [--target cpu|cuda] [--gpu-arch sm_NN] [--emit-ptx FILE]\n"
           "                     [--emit-gpu-mlir FILE] [--precision fp32|bf16]\n"
-          "                     [--grad-reduce fp32|bf16] [--no-fuse]\n"
+          "                     [--grad-reduce fp32|bf16] [--no-fuse] [--fusion-report[=FILE]]\n"
           "Compiles a tdag model (forward graph, or a training graph already built by\n"
           "--piper-autodiff) into a training binary linked with libpiper_rt.\n\n"
           "  -o OUTPUT      the file to write (required)\n"
@@ -52,6 +52,9 @@ static void usage(FILE *out) {
           "                 fp32 for AdamW); the CPU target (MPI) only\n"
           "  --no-fuse      skip --piper-fuse, which otherwise runs first and folds general-op\n"
           "                 chains (a model python/piper exported) into the fused ops\n"
+          "  --fusion-report[=FILE]  write what --piper-fuse fused, per module path or source\n"
+          "                 line, and for each chain left unfused the op that stopped it, to\n"
+          "                 FILE (default: stdout)\n"
           "Run the binary with --help for its flags.\n");
 }
 
@@ -117,6 +120,8 @@ typedef struct {
   const char *precision;      /* fp32 or bf16 (--piper-precision) */
   const char *gradReduce;     /* fp32 or bf16 (--piper-grad-reduce) */
   bool noFuse;                /* --no-fuse: leave general-op chains unfused (bench/ measures) */
+  const char *fusionReport;   /* --fusion-report: where the fusion report goes ("-": stdout),
+                                 or NULL */
 } Options;
 
 /* True if `flag` takes its value as the next argument and names one of the target slots. */
@@ -167,6 +172,10 @@ static int parseArg(Options *o, int argc, char **argv, int *i) {
     o->strategy = argv[++*i];
   } else if (!strcmp(a, "--no-fuse")) {
     o->noFuse = true;
+  } else if (!strcmp(a, "--fusion-report")) {
+    o->fusionReport = "-";
+  } else if (!strncmp(a, "--fusion-report=", 16) && a[16]) {
+    o->fusionReport = a + 16;
   } else if (isTargetFlag(a) && hasValue) {
     const char **slot = a[2] == 't' ? &o->target : a[2] == 'g' ? &o->gpuArch
                         : !strcmp(a, "--emit-ptx") ? &o->ptxOut : &o->gpuMlirOut;
@@ -217,6 +226,11 @@ static const PiperTarget *checkOptions(const Options *o) {
                     "(sm_80: A100, sm_90: H100)\n", gpuArch(o, tgt));
     return NULL;
   }
+  if (o->noFuse && o->fusionReport) {
+    fprintf(stderr, "piper-compile: error: --fusion-report reports what --piper-fuse did; drop "
+                    "--no-fuse\n");
+    return NULL;
+  }
   if (!o->input || (!o->output && !o->ptxOut && !o->gpuMlirOut)) {
     fprintf(stderr, "piper-compile: error: %s; see piper-compile --help\n",
             !o->input ? "no input model given" : "no output given (-o OUTPUT)");
@@ -225,34 +239,21 @@ static const PiperTarget *checkOptions(const Options *o) {
   return tgt;
 }
 
-/* autodiff -> the strategy's passes -> precision, grad-reduce (bf16 only) -> extract,
- * order-p2p (GPU targets) and verify-plan (with --strategy) -> lowering, then the device code
- * under a GPU target. 0 on success. */
+/* The one pipeline (passes/pipeline.c): fuse -> autodiff -> the strategy's passes ->
+ * precision, grad-reduce (bf16 only) -> extract, order-p2p (GPU targets) and verify-plan (with
+ * --strategy); then the lowering, and the device code under a GPU target. 0 on success. */
 static int compileModule(MlirOperation op, const Options *o, const PiperTarget *tgt) {
   MlirContext ctx = mlirOperationGetContext(op);
   if (tgt != piperTargetDefault()) /* the lowering reads the target from the module */
     mlirOperationSetAttributeByName(op, piperStr("piper.target"),
                                     mlirStringAttrGet(ctx, piperStr(tgt->name)));
   MlirPassManager pm = mlirPassManagerCreate(ctx);
-  if (!o->noFuse) mlirPassManagerAddOwnedPass(pm, piperCreateFusePass(NULL));
-  mlirPassManagerAddOwnedPass(pm, piperCreateAutodiffPass(NULL));
-  if (o->strategy) {
-    MlirPass passes[PIPER_STRATEGY_PASSES];
-    int n = piperStrategyPasses(o->strategy, passes, PIPER_STRATEGY_PASSES);
-    for (int k = 0; k < n; ++k) mlirPassManagerAddOwnedPass(pm, passes[k]);
-  }
-  /* after the directives, so every transfer they insert carries its value's type */
-  if (!strcmp(o->precision, "bf16"))
-    mlirPassManagerAddOwnedPass(pm, piperCreatePrecisionPass(o->precision));
-  /* after precision, whose policy leaves the gradients it reduces fp32 */
-  if (!strcmp(o->gradReduce, "bf16"))
-    mlirPassManagerAddOwnedPass(pm, piperCreateGradReducePass(o->gradReduce));
-  if (o->strategy) {
-    mlirPassManagerAddOwnedPass(pm, piperCreateExtractPass(NULL));
-    /* a GPU plan may run its send/recv on NCCL (--comm nccl), which has no tags */
-    if (tgt->p2pInOrder) mlirPassManagerAddOwnedPass(pm, piperCreateOrderP2pPass(NULL));
-    mlirPassManagerAddOwnedPass(pm, piperCreateVerifyPlanPass(NULL));
-  }
+  PiperPipeline pipeline = {.fuse = !o->noFuse, .fusionReport = o->fusionReport,
+                            .strategy = o->strategy, .precision = o->precision,
+                            .gradReduce = o->gradReduce, .extract = o->strategy != NULL,
+                            .orderP2p = tgt->p2pInOrder, .verifyPlan = true};
+  piperAddTrainingPasses(pm, &pipeline);
+  piperAddPlanPasses(pm, &pipeline);
   mlirPassManagerAddOwnedPass(pm, piperCreateLowerToLLVMPass(NULL));
   int rc = mlirLogicalResultIsFailure(mlirPassManagerRunOnOp(pm, op));
   mlirPassManagerDestroy(pm);

@@ -1,6 +1,8 @@
-/* One candidate through piper's own pipeline, in process, on a copy of the training graph:
- *   piperStrategyPasses (import, split, split-backward, place, shard_tensor, insert-comm,
- *   replicate: what piper-compile --strategy runs) + extract   -> the per-device/role plans
+/* One candidate through piper's own pipeline (passes/pipeline.c), in process, on a copy of
+ * the training graph piper-compile builds (piperAddTrainingPasses: --piper-fuse, autodiff):
+ *   piperAddPlanPasses (the strategy's passes: import, split, split-backward, place,
+ *   shard_tensor, insert-comm, replicate; the precision policy) + extract
+ *                                                                -> the per-device/role plans
  *   verify-plan                                                  -> dropped if it rejects them
  *   simulate (simulate.c) on those plans
  *   lower-to-llvm                                                -> each plan's arena, exact
@@ -15,7 +17,6 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "piper/piper.h"
-#include "registry.h"
 #include "tune/tune.h"
 
 const char *const tuneStatusNames[TUNE_DROP_COUNT] = {
@@ -141,14 +142,22 @@ static void arenaBytes(MlirOperation module, int64_t *arena, int64_t units) {
   }
 }
 
+bool tuneBuildTraining(MlirOperation module) {
+  MlirPassManager pm = mlirPassManagerCreate(mlirOperationGetContext(module));
+  PiperPipeline pipeline = {.fuse = true};
+  piperAddTrainingPasses(pm, &pipeline);
+  bool ok = mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, module));
+  mlirPassManagerDestroy(pm);
+  return ok;
+}
+
 MlirModule tuneLoadTraining(MlirContext ctx, const char *path) {
   char *text = piperReadInput(path, NULL);
   if (!text) return (MlirModule){NULL};
   MlirModule module = piperParseAndVerify(ctx, text, strcmp(path, "-") ? path : "<stdin>");
   free(text);
   if (mlirModuleIsNull(module)) return module;
-  MlirPass autodiff = piperCreateAutodiffPass(NULL);
-  if (!runPasses(mlirModuleGetOperation(module), &autodiff, 1)) {
+  if (!tuneBuildTraining(mlirModuleGetOperation(module))) {
     mlirModuleDestroy(module);
     return (MlirModule){NULL};
   }
@@ -185,10 +194,12 @@ MlirOperation tuneCompilePlan(MlirOperation trainingModule, const char *json, Tu
   FirstError err = {{0}, 0};
   MlirDiagnosticHandlerID h = mlirContextAttachDiagnosticHandler(ctx, keepFirst, &err, NULL);
   MlirOperation module = mlirOperationClone(trainingModule);
-  MlirPass passes[PIPER_STRATEGY_PASSES + 1]; /* the strategy's passes, then extract */
-  int n = piperStrategyPasses(path, passes, PIPER_STRATEGY_PASSES);
-  passes[n++] = piperCreateExtractPass(NULL);
-  bool ok = runPasses(module, passes, n);
+  /* verify-plan apart, so a plan it rejects is told from one the strategy refused */
+  PiperPipeline pipeline = {.strategy = path, .extract = true};
+  MlirPassManager pm = mlirPassManagerCreate(ctx);
+  piperAddPlanPasses(pm, &pipeline);
+  bool ok = mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, module));
+  mlirPassManagerDestroy(pm);
   if (!ok) *status = TUNE_DROP_COMPILE;
   if (ok) { /* a pass is owned by the pass manager it joins: create it only to run it */
     MlirPass verify = piperCreateVerifyPlanPass(NULL);

@@ -249,9 +249,12 @@ typedef struct {
   TuneSimResult sim;
 } TuneResult;
 
-/* MODEL.mlir ("-": stdin) parsed, verified and through autodiff: the training graph every
- * candidate is compiled from; a null module after the diagnostics (printed to stderr). */
+/* MODEL.mlir ("-": stdin) parsed, verified and through piper-compile's training passes
+ * (--piper-fuse, autodiff: tuneBuildTraining): the training graph every candidate is compiled
+ * from; a null module after the diagnostics (printed to stderr). */
 MlirModule tuneLoadTraining(MlirContext ctx, const char *path);
+/* A parsed forward graph `module` through those passes; false after the diagnostics. */
+bool tuneBuildTraining(MlirOperation module);
 /* A copy of `trainingModule` through the strategy `json`'s passes (piperStrategyPasses, as
  * piper-compile --strategy runs them), extract and verify-plan: the plans (owned by the
  * caller), or a null operation with *status and the first diagnostic in `why`. */

@@ -202,7 +202,17 @@ MlirLogicalResult piperAutodiff(MlirOperation module);
 /* --piper-fuse (passes/fuse.c): general-op chains (python/piper's exports) folded into the
  * fused ops: attention, rmsnorm, gelu, swiglu. piper-compile runs it first. */
 MlirLogicalResult piperFuse(MlirOperation module);
+/* piperFuse, then the fusion report on `out`: per place (module path or source line) what
+ * fused into which op, and for each chain left unfused the op that stopped the pattern that
+ * got furthest; the general ops left, by name. */
+MlirLogicalResult piperFuseReport(MlirOperation module, FILE *out);
 MlirPass piperCreateFusePass(const char *arg);
+/* --piper-fuse-report=FILE: --piper-fuse, with its report written to FILE ("-": stdout). */
+MlirPass piperCreateFuseReportPass(const char *arg);
+/* --piper-canonicalize (passes/canonicalize.c): the layout canonical forms --piper-fuse applies
+ * first (permutes sunk to their users, reshapes, broadcasts and slices folded), alone. */
+MlirLogicalResult piperCanonicalizeLayout(MlirOperation module);
+MlirPass piperCreateCanonicalizePass(const char *arg);
 MlirPass piperCreateAutodiffPass(const char *arg);
 MlirPass piperCreateVerifyPass(const char *arg);
 /* Appends the directives of a JSON or .mlir strategy file (the pass argument) as sched ops. */
@@ -233,6 +243,61 @@ MlirPass piperCreatePrecisionPass(const char *arg);
  * reduce-scatters move bf16 (each replica's gradient rounded, summed pairwise in fp32, widened
  * back to fp32 for the update); fp32 (the default) changes nothing. */
 MlirPass piperCreateGradReducePass(const char *arg);
+
+/* ---- passes/pipeline.c: the pass table (include/piper/passes.def and the directives' passes)
+ * and the one pipeline piper-compile, piper-tune and piper-sched --model build ---- */
+
+/* One pass of passes/ (the lowering's is tools/registry.c's). */
+typedef struct {
+  const char *name;        /* command-line name, without the leading dashes */
+  const char *summary;     /* one line for --help */
+  const char *argHelp;     /* "NAME=FILE" style hint for a pass taking a value, or NULL */
+  MlirPass (*create)(const char *arg); /* NULL for piper-apply-strategy: piperStrategyPasses */
+  int rank;                /* its place in the pipeline (passes.def) */
+  bool strategy;           /* --piper-apply-strategy stands for it */
+} PiperPassRow;
+/* The rows, in pipeline order (by rank); *n of them. */
+const PiperPassRow *piperPassRows(size_t *n);
+
+/* How many passes --piper-apply-strategy stands for: the STRATEGY rows of passes.def and one
+ * per directive whose pass applies it (directives.def PASS; EXTRACT is extract's). */
+#define PIPER_PASS_COUNT_STRATEGY +1
+#define PIPER_PASS_COUNT_PASSES
+#define PIPER_PASS_COUNT_LOWERING
+#define PIPER_PASS(cliName, create, rank, layer, argHelp, summary) PIPER_PASS_COUNT_##layer
+#define PASS(create, cliName, rank, summary) +1
+#define EXTRACT
+#define DIRECTIVE(ID, name, applied, fields) applied
+enum {
+  PIPER_STRATEGY_PASSES = 0
+#include "piper/passes.def"
+#include "piper/directives.def"
+};
+#undef PIPER_PASS_COUNT_STRATEGY
+#undef PIPER_PASS_COUNT_PASSES
+#undef PIPER_PASS_COUNT_LOWERING
+/* The passes --piper-apply-strategy=FILE stands for, by rank: import FILE, split,
+ * split-backward, place, shard, shard-tensor, shard-sequence, insert-comm, replicate (the
+ * result is the global DAG; --piper-extract then makes the per-device plans). Writes up to
+ * `max` new passes to `out`; returns how many. */
+int piperStrategyPasses(const char *file, MlirPass *out, int max);
+
+/* What a tool's pipeline holds. */
+typedef struct {
+  bool fuse;                /* --piper-fuse first (piper-compile --no-fuse: false) */
+  const char *fusionReport; /* with fuse: write the fusion report here ("-": stdout), or NULL */
+  const char *strategy;     /* a strategy file's passes, or NULL */
+  const char *precision;    /* "bf16": --piper-precision=bf16; NULL or "fp32": nothing */
+  const char *gradReduce;   /* "bf16": --piper-grad-reduce=bf16; NULL or "fp32": nothing */
+  bool extract;             /* --piper-extract: the per-device plans */
+  bool orderP2p;            /* with extract: --piper-order-p2p (a GPU target's plans) */
+  bool verifyPlan;          /* with extract: --piper-verify-plan */
+} PiperPipeline;
+/* A forward graph to the training graph: --piper-fuse (with its report), --piper-autodiff. */
+void piperAddTrainingPasses(MlirPassManager pm, const PiperPipeline *p);
+/* The training graph to the plans: the strategy's passes, the precision policy and bf16
+ * gradient reduction, extract, order-p2p, verify-plan. The lowering is the tool's to add. */
+void piperAddPlanPasses(MlirPassManager pm, const PiperPipeline *p);
 
 /* ---- lowering ---- */
 /* Training graph (tdag) -> llvm dialect: piper_setup and piper_step calling libpiper_rt. */

@@ -16,7 +16,9 @@
 
 Models: test/frontend/models.py (gpt2, gpt2-tanh, gpt2-nobias-tanh, gpt2-sdpa, gpt2-smooth: label
 smoothing 0.1, llama, llama-interleaved, llama-mha, neox, neox-smooth, moe-qwen3, moe-olmoe and moe-mixtral:
-Llama with Hugging Face's MoE blocks, ops: the general ops no fused op covers)."""
+Llama with Hugging Face's MoE blocks, ops: the general ops no fused op covers) and
+test/frontend/hf_idioms.py (the Hugging Face idioms: hf-llama, hf-qwen2, hf-qwen3, hf-gemma,
+hf-neox, hf-gpt2, meta-llama)."""
 import argparse
 import json
 import os
@@ -30,6 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "test", "oracle"))
 sys.path.insert(0, HERE)
 import gpt_torch  # noqa: E402  (the runtime's batches)
+import hf_idioms  # noqa: E402
 import models  # noqa: E402
 import piper  # noqa: E402
 from piper import _export, _safetensors  # noqa: E402
@@ -37,6 +40,8 @@ from piper import _export, _safetensors  # noqa: E402
 
 def make_model(a):
     V, C, L, T = a.vocab, a.dim, a.layers, a.seq
+    if a.model in hf_idioms.FAMILIES:
+        return hf_idioms.make(a.model, V, C, a.heads, a.kv_heads, a.ffn, L, T)
     if a.model == "gpt2":
         return models.GPT2(V=V, C=C, H=a.heads, L=L, T=T)
     if a.model == "gpt2-tanh":  # piper-gen gpt's own layers: the bench's like for like
@@ -72,16 +77,21 @@ def annotate(model, a):
     as piper-gen tags them), the residual adds staying with the block."""
     if a.stages <= 1 and not a.tp:
         return
-    blocks = model.transformer.h if hasattr(model, "transformer") else model.layers
+    if a.model in hf_idioms.FAMILIES:
+        blocks, first = hf_idioms.blocks(model), hf_idioms.first_module(model)
+    else:
+        blocks = model.transformer.h if hasattr(model, "transformer") else model.layers
+        first = (model.transformer.wte if hasattr(model, "transformer") else
+                 model.gpt_neox.embed_in if hasattr(model, "gpt_neox") else model.tok_embeddings)
     per = -(-len(blocks) // max(a.stages, 1))
     for i, blk in enumerate(blocks):
         piper.annotate(blk, PP=i // per, layer=i)
         if a.tp:
-            for part in ("attn", "mlp", "attention", "feed_forward"):
-                if hasattr(blk, part):
-                    piper.annotate(getattr(blk, part), TP=0)
-    first = (model.transformer.wte if hasattr(model, "transformer") else
-             model.gpt_neox.embed_in if hasattr(model, "gpt_neox") else model.tok_embeddings)
+            parts = (hf_idioms.tp_parts(blk) if a.model in hf_idioms.FAMILIES else
+                     (getattr(blk, p) for p in ("attn", "mlp", "attention", "feed_forward")
+                      if hasattr(blk, p)))
+            for part in parts:
+                piper.annotate(part, TP=0)
     piper.annotate(first, PP=0)
 
 

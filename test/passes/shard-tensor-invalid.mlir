@@ -306,3 +306,29 @@ func.func @m() {
 "sched.place"() {devices = [0, 1], filter = {PP = 0 : i64}} : () -> ()
 // expected-error@+1 {{shard_tensor: the filter selects a region without column/row structure (a region with two row linears)}}
 "sched.shard_tensor"() {devices = [0, 1], filter = {TP = "*"}, stream = "tp"} : () -> ()
+
+// -----
+
+// A general op between the linears that slices the split features (a member holds half of
+// the 32, so half of a slice at its start is on the other member): refused at the op.
+func.func @m() {
+  %tok = "tdag.input"() {name = "tokens", tags = {PP = 0 : i64}} : () -> tensor<2x4xi32>
+  %wte = "tdag.param"() {init = "normal", name = "wte", tags = {PP = 0 : i64}} : () -> tensor<16x8xf32>
+  %wpe = "tdag.param"() {init = "normal", name = "wpe", tags = {PP = 0 : i64}} : () -> tensor<4x8xf32>
+  %x = "tdag.embedding"(%tok, %wte, %wpe) {tags = {PP = 0 : i64}} : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  %w1 = "tdag.param"() {init = "normal", name = "fc.weight", tags = {PP = 0 : i64, TP = 0 : i64}} : () -> tensor<32x8xf32>
+  %w2 = "tdag.param"() {init = "normal", name = "proj.weight", tags = {PP = 0 : i64, TP = 0 : i64}} : () -> tensor<8x16xf32>
+  %h = "tdag.matmul_nt"(%x, %w1) {tags = {PP = 0 : i64, TP = 0 : i64}} : (tensor<2x4x8xf32>, tensor<32x8xf32>) -> tensor<2x4x32xf32>
+  // expected-note@+1 {{shard_tensor: this op of node}}
+  %s = "tdag.slice"(%h) {dim = 2 : i64, start = 0 : i64, tags = {PP = 0 : i64, TP = 0 : i64}} : (tensor<2x4x32xf32>) -> tensor<2x4x16xf32>
+  %y = "tdag.matmul_nt"(%s, %w2) {tags = {PP = 0 : i64, TP = 0 : i64}} : (tensor<2x4x16xf32>, tensor<8x16xf32>) -> tensor<2x4x8xf32>
+  %r = "tdag.add"(%x, %y) {tags = {PP = 0 : i64}} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %logits = "tdag.matmul_nt"(%r, %wte) {tags = {PP = 0 : i64}} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %tgt = "tdag.input"() {name = "targets", tags = {PP = 0 : i64}} : () -> tensor<2x4xi32>
+  %loss, %probs = "tdag.cross_entropy"(%logits, %tgt) {tags = {PP = 0 : i64}} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4x16xf32>)
+  "tdag.output"(%loss) {name = "loss", tags = {PP = 0 : i64}} : (tensor<f32>) -> ()
+  return
+}
+"sched.place"() {devices = [0, 1], filter = {PP = 0 : i64}} : () -> ()
+// expected-error@+1 {{shard_tensor: the filter selects a region without column/row structure (a general op that moves the split features across the members}}
+"sched.shard_tensor"() {devices = [0, 1], filter = {TP = "*"}, stream = "tp"} : () -> ()

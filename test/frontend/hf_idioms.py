@@ -20,8 +20,8 @@ hf-neox (GPT-NeoX / Pythia): per-head packed qkv (query_key_value(x).view(B, T, 
   head, cat with the rest), the parallel residual x + attn(ln1(x)) + mlp(ln2(x)), exact GELU,
   the causal mask as a bool buffer applied by torch.where with finfo.min (its 4.4x _attn);
   hf-neox-rot1 the same with rotary_pct 1.0 (rotary on whole heads), hf-neox-half with 0.5
-  (the rotated and passed parts of a head of equal size; the quarter of hf-neox is a cat of unequal ones) and
-  attention_bias=False.
+  (the rotated and passed parts of a head of equal size; hf-neox's quarter is a cat of
+  unequal ones) and attention_bias=False.
 hf-gpt2: Conv1D layers (torch.addmm(b, x.view(-1, nx), W) with W (nx, nf): the transpose of
   nn.Linear's weight), c_attn(x).split(C, dim=2), the causal mask as a bool buffer used by
   torch.where(mask, w, finfo.min), attention scaled by / torch.full([], sqrt(D)), gelu_new

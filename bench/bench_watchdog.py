@@ -16,13 +16,16 @@ Scenarios:
          --checkpoint-every 2, --save-checkpoint) with rank 1 killed at step 5 instead of
          stopped: a restart resumes from the ring under the watchdog too; everything but the
          stop itself.
+  stall  stall-timeout.test's supervised run the same way (its --stall-timeout ladder, the
+         plan's --timeout 300): the longest the healthy job goes without a completed checkpoint
+         or a line of output once its first step is done (piper-run's stall clock).
   hosts  cut-link-watchdog's two jobs before their cut, across two hosts (hosts.sh: DP4 on
          node1 and node2, 2 slots each; PP2 1F1B, one slot each), 10 steps each with
          --checkpoint-every 2; skipped, saying why, where hosts cannot be made.
 --stress N keeps the machine busy meanwhile with N `stress-ng --cpu 1` workers (Debian's
 stress-ng), as the suite's busy runs do (docs/testing.md).
 Usage: bench_watchdog.py BUILD_DIR [--rounds R] [--timeouts 0.05,0.1,...] [--stress N]
-                         [--scenarios dp2,hosts] [--workdir DIR]
+                         [--scenarios dp2,stall,hosts] [--workdir DIR]
 """
 import argparse
 import os
@@ -37,8 +40,8 @@ HOSTS = os.path.join(HOSTS_DIR, "hosts.sh")
 ENV_EXTRA = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
              "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 # the tests' timeouts, for the margin line: scenario -> (test, --timeout)
-TESTS = {"dp2": [("stopped-rank-watchdog", 2.0)],
-         "hosts": [("cut-link-watchdog DP4", 3.0), ("cut-link-watchdog PP2", 2.0)]}
+TESTS = {"dp2": [("stopped-rank-watchdog", 20.0)], "stall": [("stall-timeout", 10.0)],
+         "hosts": [("cut-link-watchdog DP4", 10.0), ("cut-link-watchdog PP2", 10.0)]}
 
 
 def sh(cmd, cwd, env, **kw):
@@ -76,18 +79,24 @@ def fired(text, job=None, timeout=None):
     return bool(hits)
 
 
-def dp2_round(work, env, timeout):
+def dp2_round(work, env, timeout, stall=False):
+    """One supervised DP2 run, rank 1 killed at step 5; --timeout (stall: --stall-timeout)
+    at `timeout`. Whether the watchdog (stall: piper-run's stall clock) ended a job."""
     d = tempfile.mkdtemp(dir=work)
     e = dict(env, PIPER_FAULT="kill@step=5,rank=1,once=%s/fired" % d)
-    p = subprocess.run(["piper-run", "-np", "2", "--checkpoint-dir", "ring", "--",
+    sup, plan = ((["--stall-timeout", str(timeout)], ["--quiet", "--timeout", "300"]) if stall
+                 else ([], ["--timeout", str(timeout)]))
+    p = subprocess.run(["piper-run", "-np", "2", "--checkpoint-dir", "ring"] + sup + ["--",
                         os.path.join(work, "dp2"), "--steps", "10", "--checkpoint-every", "2",
-                        "--timeout", str(timeout), "--save-checkpoint", "out.st"], cwd=d,
+                        "--save-checkpoint", "out.st"] + plan, cwd=d,
                        env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                        timeout=600)
     shutil.rmtree(d, ignore_errors=True)
-    if p.returncode != 0 and not fired(p.stdout):
-        sys.exit("dp2 at --timeout %g failed for another reason:\n%s" % (timeout, p.stdout))
-    return [fired(p.stdout, "stopped-rank-watchdog", timeout)]
+    hit = ("--stall-timeout): ending it" in p.stdout) if stall else \
+        fired(p.stdout, "stopped-rank-watchdog", timeout)
+    if p.returncode != 0 and not hit:
+        sys.exit("dp2 at %g s failed for another reason:\n%s" % (timeout, p.stdout))
+    return [hit]
 
 
 # Inside `hosts.sh with node1 node2`: each job once at timeout $1, printing "fired" or "quiet"
@@ -140,7 +149,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--timeouts", default="0.02,0.05,0.1,0.2,0.5,1")
     ap.add_argument("--stress", type=int, default=0)
-    ap.add_argument("--scenarios", default="dp2,hosts")
+    ap.add_argument("--scenarios", default="dp2,stall,hosts")
     ap.add_argument("--workdir")
     a = ap.parse_args()
     bindir = os.path.abspath(os.path.join(a.build, "bin"))
@@ -168,7 +177,8 @@ def main():
             for t in sorted(float(x) for x in a.timeouts.split(",")):
                 counts = [0] * len(jobs)
                 for _ in range(a.rounds):
-                    for k, f in enumerate(dp2_round(work, env, t) if sc == "dp2"
+                    for k, f in enumerate(dp2_round(work, env, t, sc == "stall")
+                                          if sc in ("dp2", "stall")
                                           else hosts_round(work, env, t)):
                         counts[k] += f
                 for k, name in enumerate(jobs):

@@ -5,6 +5,8 @@ list filters (test/sanitizers/asan-tier.txt: e2e/, gpu/, frontend/) that the lis
 is reported UNSUPPORTED, with the reason, instead of run: docs/testing.md says which tests run where and why. `lit -Dasan_tier=all` runs them all.
 """
 import os
+import shutil
+import tempfile
 
 import lit.formats
 import lit.Test
@@ -43,6 +45,17 @@ class PiperTest(lit.formats.ShTest):
         if self.tier is not None and rel.split("/")[0] in self.tier[0] and rel not in self.tier[1]:
             return lit.Test.Result(lit.Test.UNSUPPORTED,
                                    "not in the sanitizers' tier (test/sanitizers/asan-tier.txt)")
-        return super().execute(test, lit_config)
+        # A temporary folder of the test's own: Open MPI 4.1 makes its session folder
+        # $TMPDIR/ompi.<host>.<uid> with a check-then-mkdir, and removes it when it empties, so
+        # two tests' mpiruns sharing lit's one TMPDIR can meet "orte_session_dir failed ...
+        # File exists" (seen in make check under load: e2e/strategies/bf16-cp2.test).
+        base = test.config.environment.get("TMPDIR") or tempfile.gettempdir()
+        own = tempfile.mkdtemp(prefix="t", dir=base)
+        test.config.environment["TMPDIR"] = own
+        try:
+            return super().execute(test, lit_config)
+        finally:
+            test.config.environment["TMPDIR"] = base
+            shutil.rmtree(own, ignore_errors=True)
 
 

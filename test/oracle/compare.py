@@ -168,9 +168,10 @@ def compare_grads(ck, ref_path, cand_path, tol, l2_tol=None):
     return worst_of("grad", errs)
 
 
-def compare_params(ck, ref_path, cand_path, tol, outlier_frac, cap, kbias_tol):
+def compare_params(ck, ref_path, cand_path, tol, outlier_frac, cap, kbias_tol, min_outliers=1):
     """Checks every tensor; returns the `worst:` text: the largest element error (the one the
-    cap bounds) and the largest k-third error."""
+    cap bounds) and the largest k-third error. A tensor may hold outlier_frac of its elements
+    above tol, and at least min_outliers of them."""
     # A Piper checkpoint also holds AdamW's moments ("optim.*"); the reference may not.
     skip = "optim." if not any(n.startswith("optim.") for n in st.read_header(ref_path)[0]) else None
     errs, kerrs = [], []
@@ -193,7 +194,7 @@ def compare_params(ck, ref_path, cand_path, tol, outlier_frac, cap, kbias_tol):
         err = float(d.max())
         errs.append((err, n))
         n_out = int((~(d <= tol)).sum())
-        allowed = max(1, int(outlier_frac * d.size))
+        allowed = max(min_outliers, int(outlier_frac * d.size))
         if d.size > allowed:
             decider = float(np.partition(d, d.size - allowed - 1)[d.size - allowed - 1])
             if decider > edge[0]:

@@ -45,11 +45,16 @@ def rope_table(t):
 
 
 def triangle(t):
-    """(diagonal, inside, outside) when t (leading dims of 1, then R x C) is
-    where(j - i <= diagonal, inside, outside) with inside != outside; else None."""
-    if t.dim() < 2 or any(d != 1 for d in t.shape[:-2]):
+    """(diagonal, inside, outside) when t (leading dims, then R x C) is
+    where(j - i <= diagonal, inside, outside) with inside != outside, the same R x C in every
+    leading index (Hugging Face's (B, 1, T, T) mask is one (T, T) triangle expanded over the
+    batch); else None."""
+    if t.dim() < 2:
         return None
-    m = t.reshape(t.shape[-2], t.shape[-1]).to(torch.float64)
+    slices = t.reshape(-1, t.shape[-2], t.shape[-1])
+    if not bool((slices == slices[:1]).all()):
+        return None
+    m = slices[0].to(torch.float64)
     R, C = m.shape
     if R < 2 or C < 2:
         return None

@@ -161,6 +161,12 @@ class Emitter:
             m = self.emit("triangle", [], [((R, C), "f32")],
                           f"diagonal = {d} : i64, inside = {fattr(inside)}, outside = "
                           f"{fattr(outside)}")
-            return m if (R, C) == c.shape else self.emit("reshape", [m], [(c.shape, "f32")])
+            if (R, C) == c.shape:
+                return m
+            if all(d == 1 for d in c.shape[:-2]):
+                return self.emit("reshape", [m], [(c.shape, "f32")])
+            # expanded over the batch (or heads): the one triangle broadcast, so the graph
+            # holds no batch-sized constant a replica's or a microbatch's rows cannot meet
+            return self.emit("broadcast", [m], [(c.shape, "f32")])
         self.consts += 1
         return self.param(f"piper.const.{self.consts}", t.contiguous(), buffer=True)

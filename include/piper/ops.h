@@ -152,6 +152,11 @@ typedef struct {
 
 /* The row of `op`, or NULL for an op that is not a tdag op. */
 const PiperOpFacts *piperOpFacts(MlirOperation op);
+/* True if `op` (null allowed) is the tdag op `id`. The passes and the lowering identify tdag
+ * ops this way, by id, never by a "tdag.<op>" literal: one length check and one compare of its
+ * name with the row's, no search of the table. (piperOpIs in piper.h, by name, is for the
+ * comm, sched and func ops.) */
+bool piperIsOp(MlirOperation op, PiperOpId id);
 /* The row named `name` ("tdag.linear"), or NULL. */
 const PiperOpFacts *piperOpFactsByName(MlirStringRef name);
 /* The whole table: *n gets its row count. */

@@ -455,7 +455,7 @@ static void gradMaskedFill(Builder *b, MlirOperation op, MlirValue dy) {
 /* True for a tdag.param that is trained: not a buffer (init = "buffer": non-trained state). */
 static bool isTrainedParam(MlirOperation op) {
   char init[16] = "";
-  return piperOpIs(op, "tdag.param") && !(piperGetStringAttr(op, "init", init, sizeof init) &&
+  return piperIsOp(op, PIPER_TDAG_PARAM) && !(piperGetStringAttr(op, "init", init, sizeof init) &&
                                           !strcmp(init, "buffer"));
 }
 
@@ -536,7 +536,7 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
        op = mlirOperationGetNextInBlock(op)) {
     char name[16];
     if (isTrainingOp(op)) return mlirLogicalResultSuccess(); /* already a training graph */
-    if (piperOpIs(op, "tdag.output") && piperGetStringAttr(op, "name", name, sizeof name) &&
+    if (piperIsOp(op, PIPER_TDAG_OUTPUT) && piperGetStringAttr(op, "name", name, sizeof name) &&
         !strcmp(name, "loss"))
       lossOut = op;
     nOps++;
@@ -546,7 +546,7 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
   MlirValue loss = operand(lossOut, 0);
   MlirOperation lossOp = mlirValueIsAOpResult(loss) ? mlirOpResultGetOwner(loss)
                                                     : (MlirOperation){NULL};
-  if (mlirOperationIsNull(lossOp) || !piperOpIs(lossOp, "tdag.cross_entropy") ||
+  if (mlirOperationIsNull(lossOp) || !piperIsOp(lossOp, PIPER_TDAG_CROSS_ENTROPY) ||
       mlirOpResultGetResultNumber(loss) != 0) {
     mlirEmitError(mlirOperationGetLocation(lossOut),
                   "piper-autodiff: the loss must be result #0 of a tdag.cross_entropy");

@@ -173,13 +173,13 @@ static MlirOperation weightParam(MlirValue v, bool *transposed) {
   *transposed = false;
   if (!mlirValueIsAOpResult(v)) return (MlirOperation){NULL};
   MlirOperation op = mlirOpResultGetOwner(v);
-  if (piperOpIs(op, "tdag.param")) return op;
+  if (piperIsOp(op, PIPER_TDAG_PARAM)) return op;
   int64_t perm[2];
-  if (!piperOpIs(op, "tdag.permute") || piperTensorRank(mlirValueGetType(v)) != 2 ||
+  if (!piperIsOp(op, PIPER_TDAG_PERMUTE) || piperTensorRank(mlirValueGetType(v)) != 2 ||
       !piperPermuteOf(op, 2, perm) || perm[0] != 1)
     return (MlirOperation){NULL};
   MlirValue w = mlirOperationGetOperand(op, 0);
-  if (!mlirValueIsAOpResult(w) || !piperOpIs(mlirOpResultGetOwner(w), "tdag.param"))
+  if (!mlirValueIsAOpResult(w) || !piperIsOp(mlirOpResultGetOwner(w), PIPER_TDAG_PARAM))
     return (MlirOperation){NULL};
   *transposed = true;
   return mlirOpResultGetOwner(w);
@@ -193,7 +193,7 @@ static bool markParam(Sharder *s, MlirValue p, SliceKind kind, MlirOperation dir
     p = mlirOperationGetResult(viaT, 0);
     kind = transposedKind(kind);
   }
-  if (!mlirValueIsAOpResult(p) || !piperOpIs(mlirOpResultGetOwner(p), "tdag.param")) {
+  if (!mlirValueIsAOpResult(p) || !piperIsOp(mlirOpResultGetOwner(p), PIPER_TDAG_PARAM)) {
     piperDirectiveError(directive, "shard_tensor: a split linear's weight or bias must be a "
                                    "tdag.param (or a weight's transpose)");
     return false;
@@ -242,7 +242,7 @@ static bool interiorOp(MlirOperation op) {
 }
 
 static bool isLinear(MlirOperation op) {
-  return piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt");
+  return piperIsOp(op, PIPER_TDAG_LINEAR) || piperIsOp(op, PIPER_TDAG_MATMUL_NT);
 }
 
 /* An exported model's general op (python/piper), which runs on activations and parameters
@@ -376,9 +376,10 @@ static bool checkRegionEdges(Directive *d, const Region *r) {
     for (intptr_t a = 0; a < mlirOperationGetNumOperands(o); ++a) {
       MlirValue v = mlirOperationGetOperand(o, a);
       if (valueInRegion(r, v)) continue;
-      bool param = mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param");
+      bool param =
+          mlirValueIsAOpResult(v) && piperIsOp(mlirOpResultGetOwner(v), PIPER_TDAG_PARAM);
       if ((column && a == 0) || (a > 0 && isLinear(o)) || /* weights: markParam checks */
-          (a == 1 && param && piperOpIs(o, "tdag.rmsnorm")) || (param && isWeightView(o)))
+          (a == 1 && param && piperIsOp(o, PIPER_TDAG_RMSNORM)) || (param && isWeightView(o)))
         continue;
       errorAtOp(d->directive, o, "an op inside the region reads a value from outside it; only "
                                  "its column linears may");
@@ -467,7 +468,8 @@ static bool opDivides(Directive *d, const Region *r, MlirOperation o, int64_t T)
 
 /* Whether gqa_attention `o` has one kv head shared by every member (multi-query). */
 static bool sharedKv(MlirOperation o, int64_t T) {
-  return piperOpIs(o, "tdag.gqa_attention") && piperGetIntAttr(o, "kv_heads", 1) == 1 && T > 1;
+  return piperIsOp(o, PIPER_TDAG_GQA_ATTENTION) && piperGetIntAttr(o, "kv_heads", 1) == 1 &&
+         T > 1;
 }
 
 /* The ops of the region that compute a multi-query attention's k and v (up from its operands
@@ -559,12 +561,12 @@ static bool recordRegion(Sharder *s, Directive *d, const Region *r, int64_t T,
   for (size_t i = 0; i < r->n; ++i) {
     MlirOperation o = r->ops[i];
     if (piperPtrMapGet(rep, o.ptr, NULL)) continue; /* whole on every member */
-    if (piperOpIs(o, "tdag.rmsnorm")) {
+    if (piperIsOp(o, PIPER_TDAG_RMSNORM)) {
       MlirValue w = mlirOperationGetOperand(o, 1);
       piperPtrMapPut(&s->normParams, mlirOpResultGetOwner(w).ptr, 1);
       continue;
     }
-    if (piperOpIs(o, "tdag.gqa_attention")) {
+    if (piperIsOp(o, PIPER_TDAG_GQA_ATTENTION)) {
       piperPtrMapPut(&s->headOps, o.ptr, sharedKv(o, T) ? 2 : 1);
       continue;
     }
@@ -576,7 +578,7 @@ static bool recordRegion(Sharder *s, Directive *d, const Region *r, int64_t T,
     bool attention = false; /* GPT's packed qkv: cut by heads in each third */
     for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(o, 0));
          !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u))
-      attention |= piperOpIs(mlirOpOperandGetOwner(u), "tdag.attention");
+      attention |= piperIsOp(mlirOpOperandGetOwner(u), PIPER_TDAG_ATTENTION);
     for (intptr_t a = 1; a < mlirOperationGetNumOperands(o); ++a)
       if (!markParam(s, mlirOperationGetOperand(o, a), attention ? ROWS_QKV : ROWS,
                      d->directive))
@@ -917,14 +919,14 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
   piperPtrMapInit(&partial, 64);
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (piperOpIs(op, "tdag.linear_grad_input")) {
+    if (piperIsOp(op, PIPER_TDAG_LINEAR_GRAD_INPUT)) {
       bool transposed;
       MlirOperation w = weightParam(mlirOperationGetOperand(op, 1), &transposed);
       intptr_t k;
       if (!mlirOperationIsNull(w) && piperPtrMapGet(&s->sliced, w.ptr, &k) &&
           columnKind((SliceKind)(k - 1)))
         piperPtrMapPut(&partial, mlirOperationGetResult(op, 0).ptr, 1);
-    } else if (piperOpIs(op, "tdag.add")) {
+    } else if (piperIsOp(op, PIPER_TDAG_ADD)) {
       bool both = true;
       for (intptr_t a = 0; a < 2; ++a) {
         MlirValue v = mlirOperationGetOperand(op, a);
@@ -942,7 +944,7 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
     if (!piperPtrMapGet(&partial, v.ptr, NULL)) continue;
     MlirOpOperand u = mlirValueGetFirstUse(v);
     if (!mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)) &&
-        piperOpIs(mlirOpOperandGetOwner(u), "tdag.add") &&
+        piperIsOp(mlirOpOperandGetOwner(u), PIPER_TDAG_ADD) &&
         piperPtrMapGet(&partial, mlirOperationGetResult(mlirOpOperandGetOwner(u), 0).ptr, NULL))
       continue; /* summed further first */
     allReduceAfter(s, op, v, mlirOperationGetAttributeByName(op, piperStr("devices")), stream);
@@ -958,7 +960,7 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
 static void reduceNormWeightGrads(Sharder *s, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!piperOpIs(op, "tdag.rmsnorm_grad")) continue;
+    if (!piperIsOp(op, PIPER_TDAG_RMSNORM_GRAD)) continue;
     MlirValue w = mlirOperationGetOperand(op, 2);
     if (!mlirValueIsAOpResult(w) ||
         !piperPtrMapGet(&s->normParams, mlirOpResultGetOwner(w).ptr, NULL))
@@ -975,7 +977,7 @@ static void reduceNormWeightGrads(Sharder *s, MlirAttribute stream) {
 static void reduceSharedKvGrads(Sharder *s, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!piperOpIs(op, "tdag.gqa_attention_grad")) continue;
+    if (!piperIsOp(op, PIPER_TDAG_GQA_ATTENTION_GRAD)) continue;
     MlirValue lse = mlirOperationGetOperand(op, 5); /* saved by its forward */
     intptr_t how;
     if (!mlirValueIsAOpResult(lse) ||
@@ -1000,7 +1002,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     intptr_t k;
-    if (!piperOpIs(op, "tdag.param") || !piperPtrMapGet(&s->sliced, op.ptr, &k)) continue;
+    if (!piperIsOp(op, PIPER_TDAG_PARAM) || !piperPtrMapGet(&s->sliced, op.ptr, &k)) continue;
     SliceKind kind = (SliceKind)(k - 1);
     MlirValue p = mlirOperationGetResult(op, 0);
     MlirType whole = mlirValueGetType(p), local = localType(s->ctx, whole, kind, T);
@@ -1009,7 +1011,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
     for (MlirOpOperand u = mlirValueGetFirstUse(p); !mlirOpOperandIsNull(u);
          u = mlirOpOperandGetNextUse(u)) {
       MlirOperation upd = mlirOpOperandGetOwner(u);
-      if (!piperOpIs(upd, "tdag.adamw") || mlirOpOperandGetOperandNumber(u) != 0) continue;
+      if (!piperIsOp(upd, PIPER_TDAG_ADAMW) || mlirOpOperandGetOperandNumber(u) != 0) continue;
       for (int i = 2; i < 4; ++i) { /* the moments */
         MlirValue m = mlirOperationGetOperand(upd, i);
         if (!mlirValueIsAOpResult(m)) continue;
@@ -1024,7 +1026,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
   for (size_t i = 0; i < s->nRows; ++i) {
     MlirOperation row = s->rows[i];
     biases[i] = (MlirValue){NULL};
-    if (!piperOpIs(row, "tdag.linear")) continue;
+    if (!piperIsOp(row, PIPER_TDAG_LINEAR)) continue;
     biases[i] = mlirOperationGetOperand(row, 2);
     s->rows[i] = withoutBias(s, row);
     mlirOperationDestroy(row);
@@ -1064,8 +1066,7 @@ static bool splitParamsOnlyInRegions(Sharder *s) {
   bool ok = true;
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); ok && !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!(piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) || !isForward(op) ||
-        inRegion(s, op))
+    if (!isLinear(op) || !isForward(op) || inRegion(s, op))
       continue;
     for (intptr_t a = 1; ok && a < mlirOperationGetNumOperands(op); ++a) {
       bool transposed;

@@ -35,6 +35,18 @@ const PiperOpFacts *piperOpFacts(MlirOperation op) {
   return piperOpFactsByName(mlirIdentifierStr(mlirOperationGetName(op)));
 }
 
+/* strlen of each row's name, computed by the compiler (the literal's size less its NUL). */
+static const size_t nameLength[PIPER_TDAG_OP_COUNT] = {
+#define TDAG_OP(ID, n, ...) [PIPER_TDAG_##ID] = sizeof("tdag." #n) - 1,
+#include "piper/tdag_ops.def"
+};
+
+bool piperIsOp(MlirOperation op, PiperOpId id) {
+  if (mlirOperationIsNull(op) || (unsigned)id >= PIPER_TDAG_OP_COUNT) return false;
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+  return name.length == nameLength[id] && !memcmp(name.data, table[id].name, name.length);
+}
+
 /* Row PIPER_COMM_<ID> of every entry of the comm op list. */
 static const PiperCommFacts commTable[PIPER_COMM_OP_COUNT] = {
 #define COMM_OP(ID, n, ...) \

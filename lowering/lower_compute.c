@@ -321,7 +321,7 @@ static void lowerRope(Lowering *L, MlirOperation op) {
                        lbConstF32(&L->lb, (float)piperGetFloatAttr(op, "theta", 1e6))};
   /* {cp_size = G, cp_rank = r}: prt_rope_fwd_cp / prt_rope_bwd_cp(..., theta, r, G) */
   callPositional(L, op,
-                 piperOpIs(op, "tdag.rope_grad") ? PRT_K_rope_bwd_cp : PRT_K_rope_fwd_cp, 7,
+                 piperIsOp(op, PIPER_TDAG_ROPE_GRAD) ? PRT_K_rope_bwd_cp : PRT_K_rope_fwd_cp, 7,
                  args);
 }
 

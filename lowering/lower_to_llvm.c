@@ -68,7 +68,7 @@ static int initKind(MlirOperation param) {
 /* Rows of the batch a loss averages over: the leading dim of its cross_entropy's logits. */
 static int64_t lossRows(MlirOperation output) {
   MlirValue v = mlirOperationGetOperand(output, 0);
-  if (!mlirValueIsAOpResult(v) || !piperOpIs(mlirOpResultGetOwner(v), "tdag.cross_entropy"))
+  if (!mlirValueIsAOpResult(v) || !piperIsOp(mlirOpResultGetOwner(v), PIPER_TDAG_CROSS_ENTROPY))
     return 0;
   return piperTensorDim(mlirValueGetType(mlirOperationGetOperand(mlirOpResultGetOwner(v), 0)), 0);
 }
@@ -146,8 +146,9 @@ static bool epExpertOk(MlirOperation op) {
     ok = mlirAttributeIsAInteger(x);
     if (ok) v[i] = mlirIntegerAttrGetValueInt(x);
   }
-  char *name = attrText(op, piperOpIs(op, "tdag.param") ? "name" : "param"), digits[24];
-  ok = ok && (piperOpIs(op, "tdag.param") || piperOpIs(op, "tdag.adam_state")) && v[2] >= 0 &&
+  char *name = attrText(op, piperIsOp(op, PIPER_TDAG_PARAM) ? "name" : "param"), digits[24];
+  ok = ok && (piperIsOp(op, PIPER_TDAG_PARAM) || piperIsOp(op, PIPER_TDAG_ADAM_STATE)) &&
+       v[2] >= 0 &&
        v[3] >= 1 && v[0] >= 0 && (size_t)v[0] <= strlen(name) &&
        v[1] == snprintf(digits, sizeof digits, "%lld", (long long)v[2]) &&
        (size_t)v[1] <= strlen(name) - (size_t)v[0] && !memcmp(name + v[0], digits, (size_t)v[1]);
@@ -233,7 +234,7 @@ static void emitSetup(Lowering *L, MlirOperation moduleOp, const char *fnName) {
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
     char *name = NULL;
-    if (piperOpIs(op, "tdag.param")) {
+    if (piperIsOp(op, PIPER_TDAG_PARAM)) {
       name = attrText(op, "name");
       MlirType t = mlirValueGetType(mlirOperationGetResult(op, 0));
       declare(L, ctx, id++, name, PRT_PARAM, initKind(op), tpWholeType(op, t), 0);
@@ -247,7 +248,7 @@ static void emitSetup(Lowering *L, MlirOperation moduleOp, const char *fnName) {
         MlirValue args[5] = {ctx, lbConstI64(b, id - 1), off, len, lbConstI64(b, sh.n)};
         lbCall(b, "prt_declare_shard", (MlirType){NULL}, 5, args);
       }
-    } else if (piperOpIs(op, "tdag.adam_state")) {
+    } else if (piperIsOp(op, PIPER_TDAG_ADAM_STATE)) {
       char *slot = attrText(op, "slot"), *param = attrText(op, "param");
       size_t size = strlen(slot) + strlen(param) + sizeof "optim..";
       name = malloc(size);
@@ -284,7 +285,7 @@ static void emitSetup(Lowering *L, MlirOperation moduleOp, const char *fnName) {
           lbCall(b, "prt_declare_grad_scattered", (MlirType){NULL}, 2, sc);
         }
       }
-    } else if (piperOpIs(op, "tdag.input")) {
+    } else if (piperIsOp(op, PIPER_TDAG_INPUT)) {
       name = attrText(op, "name");
       int64_t first = piperGetIntAttr(op, "first_sample", 0);
       int64_t stride = piperGetIntAttr(op, "first_sample_stride", 0);
@@ -296,7 +297,7 @@ static void emitSetup(Lowering *L, MlirOperation moduleOp, const char *fnName) {
       declareV(L, ctx, id++, name, PRT_INPUT, 0, mlirValueGetType(mlirOperationGetResult(op, 0)),
                first, row);
       declareCp(b, ctx, op, id - 1);
-    } else if (piperOpIs(op, "tdag.output")) {
+    } else if (piperIsOp(op, PIPER_TDAG_OUTPUT)) {
       name = attrText(op, "name");
       declare(L, ctx, id++, name, PRT_OUTPUT, 0, mlirValueGetType(mlirOperationGetOperand(op, 0)),
               lossRows(op));
@@ -343,7 +344,7 @@ static void placeGradNorm(Lowering *L) {
 /* prt_grad_sq_accum for every update's gradient slice, then prt_grad_norm_sync. */
 static void emitGradNorm(Lowering *L) {
   for (size_t i = 0; i < L->nOps; ++i)
-    if (piperOpIs(L->ops[i], "tdag.adamw")) lwLowerGradSq(L, L->ops[i]);
+    if (piperIsOp(L->ops[i], PIPER_TDAG_ADAMW)) lwLowerGradSq(L, L->ops[i]);
   lwCallKernel(L, L->func, PRT_K_grad_norm_sync, 1, &L->ctxArg);
 }
 

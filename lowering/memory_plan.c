@@ -110,7 +110,7 @@ static int64_t arenaBytesOf(int64_t elems, int64_t elemBytes) {
 }
 
 bool lwIsShardedParam(MlirValue v) {
-  return mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param") &&
+  return mlirValueIsAOpResult(v) && piperIsOp(mlirOpResultGetOwner(v), PIPER_TDAG_PARAM) &&
          !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(v),
                                                                piperStr("shards")));
 }
@@ -214,7 +214,7 @@ bool lwPlanMemory(Lowering *L) {
       b->ptr = (MlirValue){NULL};
       piperPtrMapPut(&L->bufOf, v.ptr, (intptr_t)L->nBufs++);
     }
-    if (piperOpIs(op, "tdag.output")) piperPtrMapPut(&L->outputId, op.ptr, L->nTensors++);
+    if (piperIsOp(op, PIPER_TDAG_OUTPUT)) piperPtrMapPut(&L->outputId, op.ptr, L->nTensors++);
     for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
       Buffer *b = lwBufferOf(L, mlirOperationGetOperand(op, k));
       if (b) b->lastUse = i;

@@ -37,13 +37,15 @@ typedef struct {
   bool failed;            /* a rule has emitted an error */
 } Builder;
 
-/* Creates op `name`, inserts it, and gives it `from`'s tags plus pass = `pass`. */
-static MlirOperation emit(Builder *b, const char *name, MlirOperation from, const char *pass,
+/* Creates the tdag op `id`, inserts it, and gives it `from`'s tags plus pass = `pass`. */
+static MlirOperation emit(Builder *b, PiperOpId id, MlirOperation from, const char *pass,
                           intptr_t nOperands, const MlirValue *operands, intptr_t nResults,
                           const MlirType *results, intptr_t nAttrs,
                           const MlirNamedAttribute *attrs) {
-  MlirOperation op = piperOpCreate(name, mlirOperationGetLocation(from), nOperands, operands,
-                                   nResults, results, nAttrs, attrs);
+  size_t nRows;
+  MlirOperation op = piperOpCreate(piperOpFactsTable(&nRows)[id].name,
+                                   mlirOperationGetLocation(from), nOperands, operands, nResults,
+                                   results, nAttrs, attrs);
   mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
   MlirAttribute tags = mlirOperationGetAttributeByName(from, piperStr("tags"));
   if (!mlirAttributeIsNull(tags)) mlirOperationSetAttributeByName(op, piperStr("tags"), tags);
@@ -70,15 +72,15 @@ static void accumulate(Builder *b, MlirOperation from, MlirValue v, MlirValue g)
   }
   MlirValue sum[2] = {old, g};
   MlirType t = typeOf(v);
-  MlirOperation add = emit(b, "tdag.add", from, "B", 2, sum, 1, &t, 0, NULL);
+  MlirOperation add = emit(b, PIPER_TDAG_ADD, from, "B", 2, sum, 1, &t, 0, NULL);
   mapPut(&b->grads, v, mlirOperationGetResult(add, 0));
 }
 
 /* One result, operands `ops`, result type like `like`. */
-static MlirValue emit1(Builder *b, const char *name, MlirOperation from, intptr_t n,
+static MlirValue emit1(Builder *b, PiperOpId id, MlirOperation from, intptr_t n,
                        const MlirValue *ops, MlirValue like) {
   MlirType t = typeOf(like);
-  return mlirOperationGetResult(emit(b, name, from, "B", n, ops, 1, &t, 0, NULL), 0);
+  return mlirOperationGetResult(emit(b, id, from, "B", n, ops, 1, &t, 0, NULL), 0);
 }
 
 static MlirValue operand(MlirOperation op, intptr_t i) { return mlirOperationGetOperand(op, i); }
@@ -88,10 +90,10 @@ static MlirValue result(MlirOperation op, intptr_t i) { return mlirOperationGetR
 static void gradLinear(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue x = operand(op, 0), w = operand(op, 1);
   MlirValue inOps[2] = {dy, w}, wOps[2] = {dy, x};
-  accumulate(b, op, x, emit1(b, "tdag.linear_grad_input", op, 2, inOps, x));
-  accumulate(b, op, w, emit1(b, "tdag.linear_grad_weight", op, 2, wOps, w));
+  accumulate(b, op, x, emit1(b, PIPER_TDAG_LINEAR_GRAD_INPUT, op, 2, inOps, x));
+  accumulate(b, op, w, emit1(b, PIPER_TDAG_LINEAR_GRAD_WEIGHT, op, 2, wOps, w));
   if (mlirOperationGetNumOperands(op) == 3)
-    accumulate(b, op, operand(op, 2), emit1(b, "tdag.bias_grad", op, 1, &dy, operand(op, 2)));
+    accumulate(b, op, operand(op, 2), emit1(b, PIPER_TDAG_BIAS_GRAD, op, 1, &dy, operand(op, 2)));
 }
 
 /* The MoE ops' geometry attributes (num_experts, groups) that the gradient op of `op` repeats,
@@ -122,7 +124,7 @@ static void gradMoeExperts(Builder *b, MlirOperation op, MlirValue dy) {
   attrs[na] = piperNamedAttr(b->ctx, "operandSegmentSizes", mlirDenseI32ArrayGet(b->ctx, 6, seg));
   MlirType rt = typeOf(rows);
   MlirOperation gi =
-      emit(b, "tdag.moe_experts_grad_input", op, "B", n + 1, ins, 1, &rt, na + 1, attrs);
+      emit(b, PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT, op, "B", n + 1, ins, 1, &rt, na + 1, attrs);
   accumulate(b, op, rows, result(gi, 0));
   free(ins);
   MlirType i64 = mlirIntegerTypeGet(b->ctx, 64);
@@ -132,7 +134,7 @@ static void gradMoeExperts(Builder *b, MlirOperation op, MlirValue dy) {
     MlirType types[3] = {typeOf(g), typeOf(u), typeOf(d)};
     attrs[na] = piperNamedAttr(b->ctx, "expert", mlirIntegerAttrGet(i64, j));
     MlirOperation gw =
-        emit(b, "tdag.moe_experts_grad_weight", op, "B", 5, wIns, 3, types, na + 1, attrs);
+        emit(b, PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT, op, "B", 5, wIns, 3, types, na + 1, attrs);
     accumulate(b, op, g, result(gw, 0));
     accumulate(b, op, u, result(gw, 1));
     accumulate(b, op, d, result(gw, 2));
@@ -148,7 +150,7 @@ static void gradAdd(Builder *b, MlirOperation op, MlirValue dy) {
 /* bias_add: dx = dy; db = the column sums of dy */
 static void gradBiasAdd(Builder *b, MlirOperation op, MlirValue dy) {
   accumulate(b, op, operand(op, 0), dy);
-  accumulate(b, op, operand(op, 1), emit1(b, "tdag.bias_grad", op, 1, &dy, operand(op, 1)));
+  accumulate(b, op, operand(op, 1), emit1(b, PIPER_TDAG_BIAS_GRAD, op, 1, &dy, operand(op, 1)));
 }
 
 /* The shared elementwise rule (gelu, swiglu): y = X(x...), so (dx...) = X_grad(dy, x...),
@@ -173,7 +175,7 @@ static void gradElementwise(Builder *b, MlirOperation op, MlirValue dy) {
     ops[i + 1] = operand(op, i);
     types[i] = typeOf(operand(op, i));
   }
-  MlirOperation gop = emit(b, g->name, op, "B", n + 1, ops, n, types, 0, NULL);
+  MlirOperation gop = emit(b, g->id, op, "B", n + 1, ops, n, types, 0, NULL);
   for (intptr_t i = 0; i < n; ++i) accumulate(b, op, operand(op, i), result(gop, i));
 }
 
@@ -182,7 +184,7 @@ static void gradLayernorm(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue x = operand(op, 0), w = operand(op, 1), bias = operand(op, 2);
   MlirValue ops[5] = {dy, x, w, result(op, 1), result(op, 2)};
   MlirType types[3] = {typeOf(x), typeOf(w), typeOf(bias)};
-  MlirOperation g = emit(b, "tdag.layernorm_grad", op, "B", 5, ops, 3, types, 0, NULL);
+  MlirOperation g = emit(b, PIPER_TDAG_LAYERNORM_GRAD, op, "B", 5, ops, 3, types, 0, NULL);
   accumulate(b, op, x, result(g, 0));
   accumulate(b, op, w, result(g, 1));
   accumulate(b, op, bias, result(g, 2));
@@ -195,7 +197,7 @@ static void gradAttention(Builder *b, MlirOperation op, MlirValue dy) {
   MlirType t = typeOf(qkv);
   MlirNamedAttribute heads = piperNamedAttr(
       b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads")));
-  MlirOperation g = emit(b, "tdag.attention_grad", op, "B", 4, ops, 1, &t, 1, &heads);
+  MlirOperation g = emit(b, PIPER_TDAG_ATTENTION_GRAD, op, "B", 4, ops, 1, &t, 1, &heads);
   accumulate(b, op, qkv, result(g, 0));
 }
 
@@ -204,7 +206,7 @@ static void gradEmbedding(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue wte = operand(op, 1), wpe = operand(op, 2);
   MlirValue ops[2] = {dy, operand(op, 0)};
   MlirType types[2] = {typeOf(wte), typeOf(wpe)};
-  MlirOperation g = emit(b, "tdag.embedding_grad", op, "B", 2, ops, 2, types, 0, NULL);
+  MlirOperation g = emit(b, PIPER_TDAG_EMBEDDING_GRAD, op, "B", 2, ops, 2, types, 0, NULL);
   accumulate(b, op, wte, result(g, 0));
   accumulate(b, op, wpe, result(g, 1));
 }
@@ -213,7 +215,7 @@ static void gradEmbedding(Builder *b, MlirOperation op, MlirValue dy) {
 static void gradEmbed(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue wte = operand(op, 1);
   MlirValue ops[2] = {dy, operand(op, 0)};
-  accumulate(b, op, wte, emit1(b, "tdag.embed_grad", op, 2, ops, wte));
+  accumulate(b, op, wte, emit1(b, PIPER_TDAG_EMBED_GRAD, op, 2, ops, wte));
 }
 
 /* rmsnorm: y = x * rstd * w, so (dx, dw) from dy, x, w and the saved rstd */
@@ -221,7 +223,7 @@ static void gradRmsnorm(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue x = operand(op, 0), w = operand(op, 1);
   MlirValue ops[4] = {dy, x, w, result(op, 1)};
   MlirType types[2] = {typeOf(x), typeOf(w)};
-  MlirOperation g = emit(b, "tdag.rmsnorm_grad", op, "B", 4, ops, 2, types, 0, NULL);
+  MlirOperation g = emit(b, PIPER_TDAG_RMSNORM_GRAD, op, "B", 4, ops, 2, types, 0, NULL);
   accumulate(b, op, x, result(g, 0));
   accumulate(b, op, w, result(g, 1));
 }
@@ -234,7 +236,7 @@ static void gradRope(Builder *b, MlirOperation op, MlirValue dy) {
       piperNamedAttr(b->ctx, "head_dim",
                      mlirOperationGetAttributeByName(op, piperStr("head_dim"))),
       piperNamedAttr(b->ctx, "theta", mlirOperationGetAttributeByName(op, piperStr("theta")))};
-  MlirOperation g = emit(b, "tdag.rope_grad", op, "B", 1, &dy, 1, &t, 2, attrs);
+  MlirOperation g = emit(b, PIPER_TDAG_ROPE_GRAD, op, "B", 1, &dy, 1, &t, 2, attrs);
   accumulate(b, op, x, result(g, 0));
 }
 
@@ -248,7 +250,7 @@ static void gradGqaAttention(Builder *b, MlirOperation op, MlirValue dy) {
       piperNamedAttr(b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads"))),
       piperNamedAttr(b->ctx, "kv_heads",
                      mlirOperationGetAttributeByName(op, piperStr("kv_heads")))};
-  MlirOperation g = emit(b, "tdag.gqa_attention_grad", op, "B", 6, ops, 3, types, 2, attrs);
+  MlirOperation g = emit(b, PIPER_TDAG_GQA_ATTENTION_GRAD, op, "B", 6, ops, 3, types, 2, attrs);
   accumulate(b, op, q, result(g, 0));
   accumulate(b, op, k, result(g, 1));
   accumulate(b, op, v, result(g, 2));
@@ -257,7 +259,7 @@ static void gradGqaAttention(Builder *b, MlirOperation op, MlirValue dy) {
 /* moe_topk: only the weights (#0) have a gradient; the expert ids are integers */
 static void gradMoeTopk(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue ops[3] = {dy, result(op, 0), result(op, 1)};
-  accumulate(b, op, operand(op, 0), emit1(b, "tdag.moe_topk_grad", op, 3, ops, operand(op, 0)));
+  accumulate(b, op, operand(op, 0), emit1(b, PIPER_TDAG_MOE_TOPK_GRAD, op, 3, ops, operand(op, 0)));
 }
 
 /* moe_dispatch: dh = the sum of the gradients of a token's K rows */
@@ -266,7 +268,7 @@ static void gradMoeDispatch(Builder *b, MlirOperation op, MlirValue dy) {
   MlirNamedAttribute attrs[2];
   intptr_t na = moeAttrs(b, op, attrs);
   MlirType t = typeOf(h);
-  MlirOperation g = emit(b, "tdag.moe_dispatch_grad", op, "B", 2, ops, 1, &t, na, attrs);
+  MlirOperation g = emit(b, PIPER_TDAG_MOE_DISPATCH_GRAD, op, "B", 2, ops, 1, &t, na, attrs);
   accumulate(b, op, h, result(g, 0));
 }
 
@@ -277,7 +279,7 @@ static void gradMoeCombine(Builder *b, MlirOperation op, MlirValue dy) {
   MlirNamedAttribute attrs[2];
   intptr_t na = moeAttrs(b, op, attrs);
   MlirType types[2] = {typeOf(out), typeOf(w)};
-  MlirOperation g = emit(b, "tdag.moe_combine_grad", op, "B", 4, ops, 2, types, na, attrs);
+  MlirOperation g = emit(b, PIPER_TDAG_MOE_COMBINE_GRAD, op, "B", 4, ops, 2, types, na, attrs);
   accumulate(b, op, out, result(g, 0));
   accumulate(b, op, w, result(g, 1));
 }
@@ -293,24 +295,24 @@ static MlirAttribute f64Attr(Builder *b, double v) {
 }
 
 /* One op of result type `t` (operands `ops`, attributes `attrs`), its result. */
-static MlirValue emitTyped(Builder *b, const char *name, MlirOperation from, intptr_t n,
+static MlirValue emitTyped(Builder *b, PiperOpId id, MlirOperation from, intptr_t n,
                            const MlirValue *ops, MlirType t, intptr_t nAttrs,
                            const MlirNamedAttribute *attrs) {
-  return result(emit(b, name, from, "B", n, ops, 1, &t, nAttrs, attrs), 0);
+  return result(emit(b, id, from, "B", n, ops, 1, &t, nAttrs, attrs), 0);
 }
 
 /* `g` summed down to `like`'s shape where broadcasting made it larger (tdag.sum_to). */
 static MlirValue sumToLike(Builder *b, MlirOperation from, MlirValue g, MlirValue like) {
   MlirType t = typeOf(like);
   if (mlirTypeEqual(typeOf(g), t)) return g;
-  return emitTyped(b, "tdag.sum_to", from, 1, &g, t, 0, NULL);
+  return emitTyped(b, PIPER_TDAG_SUM_TO, from, 1, &g, t, 0, NULL);
 }
 
 /* reshape: dx = dy reshaped back */
 static void gradReshape(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue x = operand(op, 0);
   if (wantsGrad(b, x))
-    accumulate(b, op, x, emitTyped(b, "tdag.reshape", op, 1, &dy, typeOf(x), 0, NULL));
+    accumulate(b, op, x, emitTyped(b, PIPER_TDAG_RESHAPE, op, 1, &dy, typeOf(x), 0, NULL));
 }
 
 /* permute {perm}: dx = dy permuted by the inverse permutation */
@@ -321,7 +323,7 @@ static void gradPermute(Builder *b, MlirOperation op, MlirValue dy) {
   for (int64_t i = 0; i < r; ++i) inverse[perm[i]] = i;
   MlirNamedAttribute attr =
       piperNamedAttr(b->ctx, "perm", mlirDenseI64ArrayGet(b->ctx, r, inverse));
-  accumulate(b, op, x, emitTyped(b, "tdag.permute", op, 1, &dy, typeOf(x), 1, &attr));
+  accumulate(b, op, x, emitTyped(b, PIPER_TDAG_PERMUTE, op, 1, &dy, typeOf(x), 1, &attr));
 }
 
 /* broadcast: dx = dy summed over the broadcast dims */
@@ -334,7 +336,7 @@ static void gradBroadcast(Builder *b, MlirOperation op, MlirValue dy) {
 static void gradSumTo(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue x = operand(op, 0);
   if (wantsGrad(b, x))
-    accumulate(b, op, x, emitTyped(b, "tdag.broadcast", op, 1, &dy, typeOf(x), 0, NULL));
+    accumulate(b, op, x, emitTyped(b, PIPER_TDAG_BROADCAST, op, 1, &dy, typeOf(x), 0, NULL));
 }
 
 /* slice {dim, start}: dx = zeros with dy at the slice (slice_grad, same attributes) */
@@ -344,7 +346,7 @@ static void gradSlice(Builder *b, MlirOperation op, MlirValue dy) {
   MlirNamedAttribute attrs[2] = {
       piperNamedAttr(b->ctx, "dim", mlirOperationGetAttributeByName(op, piperStr("dim"))),
       piperNamedAttr(b->ctx, "start", mlirOperationGetAttributeByName(op, piperStr("start")))};
-  accumulate(b, op, x, emitTyped(b, "tdag.slice_grad", op, 1, &dy, typeOf(x), 2, attrs));
+  accumulate(b, op, x, emitTyped(b, PIPER_TDAG_SLICE_GRAD, op, 1, &dy, typeOf(x), 2, attrs));
 }
 
 /* concat {dim}: each operand's gradient is dy's slice at the operand's place */
@@ -355,7 +357,7 @@ static void gradConcat(Builder *b, MlirOperation op, MlirValue dy) {
     if (wantsGrad(b, x)) {
       MlirNamedAttribute attrs[2] = {piperNamedAttr(b->ctx, "dim", i64Attr(b, d)),
                                      piperNamedAttr(b->ctx, "start", i64Attr(b, start))};
-      accumulate(b, op, x, emitTyped(b, "tdag.slice", op, 1, &dy, typeOf(x), 2, attrs));
+      accumulate(b, op, x, emitTyped(b, PIPER_TDAG_SLICE, op, 1, &dy, typeOf(x), 2, attrs));
     }
     start += piperTensorDim(typeOf(x), d);
   }
@@ -367,7 +369,7 @@ static MlirValue emitBmm(Builder *b, MlirOperation from, MlirValue l, MlirValue 
   MlirValue ops[2] = {l, r};
   MlirNamedAttribute attrs[2] = {piperNamedAttr(b->ctx, "transpose_a", i64Attr(b, ta)),
                                  piperNamedAttr(b->ctx, "transpose_b", i64Attr(b, tb))};
-  return emitTyped(b, "tdag.bmm", from, 2, ops, typeOf(like), 2, attrs);
+  return emitTyped(b, PIPER_TDAG_BMM, from, 2, ops, typeOf(like), 2, attrs);
 }
 
 /* bmm: C = op(A) op(B), so dA = dC op(B)^T (or op(B) dC^T when A was transposed), dB = op(A)^T
@@ -391,20 +393,20 @@ static void gradBinary(Builder *b, MlirOperation op, MlirValue dy) {
   PiperOpId id = piperOpFacts(op)->id;
   MlirNamedAttribute minus = piperNamedAttr(b->ctx, "value", f64Attr(b, -1.0));
   if (id == PIPER_TDAG_SUB && wantsGrad(b, x[1]))
-    g[1] = emitTyped(b, "tdag.mul_scalar", op, 1, &dy, typeOf(dy), 1, &minus);
+    g[1] = emitTyped(b, PIPER_TDAG_MUL_SCALAR, op, 1, &dy, typeOf(dy), 1, &minus);
   if (id == PIPER_TDAG_MUL)
     for (int k = 0; k < 2; ++k)
       if (wantsGrad(b, x[k])) {
         MlirValue ops[2] = {dy, x[1 - k]};
-        g[k] = emitTyped(b, "tdag.mul", op, 2, ops, typeOf(dy), 0, NULL);
+        g[k] = emitTyped(b, PIPER_TDAG_MUL, op, 2, ops, typeOf(dy), 0, NULL);
       }
   if (id == PIPER_TDAG_DIV && (wantsGrad(b, x[0]) || wantsGrad(b, x[1]))) {
     MlirValue ops[2] = {dy, x[1]};
-    g[0] = emitTyped(b, "tdag.div", op, 2, ops, typeOf(dy), 0, NULL);
+    g[0] = emitTyped(b, PIPER_TDAG_DIV, op, 2, ops, typeOf(dy), 0, NULL);
     if (wantsGrad(b, x[1])) {
       MlirValue prod[2] = {g[0], result(op, 0)};
-      MlirValue t = emitTyped(b, "tdag.mul", op, 2, prod, typeOf(dy), 0, NULL);
-      g[1] = emitTyped(b, "tdag.mul_scalar", op, 1, &t, typeOf(dy), 1, &minus);
+      MlirValue t = emitTyped(b, PIPER_TDAG_MUL, op, 2, prod, typeOf(dy), 0, NULL);
+      g[1] = emitTyped(b, PIPER_TDAG_MUL_SCALAR, op, 1, &t, typeOf(dy), 1, &minus);
     }
   }
   for (int k = 0; k < 2; ++k)
@@ -417,7 +419,7 @@ static void gradMulScalar(Builder *b, MlirOperation op, MlirValue dy) {
   MlirNamedAttribute value =
       piperNamedAttr(b->ctx, "value", mlirOperationGetAttributeByName(op, piperStr("value")));
   if (wantsGrad(b, x))
-    accumulate(b, op, x, emitTyped(b, "tdag.mul_scalar", op, 1, &dy, typeOf(x), 1, &value));
+    accumulate(b, op, x, emitTyped(b, PIPER_TDAG_MUL_SCALAR, op, 1, &dy, typeOf(x), 1, &value));
 }
 
 /* add_scalar: dx = dy */
@@ -431,7 +433,7 @@ static void gradPowScalar(Builder *b, MlirOperation op, MlirValue dy) {
   MlirNamedAttribute e = piperNamedAttr(
       b->ctx, "exponent", mlirOperationGetAttributeByName(op, piperStr("exponent")));
   if (wantsGrad(b, x))
-    accumulate(b, op, x, emitTyped(b, "tdag.pow_scalar_grad", op, 2, ops, typeOf(x), 1, &e));
+    accumulate(b, op, x, emitTyped(b, PIPER_TDAG_POW_SCALAR_GRAD, op, 2, ops, typeOf(x), 1, &e));
 }
 
 /* softmax, log_softmax {dim}: dx = the row's .gradOp (dy, y) {dim}, from the saved result y */
@@ -441,7 +443,7 @@ static void gradSoftmax(Builder *b, MlirOperation op, MlirValue dy) {
   const PiperOpFacts *g = &piperOpFactsTable(&nRows)[piperOpFacts(op)->gradOp];
   MlirNamedAttribute dim =
       piperNamedAttr(b->ctx, "dim", mlirOperationGetAttributeByName(op, piperStr("dim")));
-  if (wantsGrad(b, x)) accumulate(b, op, x, emitTyped(b, g->name, op, 2, ops, typeOf(x), 1, &dim));
+  if (wantsGrad(b, x)) accumulate(b, op, x, emitTyped(b, g->id, op, 2, ops, typeOf(x), 1, &dim));
 }
 
 /* masked_fill(x, mask) {value}: dx = masked_fill(dy, mask) {value = 0}; the mask is constant */
@@ -449,13 +451,13 @@ static void gradMaskedFill(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue x = operand(op, 0), ops[2] = {dy, operand(op, 1)};
   MlirNamedAttribute zero = piperNamedAttr(b->ctx, "value", f64Attr(b, 0.0));
   if (wantsGrad(b, x))
-    accumulate(b, op, x, emitTyped(b, "tdag.masked_fill", op, 2, ops, typeOf(x), 1, &zero));
+    accumulate(b, op, x, emitTyped(b, PIPER_TDAG_MASKED_FILL, op, 2, ops, typeOf(x), 1, &zero));
 }
 
 /* True for a tdag.param that is trained: not a buffer (init = "buffer": non-trained state). */
 static bool isTrainedParam(MlirOperation op) {
   char init[16] = "";
-  return piperOpIs(op, "tdag.param") && !(piperGetStringAttr(op, "init", init, sizeof init) &&
+  return piperIsOp(op, PIPER_TDAG_PARAM) && !(piperGetStringAttr(op, "init", init, sizeof init) &&
                                           !strcmp(init, "buffer"));
 }
 
@@ -515,7 +517,7 @@ static void emitUpdate(Builder *b, MlirOperation param, MlirValue g) {
     MlirNamedAttribute attrs[2] = {
         piperNamedAttr(b->ctx, "param", name),
         piperNamedAttr(b->ctx, "slot", mlirStringAttrGet(b->ctx, piperStr(slots[i])))};
-    state[i] = result(emit(b, "tdag.adam_state", param, "UPD", 0, NULL, 1, &t, 2, attrs), 0);
+    state[i] = result(emit(b, PIPER_TDAG_ADAM_STATE, param, "UPD", 0, NULL, 1, &t, 2, attrs), 0);
   }
   MlirType f64 = mlirF64TypeGet(b->ctx), i64 = mlirIntegerTypeGet(b->ctx, 64);
   /* Weight decay applies to matrices only (embeddings and linear weights), as in nanoGPT. */
@@ -526,7 +528,7 @@ static void emitUpdate(Builder *b, MlirOperation param, MlirValue g) {
       piperNamedAttr(b->ctx, "decay",
                      mlirIntegerAttrGet(i64, piperTensorRank(t) == 2 ? 1 : 0))};
   MlirValue ops[4] = {p, g, state[0], state[1]};
-  emit(b, "tdag.adamw", param, "UPD", 4, ops, 0, NULL, 4, attrs);
+  emit(b, PIPER_TDAG_ADAMW, param, "UPD", 4, ops, 0, NULL, 4, attrs);
 }
 
 static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
@@ -536,7 +538,7 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
        op = mlirOperationGetNextInBlock(op)) {
     char name[16];
     if (isTrainingOp(op)) return mlirLogicalResultSuccess(); /* already a training graph */
-    if (piperOpIs(op, "tdag.output") && piperGetStringAttr(op, "name", name, sizeof name) &&
+    if (piperIsOp(op, PIPER_TDAG_OUTPUT) && piperGetStringAttr(op, "name", name, sizeof name) &&
         !strcmp(name, "loss"))
       lossOut = op;
     nOps++;
@@ -546,7 +548,7 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
   MlirValue loss = operand(lossOut, 0);
   MlirOperation lossOp = mlirValueIsAOpResult(loss) ? mlirOpResultGetOwner(loss)
                                                     : (MlirOperation){NULL};
-  if (mlirOperationIsNull(lossOp) || !piperOpIs(lossOp, "tdag.cross_entropy") ||
+  if (mlirOperationIsNull(lossOp) || !piperIsOp(lossOp, PIPER_TDAG_CROSS_ENTROPY) ||
       mlirOpResultGetResultNumber(loss) != 0) {
     mlirEmitError(mlirOperationGetLocation(lossOut),
                   "piper-autodiff: the loss must be result #0 of a tdag.cross_entropy");
@@ -570,7 +572,7 @@ static MlirLogicalResult differentiate(MlirContext ctx, MlirBlock body) {
   MlirAttribute smoothing = mlirOperationGetAttributeByName(lossOp, piperStr("label_smoothing"));
   MlirNamedAttribute ceAttr = piperNamedAttr(ctx, "label_smoothing", smoothing);
   accumulate(&b, lossOp, operand(lossOp, 0),
-             emitTyped(&b, "tdag.cross_entropy_grad", lossOp, 2, ceOps,
+             emitTyped(&b, PIPER_TDAG_CROSS_ENTROPY_GRAD, lossOp, 2, ceOps,
                        typeOf(operand(lossOp, 0)), mlirAttributeIsNull(smoothing) ? 0 : 1,
                        &ceAttr));
 

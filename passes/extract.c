@@ -157,8 +157,8 @@ static void insertWaits(MlirBlock body, MlirOperation ret) {
  * parameters are placed there alone), each of the three groups (gates, ups, downs) cut alike,
  * and its operandSegmentSizes follows. Other ops are left alone. */
 static void epLocalWeights(MlirContext ctx, MlirOperation op, MlirOperation c, int64_t d) {
-  bool fwd = piperOpIs(op, "tdag.moe_experts");
-  if ((!fwd && !piperOpIs(op, "tdag.moe_experts_grad_input")) ||
+  bool fwd = piperIsOp(op, PIPER_TDAG_MOE_EXPERTS);
+  if ((!fwd && !piperIsOp(op, PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT)) ||
       piperGetIntAttr(op, "groups", 1) <= 1)
     return;
   intptr_t first = fwd ? 2 : 3, n = mlirOperationGetNumOperands(op), E = (n - first) / 3;
@@ -258,14 +258,14 @@ static MlirLogicalResult splitResults(MlirOperation op, MlirOperation c, int64_t
 static void setReplicaAttrs(Extractor *ex, MlirOperation op, MlirOperation c, int64_t R,
                             int64_t k, int64_t flatK, int64_t role, int64_t stateK,
                             int64_t stateR) {
-  if (piperOpIs(op, "tdag.input") && R > 1) {
+  if (piperIsOp(op, PIPER_TDAG_INPUT) && R > 1) {
     int64_t rows = piperTensorDim(mlirValueGetType(mlirOperationGetResult(c, 0)), 0);
     mlirOperationSetAttributeByName(
         c, piperStr("first_sample"),
         piperI64Attr(ex->ctx, piperGetIntAttr(op, "first_sample", 0) + k * rows));
     if (role >= 0) /* replica k's first row: first_sample + k * first_sample_stride */
       mlirOperationSetAttributeByName(c, piperStr("first_sample_stride"), piperI64Attr(ex->ctx, rows));
-  } else if (piperOpIs(op, "tdag.cross_entropy_grad") &&
+  } else if (piperIsOp(op, PIPER_TDAG_CROSS_ENTROPY_GRAD) &&
              mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("total_rows")))) {
     MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0));
     mlirOperationSetAttributeByName(
@@ -274,7 +274,7 @@ static void setReplicaAttrs(Extractor *ex, MlirOperation op, MlirOperation c, in
   }
   if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
     mlirOperationSetAttributeByName(c, piperStr("shard"), piperI64Attr(ex->ctx, stateK)); /* ZeRO */
-  else if (stateR > 1 && piperOpIs(op, "tdag.adamw"))
+  else if (stateR > 1 && piperIsOp(op, PIPER_TDAG_ADAMW))
     /* a whole-tensor update on stateR devices holding the same reduced gradient */
     mlirOperationSetAttributeByName(c, piperStr("replica"), piperI64Attr(ex->ctx, stateK)); /* norm once */
   MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
@@ -379,7 +379,7 @@ static bool epRolesOk(Extractor *ex, int64_t devices) {
     MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
     /* one device, or under tensor parallelism the owner replica's group (T members) */
     int64_t n = piperListLen(devs), count = n, k = 0;
-    bool nameless = !piperOpIs(op, "tdag.param") && !piperOpIs(op, "tdag.adam_state");
+    bool nameless = !piperIsOp(op, PIPER_TDAG_PARAM) && !piperIsOp(op, PIPER_TDAG_ADAM_STATE);
     ok = (n == 1 || piperTpSplitReplicas(&ex->tp, op, &count, &k) == n) &&
          (nameless ||
           !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_expert"))));
@@ -595,7 +595,7 @@ static MlirLogicalResult runExtract(MlirOperation module, const char *arg) {
     if (ex.nOps == cap) ex.ops = realloc(ex.ops, (cap *= 2) * sizeof *ex.ops);
     ex.ops[ex.nOps++] = op;
     char name[16];
-    if (piperOpIs(op, "tdag.input") && piperGetStringAttr(op, "name", name, sizeof name) &&
+    if (piperIsOp(op, PIPER_TDAG_INPUT) && piperGetStringAttr(op, "name", name, sizeof name) &&
         !strcmp(name, "tokens")) {
       int64_t end = piperGetIntAttr(op, "first_sample", 0) +
                     piperTensorDim(mlirValueGetType(mlirOperationGetResult(op, 0)), 0);

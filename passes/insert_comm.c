@@ -194,7 +194,8 @@ static bool epLocalEdge(MlirOperation op, MlirOperation producer, MlirAttribute 
 static MlirOperation updateOf(MlirBlock body, MlirValue param) {
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
-    if (piperOpIs(op, "tdag.adamw") && mlirOperationGetOperand(op, 0).ptr == param.ptr) return op;
+    if (piperIsOp(op, PIPER_TDAG_ADAMW) && mlirOperationGetOperand(op, 0).ptr == param.ptr)
+      return op;
   return (MlirOperation){NULL};
 }
 
@@ -267,7 +268,7 @@ static MlirLogicalResult runInsertComm(MlirOperation module, const char *arg) {
         status = mlirLogicalResultFailure();
         break;
       }
-      if (piperOpIs(producer, "tdag.param")) {
+      if (piperIsOp(producer, PIPER_TDAG_PARAM)) {
         mlirOperationSetOperand(op, a, paramCopy(&in, producer, to));
         continue;
       }

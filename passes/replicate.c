@@ -459,7 +459,7 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
     if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")))) continue;
     MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
     /* a parameter's copy lives with the consumers that read it (insert-comm), elsewhere */
-    if (!piperOpIs(op, "tdag.param") && !sameDevices(placed, devices)) {
+    if (!piperIsOp(op, PIPER_TDAG_PARAM) && !sameDevices(placed, devices)) {
       piperDirectiveError(d, "replicate: the selected ops are placed on other devices than "
                              "this directive's; give place and replicate the same device list");
       free(updates);
@@ -467,22 +467,22 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
     }
     /* of the placed (sorted) list, not of a parameter copy elsewhere; the directive's own
      * list may be in any order */
-    if (!tp && (piperOpIs(op, "tdag.adamw") || sameDevices(placed, devices)))
+    if (!tp && (piperIsOp(op, PIPER_TDAG_ADAMW) || sameDevices(placed, devices)))
       tp = piperTpSize(mlirOperationGetParentOperation(d), placed);
     /* every op but a parameter is on this directive's devices (checked above), so tp is set */
     /* context parallelism (shard_sequence.c): a group's members share batch rows, not
      * gradients or state: the reduction and ZeRO's shards span every device of the list
      * (extraction gives device k of it shard k), the batch only its groups */
-    if (!cp && (piperOpIs(op, "tdag.adamw") || sameDevices(placed, devices)))
+    if (!cp && (piperIsOp(op, PIPER_TDAG_ADAMW) || sameDevices(placed, devices)))
       cp = piperCpSize(piperCpGroups(mlirOperationGetParentOperation(d)), placed,
                        tp ? tp : 1, NULL);
-    if (!piperOpIs(op, "tdag.param") && tp &&
+    if (!piperIsOp(op, PIPER_TDAG_PARAM) && tp &&
         !replicasDivideBatch(d, op, piperListLen(devices) / tp / (cp ? cp : 1),
                              tp)) {
       free(updates);
       return mlirLogicalResultFailure();
     }
-    if (!piperOpIs(op, "tdag.adamw") || piperListLen(devices) / tp < 2) continue;
+    if (!piperIsOp(op, PIPER_TDAG_ADAMW) || piperListLen(devices) / tp < 2) continue;
     if (!piperGrow((void **)&updates, &capUpdates, nUpdates + 1, sizeof *updates)) {
       piperDirectiveError(d, "replicate: out of memory");
       free(updates);

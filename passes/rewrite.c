@@ -13,12 +13,6 @@
 
 /* ---- reading ---- */
 
-bool piperIsOp(MlirOperation op, PiperOpId id) {
-  if (mlirOperationIsNull(op)) return false;
-  const PiperOpFacts *f = piperOpFacts(op);
-  return f && f->id == id;
-}
-
 MlirOperation piperDefOf(MlirValue v, PiperOpId id) {
   if (mlirValueIsNull(v) || !mlirValueIsAOpResult(v)) return (MlirOperation){NULL};
   MlirOperation op = mlirOpResultGetOwner(v);

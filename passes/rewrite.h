@@ -17,8 +17,6 @@
 
 /* The op defining `v` if it is a tdag op of id `id`, else null. */
 MlirOperation piperDefOf(MlirValue v, PiperOpId id);
-/* Whether `op` is the tdag op `id`. */
-bool piperIsOp(MlirOperation op, PiperOpId id);
 /* `v` with the reshapes that made it looked through: the value they started from. */
 MlirValue piperThroughReshapes(MlirValue v);
 static inline MlirValue piperOperand(MlirOperation op, intptr_t i) {

@@ -69,11 +69,11 @@ typedef struct {
   int64_t T;             /* tensor-parallel group size (shardTensorRuns), 1 without */
 } Sharder;
 
-/* The user of `v` that is op `name`, or null. */
-static MlirOperation userNamed(MlirValue v, const char *name) {
+/* The user of `v` that is the tdag op `id`, or null. */
+static MlirOperation userNamed(MlirValue v, PiperOpId id) {
   for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
        u = mlirOpOperandGetNextUse(u))
-    if (piperOpIs(mlirOpOperandGetOwner(u), name)) return mlirOpOperandGetOwner(u);
+    if (piperIsOp(mlirOpOperandGetOwner(u), id)) return mlirOpOperandGetOwner(u);
   return (MlirOperation){NULL};
 }
 
@@ -119,8 +119,8 @@ static void placeLocal(Sharder *s, MlirOperation op, MlirAttribute device) {
 static void placeGradientChain(Sharder *s, MlirValue g, MlirAttribute device) {
   if (!mlirValueIsAOpResult(g)) return;
   MlirOperation op = mlirOpResultGetOwner(g);
-  if (piperOpIs(op, "tdag.moe_experts_grad_weight")) return; /* placed with its expert */
-  if (!piperOpIs(op, "tdag.add")) return;
+  if (piperIsOp(op, PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT)) return; /* placed with its expert */
+  if (!piperIsOp(op, PIPER_TDAG_ADD)) return;
   placeLocal(s, op, device);
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
     placeGradientChain(s, mlirOperationGetOperand(op, i), device);
@@ -132,7 +132,7 @@ static void placeParam(Sharder *s, MlirValue p, MlirAttribute device) {
   for (MlirOpOperand u = mlirValueGetFirstUse(p); !mlirOpOperandIsNull(u);
        u = mlirOpOperandGetNextUse(u)) {
     MlirOperation upd = mlirOpOperandGetOwner(u);
-    if (!piperOpIs(upd, "tdag.adamw")) continue;
+    if (!piperIsOp(upd, PIPER_TDAG_ADAMW)) continue;
     placeLocal(s, upd, device);
     for (int i = 2; i < 4; ++i) placeLocal(s, mlirOpResultGetOwner(mlirOperationGetOperand(upd, i)), device);
     placeGradientChain(s, mlirOperationGetOperand(upd, 1), device);
@@ -151,7 +151,8 @@ static void placeParam(Sharder *s, MlirValue p, MlirAttribute device) {
 
 /* The name of expert parameter `v` (a heap copy), or NULL if it is not a tdag.param's. */
 static char *expertName(MlirValue v) {
-  if (!mlirValueIsAOpResult(v) || !piperOpIs(mlirOpResultGetOwner(v), "tdag.param")) return NULL;
+  if (!mlirValueIsAOpResult(v) || !piperIsOp(mlirOpResultGetOwner(v), PIPER_TDAG_PARAM))
+    return NULL;
   MlirAttribute a = mlirOperationGetAttributeByName(mlirOpResultGetOwner(v), piperStr("name"));
   if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a)) return NULL;
   MlirStringRef r = mlirStringAttrGetValue(a);
@@ -197,10 +198,10 @@ static void markExpertNames(Sharder *s, MlirOperation x, int64_t E, int64_t El) 
       for (MlirOpOperand u = mlirValueGetFirstUse(p); !mlirOpOperandIsNull(u);
            u = mlirOpOperandGetNextUse(u)) {
         MlirOperation upd = mlirOpOperandGetOwner(u);
-        if (!piperOpIs(upd, "tdag.adamw")) continue;
+        if (!piperIsOp(upd, PIPER_TDAG_ADAMW)) continue;
         for (int i = 2; i < 4; ++i) {
           MlirValue m = mlirOperationGetOperand(upd, i);
-          if (mlirValueIsAOpResult(m) && piperOpIs(mlirOpResultGetOwner(m), "tdag.adam_state"))
+          if (mlirValueIsAOpResult(m) && piperIsOp(mlirOpResultGetOwner(m), PIPER_TDAG_ADAM_STATE))
             mlirOperationSetAttributeByName(mlirOpResultGetOwner(m), piperStr("ep_expert"), mark);
         }
       }
@@ -224,7 +225,7 @@ static MlirLogicalResult shardBlock(Sharder *s, MlirOperation directive, MlirOpe
   MlirValue rows = mlirOperationGetOperand(x, 0);
   MlirOperation dispatch = mlirValueIsAOpResult(rows) ? mlirOpResultGetOwner(rows)
                                                       : (MlirOperation){NULL};
-  if (mlirOperationIsNull(dispatch) || !piperOpIs(dispatch, "tdag.moe_dispatch")) {
+  if (mlirOperationIsNull(dispatch) || !piperIsOp(dispatch, PIPER_TDAG_MOE_DISPATCH)) {
     piperDirectiveError(directive, "shard: the selected tdag.moe_experts does not read the rows "
                                    "of a tdag.moe_dispatch; expert parallelism needs the "
                                    "dispatch/experts/combine block piper-gen writes");
@@ -262,20 +263,20 @@ static MlirLogicalResult shardBlock(Sharder *s, MlirOperation directive, MlirOpe
 
   /* the block's ops: forward, then the backward autodiff wrote (absent in an inference graph) */
   MlirValue out = mlirOperationGetResult(x, 0), hidden = mlirOperationGetResult(x, 1);
-  MlirOperation combine = userNamed(out, "tdag.moe_combine");
-  MlirOperation combineGrad = userNamed(out, "tdag.moe_combine_grad");
-  MlirOperation gradIn = userNamed(hidden, "tdag.moe_experts_grad_input");
+  MlirOperation combine = userNamed(out, PIPER_TDAG_MOE_COMBINE);
+  MlirOperation combineGrad = userNamed(out, PIPER_TDAG_MOE_COMBINE_GRAD);
+  MlirOperation gradIn = userNamed(hidden, PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT);
   MlirOperation dispatchGrad = mlirOperationIsNull(gradIn)
                                    ? (MlirOperation){NULL}
                                    : userNamed(mlirOperationGetResult(gradIn, 0),
-                                               "tdag.moe_dispatch_grad");
+                                               PIPER_TDAG_MOE_DISPATCH_GRAD);
   MlirOperation block[6] = {dispatch, x, combine, combineGrad, gradIn, dispatchGrad};
   for (int i = 0; i < 6; ++i)
     if (!mlirOperationIsNull(block[i]))
       mlirOperationSetAttributeByName(block[i], piperStr("groups"), piperI64Attr(s->ctx, G));
   for (MlirOpOperand u = mlirValueGetFirstUse(hidden); !mlirOpOperandIsNull(u);
        u = mlirOpOperandGetNextUse(u))
-    if (piperOpIs(mlirOpOperandGetOwner(u), "tdag.moe_experts_grad_weight"))
+    if (piperIsOp(mlirOpOperandGetOwner(u), PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT))
       mlirOperationSetAttributeByName(mlirOpOperandGetOwner(u), piperStr("groups"),
                                       piperI64Attr(s->ctx, G));
 
@@ -303,8 +304,9 @@ static MlirLogicalResult shardBlock(Sharder *s, MlirOperation directive, MlirOpe
   for (MlirOpOperand u = mlirValueGetFirstUse(hidden); !mlirOpOperandIsNull(u);
        u = mlirOpOperandGetNextUse(u)) {
     MlirOperation gw = mlirOpOperandGetOwner(u);
-    int64_t e = piperOpIs(gw, "tdag.moe_experts_grad_weight") ? piperGetIntAttr(gw, "expert", -1)
-                                                              : -1;
+    int64_t e = piperIsOp(gw, PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT)
+                    ? piperGetIntAttr(gw, "expert", -1)
+                    : -1;
     if (e >= 0 && e < E && mlirOperationIsNull(gradOf[e])) gradOf[e] = gw;
   }
   /* owners: expert e on replica e / El; its weight gradients keep the local index e % El */
@@ -408,7 +410,8 @@ static MlirOperation unselectedSharer(MlirOperation x, MlirAttribute filter) {
     for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetOperand(x, i));
          !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
       MlirOperation other = mlirOpOperandGetOwner(u);
-      if (piperOpIs(other, "tdag.moe_experts") && !piperFilterMatches(other, filter)) return other;
+      if (piperIsOp(other, PIPER_TDAG_MOE_EXPERTS) && !piperFilterMatches(other, filter))
+        return other;
     }
   return (MlirOperation){NULL};
 }
@@ -428,7 +431,7 @@ MlirLogicalResult piperApplyShard(MlirOperation directive, MlirBlock body) {
   size_t n = 0, cap = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!piperOpIs(op, "tdag.moe_experts") || !piperFilterMatches(op, filter)) continue;
+    if (!piperIsOp(op, PIPER_TDAG_MOE_EXPERTS) || !piperFilterMatches(op, filter)) continue;
     if (!piperGrow((void **)&blocks, &cap, n + 1, sizeof *blocks)) {
       piperDirectiveError(directive, "shard: out of memory");
       free(blocks);

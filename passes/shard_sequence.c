@@ -407,7 +407,7 @@ static MlirLogicalResult findSequence(Seq *s) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     char name[16];
-    if (piperOpIs(op, "tdag.input") && piperGetStringAttr(op, "name", name, sizeof name) &&
+    if (piperIsOp(op, PIPER_TDAG_INPUT) && piperGetStringAttr(op, "name", name, sizeof name) &&
         !strcmp(name, "tokens"))
       s->T = piperTensorDim(mlirValueGetType(mlirOperationGetResult(op, 0)), 1) *
              piperGetIntAttr(op, "cp_size", 1);
@@ -431,7 +431,7 @@ static MlirLogicalResult findSequence(Seq *s) {
 /* ---- rewrite ---- */
 
 static bool isAttention(MlirOperation op) {
-  return piperOpIs(op, "tdag.attention") || piperOpIs(op, "tdag.gqa_attention");
+  return piperIsOp(op, PIPER_TDAG_ATTENTION) || piperIsOp(op, PIPER_TDAG_GQA_ATTENTION);
 }
 
 /* `t` with dim 1 set to `d`. */
@@ -446,7 +446,7 @@ static MlirType withDim1(MlirType t, int64_t d) {
 /* The loss gradient divides by the whole sequence's rows, B * T: set from the probabilities'
  * type before any type is narrowed (split sets it already when it copied the op). */
 static void keepTotalRows(Seq *s, MlirOperation op) {
-  if (!piperOpIs(op, "tdag.cross_entropy_grad") ||
+  if (!piperIsOp(op, PIPER_TDAG_CROSS_ENTROPY_GRAD) ||
       !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("total_rows"))))
     return;
   MlirType p = mlirValueGetType(mlirOperationGetOperand(op, 0)); /* whole (B, T, V) */
@@ -459,8 +459,16 @@ static void keepTotalRows(Seq *s, MlirOperation op) {
  * for the N = B * T tokens (moeGeometry): R is linear in T, so a member's rows are R / G. No
  * MoE op returns a (B, T) tensor, so rank 2 tells the rows apart. */
 static bool movesRows(MlirOperation op) {
-  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
-  return (n.length > 9 && !memcmp(n.data, "tdag.moe_", 9)) || piperOpIs(op, "comm.all_to_all");
+  const PiperOpFacts *f = piperOpFacts(op);
+  if (!f) return piperOpIs(op, "comm.all_to_all");
+  switch (f->id) {
+  case PIPER_TDAG_MOE_TOPK: case PIPER_TDAG_MOE_TOPK_GRAD:
+  case PIPER_TDAG_MOE_DISPATCH: case PIPER_TDAG_MOE_DISPATCH_GRAD:
+  case PIPER_TDAG_MOE_EXPERTS: case PIPER_TDAG_MOE_EXPERTS_GRAD_INPUT:
+  case PIPER_TDAG_MOE_EXPERTS_GRAD_WEIGHT:
+  case PIPER_TDAG_MOE_COMBINE: case PIPER_TDAG_MOE_COMBINE_GRAD: return true;
+  default: return false;
+  }
 }
 
 /* `t` with dim 0 divided by `g`. */
@@ -486,11 +494,11 @@ static void retype(Seq *s, MlirOperation op) {
       continue;
     mlirValueSetType(v, withDim1(t, s->Tl));
   }
-  static const char *positional[] = {"tdag.input",          "tdag.embedding", "tdag.rope",
-                                     "tdag.embedding_grad", "tdag.rope_grad"};
-  bool cp = piperOpIs(op, "tdag.output");
+  static const PiperOpId positional[] = {PIPER_TDAG_INPUT, PIPER_TDAG_EMBEDDING, PIPER_TDAG_ROPE,
+                                         PIPER_TDAG_EMBEDDING_GRAD, PIPER_TDAG_ROPE_GRAD};
+  bool cp = piperIsOp(op, PIPER_TDAG_OUTPUT);
   for (size_t i = 0; i < sizeof positional / sizeof *positional; ++i)
-    cp = cp || piperOpIs(op, positional[i]);
+    cp = cp || piperIsOp(op, positional[i]);
   if (cp) mlirOperationSetAttributeByName(op, piperStr("cp_size"), piperI64Attr(s->ctx, s->G));
 }
 
@@ -530,7 +538,7 @@ static MlirOperation ringOp(Seq *s, MlirOperation old, const char *name, intptr_
 /* attention(qkv) -> ring_attention(qkv): (out, lse); gqa_attention(q, k, v) alike. The
  * lse is (B, H, Tl), the local rows' of the op's (B, H, T). */
 static void ringForward(Seq *s, MlirOperation op) {
-  bool gqa = piperOpIs(op, "tdag.gqa_attention");
+  bool gqa = piperIsOp(op, PIPER_TDAG_GQA_ATTENTION);
   intptr_t nIn = mlirOperationGetNumOperands(op);
   MlirValue in[3];
   for (intptr_t i = 0; i < nIn && i < 3; ++i) in[i] = mlirOperationGetOperand(op, i);
@@ -545,7 +553,7 @@ static void ringForward(Seq *s, MlirOperation op) {
  * gqa_attention_grad(dout, q, k, v, out, lse) -> ring_gqa_attention_grad(dout, out, q, k, v,
  * lse). out and lse are by now the forward ring op's (ringForward replaced them). */
 static bool ringBackward(Seq *s, MlirOperation op) {
-  bool gqa = piperOpIs(op, "tdag.gqa_attention_grad");
+  bool gqa = piperIsOp(op, PIPER_TDAG_GQA_ATTENTION_GRAD);
   intptr_t n = mlirOperationGetNumOperands(op);
   MlirValue lse = mlirOperationGetOperand(op, n - 1);
   if (!mlirValueIsAOpResult(lse) || !piperIsRingOp(mlirOpResultGetOwner(lse))) {
@@ -638,7 +646,8 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
     if (isAttention(ops[i])) ringForward(&s, ops[i]);
   bool ok = true;
   for (size_t i = 0; i < n && ok; ++i)
-    if (piperOpIs(ops[i], "tdag.attention_grad") || piperOpIs(ops[i], "tdag.gqa_attention_grad")) {
+    if (piperIsOp(ops[i], PIPER_TDAG_ATTENTION_GRAD) ||
+        piperIsOp(ops[i], PIPER_TDAG_GQA_ATTENTION_GRAD)) {
       ok = ringBackward(&s, ops[i]);
       if (ok) { /* the later loops skip it: its memory is gone */
         mlirOperationDestroy(ops[i]);
@@ -655,7 +664,7 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
       ops[i] = (MlirOperation){NULL};
     }
   for (size_t i = 0; i < n; ++i)
-    if (!mlirOperationIsNull(ops[i]) && piperOpIs(ops[i], "tdag.adamw"))
+    if (!mlirOperationIsNull(ops[i]) && piperIsOp(ops[i], PIPER_TDAG_ADAMW))
       reduceExpertGradient(&s, ops[i]);
   free(ops);
   recordGroup(&s);

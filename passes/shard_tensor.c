@@ -22,11 +22,13 @@
  * exchange). Each must have the form
  *   column linears -> [attention | gqa_attention | rmsnorm | rope | gelu | swiglu | general]*
  *     -> row linear
- * (findRegions, checkRegion): column linears (tdag.linear or tdag.matmul_nt) read a value from
- * outside, exactly one row linear reads a value from inside and is the only op whose result
- * leaves; interior ops read only the region's values (and an rmsnorm its weight). An exported
- * model's general ops may sit between them where each member computes its part from its own
- * (checkRegionSplits, carriedDim): elementwise ones (GeGLU's gelu(gate) * up), and layout ops
+ * (findRegions, checkRegion; which op plays which part is its row's tp column, PiperTpRule in
+ * include/piper/ops.h, so a new op joins by its row): column linears (tdag.linear or
+ * tdag.matmul_nt) read a value from outside, exactly one row linear reads a value from
+ * inside and is the only op whose result leaves; interior ops read only the region's values
+ * (and an rmsnorm its weight). An exported model's general ops may sit between them where
+ * each member computes its part from its own (checkRegionSplits, carriedDim): elementwise
+ * ones (GeGLU's gelu(gate) * up), and layout ops
  * that keep the split dim whole (GPT-NeoX's per-head packed qkv: a reshape (B,T,3C) ->
  * (B,T,H,3D) moves the split to the heads, slices of a head's features leave it there); their
  * result types follow the split (retypeGeneral). A weight read through its transpose
@@ -173,13 +175,13 @@ static MlirOperation weightParam(MlirValue v, bool *transposed) {
   *transposed = false;
   if (!mlirValueIsAOpResult(v)) return (MlirOperation){NULL};
   MlirOperation op = mlirOpResultGetOwner(v);
-  if (piperOpIs(op, "tdag.param")) return op;
+  if (piperIsOp(op, PIPER_TDAG_PARAM)) return op;
   int64_t perm[2];
-  if (!piperOpIs(op, "tdag.permute") || piperTensorRank(mlirValueGetType(v)) != 2 ||
+  if (!piperIsOp(op, PIPER_TDAG_PERMUTE) || piperTensorRank(mlirValueGetType(v)) != 2 ||
       !piperPermuteOf(op, 2, perm) || perm[0] != 1)
     return (MlirOperation){NULL};
   MlirValue w = mlirOperationGetOperand(op, 0);
-  if (!mlirValueIsAOpResult(w) || !piperOpIs(mlirOpResultGetOwner(w), "tdag.param"))
+  if (!mlirValueIsAOpResult(w) || !piperIsOp(mlirOpResultGetOwner(w), PIPER_TDAG_PARAM))
     return (MlirOperation){NULL};
   *transposed = true;
   return mlirOpResultGetOwner(w);
@@ -193,7 +195,7 @@ static bool markParam(Sharder *s, MlirValue p, SliceKind kind, MlirOperation dir
     p = mlirOperationGetResult(viaT, 0);
     kind = transposedKind(kind);
   }
-  if (!mlirValueIsAOpResult(p) || !piperOpIs(mlirOpResultGetOwner(p), "tdag.param")) {
+  if (!mlirValueIsAOpResult(p) || !piperIsOp(mlirOpResultGetOwner(p), PIPER_TDAG_PARAM)) {
     piperDirectiveError(directive, "shard_tensor: a split linear's weight or bias must be a "
                                    "tdag.param (or a weight's transpose)");
     return false;
@@ -223,27 +225,20 @@ static void errorAtOp(MlirOperation directive, MlirOperation op, const char *wha
   piperEmitNotef(mlirOperationGetLocation(op), "shard_tensor: this op of node %s", label);
 }
 
+/* The op's rule in a region: its row's tp column (include/piper/tdag_ops.def). */
+static PiperTpRule tpRule(MlirOperation op) {
+  const PiperOpFacts *f = piperOpFacts(op);
+  return f ? f->tp : PIPER_TP_NONE;
+}
+
 /* The ops a region may hold between its column and row linears: each works on the split last
  * dim independently per member (elementwise, or per head once the heads divide). */
 static bool interiorOp(MlirOperation op) {
-  const PiperOpFacts *f = piperOpFacts(op);
-  if (!f) return false;
-  switch (f->id) {
-  case PIPER_TDAG_ATTENTION:      /* GPT's, on packed qkv: heads split */
-  case PIPER_TDAG_GELU:           /* elementwise */
-  case PIPER_TDAG_GELU_ERF:       /* elementwise: an exported nn.GELU() */
-  case PIPER_TDAG_SWIGLU:         /* elementwise on gate and up */
-  case PIPER_TDAG_RMSNORM:        /* per chunk (head) of its weight's size: qwen3's q/k_norm */
-  case PIPER_TDAG_ROPE:           /* per head, by position */
-  case PIPER_TDAG_GQA_ATTENTION:  /* query and kv heads split together */
-    return true;
-  default: return false;
-  }
+  PiperTpRule tp = tpRule(op);
+  return tp != PIPER_TP_NONE && tp != PIPER_TP_LINEAR;
 }
 
-static bool isLinear(MlirOperation op) {
-  return piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt");
-}
+static bool isLinear(MlirOperation op) { return tpRule(op) == PIPER_TP_LINEAR; }
 
 /* An exported model's general op (python/piper), which runs on activations and parameters
  * alike (PIPER_BATCH_OPERANDS). */
@@ -376,9 +371,10 @@ static bool checkRegionEdges(Directive *d, const Region *r) {
     for (intptr_t a = 0; a < mlirOperationGetNumOperands(o); ++a) {
       MlirValue v = mlirOperationGetOperand(o, a);
       if (valueInRegion(r, v)) continue;
-      bool param = mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param");
+      bool param =
+          mlirValueIsAOpResult(v) && piperIsOp(mlirOpResultGetOwner(v), PIPER_TDAG_PARAM);
       if ((column && a == 0) || (a > 0 && isLinear(o)) || /* weights: markParam checks */
-          (a == 1 && param && piperOpIs(o, "tdag.rmsnorm")) || (param && isWeightView(o)))
+          (a == 1 && param && tpRule(o) == PIPER_TP_HEAD_NORM) || (param && isWeightView(o)))
         continue;
       errorAtOp(d->directive, o, "an op inside the region reads a value from outside it; only "
                                  "its column linears may");
@@ -404,48 +400,51 @@ static bool checkRegionEdges(Directive *d, const Region *r) {
  * heads, a per-head op's heads, a column linear's output features. */
 static bool opDivides(Directive *d, const Region *r, MlirOperation o, int64_t T) {
   const PiperOpFacts *f = piperOpFacts(o);
+  const char *name = f->name + strlen("tdag.");
   int64_t N = piperTensorDim(mlirValueGetType(mlirOperationGetOperand(o, 0)), -1);
-  if (f->id == PIPER_TDAG_ATTENTION) {
+  if (f->tp == PIPER_TP_PACKED_HEADS) {
     MlirValue qkv = mlirOperationGetOperand(o, 0);
     MlirOperation from = mlirOpResultGetOwner(qkv);
     if (!isLinear(from) || from.ptr == r->row.ptr) {
-      errorAtOp(d->directive, o, "an attention whose packed qkv is not a column linear's "
-                                 "output");
+      char what[96];
+      snprintf(what, sizeof what, "an %s whose packed qkv is not a column linear's output",
+               name);
+      errorAtOp(d->directive, o, what);
       return false;
     }
     int64_t H = piperGetIntAttr(o, "heads", 1);
     if (H % T) {
-      piperDirectiveError(d->directive, "shard_tensor: attention has %lld heads, which the "
-                                        "group of %lld devices does not divide; use a "
-                                        "group size that divides the heads",
-                          (long long)H, (long long)T);
+      piperDirectiveError(d->directive, "shard_tensor: %s has %lld heads, which the group of "
+                                        "%lld devices does not divide; use a group size "
+                                        "that divides the heads",
+                          name, (long long)H, (long long)T);
       piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this attention");
       return false;
     }
-  } else if (f->id == PIPER_TDAG_GQA_ATTENTION) {
+  } else if (f->tp == PIPER_TP_GQA_HEADS) {
     int64_t H = piperGetIntAttr(o, "heads", 1), KV = piperGetIntAttr(o, "kv_heads", 1);
     if (H % T || (KV % T && KV != 1)) {
       piperDirectiveError(d->directive,
-                          H % T ? "shard_tensor: gqa_attention has %lld query heads, which "
-                                  "the group of %lld devices does not divide"
-                                : "shard_tensor: gqa_attention has %lld key/value heads, "
-                                  "which the group of %lld devices does not divide (member "
-                                  "m must hold kv heads [m*KV/T, (m+1)*KV/T) for its query "
-                                  "heads; one kv head is held whole by every member); use a "
-                                  "group size that divides the kv heads",
-                          (long long)(H % T ? H : KV), (long long)T);
+                          H % T ? "shard_tensor: %s has %lld query heads, which the group of "
+                                  "%lld devices does not divide"
+                                : "shard_tensor: %s has %lld key/value heads, which the group "
+                                  "of %lld devices does not divide (member m must hold kv "
+                                  "heads [m*KV/T, (m+1)*KV/T) for its query heads; one kv head "
+                                  "is held whole by every member); use a group size that "
+                                  "divides the kv heads",
+                          name, (long long)(H % T ? H : KV), (long long)T);
       piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this attention");
       return false;
     }
-  } else if (f->id == PIPER_TDAG_RMSNORM || f->id == PIPER_TDAG_ROPE) {
-    int64_t D = f->id == PIPER_TDAG_ROPE
+  } else if (f->tp == PIPER_TP_PER_HEAD || f->tp == PIPER_TP_HEAD_NORM) {
+    int64_t D = f->tp == PIPER_TP_PER_HEAD
                     ? piperGetIntAttr(o, "head_dim", 1)
                     : piperTensorDim(mlirValueGetType(mlirOperationGetOperand(o, 1)), 0);
     if (D <= 0 || N % D || (N / D) % T) {
-      piperDirectiveError(d->directive, "shard_tensor: %s works on %lld heads of %lld "
+      piperDirectiveError(d->directive, "shard_tensor: %s%s works on %lld heads of %lld "
                                         "features, which the group of %lld devices does not "
                                         "divide",
-                          f->id == PIPER_TDAG_ROPE ? "rope" : "a per-head rmsnorm",
+                          f->tp == PIPER_TP_HEAD_NORM ? "a per-head " : "", name,
                           (long long)(D > 0 ? N / D : 0), (long long)D, (long long)T);
       piperEmitNotef(mlirOperationGetLocation(o), "shard_tensor: this op");
       return false;
@@ -467,7 +466,7 @@ static bool opDivides(Directive *d, const Region *r, MlirOperation o, int64_t T)
 
 /* Whether gqa_attention `o` has one kv head shared by every member (multi-query). */
 static bool sharedKv(MlirOperation o, int64_t T) {
-  return piperOpIs(o, "tdag.gqa_attention") && piperGetIntAttr(o, "kv_heads", 1) == 1 && T > 1;
+  return tpRule(o) == PIPER_TP_GQA_HEADS && piperGetIntAttr(o, "kv_heads", 1) == 1 && T > 1;
 }
 
 /* The ops of the region that compute a multi-query attention's k and v (up from its operands
@@ -543,8 +542,8 @@ static bool checkRegionDivides(Directive *d, const Region *r, int64_t T, PiperPt
   for (size_t j = 0; j < 2 * r->n; ++j) {
     MlirOperation o = r->ops[j % r->n];
     if (piperPtrMapGet(rep, o.ptr, NULL)) continue; /* whole on every member */
-    const PiperOpFacts *f = piperOpFacts(o);
-    bool attention = f->id == PIPER_TDAG_ATTENTION || f->id == PIPER_TDAG_GQA_ATTENTION;
+    PiperTpRule tp = tpRule(o);
+    bool attention = tp == PIPER_TP_PACKED_HEADS || tp == PIPER_TP_GQA_HEADS;
     if ((j < r->n) != attention) continue;
     if (!opDivides(d, r, o, T)) return false;
   }
@@ -559,12 +558,12 @@ static bool recordRegion(Sharder *s, Directive *d, const Region *r, int64_t T,
   for (size_t i = 0; i < r->n; ++i) {
     MlirOperation o = r->ops[i];
     if (piperPtrMapGet(rep, o.ptr, NULL)) continue; /* whole on every member */
-    if (piperOpIs(o, "tdag.rmsnorm")) {
+    if (tpRule(o) == PIPER_TP_HEAD_NORM) {
       MlirValue w = mlirOperationGetOperand(o, 1);
       piperPtrMapPut(&s->normParams, mlirOpResultGetOwner(w).ptr, 1);
       continue;
     }
-    if (piperOpIs(o, "tdag.gqa_attention")) {
+    if (tpRule(o) == PIPER_TP_GQA_HEADS) {
       piperPtrMapPut(&s->headOps, o.ptr, sharedKv(o, T) ? 2 : 1);
       continue;
     }
@@ -576,7 +575,7 @@ static bool recordRegion(Sharder *s, Directive *d, const Region *r, int64_t T,
     bool attention = false; /* GPT's packed qkv: cut by heads in each third */
     for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(o, 0));
          !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u))
-      attention |= piperOpIs(mlirOpOperandGetOwner(u), "tdag.attention");
+      attention |= tpRule(mlirOpOperandGetOwner(u)) == PIPER_TP_PACKED_HEADS;
     for (intptr_t a = 1; a < mlirOperationGetNumOperands(o); ++a)
       if (!markParam(s, mlirOperationGetOperand(o, a), attention ? ROWS_QKV : ROWS,
                      d->directive))
@@ -811,6 +810,13 @@ static void retypeGeneral(Sharder *s, MlirOperation op) {
 /* Re-derives the result types of the ops whose shapes follow their operands (program order,
  * so a changed type flows down), and the heads of split attentions. */
 static void retype(Sharder *s, int64_t T) {
+  /* the backward ops of the elementwise rows (their .gradOp, autodiff's gradElementwise) */
+  bool elementwiseGrad[PIPER_TDAG_OP_COUNT] = {false};
+  size_t nRows;
+  const PiperOpFacts *rows = piperOpFactsTable(&nRows);
+  for (size_t i = 0; i < nRows; ++i)
+    if (rows[i].tp == PIPER_TP_ELEMENTWISE && rows[rows[i].gradOp].kind == PIPER_OP_BACKWARD)
+      elementwiseGrad[rows[i].gradOp] = true;
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     const PiperOpFacts *f = piperOpFacts(op);
@@ -887,20 +893,16 @@ static void retype(Sharder *s, int64_t T) {
                                                      piperTensorDim(operandT(op, 1), 0)));
       break;
     case PIPER_TDAG_RMSNORM_GRAD: mlirValueSetType(r0, operandT(op, 1)); break;
-    case PIPER_TDAG_ROPE:
-    case PIPER_TDAG_ROPE_GRAD:
-    case PIPER_TDAG_SWIGLU: mlirValueSetType(r0, operandT(op, 0)); break;
-    case PIPER_TDAG_SWIGLU_GRAD:
-      for (int i = 0; i < 2; ++i) mlirValueSetType(mlirOperationGetResult(op, i), operandT(op, 1 + i));
-      break;
-    case PIPER_TDAG_GELU:
-    case PIPER_TDAG_GELU_ERF: mlirValueSetType(r0, operandT(op, 0)); break;
-    case PIPER_TDAG_GELU_GRAD:
-    case PIPER_TDAG_GELU_ERF_GRAD: mlirValueSetType(r0, operandT(op, 1)); break;
+    case PIPER_TDAG_ROPE_GRAD: mlirValueSetType(r0, operandT(op, 0)); break;
     case PIPER_TDAG_ADD: mlirValueSetType(r0, operandT(op, 0)); break;
     case PIPER_TDAG_BIAS_ADD: mlirValueSetType(r0, operandT(op, 0)); break;
     default:
-      if (f->batch == PIPER_BATCH_OPERANDS && mlirOperationGetNumResults(op) == 1)
+      if (f->tp == PIPER_TP_ELEMENTWISE || f->tp == PIPER_TP_PER_HEAD) /* like its input */
+        mlirValueSetType(r0, operandT(op, 0));
+      else if (elementwiseGrad[f->id]) /* X_grad(dy, X's operands...): one gradient each */
+        for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i)
+          mlirValueSetType(mlirOperationGetResult(op, i), operandT(op, 1 + i));
+      else if (f->batch == PIPER_BATCH_OPERANDS && mlirOperationGetNumResults(op) == 1)
         retypeGeneral(s, op);
       break;
     }
@@ -917,14 +919,14 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
   piperPtrMapInit(&partial, 64);
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (piperOpIs(op, "tdag.linear_grad_input")) {
+    if (piperIsOp(op, PIPER_TDAG_LINEAR_GRAD_INPUT)) {
       bool transposed;
       MlirOperation w = weightParam(mlirOperationGetOperand(op, 1), &transposed);
       intptr_t k;
       if (!mlirOperationIsNull(w) && piperPtrMapGet(&s->sliced, w.ptr, &k) &&
           columnKind((SliceKind)(k - 1)))
         piperPtrMapPut(&partial, mlirOperationGetResult(op, 0).ptr, 1);
-    } else if (piperOpIs(op, "tdag.add")) {
+    } else if (piperIsOp(op, PIPER_TDAG_ADD)) {
       bool both = true;
       for (intptr_t a = 0; a < 2; ++a) {
         MlirValue v = mlirOperationGetOperand(op, a);
@@ -942,7 +944,7 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
     if (!piperPtrMapGet(&partial, v.ptr, NULL)) continue;
     MlirOpOperand u = mlirValueGetFirstUse(v);
     if (!mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)) &&
-        piperOpIs(mlirOpOperandGetOwner(u), "tdag.add") &&
+        piperIsOp(mlirOpOperandGetOwner(u), PIPER_TDAG_ADD) &&
         piperPtrMapGet(&partial, mlirOperationGetResult(mlirOpOperandGetOwner(u), 0).ptr, NULL))
       continue; /* summed further first */
     allReduceAfter(s, op, v, mlirOperationGetAttributeByName(op, piperStr("devices")), stream);
@@ -958,7 +960,7 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
 static void reduceNormWeightGrads(Sharder *s, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!piperOpIs(op, "tdag.rmsnorm_grad")) continue;
+    if (!piperIsOp(op, PIPER_TDAG_RMSNORM_GRAD)) continue;
     MlirValue w = mlirOperationGetOperand(op, 2);
     if (!mlirValueIsAOpResult(w) ||
         !piperPtrMapGet(&s->normParams, mlirOpResultGetOwner(w).ptr, NULL))
@@ -975,7 +977,7 @@ static void reduceNormWeightGrads(Sharder *s, MlirAttribute stream) {
 static void reduceSharedKvGrads(Sharder *s, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!piperOpIs(op, "tdag.gqa_attention_grad")) continue;
+    if (!piperIsOp(op, PIPER_TDAG_GQA_ATTENTION_GRAD)) continue;
     MlirValue lse = mlirOperationGetOperand(op, 5); /* saved by its forward */
     intptr_t how;
     if (!mlirValueIsAOpResult(lse) ||
@@ -1000,7 +1002,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     intptr_t k;
-    if (!piperOpIs(op, "tdag.param") || !piperPtrMapGet(&s->sliced, op.ptr, &k)) continue;
+    if (!piperIsOp(op, PIPER_TDAG_PARAM) || !piperPtrMapGet(&s->sliced, op.ptr, &k)) continue;
     SliceKind kind = (SliceKind)(k - 1);
     MlirValue p = mlirOperationGetResult(op, 0);
     MlirType whole = mlirValueGetType(p), local = localType(s->ctx, whole, kind, T);
@@ -1009,7 +1011,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
     for (MlirOpOperand u = mlirValueGetFirstUse(p); !mlirOpOperandIsNull(u);
          u = mlirOpOperandGetNextUse(u)) {
       MlirOperation upd = mlirOpOperandGetOwner(u);
-      if (!piperOpIs(upd, "tdag.adamw") || mlirOpOperandGetOperandNumber(u) != 0) continue;
+      if (!piperIsOp(upd, PIPER_TDAG_ADAMW) || mlirOpOperandGetOperandNumber(u) != 0) continue;
       for (int i = 2; i < 4; ++i) { /* the moments */
         MlirValue m = mlirOperationGetOperand(upd, i);
         if (!mlirValueIsAOpResult(m)) continue;
@@ -1024,7 +1026,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
   for (size_t i = 0; i < s->nRows; ++i) {
     MlirOperation row = s->rows[i];
     biases[i] = (MlirValue){NULL};
-    if (!piperOpIs(row, "tdag.linear")) continue;
+    if (!piperIsOp(row, PIPER_TDAG_LINEAR)) continue;
     biases[i] = mlirOperationGetOperand(row, 2);
     s->rows[i] = withoutBias(s, row);
     mlirOperationDestroy(row);
@@ -1064,8 +1066,7 @@ static bool splitParamsOnlyInRegions(Sharder *s) {
   bool ok = true;
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); ok && !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!(piperOpIs(op, "tdag.linear") || piperOpIs(op, "tdag.matmul_nt")) || !isForward(op) ||
-        inRegion(s, op))
+    if (!isLinear(op) || !isForward(op) || inRegion(s, op))
       continue;
     for (intptr_t a = 1; ok && a < mlirOperationGetNumOperands(op); ++a) {
       bool transposed;

@@ -100,11 +100,11 @@ static MlirLogicalResult applySplit(MlirOperation directive, MlirBlock body) {
         piperPtrMapPut(&copyOf[i], mlirOperationGetResult(op, r).ptr, (intptr_t)res.ptr);
       }
       piperSetTag(c, dim, i);
-      if (piperOpIs(op, "tdag.input")) {
+      if (piperIsOp(op, PIPER_TDAG_INPUT)) {
         int64_t first = piperGetIntAttr(op, "first_sample", 0);
         mlirOperationSetAttributeByName(c, piperStr("first_sample"),
                                         piperI64Attr(ctx, first + i * (B / M)));
-      } else if (piperOpIs(op, "tdag.cross_entropy_grad")) {
+      } else if (piperIsOp(op, PIPER_TDAG_CROSS_ENTROPY_GRAD)) {
         /* the gradient of the whole batch's mean loss: divide by all rows, not this copy's */
         mlirOperationSetAttributeByName(
             c, piperStr("total_rows"),

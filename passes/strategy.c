@@ -68,7 +68,7 @@ static bool batchedLikeOperands(MlirOperation op) {
     any = mlirValueIsAOpResult(a) &&
           piperResultIsBatched(mlirOpResultGetOwner(a), mlirOpResultGetResultNumber(a));
   }
-  if (!any || !piperOpIs(op, "tdag.sum_to")) return any;
+  if (!any || !piperIsOp(op, PIPER_TDAG_SUM_TO)) return any;
   MlirType x = mlirValueGetType(mlirOperationGetOperand(op, 0));
   MlirType out = mlirValueGetType(mlirOperationGetResult(op, 0));
   return piperTensorRank(x) == piperTensorRank(out) &&

@@ -122,7 +122,7 @@ bool piperTpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_
     mlirOperationSetAttributeByName(c, piperStr("group"),
                                     narrowGroup(ctx, group, T, flatK, tensorParallel));
   }
-  if (piperOpIs(op, "tdag.adamw")) {
+  if (piperIsOp(op, PIPER_TDAG_ADAMW)) {
     MlirValue p = mlirOperationGetOperand(op, 0);
     bool split = mlirValueIsAOpResult(p) &&
                  !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(p),
@@ -134,7 +134,7 @@ bool piperTpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_
     }
   }
   /* the loss is reported once per data-parallel replica: by member 0 */
-  if (t && piperOpIs(op, "tdag.output")) {
+  if (t && piperIsOp(op, PIPER_TDAG_OUTPUT)) {
     mlirOperationDestroy(c);
     return true;
   }

@@ -77,7 +77,7 @@ static int64_t storedBytes(MlirOperation op) {
   int64_t R = piperGetIntAttr(op, "shards", 0);
   if (R < 1) return bytesOf(t);
   int64_t n = piperTensorNumel(t);
-  if (piperOpIs(op, "tdag.adam_state")) { /* a moment's type is the shard; the full tensor is
+  if (piperIsOp(op, PIPER_TDAG_ADAM_STATE)) { /* a moment's type is the shard; the full tensor is
                                              its update's parameter */
     MlirValue v = mlirOperationGetResult(op, 0);
     MlirOpOperand use = mlirValueGetFirstUse(v);
@@ -99,8 +99,8 @@ static void stateBytes(MlirOperation module, int64_t *params, int64_t *optim, in
     MlirBlock b = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
     for (MlirOperation o = mlirBlockGetFirstOperation(b); !mlirOperationIsNull(o);
          o = mlirOperationGetNextInBlock(o)) {
-      if (piperOpIs(o, "tdag.param")) params[u] += storedBytes(o);
-      if (piperOpIs(o, "tdag.adam_state")) optim[u] += storedBytes(o);
+      if (piperIsOp(o, PIPER_TDAG_PARAM)) params[u] += storedBytes(o);
+      if (piperIsOp(o, PIPER_TDAG_ADAM_STATE)) optim[u] += storedBytes(o);
     }
   }
 }

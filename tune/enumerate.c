@@ -42,7 +42,7 @@ static void scanModel(MlirOperation op, TuneModel *m) {
         if (pp >= 0 && pp < 100000 && pp + 1 > m->stages) m->stages = (int)pp + 1;
         m->tp |= tagOf(o, "TP") >= 0;
         m->ep |= tagOf(o, "EP") >= 0;
-        if (!m->batch && piperOpIs(o, "tdag.input") && mlirOperationGetNumResults(o) == 1) {
+        if (!m->batch && piperIsOp(o, PIPER_TDAG_INPUT) && mlirOperationGetNumResults(o) == 1) {
           MlirType t = mlirValueGetType(mlirOperationGetResult(o, 0));
           if (piperTensorRank(t) >= 1) m->batch = piperTensorDim(t, 0);
         }

@@ -347,7 +347,8 @@ static void traceWaited(World *w, Unit *u, MlirValue token, double from) {
 static bool blocksHost(MlirOperation op) {
   if (!piperOpIs(op, "comm.all_gather")) return false;
   MlirValue v = mlirOperationGetOperand(op, 0);
-  bool fromShard = mlirValueIsAOpResult(v) && piperOpIs(mlirOpResultGetOwner(v), "tdag.param") &&
+  bool fromShard = mlirValueIsAOpResult(v) &&
+                   piperIsOp(mlirOpResultGetOwner(v), PIPER_TDAG_PARAM) &&
                    !mlirAttributeIsNull(mlirOperationGetAttributeByName(mlirOpResultGetOwner(v),
                                                                         piperStr("shards")));
   return !fromShard;
@@ -399,7 +400,7 @@ static int issue(World *w, Unit *units, int ui, const UnitMap *map, PiperPtrMap 
 static double gradSqNs(const Unit *u, const TuneProfile *p) {
   double ns = 0;
   for (size_t i = 0; i < u->nOps; ++i) {
-    if (!piperOpIs(u->ops[i], "tdag.adamw")) continue;
+    if (!piperIsOp(u->ops[i], PIPER_TDAG_ADAMW)) continue;
     double n = (double)piperTensorNumel(mlirValueGetType(mlirOperationGetOperand(u->ops[i], 0)));
     int64_t shards = piperGetIntAttr(u->ops[i], "shards", 1);
     ns += tuneElementwiseNs(p, n / (double)(shards > 1 ? shards : 1));

@@ -39,6 +39,8 @@
  *                   storage only (leaves, bucket, view) or is not lowered (node). The values
  *                   passed stay rules of lower_compute.c, checked against the list's
  *                   argument types when the call is built.
+ *   tp              shard-tensor: whether a forward op may sit in a tensor-parallel region
+ *                   and what it splits there (PiperTpRule): a new op joins TP by its row.
  * Comm ops have rows of their own (PiperCommFacts, from include/piper/comm_ops.def) holding the
  * facts more than one pass asks: which are ring attention ops, and their bf16 results. Their
  * other handling is per op in insert_comm.c and lower_comm.c, and under bf16 in precision.c
@@ -101,6 +103,29 @@ typedef enum {
   PIPER_ALIAS_RESULT_VIEWS_OPERAND0, /* view: result #0 is operand #0's elements from `offset` */
 } PiperAliasRule;
 
+/* How a forward op behaves inside a tensor-parallel region (--piper-shard-tensor,
+ * passes/shard_tensor.c): column linears -> [ops of these rules]* -> one row linear, each
+ * member of the group of T computing 1/T of the features. NONE: the op is not one of a
+ * region's fused ops (an exported model's general op may still sit in one where it keeps the
+ * split dim: the pass asks its shape, not its row). */
+typedef enum {
+  PIPER_TP_NONE,
+  PIPER_TP_LINEAR,       /* x W^T: a column linear (input from outside the region) keeps N/T of
+                            W's rows (and of its bias), the row linear K/T of its columns and
+                            its product is partial, all-reduced over the group */
+  PIPER_TP_ELEMENTWISE,  /* on each member's features alone (gelu, swiglu) */
+  PIPER_TP_PACKED_HEADS, /* `heads` heads on a packed qkv (B,T,3C) from a column linear: H/T
+                            heads a member (T must divide them), the qkv weight cut by heads
+                            in each third */
+  PIPER_TP_GQA_HEADS,    /* q, k, v of `heads` and `kv_heads` heads: H/T and KV/T a member;
+                            one kv head (multi-query) stays whole on every member and its
+                            gradients are all-reduced */
+  PIPER_TP_PER_HEAD,     /* per head of `head_dim` features (rope): the heads divide by T */
+  PIPER_TP_HEAD_NORM,    /* per chunk of its weight's (operand #1) size (qwen3's q/k_norm):
+                            the heads divide by T; the weight stays whole on every member and
+                            its gradient, each member's heads' share, is all-reduced */
+} PiperTpRule;
+
 /* Element type of a row's results (every result has the same). */
 typedef enum {
   PIPER_ELEM_F32, /* tensor<...xf32> */
@@ -148,10 +173,16 @@ typedef struct {
                                 (tdag.cast): the pass that made it chose both types, so the
                                 precision pass leaves them and the verifier accepts bf16 on
                                 either side */
+  PiperTpRule tp;            /* its part in a tensor-parallel region, see PiperTpRule */
 } PiperOpFacts;
 
 /* The row of `op`, or NULL for an op that is not a tdag op. */
 const PiperOpFacts *piperOpFacts(MlirOperation op);
+/* True if `op` (null allowed) is the tdag op `id`. The passes and the lowering identify tdag
+ * ops this way, by id, never by a "tdag.<op>" literal: one length check and one compare of its
+ * name with the row's, no search of the table. (piperOpIs in piper.h, by name, is for the
+ * comm, sched and func ops.) */
+bool piperIsOp(MlirOperation op, PiperOpId id);
 /* The row named `name` ("tdag.linear"), or NULL. */
 const PiperOpFacts *piperOpFactsByName(MlirStringRef name);
 /* The whole table: *n gets its row count. */

@@ -120,7 +120,8 @@ bool piperDeviceListEqual(MlirAttribute a, MlirAttribute b);
 
 static inline MlirStringRef piperStr(const char *s) { return mlirStringRefCreateFromCString(s); }
 
-/* True if `op` is named `name` (e.g. "tdag.linear"). */
+/* True if `op` is named `name` (e.g. "comm.send"). A tdag op is asked by its id instead:
+ * piperIsOp(op, PIPER_TDAG_LINEAR) (piper/ops.h). */
 bool piperOpIs(MlirOperation op, const char *name);
 /* True if `op` belongs to dialect `dialect` ("tdag"). */
 bool piperOpInDialect(MlirOperation op, const char *dialect);

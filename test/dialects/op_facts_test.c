@@ -289,6 +289,26 @@ int main(int argc, char **argv) {
   }
   printf("ok\n");
 
+  /* the tp column (passes/shard_tensor.c): only forward ops sit in a tensor-parallel region; a
+   * linear and a head norm read their weight at operand #1; an elementwise or per-head op
+   * gives one result, retyped like its input */
+  printf("@tp_rule_fits_op\n");
+  for (int i = 0; i < nOps; ++i) {
+    const PiperOpFacts *f = piperOpFactsByName(piperStr(ops[i].name));
+    if (f->tp == PIPER_TP_NONE) continue;
+    bool fits = f->kind == PIPER_OP_FORWARD && ops[i].nOperands >= 1 && ops[i].nResults >= 1;
+    if (f->tp == PIPER_TP_LINEAR || f->tp == PIPER_TP_HEAD_NORM)
+      fits = fits && ops[i].nOperands >= 2;
+    if (f->tp == PIPER_TP_ELEMENTWISE || f->tp == PIPER_TP_PER_HEAD)
+      fits = fits && ops[i].nResults == 1;
+    if (!fits) {
+      printf("FAIL: %s: its .tp needs a forward op with its operands and results (%d operands, "
+             "%d results)\n", ops[i].name, ops[i].nOperands, ops[i].nResults);
+      return 17;
+    }
+  }
+  printf("ok\n");
+
   printf("@signature_enforced_by_verifier\n");
   MlirType t = mlirRankedTensorTypeGet(1, (int64_t[]){2}, mlirF32TypeGet(ctx),
                                        mlirAttributeGetNull());

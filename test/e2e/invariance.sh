@@ -11,6 +11,9 @@
 # INVARIANCE_MODEL (environment): the piper-gen model and its flags, without --stages (e.g.
 #   "qwen3 --layers 4 --dim 32 --heads 4 --kv-heads 2 --ffn-dim 64 --seq 16 --batch 8"; tensor
 #   parallelism needs heads divisible by the group size).
+# INVARIANCE_SED (environment): a sed script both piper-gen models go through (e.g.
+#   's/"tdag.gelu"/"tdag.relu"/': an op of the same signature swapped in); the run stops if it
+#   changed nothing.
 # INVARIANCE_COMPILE_ARGS (environment): more piper-compile flags for both binaries (e.g.
 #   "--precision bf16": then the plan is held to the one-device bf16 run).
 # INVARIANCE_COMPARE_ARGS (environment): more compare_runs.py flags (e.g. --param-tol).
@@ -50,6 +53,14 @@ if [ -n "${INVARIANCE_EXPORT:-}" ]; then
 else
   piper-gen $model > single.mlir
   piper-gen $model --stages "$stages" > staged.mlir
+  if [ -n "${INVARIANCE_SED:-}" ]; then
+    piper-gen $model > generated.mlir
+    sed -i "$INVARIANCE_SED" single.mlir staged.mlir
+    if cmp -s generated.mlir single.mlir; then
+      echo "invariance.sh: INVARIANCE_SED changed nothing in the model" >&2
+      exit 1
+    fi
+  fi
 fi
 piper-sched "$@" > strategy.json
 compile=(${INVARIANCE_COMPILE_ARGS:-})

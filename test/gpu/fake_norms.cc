@@ -8,6 +8,7 @@
 #include "kernels/cuda_norms.cuh"
 
 extern "C" void fake_cuda_issue(void (*run)(void *), const void *arg, size_t size, int kernels);
+extern "C" void fake_cuda_bytes(int64_t read, int64_t written);
 
 // The host has one lane: the sum across lanes is the lane's own.
 double prt_norm_lanes_sum(double s) __attribute__((weak));
@@ -17,29 +18,46 @@ namespace {
 
 // Every launcher's arguments; what one does not use stays null or zero.
 struct Args {
-  float *out, *mean, *rstd;
-  const float *x, *w, *b, *dy, *mean_in, *rstd_in;
+  prt_fp_out out;
+  float *mean, *rstd;
+  prt_fp_in x, dy;
+  const float *w, *b, *mean_in, *rstd_in;
   int64_t rows, C;
   float eps;
 };
 
+// Bytes of n elements of an argument in its precision
+int64_t bytes(int bf16, int64_t n) { return (bf16 ? 2 : 4) * n; }
+
+// Each launch's bytes (fake_cuda_bytes): its tensors, the rows' x, dy, out, dx in their
+// precision, the weights and statistics fp32.
 void layernorm_fwd(void *p) {
   Args *a = static_cast<Args *>(p);
+  int64_t n = a->rows * a->C;
+  fake_cuda_bytes(bytes(a->x.bf16, n) + 8 * a->C, bytes(a->out.bf16, n) + 8 * a->rows);
   for (int64_t r = 0; r < a->rows; r++)
     layernorm_fwd_row<1>(r, 0, a->out, a->mean, a->rstd, a->x, a->w, a->b, a->C, a->eps);
 }
 void layernorm_dx(void *p) {
   Args *a = static_cast<Args *>(p);
+  int64_t n = a->rows * a->C;
+  fake_cuda_bytes(bytes(a->dy.bf16, n) + bytes(a->x.bf16, n) + 4 * a->C + 8 * a->rows,
+                  bytes(a->out.bf16, n));
   for (int64_t r = 0; r < a->rows; r++)
     layernorm_dx_row<1>(r, 0, a->out, a->dy, a->x, a->w, a->mean_in, a->rstd_in, a->C);
 }
 void rmsnorm_fwd(void *p) {
   Args *a = static_cast<Args *>(p);
+  int64_t n = a->rows * a->C;
+  fake_cuda_bytes(bytes(a->x.bf16, n) + 4 * a->C, bytes(a->out.bf16, n) + 4 * a->rows);
   for (int64_t r = 0; r < a->rows; r++)
     rmsnorm_fwd_row<1>(r, 0, a->out, a->rstd, a->x, a->w, a->C, a->eps);
 }
 void rmsnorm_dx(void *p) {
   Args *a = static_cast<Args *>(p);
+  int64_t n = a->rows * a->C;
+  fake_cuda_bytes(bytes(a->dy.bf16, n) + bytes(a->x.bf16, n) + 4 * a->C + 4 * a->rows,
+                  bytes(a->out.bf16, n));
   for (int64_t r = 0; r < a->rows; r++)
     rmsnorm_dx_row<1>(r, 0, a->out, a->dy, a->x, a->w, a->rstd_in, a->C);
 }
@@ -51,8 +69,8 @@ cudaError_t issue(void (*run)(void *), const Args &a) {
 
 }  // namespace
 
-extern "C" cudaError_t prt_cuda_layernorm_fwd_launch(float *out, float *mean, float *rstd,
-                                                     const float *x, const float *w,
+extern "C" cudaError_t prt_cuda_layernorm_fwd_launch(prt_fp_out out, float *mean, float *rstd,
+                                                     prt_fp_in x, const float *w,
                                                      const float *b, int64_t N, int64_t C,
                                                      float eps, cudaStream_t) {
   Args a = {};
@@ -61,7 +79,7 @@ extern "C" cudaError_t prt_cuda_layernorm_fwd_launch(float *out, float *mean, fl
   return issue(layernorm_fwd, a);
 }
 
-extern "C" cudaError_t prt_cuda_layernorm_dx_launch(float *dx, const float *dy, const float *x,
+extern "C" cudaError_t prt_cuda_layernorm_dx_launch(prt_fp_out dx, prt_fp_in dy, prt_fp_in x,
                                                     const float *w, const float *mean,
                                                     const float *rstd, int64_t N, int64_t C,
                                                     cudaStream_t) {
@@ -71,7 +89,7 @@ extern "C" cudaError_t prt_cuda_layernorm_dx_launch(float *dx, const float *dy, 
   return issue(layernorm_dx, a);
 }
 
-extern "C" cudaError_t prt_cuda_rmsnorm_fwd_launch(float *out, float *rstd, const float *x,
+extern "C" cudaError_t prt_cuda_rmsnorm_fwd_launch(prt_fp_out out, float *rstd, prt_fp_in x,
                                                    const float *w, int64_t R, int64_t D,
                                                    float eps, cudaStream_t) {
   Args a = {};
@@ -79,7 +97,7 @@ extern "C" cudaError_t prt_cuda_rmsnorm_fwd_launch(float *out, float *rstd, cons
   return issue(rmsnorm_fwd, a);
 }
 
-extern "C" cudaError_t prt_cuda_rmsnorm_dx_launch(float *dx, const float *dy, const float *x,
+extern "C" cudaError_t prt_cuda_rmsnorm_dx_launch(prt_fp_out dx, prt_fp_in dy, prt_fp_in x,
                                                   const float *w, const float *rstd, int64_t R,
                                                   int64_t D, cudaStream_t) {
   Args a = {};

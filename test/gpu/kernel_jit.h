@@ -5,7 +5,13 @@
  * and PTX's sqrt.rn.f32 (inline asm) becomes llvm.intr.sqrt, both IEEE-rounded -- lowered by
  * upstream passes and JIT-compiled by the MLIR execution engine. Each function is callable
  * directly (its C signature with the index first) and packed (kernelJitLaunch: arguments as
- * cudaLaunchKernel takes them). Static functions: one copy per test. */
+ * cudaLaunchKernel takes them). Static functions: one copy per test.
+ * Two options the fake CUDA runtime sets before kernelJitCreate:
+ *   kernelJitTouches   every llvm.load and llvm.store also calls @fake_touch(address, bytes,
+ *                      0 load / 1 store), which the caller registers (kernelJitRegister): the
+ *                      bytes a kernel reads and writes, counted (fake_cuda.c);
+ *   kernelJitTruncate  @piper_bf16 truncates instead of rounding to nearest even: a narrowing
+ *                      broken on purpose, the negative control of the bf16 tests. */
 #ifndef PIPER_TEST_GPU_KERNEL_JIT_H
 #define PIPER_TEST_GPU_KERNEL_JIT_H
 
@@ -21,10 +27,47 @@
 #include "mlir-c/Pass.h"
 #include "piper/piper.h"
 
+static int kernelJitTouches, kernelJitTruncate;
+
+/* The bytes of an llvm.load's or llvm.store's type `ty` (f32, i16, !llvm.ptr, ...): 0 if not
+ * one of the kernels' */
+static int kernelJitTypeBytes(const char *ty) {
+  if (!strncmp(ty, "f32", 3) || !strncmp(ty, "i32", 3)) return 4;
+  if (!strncmp(ty, "f64", 3) || !strncmp(ty, "i64", 3) || !strncmp(ty, "!llvm.ptr", 9)) return 8;
+  if (!strncmp(ty, "i16", 3)) return 2;
+  return 0;
+}
+
+/* The lines that report one load or store of `line` to @fake_touch (kernelJitTouches), or ""
+ * when the line is neither; n numbers the values it defines. */
+static void kernelJitTouch(const char *line, int n, char *out, size_t size) {
+  const char *ld = strstr(line, "llvm.load "), *st = strstr(line, "llvm.store ");
+  char addr[64];
+  int bytes = 0;
+  out[0] = 0;
+  if (ld) { /* %v = llvm.load %p : !llvm.ptr -> T */
+    const char *arrow = strstr(ld, "-> ");
+    if (!arrow || sscanf(ld + 10, "%63[^ ]", addr) != 1) return;
+    bytes = kernelJitTypeBytes(arrow + 3);
+  } else if (st) { /* llvm.store %v, %p : T, !llvm.ptr */
+    const char *colon = strstr(st, " : ");
+    const char *comma = strchr(st, ',');
+    if (!colon || !comma || sscanf(comma + 1, " %63[^ ]", addr) != 1) return;
+    bytes = kernelJitTypeBytes(colon + 3);
+  }
+  if (!bytes) return;
+  snprintf(out, size,
+           "      %%fk_b%d = arith.constant %d : i64\n"
+           "      %%fk_w%d = arith.constant %d : i32\n"
+           "      func.call @fake_touch(%s, %%fk_b%d, %%fk_w%d) : (!llvm.ptr, i64, i32) -> ()\n",
+           n, bytes, n, st != NULL, addr, n, n);
+}
+
 /* The kernel module rewritten for the host (see the file comment); owned. */
 static char *hostText(const char *gpu) {
   size_t cap = strlen(gpu) * 2 + 64, len = 0;
   char *out = malloc(cap);
+  int touches = 0;
   const char *asmHead = "llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" ";
   const char *asmHead64 = "llvm.inline_asm \"sqrt.rn.f64 $0, $1;\", \"=d,d\" "; /* same length */
   for (const char *p = gpu; *p;) {
@@ -35,11 +78,16 @@ static char *hostText(const char *gpu) {
     memcpy(line, p, n);
     line[n] = 0;
     p += n;
-    char buf[640];
+    char buf[1280];
     char *s;
     if (strstr(line, "%tid_") || strstr(line, "gpu.module @piper_kernels")) continue;
+    char touch[512] = "";
+    if (kernelJitTouches) kernelJitTouch(line, touches++, touch, sizeof touch);
     if (strstr(line, "module attributes {gpu.container_module}")) {
-      snprintf(buf, sizeof buf, "module {\n");
+      snprintf(buf, sizeof buf, "module {\n%s",
+               kernelJitTouches ? "  func.func private @fake_touch(!llvm.ptr, i64, i32)\n" : "");
+    } else if (kernelJitTruncate && strstr(line, "%bias = arith.addi %half, %lsb : i32")) {
+      snprintf(buf, sizeof buf, "    %%bias = arith.constant 0 : i32\n");
     } else if ((s = strstr(line, "gpu.func @"))) {
       char *paren = strchr(s, '(');
       char *kernel = strstr(line, ") kernel {");
@@ -59,10 +107,15 @@ static char *hostText(const char *gpu) {
     } else {
       snprintf(buf, sizeof buf, "%s", line);
     }
+    strncat(buf, touch, sizeof buf - strlen(buf) - 1);
     size_t bl = strlen(buf);
     if (len + bl + 1 > cap) {
-      fprintf(stderr, "the host rewrite outgrew its buffer\n");
-      exit(2);
+      cap = 2 * (len + bl + 1);
+      out = realloc(out, cap);
+      if (!out) {
+        fprintf(stderr, "out of memory rewriting the kernels for the host\n");
+        exit(2);
+      }
     }
     memcpy(out + len, buf, bl);
     len += bl;

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "piper/gpu_tables.h"
 #include "piper/kernels.h"
 #include "piper/piper.h"
 #include "piper/target.h"
@@ -280,34 +281,26 @@ typedef struct {
 /* The same in f64: PTX's sqrt.rn.f64 */
 #define SQRT_RN_F64(res, x)                                                                \
   "      " res " = llvm.inline_asm \"sqrt.rn.f64 $0, $1;\", \"=d,d\" " x " : (f64) -> f64\n"
-/* Entry `chunk` of a multi-tensor table (runtime/kernels/cuda.c's tensor_chunk: 9 i64 each,
- * [0] the parameter, [1] the gradient, [2] and [3] AdamW's moments, [4] the chunk's first
- * element in its tensor, [5] its length, [6] decay, [7] the scalar group, [8] the
- * parameter's bf16 copy or 0): %eb, the entry's first i64; %q0, the address of its [0]; %g
- * (the gradient), %start, %len; the constants %k2 .. %k8 for the other fields' offsets */
+/* Entry `chunk` of a multi-tensor table (include/piper/gpu_tables.h, the one layout the host
+ * that fills it and these kernels share): %eb, the entry's first i64; %q<f>, the address of
+ * its field f (CHUNK_FIELD); %q0, %g (the gradient), %start, %len */
+#define CHUNK_FIELD(field)                                                                 \
+  "      %fc" PRT_GPU_STR(field) " = arith.constant " PRT_GPU_STR(field) " : i64\n"        \
+  "      %fi" PRT_GPU_STR(field) " = arith.addi %eb, %fc" PRT_GPU_STR(field) " : i64\n"   \
+  GEP("%q" PRT_GPU_STR(field), "%table", "%fi" PRT_GPU_STR(field), "i64")
 #define TENSOR_CHUNK(chunk)                                                                \
-  "      %k1 = arith.constant 1 : i64\n"                                                   \
-  "      %k2 = arith.constant 2 : i64\n"                                                   \
-  "      %k3 = arith.constant 3 : i64\n"                                                   \
-  "      %k4 = arith.constant 4 : i64\n"                                                   \
-  "      %k5 = arith.constant 5 : i64\n"                                                   \
-  "      %k6 = arith.constant 6 : i64\n"                                                   \
-  "      %k7 = arith.constant 7 : i64\n"                                                   \
-  "      %k8 = arith.constant 8 : i64\n"                                                   \
-  "      %k9 = arith.constant 9 : i64\n"                                                   \
-  "      %eb = arith.muli " chunk ", %k9 : i64\n" GEP("%q0", "%table", "%eb", "i64")       \
-  "      %e1 = arith.addi %eb, %k1 : i64\n" GEP("%q1", "%table", "%e1", "i64")              \
-  "      %e4 = arith.addi %eb, %k4 : i64\n" GEP("%q4", "%table", "%e4", "i64")              \
-  "      %e5 = arith.addi %eb, %k5 : i64\n" GEP("%q5", "%table", "%e5", "i64")              \
-  "      %g = llvm.load %q1 : !llvm.ptr -> !llvm.ptr\n"                                    \
-  "      %start = llvm.load %q4 : !llvm.ptr -> i64\n"                                      \
-  "      %len = llvm.load %q5 : !llvm.ptr -> i64\n"
-/* %name = scal[%sb + index] (f32): one of adamw_multi's scalars */
+  "      %kw = arith.constant " PRT_GPU_STR(PRT_CHUNK_FIELDS) " : i64\n"                  \
+  "      %eb = arith.muli " chunk ", %kw : i64\n" CHUNK_FIELD(PRT_CHUNK_P)                 \
+  CHUNK_FIELD(PRT_CHUNK_G) CHUNK_FIELD(PRT_CHUNK_START) CHUNK_FIELD(PRT_CHUNK_LEN)         \
+  "      %g = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_G) " : !llvm.ptr -> !llvm.ptr\n"         \
+  "      %start = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_START) " : !llvm.ptr -> i64\n"       \
+  "      %len = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_LEN) " : !llvm.ptr -> i64\n"
+/* %name = scal[%sb + index] (f32): adamw_multi's scalar `index` (PRT_ADAM_*) */
 #define SCALAR(name, index)                                                                \
-  "      %si" index " = arith.constant " index " : i64\n"                                   \
-  "      %sx" index " = arith.addi %sb, %si" index " : i64\n"                               \
-  GEP("%sp" index, "%scal", "%sx" index, "f32")                                            \
-  "      " name " = llvm.load %sp" index " : !llvm.ptr -> f32\n"
+  "      %si" PRT_GPU_STR(index) " = arith.constant " PRT_GPU_STR(index) " : i64\n"        \
+  "      %sx" PRT_GPU_STR(index) " = arith.addi %sb, %si" PRT_GPU_STR(index) " : i64\n"    \
+  GEP("%sp" PRT_GPU_STR(index), "%scal", "%sx" PRT_GPU_STR(index), "f32")                  \
+  "      " name " = llvm.load %sp" PRT_GPU_STR(index) " : !llvm.ptr -> f32\n"
 /* %z, %one: an i64 loop's bounds and step; sum0: a sum's 0.0 of type fty */
 #define LOOP_CONSTANTS(sum0, fty)                                                          \
   "      %z = arith.constant 0 : i64\n"                                                    \
@@ -701,9 +694,10 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
      * the table (TENSOR_CHUNK below: the tensor's pointers, where the chunk starts and its
      * length, decay != 0 for decoupled weight decay, its scalar group). The scalars are
      * prt_adamw's, computed on the host (runtime/kernels/cpu.c: in double as Python does,
-     * rounded to float where torch's kernels see them) and read from scal[8 group ..]:
-     * beta1, beta2, eps, keep = 1 - lr wd, 1 - beta1, 1 - beta2, sqrt(1 - beta2^t),
-     * -lr / (1 - beta1^t); the clip scale from *clipp (norm_clip's, or the host's). Where
+     * rounded to float where torch's kernels see them) and read from the group's row of
+     * scal (PRT_ADAM_*: beta1, beta2, eps, keep = 1 - lr wd, 1 - beta1, 1 - beta2,
+     * sqrt(1 - beta2^t), -lr / (1 - beta1^t)); the clip scale from *clipp (norm_clip's, or
+     * the host's). Where
      * the entry names the parameter's bf16 copy, the new value is rounded into it too
      * (@piper_bf16): the one narrow of that weight a step. */
     KERNEL(adamw_multi,
@@ -714,22 +708,22 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            TENSOR_CHUNK("%c")
            "      %mine = arith.cmpi slt, %off, %len : i64\n"
            "      scf.if %mine {\n"
-           "      %e2 = arith.addi %eb, %k2 : i64\n" GEP("%q2", "%table", "%e2", "i64")
-           "      %e3 = arith.addi %eb, %k3 : i64\n" GEP("%q3", "%table", "%e3", "i64")
-           "      %e6 = arith.addi %eb, %k6 : i64\n" GEP("%q6", "%table", "%e6", "i64")
-           "      %e7 = arith.addi %eb, %k7 : i64\n" GEP("%q7", "%table", "%e7", "i64")
-           "      %p = llvm.load %q0 : !llvm.ptr -> !llvm.ptr\n"
-           "      %m = llvm.load %q2 : !llvm.ptr -> !llvm.ptr\n"
-           "      %v = llvm.load %q3 : !llvm.ptr -> !llvm.ptr\n"
-           "      %decay = llvm.load %q6 : !llvm.ptr -> i64\n"
-           "      %group = llvm.load %q7 : !llvm.ptr -> i64\n"
+           CHUNK_FIELD(PRT_CHUNK_M) CHUNK_FIELD(PRT_CHUNK_V) CHUNK_FIELD(PRT_CHUNK_DECAY)
+           CHUNK_FIELD(PRT_CHUNK_GROUP) CHUNK_FIELD(PRT_CHUNK_P16)
+           "      %p = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_P) " : !llvm.ptr -> !llvm.ptr\n"
+           "      %m = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_M) " : !llvm.ptr -> !llvm.ptr\n"
+           "      %v = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_V) " : !llvm.ptr -> !llvm.ptr\n"
+           "      %decay = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_DECAY) " : !llvm.ptr -> i64\n"
+           "      %group = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_GROUP) " : !llvm.ptr -> i64\n"
            "      %x = arith.addi %start, %off : i64\n"
            GEP("%pp", "%p", "%x", "f32") GEP("%pg", "%g", "%x", "f32")
            GEP("%pm", "%m", "%x", "f32") GEP("%pv", "%v", "%x", "f32")
-           "      %sb = arith.muli %group, %k8 : i64\n"
-           SCALAR("%beta1", "0") SCALAR("%beta2", "1") SCALAR("%eps", "2") SCALAR("%keep", "3")
-           SCALAR("%omb1", "4") SCALAR("%omb2", "5") SCALAR("%bc2s", "6")
-           SCALAR("%negstep", "7")
+           "      %ks = arith.constant " PRT_GPU_STR(PRT_ADAM_SCALARS) " : i64\n"
+           "      %sb = arith.muli %group, %ks : i64\n"
+           SCALAR("%beta1", PRT_ADAM_BETA1) SCALAR("%beta2", PRT_ADAM_BETA2)
+           SCALAR("%eps", PRT_ADAM_EPS) SCALAR("%keep", PRT_ADAM_KEEP)
+           SCALAR("%omb1", PRT_ADAM_OMB1) SCALAR("%omb2", PRT_ADAM_OMB2)
+           SCALAR("%bc2s", PRT_ADAM_BC2S) SCALAR("%negstep", PRT_ADAM_NEGSTEP)
            "      %clip = llvm.load %clipp : !llvm.ptr -> f32\n"
            "      %p0 = llvm.load %pp : !llvm.ptr -> f32\n"
            "      %g0 = llvm.load %pg : !llvm.ptr -> f32\n"
@@ -759,8 +753,7 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      llvm.store %pn, %pp : f32, !llvm.ptr\n"
            "      llvm.store %mi, %pm : f32, !llvm.ptr\n"
            "      llvm.store %vi, %pv : f32, !llvm.ptr\n"
-           "      %e8 = arith.addi %eb, %k8 : i64\n" GEP("%q8", "%table", "%e8", "i64")
-           "      %p16 = llvm.load %q8 : !llvm.ptr -> !llvm.ptr\n"
+           "      %p16 = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_P16) " : !llvm.ptr -> !llvm.ptr\n"
            "      %nullp = llvm.mlir.zero : !llvm.ptr\n"
            "      %copy = llvm.icmp \"ne\" %p16, %nullp : !llvm.ptr\n"
            "      scf.if %copy {\n"

@@ -29,6 +29,7 @@
 
 #include "kernels/cuda.h"
 #include "kernels/cuda_gemm.h"
+#include "piper/gpu_tables.h"
 #include "piper/kernels.h"
 #include "prt_internal.h"
 
@@ -46,7 +47,6 @@ static const char *const kernel_names[PRT_DK_COUNT] = {
 
 enum {
   BLOCK = 256,          /* threads per block */
-  TABLE_CHUNK = 16384,  /* elements of a tensor one entry of a multi-tensor table covers */
   NORM_LANES = 64,      /* threads summing one chunk's squares (sumsq_chunks' L) */
   ADAM_GROUPS = 8,      /* distinct (beta1, beta2, eps) of one step's updates */
   COL_CHUNK = 64,       /* rows a thread of a column reduction sums (bias, LayerNorm dw/db) */
@@ -60,15 +60,9 @@ enum { SCR_ROWLOSS, SCR_COLS, SCR_WTE, SCR_ROPE_FWD, SCR_ROPE_BWD, SCR_MOE_POS, 
        SCR_ATTN_D, SCR_FLASH_STAGE, SCR_NORM, SCR_ADAM_TABLE, SCR_NORM_TABLE, SCR_LINEAR,
        SCR_COUNT };
 
-/* One entry of a multi-tensor table (lowering/gpu_kernels.c TENSOR_CHUNK): TABLE_CHUNK
- * elements (or the tensor's last, shorter piece) of one tensor, device pointers as integers. */
-typedef struct {
-  int64_t p, g, m, v; /* the parameter, its gradient, AdamW's moments (the norm: g only) */
-  int64_t start, len; /* the chunk's first element in the tensor, its element count */
-  int64_t decay;      /* AdamW: != 0 applies weight decay */
-  int64_t group;      /* AdamW: its scalars' row (adam_group) */
-  int64_t p16;        /* AdamW: the parameter's bf16 copy, written with it; 0: none */
-} tensor_chunk;
+/* One entry of a multi-tensor table: include/piper/gpu_tables.h's prt_tensor_chunk, the
+ * layout lowering/gpu_kernels.c's adamw_multi and sumsq_chunks read. */
+typedef prt_tensor_chunk tensor_chunk;
 
 /* A table being built on the host for one launch: the entries in pinned memory (the source
  * of an asynchronous copy, which a captured graph replays), and what the device holds. */
@@ -378,7 +372,8 @@ static void profile_write(prt_ctx *ctx) {
                 cudaEventElapsedTime(&step_ms, P.ev[0], P.ev[2 * P.n - 1]));
   fprintf(P.out, "{\"kind\": \"step\", \"pass\": %lld, \"ms\": %.6g, \"ops\": %d, "
           "\"untimed\": %d}\n", (long long)P.pass, step_ms, P.n, P.untimed);
-  size_t free_b = 0, total = 0, scratch_b = CUBLAS_WORKSPACE + ADAM_GROUPS * 8 * sizeof(float);
+  size_t free_b = 0, total = 0, scratch_b =
+      CUBLAS_WORKSPACE + ADAM_GROUPS * PRT_ADAM_SCALARS * sizeof(float);
   CUDA_OR_DIE(fn, "cudaMemGetInfo", cudaMemGetInfo(&free_b, &total));
   for (int k = 0; k < SCR_COUNT; k++) scratch_b += S.scratch_cap[k];
   fprintf(P.out, "{\"kind\": \"mem\", \"free_at_setup\": %zu, \"free\": %zu, \"total\": %zu, "
@@ -511,7 +506,7 @@ void prt_cuda_setup(prt_ctx *ctx) {
   check_blas(cublasSetMathMode(S.blas, CUBLAS_PEDANTIC_MATH), "prt_cuda_setup", __LINE__);
   /* the step's fixed-size buffers, once: the optimizer's scalars, the norm and clip scale */
   const char *fn = "prt_cuda_setup";
-  size_t scal = ADAM_GROUPS * 8 * sizeof(float);
+  size_t scal = ADAM_GROUPS * PRT_ADAM_SCALARS * sizeof(float);
   CUDA_OR_DIE(fn, "AdamW scalars", cudaMallocHost((void **)&S.adam_scal_host, scal));
   CUDA_OR_DIE(fn, "AdamW scalars", cudaMalloc((void **)&S.adam_scal_dev, scal));
   CUDA_OR_DIE(fn, "gradient norm", cudaMallocHost((void **)&S.norm_host, sizeof(double)));
@@ -889,7 +884,8 @@ void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t 
 }
 
 void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv,
-                            const float *probs, int64_t B, int64_t T, int64_t C, int64_t H, int32_t bf16) {
+                            const float *probs, int64_t B, int64_t T, int64_t C, int64_t H,
+                            int32_t bf16) {
   const char *fn = "prt_cuda_attention_bwd";
   check_heads(C, H, fn);
   float *D = scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
@@ -921,7 +917,7 @@ void prt_cuda_cross_entropy_fwd(float *loss, float *probs, const float *logits,
 }
 
 /* ---- optimizer and gradient norm: every tensor of the step in one launch ----
- * prt_cuda_adamw and prt_cuda_grad_sq_accum note their tensor in a table of TABLE_CHUNK-element
+ * prt_cuda_adamw and prt_cuda_grad_sq_accum note their tensor in a table of PRT_TABLE_CHUNK-element
  * chunks (tensor_chunk); adamw_multi runs the whole AdamW table as one kernel, and
  * grad_norm_sync sums every noted gradient in one pass (sumsq_chunks: NORM_LANES threads a
  * chunk; sum_lanes; norm_clip: the squared norm and the clip scale, on the device). A table
@@ -933,7 +929,7 @@ void prt_cuda_cross_entropy_fwd(float *loss, float *probs, const float *logits,
 
 /* Appends the chunks of one tensor of n elements to table t (pinned, grown in the warm-up). */
 static void table_add(chunk_table *t, tensor_chunk e, int64_t n, const char *fn) {
-  int64_t add = (n + TABLE_CHUNK - 1) / TABLE_CHUNK;
+  int64_t add = (n + PRT_TABLE_CHUNK - 1) / PRT_TABLE_CHUNK;
   if (t->n + add > t->cap) {
     if (S.capturing)
       prt_fatal("%s: the update table grows while the step is captured (the warm-up step had "
@@ -950,8 +946,8 @@ static void table_add(chunk_table *t, tensor_chunk e, int64_t n, const char *fn)
     t->cap = cap;
   }
   for (int64_t k = 0; k < add; k++) {
-    e.start = k * TABLE_CHUNK;
-    e.len = n - e.start < TABLE_CHUNK ? n - e.start : TABLE_CHUNK;
+    e.start = k * PRT_TABLE_CHUNK;
+    e.len = n - e.start < PRT_TABLE_CHUNK ? n - e.start : PRT_TABLE_CHUNK;
     t->host[t->n++] = e;
   }
 }
@@ -1002,9 +998,15 @@ static void adam_scalars_fill(prt_ctx *ctx) {
   for (int i = 0; i < S.adam_groups; i++) {
     prt_adam_scalars a = prt_adam_scalars_of(ctx, S.adam_key[i][0], S.adam_key[i][1],
                                              S.adam_key[i][2]);
-    float row[8] = {a.beta1, a.beta2, a.eps, a.keep, a.one_minus_b1, a.one_minus_b2,
-                    a.bc2_sqrt, a.neg_step};
-    memcpy(S.adam_scal_host + 8 * i, row, sizeof row);
+    float *row = S.adam_scal_host + PRT_ADAM_SCALARS * i;
+    row[PRT_ADAM_BETA1] = a.beta1;
+    row[PRT_ADAM_BETA2] = a.beta2;
+    row[PRT_ADAM_EPS] = a.eps;
+    row[PRT_ADAM_KEEP] = a.keep;
+    row[PRT_ADAM_OMB1] = a.one_minus_b1;
+    row[PRT_ADAM_OMB2] = a.one_minus_b2;
+    row[PRT_ADAM_BC2S] = a.bc2_sqrt;
+    row[PRT_ADAM_NEGSTEP] = a.neg_step;
   }
 }
 
@@ -1019,7 +1021,7 @@ static void adam_flush(prt_ctx *ctx) {
               cudaMemcpyAsync(S.adam_scal_dev, S.adam_scal_host,
                               (size_t)S.adam_groups * 8 * sizeof(float),
                               cudaMemcpyHostToDevice, compute_stream()));
-  int64_t nchunk = S.adam_tab.n - from, CH = TABLE_CHUNK;
+  int64_t nchunk = S.adam_tab.n - from, CH = PRT_TABLE_CHUNK;
   S.adam_tab.launched = S.adam_tab.n; /* before the launch: launch() flushes first */
   LAUNCH(PRT_DK_adamw_multi, nchunk * CH, 0, fn, &table, &S.adam_scal_dev, &S.clip_dev, &nchunk,
          &CH);
@@ -1030,9 +1032,13 @@ void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, 
                     int32_t bf16) {
   const char *fn = "prt_cuda_adamw";
   if (prt_elastic_dry(ctx) || n <= 0) return; /* an elastic step updates in its last pass */
-  tensor_chunk e = {(int64_t)(intptr_t)p, (int64_t)(intptr_t)g, (int64_t)(intptr_t)m,
-                    (int64_t)(intptr_t)v, 0, 0, decay != 0, adam_group(beta1, beta2, eps, fn),
-                    (int64_t)(intptr_t)p16};
+  tensor_chunk e = {.p = (int64_t)(intptr_t)p,
+                    .g = (int64_t)(intptr_t)g,
+                    .m = (int64_t)(intptr_t)m,
+                    .v = (int64_t)(intptr_t)v,
+                    .decay = decay != 0,
+                    .group = adam_group(beta1, beta2, eps, fn),
+                    .p16 = (int64_t)(intptr_t)p16};
   table_add(&S.adam_tab, e, n, fn);
   if (!S.defer) adam_flush(ctx);
 }
@@ -1040,7 +1046,7 @@ void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, 
 void prt_cuda_grad_sq_accum(prt_ctx *ctx, const float *g, int64_t n, int32_t counted,
                             int32_t bf16) {
   if (!counted || n <= 0) return;
-  tensor_chunk e = {0, (int64_t)(intptr_t)g, 0, 0, 0, 0, 0, 0, 0};
+  tensor_chunk e = {.g = (int64_t)(intptr_t)g};
   table_add(&S.norm_tab, e, n, "prt_cuda_grad_sq_accum");
 }
 
@@ -1466,7 +1472,8 @@ static void expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *d
 void prt_cuda_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
                                     const float *rows, const int32_t *counts,
                                     const float *hidden, int64_t G, int64_t cap, int64_t El,
-                                    int64_t j, const float *wd, int64_t C, int64_t Fe, int32_t bf16) {
+                                    int64_t j, const float *wd, int64_t C, int64_t Fe,
+                                    int32_t bf16) {
   expert_bwd_weight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, false,
                     "prt_cuda_moe_expert_bwd_weight");
 }

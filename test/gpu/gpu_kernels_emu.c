@@ -19,6 +19,7 @@
 #include <cblas.h>
 
 #include "kernels/cuda_gemm.h"
+#include "piper/gpu_tables.h"
 #include "piper/piper.h"
 #include "piper/runtime.h"
 #include "prt_internal.h"
@@ -214,7 +215,8 @@ static void checkLayernormDwDb(const float *x, const float *dy, const float *lw,
   float gdw[C], gdb[C], wdw[C], wdb[C], *wdx = zeros(N * C);
   double pwb[2 * CHUNKS * C]; /* dw's chunk sums, then db's, as the launcher lays them out */
   void (*lwb)(int64_t, double *, double *, const float *, const float *, const float *,
-              const float *, int64_t, int64_t, int64_t, int32_t) = fn("piper_layernorm_dwdb_partials");
+              const float *, int64_t, int64_t, int64_t, int32_t) =
+      fn("piper_layernorm_dwdb_partials");
   void (*cfin2)(int64_t, float *, float *, const double *, int64_t, int64_t, int32_t) =
       fn("piper_col_finish2");
   for (int64_t i = 0; i < CHUNKS * C + 5; i++)
@@ -309,7 +311,7 @@ typedef struct {
   prt_ctx *c;
   float *p, *g, *m, *v, *q, *gq, *mq, *vq; /* the tensors the kernels update */
   uint16_t *p16;                           /* p's bf16 copy */
-  int64_t table[3][9];                     /* their chunks */
+  prt_tensor_chunk table[3];               /* their chunks */
 } AdamFixture;
 
 static void checkAdamw(AdamFixture *f) {
@@ -323,11 +325,14 @@ static void checkAdamw(AdamFixture *f) {
   memcpy(mq2, f->mq, NQ * 4);
   memcpy(vq2, f->vq, NQ * 4);
   prt_adam_scalars a = prt_adam_scalars_of(f->c, 0.9f, 0.95f, 1e-8f);
-  float scal[8] = {a.beta1, a.beta2, a.eps, a.keep, a.one_minus_b1, a.one_minus_b2,
-                   a.bc2_sqrt, a.neg_step};
+  float scal[PRT_ADAM_SCALARS];
+  scal[PRT_ADAM_BETA1] = a.beta1, scal[PRT_ADAM_BETA2] = a.beta2, scal[PRT_ADAM_EPS] = a.eps;
+  scal[PRT_ADAM_KEEP] = a.keep, scal[PRT_ADAM_OMB1] = a.one_minus_b1;
+  scal[PRT_ADAM_OMB2] = a.one_minus_b2, scal[PRT_ADAM_BC2S] = a.bc2_sqrt;
+  scal[PRT_ADAM_NEGSTEP] = a.neg_step;
   void (*ad)(int64_t, const int64_t *, const float *, const float *, int64_t, int64_t, int32_t) =
       fn("piper_adamw_multi");
-  for (int64_t i = 0; i < 3 * CH; i++) ad(i, &f->table[0][0], scal, &f->c->clip_scale, 3, CH, 0);
+  for (int64_t i = 0; i < 3 * CH; i++) ad(i, &f->table[0].p, scal, &f->c->clip_scale, 3, CH, 0);
   uint16_t *w16 = calloc(NP, sizeof *w16), *want16 = calloc(NP, sizeof *want16);
   prt_adamw(f->c, p2, f->g, m2, v2, w16, NP, 0.9f, 0.95f, 1e-8f, 1);
   prt_adamw(f->c, q2, f->gq, mq2, vq2, NULL, NQ, 0.9f, 0.95f, 1e-8f, 0);
@@ -355,7 +360,7 @@ static void checkGradSq(AdamFixture *f) {
   void (*sl)(int64_t, double *, const double *, int64_t, int64_t, int32_t) = fn("piper_sum_lanes");
   void (*nc)(int64_t, double *, float *, const double *, int64_t, float,
              int32_t) = fn("piper_norm_clip");
-  for (int64_t i = 0; i < 3 * NORM_L; i++) ss(i, partial, &f->table[0][0], 3, NORM_L, 0);
+  for (int64_t i = 0; i < 3 * NORM_L; i++) ss(i, partial, &f->table[0].p, 3, NORM_L, 0);
   for (int64_t i = 0; i < 3; i++) sl(i, csum, partial, 3, NORM_L, 0);
   nc(0, &sq, &clip, csum, 3, 2.5f, 0);
   for (int64_t i = 0; i < NP; i++) want += (double)f->g[i] * f->g[i];
@@ -385,10 +390,10 @@ static void checkOptimizer(void) {
   for (int64_t i = 0; i < NP; i++) f.v[i] = fabsf(uni()) * 0.01f;
   f.q = rnd(NQ, 1), f.gq = rnd(NQ, 1), f.mq = rnd(NQ, 0.1f), f.vq = zeros(NQ);
   f.p16 = calloc(NP, sizeof *f.p16);
-  int64_t t[3][9] = {{addr(f.p), addr(f.g), addr(f.m), addr(f.v), 0, CH, 1, 0, addr(f.p16)},
-                     {addr(f.p), addr(f.g), addr(f.m), addr(f.v), CH, NP - CH, 1, 0,
-                      addr(f.p16)},
-                     {addr(f.q), addr(f.gq), addr(f.mq), addr(f.vq), 0, NQ, 0, 0, 0}};
+  prt_tensor_chunk t[3] = {{addr(f.p), addr(f.g), addr(f.m), addr(f.v), 0, CH, 1, 0, addr(f.p16)},
+                           {addr(f.p), addr(f.g), addr(f.m), addr(f.v), CH, NP - CH, 1, 0,
+                            addr(f.p16)},
+                           {addr(f.q), addr(f.gq), addr(f.mq), addr(f.vq), 0, NQ, 0, 0, 0}};
   memcpy(f.table, t, sizeof t);
   checkAdamw(&f);
   checkGradSq(&f);

@@ -27,6 +27,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "device/cuda_common.h"
 #include "kernels/cuda.h"
 #include "kernels/cuda_gemm.h"
 #include "piper/gpu_tables.h"
@@ -90,8 +91,6 @@ static struct {
                                 bytes (their calls are ordered on the compute stream) */
   cublasLtHandle_t lt;       /* the linear forward with its bias (lt_gemm_bias) */
   int lt_off;                /* PIPER_CUDA_LT=0: bias rows, then cuBLAS, instead */
-  prt_dstream *own_stream;   /* the compute stream of a plan that declared no stream (one
-                                device): CUDA cannot capture the legacy stream as a graph */
   int attn_env;              /* PIPER_CUDA_ATTN: 1 tc, 0 fp32, -1 unset (attn_tc decides) */
   void *scratch[SCR_COUNT];  /* device scratch: cross-entropy's per-row losses (f64), column
                                 reductions' chunk sums (f64), the embedding gradient's
@@ -135,20 +134,21 @@ static struct {
   size_t free_at_setup;      /* cudaMemGetInfo's free bytes before the plan allocated */
 } S;
 
-/* A CUDA failure in `fn` (the runtime function serving an op): fatal, with what to do. */
+/* A CUDA failure in `fn` (the runtime function serving an op): fatal, with what to do
+ * (prt_cuda_fail's message); while capturing the step, kept for graph_capture instead. */
 static void fail_cuda(const char *fn, const char *what, cudaError_t e, int line) {
+  prt_status st = {0};
+  prt_cuda_fail(&st, e, fn, what, __FILE__, line,
+                e == cudaErrorMemoryAllocation
+                    ? "free GPU memory (another process?) or shrink the model or batch"
+                    : PRT_CUDA_HINT_SYNC);
   if (S.capturing) { /* nothing ran: graph_capture reports it and runs the step again */
-    if (!S.capture_error[0])
-      snprintf(S.capture_error, sizeof S.capture_error, "%s (%s): %s at %s:%d", fn, what,
-               cudaGetErrorName(e), __FILE__, line);
+    if (!S.capture_error[0]) /* the message's start: the op, the call, the error */
+      snprintf(S.capture_error, sizeof S.capture_error, "%.*s",
+               (int)sizeof S.capture_error - 1, st.msg);
     return;
   }
-  prt_fatal("CUDA error in %s (%s): %s: %s at %s:%d; %s", fn, what, cudaGetErrorName(e),
-            cudaGetErrorString(e), __FILE__, line,
-            e == cudaErrorMemoryAllocation
-                ? "free GPU memory (another process?) or shrink the model or batch"
-                : "rerun with PIPER_CUDA_SYNC=1 to stop at the failing op; check nvidia-smi "
-                  "and the driver version (CUDA 13 needs driver >= 580)");
+  prt_fatal("%s", st.msg);
 }
 #define CUDA_OR_DIE(fn, what, call)                                                        \
   do {                                                                                     \
@@ -156,22 +156,8 @@ static void fail_cuda(const char *fn, const char *what, cudaError_t e, int line)
     if (e_ != cudaSuccess) fail_cuda((fn), (what), e_, __LINE__);                          \
   } while (0)
 
-/* The plan's stream 0, or for a plan that declared none a stream of our own, made on first
- * use through the device record (device/cuda.c: cudaStreamCreate, so the staged copies and
- * the loss read on the legacy stream still order against it). Never the legacy stream itself:
- * cudaStreamBeginCapture refuses it (cudaErrorStreamCaptureUnsupported), as the first GPU
- * run showed, and no step was ever captured. */
-static cudaStream_t compute_stream(void) {
-  prt_ctx *c = S.ctx;
-  if (!c) return (cudaStream_t)0;
-  if (c->streams && c->nstreams > 0) return (cudaStream_t)c->streams[0];
-  if (!S.own_stream) {
-    prt_status st = {0};
-    if (prt_device_stream_create(c->backend->device, &S.own_stream, &st))
-      prt_fatal("%s (the compute stream of a plan without streams)", st.msg);
-  }
-  return (cudaStream_t)S.own_stream;
-}
+/* The plan's compute stream (device/cuda_common.h: never the legacy stream). */
+static cudaStream_t compute_stream(void) { return prt_cuda_compute_stream(S.ctx); }
 
 /* The plan's kernel k, or fatal when the embedded PTX lacks it (a compiler defect). */
 static const void *kernel(int k, const char *fn) {

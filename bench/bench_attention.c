@@ -12,8 +12,8 @@
 
 void prt_attention_fwd(float *out, float *lse, const float *qkv, int64_t B, int64_t T,
                        int64_t C, int64_t H);
-void prt_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *lse,
-                       int64_t B, int64_t T, int64_t C, int64_t H);
+void prt_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                       const float *lse, int64_t B, int64_t T, int64_t C, int64_t H);
 
 static double now(void) {
   struct timespec t;
@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
         if (impl == 0)
           dense_attn_bwd(&s, dqkv, dqkv + C, dqkv + 2 * C, dout, qkv, qkv + C, qkv + 2 * C,
                          probs);
-        else prt_attention_bwd(dqkv, dout, qkv, probs, B, T, C, H);
+        else prt_attention_bwd(dqkv, dout, qkv, out, probs, B, T, C, H);
         t[impl][0][r] = (t1 - t0) * 1e3, t[impl][1][r] = (now() - t1) * 1e3;
       }
     for (int impl = 0; impl < 2; impl++) {

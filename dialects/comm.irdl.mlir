@@ -1,5 +1,6 @@
 // comm: communication between devices in the global DAG and the per-device plans. Ops carry
-// the `devices` that issue them (as tdag ops do), their `peers` or `group` as device ids, an
+// the `devices` that issue them (as tdag ops do), their `peers` or `group` as device lists
+// (an array of ids, or a range array<i64: START, COUNT, STEP, RUN>: include/piper/piper.h), an
 // optional `stream`, and a `tag` that pairs a send with its recv. Waits make cross-stream
 // dependencies explicit.
 irdl.dialect @comm {
@@ -9,7 +10,9 @@ irdl.dialect @comm {
   // Sends `value` from each device of the op's `devices` to the device at the same position
   // of `peers` (replicas pair up one to one); `tag` pairs it with its comm.recv.
   irdl.operation @send {
-    %a1 = irdl.base "#builtin.array"
+    %a1_ids = irdl.base "#builtin.array"
+    %a1_range = irdl.base "#builtin.dense_array"
+    %a1 = irdl.any_of(%a1_ids, %a1_range)
     %i2 = irdl.base "#builtin.integer"
     %t3 = irdl.base "!builtin.tensor"
     %tok4 = irdl.base @comm::@token
@@ -19,7 +22,9 @@ irdl.dialect @comm {
   }
   // Receives the value a comm.send with the same `tag` sends from `peers`.
   irdl.operation @recv {
-    %a1 = irdl.base "#builtin.array"
+    %a1_ids = irdl.base "#builtin.array"
+    %a1_range = irdl.base "#builtin.dense_array"
+    %a1 = irdl.any_of(%a1_ids, %a1_range)
     %i2 = irdl.base "#builtin.integer"
     %t3 = irdl.base "!builtin.tensor"
     %tok4 = irdl.base @comm::@token
@@ -29,7 +34,9 @@ irdl.dialect @comm {
   // Receives into the storage of an existing tensor (a copy of a parameter another device
   // updates, refreshed at the end of the step).
   irdl.operation @recv_into {
-    %a1 = irdl.base "#builtin.array"
+    %a1_ids = irdl.base "#builtin.array"
+    %a1_range = irdl.base "#builtin.dense_array"
+    %a1 = irdl.any_of(%a1_ids, %a1_range)
     %i2 = irdl.base "#builtin.integer"
     %t3 = irdl.base "!builtin.tensor"
     %tok4 = irdl.base @comm::@token
@@ -39,7 +46,9 @@ irdl.dialect @comm {
   }
   // Sum over `group` (array of device ids); every member gets the whole result.
   irdl.operation @all_reduce {
-    %g1 = irdl.base "#builtin.array"
+    %g1_ids = irdl.base "#builtin.array"
+    %g1_range = irdl.base "#builtin.dense_array"
+    %g1 = irdl.any_of(%g1_ids, %g1_range)
     %t2 = irdl.base "!builtin.tensor"
     %t3 = irdl.base "!builtin.tensor"
     %tok4 = irdl.base @comm::@token
@@ -49,7 +58,9 @@ irdl.dialect @comm {
   }
   // Sum over `group`; member k keeps shard k of the result (ZeRO-2 gradients).
   irdl.operation @reduce_scatter {
-    %g1 = irdl.base "#builtin.array"
+    %g1_ids = irdl.base "#builtin.array"
+    %g1_range = irdl.base "#builtin.dense_array"
+    %g1 = irdl.any_of(%g1_ids, %g1_range)
     %t2 = irdl.base "!builtin.tensor"
     %t3 = irdl.base "!builtin.tensor"
     %tok4 = irdl.base @comm::@token
@@ -59,7 +70,9 @@ irdl.dialect @comm {
   }
   // Concatenation of every member's shard (ZeRO-3 parameters, ZeRO-1 updated parameters).
   irdl.operation @all_gather {
-    %g1 = irdl.base "#builtin.array"
+    %g1_ids = irdl.base "#builtin.array"
+    %g1_range = irdl.base "#builtin.dense_array"
+    %g1 = irdl.any_of(%g1_ids, %g1_range)
     %t2 = irdl.base "!builtin.tensor"
     %t3 = irdl.base "!builtin.tensor"
     %tok4 = irdl.base @comm::@token
@@ -69,7 +82,9 @@ irdl.dialect @comm {
   }
   // Expert-parallel dispatch/combine.
   irdl.operation @all_to_all {
-    %g1 = irdl.base "#builtin.array"
+    %g1_ids = irdl.base "#builtin.array"
+    %g1_range = irdl.base "#builtin.dense_array"
+    %g1 = irdl.any_of(%g1_ids, %g1_range)
     %t2 = irdl.base "!builtin.tensor"
     %t3 = irdl.base "!builtin.tensor"
     %tok4 = irdl.base @comm::@token
@@ -86,7 +101,9 @@ irdl.dialect @comm {
   // has nothing left to wait for. lse (B, H, Tl): one log-sum-exp per local query row.
   // GPT's packed qkv (B, Tl, 3C) -> out (B, Tl, C), lse.
   irdl.operation @ring_attention {
-    %g = irdl.base "#builtin.array"
+    %g_ids = irdl.base "#builtin.array"
+    %g_range = irdl.base "#builtin.dense_array"
+    %g = irdl.any_of(%g_ids, %g_range)
     %tag = irdl.base "#builtin.integer"
     %heads = irdl.base "#builtin.integer"
     %qkv = irdl.base "!builtin.tensor"
@@ -99,7 +116,9 @@ irdl.dialect @comm {
   }
   // dqkv from dout, the forward's out, qkv and lse; dK, dV travel with the keys.
   irdl.operation @ring_attention_grad {
-    %g = irdl.base "#builtin.array"
+    %g_ids = irdl.base "#builtin.array"
+    %g_range = irdl.base "#builtin.dense_array"
+    %g = irdl.any_of(%g_ids, %g_range)
     %tag = irdl.base "#builtin.integer"
     %heads = irdl.base "#builtin.integer"
     %dout = irdl.base "!builtin.tensor"
@@ -114,7 +133,9 @@ irdl.dialect @comm {
   }
   // Grouped-query: q (B, Tl, H*D), k and v (B, Tl, KV*D) -> out like q, lse.
   irdl.operation @ring_gqa_attention {
-    %g = irdl.base "#builtin.array"
+    %g_ids = irdl.base "#builtin.array"
+    %g_range = irdl.base "#builtin.dense_array"
+    %g = irdl.any_of(%g_ids, %g_range)
     %tag = irdl.base "#builtin.integer"
     %heads = irdl.base "#builtin.integer"
     %kv_heads = irdl.base "#builtin.integer"
@@ -129,7 +150,9 @@ irdl.dialect @comm {
     irdl.results(out: %out, lse: %lse, done: %done)
   }
   irdl.operation @ring_gqa_attention_grad {
-    %g = irdl.base "#builtin.array"
+    %g_ids = irdl.base "#builtin.array"
+    %g_range = irdl.base "#builtin.dense_array"
+    %g = irdl.any_of(%g_ids, %g_range)
     %tag = irdl.base "#builtin.integer"
     %heads = irdl.base "#builtin.integer"
     %kv_heads = irdl.base "#builtin.integer"

@@ -92,8 +92,15 @@ char *piperSchedIrdlCreate(void) {
     APPEND("  irdl.operation @%s {\n", d->name);
     int nRequired = 0;
     for (int f = 0; f < d->nFields; ++f)
-      if (d->fields[f].required)
+      if (d->fields[f].required && d->fields[f].kind == PIPER_FIELD_DEVICES) {
+        /* an array of ids or a range (include/piper/piper.h: device lists) */
+        APPEND("    %%ids%d = irdl.base \"#builtin.array\"\n", nRequired);
+        APPEND("    %%range%d = irdl.base \"#builtin.dense_array\"\n", nRequired);
+        APPEND("    %%a%d = irdl.any_of(%%ids%d, %%range%d)\n", nRequired, nRequired, nRequired);
+        nRequired++;
+      } else if (d->fields[f].required) {
         APPEND("    %%a%d = irdl.base \"%s\"\n", nRequired++, irdlBase(d->fields[f].kind));
+      }
     if (nRequired) {
       APPEND("    irdl.attributes {");
       for (int f = 0, k = 0; f < d->nFields; ++f)

@@ -88,22 +88,67 @@ static MlirAttribute filterAttr(Importer *im, const pb_json_value *n, const char
   return d;
 }
 
-static MlirAttribute devicesAttr(Importer *im, const pb_json_value *n, const char *op) {
-  if (n->kind != PB_JSON_ARRAY || n->n == 0) {
-    errorAt(im, n, "'%s': devices must be a non-empty list of device ids", op, NULL);
+/* {"start": A, "count": N, "step": K, "run": R} (step defaults to run, run to 1): the ids
+ * A + i*K + j for i < N, j < R, ascending (R <= K), below PIPER_MAX_DEVICES -> the canonical
+ * device list (include/piper/piper.h: a range attribute when long, so a million replicas are
+ * four numbers in the file and in the IR). */
+static MlirAttribute rangeAttr(Importer *im, const pb_json_value *n, const char *op) {
+  static const char *const keys[] = {"start", "count", "step", "run"};
+  int64_t v[4] = {-1, -1, -1, 1}; /* step -1: not given */
+  for (intptr_t i = 0; i < n->n; ++i) {
+    int k = 0;
+    while (k < 4 && strcmp(n->keys[i], keys[k])) ++k;
+    if (k == 4) {
+      errorAt(im, n->items[i], "'%s': a device range has the fields start, count, step and run, "
+                               "not '%s'", op, n->keys[i]);
+      return mlirAttributeGetNull();
+    }
+    if (!intIn(n->items[i], k == 0 ? 0 : 1, PIPER_MAX_DEVICES, &v[k])) {
+      char what[96];
+      snprintf(what, sizeof what, "'%%s': a device range's %s must be an integer in [%d, %d]",
+               keys[k], k == 0 ? 0 : 1, PIPER_MAX_DEVICES);
+      errorAt(im, n->items[i], what, op, NULL);
+      return mlirAttributeGetNull();
+    }
+  }
+  if (v[0] < 0 || v[1] < 0) {
+    errorAt(im, n, "'%s': a device range needs start and count, e.g. {\"start\": 0, "
+                   "\"count\": 1024} (and step, run: ids start + i*step + j, j < run)", op, NULL);
     return mlirAttributeGetNull();
   }
-  MlirAttribute *ids = malloc(n->n * sizeof *ids);
+  PiperRange r = {v[0], v[1], v[2] < 0 ? v[3] : v[2], v[3]};
+  if (r.step < r.run) {
+    errorAt(im, n, "'%s': a device range's step must be at least its run (the runs of ids "
+                   "start + i*step .. + run-1 may not overlap)", op, NULL);
+    return mlirAttributeGetNull();
+  }
+  /* each field is at most 2^20: the products fit int64 */
+  if (r.start + (r.count - 1) * r.step + r.run - 1 >= PIPER_MAX_DEVICES) {
+    char range[64];
+    snprintf(range, sizeof range, "[0, %d]", PIPER_MAX_DEVICES - 1);
+    errorAt(im, n, "'%s': a device range's last id is outside %s", op, range);
+    return mlirAttributeGetNull();
+  }
+  return piperDeviceRangeGet(im->ctx, r);
+}
+
+static MlirAttribute devicesAttr(Importer *im, const pb_json_value *n, const char *op) {
+  if (n->kind == PB_JSON_OBJECT) return rangeAttr(im, n, op);
+  if (n->kind != PB_JSON_ARRAY || n->n == 0) {
+    errorAt(im, n, "'%s': devices must be a non-empty list of device ids, or a range "
+                   "{\"start\": A, \"count\": N, \"step\": K, \"run\": R}", op, NULL);
+    return mlirAttributeGetNull();
+  }
+  int64_t *ids = malloc(n->n * sizeof *ids);
   for (intptr_t i = 0; i < n->n; ++i) {
-    int64_t id = 0;
-    if (!intIn(n->items[i], 0, PIPER_MAX_DEVICES - 1, &id)) {
+    ids[i] = 0;
+    if (!intIn(n->items[i], 0, PIPER_MAX_DEVICES - 1, &ids[i])) {
       char range[64];
       snprintf(range, sizeof range, "[0, %d]", PIPER_MAX_DEVICES - 1);
       errorAt(im, n->items[i], "'%s': a device id must be an integer in %s", op, range);
     }
-    ids[i] = mlirIntegerAttrGet(mlirIntegerTypeGet(im->ctx, 64), id);
   }
-  MlirAttribute a = mlirArrayAttrGet(im->ctx, n->n, ids);
+  MlirAttribute a = piperDeviceListGet(im->ctx, ids, n->n);
   free(ids);
   return a;
 }

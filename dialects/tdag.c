@@ -517,25 +517,31 @@ static void verifyBiasGrad(Verifier *v, MlirOperation op) {
          typeStr(resultType(op, 0)));
 }
 
-/* attention {heads}: qkv(B,T,3C) -> out(B,T,C), probs(B,H,T,T);
- * attention_grad: dout, qkv, probs -> dqkv like qkv */
+/* lse is (B, H, T): one log-sum-exp per query row of each head */
+static bool isLse(MlirType lse, int64_t B, int64_t H, int64_t T) {
+  return piperTensorRank(lse) == 3 && piperTensorDim(lse, 0) == B &&
+         piperTensorDim(lse, 1) == H && piperTensorDim(lse, 2) == T;
+}
+
+/* attention {heads}: qkv(B,T,3C) -> out(B,T,C), lse(B,H,T);
+ * attention_grad: dout, qkv, out, lse -> dqkv like qkv (dout and out (B,T,C)) */
 static void verifyAttention(Verifier *v, MlirOperation op) {
   bool grad = isGradOp(op);
   MlirType qkv = operandType(op, grad ? 1 : 0);
   int64_t H = piperGetIntAttr(op, "heads", 0);
   int64_t B = piperTensorDim(qkv, 0), T = piperTensorDim(qkv, 1), C3 = piperTensorDim(qkv, 2);
-  MlirType probs = grad ? operandType(op, 2) : resultType(op, 1);
-  MlirType out = grad ? operandType(op, 0) : resultType(op, 0);
+  MlirType lse = grad ? operandType(op, 3) : resultType(op, 1);
+  MlirType out = grad ? operandType(op, 2) : resultType(op, 0);
   if (piperTensorRank(qkv) != 3 || C3 % 3 != 0)
     fail(v, op, "qkv must be (B,T,3C), got %s", typeStr(qkv));
   else if (H <= 0 || (C3 / 3) % H != 0)
     fail(v, op, "heads = %lld must be positive and divide C = %lld", (long long)H,
          (long long)(C3 / 3));
-  else if (!shapeWithLast(out, qkv, C3 / 3) || piperTensorRank(probs) != 4 ||
-           piperTensorDim(probs, 0) != B || piperTensorDim(probs, 1) != H ||
-           piperTensorDim(probs, 2) != T || piperTensorDim(probs, 3) != T)
-    fail(v, op, "expects out (B,T,C) and probs (B,H,T,T) for qkv %s, got %s and %s",
-         typeStr(qkv), typeStr(out), typeStr(probs));
+  else if (!shapeWithLast(out, qkv, C3 / 3) || !isLse(lse, B, H, T))
+    fail(v, op, "expects out (B,T,C) and lse (B,H,T) for qkv %s, got %s and %s",
+         typeStr(qkv), typeStr(out), typeStr(lse));
+  else if (grad && !sameShape(operandType(op, 0), out))
+    fail(v, op, "dout %s must have out's shape %s", typeStr(operandType(op, 0)), typeStr(out));
   else if (grad && !sameShape(resultType(op, 0), qkv))
     fail(v, op, "dqkv must have qkv's shape %s", typeStr(qkv));
 }
@@ -689,13 +695,14 @@ static void verifySameShape(Verifier *v, MlirOperation op) {
 }
 
 /* gqa_attention {heads = H, kv_heads = KV}: q(B,T,H*D), k, v(B,T,KV*D), KV dividing H ->
- * out like q, probs(B,H,T,T); gqa_attention_grad: dout, q, k, v, probs -> dq, dk, dv */
+ * out like q, lse(B,H,T); gqa_attention_grad: dout, q, k, v, out, lse -> dq, dk, dv (dout and
+ * out like q) */
 static void verifyGqaAttention(Verifier *v, MlirOperation op) {
   bool grad = isGradOp(op);
   int o = grad ? 1 : 0;
   MlirType q = operandType(op, o), k = operandType(op, o + 1), vv = operandType(op, o + 2);
-  MlirType out = grad ? operandType(op, 0) : resultType(op, 0);
-  MlirType probs = grad ? operandType(op, 4) : resultType(op, 1);
+  MlirType out = grad ? operandType(op, 4) : resultType(op, 0);
+  MlirType lse = grad ? operandType(op, 5) : resultType(op, 1);
   int64_t H = piperGetIntAttr(op, "heads", 0), KV = piperGetIntAttr(op, "kv_heads", 0);
   int64_t B = piperTensorDim(q, 0), T = piperTensorDim(q, 1), HD = piperTensorDim(q, 2);
   if (H <= 0 || KV <= 0 || H % KV != 0)
@@ -707,11 +714,11 @@ static void verifyGqaAttention(Verifier *v, MlirOperation op) {
     fail(v, op, "k and v must be (B,T,KV*D) = (%lld,%lld,%lld) for q %s, got %s and %s",
          (long long)B, (long long)T, (long long)(HD / H * KV), typeStr(q), typeStr(k),
          typeStr(vv));
-  else if (!sameShape(out, q) || piperTensorRank(probs) != 4 ||
-           piperTensorDim(probs, 0) != B || piperTensorDim(probs, 1) != H ||
-           piperTensorDim(probs, 2) != T || piperTensorDim(probs, 3) != T)
-    fail(v, op, "expects out like q %s and probs (B,H,T,T), got %s and %s", typeStr(q),
-         typeStr(out), typeStr(probs));
+  else if (!sameShape(out, q) || !isLse(lse, B, H, T))
+    fail(v, op, "expects out like q %s and lse (B,H,T), got %s and %s", typeStr(q),
+         typeStr(out), typeStr(lse));
+  else if (grad && !sameShape(operandType(op, 0), q))
+    fail(v, op, "dout %s must have out's shape %s", typeStr(operandType(op, 0)), typeStr(out));
   else if (grad && (!sameShape(resultType(op, 0), q) || !sameShape(resultType(op, 1), k) ||
                     !sameShape(resultType(op, 2), vv)))
     fail(v, op, "dq, dk, dv must have the shapes of q, k, v");
@@ -1011,19 +1018,14 @@ static void verifyOp(Verifier *v, MlirOperation op) {
 }
 
 /* A device-id list attribute `name` of `op` (devices, group, peers), if present: a non-empty
- * array of integers in [0, PIPER_MAX_DEVICES). Passes index per-device tables with these. */
+ * array of integers in [0, PIPER_MAX_DEVICES), or a canonical range of such ids
+ * (dialects/device_list.c). Passes index per-device tables with these. */
 static void verifyDeviceList(Verifier *v, MlirOperation op, const char *name) {
   MlirAttribute a = mlirOperationGetAttributeByName(op, piperStr(name));
-  if (mlirAttributeIsNull(a)) return;
-  bool ok = mlirAttributeIsAArray(a) && mlirArrayAttrGetNumElements(a) > 0;
-  for (intptr_t i = 0; ok && i < mlirArrayAttrGetNumElements(a); ++i) {
-    MlirAttribute e = mlirArrayAttrGetElement(a, i);
-    ok = mlirAttributeIsAInteger(e) && mlirIntegerAttrGetValueInt(e) >= 0 &&
-         mlirIntegerAttrGetValueInt(e) < PIPER_MAX_DEVICES;
-  }
-  if (!ok)
-    fail(v, op, "%s must be a non-empty list of device ids in [0, %d]", name,
-         PIPER_MAX_DEVICES - 1);
+  if (mlirAttributeIsNull(a) || piperDeviceListCheck(a, PIPER_MAX_DEVICES)) return;
+  fail(v, op, "%s must be a non-empty list of device ids in [0, %d], or a range array<i64: "
+       "START, COUNT, STEP, RUN> of more than %d of them (COUNT >= 2; STEP = 1 with RUN = 1, "
+       "or STEP > RUN)", name, PIPER_MAX_DEVICES - 1, PIPER_LIST_EXPLICIT_MAX);
 }
 
 /* An integer attribute `name` of `op`, if present, in [lo, hi]; false after an error. */
@@ -1061,12 +1063,10 @@ static void verifyPlacement(Verifier *v, MlirOperation op) {
   /* extraction gives replica k the peer at position k */
   MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
   MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
-  if (!mlirAttributeIsNull(devices) && !mlirAttributeIsNull(peers) &&
-      mlirAttributeIsAArray(devices) && mlirAttributeIsAArray(peers) &&
-      mlirArrayAttrGetNumElements(devices) != mlirArrayAttrGetNumElements(peers))
+  if (piperDeviceListLen(devices) && piperDeviceListLen(peers) &&
+      piperDeviceListLen(devices) != piperDeviceListLen(peers))
     fail(v, op, "peers must list one device per device in devices (%lld), got %lld",
-         (long long)mlirArrayAttrGetNumElements(devices),
-         (long long)mlirArrayAttrGetNumElements(peers));
+         (long long)piperDeviceListLen(devices), (long long)piperDeviceListLen(peers));
   if (verifyIntAttr(v, op, "shards", 1, PIPER_MAX_DEVICES))
     verifyIntAttr(v, op, "shard", 0, piperGetIntAttr(op, "shards", 1) - 1);
   /* piperGetIntAttr reads a non-integer as its fallback: `groups = "2"` would pass as one

@@ -225,7 +225,7 @@ void lwLowerComm(Lowering *L, MlirOperation op) {
      * (see words): a bf16 block must be whole words. */
     MlirType x = lwInType(op, 0);
     MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
-    int64_t members = mlirAttributeIsAArray(g) ? mlirArrayAttrGetNumElements(g) : 1;
+    int64_t members = piperDeviceListLen(g) ? piperDeviceListLen(g) : 1;
     if (piperTensorElementBytes(x) != 4 && members > 0 &&
         (piperTensorNumel(x) * piperTensorElementBytes(x)) % (4 * members)) {
       piperEmitErrorf(mlirOperationGetLocation(op),

@@ -170,8 +170,8 @@ static void lowerBiasGrad(Lowering *L, MlirOperation op) {
   call(L, op, 4, args);
 }
 
-/* tdag.attention(qkv) -> prt_attention_fwd(y, probs, qkv, B, T, C, H)
- * tdag.attention_grad(dy, qkv, probs) -> prt_attention_bwd(dqkv, dy, qkv, probs, B, T, C, H) */
+/* tdag.attention(qkv) -> prt_attention_fwd(y, lse, qkv, B, T, C, H)
+ * tdag.attention_grad(dy, qkv, out, lse) -> prt_attention_bwd(dqkv, dy, qkv, out, lse, B, T, C, H) */
 static void lowerAttention(Lowering *L, MlirOperation op) {
   bool grad = isGradOp(op);
   MlirType qkv = lwInType(op, grad ? 1 : 0);
@@ -179,9 +179,9 @@ static void lowerAttention(Lowering *L, MlirOperation op) {
                        lwI64(L, piperTensorDim(qkv, 2) / 3),
                        lwI64(L, piperGetIntAttr(op, "heads", 1))};
   if (grad) {
-    MlirValue args[8] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), lwIn(L, op, 2),
-                         dims[0], dims[1], dims[2], dims[3]};
-    call(L, op, 8, args);
+    MlirValue args[9] = {lwOut(L, op, 0), lwIn(L, op, 0), lwIn(L, op, 1), lwIn(L, op, 2),
+                         lwIn(L, op, 3), dims[0], dims[1], dims[2], dims[3]};
+    call(L, op, 9, args);
   } else {
     MlirValue args[7] = {lwOut(L, op, 0), lwOut(L, op, 1), lwIn(L, op, 0),
                          dims[0], dims[1], dims[2], dims[3]};
@@ -321,9 +321,9 @@ static void lowerRope(Lowering *L, MlirOperation op) {
                  args);
 }
 
-/* tdag.gqa_attention(q, k, v) -> prt_gqa_attention_fwd(out, probs, q, k, v, B, T, H, KV, D)
- * tdag.gqa_attention_grad(dy, q, k, v, probs)
- *   -> prt_gqa_attention_bwd(dq, dk, dv, dy, q, k, v, probs, B, T, H, KV, D) */
+/* tdag.gqa_attention(q, k, v) -> prt_gqa_attention_fwd(out, lse, q, k, v, B, T, H, KV, D)
+ * tdag.gqa_attention_grad(dy, q, k, v, out, lse)
+ *   -> prt_gqa_attention_bwd(dq, dk, dv, dy, q, k, v, out, lse, B, T, H, KV, D) */
 static void lowerGqaAttention(Lowering *L, MlirOperation op) {
   bool grad = isGradOp(op);
   MlirType q = lwInType(op, grad ? 1 : 0);
@@ -332,10 +332,10 @@ static void lowerGqaAttention(Lowering *L, MlirOperation op) {
                        lwI64(L, H), lwI64(L, piperGetIntAttr(op, "kv_heads", 1)),
                        lwI64(L, piperTensorDim(q, 2) / H)};
   if (grad) {
-    MlirValue args[13] = {lwOut(L, op, 0), lwOut(L, op, 1), lwOut(L, op, 2), lwIn(L, op, 0),
+    MlirValue args[14] = {lwOut(L, op, 0), lwOut(L, op, 1), lwOut(L, op, 2), lwIn(L, op, 0),
                           lwIn(L, op, 1),  lwIn(L, op, 2),  lwIn(L, op, 3),  lwIn(L, op, 4),
-                          dims[0], dims[1], dims[2], dims[3], dims[4]};
-    call(L, op, 13, args);
+                          lwIn(L, op, 5),  dims[0], dims[1], dims[2], dims[3], dims[4]};
+    call(L, op, 14, args);
   } else {
     MlirValue args[10] = {lwOut(L, op, 0), lwOut(L, op, 1), lwIn(L, op, 0), lwIn(L, op, 1),
                           lwIn(L, op, 2),  dims[0], dims[1], dims[2], dims[3], dims[4]};

@@ -535,13 +535,17 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
  * roles that give k); and the switch is on prt_role, one case per role, calling _role<p>. The
  * binary thus has the same size for every replica count. */
 static bool groupRange(MlirAttribute g, int64_t *start, int64_t *stride) {
-  intptr_t n = mlirArrayAttrGetNumElements(g);
-  *start = n ? mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, 0)) : 0;
-  *stride = n > 1 ? mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, 1)) - *start : 1;
+  PiperRange r;
+  if (piperDeviceListIsRange(g, &r)) { /* run 1: start + i * step; runs: no progression */
+    *start = r.start, *stride = r.step;
+    return r.run == 1;
+  }
+  intptr_t n = piperDeviceListLen(g);
+  *start = n ? piperDeviceListAt(g, 0) : 0;
+  *stride = n > 1 ? piperDeviceListAt(g, 1) - *start : 1;
   if (*stride < 1 || n < 1) return false;
   for (intptr_t i = 2; i < n; ++i)
-    if (mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, i)) != *start + i * *stride)
-      return false;
+    if (piperDeviceListAt(g, i) != *start + i * *stride) return false;
   return true;
 }
 
@@ -575,11 +579,10 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
       for (size_t g = 0; g < sh->nGroups; ++g) {
         int64_t start, stride;
         MlirAttribute group = sh->groups[g].members;
-        intptr_t n = mlirArrayAttrGetNumElements(group);
+        intptr_t n = piperDeviceListLen(group);
         if (roles > 0 && sh->groups[g].familyStride) { /* replica 0's members, shifted by k */
           int64_t *base = malloc((n ? n : 1) * sizeof *base);
-          for (intptr_t i = 0; i < n; ++i)
-            base[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, i));
+          for (intptr_t i = 0; i < n; ++i) base[i] = piperDeviceListAt(group, i);
           MlirValue args[5] = {ctx, lbConstI64(&lb, (int64_t)g), lbConstI64(&lb, n),
                                lbI64Array(&lb, n, base),
                                lbConstI64(&lb, sh->groups[g].familyStride)};
@@ -595,8 +598,7 @@ static void emitDispatch(MlirOperation moduleOp, Shared *sh, int64_t devices, in
         }
         /* every member, however many: the verifier bounds them to device ids */
         int64_t *members = malloc((n ? n : 1) * sizeof *members);
-        for (intptr_t i = 0; i < n; ++i)
-          members[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, i));
+        for (intptr_t i = 0; i < n; ++i) members[i] = piperDeviceListAt(group, i);
         MlirValue args[4] = {ctx, lbConstI64(&lb, (int64_t)g), lbConstI64(&lb, n),
                              lbI64Array(&lb, n, members)};
         lbCall(&lb, "prt_declare_group", (MlirType){NULL}, 4, args);

@@ -254,13 +254,6 @@ bool lwPlanMemory(Lowering *L) {
       b->gradient = isGradient(L, op, r);
       int64_t elemBytes = piperTensorElementBytes(mlirValueGetType(v));
       int64_t elems = piperTensorNumel(mlirValueGetType(v));
-      if (piperFactsRowResult(piperOpFacts(op), r)) {
-        /* the kernels write one element per row of the last dim (ops.h rowResults) */
-        MlirType t = mlirValueGetType(v);
-        intptr_t rank = mlirShapedTypeGetRank(t);
-        int64_t last = rank > 0 ? mlirShapedTypeGetDimSize(t, rank - 1) : 1;
-        if (last > 0) elems /= last;
-      }
       b->bytes = arenaBytesOf(elems, elemBytes);
       if (piperOpIs(op, "comm.all_gather")) /* gathered into R padded shards of c */
         b->bytes = arenaBytesOf(lwGatherElems(op), elemBytes);

@@ -188,14 +188,14 @@ static void gradLayernorm(Builder *b, MlirOperation op, MlirValue dy) {
   accumulate(b, op, bias, result(g, 2));
 }
 
-/* attention: dqkv from dy, qkv and the saved probs; heads carried over */
+/* attention: dqkv from dy, qkv and the forward's out and lse; heads carried over */
 static void gradAttention(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue qkv = operand(op, 0);
-  MlirValue ops[3] = {dy, qkv, result(op, 1)};
+  MlirValue ops[4] = {dy, qkv, result(op, 0), result(op, 1)};
   MlirType t = typeOf(qkv);
   MlirNamedAttribute heads = piperNamedAttr(
       b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads")));
-  MlirOperation g = emit(b, "tdag.attention_grad", op, "B", 3, ops, 1, &t, 1, &heads);
+  MlirOperation g = emit(b, "tdag.attention_grad", op, "B", 4, ops, 1, &t, 1, &heads);
   accumulate(b, op, qkv, result(g, 0));
 }
 
@@ -238,17 +238,17 @@ static void gradRope(Builder *b, MlirOperation op, MlirValue dy) {
   accumulate(b, op, x, result(g, 0));
 }
 
-/* gqa_attention: (dq, dk, dv) from dy, q, k, v and the saved probs; heads and kv_heads
- * carried over */
+/* gqa_attention: (dq, dk, dv) from dy, q, k, v and the forward's out and lse; heads and
+ * kv_heads carried over */
 static void gradGqaAttention(Builder *b, MlirOperation op, MlirValue dy) {
   MlirValue q = operand(op, 0), k = operand(op, 1), v = operand(op, 2);
-  MlirValue ops[5] = {dy, q, k, v, result(op, 1)};
+  MlirValue ops[6] = {dy, q, k, v, result(op, 0), result(op, 1)};
   MlirType types[3] = {typeOf(q), typeOf(k), typeOf(v)};
   MlirNamedAttribute attrs[2] = {
       piperNamedAttr(b->ctx, "heads", mlirOperationGetAttributeByName(op, piperStr("heads"))),
       piperNamedAttr(b->ctx, "kv_heads",
                      mlirOperationGetAttributeByName(op, piperStr("kv_heads")))};
-  MlirOperation g = emit(b, "tdag.gqa_attention_grad", op, "B", 5, ops, 3, types, 2, attrs);
+  MlirOperation g = emit(b, "tdag.gqa_attention_grad", op, "B", 6, ops, 3, types, 2, attrs);
   accumulate(b, op, q, result(g, 0));
   accumulate(b, op, k, result(g, 1));
   accumulate(b, op, v, result(g, 2));

@@ -56,11 +56,12 @@ static int64_t replicaIndex(MlirOperation op, int64_t d, int64_t *replicas) {
   MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
   *replicas = 1;
   if (mlirAttributeIsNull(devs)) return d == 0 ? 0 : -1;
-  *replicas = mlirArrayAttrGetNumElements(devs);
+  *replicas = piperListLen(devs);
+  if (piperDeviceListIsRange(devs, NULL)) return piperListFind(devs, d);
   intptr_t lo = 0, hi = *replicas - 1;
   while (lo <= hi) {
     intptr_t mid = lo + (hi - lo) / 2;
-    int64_t v = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, mid));
+    int64_t v = piperListAt(devs, mid);
     if (v == d) return mid;
     if (v < d) lo = mid + 1;
     else hi = mid - 1;
@@ -81,9 +82,13 @@ typedef struct {
 /* Stride s >= 1 of the entries first, first + step, ... of a device list if they are
  * a + k * s (one entry: 1), else 0. */
 static int64_t rangeStrideAt(MlirAttribute devs, intptr_t first, intptr_t step) {
-  intptr_t n = mlirArrayAttrGetNumElements(devs);
+  intptr_t n = piperListLen(devs);
   if (first >= n) return 0;
   if (first + step >= n) return 1;
+  PiperRange r; /* in a range without runs every step-th entry is r.step * step apart; with
+                 * runs of `step` ids, entry `first` of each run is r.step after the last */
+  if (piperDeviceListIsRange(devs, &r) && r.run == 1) return r.step * step;
+  if (piperDeviceListIsRange(devs, &r) && r.run == step && first < r.run) return r.step;
   int64_t a = piperListAt(devs, first), s = piperListAt(devs, first + step) - a;
   if (s < 1) return 0;
   for (intptr_t i = first + 2 * step, k = 2; i < n; i += step, ++k)
@@ -274,7 +279,7 @@ static void setReplicaAttrs(Extractor *ex, MlirOperation op, MlirOperation c, in
     mlirOperationSetAttributeByName(c, piperStr("replica"), piperI64Attr(ex->ctx, stateK)); /* norm once */
   MlirAttribute peers = mlirOperationGetAttributeByName(op, piperStr("peers"));
   if (!mlirAttributeIsNull(peers)) {
-    mlirOperationSetAttributeByName(c, piperStr("peer"), mlirArrayAttrGetElement(peers, flatK));
+    mlirOperationSetAttributeByName(c, piperStr("peer"), piperI64Attr(ex->ctx, piperListAt(peers, flatK)));
     if (role >= 0) /* replica k's peer: peer + k * peer_stride (replica k of the other role;
                     * the comm dialect keeps the `peers` list, one uniqued attribute a stage) */
       mlirOperationSetAttributeByName(
@@ -373,13 +378,13 @@ static bool epRolesOk(Extractor *ex, int64_t devices) {
     if (!epLocal(op)) continue;
     MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
     /* one device, or under tensor parallelism the owner replica's group (T members) */
-    int64_t n = mlirArrayAttrGetNumElements(devs), count = n, k = 0;
+    int64_t n = piperListLen(devs), count = n, k = 0;
     bool nameless = !piperOpIs(op, "tdag.param") && !piperOpIs(op, "tdag.adam_state");
     ok = (n == 1 || piperTpSplitReplicas(&ex->tp, op, &count, &k) == n) &&
          (nameless ||
           !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_expert"))));
     for (int64_t t = 0; t < n && ok; ++t) {
-      int64_t d = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devs, t));
+      int64_t d = piperListAt(devs, t);
       ok = d >= 0 && d < devices;
       if (!ok) break;
       /* FNV-1a over the uniqued name and result types (context-owned, so pointers compare)
@@ -407,21 +412,23 @@ static bool epRolesOk(Extractor *ex, int64_t devices) {
  * return). */
 static bool wholeRoles(Extractor *ex, MlirAttribute list, intptr_t first, intptr_t step,
                        int64_t devices, int64_t *stamp, int64_t mark, int64_t *tally) {
-  intptr_t n = mlirArrayAttrGetNumElements(list), members = 0, roles = 0;
-  bool ok = true;
+  intptr_t n, members = 0, roles = 0;
+  int64_t *ids = piperDeviceListIds(list, &n); /* one pass over a range, not a call an id */
+  bool ok = ids != NULL;
   for (intptr_t i = first; i < n && ok; i += step, ++members) {
-    int64_t d = piperListAt(list, i);
+    int64_t d = ids[i];
     ok = d >= 0 && d < devices && stamp[d] != mark;
     if (ok) {
       stamp[d] = mark;
       roles += tally[ex->roleOf[d]]++ == 0;
     }
   }
-  for (intptr_t i = first; i < n; i += step) { /* every role touched is whole */
-    int64_t d = piperListAt(list, i);
+  for (intptr_t i = first; ids && i < n; i += step) { /* every role touched is whole */
+    int64_t d = ids[i];
     if (d < 0 || d >= devices) break;
     tally[ex->roleOf[d]] = 0;
   }
+  free(ids);
   return ok && members == roles * ex->roles[0].count;
 }
 
@@ -432,7 +439,7 @@ static bool wholeRoles(Extractor *ex, MlirAttribute list, intptr_t first, intptr
  * for every replica and must be whole roles. */
 static bool groupOk(Extractor *ex, MlirOperation op, MlirAttribute g, int64_t T, int64_t devices,
                     int64_t *stamp, int64_t *mark, int64_t *tally) {
-  intptr_t n = mlirArrayAttrGetNumElements(g);
+  intptr_t n = piperListLen(g);
   int64_t R = ex->roles[0].count;
   if (T < 2 || n % T) return wholeRoles(ex, g, 0, 1, devices, stamp, ++*mark, tally);
   if (mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce")))) {
@@ -457,15 +464,18 @@ static bool groupOk(Extractor *ex, MlirOperation op, MlirAttribute g, int64_t T,
 /* A transfer's peers (indexed like the op's devices, k * T + t) are replica k of the role of
  * replica 0's peer. */
 static bool peersOk(Extractor *ex, MlirAttribute peers, MlirAttribute devs, int64_t devices) {
-  intptr_t n = mlirArrayAttrGetNumElements(peers);
+  intptr_t n = piperListLen(peers);
   int64_t R = ex->roles[0].count;
-  if (n != mlirArrayAttrGetNumElements(devs) || n % R) return false;
+  if (n != piperListLen(devs) || n % R) return false;
   intptr_t T = n / R;
+  PiperRange pr; /* a range of single ids: replica k's peer is the first + k * step */
+  bool single = piperDeviceListIsRange(peers, &pr) && pr.run == 1 && T == 1;
   for (intptr_t t = 0; t < T; ++t) {
     int64_t d = piperListAt(peers, t);
     if (d < 0 || d >= devices) return false;
     const Role *r = &ex->roles[ex->roleOf[d]];
     if (r->start != d) return false;
+    if (single) return pr.step == r->stride;
     for (int64_t k = 1; k < R; ++k)
       if (piperListAt(peers, k * T + t) != d + k * r->stride) return false;
   }
@@ -495,7 +505,7 @@ static bool findRoles(Extractor *ex, int64_t devices) {
     if (epLocal(op)) continue; /* one replica's expert: epRolesOk checks these */
     if (piperPtrMapGet(&listSeen, devs.ptr, NULL)) continue;
     piperPtrMapPut(&listSeen, devs.ptr, 1);
-    int64_t count = mlirArrayAttrGetNumElements(devs), k = 0;
+    int64_t count = piperListLen(devs), k = 0;
     int64_t T = piperTpSplitReplicas(&ex->tp, op, &count, &k); /* count: per member */
     for (int64_t t = 0; t < T && ok; ++t) {
       int64_t stride = rangeStrideAt(devs, t, T);
@@ -546,7 +556,7 @@ static bool findRoles(Extractor *ex, int64_t devices) {
     MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
     if (!mlirAttributeIsNull(peers)) ok = peersOk(ex, peers, devs, devices);
     if (!ok || mlirAttributeIsNull(g)) continue;
-    int64_t count = mlirArrayAttrGetNumElements(devs), k = 0;
+    int64_t count = piperListLen(devs), k = 0;
     int64_t T = epLocal(op) ? 1 : piperTpSplitReplicas(&ex->tp, op, &count, &k);
     bool tpReduce =
         !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("tp_reduce")));

@@ -293,9 +293,9 @@ static MlirLogicalResult fuseAttention(MlirRewritePattern p, MlirOperation op,
   MlirValue qkv[3] = {reshapeTo(rw, op, q.packed, 3, qShape),
                       reshapeTo(rw, op, k.packed, 3, kvShape),
                       reshapeTo(rw, op, v.packed, 3, kvShape)};
-  int64_t probsShape[4] = {B, H, T, T};
+  int64_t lseShape[3] = {B, H, T};
   MlirType types[2] = {piperTensorType(ctx, 3, qShape, f32),
-                       piperTensorType(ctx, 4, probsShape, f32)};
+                       piperTensorType(ctx, 3, lseShape, f32)};
   MlirType i64 = mlirIntegerTypeGet(ctx, 64);
   MlirNamedAttribute attrs[2] = {piperNamedAttr(ctx, "heads", mlirIntegerAttrGet(i64, H)),
                                  piperNamedAttr(ctx, "kv_heads",

@@ -18,6 +18,7 @@
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Dialect/IRDL.h"
 #include "passes/strategy.h"
+#include "piper/checked.h"
 #include "piper/ptrmap.h"
 
 typedef struct {
@@ -28,6 +29,10 @@ typedef struct {
   const void **keyValue, **keyDevices;
   MlirValue *recvd;
   size_t n, cap;
+  /* pairs of (uniqued) device lists already found disjoint and of one size: every edge
+   * between two stages asks again, and a merge of their lists is O(R) */
+  const void **apartFrom, **apartTo;
+  size_t nApart, capApart;
 } Inserter;
 
 static MlirAttribute devicesOf(MlirOperation op) {
@@ -82,7 +87,7 @@ static void emitSend(Inserter *in, MlirValue v, MlirOperation after, MlirOperati
 }
 
 static bool sameSize(MlirAttribute a, MlirAttribute b) {
-  return mlirArrayAttrGetNumElements(a) == mlirArrayAttrGetNumElements(b);
+  return piperListLen(a) == piperListLen(b);
 }
 
 static int byValue(const void *a, const void *b) {
@@ -92,17 +97,27 @@ static int byValue(const void *a, const void *b) {
 
 /* Sorted copy of a device list (n elements); free() it. */
 static int64_t *sortedDevices(MlirAttribute a, intptr_t *n) {
-  *n = mlirArrayAttrGetNumElements(a);
-  int64_t *v = malloc((*n ? *n : 1) * sizeof *v);
-  for (intptr_t i = 0; v && i < *n; ++i)
-    v[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(a, i));
-  if (v) qsort(v, *n, sizeof *v, byValue);
+  int64_t *v = piperDeviceListIds(a, n);
+  if (v && !piperDeviceListIsRange(a, NULL)) qsort(v, *n, sizeof *v, byValue); /* a range ascends */
   return v;
 }
 
-/* Whether two device lists share a device: sorted merge, O(R log R) (asked for every edge
- * between stages; O(R^2) took most of a PP8 x DP2048 compile). */
+/* Whether two ranges of one step share no device: each holds, modulo the step, one run of
+ * residues; disjoint runs of residues, disjoint ids (a pipeline's stages: s + i*P). */
+static bool rangesApart(MlirAttribute a, MlirAttribute b) {
+  PiperRange x, y;
+  if (!piperDeviceListIsRange(a, &x) || !piperDeviceListIsRange(b, &y) || x.step != y.step ||
+      x.run + y.run > x.step)
+    return false;
+  int64_t d = ((y.start - x.start) % x.step + x.step) % x.step; /* y's first residue after x's */
+  return d >= x.run && d + y.run <= x.step;
+}
+
+/* Whether two device lists share a device: O(1) for two ranges of one step, else a sorted
+ * merge, O(R log R) (asked for every edge between stages; O(R^2) took most of a PP8 x DP2048
+ * compile). */
 static bool overlap(MlirAttribute a, MlirAttribute b) {
+  if (rangesApart(a, b)) return false;
   intptr_t na, nb, i = 0, j = 0;
   int64_t *x = sortedDevices(a, &na), *y = sortedDevices(b, &nb);
   bool shared = !x || !y; /* out of memory: refuse, as if they overlapped */
@@ -116,19 +131,37 @@ static bool overlap(MlirAttribute a, MlirAttribute b) {
   return shared;
 }
 
+/* Two device lists of one size that share no device (the values between them can be sent
+ * replica to replica), remembered per pair. */
+static bool pairable(Inserter *in, MlirAttribute from, MlirAttribute to) {
+  for (size_t i = 0; i < in->nApart; ++i)
+    if (in->apartFrom[i] == from.ptr && in->apartTo[i] == to.ptr) return true;
+  if (!sameSize(from, to) || overlap(from, to)) return false;
+  if (piperGrow((void **)&in->apartFrom, &in->capApart, in->nApart + 1, sizeof *in->apartFrom)) {
+    size_t cap = in->capApart;
+    const void **to2 = realloc(in->apartTo, cap * sizeof *to2);
+    if (!to2) return true; /* not remembered: asked again next time */
+    in->apartTo = to2;
+    in->apartFrom[in->nApart] = from.ptr;
+    in->apartTo[in->nApart++] = to.ptr;
+  }
+  return true;
+}
+
 /* ---- expert parallelism (passes/shard.c) ---- */
 
 /* True if every device of `a` is in `b`. */
 static bool subsetOf(MlirAttribute a, MlirAttribute b) {
-  if (mlirArrayAttrGetNumElements(a) > mlirArrayAttrGetNumElements(b)) return false;
-  if (mlirArrayAttrGetNumElements(a) == 1) { /* an expert's one owner: a binary search, as place
-                                              * sorts lists (sorting `b` for each of E experts'
-                                              * edges made EP compiles quadratic in devices) */
-    int64_t d = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(a, 0));
-    intptr_t lo = 0, hi = mlirArrayAttrGetNumElements(b) - 1;
+  if (piperListLen(a) > piperListLen(b)) return false;
+  if (piperListLen(a) == 1) { /* an expert's one owner: O(1) in a range, a binary search in
+                               * an array, as place sorts lists (sorting `b` for each of E
+                               * experts' edges made EP compiles quadratic in devices) */
+    int64_t d = piperListAt(a, 0);
+    if (piperDeviceListIsRange(b, NULL)) return piperListFind(b, d) >= 0;
+    intptr_t lo = 0, hi = piperListLen(b) - 1;
     while (lo <= hi) {
       intptr_t mid = lo + (hi - lo) / 2;
-      int64_t v = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(b, mid));
+      int64_t v = piperListAt(b, mid);
       if (v == d) return true;
       if (v < d) lo = mid + 1;
       else hi = mid - 1;
@@ -226,7 +259,7 @@ static MlirLogicalResult runInsertComm(MlirOperation module, const char *arg) {
       MlirAttribute from = devicesOf(producer);
       if (mlirAttributeIsNull(from) || mlirAttributeEqual(from, to)) continue;
       if (epLocalEdge(op, producer, from, to)) continue;
-      if (!sameSize(from, to) || overlap(from, to)) {
+      if (!pairable(&in, from, to)) {
         mlirEmitError(mlirOperationGetLocation(op),
                       "insert-comm: this op's input comes from a different set of devices with "
                       "a different number of replicas (or sharing some devices); place both "
@@ -264,6 +297,8 @@ static MlirLogicalResult runInsertComm(MlirOperation module, const char *arg) {
   free(in.keyValue);
   free(in.keyDevices);
   free(in.recvd);
+  free(in.apartFrom);
+  free(in.apartTo);
   return status;
 }
 

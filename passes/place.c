@@ -13,26 +13,20 @@
 #include "piper/checked.h"
 #include "piper/ptrmap.h"
 
-static int64_t deviceAt(MlirAttribute devices, intptr_t i) {
-  return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
-}
-
 static int ascending(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
 }
 
-/* `devices` in ascending order (the lists are short: a pipeline stage's replicas). */
+/* `devices` in ascending order, canonical (a range stays as it is: it ascends). */
 static MlirAttribute sortedDevices(MlirContext ctx, MlirAttribute devices) {
-  intptr_t n = mlirArrayAttrGetNumElements(devices);
-  int64_t *ids = malloc(n * sizeof *ids);
-  MlirAttribute *attrs = malloc(n * sizeof *attrs);
-  for (intptr_t i = 0; i < n; ++i) ids[i] = deviceAt(devices, i);
+  if (piperDeviceListIsRange(devices, NULL)) return devices;
+  intptr_t n;
+  int64_t *ids = piperDeviceListIds(devices, &n);
+  if (!ids) return devices; /* out of memory: unsorted, which extract's checks refuse */
   qsort(ids, n, sizeof *ids, ascending);
-  for (intptr_t i = 0; i < n; ++i) attrs[i] = mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), ids[i]);
-  MlirAttribute sorted = mlirArrayAttrGet(ctx, n, attrs);
+  MlirAttribute sorted = piperListGet(ctx, ids, n);
   free(ids);
-  free(attrs);
   return sorted;
 }
 
@@ -119,8 +113,10 @@ static MlirLogicalResult checkNoDeviceLeftEmpty(MlirBlock body, const MlirOperat
         piperPtrMapGet(&seen, devices.ptr, NULL))
       continue;
     piperPtrMapPut(&seen, devices.ptr, 1);
-    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices); ++i)
-      holds[deviceAt(devices, i)] = true;
+    intptr_t n;
+    int64_t *ids = piperDeviceListIds(devices, &n);
+    for (intptr_t i = 0; ids && i < n; ++i) holds[ids[i]] = true;
+    free(ids);
   }
   piperPtrMapFree(&seen);
   MlirLogicalResult status = mlirLogicalResultSuccess();
@@ -173,23 +169,28 @@ static MlirLogicalResult runPlace(MlirOperation module, const char *arg) {
     places[nPlaces++] = d;
     MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("filter"));
     MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
-    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices); ++i) {
-      int64_t dev = deviceAt(devices, i);
+    intptr_t n;
+    int64_t *ids = piperDeviceListIds(devices, &n); /* freed after the loop or before its gotos */
+    for (intptr_t i = 0; i < n; ++i) {
+      int64_t dev = ids ? ids[i] : piperListAt(devices, i);
       if (dev < 0 || dev >= PIPER_MAX_DEVICES) { /* a hand-written .mlir strategy */
         piperDirectiveError(d, "place: device %lld is outside [0, %d]", (long long)dev,
                             PIPER_MAX_DEVICES - 1);
         status = mlirLogicalResultFailure();
+        free(ids);
         goto done; /* one place frees the tables */
       }
       if (listedBy[dev] == nPlaces) { /* O(1) per id: lists reach thousands of devices */
         piperDirectiveError(d, "place: device %lld is listed twice", (long long)dev);
         status = mlirLogicalResultFailure();
+        free(ids);
         goto done; /* one place frees the tables */
       }
       listedBy[dev] = nPlaces;
       used[dev] = true;
       maxDevice = dev > maxDevice ? dev : maxDevice;
     }
+    free(ids);
     /* Canonical order: replica k is the k-th smallest device everywhere, the order MPI gives
      * a group's members, so shard k, batch slice k and communicator rank k coincide whatever
      * order the strategy listed the devices in. */

@@ -22,12 +22,12 @@ static void nodeKey(MlirOperation op, char *buf, size_t size, int64_t *device) {
   piperNodeLabel(op, buf, size);
   size_t n = strlen(buf);
   MlirAttribute d = mlirOperationGetAttributeByName(op, piperStr("devices"));
-  intptr_t count = mlirAttributeIsNull(d) ? 0 : mlirArrayAttrGetNumElements(d);
-  *device = count ? mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(d, 0)) : 0;
+  intptr_t count = piperListLen(d);
+  *device = count ? piperListAt(d, 0) : 0;
   n += (size_t)snprintf(buf + n, n < size ? size - n : 0, " @%s", mlirAttributeIsNull(d) ? "" : "[");
   for (intptr_t i = 0; i < count && n < size; ++i)
     n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "",
-                          (long long)mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(d, i)));
+                          (long long)piperListAt(d, i));
   if (!mlirAttributeIsNull(d) && n < size) snprintf(buf + n, size - n, "]");
 }
 

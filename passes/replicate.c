@@ -52,13 +52,13 @@ static int byValue(const void *a, const void *b) {
  * minutes. */
 static bool sameDevices(MlirAttribute a, MlirAttribute b) {
   if (mlirAttributeEqual(a, b)) return true;
-  intptr_t n = mlirArrayAttrGetNumElements(a);
-  if (n != mlirArrayAttrGetNumElements(b)) return false;
+  intptr_t n = piperListLen(a);
+  if (n != piperListLen(b)) return false;
   int64_t *x = malloc(2 * (n ? n : 1) * sizeof *x), *y = x + n;
   if (!x) return false;
   for (intptr_t i = 0; i < n; ++i) {
-    x[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(a, i));
-    y[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(b, i));
+    x[i] = piperListAt(a, i);
+    y[i] = piperListAt(b, i);
   }
   qsort(x, n, sizeof *x, byValue);
   qsort(y, n, sizeof *y, byValue);
@@ -99,7 +99,7 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
   MlirOperation producer = mlirOpResultGetOwner(g), param = mlirOpResultGetOwner(p);
   /* on a tensor-parallel list (shard_tensor.c) the replicas are its tp-size runs; extraction
    * narrows each collective's group to the member's data-parallel peers */
-  int64_t R = mlirArrayAttrGetNumElements(devices) / tp;
+  int64_t R = piperListLen(devices) / tp;
   int64_t n = piperTensorNumel(mlirValueGetType(p));
   pb_shard geometry = pb_shard_of(n, R, 0);
   int64_t c = geometry.c, padded = geometry.padded;
@@ -265,14 +265,20 @@ static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *upda
   free(order);
 }
 
-/* The sched.shard_tensor directive of `module` whose group is `group` (any order), or null. */
+/* The sched.shard_tensor directive of `module` whose group (or, with group_size, one of whose
+ * groups) is `group` (any order), or null. */
 static MlirOperation shardTensorOf(MlirOperation module, MlirAttribute group) {
   MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     if (!piperOpIs(op, "sched.shard_tensor")) continue;
     MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    if (!mlirAttributeIsNull(g) && mlirAttributeIsAArray(g) && sameDevices(g, group)) return op;
+    if (!piperListLen(g)) continue;
+    if (mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("group_size")))) {
+      if (sameDevices(g, group)) return op;
+    } else if (piperListLen(group) && piperListFind(g, piperListAt(group, 0)) >= 0) {
+      return op; /* its groups cut its list; the caller's group is one of them */
+    }
   }
   return (MlirOperation){NULL};
 }
@@ -286,52 +292,49 @@ static MlirOperation shardTensorOf(MlirOperation module, MlirAttribute group) {
  * the directive. */
 static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
   MlirOperation module = mlirOperationGetParentOperation(d);
-  MlirAttribute groups = piperTpGroups(module);
-  if (mlirAttributeIsNull(groups)) return true;
-  intptr_t n = mlirArrayAttrGetNumElements(devices), nGroups = mlirArrayAttrGetNumElements(groups);
-  /* device id + 1 (0 is the map's empty key) -> its group's index; lists can hold thousands */
-  PiperPtrMap groupOf, listed;
-  piperPtrMapInit(&groupOf, 64);
+  MlirContext ctx = mlirOperationGetContext(d);
+  int64_t T;
+  MlirAttribute lists = piperTpGroups(module, &T);
+  if (mlirAttributeIsNull(lists)) return true;
+  intptr_t n = piperListLen(devices), nLists = mlirArrayAttrGetNumElements(lists);
+  for (intptr_t l = 0; l < nLists; ++l) /* a stage's own list of groups: whole by definition */
+    if (mlirAttributeEqual(mlirArrayAttrGetElement(lists, l), devices) && n >= 2 * T) return true;
+  /* the group of each listed device: (list, run) packed as list * 2^21 + run + 1 (runs are
+   * fewer than 2^20); the devices listed, as id + 1 (0 is the maps' empty key) */
+  PiperPtrMap touchedGroups, listed;
+  piperPtrMapInit(&touchedGroups, 64);
   piperPtrMapInit(&listed, n ? (size_t)n : 1);
-  for (intptr_t g = 0; g < nGroups; ++g) {
-    MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
-    for (intptr_t t = 0; t < mlirArrayAttrGetNumElements(grp); ++t)
-      piperPtrMapPut(&groupOf,
-                     (const void *)(intptr_t)(mlirIntegerAttrGetValueInt(
-                                                  mlirArrayAttrGetElement(grp, t)) + 1),
-                     g);
-  }
   for (intptr_t i = 0; i < n; ++i)
-    piperPtrMapPut(&listed,
-                   (const void *)(intptr_t)(mlirIntegerAttrGetValueInt(
-                                                mlirArrayAttrGetElement(devices, i)) + 1),
-                   1);
+    piperPtrMapPut(&listed, (const void *)(intptr_t)(piperListAt(devices, i) + 1), 1);
   int64_t outside = -1, inside = -1; /* a device in no group, one in a group */
-  intptr_t firstGroup = -1, touched = 0;
-  bool *seen = calloc(nGroups ? (size_t)nGroups : 1, sizeof *seen);
-  if (!seen) {
-    piperPtrMapFree(&groupOf);
+  intptr_t touched = 0, *firstOf = malloc((size_t)(n ? n : 1) * sizeof *firstOf);
+  MlirAttribute *listOf = malloc((size_t)(n ? n : 1) * sizeof *listOf);
+  if (!firstOf || !listOf) {
+    free(firstOf), free(listOf);
+    piperPtrMapFree(&touchedGroups);
     piperPtrMapFree(&listed);
     piperDirectiveError(d, "replicate: out of memory");
     return false;
   }
   for (intptr_t i = 0; i < n; ++i) {
-    int64_t dev = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
-    intptr_t g;
-    if (!piperPtrMapGet(&groupOf, (const void *)(intptr_t)(dev + 1), &g)) {
+    int64_t dev = piperListAt(devices, i);
+    intptr_t at = -1, l = 0;
+    for (; l < nLists && at < 0; ++l) at = piperListFind(mlirArrayAttrGetElement(lists, l), dev);
+    if (at < 0) {
       if (outside < 0) outside = dev;
       continue;
     }
     if (inside < 0) inside = dev;
-    if (!seen[g]) {
-      seen[g] = true;
-      touched++;
-      if (firstGroup < 0) firstGroup = g;
-    }
+    const void *key = (const void *)(intptr_t)(((int64_t)(l - 1) << 21) + at / T + 1);
+    if (piperPtrMapGet(&touchedGroups, key, NULL)) continue;
+    piperPtrMapPut(&touchedGroups, key, 1);
+    listOf[touched] = mlirArrayAttrGetElement(lists, l - 1);
+    firstOf[touched++] = at - at % T;
   }
   bool ok = true;
   char list[256], grp[256];
   piperDescribeDevices(devices, list, sizeof list);
+  int64_t *ids = malloc((size_t)T * sizeof *ids);
   if (inside < 0) {
     /* not a tensor-parallel stage's list */
   } else if (outside >= 0) {
@@ -343,28 +346,27 @@ static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
     ok = false;
   } else {
     /* each touched group must be listed whole */
-    for (intptr_t g = 0; g < nGroups && ok; ++g) {
-      if (!seen[g]) continue;
-      MlirAttribute group = mlirArrayAttrGetElement(groups, g);
-      for (intptr_t t = 0; t < mlirArrayAttrGetNumElements(group) && ok; ++t) {
-        int64_t member = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, t));
-        if (piperPtrMapGet(&listed, (const void *)(intptr_t)(member + 1), NULL)) continue;
+    for (intptr_t g = 0; g < touched && ok && ids; ++g) {
+      for (int64_t t = 0; t < T; ++t) ids[t] = piperListAt(listOf[g], firstOf[g] + t);
+      for (int64_t t = 0; t < T && ok; ++t) {
+        if (piperPtrMapGet(&listed, (const void *)(intptr_t)(ids[t] + 1), NULL)) continue;
+        MlirAttribute group = piperListGet(ctx, ids, T);
         piperDescribeDevices(group, grp, sizeof grp);
         piperDirectiveError(d, "replicate: devices %s hold part of the tensor-parallel group "
                                "%s (not device %lld); a replicate lists whole groups, one per "
                                "data-parallel replica (each member reduces with the members "
                                "of its rank in the other groups): list every device of the "
                                "groups it replicates, the list its stage is placed on",
-                            list, grp, (long long)member);
+                            list, grp, (long long)ids[t]);
         MlirOperation st = shardTensorOf(module, group);
         if (!mlirOperationIsNull(st))
           piperEmitNotef(mlirOperationGetLocation(st), "replicate: the group's shard_tensor");
         ok = false;
       }
     }
-    if (ok && touched == 1) {
-      MlirAttribute group = mlirArrayAttrGetElement(groups, firstGroup);
-      int64_t T = mlirArrayAttrGetNumElements(group);
+    if (ok && touched == 1 && ids) {
+      for (int64_t t = 0; t < T; ++t) ids[t] = piperListAt(listOf[0], firstOf[0] + t);
+      MlirAttribute group = piperListGet(ctx, ids, T);
       piperDescribeDevices(group, grp, sizeof grp);
       piperDirectiveError(d, "replicate: devices %s are one tensor-parallel group, whose %lld "
                              "members split one replica between them: there is no other "
@@ -381,8 +383,10 @@ static bool wholeTensorParallelGroups(MlirOperation d, MlirAttribute devices) {
       ok = false;
     }
   }
-  free(seen);
-  piperPtrMapFree(&groupOf);
+  free(ids);
+  free(firstOf);
+  free(listOf);
+  piperPtrMapFree(&touchedGroups);
   piperPtrMapFree(&listed);
   return ok;
 }
@@ -473,12 +477,12 @@ static MlirLogicalResult applyReplicate(MlirOperation d, MlirBlock body) {
       cp = piperCpSize(piperCpGroups(mlirOperationGetParentOperation(d)), placed,
                        tp ? tp : 1, NULL);
     if (!piperOpIs(op, "tdag.param") && tp &&
-        !replicasDivideBatch(d, op, mlirArrayAttrGetNumElements(devices) / tp / (cp ? cp : 1),
+        !replicasDivideBatch(d, op, piperListLen(devices) / tp / (cp ? cp : 1),
                              tp)) {
       free(updates);
       return mlirLogicalResultFailure();
     }
-    if (!piperOpIs(op, "tdag.adamw") || mlirArrayAttrGetNumElements(devices) / tp < 2) continue;
+    if (!piperOpIs(op, "tdag.adamw") || piperListLen(devices) / tp < 2) continue;
     if (!piperGrow((void **)&updates, &capUpdates, nUpdates + 1, sizeof *updates)) {
       piperDirectiveError(d, "replicate: out of memory");
       free(updates);

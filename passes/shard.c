@@ -49,16 +49,13 @@ static int byValue(const void *a, const void *b) {
 
 /* `devices` sorted ascending, as place stores them (uniqued: comparable by pointer). */
 static MlirAttribute sortedDevices(MlirContext ctx, MlirAttribute devices) {
-  intptr_t n = mlirArrayAttrGetNumElements(devices);
-  int64_t *ids = malloc((n ? n : 1) * sizeof *ids);
-  MlirAttribute *attrs = malloc((n ? n : 1) * sizeof *attrs);
-  for (intptr_t i = 0; i < n; ++i)
-    ids[i] = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, i));
+  if (piperDeviceListIsRange(devices, NULL)) return devices; /* ascending already */
+  intptr_t n;
+  int64_t *ids = piperDeviceListIds(devices, &n);
+  if (!ids) return devices;
   qsort(ids, n, sizeof *ids, byValue);
-  for (intptr_t i = 0; i < n; ++i) attrs[i] = piperI64Attr(ctx, ids[i]);
-  MlirAttribute sorted = mlirArrayAttrGet(ctx, n, attrs);
+  MlirAttribute sorted = piperListGet(ctx, ids, n);
   free(ids);
-  free(attrs);
   return sorted;
 }
 
@@ -214,10 +211,10 @@ static void markExpertNames(Sharder *s, MlirOperation x, int64_t E, int64_t El) 
 /* The devices that own replica g's experts: its device, or with tensor parallelism every
  * member of its group (the MoE block runs replicated in the group). Null if out of memory. */
 static MlirAttribute ownerDevices(Sharder *s, int64_t g) {
-  MlirAttribute *devs = malloc((size_t)s->T * sizeof *devs);
+  int64_t *devs = malloc((size_t)s->T * sizeof *devs);
   if (!devs) return (MlirAttribute){NULL};
-  for (int64_t t = 0; t < s->T; ++t) devs[t] = mlirArrayAttrGetElement(s->devices, g * s->T + t);
-  MlirAttribute list = mlirArrayAttrGet(s->ctx, s->T, devs);
+  for (int64_t t = 0; t < s->T; ++t) devs[t] = piperListAt(s->devices, g * s->T + t);
+  MlirAttribute list = piperListGet(s->ctx, devs, s->T);
   free(devs);
   return list;
 }
@@ -340,13 +337,9 @@ static bool groupOnDevices(MlirBlock top, const char *name, MlirAttribute device
   for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    if (!piperOpIs(op, name) || mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) continue;
-    for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(g); ++i)
-      for (intptr_t j = 0; j < mlirArrayAttrGetNumElements(devices); ++j)
-        if (mlirAttributeIsAInteger(mlirArrayAttrGetElement(g, i)) &&
-            mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, i)) ==
-                mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, j)))
-          return true;
+    if (!piperOpIs(op, name) || !piperDeviceListCheck(g, PIPER_MAX_DEVICES)) continue;
+    for (intptr_t i = 0; i < piperListLen(g); ++i) /* a group is small; devices a range */
+      if (piperListFind(devices, piperListAt(g, i)) >= 0) return true;
   }
   return false;
 }
@@ -363,10 +356,10 @@ static int64_t shardTensorRuns(MlirOperation directive, MlirAttribute devices) {
                                    "them");
     return 0;
   }
-  intptr_t n = mlirArrayAttrGetNumElements(devices), T = 0;
+  intptr_t n = piperListLen(devices), T = 0;
   bool any = false, aligned = n > 0;
   for (intptr_t j = 0; j < n; ++j) {
-    int64_t d = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(devices, j));
+    int64_t d = piperListAt(devices, j);
     MlirAttribute group = {NULL};
     for (MlirOperation op = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(op);
          op = mlirOperationGetNextInBlock(op)) {
@@ -375,24 +368,26 @@ static int64_t shardTensorRuns(MlirOperation directive, MlirAttribute devices) {
       if (!piperOpIs(op, "sched.shard_tensor") && !piperOpIs(op, "sched.shard_sequence"))
         continue;
       MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("devices"));
-      if (mlirAttributeIsNull(g) || !mlirAttributeIsAArray(g)) continue;
-      bool ints = true; /* hand-written IR may hold anything: shard_tensor reports it */
-      for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(g); ++i)
-        ints = ints && mlirAttributeIsAInteger(mlirArrayAttrGetElement(g, i));
-      for (intptr_t i = 0; ints && i < mlirArrayAttrGetNumElements(g) && !group.ptr; ++i)
-        if (mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, i)) == d)
-          group = sortedDevices(mlirOperationGetContext(directive), g);
+      /* hand-written IR may hold anything: shard_tensor reports it */
+      if (!piperDeviceListCheck(g, PIPER_MAX_DEVICES) || group.ptr) continue;
+      g = sortedDevices(mlirOperationGetContext(directive), g);
+      intptr_t at = piperListFind(g, d);
+      int64_t G = piperGetIntAttr(op, "group_size", piperListLen(g)); /* groups of G in g */
+      if (at < 0 || G < 1 || G > PIPER_MAX_DEVICES || piperListLen(g) % G) continue;
+      int64_t *ids = malloc((size_t)G * sizeof *ids);
+      for (int64_t t = 0; ids && t < G; ++t) ids[t] = piperListAt(g, at - at % G + t);
+      if (ids) group = piperListGet(mlirOperationGetContext(directive), ids, G);
+      free(ids);
     }
     if (!group.ptr) {
       aligned = false;
       continue;
     }
     any = true;
-    intptr_t t = mlirArrayAttrGetNumElements(group);
+    intptr_t t = piperListLen(group);
     if (!T) T = t;
     /* member j % T of run j / T must be the group's (j % T)-th device */
-    aligned = aligned && t == T && n % T == 0 &&
-              mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, j % T)) == d;
+    aligned = aligned && t == T && n % T == 0 && piperListAt(group, j % T) == d;
   }
   if (!any) return 1;
   if (!aligned) {
@@ -424,7 +419,7 @@ MlirLogicalResult piperApplyShard(MlirOperation directive, MlirBlock body) {
   Sharder s = {ctx, body,
                sortedDevices(ctx, mlirOperationGetAttributeByName(directive, piperStr("devices"))),
                mlirOperationGetAttributeByName(directive, piperStr("stream")), 0, 1};
-  s.G = mlirArrayAttrGetNumElements(s.devices);
+  s.G = piperListLen(s.devices);
   s.T = shardTensorRuns(directive, s.devices);
   if (!s.T) return mlirLogicalResultFailure();
   s.G /= s.T;

@@ -69,7 +69,7 @@ static bool runIsGroup(MlirAttribute groups, MlirAttribute devices, intptr_t j, 
                        intptr_t st) {
   for (intptr_t g = 0; g < mlirArrayAttrGetNumElements(groups); ++g) {
     MlirAttribute grp = mlirArrayAttrGetElement(groups, g);
-    if (mlirArrayAttrGetNumElements(grp) != G) continue;
+    if (piperListLen(grp) != G) continue;
     bool same = true;
     for (intptr_t t = 0; t < G && same; ++t) same = piperListAt(grp, t) == piperListAt(devices, j + t * st);
     if (same) return true;
@@ -80,8 +80,8 @@ static bool runIsGroup(MlirAttribute groups, MlirAttribute devices, intptr_t j, 
 /* G if the groups cut `devices` at stride st: for every b and u < st the entries
  * (b*G + c)*st + u, c < G, form a group; else 1. */
 static int64_t sizeAtStride(MlirAttribute groups, MlirAttribute devices, intptr_t st) {
-  intptr_t n = mlirArrayAttrGetNumElements(devices);
-  intptr_t G = mlirArrayAttrGetNumElements(mlirArrayAttrGetElement(groups, 0)); /* one size */
+  intptr_t n = piperListLen(devices);
+  intptr_t G = piperListLen(mlirArrayAttrGetElement(groups, 0)); /* one size */
   if (G < 2 || st < 1 || n % (G * st)) return 1;
   for (intptr_t j = 0; j < n; ++j)
     if ((j / st) % G == 0 && !runIsGroup(groups, devices, j, G, st)) return 1;
@@ -136,24 +136,24 @@ void piperCpInstantiate(MlirOperation c, MlirOperation op, int64_t flatK, int64_
     mlirOperationSetAttributeByName(c, piperStr("cp_rank"), piperI64Attr(ctx, r));
   MlirAttribute group = mlirOperationGetAttributeByName(op, piperStr("group"));
   if (piperOpIs(op, "comm.all_to_all") && !mlirAttributeIsNull(group) &&
-      mlirArrayAttrGetNumElements(group) % (G * st) == 0) {
+      piperListLen(group) % (G * st) == 0) {
     /* expert parallelism over the groups: member r exchanges with the members r of the other
      * groups, which hold the same chunks of other batch rows (as a data-parallel reduction
      * pairs them under tensor parallelism) */
-    intptr_t n = mlirArrayAttrGetNumElements(group), m = 0;
-    MlirAttribute *peers = malloc((size_t)n * sizeof *peers);
+    intptr_t n = piperListLen(group), m = 0;
+    int64_t *peers = malloc((size_t)n * sizeof *peers);
     for (intptr_t i = 0; i < n; ++i)
-      if ((i / st) % G == r && i % st == flatK % st) peers[m++] = mlirArrayAttrGetElement(group, i);
-    mlirOperationSetAttributeByName(c, piperStr("group"), mlirArrayAttrGet(ctx, m, peers));
+      if ((i / st) % G == r && i % st == flatK % st) peers[m++] = piperListAt(group, i);
+    mlirOperationSetAttributeByName(c, piperStr("group"), piperListGet(ctx, peers, m));
     free(peers);
     return;
   }
   if (!piperIsRingOp(op)) return;
   /* the ring of this member's group: its run of the placed list (entries st apart) */
   MlirAttribute devs = mlirOperationGetAttributeByName(op, piperStr("devices"));
-  MlirAttribute *ids = malloc((size_t)G * sizeof *ids);
-  for (int64_t t = 0; t < G; ++t) ids[t] = mlirArrayAttrGetElement(devs, first + t * st);
-  mlirOperationSetAttributeByName(c, piperStr("group"), mlirArrayAttrGet(ctx, G, ids));
+  int64_t *ids = malloc((size_t)G * sizeof *ids);
+  for (int64_t t = 0; t < G; ++t) ids[t] = piperListAt(devs, first + t * st);
+  mlirOperationSetAttributeByName(c, piperStr("group"), piperListGet(ctx, ids, G));
   free(ids);
 }
 
@@ -260,9 +260,7 @@ static bool epLocal(MlirOperation op) {
 
 /* Whether `list` holds device d. */
 static bool holds(MlirAttribute list, int64_t d) {
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(list); ++i)
-    if (piperListAt(list, i) == d) return true;
-  return false;
+  return piperListFind(list, d) >= 0;
 }
 
 /* The first entry of the aligned run of the placed (ascending) list `placed` that holds exactly
@@ -272,7 +270,7 @@ static bool holds(MlirAttribute list, int64_t d) {
  * group are T entries apart (--cp 2 --tp 2: [0,2] and [1,3] of [0,1,2,3]). */
 static intptr_t runOf(MlirAttribute placed, MlirAttribute group, intptr_t st) {
   if (mlirAttributeIsNull(placed) || mlirAttributeIsNull(group)) return -1;
-  intptr_t n = mlirArrayAttrGetNumElements(placed), G = mlirArrayAttrGetNumElements(group);
+  intptr_t n = piperListLen(placed), G = piperListLen(group);
   if (G < 1 || st < 1 || n % (G * st)) return -1;
   for (intptr_t j = 0; j < n; ++j) {
     if ((j / st) % G) continue;
@@ -285,7 +283,7 @@ static intptr_t runOf(MlirAttribute placed, MlirAttribute group, intptr_t st) {
 
 static bool overlaps(MlirAttribute placed, MlirAttribute group) {
   if (mlirAttributeIsNull(placed)) return false;
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(placed); ++i)
+  for (intptr_t i = 0; i < piperListLen(placed); ++i)
     if (holds(group, piperListAt(placed, i))) return true;
   return false;
 }
@@ -293,9 +291,9 @@ static bool overlaps(MlirAttribute placed, MlirAttribute group) {
 /* The group as it runs: its run of the placed list, ascending (member r = position r). */
 static MlirAttribute runAttr(MlirContext ctx, MlirAttribute placed, intptr_t j, intptr_t G,
                              intptr_t st) {
-  MlirAttribute *ids = malloc((size_t)G * sizeof *ids);
-  for (intptr_t t = 0; t < G; ++t) ids[t] = mlirArrayAttrGetElement(placed, j + t * st);
-  MlirAttribute a = mlirArrayAttrGet(ctx, G, ids);
+  int64_t *ids = malloc((size_t)G * sizeof *ids);
+  for (intptr_t t = 0; t < G; ++t) ids[t] = piperListAt(placed, j + t * st);
+  MlirAttribute a = piperListGet(ctx, ids, G);
   free(ids);
   return a;
 }
@@ -314,7 +312,7 @@ static bool otherDirectiveSelects(Seq *s, MlirOperation op) {
 
 /* The group: two or more devices, each once; the selected ops exactly those placed on it. */
 static MlirLogicalResult checkSelection(Seq *s, MlirAttribute filter, MlirAttribute devices) {
-  intptr_t n = mlirArrayAttrGetNumElements(devices);
+  intptr_t n = piperListLen(devices);
   for (intptr_t i = 0; i < n; ++i)
     for (intptr_t j = 0; j < i; ++j)
       if (piperListAt(devices, i) == piperListAt(devices, j)) {
@@ -447,7 +445,7 @@ static MlirType rowsOver(MlirType t, int64_t g) {
 }
 
 /* Batched (B, T, ...) results -> (B, Tl, ...), MoE rows (R, C) -> (R / G, C); the attention
- * ops' saved probabilities are replaced with the ring's log-sum-exps later. */
+ * ops' lse (B, H, T) is replaced with the ring's (B, H, Tl) later. */
 static void retype(Seq *s, MlirOperation op) {
   for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
     MlirValue v = mlirOperationGetResult(op, r);
@@ -504,7 +502,7 @@ static MlirOperation ringOp(Seq *s, MlirOperation old, const char *name, intptr_
 }
 
 /* attention(qkv) -> ring_attention(qkv): (out, lse); gqa_attention(q, k, v) alike. The
- * lse is (B, H, Tl), in place of the probabilities' (B, H, T, T). */
+ * lse is (B, H, Tl), the local rows' of the op's (B, H, T). */
 static void ringForward(Seq *s, MlirOperation op) {
   bool gqa = piperOpIs(op, "tdag.gqa_attention");
   intptr_t nIn = mlirOperationGetNumOperands(op);
@@ -517,10 +515,9 @@ static void ringForward(Seq *s, MlirOperation op) {
   ringOp(s, op, gqa ? "comm.ring_gqa_attention" : "comm.ring_attention", nIn, in, 2, types);
 }
 
-/* attention_grad(dout, qkv, probs) -> ring_attention_grad(dout, out, qkv, lse);
- * gqa_attention_grad(dout, q, k, v, probs) -> ring_gqa_attention_grad(dout, out, q, k, v, lse).
- * `probs` is by now the forward ring op's lse (ringForward replaced it), whose owner gives
- * out. */
+/* attention_grad(dout, qkv, out, lse) -> ring_attention_grad(dout, out, qkv, lse);
+ * gqa_attention_grad(dout, q, k, v, out, lse) -> ring_gqa_attention_grad(dout, out, q, k, v,
+ * lse). out and lse are by now the forward ring op's (ringForward replaced them). */
 static bool ringBackward(Seq *s, MlirOperation op) {
   bool gqa = piperOpIs(op, "tdag.gqa_attention_grad");
   intptr_t n = mlirOperationGetNumOperands(op);
@@ -531,12 +528,11 @@ static bool ringBackward(Seq *s, MlirOperation op) {
     noteAt(op, "this op");
     return false;
   }
-  MlirOperation fwd = mlirOpResultGetOwner(lse);
   MlirValue in[6];
   intptr_t k = 0;
-  in[k++] = mlirOperationGetOperand(op, 0);
-  in[k++] = mlirOperationGetResult(fwd, 0);
-  for (intptr_t i = 1; i < n - 1; ++i) in[k++] = mlirOperationGetOperand(op, i);
+  in[k++] = mlirOperationGetOperand(op, 0);     /* dout */
+  in[k++] = mlirOperationGetOperand(op, n - 2); /* out */
+  for (intptr_t i = 1; i < n - 2; ++i) in[k++] = mlirOperationGetOperand(op, i);
   in[k++] = lse;
   MlirType out[3];
   intptr_t nOut = mlirOperationGetNumResults(op);
@@ -556,7 +552,7 @@ static void reduceExpertGradient(Seq *s, MlirOperation update) {
   MlirAttribute owners = mlirOperationGetAttributeByName(update, piperStr("devices"));
   MlirValue g = mlirOperationGetOperand(update, 1);
   if (!epLocal(update) || mlirAttributeIsNull(owners) ||
-      mlirArrayAttrGetNumElements(owners) != s->G || !mlirValueIsAOpResult(g))
+      piperListLen(owners) != s->G || !mlirValueIsAOpResult(g))
     return;
   MlirOperation after = mlirOpResultGetOwner(g);
   MlirType types[2] = {mlirValueGetType(g), mlirTypeParseGet(s->ctx, piperStr("!comm.token"))};
@@ -589,7 +585,7 @@ static MlirLogicalResult applyShardSequence(MlirOperation d, MlirBlock body) {
   Seq s = {.ctx = mlirOperationGetContext(d), .directive = d, .body = body};
   MlirAttribute filter = mlirOperationGetAttributeByName(d, piperStr("tags"));
   MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
-  s.G = mlirArrayAttrGetNumElements(devices);
+  s.G = piperListLen(devices);
   if (mlirLogicalResultIsFailure(checkSelection(&s, filter, devices)) ||
       mlirLogicalResultIsFailure(findSequence(&s)))
     return mlirLogicalResultFailure();

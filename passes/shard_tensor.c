@@ -81,7 +81,8 @@
  * search, since a data-parallel TP list has 2 * R entries and every directive asks it for
  * every op it selects (a linear scan made the check quadratic in R). */
 static bool sortedHolds(MlirAttribute list, int64_t d) {
-  intptr_t lo = 0, hi = mlirArrayAttrGetNumElements(list) - 1;
+  if (piperDeviceListIsRange(list, NULL)) return piperListFind(list, d) >= 0;
+  intptr_t lo = 0, hi = piperListLen(list) - 1;
   while (lo <= hi) {
     intptr_t mid = lo + (hi - lo) / 2;
     int64_t v = piperListAt(list, mid);
@@ -96,7 +97,8 @@ static bool sortedHolds(MlirAttribute list, int64_t d) {
 
 typedef struct {
   MlirOperation directive;
-  MlirAttribute filter, devices, stream;
+  MlirAttribute filter, devices, stream; /* devices: its groups, ascending once checked */
+  int64_t G;                             /* group size: group_size, else all of devices */
 } Directive;
 
 /* What a parameter becomes: which slice member t holds. */
@@ -554,6 +556,13 @@ static MlirType operandT(MlirOperation op, intptr_t i) {
   return mlirValueGetType(mlirOperationGetOperand(op, i));
 }
 
+/* An attention forward's lse (B, H, T) with H heads */
+static MlirType lseOfHeads(Sharder *s, MlirOperation op, int64_t H) {
+  MlirType l = mlirValueGetType(mlirOperationGetResult(op, 1));
+  int64_t sh[3] = {piperTensorDim(l, 0), H, piperTensorDim(l, 2)};
+  return mlirRankedTensorTypeGet(3, sh, mlirF32TypeGet(s->ctx), mlirAttributeGetNull());
+}
+
 /* Re-derives the result types of the ops whose shapes follow their operands (program order,
  * so a changed type flows down), and the heads of split attentions. */
 static void retype(Sharder *s, int64_t T) {
@@ -597,11 +606,7 @@ static void retype(Sharder *s, int64_t T) {
         mlirValueSetType(r0, q);
       } else {
         mlirValueSetType(r0, withLast(q, piperTensorDim(q, -1) / 3));
-        MlirType p = mlirValueGetType(mlirOperationGetResult(op, 1));
-        int64_t sh[4] = {piperTensorDim(p, 0), H, piperTensorDim(p, 2), piperTensorDim(p, 3)};
-        mlirValueSetType(mlirOperationGetResult(op, 1),
-                         mlirRankedTensorTypeGet(4, sh, mlirF32TypeGet(s->ctx),
-                                                 mlirAttributeGetNull()));
+        mlirValueSetType(mlirOperationGetResult(op, 1), lseOfHeads(s, op, H));
       }
       break;
     }
@@ -609,10 +614,10 @@ static void retype(Sharder *s, int64_t T) {
     case PIPER_TDAG_GQA_ATTENTION_GRAD: {
       bool grad = f->id == PIPER_TDAG_GQA_ATTENTION_GRAD;
       MlirOperation fwd = op;
-      if (grad) { /* its forward: the producer of the saved probabilities */
-        MlirValue probs = mlirOperationGetOperand(op, 4);
-        if (!mlirValueIsAOpResult(probs)) break;
-        fwd = mlirOpResultGetOwner(probs);
+      if (grad) { /* its forward: the producer of the saved lse */
+        MlirValue lse = mlirOperationGetOperand(op, 5);
+        if (!mlirValueIsAOpResult(lse)) break;
+        fwd = mlirOpResultGetOwner(lse);
       }
       if (!piperPtrMapGet(&s->headOps, fwd.ptr, NULL) || piperGetIntAttr(op, "tp_heads_split", 0))
         break;
@@ -624,11 +629,7 @@ static void retype(Sharder *s, int64_t T) {
         for (int i = 0; i < 3; ++i) mlirValueSetType(mlirOperationGetResult(op, i), operandT(op, 1 + i));
       } else {
         mlirValueSetType(r0, operandT(op, 0));
-        MlirType p = mlirValueGetType(mlirOperationGetResult(op, 1));
-        int64_t sh[4] = {piperTensorDim(p, 0), H, piperTensorDim(p, 2), piperTensorDim(p, 3)};
-        mlirValueSetType(mlirOperationGetResult(op, 1),
-                         mlirRankedTensorTypeGet(4, sh, mlirF32TypeGet(s->ctx),
-                                                 mlirAttributeGetNull()));
+        mlirValueSetType(mlirOperationGetResult(op, 1), lseOfHeads(s, op, H));
       }
       break;
     }
@@ -773,13 +774,6 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
   reduceNormWeightGrads(s, stream);
 }
 
-/* Two device lists share a device. */
-static bool overlap(MlirAttribute a, MlirAttribute b) {
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(a); ++i)
-    if (piperListFind(b, piperListAt(a, i)) >= 0) return true;
-  return false;
-}
-
 /* Whether `op` is a column or row linear of a selected region. */
 static bool inRegion(Sharder *s, MlirOperation op) {
   return piperPtrMapGet(&s->columnOps, op.ptr, NULL) || piperPtrMapGet(&s->rowOps, op.ptr, NULL);
@@ -836,88 +830,138 @@ static MlirLogicalResult collectDirectives(Sharder *s, MlirBlock top) {
       piperDirectiveError(d, "shard_tensor: stream must be a string (a trace lane's name)");
       return mlirLogicalResultFailure();
     }
+    MlirAttribute devices = mlirOperationGetAttributeByName(d, piperStr("devices"));
     s->dirs[s->nDirs++] = (Directive){d, mlirOperationGetAttributeByName(d, piperStr("filter")),
-                                      mlirOperationGetAttributeByName(d, piperStr("devices")),
-                                      stream};
+                                      devices, stream,
+                                      piperGetIntAttr(d, "group_size", piperListLen(devices))};
   }
   return mlirLogicalResultSuccess();
 }
 
-/* `devices` (n of them) in ascending order, as place sorts device lists: member t is the
- * t-th smallest. */
-static MlirAttribute sortedGroup(MlirContext ctx, MlirAttribute devices, intptr_t n) {
-  int64_t *ids = malloc(n * sizeof *ids);
-  for (intptr_t a = 0; a < n; ++a) ids[a] = piperListAt(devices, a);
-  for (intptr_t a = 1; a < n; ++a)
-    for (intptr_t b = a; b > 0 && ids[b - 1] > ids[b]; --b) {
-      int64_t x = ids[b];
-      ids[b] = ids[b - 1];
-      ids[b - 1] = x;
-    }
-  MlirAttribute *attrs = malloc(n * sizeof *attrs);
-  for (intptr_t a = 0; a < n; ++a) attrs[a] = piperI64Attr(ctx, ids[a]);
-  MlirAttribute sorted = mlirArrayAttrGet(ctx, n, attrs);
-  free(ids);
-  free(attrs);
-  return sorted;
+static int ascendingIds(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
 }
 
-/* Directive i's group: its devices each listed once, at least two, as many as the groups
- * before it (*T, 0 before the first, then set); sorts d->devices. Failure after an error. */
+/* Directive d's groups: its devices each listed once, in ascending order (sorts d->devices:
+ * member t of a group is its t-th smallest), cut into groups of d->G >= 2 devices, as many as
+ * the groups before it (*T, 0 before the first, then set). Failure after an error. */
 static MlirLogicalResult checkGroupSize(Sharder *s, Directive *d, int64_t *T) {
-  intptr_t n = mlirArrayAttrGetNumElements(d->devices);
-  for (intptr_t a = 0; a < n; ++a)
-    if (piperListFind(d->devices, piperListAt(d->devices, a)) != a) {
-      piperDirectiveError(d->directive, "shard_tensor: device %lld is listed twice",
-                          (long long)piperListAt(d->devices, a));
+  intptr_t n = piperListLen(d->devices);
+  if (!piperDeviceListIsRange(d->devices, NULL)) { /* a range ascends, each id once */
+    int64_t *ids = piperDeviceListIds(d->devices, &n);
+    if (!ids && n) {
+      piperDirectiveError(d->directive, "shard_tensor: out of memory");
       return mlirLogicalResultFailure();
     }
-  if (n < 2) {
+    qsort(ids, (size_t)n, sizeof *ids, ascendingIds);
+    for (intptr_t a = 1; a < n; ++a)
+      if (ids[a] == ids[a - 1]) {
+        piperDirectiveError(d->directive, "shard_tensor: device %lld is listed twice",
+                            (long long)ids[a]);
+        free(ids);
+        return mlirLogicalResultFailure();
+      }
+    d->devices = piperListGet(s->ctx, ids, n);
+    free(ids);
+  }
+  if (d->G < 2) {
     piperDirectiveError(d->directive, "shard_tensor: a tensor-parallel group needs at least "
-                                      "two devices, got %lld", (long long)n);
+                                      "two devices, got %lld", (long long)d->G);
     return mlirLogicalResultFailure();
   }
-  if (*T && n != *T) {
+  if (n % d->G) {
+    piperDirectiveError(d->directive, "shard_tensor: %lld devices do not cut into groups of "
+                                      "group_size %lld", (long long)n, (long long)d->G);
+    return mlirLogicalResultFailure();
+  }
+  if (*T && d->G != *T) {
     piperDirectiveError(d->directive, "shard_tensor: groups of %lld and %lld devices; every "
                                       "shard_tensor group must have the same size",
-                        (long long)*T, (long long)n);
+                        (long long)*T, (long long)d->G);
     return mlirLogicalResultFailure();
   }
-  *T = n;
-  d->devices = sortedGroup(s->ctx, d->devices, n);
+  *T = d->G;
   return mlirLogicalResultSuccess();
 }
 
-/* the groups: at least two devices, each listed once, disjoint from every other group; sets
- * the group size *T and the list of distinct groups *groupList */
+/* the groups: at least two devices, each listed once, each group disjoint from every other
+ * directive's groups or equal to one of them (a device's group is the same whichever
+ * directive names it: O(devices) with a table of each device's first directive); sets the
+ * group size *T and the list of the directives' distinct device lists *groupList, each cut
+ * into groups of T (piper.tp_groups) */
 static MlirLogicalResult checkGroups(Sharder *s, int64_t *T, MlirAttribute *groupList) {
-  MlirAttribute *groups = malloc(s->nDirs * sizeof *groups);
-  intptr_t nGroups = 0;
-  MlirLogicalResult status = mlirLogicalResultSuccess();
+  MlirAttribute *lists = malloc((s->nDirs ? s->nDirs : 1) * sizeof *lists);
+  int32_t *first = calloc(PIPER_MAX_DEVICES, sizeof *first); /* device -> directive + 1 */
+  intptr_t nLists = 0;
+  MlirLogicalResult status = lists && first ? mlirLogicalResultSuccess()
+                                            : mlirLogicalResultFailure();
+  if (!lists || !first) piperDirectiveError(s->dirs[0].directive, "shard_tensor: out of memory");
   *T = 0;
   for (size_t i = 0; i < s->nDirs && mlirLogicalResultIsSuccess(status); ++i) {
     Directive *d = &s->dirs[i];
     status = checkGroupSize(s, d, T);
     if (mlirLogicalResultIsFailure(status)) break;
     bool known = false;
-    for (intptr_t g = 0; g < nGroups && mlirLogicalResultIsSuccess(status); ++g) {
-      if (mlirAttributeEqual(groups[g], d->devices)) known = true;
-      else if (overlap(groups[g], d->devices)) {
+    for (intptr_t l = 0; l < nLists && !known; ++l) known = mlirAttributeEqual(lists[l], d->devices);
+    if (known) continue; /* the same groups again (another stage's filter on them) */
+    intptr_t n;
+    int64_t *ids = piperDeviceListIds(d->devices, &n);
+    if (!ids) {
+      piperDirectiveError(d->directive, "shard_tensor: out of memory");
+      status = mlirLogicalResultFailure();
+    }
+    for (intptr_t a = 0; ids && a < n && mlirLogicalResultIsSuccess(status); a += d->G) {
+      bool same = true, apart = true;
+      size_t e = 0; /* a directive that names one of the group's devices */
+      for (intptr_t t = 0; t < d->G; ++t) {
+        int64_t dev = ids[a + t];
+        if (dev < 0 || dev >= PIPER_MAX_DEVICES) continue; /* the verifier refuses it */
+        if (!first[dev]) {
+          same = false;
+          continue;
+        }
+        apart = false;
+        e = (size_t)first[dev] - 1;
+      }
+      if (!apart) { /* then the whole group must be one of directive e's */
+        intptr_t at = piperListFind(s->dirs[e].devices, ids[a]);
+        same = same && at >= 0 && at % *T == 0;
+        for (intptr_t t = 0; same && t < d->G; ++t)
+          same = piperListAt(s->dirs[e].devices, at + t) == ids[a + t];
+      }
+      if (!apart && !same) {
         piperDirectiveError(d->directive, "shard_tensor: this group overlaps another "
                                           "shard_tensor directive's group without being equal "
                                           "to it; tensor-parallel groups must be disjoint");
-        for (size_t e = 0; e < i; ++e)
-          if (mlirAttributeEqual(s->dirs[e].devices, groups[g]))
-            piperEmitNotef(mlirOperationGetLocation(s->dirs[e].directive),
-                           "shard_tensor: the other group");
+        piperEmitNotef(mlirOperationGetLocation(s->dirs[e].directive),
+                       "shard_tensor: the other group");
         status = mlirLogicalResultFailure();
       }
+      for (intptr_t t = 0; apart && t < d->G; ++t) {
+        int64_t dev = ids[a + t];
+        if (dev >= 0 && dev < PIPER_MAX_DEVICES) first[dev] = (int32_t)i + 1;
+      }
     }
-    if (!known) groups[nGroups++] = d->devices;
+    free(ids);
+    if (mlirLogicalResultIsSuccess(status)) lists[nLists++] = d->devices;
   }
-  *groupList = mlirArrayAttrGet(s->ctx, nGroups, groups);
-  free(groups);
+  *groupList = mlirArrayAttrGet(s->ctx, nLists, lists);
+  free(lists);
+  free(first);
   return status;
+}
+
+/* Whether every device of directive d's groups is in `placed` (the ascending list its ops
+ * sit on). */
+static bool placedHoldsGroups(const Directive *d, MlirAttribute placed) {
+  if (mlirAttributeEqual(placed, d->devices)) return true; /* a stage's list of groups */
+  intptr_t n;
+  int64_t *ids = piperDeviceListIds(d->devices, &n);
+  bool holds = ids != NULL;
+  for (intptr_t a = 0; holds && a < n; ++a) holds = sortedHolds(placed, ids[a]);
+  free(ids);
+  return holds;
 }
 
 /* every selected op is placed on a list the groups cut into aligned runs */
@@ -926,15 +970,21 @@ static MlirLogicalResult checkPlacement(Sharder *s, PiperTpLayout *layout, int64
   for (size_t i = 0; i < s->nDirs && mlirLogicalResultIsSuccess(status); ++i) {
     Directive *d = &s->dirs[i];
     int matched = 0;
+    PiperPtrMap verdict; /* placed list -> 1 + whether it holds the groups: once per list */
+    piperPtrMapInit(&verdict, 8);
     for (MlirOperation op = mlirBlockGetFirstOperation(s->body);
          !mlirOperationIsNull(op) && mlirLogicalResultIsSuccess(status);
          op = mlirOperationGetNextInBlock(op)) {
       if (!piperOpInDialect(op, "tdag") || !piperFilterMatches(op, d->filter)) continue;
       matched++;
       MlirAttribute placed = mlirOperationGetAttributeByName(op, piperStr("devices"));
+      intptr_t known = 0;
       bool holds = !mlirAttributeIsNull(placed);
-      for (intptr_t a = 0; holds && a < mlirArrayAttrGetNumElements(d->devices); ++a)
-        holds = sortedHolds(placed, piperListAt(d->devices, a));
+      if (holds && !piperPtrMapGet(&verdict, placed.ptr, &known)) {
+        known = 1 + placedHoldsGroups(d, placed);
+        piperPtrMapPut(&verdict, placed.ptr, known);
+      }
+      holds = holds && known == 2;
       if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("ep_local")))) {
         /* a shard directive (passes/shard.c, run before this pass) gave it to one device */
         char label[160];
@@ -958,6 +1008,7 @@ static MlirLogicalResult checkPlacement(Sharder *s, PiperTpLayout *layout, int64
         status = mlirLogicalResultFailure();
       }
     }
+    piperPtrMapFree(&verdict);
     if (!matched && mlirLogicalResultIsSuccess(status)) {
       piperDirectiveError(d->directive, "shard_tensor: the filter matches no op of the model");
       status = mlirLogicalResultFailure();
@@ -999,13 +1050,17 @@ static MlirLogicalResult checkOneLayout(Sharder *s, PiperTpLayout *layout) {
  * reads what they split. */
 static MlirLogicalResult findAllRegions(Sharder *s, int64_t T) {
   /* directives with the same filter on the groups of other replicas select the same ops:
-   * find each op's chain once */
-  for (size_t i = 0; i < s->nDirs; ++i) {
-    bool seen = false;
-    for (size_t e = 0; e < i && !seen; ++e)
-      seen = mlirAttributeEqual(s->dirs[e].filter, s->dirs[i].filter);
-    if (!seen && !findRegions(s, i, T)) return mlirLogicalResultFailure();
+   * find each op's chain once (filters are uniqued attributes: a map, not a search) */
+  PiperPtrMap seen;
+  piperPtrMapInit(&seen, 16);
+  bool ok = true;
+  for (size_t i = 0; i < s->nDirs && ok; ++i) {
+    if (piperPtrMapGet(&seen, s->dirs[i].filter.ptr, NULL)) continue;
+    piperPtrMapPut(&seen, s->dirs[i].filter.ptr, 1);
+    ok = findRegions(s, i, T);
   }
+  piperPtrMapFree(&seen);
+  if (!ok) return mlirLogicalResultFailure();
   return splitParamsOnlyInRegions(s) ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }
 
@@ -1029,7 +1084,7 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
   int64_t T;
   MlirAttribute groupList;
   MlirLogicalResult status = checkGroups(&s, &T, &groupList);
-  PiperTpLayout layout = {.groups = groupList}; /* T of each placed list, asked once */
+  PiperTpLayout layout = {.groups = groupList, .T = T}; /* T of each placed list, asked once */
   piperPtrMapInit(&layout.sizeOf, 16);
   if (mlirLogicalResultIsSuccess(status)) status = checkPlacement(&s, &layout, T);
   if (mlirLogicalResultIsSuccess(status)) status = checkOneLayout(&s, &layout);
@@ -1043,6 +1098,11 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
   if (mlirLogicalResultIsSuccess(status)) {
     applySplits(&s, T, s.dirs[0].stream);
     mlirOperationSetAttributeByName(module, piperStr("piper.tp_groups"), groupList);
+    bool several = false; /* a list of several groups: T is not its length */
+    for (intptr_t l = 0; l < mlirArrayAttrGetNumElements(groupList); ++l)
+      several |= piperListLen(mlirArrayAttrGetElement(groupList, l)) > T;
+    if (several)
+      mlirOperationSetAttributeByName(module, piperStr("piper.tp_size"), piperI64Attr(ctx, T));
   }
   piperTpLayoutFree(&layout);
   piperPtrMapFree(&s.sliced);

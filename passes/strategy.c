@@ -148,10 +148,9 @@ void piperDescribeDevices(MlirAttribute devices, char *buf, size_t size) {
     return;
   }
   size_t used = (size_t)snprintf(buf, size, "[");
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(devices) && used < size; ++i)
+  for (intptr_t i = 0; i < piperListLen(devices) && used < size; ++i)
     used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
-                             (long long)mlirIntegerAttrGetValueInt(
-                                 mlirArrayAttrGetElement(devices, i)));
+                             (long long)piperListAt(devices, i));
   if (used < size) snprintf(buf + used, size - used, "]");
   else memcpy(buf + size - 5, "...]", 5); /* a long list, cut short */
 }

@@ -21,15 +21,17 @@
 static inline MlirAttribute piperI64Attr(MlirContext ctx, int64_t v) {
   return mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), v);
 }
-/* Entry i of a device list (an array of integer attributes). */
+/* Device lists, in either form (an array of ids or a range: include/piper/piper.h): the number
+ * of ids, id i, the position of id d or -1 (O(1) in a range), and the canonical list of ids. */
+static inline intptr_t piperListLen(MlirAttribute list) { return piperDeviceListLen(list); }
 static inline int64_t piperListAt(MlirAttribute list, intptr_t i) {
-  return mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(list, i));
+  return piperDeviceListAt(list, i);
 }
-/* Position of `d` in the device list `list`, or -1 (lists are short and need not be sorted). */
 static inline intptr_t piperListFind(MlirAttribute list, int64_t d) {
-  for (intptr_t i = 0; i < mlirArrayAttrGetNumElements(list); ++i)
-    if (piperListAt(list, i) == d) return i;
-  return -1;
+  return piperDeviceListFind(list, d);
+}
+static inline MlirAttribute piperListGet(MlirContext ctx, const int64_t *ids, intptr_t n) {
+  return piperDeviceListGet(ctx, ids, n);
 }
 
 /* "F" when the op has no pass attribute. */

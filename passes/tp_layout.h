@@ -9,15 +9,18 @@
 
 /* A "TP list" is a device list that the module's piper.tp_groups cut into runs of T consecutive
  * entries, one tensor-parallel group per data-parallel replica; position k of it is member
- * k % T of replica k / T. */
-/* The module's groups (piper.tp_groups: a list of sorted device lists), null without. */
-MlirAttribute piperTpGroups(MlirOperation module);
+ * k % T of replica k / T. piper.tp_groups lists sorted device lists, each cut into groups of T
+ * consecutive entries (piper.tp_size = T where a list holds several; else each list is one
+ * group): a stage's replicas are then one list, a range, not a group each. */
+/* The module's groups (piper.tp_groups) and *T, their size; null (T 1) without. */
+MlirAttribute piperTpGroups(MlirOperation module, int64_t *T);
 /* T if `devices` is a TP list, else 1. */
 int64_t piperTpSize(MlirOperation module, MlirAttribute devices);
 /* The module's groups and, per device-list attribute asked about, its T: a pass that asks for
  * every op holds one (lists are few, ops many; asking piperTpSize costs O(list x groups)). */
 typedef struct {
   MlirAttribute groups; /* piper.tp_groups, null without tensor parallelism */
+  int64_t T;            /* the size of its groups */
   PiperPtrMap sizeOf;   /* device-list attribute -> T (1: not a TP list) */
 } PiperTpLayout;
 void piperTpLayoutInit(PiperTpLayout *l, MlirOperation module);

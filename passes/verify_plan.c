@@ -122,10 +122,11 @@ static MlirAttribute groupKey(MlirOperation op, int64_t P) {
 
 /* True if device d is in the ascending device list g (binary search). */
 static bool inGroup(MlirAttribute g, int64_t d) {
-  intptr_t lo = 0, hi = mlirArrayAttrGetNumElements(g) - 1;
+  if (piperDeviceListIsRange(g, NULL)) return piperListFind(g, d) >= 0;
+  intptr_t lo = 0, hi = piperListLen(g) - 1;
   while (lo <= hi) {
     intptr_t mid = lo + (hi - lo) / 2;
-    int64_t v = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, mid));
+    int64_t v = piperListAt(g, mid);
     if (v == d) return true;
     if (v < d) lo = mid + 1;
     else hi = mid - 1;
@@ -142,11 +143,11 @@ static bool inGroup(MlirAttribute g, int64_t d) {
 static int64_t roleGroupMembers(MlirOperation op, const int64_t *range, int64_t P) {
   MlirAttribute g = mlirOperationGetAttributeByName(op, piperStr("group"));
   int64_t S = piperGetIntAttr(op, "group_stride", 0);
-  intptr_t n = mlirArrayAttrGetNumElements(g);
+  intptr_t n = piperListLen(g);
   int64_t *tally = calloc(P, sizeof *tally), roles = 0, prev = -1;
   bool ok = tally != NULL && n >= 1;
   for (intptr_t i = 0; i < n && ok; ++i) {
-    int64_t d = mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(g, i)), p = 0;
+    int64_t d = piperListAt(g, i), p = 0;
     ok = d > prev;
     prev = d;
     for (; p < P; ++p) { /* the role holding d (as replica 0 in a family) */
@@ -301,7 +302,7 @@ static void countGroupMembers(Machine *m, MlirLogicalResult *status) {
   for (int64_t gid = 0; gid < m->nGroups && m->groupMembers; ++gid) {
     MlirAttribute g = mlirOperationGetAttributeByName(m->groupOp[gid], piperStr("group"));
     m->groupMembers[gid] = m->P > 0 ? roleGroupMembers(m->groupOp[gid], m->roleRange, m->P)
-                                    : mlirArrayAttrGetNumElements(g);
+                                    : piperListLen(g);
     if (m->groupMembers[gid] < 0) {
       mlirEmitError(mlirOperationGetLocation(m->groupOp[gid]),
                     "piper-verify-plan: in a plan per role, a collective's group must be whole "

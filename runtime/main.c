@@ -26,6 +26,7 @@
  * so such a run is a new run from the loaded weights, and is counted as one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -46,6 +47,7 @@
 #include "prt_files.h"
 #include "prt_init.h"
 #include "prt_main.h"
+#include "prt_plan_flags.h"
 #include "prt_report.h"
 #include "prt_routing.h"
 #include "prt_schedule.h"
@@ -148,16 +150,32 @@ static const char *const USAGE =
 
 /* ---- flags ---- */
 
-typedef enum {
-  PRT_FLAG_COUNT, PRT_FLAG_SEED, PRT_FLAG_REAL, PRT_FLAG_FILE, PRT_FLAG_WORD
-} prt_flag_type;
-
-/* One flag that takes a value. */
+/* One flag: its row of plan_flags.def and where its value goes. */
 typedef struct prt_flag {
   const char *name;   /* "--steps" */
   prt_flag_type type; /* how the value is parsed */
-  void *dst;          /* borrowed: int64_t, uint64_t, double or const char * to set */
+  void *dst;          /* borrowed: int64_t, uint64_t, double, const char * or (BOOL) int */
 } prt_flag;
+
+static const prt_plan_flag prt_flag_table[] = {
+#define PRT_PLAN_FLAG(name, type, field) {name, PRT_FLAG_##type},
+#include "plan_flags.def"
+#undef PRT_PLAN_FLAG
+};
+
+const prt_plan_flag *prt_plan_flags(size_t *n) {
+  *n = sizeof prt_flag_table / sizeof *prt_flag_table;
+  return prt_flag_table;
+}
+
+const prt_plan_flag *prt_plan_flag_find(const char *arg) {
+  const char *eq = strchr(arg, '=');
+  size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+  for (size_t k = 0; k < sizeof prt_flag_table / sizeof *prt_flag_table; k++)
+    if (strlen(prt_flag_table[k].name) == len && !strncmp(prt_flag_table[k].name, arg, len))
+      return &prt_flag_table[k];
+  return NULL;
+}
 
 /* Parses `value` of `flag` into its destination; 2 with a message if it is malformed. */
 static int prt_parse_value(const prt_flag *f, const char *value, prt_status *st) {
@@ -191,6 +209,9 @@ static int prt_parse_value(const prt_flag *f, const char *value, prt_status *st)
   case PRT_FLAG_WORD:
     *(const char **)f->dst = value;
     return 0;
+  case PRT_FLAG_BOOL: /* takes no value: never reached with one */
+    *(int *)f->dst = 1;
+    return 0;
   case PRT_FLAG_FILE:
     if (!value[0])
       return prt_fail(st, 2, "%s expects a file name, got an empty string: command line; "
@@ -201,78 +222,38 @@ static int prt_parse_value(const prt_flag *f, const char *value, prt_status *st)
   return 0;
 }
 
-/* args -> { "--help" | "--quiet" | flag value | flag=value } */
+/* args -> { bool flag | flag value | flag=value }, by the table plan_flags.def. */
 int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
-  *o = (prt_opts){.steps = 20, .seed = 1337, .lr = 1e-3, .weight_decay = 0.0, .timeout = 300,
+  *o = (prt_opts){.steps = PRT_DEFAULT_STEPS, .seed = 1337, .lr = 1e-3, .weight_decay = 0.0,
+                  .timeout = 300,
                   .loop = {.total = -1, .grad_clip = -1, .beta1 = NAN, .beta2 = NAN,
                            .eps = NAN, .eval_batches = 1}};
   o->log_every = 1;
   o->keep_ckpts = 3;
   o->data_format = PRT_DATA_BYTES;
-  const char *data_format = NULL; /* --data-format's name, parsed after the loop */
-  const char *comm = NULL;        /* --comm's name, parsed after the loop */
-  const char *save_dtype = NULL;  /* --save-dtype's name, parsed after the loop */
   const prt_flag flags[] = {
-      {"--steps", PRT_FLAG_COUNT, &o->steps},
-      {"--seed", PRT_FLAG_SEED, &o->seed},
-      {"--lr", PRT_FLAG_REAL, &o->lr},
-      {"--weight-decay", PRT_FLAG_REAL, &o->weight_decay},
-      {"--data", PRT_FLAG_FILE, &o->data},
-      {"--data-format", PRT_FLAG_WORD, &data_format},
-      {"--metrics", PRT_FLAG_FILE, &o->metrics},
-      {"--init-checkpoint", PRT_FLAG_FILE, &o->init_ckpt},
-      {"--save-checkpoint", PRT_FLAG_FILE, &o->save_ckpt},
-      {"--dump-grads", PRT_FLAG_FILE, &o->dump_grads},
-      {"--routing-record", PRT_FLAG_FILE, &o->routing_record},
-      {"--routing-replay", PRT_FLAG_FILE, &o->routing_replay},
-      {"--trace", PRT_FLAG_FILE, &o->trace},
-      {"--timeout", PRT_FLAG_REAL, &o->timeout},
-      {"--checkpoint-every", PRT_FLAG_COUNT, &o->ckpt_every},
-      {"--checkpoint-dir", PRT_FLAG_FILE, &o->ckpt_dir},
-      {"--keep-checkpoints", PRT_FLAG_COUNT, &o->keep_ckpts},
-      {"--lr-schedule", PRT_FLAG_WORD, &o->lr_schedule},
-      {"--warmup-steps", PRT_FLAG_COUNT, &o->loop.warmup},
-      {"--min-lr", PRT_FLAG_REAL, &o->loop.min_lr},
-      {"--total-steps", PRT_FLAG_COUNT, &o->loop.total},
-      {"--grad-clip", PRT_FLAG_REAL, &o->loop.grad_clip},
-      {"--adam-beta1", PRT_FLAG_REAL, &o->loop.beta1},
-      {"--adam-beta2", PRT_FLAG_REAL, &o->loop.beta2},
-      {"--adam-eps", PRT_FLAG_REAL, &o->loop.eps},
-      {"--eval-data", PRT_FLAG_FILE, &o->loop.eval_data},
-      {"--eval-every", PRT_FLAG_COUNT, &o->loop.eval_every},
-      {"--eval-batches", PRT_FLAG_COUNT, &o->loop.eval_batches},
-      {"--log-every", PRT_FLAG_COUNT, &o->log_every},
-      {"--comm", PRT_FLAG_WORD, &comm},
-      {"--save-dtype", PRT_FLAG_WORD, &save_dtype},
+#define PRT_PLAN_FLAG(name, type, field) {name, PRT_FLAG_##type, &o->field},
+#include "plan_flags.def"
+#undef PRT_PLAN_FLAG
   };
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-      o->help = 1;
-      continue;
-    }
-    if (strcmp(arg, "--quiet") == 0) {
-      o->quiet = 1;
-      continue;
-    }
-    if (strcmp(arg, "--restart-steps") == 0) {
-      o->restart_steps = 1;
-      continue;
-    }
-    if (strcmp(arg, "--trace-per-rank") == 0) {
-      o->trace_per_rank = 1;
-      continue;
-    }
-    const char *eq = strchr(arg, '=');
-    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-    const prt_flag *f = NULL;
-    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
-      if (strlen(flags[k].name) == len && strncmp(flags[k].name, arg, len) == 0) f = &flags[k];
-    if (!f)
+    const prt_plan_flag *row = prt_plan_flag_find(arg);
+    if (!row)
       return prt_fail(st, 2, "unknown %s '%s': command line; run with --help for usage",
                       arg[0] == '-' ? "flag" : "argument", arg);
-    const char *value = eq ? eq + 1 : NULL;
-    if (!value) {
+    const prt_flag *f = &flags[row - prt_flag_table];
+    const char *value = strchr(arg, '=');
+    if (f->type == PRT_FLAG_BOOL) {
+      if (value)
+        return prt_fail(st, 2, "%s takes no value, got '%s': command line; run with --help "
+                        "for usage", f->name, arg);
+      prt_parse_value(f, "", st);
+      continue;
+    }
+    if (value) {
+      value++;
+    } else {
       if (i + 1 >= argc)
         return prt_fail(st, 2, "%s needs a value: command line; run with --help for usage",
                         f->name);
@@ -303,6 +284,7 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   if (o->restart_steps && !o->init_ckpt)
     return prt_fail(st, 2, "--restart-steps needs --init-checkpoint (a run without one "
                     "starts at step 0 anyway): command line; run with --help for usage");
+  const char *comm = o->comm_name, *save_dtype = o->save_dtype_name;
   if (comm) {
     if (!strcmp(comm, "mpi")) o->comm = PRT_COMM_MPI;
     else if (!strcmp(comm, "nccl")) o->comm = PRT_COMM_NCCL;
@@ -317,7 +299,8 @@ int prt_parse_args(int argc, char **argv, prt_opts *o, prt_status *st) {
   if (save_dtype && !o->save_ckpt)
     return prt_fail(st, 2, "--save-dtype needs --save-checkpoint (the file it sets the dtype "
                     "of): command line; run with --help for usage");
-  if (data_format && prt_data_format_parse(data_format, &o->data_format, st)) return st->code;
+  if (o->data_format_name && prt_data_format_parse(o->data_format_name, &o->data_format, st))
+    return st->code;
   if (o->lr_schedule && prt_schedule_parse(o->lr_schedule, &o->loop.schedule, st))
     return st->code;
   return prt_loop_check(&o->loop, o->lr, o->steps, st);
@@ -547,6 +530,9 @@ static int prt_run_open(prt_run_state *r, const prt_opts *o, prt_status *st) {
   if (!st->code && ctx->rank == 0 && o->metrics && !(r->metrics = fopen(o->metrics, "w")))
     prt_fail(st, 1, "cannot open metrics file: %s: %s; check the directory exists and is "
              "writable", o->metrics, strerror(errno));
+  /* appended to: a rank that injects a fault adds its "fault" line there (fault_inject.c),
+   * which rank 0's later lines must not overwrite */
+  if (r->metrics) fcntl(fileno(r->metrics), F_SETFL, O_APPEND);
   if (!st->code) prt_loop_resolve(&r->loop, r->start, o->steps, st); /* alike on every rank */
   if (!st->code && r->loop.eval_data && !r->eval_step)
     prt_fail(st, 1, "this binary has no evaluation step (piper_eval_step): --eval-every; "
@@ -623,7 +609,8 @@ static int prt_run_step(prt_run_state *r, const prt_opts *o, void (*step)(prt_ct
   prt_routing_step_begin(r->routing, s);
   prt_elastic_step(ctx, &r->data, s, step); /* the inputs, then the step (k passes) */
   if (prt_routing_step_end(r->routing, st)) r->pending = 1; /* every rank stops after it */
-  prt_fault_point(PRT_FAULT_AT_STEP, ctx->rank, s);
+  if (prt_fault_point(PRT_FAULT_AT_STEP, ctx->rank, s)) /* PIPER_FAULT=hold: until a stop */
+    while (!prt_signal_seen) nanosleep(&(struct timespec){0, 10000000}, NULL);
   if (ctx->ops_busy)
     prt_fatal("step %lld ended with %lld transfer%s never waited: piper_step (rank %lld); "
               "every prt_isend/prt_irecv/collective needs its prt_wait: this is a bug in "
@@ -674,6 +661,13 @@ static void prt_run_end(prt_run_state *r, const prt_opts *o, prt_status *st) {
   prt_routing_finish(r->routing, ctx, st);
   if (prt_agree(ctx, st)) return;
   prt_watch.what = NULL;
+  if (r->stop_signal && r->metrics) { /* what a supervisor reads: stopped, and where */
+    fprintf(r->metrics, "{\"kind\": \"stop\", \"signal\": \"%s\", \"steps\": %lld}\n",
+            r->stop_signal == SIGINT ? "SIGINT" : "SIGTERM", (long long)r->completed);
+    if (fflush(r->metrics) != 0)
+      prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space",
+               o->metrics, strerror(errno));
+  }
   if (r->stop_signal && ctx->rank == 0) {
     const char *name = r->stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
     bool resumable = !o->save_dtype || strcmp(o->save_dtype->name, "F32") == 0;
@@ -716,11 +710,11 @@ static int prt_run_close(prt_run_state *r, const prt_opts *o, prt_status *st) {
   return st->code;
 }
 
-/* Start-up phases for a supervisor to time a restart by (PIPER_PHASES=1 in the environment;
- * bench/bench_faults.py --phases): wall-clock seconds when prt_main was entered, MPI_Init
- * returned, the plan was set up and allocated (prt_run_setup), and the parameters were
- * initialised or loaded (prt_run_open). Rank 0 prints them in one line before the first step;
- * piper-run reads it (tools/piper-run.c, jobScanLine). */
+/* Start-up phases for a supervisor to time a restart by: wall-clock seconds when prt_main was
+ * entered, MPI_Init returned, the plan was set up and allocated (prt_run_setup), and the
+ * parameters were initialised or loaded (prt_run_open). Rank 0 writes them as the --metrics
+ * file's "phases" line before the first step (piper-run --phases reads it there), and with
+ * PIPER_PHASES=1 in the environment prints them in one line on stderr too. */
 static struct {
   double main, mpi, setup, open;
 } prt_phase;
@@ -731,7 +725,16 @@ static double prt_wall_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void prt_phases_print(const prt_ctx *ctx) {
+static void prt_phases_print(const prt_ctx *ctx, FILE *metrics, const char *path,
+                             prt_status *st) {
+  if (metrics) {
+    fprintf(metrics, "{\"kind\": \"phases\", \"main\": %.3f, \"mpi_init\": %.3f, "
+            "\"setup\": %.3f, \"open\": %.3f}\n", prt_phase.main, prt_phase.mpi,
+            prt_phase.setup, prt_phase.open);
+    if (fflush(metrics) != 0)
+      prt_fail(st, 1, "cannot write metrics file: %s: %s; check the disk has space", path,
+               strerror(errno));
+  }
   const char *env = getenv("PIPER_PHASES");
   if (ctx->rank != 0 || !env || strcmp(env, "1")) return;
   fprintf(stderr, "piper: phases: main %.3f mpi_init %.3f setup %.3f open %.3f\n",
@@ -746,7 +749,7 @@ static int prt_run(const prt_opts *o, void (*setup)(prt_ctx *), void (*step)(prt
   prt_phase.setup = prt_wall_s();
   if (ready && !prt_run_open(&r, o, st)) {
     prt_phase.open = prt_wall_s();
-    prt_phases_print(r.ctx);
+    prt_phases_print(r.ctx, r.metrics, o->metrics, st);
     if (r.ctx->rank == 0 && !o->quiet) prt_banner(r.ctx, o, &r.data, r.T, r.start);
     r.completed = r.start;
     int how = PRT_STEP_NEXT;
@@ -766,10 +769,12 @@ int prt_main(int argc, char **argv, void (*setup)(prt_ctx *), void (*step)(prt_c
   prt_status st = {0};
   int bad = prt_parse_args(argc, argv, &o, &st);
   prt_watch.timeout_s = o.timeout > 0 ? o.timeout : 0;
+  if (!bad) prt_fault_events_to(o.metrics); /* an injected fault is said there too */
   int owner = prt_comm_init(&argc, &argv); /* MPI_Init before anything else */
   prt_phase.mpi = prt_wall_s();
   int64_t rank = prt_comm_rank(), world = prt_comm_size();
   prt_catch_signals();
+  prt_fault_set_world(world);
   const char *prog = argc > 0 && argv[0] ? argv[0] : "piper-train";
   int rc = 0;
   if (bad) { /* alike on every rank: rank 0 says it */

@@ -54,13 +54,23 @@ typedef enum {
   PRT_FAULT_AT_SAVE = 1, /* in the background writer, before the checkpoint is committed */
   PRT_FAULT_AT_ALL_TO_ALL = 2, /* an all-to-all issued in the step (drop only) */
 } prt_fault_site;
-/* The fault kind that returns instead of signalling: the transfer delivers nothing. */
+/* The fault kinds that return instead of signalling: the transfer delivers nothing (drop),
+ * the rank holds until the run is asked to stop (hold). */
 #define PRT_FAULT_DROP (-4)
+#define PRT_FAULT_HOLD (-5)
 /* Reads PIPER_FAULT once (see fault_inject.c for the syntax) and, when this rank and step
- * match it, injects the fault: SIGKILL or SIGSTOP to this process, or exit(3); a drop returns
- * 1, and the caller loses the transfer (else 0). Prints one line "piper: fault injected: ..."
- * first, with the wall-clock time, so a supervisor can time the recovery. A malformed
- * PIPER_FAULT ends the process with a message naming it. */
+ * match it, injects the fault: SIGKILL or SIGSTOP to this process, or exit(3); a drop or a
+ * hold returns 1, and the caller loses the transfer or holds (else 0). Prints one line
+ * "piper: fault injected: ..." first, with the wall-clock time, and appends the same as a
+ * "fault" line to the metrics file (prt_fault_events_to), so a supervisor can time the
+ * recovery. A malformed PIPER_FAULT ends the process with a message naming it. */
 int prt_fault_point(prt_fault_site site, int64_t rank, int64_t step);
+/* The run's --metrics file (NULL: none), where an injected fault is also said as a "fault"
+ * line, appended (a supervisor reads it there: docs/metrics-and-traces.md). Only a file that
+ * exists is appended to: rank 0 creates it, and a rank on a host that does not see it (its
+ * own /tmp) leaves no stray file there. */
+void prt_fault_events_to(const char *metrics_path);
+/* The job's ranks, for PIPER_FAULT's ranks=W (prt_main sets it once the backend runs). */
+void prt_fault_set_world(int64_t ranks);
 
 #endif

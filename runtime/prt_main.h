@@ -34,6 +34,9 @@ typedef struct prt_opts {
   const char *ckpt_dir;   /* --checkpoint-dir: ring of periodic checkpoints, borrowed; NULL = none */
   int64_t keep_ckpts;     /* --keep-checkpoints: ring files kept (>= 1, default 3) */
   const prt_st_dtype *save_dtype; /* --save-dtype: --save-checkpoint's parameters (F32) */
+  const char *data_format_name; /* --data-format, --comm and --save-dtype as given, borrowed */
+  const char *comm_name;        /* (NULL when absent): parsed into data_format, comm and */
+  const char *save_dtype_name;  /* save_dtype once every flag is read */
 } prt_opts;
 /* Reads argv into *o (defaults first; strings borrow from argv). Only parses: no file is
  * touched, nothing is printed, nothing exits; a bad command line fills st (code 2) naming the

@@ -83,3 +83,10 @@ ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# "nvcc": the toolkit's CUDA compiler, for the tests that compile the nvcc kernels
+# (runtime/kernels/*.cu) themselves to read ptxas's resource report. %nvcc names it.
+nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc"
+                                if os.access("/usr/local/cuda/bin/nvcc", os.X_OK) else None)
+if nvcc:
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", nvcc))

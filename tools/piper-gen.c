@@ -166,8 +166,8 @@ static void emitGpt(void) {
     printf("    %%h%ld_qkv = \"tdag.linear\"(%%h%ld_ln1, %%h%ld_attn_w, %%h%ld_attn_b) {tags = {%s}}"
            " : (%s, %s, %s) -> %s\n", i, i, i, i, tags, x3, F32(2, 3 * C, C, 0, 0),
            F32(1, 3 * C, 0, 0, 0), qkv);
-    printf("    %%h%ld_att, %%h%ld_probs = \"tdag.attention\"(%%h%ld_qkv) {heads = %ld : i64, "
-           "tags = {%s}} : (%s) -> (%s, %s)\n", i, i, i, H, tags, qkv, x3, F32(4, B, H, T, T));
+    printf("    %%h%ld_att, %%h%ld_lse = \"tdag.attention\"(%%h%ld_qkv) {heads = %ld : i64, "
+           "tags = {%s}} : (%s) -> (%s, %s)\n", i, i, i, H, tags, qkv, x3, F32(3, B, H, T, 0));
     printf("    %%h%ld_proj = \"tdag.linear\"(%%h%ld_att, %%h%ld_proj_w, %%h%ld_proj_b) "
            "{tags = {%s}} : (%s, %s, %s) -> %s\n", i, i, i, i, tags, x3, F32(2, C, C, 0, 0), vecC,
            x3);
@@ -388,10 +388,10 @@ static void emitDecoderBlock(const DecoderConfig *q, long i, const char *x) {
   const char *rope = str("head_dim = %ld : i64, theta = %.17e : f64", D, q->theta);
   op(str("%%l%ld_qr", i), "rope", str("%%%s", qIn), rope, q3, q3);
   op(str("%%l%ld_kr", i), "rope", str("%%%s", kIn), rope, k3, k3);
-  op(str("%%l%ld_att, %%l%ld_probs", i, i), "gqa_attention",
+  op(str("%%l%ld_att, %%l%ld_lse", i, i), "gqa_attention",
      str("%%l%ld_qr, %%l%ld_kr, %%l%ld_v", i, i, i),
      str("heads = %ld : i64, kv_heads = %ld : i64", H, KV), str("%s, %s, %s", q3, k3, k3),
-     str("(%s, %s)", q3, F32(4, B, H, T, T)));
+     str("(%s, %s)", q3, F32(3, B, H, T, 0)));
   linearNoBias(L_("o"), L_("att"), L_("o_w"), q3, wO, x3);
   tags = blockTags;
   op(str("%%l%ld_res1", i), "add", str("%%%s, %%l%ld_o", x, i), "", str("%s, %s", x3, x3), x3);

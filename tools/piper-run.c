@@ -1,7 +1,8 @@
 /* piper-run: a supervisor over mpirun that keeps a training run going through faults.
  *
  *   piper-run -np N [--hostfile F] [--max-restarts K] [--min-ranks M] [--checkpoint-dir DIR]
- *             [--resume] [--stall-timeout S] [--grace S] -- ./plan FLAGS
+ *             [--resume] [--stall-timeout S] [--grace S] [--checkpoint-signal SIG]
+ *             -- ./plan FLAGS
  *
  * It runs `mpirun --allow-run-as-root --oversubscribe -np N ./plan FLAGS` (Open MPI is the
  * launcher; piper-run only watches it) and relays its output. When the job ends by a fault (a
@@ -28,6 +29,7 @@
  *   0 the run finished; 1 piper-run could not work (mpirun missing, out of memory);
  *   2 a bad command line (piper-run's, or the job's: the plan refused its flags);
  *   3 the run failed more often than --max-restarts allows;
+ *   75 --checkpoint-signal came: the job checkpointed its step and stopped (requeue it);
  *   130 / 143 stopped by SIGINT / SIGTERM (the job saved its checkpoint and ended; no restart).
  *
  * Every wait ends: the job's own watchdog (--timeout) ends a stuck collective, --stall-timeout
@@ -58,6 +60,7 @@
 
 #include "piper/base/ring.h"
 #include "piper/checked.h"
+#include "prt_plan_flags.h"  /* the plan's flag table (libpiper_rt) */
 #include "prt_safetensors.h" /* the runtime's header parser (libpiper_rt) */
 
 static const char *const USAGE =
@@ -77,16 +80,22 @@ static const char *const USAGE =
     "  --resume             start from the newest checkpoint already in DIR (without it, a DIR\n"
     "                       holding checkpoints is refused: they belong to another run)\n"
     "  --stall-timeout S    a job that prints nothing and writes no checkpoint for S seconds\n"
-    "                       is ended and restarted (default 0: rely on the plan's --timeout)\n"
+    "                       after its first completed step is ended and restarted (default\n"
+    "                       0: rely on the plan's --timeout)\n"
     "  --grace S            on SIGINT/SIGTERM, seconds the ranks get to save before they are\n"
     "                       killed (default 30)\n"
     "  --mpirun PATH        the mpirun to run (default: mpirun on PATH)\n"
     "  --phases             after each recovery, one line timing its phases (the plan's\n"
     "                       start-up included)\n"
+    "  --checkpoint-signal SIG  a scheduler's warning before it ends the job (Slurm's\n"
+    "                       --signal=B:SIG@N; USR1, USR2, ...): the job checkpoints its\n"
+    "                       current step to the ring and stops, and piper-run exits 75 so\n"
+    "                       that the job is requeued (continue with --resume)\n"
     "Exit: 0 finished, 1 piper-run failed, 2 bad command line, 3 out of restarts,\n"
-    "130/143 stopped by SIGINT/SIGTERM.\n";
+    "75 preempted (--checkpoint-signal: requeue), 130/143 stopped by SIGINT/SIGTERM.\n";
 
-enum { EXIT_OK = 0, EXIT_TOOL = 1, EXIT_USAGE = 2, EXIT_GAVE_UP = 3 };
+/* EXIT_REQUEUE: sysexits.h's EX_TEMPFAIL ("try again later"), for --checkpoint-signal. */
+enum { EXIT_OK = 0, EXIT_TOOL = 1, EXIT_USAGE = 2, EXIT_GAVE_UP = 3, EXIT_REQUEUE = 75 };
 
 /* ---- small helpers ---- */
 
@@ -288,11 +297,28 @@ static char *ringNewest(const char *dir, const BadList *bad, CkptInfo *info, siz
 
 /* ---- the plan's flags ---- */
 
-/* The plan flags that take no value (runtime/main.c, prt_parse_args); every other flag
- * takes one, as "--flag value" or "--flag=value". */
+/* The plan flags piper-run reads or rewrites: each must be a row of the plan's table
+ * (runtime/plan_flags.def, exported by libpiper_rt as prt_plan_flags), checked at start-up
+ * (planFlagsCheck), so a flag renamed there stops piper-run with an error instead of being
+ * passed over in silence. */
+static const char *const PLAN_FLAGS_READ[] = {
+    "--steps", "--total-steps", "--checkpoint-every", "--init-checkpoint", "--checkpoint-dir",
+    "--metrics", "--restart-steps", "--quiet", "--dump-grads"};
+
+static void planFlagsCheck(void) {
+  for (size_t i = 0; i < sizeof PLAN_FLAGS_READ / sizeof *PLAN_FLAGS_READ; i++)
+    if (!prt_plan_flag_find(PLAN_FLAGS_READ[i]))
+      die(EXIT_TOOL, "the plan's flag table (libpiper_rt, runtime/plan_flags.def) has no %s, "
+          "which piper-run reads: piper-run and the runtime disagree; rebuild them together",
+          PLAN_FLAGS_READ[i]);
+}
+
+/* A plan flag that takes no value (the table says so); every other flag takes one, as
+ * "--flag value" or "--flag=value". An unknown flag is taken to take none: the plan refuses
+ * it itself. */
 static bool planFlagIsBool(const char *a) {
-  return !strcmp(a, "--quiet") || !strcmp(a, "--restart-steps") ||
-         !strcmp(a, "--trace-per-rank") || !strcmp(a, "--help") || !strcmp(a, "-h");
+  const prt_plan_flag *f = prt_plan_flag_find(a);
+  return !f || f->type == PRT_FLAG_BOOL;
 }
 
 /* The plan's command line, as piper-run needs to know it. */
@@ -300,13 +326,13 @@ typedef struct {
   const char *prog;     /* ./plan */
   char **args;          /* borrowed: the flags after prog */
   int nargs;
-  int64_t steps;        /* --steps (the plan's default: 20) */
+  int64_t steps;        /* --steps (the plan's default: PRT_DEFAULT_STEPS) */
   int64_t totalSteps;   /* --total-steps; -1 = not given */
   const char *initCkpt; /* --init-checkpoint; NULL = none */
   bool restartSteps;    /* --restart-steps */
   const char *ckptDir;  /* --checkpoint-dir; NULL = none */
   int64_t ckptEvery;    /* --checkpoint-every; 0 = none */
-  bool quiet;           /* --quiet: no progress lines (steps are counted from metrics) */
+  bool quiet;           /* --quiet: no progress lines (steps are counted from metrics anyway) */
   const char *metrics;  /* --metrics; NULL = none (piper-run then adds its own, Metrics) */
 } Plan;
 
@@ -336,7 +362,7 @@ static int64_t planCount(const char *flag, const char *v) {
 }
 
 static void planRead(Plan *p) {
-  p->steps = 20;
+  p->steps = PRT_DEFAULT_STEPS;
   p->totalSteps = -1;
   for (int k = 0; k < p->nargs; k++) {
     const char *a = p->args[k];
@@ -389,16 +415,57 @@ static void planRestartArgs(const Plan *p, Argv *out, const char *ckpt, int64_t 
 /* ---- one job ---- */
 
 static volatile sig_atomic_t stopSignal; /* SIGINT/SIGTERM/SIGHUP to piper-run, first one */
+static volatile sig_atomic_t preempted;  /* --checkpoint-signal received */
 
 static void onSignal(int sig) {
   if (!stopSignal) stopSignal = sig;
 }
 
+static void onCheckpointSignal(int sig) {
+  (void)sig;
+  preempted = 1;
+}
+
+/* The signals --checkpoint-signal may name: those a scheduler sends as a warning (Slurm's
+ * --signal=[B:]SIG@N, often USR1 or USR2) and a process may catch; not SIGKILL or SIGSTOP
+ * (uncatchable), nor SIGCHLD, SIGPIPE or the faults (piper-run needs their usual meaning). */
+static const struct {
+  const char *name;
+  int sig;
+} CHECKPOINT_SIGNALS[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},
+                          {"INT", SIGINT},   {"HUP", SIGHUP},   {"QUIT", SIGQUIT},
+                          {"ALRM", SIGALRM}, {"URG", SIGURG},   {"XCPU", SIGXCPU},
+                          {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}};
+
+/* "USR1", "SIGUSR1" or its number -> the signal; exits EXIT_USAGE naming the choices. */
+static int checkpointSignalParse(const char *v) {
+  if (!v || !strcmp(v, "--"))
+    die(EXIT_USAGE, "--checkpoint-signal needs a signal (USR1, SIGUSR2, 10...): command line");
+  const char *name = !strncmp(v, "SIG", 3) ? v + 3 : v;
+  int64_t num = -1;
+  piperParseI64(v, 1, 64, &num);
+  char names[256] = "";
+  for (size_t i = 0; i < sizeof CHECKPOINT_SIGNALS / sizeof *CHECKPOINT_SIGNALS; i++) {
+    if (!strcmp(name, CHECKPOINT_SIGNALS[i].name) || num == CHECKPOINT_SIGNALS[i].sig)
+      return CHECKPOINT_SIGNALS[i].sig;
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+             CHECKPOINT_SIGNALS[i].name);
+  }
+  die(EXIT_USAGE, "--checkpoint-signal '%s' is not a signal piper-run can take as a warning: "
+      "command line; give one of %s (with or without SIG, or its number)", v, names);
+}
+
+static const char *signalName(int sig) {
+  for (size_t i = 0; i < sizeof CHECKPOINT_SIGNALS / sizeof *CHECKPOINT_SIGNALS; i++)
+    if (CHECKPOINT_SIGNALS[i].sig == sig) return CHECKPOINT_SIGNALS[i].name;
+  return "?";
+}
+
 /* What one job did, as read from its output and its end. */
 typedef struct {
   int status;          /* waitpid status of mpirun */
-  int64_t lastStep;    /* the most steps of the run completed, as its metrics file or a
-                          progress line said; -1 = none seen */
+  int64_t lastStep;    /* the most steps of the run completed, as its metrics file said;
+                          -1 = none seen */
   int64_t firstStep;   /* the count at the job's first completed step; -1 = none */
   double firstStepAt;  /* wall time that was seen */
   double faultAt;      /* "fault injected ... at t=": wall time; 0 = none seen */
@@ -423,11 +490,13 @@ typedef struct {
   double noticedAt;    /* mpirun's "noticed that process rank" line */
   double closedAt;     /* the job's output closed (every rank gone) */
   double startedAt;    /* mpirun forked */
-  double phase[4];     /* the plan's "piper: phases:" line: main entered, MPI_Init done, set
-                          up, parameters loaded (runtime/main.c, PIPER_PHASES=1) */
+  double phase[4];     /* the metrics file's "phases" line: main entered, MPI_Init done, set
+                          up, parameters loaded (runtime/main.c) */
+  int64_t stoppedAt;   /* the "stop" line: a signal stopped the job, with this many steps
+                          of the run saved; -1 = none */
 } Job;
 
-/* The job has completed `done` steps of the run (a progress line or a metrics line said so). */
+/* The job has completed `done` steps of the run (a metrics line said so). */
 static void jobStepsDone(Job *j, int64_t done) {
   if (j->firstStep < 0) {
     j->firstStep = done;
@@ -448,11 +517,6 @@ static void jobLostHost(Job *j, const char *p, const char *key, const char *why)
 /* Reads one line of the job's output for what it says about the run. */
 static void jobScanLine(Job *j, const char *line) {
   const char *p;
-  long long a = 0, b = 0;
-  if (sscanf(line, "step %lld/%lld |", &a, &b) == 2) {
-    jobStepsDone(j, a);
-    return;
-  }
   /* Open MPI lost a host's daemon ("ORTE has lost communication with a remote daemon" ...
    * "Remote daemon: [[25516,0],1] on node node2"), or could not start one there: ssh (or the
    * rsh agent) could not reach it. */
@@ -476,18 +540,6 @@ static void jobScanLine(Job *j, const char *line) {
   }
   if (j->missingNext && !j->missingOn[0] && sscanf(line, "Node: %127s", j->missingOn) == 1) {
     j->missingNext = false;
-    return;
-  }
-  if ((p = strstr(line, "piper: phases: "))) {
-    sscanf(p, "piper: phases: main %lf mpi_init %lf setup %lf open %lf", &j->phase[0],
-           &j->phase[1], &j->phase[2], &j->phase[3]);
-    return;
-  }
-  if ((p = strstr(line, "piper: fault injected: "))) {
-    const char *t = strstr(p, " at t="), *r = strstr(p, " (rank ");
-    if (t) j->faultAt = strtod(t + 6, NULL);
-    if (r && j->deadRank < 0) j->deadRank = strtoll(r + 7, NULL, 10);
-    if (strstr(p, "does not come back")) j->lost = true;
     return;
   }
   if (!j->failedAt && (strstr(line, "piper: error: ") || strstr(line, "MPI_ABORT was invoked") ||
@@ -548,33 +600,72 @@ static void streamRead(Stream *s, Job *j) {
   }
 }
 
-/* ---- counting steps: the metrics file ---- */
+/* ---- what the job says: the metrics file ---- */
 
-/* The plan's --metrics file as the job writes it. Rank 0 writes a "train" line after every step
- * and flushes it (runtime/report.c), whatever --quiet and --log-every do to the progress lines,
- * which are only printed: so the steps a job completed are counted from here. Where the plan
- * has no --metrics, piper-run gives it its own file (metricsOwn). Progress lines still count
- * too, for a file piper-run cannot read (rank 0 on another host, writing to its own /tmp). */
+/* The plan's --metrics file as the job writes it: piper-run hears the runtime through it
+ * alone (docs/metrics-and-traces.md gives the schema), never through the wording of its log
+ * lines. Rank 0 writes a "train" line after every step and flushes it (runtime/report.c),
+ * whatever --quiet and --log-every do to the progress lines; a "phases" line with its start-up
+ * times before the first step; a "stop" line once a signal stopped the run and the step it
+ * reached is saved; and a rank that injects a fault appends a "fault" line (fault_inject.c).
+ * Where the plan has no --metrics, piper-run gives it its own file (metricsOwn). */
 typedef struct {
   const char *path; /* the plan's --metrics, or piper-run's own; NULL = none */
   off_t offset;     /* bytes of it read so far */
-  char line[256];   /* the line being assembled; only its start is parsed */
+  char line[1024];  /* the line being assembled; only its start is parsed */
   size_t len;
+  int64_t lines;    /* lines of the current job read */
 } Metrics;
+
+/* The number after `"key": ` in a metrics line; false when the line has no such field. */
+static bool jsonNumber(const char *line, const char *key, double *out) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\": ", key);
+  const char *p = strstr(line, pat);
+  if (!p) return false;
+  char *end;
+  *out = strtod(p + strlen(pat), &end);
+  return end != p + strlen(pat);
+}
+
+/* The line's "kind" is `kind` (the runtime writes it first). */
+static bool jsonKind(const char *line, const char *kind) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "{\"kind\": \"%s\"", kind);
+  return !strncmp(line, pat, strlen(pat));
+}
+
+/* One line of the metrics file, into what the job did. */
+static void metricsLine(Job *j, const char *line) {
+  double v;
+  if (jsonKind(line, "train")) {
+    if (jsonNumber(line, "step", &v) && v >= 0) jobStepsDone(j, (int64_t)v + 1);
+  } else if (jsonKind(line, "phases")) {
+    static const char *const key[] = {"main", "mpi_init", "setup", "open"};
+    for (int i = 0; i < 4; i++)
+      if (jsonNumber(line, key[i], &v)) j->phase[i] = v;
+  } else if (jsonKind(line, "fault")) {
+    if (jsonNumber(line, "t", &v)) j->faultAt = v;
+    if (jsonNumber(line, "rank", &v) && j->deadRank < 0) j->deadRank = (int64_t)v;
+    if (strstr(line, "\"lost\": true")) j->lost = true;
+  } else if (jsonKind(line, "stop")) {
+    if (jsonNumber(line, "steps", &v)) j->stoppedAt = (int64_t)v;
+  }
+}
 
 /* Before a job: the file emptied (the plan rewrites it anyway), so no line of the job before
  * is counted as this one's. */
 static void metricsReset(Metrics *m) {
   m->offset = 0;
   m->len = 0;
+  m->lines = 0;
   if (m->path) {
     int fd = open(m->path, O_WRONLY | O_TRUNC | O_CLOEXEC);
     if (fd >= 0) close(fd);
   }
 }
 
-/* Reads what the job added to the file since the last call; each "train" line of step s says
- * s + 1 steps of the run are complete. */
+/* Reads what the job added to the file since the last call (metricsLine). */
 static void metricsRead(Metrics *m, Job *j) {
   if (!m->path) return;
   int fd = open(m->path, O_RDONLY | O_CLOEXEC);
@@ -592,9 +683,8 @@ static void metricsRead(Metrics *m, Job *j) {
       }
       m->line[m->len] = 0;
       m->len = 0;
-      long long step;
-      if (sscanf(m->line, "{\"kind\": \"train\", \"step\": %lld,", &step) == 1 && step >= 0)
-        jobStepsDone(j, step + 1);
+      m->lines++;
+      metricsLine(j, m->line);
     }
   }
   close(fd);
@@ -633,8 +723,9 @@ static int ownFile(char *path, size_t cap, const char *name, int suffix) {
 static const char *metricsOwn(void) {
   static char path[4096];
   if (ownFile(path, sizeof path, "XXXXXX.jsonl", 6) != 0) {
-    note("warning: cannot create a metrics file in $TMPDIR or /tmp (%s): completed steps are "
-         "counted from progress lines only", strerror(errno));
+    note("warning: cannot create a metrics file in $TMPDIR or /tmp (%s): the jobs' completed "
+         "steps, phases and faults go unseen (restarts still resume from the ring); give the "
+         "plan a --metrics file", strerror(errno));
     return NULL;
   }
   return path;
@@ -679,6 +770,8 @@ typedef struct {
   double grace;          /* --grace seconds */
   bool phases;           /* --phases: time each phase of a recovery (PIPER_PHASES=1 to the
                             plan) */
+  int ckptSignal;        /* --checkpoint-signal: the warning taken as "checkpoint now, stop
+                            and ask to be requeued" (EXIT_REQUEUE); 0 = none */
   const char *mpirun;    /* --mpirun */
   Argv gone;             /* hosts that stopped answering (a job's lostHost): left out of the
                             jobs' hostfile until the hostfile is rewritten */
@@ -874,7 +967,7 @@ static int killStrays(void);
 static void pendingNote(const Config *c, Pending *w, const Job *j, bool ended);
 
 static void jobRun(const Config *c, Metrics *m, Pending *w, const Plan *p, char **args, Job *j) {
-  *j = (Job){.lastStep = -1, .firstStep = -1, .deadRank = -1};
+  *j = (Job){.lastStep = -1, .firstStep = -1, .deadRank = -1, .stoppedAt = -1};
   metricsReset(m);
   Argv a = {0};
   argvPush(&a, c->mpirun);
@@ -916,6 +1009,7 @@ static void jobRun(const Config *c, Metrics *m, Pending *w, const Plan *p, char 
   free(a.v);
   Stream s[2] = {{.fd = out[0], .relay = stdout}, {.fd = err[0], .relay = stderr}};
   double lastActivity = monoNow(), lastRing = ringLatest(c->ckptDir);
+  bool stallArmed = false; /* the stall clock runs (from the job's first completed step) */
   Grow grow = {.stamp = c->hostStamp};
   double usr1At = 0; /* when SIGUSR1 (stop) went to mpirun; 0 = not yet */
   double termAt = 0; /* when SIGTERM went to mpirun; 0 = not yet */
@@ -955,6 +1049,12 @@ static void jobRun(const Config *c, Metrics *m, Pending *w, const Plan *p, char 
         if (s[i].fd >= 0) close(s[i].fd), s[i].fd = -1;
     }
     if (exited) continue;
+    if (preempted && !usr1At) {
+      note("SIG%s (--checkpoint-signal): asking the job to checkpoint its step and stop "
+           "(SIGUSR1 to the ranks, %g s grace)", signalName(c->ckptSignal), c->grace);
+      kill(pid, SIGUSR1);
+      usr1At = now;
+    }
     if (stopSignal && !usr1At) {
       /* mpirun forwards SIGUSR1 to every rank and leaves them be; the runtime takes it as a
        * SIGTERM: finish the step, save, exit. A SIGTERM to mpirun would kill them 1 s later. */
@@ -976,7 +1076,12 @@ static void jobRun(const Config *c, Metrics *m, Pending *w, const Plan *p, char 
       usr1At = now;
       continue;
     }
-    if (c->stallTimeout > 0 && !termAt) {
+    /* The stall clock starts at the job's first completed step: its start-up (mpirun's
+     * daemons, MPI_Init, reading the checkpoint) takes what the machine gives it, and one
+     * that hangs is mpirun's and the plan's --timeout's to end (it covers the ranks' first
+     * connections). */
+    if (c->stallTimeout > 0 && !termAt && j->firstStep >= 0) {
+      if (!stallArmed) stallArmed = true, lastActivity = now;
       double ring = ringLatest(c->ckptDir);
       if (ring != lastRing) lastRing = ring, lastActivity = now;
       if (now - lastActivity > c->stallTimeout) {
@@ -1272,6 +1377,8 @@ static int parseSupervisorArgs(int argc, char **argv, Config *c, const char **di
     } else if (!strcmp(a, "--phases")) {
       c->phases = true;
       setenv("PIPER_PHASES", "1", 1); /* the plan's rank 0 prints its start-up times */
+    } else if (!strcmp(a, "--checkpoint-signal")) {
+      c->ckptSignal = checkpointSignalParse(v), k++;
     } else if (!strcmp(a, "--mpirun")) {
       if (!v || !v[0]) die(EXIT_USAGE, "--mpirun needs a program: command line");
       c->mpirun = argv[++k];
@@ -1295,7 +1402,7 @@ static void catchStopSignals(void) {
 }
 
 /* Before the first job: the signals piper-run takes, mpirun's teardown, the subreaper. */
-static void superviseSetup(void) {
+static void superviseSetup(const Config *c) {
   /* When a rank dies, Open MPI's mpirun sends the others SIGCONT, waits
    * odls_base_sigkill_timeout seconds (default 1), sends SIGTERM, waits again, then SIGKILL:
    * 2 s of a recovery spent waiting for ranks that cannot finish (they block on the dead
@@ -1317,6 +1424,37 @@ static void superviseSetup(void) {
   /* Ranks whose mpirun dies are re-parented to piper-run, which kills them (killStrays). */
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   catchStopSignals();
+  if (c->ckptSignal) { /* after the stop signals: it may be one of them, and then wins */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = onCheckpointSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(c->ckptSignal, &sa, NULL);
+  }
+}
+
+/* After --checkpoint-signal: the step the ring holds, said in one line, and EXIT_REQUEUE,
+ * whatever the last job did (a scheduler is taking the allocation away: another job here
+ * would not finish). The requeued job's piper-run --resume continues from that step. */
+static int preemptedExit(const Config *c, BadList *bad, const Job *j) {
+  size_t count = 0;
+  CkptInfo in;
+  char *newest = c->ckptDir ? keep(ringNewest(c->ckptDir, bad, &in, &count)) : NULL;
+  char how[96] = "";
+  if (j && j->stoppedAt >= 0)
+    snprintf(how, sizeof how, "the job stopped with %lld steps completed and saved them; ",
+             (long long)j->stoppedAt);
+  else if (j)
+    snprintf(how, sizeof how, "the job ended before it could save its step; ");
+  if (newest)
+    note("preempted (SIG%s): %sthe newest complete checkpoint is %s (step %lld); exit %d: "
+         "requeue the job, and piper-run --resume continues from there",
+         signalName(c->ckptSignal), how, newest, (long long)in.step, EXIT_REQUEUE);
+  else
+    note("preempted (SIG%s): %sno checkpoint to continue from (%s); exit %d: a requeued job "
+         "starts the run again", signalName(c->ckptSignal), how,
+         c->ckptDir ? "the ring is empty" : "no --checkpoint-dir", EXIT_REQUEUE);
+  return EXIT_REQUEUE;
 }
 
 /* The ring before the first job: a warning where there is none (or nothing fills it), a
@@ -1407,6 +1545,7 @@ int main(int argc, char **argv) {
   const char *dirFlag = NULL;
   int64_t minRanks = -1;
   bool resume = false;
+  planFlagsCheck();
   int k = parseSupervisorArgs(argc, argv, &c, &dirFlag, &minRanks, &resume);
   if (k + 1 >= argc)
     die(EXIT_USAGE, "no plan to run: command line; give it after '--': piper-run -np N -- "
@@ -1436,11 +1575,13 @@ int main(int argc, char **argv) {
   /* the checkpoint the next job starts from; NULL = as given */
   char *from = ringStart(&c, &p, resume, &bad, &fromStep);
 
-  superviseSetup();
+  superviseSetup(&c);
   int64_t lastDead = -1;  /* the rank the previous job's fault was on; -1 = none known */
+  bool metricsBlind = false; /* the metrics file was found unreadable (said once) */
   static Pending w;       /* the next job's first step is timed against it (static: a Job is
                              large) */
   for (int64_t restarts = 0;; restarts++) {
+    if (preempted) return preemptedExit(&c, &bad, NULL); /* between two jobs */
     if (stopSignal) { /* it came between two jobs: start no other */
       note("stopped by %s before restart %lld", stopSignal == SIGINT ? "SIGINT" :
            stopSignal == SIGTERM ? "SIGTERM" : "SIGHUP", (long long)restarts);
@@ -1470,6 +1611,14 @@ int main(int argc, char **argv) {
     jobRun(&c, &c.metrics, &w, &p, args.v ? args.v : (char *[]){NULL}, &j);
     if (args.v != first.v) free(args.v);
     pendingNote(&c, &w, &j, true); /* a step the job's last lines told */
+    if (c.metrics.path && !c.metrics.lines && WIFEXITED(j.status) && !WEXITSTATUS(j.status) &&
+        !metricsBlind) { /* a job that ran to its end wrote at least its summary line */
+      note("warning: the job ended well but its metrics file %s holds none of its lines: "
+           "rank 0 writes it where piper-run cannot read it (on another host, to a disk of its "
+           "own?), so its steps, phases and faults go unseen; name a --metrics file on a "
+           "filesystem piper-run's host shares with rank 0's", c.metrics.path);
+      metricsBlind = true;
+    }
     int code = WIFEXITED(j.status) ? WEXITSTATUS(j.status) : 128 + WTERMSIG(j.status);
     if (stopSignal) {
       note("stopped by %s after %lld restart%s (the job ended with status %d)",
@@ -1486,6 +1635,7 @@ int main(int argc, char **argv) {
            (long long)end, (long long)restarts, restarts == 1 ? "" : "s", on);
       return EXIT_OK;
     }
+    if (preempted) return preemptedExit(&c, &bad, &j); /* not restarted here */
     if (code == 2 && j.firstStep < 0 && !j.faultAt && !j.rankDeath[0] && !j.stalled) {
       note("the plan refused its command line (exit 2): not restarting");
       return EXIT_USAGE;
@@ -1515,7 +1665,7 @@ int main(int argc, char **argv) {
     }
     w.faultAt = j.faultAt > 0 ? j.faultAt : j.endedAt;
     char at[64] = "";
-    if (j.lastStep >= 0) /* steps completed (metrics, progress lines): the next one was running */
+    if (j.lastStep >= 0) /* steps completed (metrics): the next one was running */
       snprintf(at, sizeof at, " after %lld completed step%s", (long long)j.lastStep,
                j.lastStep == 1 ? "" : "s");
     if (restarts >= c.maxRestarts) {

@@ -96,6 +96,9 @@ static void usage(FILE *out) {
       "one single-filter group per compute pass, e.g.\n"
       "[[{\"PP\":0,\"mb\":0,\"PASS\":\"F\"}],[{\"PP\":0,\"mb\":1,\"PASS\":\"F\"}],...]: each group runs\n"
       "before the next. PASS is F, B (whole backward), BI or BW. Replicas share the order.\n"
+      "A stage's devices past 64 are a range {\"start\":A,\"count\":N,\"step\":K,\"run\":R}\n"
+      "(ids A + i*K + j, j < R), and its shard_tensor one directive with \"group_size\": T.\n"
+      "Counts and their product of devices go up to 2^20 = 1048576.\n"
       "The schedule is simulated before it is printed (every pass once, on its stage's device,\n"
       "no deadlock); a failure there is a bug in piper-sched: exit 1.\n"
       "\n"
@@ -123,7 +126,9 @@ static void die(const char *fmt, ...) {
   exit(2);
 }
 
-enum { FLAG_MAX = 100000 }; /* the largest count any flag takes */
+/* The largest count any flag takes: 2^20, a million devices as data-parallel replicas, or as
+ * many stages or microbatches (tuneSchedRun bounds their products) */
+enum { FLAG_MAX = PIPER_MAX_DEVICES };
 
 /* A flag's integer value in [min, FLAG_MAX]; anything else is an error naming the flag and
  * the range. */

@@ -172,9 +172,9 @@ static bool callGptKernel(MlirOperation op, const PiperOpFacts *f, double frac, 
                       piperGetIntAttr(op, "heads", 1));
     return true;
   }
-  case PIPER_TDAG_ATTENTION_GRAD: { /* (dout, qkv, probs) */
+  case PIPER_TDAG_ATTENTION_GRAD: { /* (dout, qkv, out, lse) */
     MlirValue qkv = mlirOperationGetOperand(op, 1);
-    prt_attention_bwd(out[0], in[0], in[1], in[2], ROWS(dim(qkv, 0)), dim(qkv, 1),
+    prt_attention_bwd(out[0], in[0], in[1], in[2], in[3], ROWS(dim(qkv, 0)), dim(qkv, 1),
                       dim(qkv, 2) / 3, piperGetIntAttr(op, "heads", 1));
     return true;
   }
@@ -268,14 +268,14 @@ static bool callQwen3Kernel(MlirOperation op, const PiperOpFacts *f, double frac
     prt_swiglu_bwd(out[0], out[1], in[0], in[1], in[2], ROWS(elems(x0)));
     return true;
   case PIPER_TDAG_GQA_ATTENTION:
-  case PIPER_TDAG_GQA_ATTENTION_GRAD: { /* (q, k, v) / (dy, q, k, v, lse) */
+  case PIPER_TDAG_GQA_ATTENTION_GRAD: { /* (q, k, v) / (dy, q, k, v, out, lse) */
     bool grad = f->id == PIPER_TDAG_GQA_ATTENTION_GRAD;
     MlirValue q = mlirOperationGetOperand(op, grad ? 1 : 0);
     int64_t H = piperGetIntAttr(op, "heads", 1), KV = piperGetIntAttr(op, "kv_heads", 1);
     int64_t B = ROWS(dim(q, 0)), T = dim(q, 1), D = dim(q, 2) / H;
     if (grad)
-      prt_gqa_attention_bwd(out[0], out[1], out[2], in[0], in[1], in[2], in[3], in[4], B, T, H,
-                            KV, D);
+      prt_gqa_attention_bwd(out[0], out[1], out[2], in[0], in[1], in[2], in[3], in[4], in[5], B,
+                            T, H, KV, D);
     else
       prt_gqa_attention_fwd(out[0], out[1], in[0], in[1], in[2], B, T, H, KV, D);
     return true;

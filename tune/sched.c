@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "piper/piper.h"
 #include "tune/tune.h"
 
 /* Passes of one (stage, microbatch); keep in sync with passJson[] and passLetter[]. */
@@ -74,6 +75,9 @@ typedef struct {
 } Config;
 
 static Config cfg;
+
+/* The most (stage, microbatch) pairs a schedule lists: its orders hold two or three ops a pair. */
+enum { MAX_STAGE_MICROBATCHES = 1000000 };
 
 /* ---- errors: unwound to tuneSchedRun ---- */
 
@@ -352,6 +356,11 @@ static Sim simulate(void) {
  * ids T apart (--cp 2 --tp 2: TP [0,1] and [2,3], CP [0,2] and [1,3]). */
 static void printDevices(FILE *f, int d) {
   int inner = cfg.T * cfg.C;
+  if ((int64_t)cfg.D * inner > PIPER_LIST_EXPLICIT_MAX) { /* a range: four numbers, not D*T*C */
+    fprintf(f, "{\"start\":%d,\"count\":%d,\"step\":%d,\"run\":%d}", d * inner, cfg.D,
+            cfg.P * inner, inner);
+    return;
+  }
   fputc('[', f);
   for (int r = 0; r < cfg.D; ++r)
     for (int t = 0; t < inner; ++t)
@@ -373,9 +382,18 @@ static void emitShardSequence(FILE *f) {
 }
 
 /* --tp: a shard_tensor directive per stage, replica and context-parallel member, over its T
- * devices. */
+ * devices; where the stage's devices are a range (more than PIPER_LIST_EXPLICIT_MAX), one per
+ * stage instead, over all of them with group_size T (its runs of T are the same groups), so
+ * the strategy and the compile stay the size of the stages, not of the replicas. */
 static void emitShardTensor(FILE *f) {
-  for (int s = 0; s < cfg.S && cfg.T > 1; ++s)
+  bool perStage = (int64_t)cfg.D * cfg.T * cfg.C > PIPER_LIST_EXPLICIT_MAX;
+  for (int s = 0; s < cfg.S && cfg.T > 1 && perStage; ++s) {
+    fprintf(f, ",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},"
+               "\"devices\":", s);
+    printDevices(f, deviceOf(s));
+    fprintf(f, ",\"group_size\":%d,\"stream\":\"tp\"}", cfg.T);
+  }
+  for (int s = 0; s < cfg.S && cfg.T > 1 && !perStage; ++s)
     for (int r = 0; r < cfg.D; ++r)
       for (int c = 0; c < cfg.C; ++c) {
         fprintf(f, ",\n  {\"op\":\"shard_tensor\",\"filter\":{\"PP\":%d,\"TP\":\"*\"},"
@@ -518,7 +536,7 @@ static void build(const TuneSchedArgs *args) {
     die("%s needs --stages >= 2, got %d; for one stage use gpipe (plain microbatching)", name,
         cfg.S);
   if (cfg.zero > 3) die("--zero %d is not a ZeRO level; use 0, 1, 2 or 3", cfg.zero);
-  if (cfg.zero && cfg.D * cfg.C < 2)
+  if (cfg.zero && (int64_t)cfg.D * cfg.C < 2)
     die("--zero %d shards over data-parallel replicas: add --dp D with D >= 2, or use --zero 0",
         cfg.zero); /* or a context-parallel group: --cp C shards over its C devices too */
   if (cfg.ep && cfg.ep != cfg.D)
@@ -560,9 +578,15 @@ static void build(const TuneSchedArgs *args) {
   if (devices && devices != cfg.P)
     die("%s puts its stages on %d pipeline devices; --devices %d does not match (leave it out)",
         name, cfg.P, devices);
-  if ((long)cfg.P * cfg.D * cfg.T * cfg.C > 100000 || (long)cfg.S * cfg.M > 1000000)
-    die("%ld devices or %ld (stage, microbatch) pairs is more than piper-sched handles",
-        (long)cfg.P * cfg.D * cfg.T * cfg.C, (long)cfg.S * cfg.M);
+  /* in double: exact for every product of four counts up to 2^20 that stays below 2^53 */
+  double total = (double)cfg.P * cfg.D * cfg.T * cfg.C;
+  if (total > PIPER_MAX_DEVICES)
+    die("%d pipeline devices x %d (--dp) x %d (--tp) x %d (--cp) is %.0f devices, more than "
+        "Piper handles: at most %d (2^20)", cfg.P, cfg.D, cfg.T, cfg.C, total, PIPER_MAX_DEVICES);
+  if ((int64_t)cfg.S * cfg.M > MAX_STAGE_MICROBATCHES)
+    die("%d stages x %d microbatches is %lld (stage, microbatch) pairs, more than piper-sched "
+        "schedules: at most %d (each device's order lists its stages' pairs)", cfg.S, cfg.M,
+        (long long)cfg.S * cfg.M, MAX_STAGE_MICROBATCHES);
 
   lists = calloc(cfg.P, sizeof *lists);
   if (!lists) fail(1, "error: out of memory for %d pipeline devices", cfg.P);

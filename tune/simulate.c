@@ -199,13 +199,20 @@ static int collectiveXfer(World *w, const UnitMap *map, int u, MlirOperation op)
   Xfer *x = &w->x[i];
   x->key = key, x->seq = seq;
   x->kind = kindOf(op);
-  intptr_t n = mlirAttributeIsAArray(group) ? mlirArrayAttrGetNumElements(group) : 0;
-  bool *seen = calloc((size_t)map->n, sizeof *seen);
-  for (intptr_t k = 0; seen && k < n; ++k) {
-    int v = unitOfDevice(map, mlirIntegerAttrGetValueInt(mlirArrayAttrGetElement(group, k)));
-    if (v >= 0 && !seen[v]) seen[v] = true, x->needed++;
+  intptr_t n = piperDeviceListLen(group);
+  if (piperDeviceListIsRange(group, NULL)) {
+    /* a range is a role plan's (lists of more than 64): its group is whole roles, or a family
+     * listing replica 0 of each (verify-plan proves it), so a unit takes part iff its replica
+     * 0 does: O(units), not O(members) */
+    for (int v = 0; v < map->n; ++v) x->needed += piperDeviceListFind(group, map->start[v]) >= 0;
+  } else {
+    bool *seen = calloc((size_t)map->n, sizeof *seen);
+    for (intptr_t k = 0; seen && k < n; ++k) {
+      int v = unitOfDevice(map, piperDeviceListAt(group, k));
+      if (v >= 0 && !seen[v]) seen[v] = true, x->needed++;
+    }
+    free(seen);
   }
-  free(seen);
   if (x->needed == 0) x->needed = 1;
   x->groupSize = (int)n;
   x->bytes = valueBytes(mlirOperationGetOperand(op, 0));

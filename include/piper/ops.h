@@ -127,11 +127,6 @@ typedef struct {
   PiperOpId gradOp;          /* the backward op of the shared gradient rule gradElementwise
                                 (passes/autodiff.c): X -> X_grad(dy, X's operands...) with
                                 one gradient per operand; unused by the other rules */
-  uint8_t rowResults;        /* bit r = result r holds one element per row of its last dim
-                                (numel / last dim) on every target: the attention kernels
-                                (CPU and GPU) keep each query row's log-sum-exp in the
-                                declared (B,H,T,T) result, so the memory plan reserves only
-                                that */
   /* The bf16 mixed-precision policy (--piper-precision=bf16, passes/precision.c;
    * docs/mixed-precision.md). An activation, or an activation's gradient, is stored in bf16; what
    * stays fp32 (master weights, moments, weight gradients, norm statistics, the loss and its
@@ -186,11 +181,6 @@ const PiperCommFacts *piperCommFactsTable(size_t *n);
 static inline bool piperIsRingOp(MlirOperation op) {
   const PiperCommFacts *f = piperCommFacts(op);
   return f && f->ring;
-}
-
-/* True if result `r` of an op with row `f` needs only numel / last dim elements. */
-static inline bool piperFactsRowResult(const PiperOpFacts *f, intptr_t r) {
-  return f && r >= 0 && r < 8 && ((f->rowResults >> r) & 1);
 }
 
 /* True if result `r` of an op with row `f` is stored as bf16 under the bf16 policy. */

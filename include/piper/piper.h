@@ -20,8 +20,10 @@ extern "C" {
 #endif
 
 /* Device ids are in [0, PIPER_MAX_DEVICES): the strategy importer, the devices verifier and
- * place agree on this bound, so a plan never indexes a per-device table with a hostile id. */
-enum { PIPER_MAX_DEVICES = 1 << 16 };
+ * place agree on this bound, so a plan never indexes a per-device table with a hostile id.
+ * 2^20 = 1,048,576 devices, the largest clusters being built; a count of devices fits int32,
+ * a product of counts (devices x microbatches, rows x features) is taken in int64. */
+enum { PIPER_MAX_DEVICES = 1 << 20 };
 
 /* ---- dialects/dialects.c ---- */
 
@@ -78,6 +80,41 @@ int piperOutputCommit(PiperOutput *o, bool ok);
  * names the locations) to `module`. Emits a diagnostic at the directive's line:col for each
  * malformed directive and returns failure if there was any. */
 MlirLogicalResult piperImportStrategyJSON(MlirModule module, const char *path, const char *text);
+
+/* ---- dialects/device_list.c: device lists ----
+ * The `devices`, `group` and `peers` attributes and the directives' device fields hold device
+ * lists, in one of two forms with one meaning:
+ *   [0 : i64, 2 : i64, 4 : i64]          an array of device ids, in any order;
+ *   array<i64: START, COUNT, STEP, RUN>   a range: the ids START + i*STEP + j, i < COUNT,
+ *                                        j < RUN (COUNT*RUN ids, ascending: 1 <= RUN <= STEP).
+ * The lists the compiler builds are canonical (piperDeviceListGet): a range when the ids are
+ * more than PIPER_LIST_EXPLICIT_MAX and, ascending, form one; the array otherwise. Equal
+ * canonical lists are then one uniqued attribute, and a plan over a million devices holds four
+ * numbers per list instead of a million integer attributes (the data-parallel replicas of a
+ * stage are START + i*STEP; under tensor parallelism runs of RUN consecutive ids). */
+enum { PIPER_LIST_EXPLICIT_MAX = 64 };
+typedef struct {
+  int64_t start, count, step, run; /* ids start + i*step + j, i < count, j < run */
+} PiperRange;
+/* `a` is a range attribute (array<i64: ...> of four), read into *r (may be NULL). Does not
+ * check the fields: piperDeviceListCheck does. */
+bool piperDeviceListIsRange(MlirAttribute a, PiperRange *r);
+/* `a` is a device list: a non-empty array of integers or a range, every id in [0, limit). */
+bool piperDeviceListCheck(MlirAttribute a, int64_t limit);
+/* The number of ids in a device list (either form); 0 for anything else. */
+intptr_t piperDeviceListLen(MlirAttribute a);
+/* Id i of a device list (0 <= i < piperDeviceListLen). */
+int64_t piperDeviceListAt(MlirAttribute a, intptr_t i);
+/* The position of id d in a device list, or -1: O(1) for a range, a scan for an array. */
+intptr_t piperDeviceListFind(MlirAttribute a, int64_t d);
+/* The ids of a device list into a new array (owned; NULL when out of memory or empty). */
+int64_t *piperDeviceListIds(MlirAttribute a, intptr_t *n);
+/* The canonical list of n ids in the order given (a range only when ascending). */
+MlirAttribute piperDeviceListGet(MlirContext ctx, const int64_t *ids, intptr_t n);
+/* The canonical list of a range (an array when it is short). */
+MlirAttribute piperDeviceRangeGet(MlirContext ctx, PiperRange r);
+/* Whether two device lists hold the same ids in the same order (either form). */
+bool piperDeviceListEqual(MlirAttribute a, MlirAttribute b);
 
 /* ---- dialects/tdag.c: building and querying ops ---- */
 

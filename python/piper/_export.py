@@ -21,6 +21,7 @@ from torch.nn.utils.stateless import functional_call
 import torch.utils._pytree as pytree
 
 from . import _annotate
+from . import _record
 from . import _safetensors
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
@@ -834,7 +835,7 @@ def h_sdpa(e, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *re
         p = e.emit("permute", [x], [((B, T, heads, D), "f32")], "perm = array<i64: 0, 2, 1, 3>")
         return e.emit("reshape", [p], [((B, T, heads * D), "f32")])
     out, _ = e.emit("gqa_attention", [packed(qv, H), packed(kv, KV), packed(vv, KV)],
-                    [((B, T, H * D), "f32"), ((B, H, T, T), "f32")],
+                    [((B, T, H * D), "f32"), ((B, H, T), "f32")],
                     f"heads = {H} : i64, kv_heads = {KV} : i64")
     o = e.emit("reshape", [out], [((B, T, H, D), "f32")])
     return e.emit("permute", [o], [((B, H, T, D), "f32")], "perm = array<i64: 0, 2, 1, 3>")
@@ -1043,15 +1044,9 @@ def export(model, example, path, weights=None, loss=None):
     with open(path, "w") as f:
         f.write(text)
     if weights is not None:
-        tied = {a: c for a, c in canonical.items() if a != c}
-        _safetensors.write(weights, e.state, metadata={"piper.tied": _json(tied),
-                                                       "piper.buffers": _json(sorted(e.buffers))})
+        _safetensors.write(weights, e.state,
+                           metadata=_record.metadata(model, canonical, e.state, e.buffers))
     return e
-
-
-def _json(x):
-    import json
-    return json.dumps(x)
 
 
 import operator  # noqa: E402

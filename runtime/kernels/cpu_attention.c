@@ -10,12 +10,11 @@
  * PRT_ATTN_BK rows at a time; a block's scores S = scale Q K^T (sgemm) go through an online
  * softmax (each row's running max m and sum l; the output row is rescaled by exp(m_old - m)
  * when m grows), so only a BQ x BK block of scores exists at once. The forward saves one
- * log-sum-exp per query row, lse = m + log l, in the op's second result ((B, H, T) numbering,
- * the same as the GPU kernels'; the op table's rowResults tells the memory plan to reserve
- * numel / T of the declared (B, H, T, T)). The backward takes PRT_ATTN_BQ query rows at a
+ * log-sum-exp per query row, lse = m + log l, in the op's second result ((B, H, T), the same
+ * as the GPU kernels'). The backward takes PRT_ATTN_BQ query rows at a
  * time against every key they see (a panel of BQ x T scores, freed after the call: O(T)),
  * recomputes the probabilities P = exp(S - lse) from the saved lse, and gets D_t = dO_t . O_t
- * as sum_j P dP from the panel (the op keeps no output to read it from) before dS = P *
+ * as sum_j P dP from the panel (it has P and dP at hand; the op's out is not read) before dS = P *
  * (dP - D). Scores wholly above the causal diagonal are never computed, which halves the
  * work of the old full T x T products (the bench: bench/bench_attention.py).
  *
@@ -177,8 +176,8 @@ static void zero_rows(float *x, int64_t rows, int64_t cols, int64_t stride) {
 
 /* The gradients through query rows [i0, i0+mq) of head v (all its T keys, positions from 0)
  * as one panel of mq x kend scores, kend the keys the block's last query sees: P = exp(S -
- * lse) recomputed, dP = dO V^T, then D_t = sum_j P dP (= dO_t . O_t, which this op cannot read:
- * it keeps no output) before dS = P * (dP - D). Sp, dPp hold PRT_ATTN_BQ x T floats each:
+ * lse) recomputed, dP = dO V^T, then D_t = sum_j P dP (= dO_t . O_t, without reading O)
+ * before dS = P * (dP - D). Sp, dPp hold PRT_ATTN_BQ x T floats each:
  * O(T) per call, not kept. */
 static void bwd_panel(const prt_attn_head *v, const prt_attn_grad *g, int64_t i0, int64_t mq,
                       const float *lse, float *Sp, float *dPp) {
@@ -262,8 +261,12 @@ void prt_attention_fwd(float *out, float *lse, const float *qkv, int64_t B, int6
   prt_attn_fwd(&s, out, lse, qkv, qkv + C, qkv + 2 * C);
 }
 
-void prt_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *lse,
-                       int64_t B, int64_t T, int64_t C, int64_t H) {
+/* `out` (the forward's) is not read: D = dO . O is taken as sum_j P dP from the panel the
+ * backward forms anyway (bwd_panel), which in a bf16 plan is also more accurate than a dot
+ * with the bf16-stored out. The GPU's FlashAttention-2 backward reads it. */
+void prt_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
+                       const float *lse, int64_t B, int64_t T, int64_t C, int64_t H) {
+  (void)out;
   prt_attn_shape s = prt_attn_packed(B, T, C, H);
   prt_attn_bwd(&s, dqkv, dqkv + C, dqkv + 2 * C, dout, qkv, qkv + C, qkv + 2 * C, lse);
 }
@@ -277,8 +280,9 @@ void prt_gqa_attention_fwd(float *out, float *lse, const float *q, const float *
 }
 
 void prt_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                           const float *k, const float *v, const float *lse, int64_t B,
-                           int64_t T, int64_t H, int64_t KV, int64_t D) {
+                           const float *k, const float *v, const float *out, const float *lse,
+                           int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D) {
+  (void)out; /* as prt_attention_bwd's */
   prt_attn_shape s = {B, T, H, KV, D, H * D, KV * D, H * D};
   prt_attn_bwd(&s, dq, dk, dv, dout, q, k, v, lse);
 }

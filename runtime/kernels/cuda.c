@@ -869,9 +869,12 @@ void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t 
                                         C, H, compute_stream()));
 }
 
-void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv,
+/* `out` (the forward's) is for FlashAttention-2's backward (kernels/cuda_fa2.cu), not yet
+ * called here: these kernels take D from the probabilities they recompute */
+void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                             const float *probs, int64_t B, int64_t T, int64_t C, int64_t H,
                             int32_t bf16) {
+  (void)out;
   const char *fn = "prt_cuda_attention_bwd";
   check_heads(C, H, fn);
   float *D = scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
@@ -1184,8 +1187,9 @@ void prt_cuda_gqa_attention_fwd(float *out, float *probs, const float *q, const 
 
 void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *dout,
                                 const float *q, const float *k, const float *v,
-                                const float *probs, int64_t B, int64_t T, int64_t H, int64_t KV,
-                                int64_t D, int32_t bf16) {
+                                const float *out, const float *probs, int64_t B, int64_t T,
+                                int64_t H, int64_t KV, int64_t D, int32_t bf16) {
+  (void)out; /* as prt_cuda_attention_bwd's */
   const char *fn = "prt_cuda_gqa_attention_bwd";
   check_gqa(H, KV, D, fn);
   float *Dbuf =

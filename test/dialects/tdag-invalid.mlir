@@ -35,7 +35,33 @@ func.func @linear_missing_bias(%x: tensor<2x4xf32>, %w: tensor<5x4xf32>) {
 
 func.func @heads_do_not_divide(%qkv: tensor<1x2x12xf32>) {
   // expected-error@+1 {{heads = 3 must be positive and divide C = 4}}
-  %out, %p = "tdag.attention"(%qkv) {heads = 3 : i64} : (tensor<1x2x12xf32>) -> (tensor<1x2x4xf32>, tensor<1x3x2x2xf32>)
+  %out, %p = "tdag.attention"(%qkv) {heads = 3 : i64} : (tensor<1x2x12xf32>) -> (tensor<1x2x4xf32>, tensor<1x3x2xf32>)
+  return
+}
+
+// -----
+
+// the saved result is one log-sum-exp per query row (B,H,T), not the probabilities (B,H,T,T)
+func.func @attention_probs_not_lse(%qkv: tensor<1x2x12xf32>) {
+  // expected-error@+1 {{expects out (B,T,C) and lse (B,H,T) for qkv tensor<1x2x12xf32>, got tensor<1x2x4xf32> and tensor<1x2x2x2xf32>}}
+  %out, %p = "tdag.attention"(%qkv) {heads = 2 : i64} : (tensor<1x2x12xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2x2xf32>)
+  return
+}
+
+// -----
+
+// the backward's out (the forward's) and dout must have one shape
+func.func @attention_grad_out_shape(%qkv: tensor<1x2x12xf32>, %dout: tensor<1x2x4xf32>, %out: tensor<1x2x8xf32>, %lse: tensor<1x2x2xf32>) {
+  // expected-error@+1 {{expects out (B,T,C) and lse (B,H,T) for qkv tensor<1x2x12xf32>, got tensor<1x2x8xf32> and tensor<1x2x2xf32>}}
+  %d = "tdag.attention_grad"(%dout, %qkv, %out, %lse) {heads = 2 : i64} : (tensor<1x2x4xf32>, tensor<1x2x12xf32>, tensor<1x2x8xf32>, tensor<1x2x2xf32>) -> tensor<1x2x12xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_dout_shape(%qkv: tensor<1x2x12xf32>, %dout: tensor<1x3x4xf32>, %out: tensor<1x2x4xf32>, %lse: tensor<1x2x2xf32>) {
+  // expected-error@+1 {{dout tensor<1x3x4xf32> must have out's shape tensor<1x2x4xf32>}}
+  %d = "tdag.attention_grad"(%dout, %qkv, %out, %lse) {heads = 2 : i64} : (tensor<1x3x4xf32>, tensor<1x2x12xf32>, tensor<1x2x4xf32>, tensor<1x2x2xf32>) -> tensor<1x2x12xf32>
   return
 }
 
@@ -109,7 +135,7 @@ func.func @adamw_not_a_param(%p: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4x
 // -----
 
 func.func @comm_group_not_array(%x: tensor<4xf32>) {
-  // expected-error@+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  // expected-error@+1 {{'3 : i64' does not satisfy the constraint}}
   %s, %t = "comm.all_reduce"(%x) {group = 3 : i64} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
   return
 }
@@ -146,7 +172,7 @@ func.func @adam_state_bad_slot() {
 
 // shards = 0 once divided by zero in the memory plan; shard must name one of the shards.
 func.func @zero_shards() {
-  // expected-error@+1 {{shards must be an integer in [1, 65536]}}
+  // expected-error@+1 {{shards must be an integer in [1, 1048576]}}
   %p = "tdag.param"() {init = "normal", name = "p", shards = 0 : i64} : () -> tensor<4xf32>
   return
 }
@@ -190,7 +216,7 @@ func.func @comm_numel_overflows(%p: tensor<4294967296x4294967296xf32>) {
 // Device ids index per-device tables (--piper-print-dag once read outside its colour array for
 // a negative one).
 func.func @negative_device() {
-  // expected-error@+1 {{devices must be a non-empty list of device ids in [0, 65535]}}
+  // expected-error@+1 {{devices must be a non-empty list of device ids in [0, 1048575]}}
   %p = "tdag.param"() {init = "normal", name = "p", devices = [-1]} : () -> tensor<4xf32>
   return
 }
@@ -198,7 +224,7 @@ func.func @negative_device() {
 // -----
 
 func.func @group_not_ids(%p: tensor<4xf32>) {
-  // expected-error@+1 {{group must be a non-empty list of device ids in [0, 65535]}}
+  // expected-error@+1 {{group must be a non-empty list of device ids in [0, 1048575]}}
   %r, %t = "comm.all_reduce"(%p) {group = [0, "one"]} : (tensor<4xf32>) -> (tensor<4xf32>, !comm.token)
   return
 }
@@ -217,8 +243,14 @@ func.func @group_not_ids(%p: tensor<4xf32>) {
 
 // -----
 
-// expected-error@+1 {{devices must be a non-empty list of device ids in [0, 65535]}}
+// expected-error@+1 {{devices must be a non-empty list of device ids in [0, 1048575]}}
 "sched.place"() {filter = {PP = 0 : i64}, devices = [-9223372036854775808]} : () -> ()
+
+// -----
+
+// 2^20 = 1,048,576 devices (ids 0 .. 1048575) is the most Piper plans for.
+// expected-error@+1 {{devices must be a non-empty list of device ids in [0, 1048575]}}
+"sched.place"() {filter = {PP = 0 : i64}, devices = [1048575, 1048576]} : () -> ()
 
 // -----
 

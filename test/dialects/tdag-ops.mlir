@@ -20,7 +20,7 @@ func.func @all_ops() {
   // CHECK: "tdag.linear"
   %qkv = "tdag.linear"(%h, %wq, %bq) : (tensor<1x2x4xf32>, tensor<12x4xf32>, tensor<12xf32>) -> tensor<1x2x12xf32>
   // CHECK: "tdag.attention"{{.*}}heads = 2 : i64
-  %att, %probs = "tdag.attention"(%qkv) {heads = 2 : i64} : (tensor<1x2x12xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2x2xf32>)
+  %att, %lse = "tdag.attention"(%qkv) {heads = 2 : i64} : (tensor<1x2x12xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2xf32>)
   // CHECK: "tdag.gelu"
   %g = "tdag.gelu"(%att) : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
   // CHECK: "tdag.add"
@@ -40,7 +40,7 @@ func.func @all_ops() {
   // CHECK: "tdag.gelu_grad"
   %datt = "tdag.gelu_grad"(%dr, %att) : (tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
   // CHECK: "tdag.attention_grad"
-  %dqkv = "tdag.attention_grad"(%datt, %qkv, %probs) {heads = 2 : i64} : (tensor<1x2x4xf32>, tensor<1x2x12xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x12xf32>
+  %dqkv = "tdag.attention_grad"(%datt, %qkv, %att, %lse) {heads = 2 : i64} : (tensor<1x2x4xf32>, tensor<1x2x12xf32>, tensor<1x2x4xf32>, tensor<1x2x2xf32>) -> tensor<1x2x12xf32>
   // CHECK: "tdag.bias_grad"
   %dbq = "tdag.bias_grad"(%dqkv) : (tensor<1x2x12xf32>) -> tensor<12xf32>
   // CHECK: "tdag.layernorm_grad"

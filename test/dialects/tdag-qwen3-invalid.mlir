@@ -116,7 +116,7 @@ func.func @swiglu_grad_result(%d: tensor<1x2x6xf32>) {
 
 func.func @gqa_kv_not_dividing(%q: tensor<1x2x6xf32>, %k: tensor<1x2x4xf32>) {
   // expected-error@+1 {{heads = 3 and kv_heads = 2 must be positive, kv_heads dividing heads}}
-  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 3 : i64, kv_heads = 2 : i64} : (tensor<1x2x6xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x6xf32>, tensor<1x3x2x2xf32>)
+  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 3 : i64, kv_heads = 2 : i64} : (tensor<1x2x6xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x6xf32>, tensor<1x3x2xf32>)
   return
 }
 
@@ -124,15 +124,15 @@ func.func @gqa_kv_not_dividing(%q: tensor<1x2x6xf32>, %k: tensor<1x2x4xf32>) {
 
 func.func @gqa_kv_width(%q: tensor<1x2x8xf32>, %k: tensor<1x2x8xf32>) {
   // expected-error@+1 {{k and v must be (B,T,KV*D) = (1,2,4) for q tensor<1x2x8xf32>, got tensor<1x2x8xf32> and tensor<1x2x8xf32>}}
-  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> (tensor<1x2x8xf32>, tensor<1x4x2x2xf32>)
+  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>, tensor<1x2x8xf32>) -> (tensor<1x2x8xf32>, tensor<1x4x2xf32>)
   return
 }
 
 // -----
 
-func.func @gqa_probs(%q: tensor<1x2x8xf32>, %k: tensor<1x2x4xf32>) {
-  // expected-error@+1 {{expects out like q tensor<1x2x8xf32> and probs (B,H,T,T), got tensor<1x2x8xf32> and tensor<1x2x2x2xf32>}}
-  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<1x2x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x8xf32>, tensor<1x2x2x2xf32>)
+func.func @gqa_lse(%q: tensor<1x2x8xf32>, %k: tensor<1x2x4xf32>) {
+  // expected-error@+1 {{expects out like q tensor<1x2x8xf32> and lse (B,H,T), got tensor<1x2x8xf32> and tensor<1x2x2xf32>}}
+  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<1x2x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x8xf32>, tensor<1x2x2xf32>)
   return
 }
 
@@ -140,15 +140,15 @@ func.func @gqa_probs(%q: tensor<1x2x8xf32>, %k: tensor<1x2x4xf32>) {
 
 func.func @gqa_zero_heads(%q: tensor<1x2x8xf32>, %k: tensor<1x2x4xf32>) {
   // expected-error@+1 {{heads = 0 and kv_heads = 2 must be positive}}
-  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 0 : i64, kv_heads = 2 : i64} : (tensor<1x2x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x8xf32>, tensor<1x4x2x2xf32>)
+  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 0 : i64, kv_heads = 2 : i64} : (tensor<1x2x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x8xf32>, tensor<1x4x2xf32>)
   return
 }
 
 // -----
 
-func.func @gqa_grad_dk(%q: tensor<1x2x8xf32>, %k: tensor<1x2x4xf32>, %p: tensor<1x4x2x2xf32>) {
+func.func @gqa_grad_dk(%q: tensor<1x2x8xf32>, %k: tensor<1x2x4xf32>, %p: tensor<1x4x2xf32>) {
   // expected-error@+1 {{dq, dk, dv must have the shapes of q, k, v}}
-  %0, %1, %2 = "tdag.gqa_attention_grad"(%q, %q, %k, %k, %p) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x4x2x2xf32>) -> (tensor<1x2x8xf32>, tensor<1x2x8xf32>, tensor<1x2x4xf32>)
+  %0, %1, %2 = "tdag.gqa_attention_grad"(%q, %q, %k, %k, %q, %p) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<1x2x8xf32>, tensor<1x2x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x8xf32>, tensor<1x4x2xf32>) -> (tensor<1x2x8xf32>, tensor<1x2x8xf32>, tensor<1x2x4xf32>)
   return
 }
 
@@ -156,6 +156,6 @@ func.func @gqa_grad_dk(%q: tensor<1x2x8xf32>, %k: tensor<1x2x4xf32>, %p: tensor<
 
 func.func @gqa_missing_kv_heads(%q: tensor<1x2x8xf32>, %k: tensor<1x2x4xf32>) {
   // expected-error@+1 {{attribute "kv_heads" is expected but not provided}}
-  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 4 : i64} : (tensor<1x2x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x8xf32>, tensor<1x4x2x2xf32>)
+  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 4 : i64} : (tensor<1x2x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> (tensor<1x2x8xf32>, tensor<1x4x2xf32>)
   return
 }

@@ -118,7 +118,7 @@ static void check(int64_t B, int64_t T, int64_t C, int64_t H, bool warp) {
   float *wout = (float *)calloc(n, 4), *probs = (float *)calloc(B * H * T * T, 4);
   float *wd = (float *)calloc(n3, 4);
   prt_attention_fwd(wout, probs, qkv, B, T, C, H);
-  prt_attention_bwd(wd, dout, qkv, probs, B, T, C, H);
+  prt_attention_bwd(wd, dout, qkv, wout, probs, B, T, C, H);
   same("out", out, wout, n, 2e-6);
   // lse against the CPU's: its blocked kernels keep the same (B, H, T) log-sum-exps in the
   // first B*H*T floats of the probs result
@@ -209,7 +209,7 @@ static void check_gqa(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D, bo
   float *wout = (float *)calloc(nq, 4), *probs = (float *)calloc(B * H * T * T, 4);
   float *wdq = (float *)calloc(nq, 4), *wdk = (float *)calloc(nk, 4), *wdv = (float *)calloc(nk, 4);
   prt_gqa_attention_fwd(wout, probs, q, k, v, B, T, H, KV, D);
-  prt_gqa_attention_bwd(wdq, wdk, wdv, dout, q, k, v, probs, B, T, H, KV, D);
+  prt_gqa_attention_bwd(wdq, wdk, wdv, dout, q, k, v, wout, probs, B, T, H, KV, D);
   same("out", out, wout, nq, 2e-6);
   // lse against the CPU's (B, H, T) log-sum-exps
   same("lse", lse, probs, rows, 2e-6);

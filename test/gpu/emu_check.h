@@ -85,9 +85,14 @@ static float *bf16Patterns(int64_t n) {
   return p;
 }
 
+/* Called before a comparison reads a result, where a test defines it: cuda_host_emu.c waits
+ * for the fake GPU there (its launchers only queue their work, as on a GPU). */
+void emuBeforeRead(void) __attribute__((weak));
+
 /* Whether n values are the same bits (NaNs included): prints how many differ, fails if any. */
 static void sameBits(const char *what, const void *got, const void *want, int64_t n,
                      size_t size) {
+  if (emuBeforeRead) emuBeforeRead();
   int64_t differ = 0, first = -1;
   for (int64_t i = 0; i < n; i++)
     if (memcmp((const char *)got + i * size, (const char *)want + i * size, size)) {
@@ -107,6 +112,7 @@ static void emuFreeArrays(void) {
 /* Prints the largest difference of got from want, relative to max(1, |want|), and fails the
  * check if it is above tol (a NaN anywhere counts as infinite). */
 static void same(const char *what, const float *got, const float *want, int64_t n, double tol) {
+  if (emuBeforeRead) emuBeforeRead();
   double worst = 0;
   int64_t at = 0;
   for (int64_t i = 0; i < n; i++) {

@@ -1,16 +1,17 @@
 // The attention launchers of kernels/cuda.h on the host, for the fake CUDA runtime
 // (fake_cuda.c): the kernels' own row functions (runtime/kernels/cuda_attention.cuh) with one
 // lane per row, in the kernels' order (forward; dq and D for every row, then dk and dv). Each
-// launcher is one operation of the fake (fake_cuda_issue): run at once, or recorded into the
-// CUDA graph being captured with its arguments.
+// launcher is one operation of the fake on its stream (fake_cuda_enqueue), with the pointers
+// it uses: run when the stream reaches it, or recorded into the CUDA graph being captured
+// with its arguments.
 #include <math.h>
 #include <stdint.h>
 
+#include <initializer_list>
+
 #include "kernels/cuda.h"
 #include "kernels/cuda_attention.cuh"
-
-extern "C" void fake_cuda_issue(void (*run)(void *), const void *arg, size_t size, int kernels);
-extern "C" void fake_cuda_bytes(int64_t read, int64_t written);
+#include "fake_cuda.h"
 
 // The one-lane host instance never exchanges between lanes.
 float prt_attn_lanes_exchange(float v, int, int) __attribute__((weak));
@@ -90,37 +91,46 @@ void gqa_bwd(void *p) {
                               a->T, a->H, a->KV, a->Dh, scale, buf);
 }
 
+// One launch on stream s, with the pointers it writes (its outputs) and reads.
+cudaError_t issue(const char *name, void (*run)(void *), const Args &a, int kernels,
+                  cudaStream_t s) {
+  fake_op_desc d = fake_kernel_op(name, run, kernels);
+  for (const void *p : {(const void *)a.out.p, (const void *)a.lse, (const void *)a.dq.p,
+                        (const void *)a.dk.p, (const void *)a.dv.p, (const void *)a.D})
+    fake_op_uses(&d, p, FAKE_WRITE);
+  for (const void *p : {a.q.p, a.k.p, a.v.p, a.dout.p, (const void *)a.lse_in})
+    fake_op_uses(&d, p, FAKE_READ);
+  return fake_cuda_enqueue(s, &d, &a, sizeof a);
+}
+
 }  // namespace
 
 extern "C" cudaError_t prt_cuda_attention_fwd_launch(prt_fp_out out, float *lse, prt_fp_in qkv,
                                                      int64_t B, int64_t T, int64_t C,
-                                                     int64_t H, cudaStream_t) {
+                                                     int64_t H, cudaStream_t s) {
   Args a = {};
   a.out = out, a.lse = lse, a.q = qkv, a.B = B, a.T = T, a.C = C, a.H = H;
-  fake_cuda_issue(attention_fwd, &a, sizeof a, 1);
-  return cudaSuccess;
+  return issue("attention forward", attention_fwd, a, 1, s);
 }
 
 extern "C" cudaError_t prt_cuda_attention_bwd_launch(prt_fp_out dqkv, prt_fp_in dout,
                                                      prt_fp_in qkv, const float *lse,
                                                      float *D, int64_t B, int64_t T, int64_t C,
-                                                     int64_t H, cudaStream_t) {
+                                                     int64_t H, cudaStream_t s) {
   Args a = {};
   a.dq = dqkv, a.dout = dout, a.q = qkv, a.lse_in = lse, a.D = D, a.B = B, a.T = T, a.C = C;
   a.H = H;
-  fake_cuda_issue(attention_bwd, &a, sizeof a, 2);
-  return cudaSuccess;
+  return issue("attention backward", attention_bwd, a, 2, s);
 }
 
 extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(prt_fp_out out, float *lse, prt_fp_in q,
                                                          prt_fp_in k, prt_fp_in v,
                                                          int64_t B, int64_t T, int64_t H,
-                                                         int64_t KV, int64_t D, cudaStream_t) {
+                                                         int64_t KV, int64_t D, cudaStream_t s) {
   Args a = {};
   a.out = out, a.lse = lse, a.q = q, a.k = k, a.v = v, a.B = B, a.T = T, a.H = H, a.KV = KV;
   a.Dh = D;
-  fake_cuda_issue(gqa_fwd, &a, sizeof a, 1);
-  return cudaSuccess;
+  return issue("gqa attention forward", gqa_fwd, a, 1, s);
 }
 
 extern "C" cudaError_t prt_cuda_gqa_attention_bwd_launch(prt_fp_out dq, prt_fp_out dk,
@@ -129,10 +139,9 @@ extern "C" cudaError_t prt_cuda_gqa_attention_bwd_launch(prt_fp_out dq, prt_fp_o
                                                          prt_fp_in k, prt_fp_in v,
                                                          const float *lse, float *Dv,
                                                          int64_t B, int64_t T, int64_t H,
-                                                         int64_t KV, int64_t D, cudaStream_t) {
+                                                         int64_t KV, int64_t D, cudaStream_t s) {
   Args a = {};
   a.dq = dq, a.dk = dk, a.dv = dv, a.dout = dout, a.q = q, a.k = k, a.v = v, a.lse_in = lse;
   a.D = Dv, a.B = B, a.T = T, a.H = H, a.KV = KV, a.Dh = D;
-  fake_cuda_issue(gqa_bwd, &a, sizeof a, 2);
-  return cudaSuccess;
+  return issue("gqa attention backward", gqa_bwd, a, 2, s);
 }

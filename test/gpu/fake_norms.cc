@@ -1,14 +1,15 @@
 // The norm launchers of kernels/cuda.h on the host, for the fake CUDA runtime (fake_cuda.c):
 // the kernels' own row functions (runtime/kernels/cuda_norms.cuh) with one lane a row. Each
-// launcher is one operation of the fake (fake_cuda_issue): run at once, or recorded into the
-// CUDA graph being captured. test/gpu/norm_emu.cu checks the rows with 32 lanes too.
+// launcher is one operation of the fake on its stream (fake_cuda_enqueue), with the pointers it
+// uses: run when the stream reaches it, or recorded into the CUDA graph being captured.
+// test/gpu/norm_emu.cu checks the rows with 32 lanes too.
 #include <stdint.h>
+
+#include <initializer_list>
 
 #include "kernels/cuda.h"
 #include "kernels/cuda_norms.cuh"
-
-extern "C" void fake_cuda_issue(void (*run)(void *), const void *arg, size_t size, int kernels);
-extern "C" void fake_cuda_bytes(int64_t read, int64_t written);
+#include "fake_cuda.h"
 
 // The host has one lane: the sum across lanes is the lane's own.
 double prt_norm_lanes_sum(double s) __attribute__((weak));
@@ -62,9 +63,14 @@ void rmsnorm_dx(void *p) {
     rmsnorm_dx_row<1>(r, 0, a->out, a->dy, a->x, a->w, a->rstd_in, a->C);
 }
 
-cudaError_t issue(void (*run)(void *), const Args &a) {
-  fake_cuda_issue(run, &a, sizeof a, 1);
-  return cudaSuccess;
+cudaError_t issue(const char *name, void (*run)(void *), const Args &a, cudaStream_t s) {
+  fake_op_desc d = fake_kernel_op(name, run, 1);
+  for (const void *p : {(const void *)a.out.p, (const void *)a.mean, (const void *)a.rstd})
+    fake_op_uses(&d, p, FAKE_WRITE);
+  for (const void *p : {a.x.p, a.dy.p, (const void *)a.w, (const void *)a.b,
+                        (const void *)a.mean_in, (const void *)a.rstd_in})
+    fake_op_uses(&d, p, FAKE_READ);
+  return fake_cuda_enqueue(s, &d, &a, sizeof a);
 }
 
 }  // namespace
@@ -72,35 +78,35 @@ cudaError_t issue(void (*run)(void *), const Args &a) {
 extern "C" cudaError_t prt_cuda_layernorm_fwd_launch(prt_fp_out out, float *mean, float *rstd,
                                                      prt_fp_in x, const float *w,
                                                      const float *b, int64_t N, int64_t C,
-                                                     float eps, cudaStream_t) {
+                                                     float eps, cudaStream_t s) {
   Args a = {};
   a.out = out, a.mean = mean, a.rstd = rstd, a.x = x, a.w = w, a.b = b, a.rows = N, a.C = C;
   a.eps = eps;
-  return issue(layernorm_fwd, a);
+  return issue("layernorm fwd", layernorm_fwd, a, s);
 }
 
 extern "C" cudaError_t prt_cuda_layernorm_dx_launch(prt_fp_out dx, prt_fp_in dy, prt_fp_in x,
                                                     const float *w, const float *mean,
                                                     const float *rstd, int64_t N, int64_t C,
-                                                    cudaStream_t) {
+                                                    cudaStream_t s) {
   Args a = {};
   a.out = dx, a.dy = dy, a.x = x, a.w = w, a.mean_in = mean, a.rstd_in = rstd, a.rows = N;
   a.C = C;
-  return issue(layernorm_dx, a);
+  return issue("layernorm dx", layernorm_dx, a, s);
 }
 
 extern "C" cudaError_t prt_cuda_rmsnorm_fwd_launch(prt_fp_out out, float *rstd, prt_fp_in x,
                                                    const float *w, int64_t R, int64_t D,
-                                                   float eps, cudaStream_t) {
+                                                   float eps, cudaStream_t s) {
   Args a = {};
   a.out = out, a.rstd = rstd, a.x = x, a.w = w, a.rows = R, a.C = D, a.eps = eps;
-  return issue(rmsnorm_fwd, a);
+  return issue("rmsnorm fwd", rmsnorm_fwd, a, s);
 }
 
 extern "C" cudaError_t prt_cuda_rmsnorm_dx_launch(prt_fp_out dx, prt_fp_in dy, prt_fp_in x,
                                                   const float *w, const float *rstd, int64_t R,
-                                                  int64_t D, cudaStream_t) {
+                                                  int64_t D, cudaStream_t s) {
   Args a = {};
   a.out = dx, a.dy = dy, a.x = x, a.w = w, a.rstd_in = rstd, a.rows = R, a.C = D;
-  return issue(rmsnorm_dx, a);
+  return issue("rmsnorm dx", rmsnorm_dx, a, s);
 }

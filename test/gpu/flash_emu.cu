@@ -63,7 +63,7 @@ static void check_gqa(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D) {
   float *wout = (float *)calloc(nq, 4), *probs = (float *)calloc(B * H * T * T, 4);
   float *wdq = (float *)calloc(nq, 4), *wdk = (float *)calloc(nk, 4), *wdv = (float *)calloc(nk, 4);
   prt_gqa_attention_fwd(wout, probs, q, k, v, B, T, H, KV, D);
-  prt_gqa_attention_bwd(wdq, wdk, wdv, dout, q, k, v, probs, B, T, H, KV, D);
+  prt_gqa_attention_bwd(wdq, wdk, wdv, dout, q, k, v, wout, probs, B, T, H, KV, D);
   close_bf16("out", out, wout, 1, nq, nq);
   close_bf16("lse", lse, probs, 1, rows, rows); /* the CPU keeps the (B, H, T) lse there too */
   close_bf16("dq", dq, wdq, 1, nq, nq);
@@ -92,7 +92,7 @@ static void check_packed(int64_t B, int64_t T, int64_t C, int64_t H) {
   float *wout = (float *)calloc(n, 4), *probs = (float *)calloc(B * H * T * T, 4);
   float *wd = (float *)calloc(n3, 4);
   prt_attention_fwd(wout, probs, qkv, B, T, C, H);
-  prt_attention_bwd(wd, dout, qkv, probs, B, T, C, H);
+  prt_attention_bwd(wd, dout, qkv, wout, probs, B, T, C, H);
   close_bf16("out", out, wout, 1, n, n);
   close_bf16("lse", lse, probs, 1, rows, rows);
   close_bf16("dq", dqkv, wd, B * T, C, 3 * C);

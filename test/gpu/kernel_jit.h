@@ -144,8 +144,71 @@ static struct {
   char name[64];
   int nargs;
   unsigned char size[KERNEL_JIT_MAX_ARGS]; /* each argument's bytes: 4 (f32, i32) or 8 */
+  unsigned char ptr[KERNEL_JIT_MAX_ARGS];  /* 1: a pointer (!llvm.ptr: a device address) */
+  unsigned char use[KERNEL_JIT_MAX_ARGS];  /* a pointer's use: KERNEL_JIT_READS and/or
+                                              KERNEL_JIT_WRITES, 0 if not seen */
 } kernelJitSigs[KERNEL_JIT_MAX_FUNCS];
 static int kernelJitNSigs;
+
+/* How a kernel uses a pointer argument: an llvm.load or an llvm.store through it (or through
+ * llvm.getelementptr and arith.select from it). A pointer loaded from memory (a table's
+ * entries) is not traced. */
+enum { KERNEL_JIT_READS = 1, KERNEL_JIT_WRITES = 2 };
+
+static int kernelJitOpIs(MlirOperation op, const char *name) {
+  MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
+  return n.length == strlen(name) && !memcmp(n.data, name, n.length);
+}
+
+/* The arguments (bit a: argument a, 0-based after the thread index) address v may be derived
+ * from. */
+static uint32_t kernelJitArgsOf(MlirValue v, MlirBlock entry, int depth) {
+  if (depth > 64) return 0;
+  if (mlirValueIsABlockArgument(v)) {
+    intptr_t a = mlirBlockArgumentGetArgNumber(v) - 1;
+    return mlirBlockEqual(mlirBlockArgumentGetOwner(v), entry) && a >= 0 &&
+                   a < KERNEL_JIT_MAX_ARGS ? (uint32_t)1 << a : 0;
+  }
+  if (!mlirValueIsAOpResult(v)) return 0;
+  MlirOperation def = mlirOpResultGetOwner(v);
+  if (kernelJitOpIs(def, "llvm.getelementptr"))
+    return kernelJitArgsOf(mlirOperationGetOperand(def, 0), entry, depth + 1);
+  if (kernelJitOpIs(def, "arith.select"))
+    return kernelJitArgsOf(mlirOperationGetOperand(def, 1), entry, depth + 1) |
+           kernelJitArgsOf(mlirOperationGetOperand(def, 2), entry, depth + 1);
+  return 0;
+}
+
+typedef struct {
+  MlirBlock entry;
+  unsigned char *use;
+  int nargs;
+} kernelJitUses;
+static MlirWalkResult kernelJitNoteUse(MlirOperation op, void *user) {
+  kernelJitUses *u = user;
+  uint32_t args = 0;
+  int how = 0;
+  if (kernelJitOpIs(op, "llvm.load")) {
+    args = kernelJitArgsOf(mlirOperationGetOperand(op, 0), u->entry, 0);
+    how = KERNEL_JIT_READS;
+  } else if (kernelJitOpIs(op, "llvm.store")) {
+    args = kernelJitArgsOf(mlirOperationGetOperand(op, 1), u->entry, 0);
+    how = KERNEL_JIT_WRITES;
+  }
+  for (int a = 0; a < u->nargs; a++)
+    if (args >> a & 1) u->use[a] |= (unsigned char)how;
+  return MlirWalkResultAdvance;
+}
+
+/* Appends printed MLIR text to a bounded buffer (mlirTypePrint's callback). */
+static void kernelJitPrintTo(MlirStringRef piece, void *user) {
+  char *buf = user;
+  size_t len = strlen(buf);
+  if (len + piece.length < 32) {
+    memcpy(buf + len, piece.data, piece.length);
+    buf[len + piece.length] = 0;
+  }
+}
 
 static void kernelJitReadSignatures(MlirModule m) {
   MlirStringRef typeName = mlirStringRefCreateFromCString("function_type");
@@ -178,9 +241,19 @@ static void kernelJitReadSignatures(MlirModule m) {
     for (int a = 0; a < nargs; a++) {
       MlirType t = mlirFunctionTypeGetInput(fnType, a + 1);
       int four = mlirTypeIsAF32(t) || (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 32);
+      char printed[32] = "";
+      mlirTypePrint(t, kernelJitPrintTo, printed);
       kernelJitSigs[kernelJitNSigs].size[a] = four ? 4 : 8;
+      kernelJitSigs[kernelJitNSigs].ptr[a] = !strcmp(printed, "!llvm.ptr");
     }
-    kernelJitSigs[kernelJitNSigs++].nargs = nargs;
+    kernelJitSigs[kernelJitNSigs].nargs = nargs;
+    memset(kernelJitSigs[kernelJitNSigs].use, 0, sizeof kernelJitSigs[0].use);
+    MlirRegion body = mlirOperationGetRegion(op, 0);
+    if (!mlirRegionIsNull(body) && !mlirBlockIsNull(mlirRegionGetFirstBlock(body))) {
+      kernelJitUses u = {mlirRegionGetFirstBlock(body), kernelJitSigs[kernelJitNSigs].use, nargs};
+      mlirOperationWalk(op, kernelJitNoteUse, &u, MlirWalkPreOrder);
+    }
+    kernelJitNSigs++;
   }
 }
 
@@ -196,6 +269,23 @@ __attribute__((unused)) static int kernelJitArgSize(const char *name, int a) {
   for (int k = 0; k < kernelJitNSigs; k++)
     if (!strcmp(kernelJitSigs[k].name, name))
       return a >= 0 && a < kernelJitSigs[k].nargs ? kernelJitSigs[k].size[a] : 0;
+  return 0;
+}
+
+/* 1 when argument a of kernel `name` is a pointer (a device address), else 0. */
+__attribute__((unused)) static int kernelJitArgIsPointer(const char *name, int a) {
+  for (int k = 0; k < kernelJitNSigs; k++)
+    if (!strcmp(kernelJitSigs[k].name, name))
+      return a >= 0 && a < kernelJitSigs[k].nargs && kernelJitSigs[k].ptr[a];
+  return 0;
+}
+
+/* How kernel `name` uses pointer argument a (KERNEL_JIT_READS | KERNEL_JIT_WRITES; 0 when no
+ * load or store through it was seen). */
+__attribute__((unused)) static int kernelJitArgUse(const char *name, int a) {
+  for (int k = 0; k < kernelJitNSigs; k++)
+    if (!strcmp(kernelJitSigs[k].name, name))
+      return a >= 0 && a < kernelJitSigs[k].nargs ? kernelJitSigs[k].use[a] : 0;
   return 0;
 }
 

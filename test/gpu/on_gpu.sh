@@ -15,6 +15,10 @@
 #
 # The pieces, quick and informative first (a session that runs out of time still has them):
 #   device    build/bin/prt-cuda-test: the device seam on cuda:0 (alloc, copies, streams, events)
+#   attn      build/bin/piper-bench-attention-gpu (bench/bench_attention_gpu.cu): the
+#             FlashAttention-2 kernels (runtime/kernels/cuda_fa2.cu) checked against the CPU on
+#             the GPU, then timed beside today's tensor-core kernels at the bench shape (B16 H12
+#             T1024 D64 causal), in TFLOP/s: OUT/attn.log
 #   profile   one step of the bench GPT (L12 C768 H12 T1024 B16 V256) in fp32, in bf16 and in
 #             bf16 with the scalar fp32 attention (PIPER_CUDA_ATTN=fp32; a bf16 plan's default
 #             is the tensor-core attention), kernel by kernel
@@ -29,6 +33,11 @@
 #   e2e       test/gpu/gpu_e2e.sh run: every end-to-end check of issue 17 (PyTorch, strategies,
 #             Qwen3, MoE, bf16, TP, clipping, the bench-size GPT), each check under its own
 #             timeout (GPU_E2E_TIMEOUT): OUT/e2e.log
+#   hf        CPU work, run in the background beside the GPU pieces from the start (the machine
+#             has 16 cores): test/frontend/hf_transformers.py exports Hugging Face transformers'
+#             own classes where transformers is installed, with torch's reference losses, into
+#             OUT/hf (issue 38; committed under test/frontend/Inputs/hf/ afterwards); SKIP
+#             where transformers cannot be imported
 #   frontend  OPTIONAL: the PyTorch frontend's export tests under that machine's torch 2.x, run
 #             only if test/frontend/on_gpu.sh exists (another part of the project writes it):
 #             `bash test/frontend/on_gpu.sh OUT/frontend` with python3 on PATH; SKIP otherwise
@@ -67,6 +76,7 @@ prepare() {
   else
     cp "${ON_GPU_BUILD:-$src/build}/bin/prt-cuda-test" "$stage/bin/"
   fi
+  cp "$build/bin/piper-bench-attention-gpu" "$stage/bin/" # skips where there is no GPU
   echo "on_gpu: gpu_e2e.sh prepare (every end-to-end check's binaries and references)"
   PYTHON=/usr/bin/python3 bash "$src/test/gpu/gpu_e2e.sh" prepare "$stage/e2e" > "$bundle/e2e-prepare.log"
   echo "on_gpu: the bench binaries (fp32, bf16)"
@@ -139,10 +149,52 @@ piece() {
   return 0
 }
 
+# A piece that runs in the background from the start (CPU work beside the GPU pieces):
+# piece_start NAME LIMIT FUNCTION ARGS..., then piece_wait NAME records it as piece does.
+declare -A bg_pid bg_t0
+piece_start() {
+  local name=$1 lim=$2
+  shift 2
+  if [ -n "${ON_GPU_PIECES:-}" ] && [[ " $ON_GPU_PIECES " != *" $name "* ]]; then
+    return 0
+  fi
+  echo "== $name (background, limit ${lim}s)"
+  bg_t0[$name]=$(date +%s)
+  timeout --kill-after=10 "$lim" bash -c '"$@"' "$name" "$@" > "$out/$name.log" 2>&1 &
+  bg_pid[$name]=$!
+}
+piece_wait() {
+  local name=$1 rc=0 status note
+  [ -n "${bg_pid[$name]:-}" ] || return 0
+  wait "${bg_pid[$name]}" || rc=$?
+  case $rc in
+    0) status=PASS ;;
+    77) status=SKIP ;;
+    124|137) status=TIMEOUT failed=1 ;;
+    *) status="FAIL($rc)" failed=1 ;;
+  esac
+  note=$(grep -m1 -E '^(SKIP|[0-9]+ cases:)' "$out/$name.log" 2>/dev/null || true)
+  # its own time: from its start to its log's last write, not to this wait
+  local took=$(($(stat -c %Y "$out/$name.log") - ${bg_t0[$name]}))
+  summary+=("$(printf '%-9s %-8s %5ss  %s' "$name" "$status" "$took" "$note")")
+  echo "   $name: $status"
+}
+
+hf() { # transformers' own classes exported (issue 38); SKIP where transformers is absent
+  "$py" "$src/test/frontend/hf_transformers.py" "$out/hf" || return $?
+  grep -q '^SKIP' "$out/hf.log" && return 77
+  return 0
+}
+
 device() { # the device seam's checks; SKIP where they found no GPU (they exit 0 saying so)
   "$1" || return $?
   grep -q '^skipped' "$out/device.log" && return 77
   return 0
+}
+
+attn() { # the attention kernels' check and timings; SKIP where there is no GPU (exit 77)
+  [ -x "$1" ] || { echo "skipped: no piper-bench-attention-gpu in the bundle"; return 77; }
+  "$1" 20
 }
 
 profile_run() { # fp32|bf16|bf16_fp32attn: one profiled step pass of the bench model, per kernel
@@ -191,11 +243,13 @@ run() {
   fi
   { cat "$work/manifest.txt"; nvidia-smi --query-gpu=name,driver_version,memory.total \
       --format=csv,noheader 2>&1 || true; } > "$out/machine.txt"
-  export -f device profile_run report bench e2e frontend
+  export -f device attn profile_run report bench e2e frontend hf
   export out work py src
+  piece_start hf 240 hf
   local cuda_test="$work/bin/prt-cuda-test"
   [ -x "$cuda_test" ] || cuda_test="$src/build/bin/prt-cuda-test"
   piece device 60 device "$cuda_test"
+  piece attn 60 attn "$work/bin/piper-bench-attention-gpu"
   piece profile_fp32 60 profile_run fp32
   piece profile_bf16 60 profile_run bf16
   piece profile_bf16_fp32attn 60 profile_run bf16_fp32attn
@@ -206,6 +260,7 @@ run() {
   piece bench 150 bench
   piece e2e 240 e2e
   piece frontend 60 frontend
+  piece_wait hf
   {
     echo "on_gpu.sh run: $(cat "$out/machine.txt" | tr '\n' ';')"
     printf '%s\n' "${summary[@]}"

@@ -11,7 +11,7 @@
 module attributes {piper.target = "cpu"} {
 func.func @cpu_attention() {
   %qkv = "tdag.param"() {init = "normal", name = "qkv"} : () -> tensor<2x8x24xf32>
-  %out, %p = "tdag.attention"(%qkv) {heads = 2 : i64} : (tensor<2x8x24xf32>) -> (tensor<2x8x8xf32>, tensor<2x2x8x8xf32>)
+  %out, %p = "tdag.attention"(%qkv) {heads = 2 : i64} : (tensor<2x8x24xf32>) -> (tensor<2x8x8xf32>, tensor<2x2x8xf32>)
   return
 }
 }
@@ -23,7 +23,7 @@ func.func @cpu_attention() {
 module attributes {piper.target = "cuda"} {
 func.func @gpu_attention() {
   %qkv = "tdag.param"() {init = "normal", name = "qkv"} : () -> tensor<2x8x24xf32>
-  %out, %p = "tdag.attention"(%qkv) {heads = 2 : i64} : (tensor<2x8x24xf32>) -> (tensor<2x8x8xf32>, tensor<2x2x8x8xf32>)
+  %out, %p = "tdag.attention"(%qkv) {heads = 2 : i64} : (tensor<2x8x24xf32>) -> (tensor<2x8x8xf32>, tensor<2x2x8xf32>)
   return
 }
 }
@@ -37,7 +37,7 @@ module attributes {piper.target = "cpu"} {
 func.func @cpu_gqa() {
   %q = "tdag.param"() {init = "normal", name = "q"} : () -> tensor<1x4x8xf32>
   %k = "tdag.param"() {init = "normal", name = "k"} : () -> tensor<1x4x4xf32>
-  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<1x4x8xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> (tensor<1x4x8xf32>, tensor<1x2x4x4xf32>)
+  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<1x4x8xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> (tensor<1x4x8xf32>, tensor<1x2x4xf32>)
   return
 }
 }
@@ -50,7 +50,7 @@ module attributes {piper.target = "cuda"} {
 func.func @gpu_gqa() {
   %q = "tdag.param"() {init = "normal", name = "q"} : () -> tensor<1x4x8xf32>
   %k = "tdag.param"() {init = "normal", name = "k"} : () -> tensor<1x4x4xf32>
-  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<1x4x8xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> (tensor<1x4x8xf32>, tensor<1x2x4x4xf32>)
+  %0, %1 = "tdag.gqa_attention"(%q, %k, %k) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<1x4x8xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> (tensor<1x4x8xf32>, tensor<1x2x4xf32>)
   return
 }
 }

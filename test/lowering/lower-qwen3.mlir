@@ -1,6 +1,6 @@
 // --piper-lower-to-llvm on the Qwen3 ops: each becomes its libpiper_rt kernel call
 // (include/piper/runtime.h) with the sizes of its rule in lowering/lower_compute.c, and each
-// gradient kernel reads the buffers its forward wrote (the saved rstd and probs, q, k, v).
+// gradient kernel reads the buffers its forward wrote (the saved rstd, out and lse, q, k, v).
 // Sizes are distinct where they can be: B=2 T=3 C=8 H=4 KV=2 D=2 V=16.
 // RUN: piper-opt %s --piper-autodiff --piper-lower-to-llvm | FileCheck %s
 
@@ -26,26 +26,26 @@
 // CHECK-NEXT: %[[PD:[0-9]+]] = llvm.mlir.constant(2 : i64) : i64
 // CHECK-NEXT: %[[THETA:[0-9]+]] = llvm.mlir.constant(5.000000e+05 : f32) : f32
 // CHECK-NEXT: llvm.call @prt_rope_fwd(%[[Q:[0-9]+]], %[[QN]], %[[PB]], %[[PT]], %[[PN]], %[[PD]], %[[THETA]])
-// prt_gqa_attention_fwd(out, probs, q, k, v, B, T, H, KV, D)
+// prt_gqa_attention_fwd(out, lse, q, k, v, B, T, H, KV, D)
 // CHECK: %[[GB:[0-9]+]] = llvm.mlir.constant(2 : i64) : i64
 // CHECK-NEXT: %[[GT:[0-9]+]] = llvm.mlir.constant(3 : i64) : i64
 // CHECK-NEXT: %[[GH:[0-9]+]] = llvm.mlir.constant(4 : i64) : i64
 // CHECK-NEXT: %[[GKV:[0-9]+]] = llvm.mlir.constant(2 : i64) : i64
 // CHECK-NEXT: %[[GD:[0-9]+]] = llvm.mlir.constant(2 : i64) : i64
-// CHECK: llvm.call @prt_gqa_attention_fwd(%[[ATT:[0-9]+]], %[[PROBS:[0-9]+]], %[[Q]], %[[K:[0-9]+]], %[[K]], %[[GB]], %[[GT]], %[[GH]], %[[GKV]], %[[GD]])
+// CHECK: llvm.call @prt_gqa_attention_fwd(%[[ATT:[0-9]+]], %[[LSE:[0-9]+]], %[[Q]], %[[K:[0-9]+]], %[[K]], %[[GB]], %[[GT]], %[[GH]], %[[GKV]], %[[GD]])
 // prt_swiglu_fwd(y, gate, up, n)
 // CHECK: %[[SN:[0-9]+]] = llvm.mlir.constant(48 : i64) : i64
 // CHECK-NEXT: llvm.call @prt_swiglu_fwd(%{{[0-9]+}}, %[[ATT]], %[[H]], %[[SN]])
 // ---- backward ----
 // prt_swiglu_bwd(dgate, dup, dy, gate, up, n)
 // CHECK: llvm.call @prt_swiglu_bwd(%[[DATT:[0-9]+]], %{{[0-9]+}}, %{{[0-9]+}}, %[[ATT]], %[[H]], %{{[0-9]+}})
-// prt_gqa_attention_bwd(dq, dk, dv, dy, q, k, v, probs, B, T, H, KV, D)
+// prt_gqa_attention_bwd(dq, dk, dv, dy, q, k, v, out, lse, B, T, H, KV, D)
 // CHECK: %[[BB:[0-9]+]] = llvm.mlir.constant(2 : i64) : i64
 // CHECK-NEXT: %[[BT:[0-9]+]] = llvm.mlir.constant(3 : i64) : i64
 // CHECK-NEXT: %[[BH:[0-9]+]] = llvm.mlir.constant(4 : i64) : i64
 // CHECK-NEXT: %[[BKV:[0-9]+]] = llvm.mlir.constant(2 : i64) : i64
 // CHECK-NEXT: %[[BD:[0-9]+]] = llvm.mlir.constant(2 : i64) : i64
-// CHECK: llvm.call @prt_gqa_attention_bwd(%[[DQ:[0-9]+]], %{{[0-9]+}}, %{{[0-9]+}}, %[[DATT]], %[[Q]], %[[K]], %[[K]], %[[PROBS]], %[[BB]], %[[BT]], %[[BH]], %[[BKV]], %[[BD]])
+// CHECK: llvm.call @prt_gqa_attention_bwd(%[[DQ:[0-9]+]], %{{[0-9]+}}, %{{[0-9]+}}, %[[DATT]], %[[Q]], %[[K]], %[[K]], %[[ATT]], %[[LSE]], %[[BB]], %[[BT]], %[[BH]], %[[BKV]], %[[BD]])
 // prt_rope_bwd(dx, dy, B, T, N, D, theta)
 // CHECK: llvm.call @prt_rope_bwd(%[[DQN:[0-9]+]], %[[DQ]], %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
 // prt_rmsnorm_bwd(dx, dw, dy, x, w, rstd, rows, D): the per-head norm, then the plain one
@@ -73,7 +73,7 @@ func.func @qwen3_kernels() {
   %qn, %qr = "tdag.rmsnorm"(%h, %wqn) {eps = 1.0e-06 : f64} : (tensor<2x3x8xf32>, tensor<2xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x4xf32>)
   %q = "tdag.rope"(%qn) {head_dim = 2 : i64, theta = 5.0e+05 : f64} : (tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
   %k = "tdag.matmul_nt"(%x, %wk) : (tensor<2x3x8xf32>, tensor<4x8xf32>) -> tensor<2x3x4xf32>
-  %att, %probs = "tdag.gqa_attention"(%q, %k, %k) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x8xf32>, tensor<2x4x3x3xf32>)
+  %att, %lse = "tdag.gqa_attention"(%q, %k, %k) {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x8xf32>, tensor<2x4x3xf32>)
   %act = "tdag.swiglu"(%att, %h) : (tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
   %logits = "tdag.matmul_nt"(%act, %wte) : (tensor<2x3x8xf32>, tensor<16x8xf32>) -> tensor<2x3x16xf32>
   %loss, %p = "tdag.cross_entropy"(%logits, %tgt) : (tensor<2x3x16xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3x16xf32>)

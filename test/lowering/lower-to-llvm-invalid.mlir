@@ -42,7 +42,7 @@ func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {
 
 // A huge piper.devices once made the rank dispatch emit a billion compares (a hang); it must
 // equal the number of device functions.
-// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions, or piper.roles to that of role functions (1 here)}}
+// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 1048576] equal to the number of device functions, or piper.roles to that of role functions (1 here)}}
 module attributes {piper.devices = 1000000000 : i64} {
   func.func @device_0() {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>
@@ -52,7 +52,7 @@ module attributes {piper.devices = 1000000000 : i64} {
 
 // -----
 
-// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 65536] equal to the number of device functions, or piper.roles to that of role functions (1 here)}}
+// expected-error@+1 {{piper-lower-to-llvm: piper.devices must be an integer in [1, 1048576] equal to the number of device functions, or piper.roles to that of role functions (1 here)}}
 module attributes {piper.devices = 0 : i64} {
   func.func @device_0() {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>

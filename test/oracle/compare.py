@@ -174,6 +174,9 @@ def compare_params(ck, ref_path, cand_path, tol, outlier_frac, cap, kbias_tol):
     # A Piper checkpoint also holds AdamW's moments ("optim.*"); the reference may not.
     skip = "optim." if not any(n.startswith("optim.") for n in st.read_header(ref_path)[0]) else None
     errs, kerrs = [], []
+    # the outlier rule's margin: a tensor fails when its (allowed + 1)-th largest error passes
+    # tol; the tensor whose such error is closest to tol: (that error, allowed, size, name)
+    edge = (-1.0, 0, 0, None)
     for n, r, c in _load_pair(ck, "param", ref_path, cand_path, skip):
         d, scale = _rel(r, c)
         if n.endswith("attn.c_attn.bias") and d.size % 3 == 0:
@@ -191,10 +194,19 @@ def compare_params(ck, ref_path, cand_path, tol, outlier_frac, cap, kbias_tol):
         errs.append((err, n))
         n_out = int((~(d <= tol)).sum())
         allowed = max(1, int(outlier_frac * d.size))
+        if d.size > allowed:
+            decider = float(np.partition(d, d.size - allowed - 1)[d.size - allowed - 1])
+            if decider > edge[0]:
+                edge = (decider, allowed, d.size, n)
         ok = err == err and err <= cap and n_out <= allowed
         ck.result(f"param[{n}]", ok,
                   f"err={err:.3e} (max|d|/max|ref|, cap {cap:.1e}); {n_out}/{d.size} elements "
                   f"> tol={tol:.1e} (allowed {allowed}); ref maxabs {scale:.3e}")
-    return worst_of("param", errs) + "; " + worst_of("k third", kerrs)
+    # how close the outlier rule came to failing: "next outlier 4.1e-03 of tol 1.0e-02 (1
+    # allowed of 64: NAME)": the element one more outlier would be
+    used = (f"next outlier {edge[0]:.1e} of tol {tol:.1e} ({edge[1]} allowed of {edge[2]}: "
+            f"{edge[3]})" if edge[3] else "next outlier: none (no tensor larger than its "
+            "allowance)")
+    return worst_of("param", errs) + "; " + worst_of("k third", kerrs) + "; " + used
 
 

@@ -19,7 +19,7 @@ func.func @qwen3_block() {
   %xn, %rstd = "tdag.rmsnorm"(%x, %wn) {eps = 1.0e-06 : f64, tags = {layer = 0 : i64}} : (tensor<1x2x4xf32>, tensor<2xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2xf32>)
   %q = "tdag.rope"(%xn) {head_dim = 2 : i64, theta = 1.0e+04 : f64, tags = {layer = 0 : i64}} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
   %k = "tdag.matmul_nt"(%x, %wk) {tags = {layer = 0 : i64}} : (tensor<1x2x4xf32>, tensor<2x4xf32>) -> tensor<1x2x2xf32>
-  %att, %probs = "tdag.gqa_attention"(%q, %k, %k) {heads = 2 : i64, kv_heads = 1 : i64, tags = {layer = 0 : i64}} : (tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2x2xf32>)
+  %att, %lse = "tdag.gqa_attention"(%q, %k, %k) {heads = 2 : i64, kv_heads = 1 : i64, tags = {layer = 0 : i64}} : (tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2xf32>)
   %up = "tdag.matmul_nt"(%att, %wu) {tags = {layer = 0 : i64}} : (tensor<1x2x4xf32>, tensor<4x4xf32>) -> tensor<1x2x4xf32>
   %act = "tdag.swiglu"(%att, %up) {tags = {layer = 0 : i64}} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
   %logits = "tdag.matmul_nt"(%act, %wte) {tags = {head = 0 : i64}} : (tensor<1x2x4xf32>, tensor<8x4xf32>) -> tensor<1x2x8xf32>
@@ -35,8 +35,8 @@ func.func @qwen3_block() {
   // CHECK: %[[DATT_UP:.*]] = "tdag.linear_grad_input"(%[[DSW]]#1,
   // The attention output feeds both the swiglu gate and up_proj: the two gradients are summed.
   // CHECK: %[[DATT:.*]] = "tdag.add"(%[[DSW]]#0, %[[DATT_UP]])
-  // gqa_attention -> gqa_attention_grad(dy, q, k, v, probs) with heads and kv_heads.
-  // CHECK: %[[DQKV:.*]]:3 = "tdag.gqa_attention_grad"(%[[DATT]], %[[Q]], %[[K]], %[[K]], %[[ATT]]#1) {heads = 2 : i64, kv_heads = 1 : i64, pass = "B", tags = {layer = 0 : i64}}
+  // gqa_attention -> gqa_attention_grad(dy, q, k, v, out, lse) with heads and kv_heads.
+  // CHECK: %[[DQKV:.*]]:3 = "tdag.gqa_attention_grad"(%[[DATT]], %[[Q]], %[[K]], %[[K]], %[[ATT]]#0, %[[ATT]]#1) {heads = 2 : i64, kv_heads = 1 : i64, pass = "B", tags = {layer = 0 : i64}}
   // k is both k and v: its gradient sums dk and dv.
   // CHECK: %[[DK:.*]] = "tdag.add"(%[[DQKV]]#1, %[[DQKV]]#2)
   // CHECK: "tdag.linear_grad_input"(%[[DK]],

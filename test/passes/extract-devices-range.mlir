@@ -1,7 +1,7 @@
-// --piper-extract makes one plan per device of piper.devices: a value outside [1, 65536] is
+// --piper-extract makes one plan per device of piper.devices: a value outside [1, 1048576] is
 // refused at the module instead of running for minutes.
 // RUN: not piper-opt %s --piper-extract 2>&1 | FileCheck %s
-// CHECK: extract-devices-range.mlir:[[@LINE+1]]:1: error: piper-extract: piper.devices = 1000000000 is outside [1, 65536]
+// CHECK: extract-devices-range.mlir:[[@LINE+1]]:1: error: piper-extract: piper.devices = 1000000000 is outside [1, 1048576]
 module attributes {piper.devices = 1000000000 : i64} {
   func.func @train(%g: tensor<4xf32>) {
     %p = "tdag.param"() {init = "normal", name = "p"} : () -> tensor<4xf32>

@@ -346,7 +346,7 @@ func.func @sdpa_thirds() -> tensor<2x4x8xf32> {
   %q = "tdag.slice"(%qkv) {dim = 2 : i64, start = 0 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
   %k = "tdag.slice"(%qkv) {dim = 2 : i64, start = 8 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
   %v = "tdag.slice"(%qkv) {dim = 2 : i64, start = 16 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
-  %o, %p = "tdag.gqa_attention"(%q, %k, %v) {heads = 2 : i64, kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4x4xf32>)
+  %o, %p = "tdag.gqa_attention"(%q, %k, %v) {heads = 2 : i64, kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
   return %o : tensor<2x4x8xf32>
 }
 
@@ -361,6 +361,6 @@ func.func @sdpa_thirds_swapped() -> tensor<2x4x8xf32> {
   %q = "tdag.slice"(%qkv) {dim = 2 : i64, start = 0 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
   %k = "tdag.slice"(%qkv) {dim = 2 : i64, start = 16 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
   %v = "tdag.slice"(%qkv) {dim = 2 : i64, start = 8 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
-  %o, %p = "tdag.gqa_attention"(%q, %k, %v) {heads = 2 : i64, kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4x4xf32>)
+  %o, %p = "tdag.gqa_attention"(%q, %k, %v) {heads = 2 : i64, kv_heads = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
   return %o : tensor<2x4x8xf32>
 }

@@ -230,7 +230,7 @@ func.func @m() {
   %b2 = "tdag.param"() {init = "zeros", name = "c_proj.bias", tags = {PP = 0 : i64, TP = 0 : i64}} : () -> tensor<8xf32>
   %qkv = "tdag.linear"(%x, %w1, %b1) {tags = {PP = 0 : i64, TP = 0 : i64}} : (tensor<2x4x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> tensor<2x4x24xf32>
   // expected-note@+1 {{shard_tensor: this attention}}
-  %a, %p = "tdag.attention"(%qkv) {heads = 2 : i64, tags = {PP = 0 : i64, TP = 0 : i64}} : (tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4x4xf32>)
+  %a, %p = "tdag.attention"(%qkv) {heads = 2 : i64, tags = {PP = 0 : i64, TP = 0 : i64}} : (tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
   %y = "tdag.linear"(%a, %w2, %b2) {tags = {PP = 0 : i64, TP = 0 : i64}} : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
   %r = "tdag.add"(%x, %y) {tags = {PP = 0 : i64}} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %logits = "tdag.matmul_nt"(%r, %wte) {tags = {PP = 0 : i64}} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>

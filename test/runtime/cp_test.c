@@ -92,7 +92,7 @@ static void check_gqa(prt_ctx *ctx, int64_t c) {
   float *dk = malloc((size_t)(B * T * nk) * sizeof(float));
   float *dv = malloc((size_t)(B * T * nk) * sizeof(float));
   prt_gqa_attention_fwd(out, lse, q, k, v, B, T, H, KV, D);
-  prt_gqa_attention_bwd(dq, dk, dv, dout, q, k, v, lse, B, T, H, KV, D);
+  prt_gqa_attention_bwd(dq, dk, dv, dout, q, k, v, out, lse, B, T, H, KV, D);
 
   float *lq = local_rows(q, B, c, nq), *lk = local_rows(k, B, c, nk);
   float *lv = local_rows(v, B, c, nk), *ldo = local_rows(dout, B, c, nq);
@@ -131,7 +131,7 @@ static void check_alone(prt_ctx *ctx, int64_t c) {
     dv[i] = malloc((size_t)(B * T * nk) * sizeof(float));
   }
   prt_gqa_attention_fwd(o[0], l[0], q, k, v, B, T, H, KV, D);
-  prt_gqa_attention_bwd(dq[0], dk[0], dv[0], dout, q, k, v, l[0], B, T, H, KV, D);
+  prt_gqa_attention_bwd(dq[0], dk[0], dv[0], dout, q, k, v, o[0], l[0], B, T, H, KV, D);
   prt_ring_gqa_attention_fwd(ctx, o[1], l[1], q, k, v, B, T, H, KV, D, 1 + R, 70);
   prt_ring_gqa_attention_bwd(ctx, dq[1], dk[1], dv[1], dout, o[1], q, k, v, l[1], B, T, H, KV,
                              D, 1 + R, 70);
@@ -159,7 +159,7 @@ static void check_packed(prt_ctx *ctx, int64_t c) {
   float *lse = malloc((size_t)(B * H * T) * sizeof(float));
   float *dqkv = malloc((size_t)(B * T * 3 * C) * sizeof(float));
   prt_attention_fwd(out, lse, qkv, B, T, C, H);
-  prt_attention_bwd(dqkv, dout, qkv, lse, B, T, C, H);
+  prt_attention_bwd(dqkv, dout, qkv, out, lse, B, T, C, H);
   float *lqkv = local_rows(qkv, B, c, 3 * C), *ldo = local_rows(dout, B, c, C);
   float *lout = malloc((size_t)(B * Tl * C) * sizeof(float));
   float *llse = malloc((size_t)(B * H * Tl) * sizeof(float));

@@ -292,7 +292,7 @@ static void test_attention(void) {
   begin("attention_bwd");
   float *dqkv = rand_vec(B * T * 3 * C, 9);
   attn_loss(&s);
-  prt_attention_bwd(dqkv, s.R, s.qkv, s.probs, B, T, C, H);
+  prt_attention_bwd(dqkv, s.R, s.qkv, s.out, s.probs, B, T, C, H);
   fd_check("dqkv", s.qkv, B * T * 3 * C, dqkv, attn_loss, &s);
   free(s.qkv), free(s.out), free(s.probs), free(s.R), free(dqkv);
   end();
@@ -399,7 +399,7 @@ static void test_attention_blocks(void) {
                   .os = H * D};
     ref_attention(&r, q, k, v, dout);
     prt_gqa_attention_fwd(out, lse, q, k, v, B, T, H, KV, D);
-    prt_gqa_attention_bwd(dq, dk, dv, dout, q, k, v, lse, B, T, H, KV, D);
+    prt_gqa_attention_bwd(dq, dk, dv, dout, q, k, v, out, lse, B, T, H, KV, D);
     close_check("gqa out", out, r.out, B * T * H * D, 1e-5, 1e-4);
     close_check("gqa lse", lse, r.lse, B * H * T, 1e-5, 1e-5);
     close_check("gqa dq", dq, r.dq, B * T * H * D, 1e-5, 1e-4);
@@ -417,7 +417,7 @@ static void test_attention_blocks(void) {
                   .os = C};
     ref_attention(&r, qkv, qkv + C, qkv + 2 * C, dout);
     prt_attention_fwd(out, lse, qkv, B, T, C, H);
-    prt_attention_bwd(dqkv, dout, qkv, lse, B, T, C, H);
+    prt_attention_bwd(dqkv, dout, qkv, out, lse, B, T, C, H);
     close_check("gpt out", out, r.out, B * T * C, 1e-5, 1e-4);
     close_check("gpt lse", lse, r.lse, B * H * T, 1e-5, 1e-5);
     close_cols("gpt dq", dqkv, 0, r.dq, B * T, 3 * C, C, 1e-5, 1e-4);
@@ -1199,6 +1199,7 @@ static int read_losses(const char *path, double *loss, int cap) {
   char line[512];
   int n = 0;
   while (n < cap && fgets(line, sizeof line, f)) {
+    if (strstr(line, "{\"kind\": \"phases\", ") == line) continue; /* start-up, first */
     char *p = strstr(line, "\"loss\": ");
     if (!p || !strstr(line, "\"step_ms\"") || !strstr(line, "\"tokens_per_s\"")) break;
     loss[n++] = strtod(p + 8, NULL);
@@ -1403,6 +1404,61 @@ static void test_dist_declare_errors(void) {
   end();
 }
 
+/* The rank arithmetic of a million devices, on the last rank of 2^20 (the world set by hand:
+ * no backend starts a million ranks here): the roles of PP8 x DP131072 and of DP 2^20, a range
+ * group of 131072 members, a ZeRO shard of 2^20, and an elastic run of the DP 2^20 plan on two
+ * ranks (each standing in for 2^19 replicas). Every product of counts stays in int64. */
+static void test_million_devices(void) {
+  begin("million_devices");
+  const int64_t N = (int64_t)1 << 20, last = N - 1;
+  prt_ctx *ctx = prt_ctx_create();
+  ctx->world = N, ctx->rank = last;
+  prt_declare_world(ctx, N);
+  int64_t start[8], stride[8], count[8];
+  for (int p = 0; p < 8; p++) start[p] = p, stride[p] = 8, count[p] = N / 8;
+  prt_declare_roles(ctx, 8, start, stride, count); /* PP8 x DP131072: rank = r*8 + p */
+  if (prt_role(ctx) != 7 || prt_replica_affine(ctx, 0, 1) != N / 8 - 1)
+    fail("PP8 x DP131072, rank %lld: role %lld replica %lld, want 7 and %lld", (long long)last,
+         (long long)prt_role(ctx), (long long)prt_replica_affine(ctx, 0, 1), (long long)(N / 8 - 1));
+  /* the stage's data-parallel group: 131072 members 7, 15, ..., as a range */
+  prt_declare_group_range(ctx, 0, N / 8, 7, 8);
+  if (ctx->ngroups != 1 || ctx->groups[0].n != N / 8 || ctx->groups[0].index != N / 8 - 1 ||
+      ctx->groups[0].members[N / 8 - 1] != last)
+    fail("a group of %lld members from 7 by 8: rank %lld is not its last member",
+         (long long)(N / 8), (long long)last);
+  /* a replica's first row and a transfer's peer at k = 131071 (first_sample + k * stride) */
+  if (prt_replica_affine(ctx, 3, (int64_t)1 << 30) != 3 + (N / 8 - 1) * ((int64_t)1 << 30))
+    fail("an affine value of replica %lld overflowed", (long long)(N / 8 - 1));
+  prt_ctx_destroy(ctx);
+
+  ctx = prt_ctx_create(); /* DP 2^20: one role, replica = rank; ZeRO's last shard */
+  ctx->world = N, ctx->rank = last;
+  prt_declare_world(ctx, N);
+  int64_t s0 = 0, st1 = 1;
+  prt_declare_roles(ctx, 1, &s0, &st1, &N);
+  /* 3000 * 2^20 - 1 floats (past 2^31) in shards of 3000: the last holds 2999 */
+  int64_t n = 3000 * N - 1, c = (n + N - 1) / N;
+  if (prt_role(ctx) != 0 || prt_replica_affine(ctx, 0, 1) != last || c != 3000 ||
+      prt_shard_len(ctx, n, c) != 2999)
+    fail("DP 2^20, rank %lld: role %lld replica %lld, shard %lld of %lld floats", (long long)last,
+         (long long)prt_role(ctx), (long long)prt_replica_affine(ctx, 0, 1),
+         (long long)prt_shard_len(ctx, n, c), (long long)n);
+  prt_ctx_destroy(ctx);
+
+  ctx = prt_ctx_create(); /* the same plan elastic on 2 ranks: rank 1 runs replicas 2^19.. */
+  ctx->world = 2, ctx->rank = 1;
+  prt_declare_world(ctx, N);
+  prt_declare_batch(ctx, N);
+  prt_elastic_roles(ctx, 1, &s0, &st1, &N);
+  if (ctx->elastic.k != N / 2 || prt_replica_affine(ctx, 0, 1) != N / 2 ||
+      prt_elastic_rank(ctx, last) != 1 || prt_elastic_rank(ctx, N / 2 - 1) != 0)
+    fail("DP 2^20 on 2 ranks: k %lld, rank 1's first replica %lld, device %lld on rank %lld "
+         "(%s)", (long long)ctx->elastic.k, (long long)prt_replica_affine(ctx, 0, 1),
+         (long long)last, (long long)prt_elastic_rank(ctx, last), ctx->elastic.refusal);
+  prt_ctx_destroy(ctx);
+  end();
+}
+
 static void test_shard_init(void) {
   begin("shard_init");
   prt_ctx *ctx;
@@ -1505,6 +1561,7 @@ static void test_dist(void) {
   test_serial_groups_of_one();
   test_serial_plan_errors();
   test_dist_declare_errors();
+  test_million_devices();
   test_shard_init();
   test_data_global_batch();
   test_trace_path();
@@ -1658,10 +1715,12 @@ static void test_main_dist(void) {
   end();
 
   begin("main_metrics_memory");
-  /* every "train" line has rank 0's memory; a last "summary" line has every rank's */
+  /* the "phases" line first; every "train" line has rank 0's memory; a last "summary" line
+   * has every rank's */
   static char text[1 << 16];
   if (read_file(metrics, text, sizeof text) < 0) fail("no metrics file");
-  else if (strncmp(text, "{\"kind\": \"train\", \"step\": 0, \"loss\": ", 37) != 0 ||
+  else if (strstr(text, "{\"kind\": \"phases\", \"main\": ") != text ||
+           !strstr(text, "}\n{\"kind\": \"train\", \"step\": 0, \"loss\": ") ||
            !strstr(text, "\"mem\": {\"params\": 16384, \"optim\": 32768, \"arena\": ") ||
            !strstr(text, "\n{\"kind\": \"summary\", \"ranks\": [{\"rank\": 0, \"params\": 16384, "
                    "\"optim\": 32768, ") ||
@@ -1703,6 +1762,7 @@ static int read_steps(const char *path, int64_t *step, double *loss, int cap) {
   int n = 0;
   while (n < cap && fgets(line, sizeof line, f)) {
     const char *train = "{\"kind\": \"train\", \"step\": ";
+    if (strstr(line, "{\"kind\": \"phases\", ") == line) continue; /* start-up, first */
     char *s = strstr(line, train), *l = strstr(line, "\"loss\": ");
     if (!s || !l) break;
     step[n] = strtoll(s + strlen(train), NULL, 10);

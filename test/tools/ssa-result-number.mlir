@@ -46,7 +46,7 @@ func.func @leading_zeros() {
 
 // One past the bound after a defined value: still rejected, though the op is known.
 func.func @defined_value(%a: tensor<8x16x96xf32>) {
-  %x:2 = "tdag.attention"(%a) {heads = 2 : i64} : (tensor<8x16x96xf32>) -> (tensor<8x16x32xf32>, tensor<8x2x16x16xf32>)
+  %x:2 = "tdag.attention"(%a) {heads = 2 : i64} : (tensor<8x16x96xf32>) -> (tensor<8x16x32xf32>, tensor<8x2x16xf32>)
   // expected-error@+1 {{result number of '%x#99999999999999999999999' is out of range}}
   "tdag.output"(%x#99999999999999999999999) : (tensor<2xf32>) -> ()
   return
@@ -67,7 +67,7 @@ func.func @at_the_bound() {
 // Must not fire: an ordinary multi-result use verifies, with a string holding a huge number
 // and an escaped quote before it on the same line.
 func.func @ordinary(%x: tensor<8x16x96xf32>) {
-  %att:2 = "tdag.attention"(%x) {doc = "\"%att#2147483648\"", heads = 2 : i64} : (tensor<8x16x96xf32>) -> (tensor<8x16x32xf32>, tensor<8x2x16x16xf32>)
-  %y = "tdag.add"(%att#1, %att#1) : (tensor<8x2x16x16xf32>, tensor<8x2x16x16xf32>) -> tensor<8x2x16x16xf32>
+  %att:2 = "tdag.attention"(%x) {doc = "\"%att#2147483648\"", heads = 2 : i64} : (tensor<8x16x96xf32>) -> (tensor<8x16x32xf32>, tensor<8x2x16xf32>)
+  %y = "tdag.add"(%att#1, %att#1) : (tensor<8x2x16xf32>, tensor<8x2x16xf32>) -> tensor<8x2x16xf32>
   return
 }

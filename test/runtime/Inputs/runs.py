@@ -59,6 +59,8 @@ def read_losses(path):
             m = json.loads(line)
             if m["kind"] == "summary":
                 ranks = m["ranks"]
+            elif m["kind"] in ("phases", "fault", "stop"):  # the run's events, not its losses
+                continue
             else:
                 assert m["kind"] == "train" and list(m)[0] == "kind", m
                 assert set(m["mem"]) == {"params", "optim", "arena"}, m

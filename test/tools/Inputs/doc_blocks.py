@@ -106,9 +106,42 @@ def read_marker(b, marker):
         b.opts[key.strip()].append(value.strip())
 
 
+# The first line of a plain fence that reads as a command a user would copy (a shell, a build
+# tool, an MPI launcher, one of Piper's tools): such a block belongs in a ```sh fence, where
+# the documentation test sees it. Diagrams (non-ASCII arrows) and output are not commands.
+COMMAND = re.compile(r"^(\$ )?(bash|sh|make|mpirun|mpiexec|piper-[a-z]+|build/bin/\S+|\./\S+|"
+                     r"python3|/usr/bin/python3|cd|sbatch|srun|cmake|apt-get|env)(\s|$)")
+
+
+def plain_commands(path):
+    """(line, text) of each plain fence of PATH whose first line (comments aside) is a command."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    found, i = [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        lang, start = m.group(2), i
+        i += 1
+        body = []
+        while i < len(lines) and not FENCE.match(lines[i]):
+            body.append(lines[i].strip())
+            i += 1
+        i += 1
+        first = [l for l in body if l and not l.startswith("#")]
+        if not lang and first and first[0].isascii() and COMMAND.match(first[0]):
+            found.append((start + 1, first[0]))
+    return found
+
+
 def check_marked(paths):
     bad = 0
     for p in paths:
+        for line, text in plain_commands(p):
+            print(f"{p}:{line}: a command in a plain fence ({text[:60]}): open it with ```sh "
+                  f"and mark it")
+            bad += 1
         for b in parse(p):
             if b.name is None and b.skip is None:
                 print(f"{b.path}:{b.line}: a ```sh block without a doc-test or "

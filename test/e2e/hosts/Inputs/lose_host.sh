@@ -2,12 +2,13 @@
 # lose_host.sh METRICS STEPS HOST HOSTFILE HOLD -- PIPER-RUN COMMAND...: a host lost and given
 # back, inside `hosts.sh with` (it needs $PIPER_HOSTS). Runs the piper-run command on node1;
 # once METRICS holds STEPS "train" lines, pulls HOST's cable; once piper-run has left the host
-# out and the smaller job has completed a step, and (HOLD not "-") a rank of it has stopped
-# itself and written its pid to the file HOLD (PIPER_FAULT=stop@...,once=HOLD: the smaller job
-# holds still, so it cannot end before it grows), plugs the cable back in, waits until nothing
-# runs on HOST any more (no orphan of the cut job holds it), rewrites HOSTFILE (the same hosts:
-# the operator's word that they are all back), continues the stopped rank once piper-run says
-# it grows, and waits for piper-run to end (at most 300 s).
+# out and the smaller job has completed a step, and (HOLD not "-") run.err holds the text
+# HOLD (the smaller job held itself: PIPER_FAULT=hold@step=...,ranks=..., so it cannot end,
+# nor time out, before piper-run grows it), plugs the cable back in, waits until nothing runs
+# on HOST any more (no orphan of the cut job holds it), rewrites HOSTFILE (the same hosts: the
+# operator's word that they are all back), waits for piper-run to say it grows (its stop is
+# what releases the held job), and waits for piper-run to end (at most 300 s). Every wait is
+# for an event, with a deadline only against a hang: none races the run.
 # Prints, one a line:
 #   cut-to-step S        seconds from the cut to the first step the job on the hosts left
 #                        completed (piper-run's "recovered:" line, polled every 0.05 s)
@@ -54,8 +55,8 @@ if until_true 'grep -q "piper-run: recovered:" run.err' 120; then
 else
   echo "lose_host.sh: no recovery on the hosts left" >&2
 fi
-if [ "$hold" != - ] && ! until_true '[ -s "$hold" ]' 120; then
-  echo "lose_host.sh: the smaller job never stopped itself (no $hold)" >&2
+if [ "$hold" != - ] && ! until_true 'grep -q -- "$hold" run.err' 120; then
+  echo "lose_host.sh: the smaller job never held itself (no '$hold' in run.err)" >&2
 fi
 "$hosts" heal "$PIPER_HOSTS" "$cut"
 t1=$(now)
@@ -68,9 +69,8 @@ fi
 cp "$hostfile" "$hostfile.new" && mv "$hostfile.new" "$hostfile"
 log "rewrote $hostfile"
 if [ "$hold" != - ]; then
-  until_true 'grep -q "piper-run: .* growing to" run.err' 60 ||
+  until_true 'grep -q "piper-run: .* growing to" run.err' 120 ||
     echo "lose_host.sh: piper-run did not grow" >&2
-  kill -CONT "$(cat "$hold")"
 fi
 until_true 'false' 300 # piper-run's end, at most 300 s
 kill -0 $job 2> /dev/null && { echo "lose_host.sh: piper-run did not end" >&2; kill -9 $job; }

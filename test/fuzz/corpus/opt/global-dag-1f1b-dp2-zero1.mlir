@@ -23,8 +23,8 @@ module attributes {piper.devices = 4 : i64} {
     %20:3 = "tdag.layernorm"(%6, %7, %8) {devices = [0, 2], eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
     %21 = "tdag.linear"(%19#0, %9, %10) {devices = [0, 2], tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
     %22 = "tdag.linear"(%20#0, %9, %10) {devices = [0, 2], tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
-    %23:2 = "tdag.attention"(%21) {devices = [0, 2], heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
-    %24:2 = "tdag.attention"(%22) {devices = [0, 2], heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
+    %23:2 = "tdag.attention"(%21) {devices = [0, 2], heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
+    %24:2 = "tdag.attention"(%22) {devices = [0, 2], heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
     %25 = "tdag.linear"(%23#0, %11, %12) {devices = [0, 2], tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
     %26 = "tdag.linear"(%24#0, %11, %12) {devices = [0, 2], tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
     %27 = "tdag.add"(%5, %25) {devices = [0, 2], tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
@@ -59,8 +59,8 @@ module attributes {piper.devices = 4 : i64} {
     %56:3 = "tdag.layernorm"(%55#0, %41, %42) {devices = [1, 3], eps = 1.000000e-05 : f64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
     %57 = "tdag.linear"(%54#0, %43, %44) {devices = [1, 3], tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
     %58 = "tdag.linear"(%56#0, %43, %44) {devices = [1, 3], tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
-    %59:2 = "tdag.attention"(%57) {devices = [1, 3], heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
-    %60:2 = "tdag.attention"(%58) {devices = [1, 3], heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
+    %59:2 = "tdag.attention"(%57) {devices = [1, 3], heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
+    %60:2 = "tdag.attention"(%58) {devices = [1, 3], heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
     %61 = "tdag.linear"(%59#0, %45, %46) {devices = [1, 3], tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
     %62 = "tdag.linear"(%60#0, %45, %46) {devices = [1, 3], tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
     %63 = "tdag.add"(%53#0, %61) {devices = [1, 3], tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
@@ -141,8 +141,8 @@ module attributes {piper.devices = 4 : i64} {
     %136 = "tdag.bias_grad"(%128) {devices = [1, 3], pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>) -> tensor<16xf32>
     %137 = "tdag.add"(%135, %136) {devices = [1, 3], pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     %138:2 = "comm.all_reduce"(%137) {devices = [1, 3], group = [1, 3], pass = "B", stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
-    %139 = "tdag.attention_grad"(%129, %57, %59#1) {devices = [1, 3], heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
-    %140 = "tdag.attention_grad"(%130, %58, %60#1) {devices = [1, 3], heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
+    %139 = "tdag.attention_grad"(%129, %57, %59#0, %59#1) {devices = [1, 3], heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
+    %140 = "tdag.attention_grad"(%130, %58, %60#0, %60#1) {devices = [1, 3], heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
     %141 = "tdag.linear_grad_input"(%139, %43) {devices = [1, 3], pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %142 = "tdag.linear_grad_input"(%140, %43) {devices = [1, 3], pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %143 = "tdag.linear_grad_weight"(%139, %54#0) {devices = [1, 3], pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>, tensor<2x8x16xf32>) -> tensor<48x16xf32>
@@ -205,8 +205,8 @@ module attributes {piper.devices = 4 : i64} {
     %200 = "tdag.bias_grad"(%192) {devices = [0, 2], pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>) -> tensor<16xf32>
     %201 = "tdag.add"(%199, %200) {devices = [0, 2], pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     %202:2 = "comm.all_reduce"(%201) {devices = [0, 2], group = [0, 2], pass = "B", stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
-    %203 = "tdag.attention_grad"(%193, %21, %23#1) {devices = [0, 2], heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
-    %204 = "tdag.attention_grad"(%194, %22, %24#1) {devices = [0, 2], heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
+    %203 = "tdag.attention_grad"(%193, %21, %23#0, %23#1) {devices = [0, 2], heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
+    %204 = "tdag.attention_grad"(%194, %22, %24#0, %24#1) {devices = [0, 2], heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
     %205 = "tdag.linear_grad_input"(%203, %9) {devices = [0, 2], pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %206 = "tdag.linear_grad_input"(%204, %9) {devices = [0, 2], pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %207 = "tdag.linear_grad_weight"(%203, %19#0) {devices = [0, 2], pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>, tensor<2x8x16xf32>) -> tensor<48x16xf32>

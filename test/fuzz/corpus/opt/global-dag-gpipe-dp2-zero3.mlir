@@ -35,8 +35,8 @@ module attributes {piper.devices = 4 : i64} {
     %32:2 = "comm.all_gather"(%13) {devices = [0, 2], group = [0, 2], shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     %33:2 = "comm.all_gather"(%14) {devices = [0, 2], group = [0, 2], shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<48xf32>) -> (tensor<48xf32>, !comm.token)
     %34 = "tdag.linear"(%28#0, %32#0, %33#0) {devices = [0, 2], tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
-    %35:2 = "tdag.attention"(%31) {devices = [0, 2], heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
-    %36:2 = "tdag.attention"(%34) {devices = [0, 2], heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
+    %35:2 = "tdag.attention"(%31) {devices = [0, 2], heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
+    %36:2 = "tdag.attention"(%34) {devices = [0, 2], heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
     %37:2 = "comm.all_gather"(%15) {devices = [0, 2], group = [0, 2], shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %38:2 = "comm.all_gather"(%16) {devices = [0, 2], group = [0, 2], shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     %39 = "tdag.linear"(%35#0, %37#0, %38#0) {devices = [0, 2], tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
@@ -95,8 +95,8 @@ module attributes {piper.devices = 4 : i64} {
     %92:2 = "comm.all_gather"(%71) {devices = [1, 3], group = [1, 3], shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     %93:2 = "comm.all_gather"(%72) {devices = [1, 3], group = [1, 3], shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<48xf32>) -> (tensor<48xf32>, !comm.token)
     %94 = "tdag.linear"(%88#0, %92#0, %93#0) {devices = [1, 3], tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
-    %95:2 = "tdag.attention"(%91) {devices = [1, 3], heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
-    %96:2 = "tdag.attention"(%94) {devices = [1, 3], heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
+    %95:2 = "tdag.attention"(%91) {devices = [1, 3], heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
+    %96:2 = "tdag.attention"(%94) {devices = [1, 3], heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
     %97:2 = "comm.all_gather"(%73) {devices = [1, 3], group = [1, 3], shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %98:2 = "comm.all_gather"(%74) {devices = [1, 3], group = [1, 3], shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     %99 = "tdag.linear"(%95#0, %97#0, %98#0) {devices = [1, 3], tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
@@ -207,8 +207,8 @@ module attributes {piper.devices = 4 : i64} {
     %202 = "tdag.bias_grad"(%192) {devices = [1, 3], pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>) -> tensor<16xf32>
     %203 = "tdag.add"(%201, %202) {devices = [1, 3], pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     %204:2 = "comm.reduce_scatter"(%203) {devices = [1, 3], group = [1, 3], pass = "B", shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>) -> (tensor<8xf32>, !comm.token)
-    %205 = "tdag.attention_grad"(%194, %91, %95#1) {devices = [1, 3], heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
-    %206 = "tdag.attention_grad"(%196, %94, %96#1) {devices = [1, 3], heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
+    %205 = "tdag.attention_grad"(%194, %91, %95#0, %95#1) {devices = [1, 3], heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
+    %206 = "tdag.attention_grad"(%196, %94, %96#0, %96#1) {devices = [1, 3], heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
     %207:2 = "comm.all_gather"(%71) {devices = [1, 3], group = [1, 3], pass = "B", shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     %208 = "tdag.linear_grad_input"(%205, %207#0) {devices = [1, 3], pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %209:2 = "comm.all_gather"(%71) {devices = [1, 3], group = [1, 3], pass = "B", shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
@@ -283,8 +283,8 @@ module attributes {piper.devices = 4 : i64} {
     %278 = "tdag.bias_grad"(%268) {devices = [0, 2], pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>) -> tensor<16xf32>
     %279 = "tdag.add"(%277, %278) {devices = [0, 2], pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     %280:2 = "comm.reduce_scatter"(%279) {devices = [0, 2], group = [0, 2], pass = "B", shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>) -> (tensor<8xf32>, !comm.token)
-    %281 = "tdag.attention_grad"(%270, %31, %35#1) {devices = [0, 2], heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
-    %282 = "tdag.attention_grad"(%272, %34, %36#1) {devices = [0, 2], heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
+    %281 = "tdag.attention_grad"(%270, %31, %35#0, %35#1) {devices = [0, 2], heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
+    %282 = "tdag.attention_grad"(%272, %34, %36#0, %36#1) {devices = [0, 2], heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
     %283:2 = "comm.all_gather"(%13) {devices = [0, 2], group = [0, 2], pass = "B", shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     %284 = "tdag.linear_grad_input"(%281, %283#0) {devices = [0, 2], pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %285:2 = "comm.all_gather"(%13) {devices = [0, 2], group = [0, 2], pass = "B", shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)

@@ -19,7 +19,7 @@ module {
     %h0_fcproj_b = "tdag.param"() {init = "zeros", name = "h.0.mlp.c_proj.bias", tags = {layer = 0 : i64, PP = 0 : i64}} : () -> tensor<16xf32>
     %h0_ln1, %h0_ln1_mean, %h0_ln1_rstd = "tdag.layernorm"(%x, %h0_ln1_w, %h0_ln1_b) {eps = 1.0e-05 : f64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
     %h0_qkv = "tdag.linear"(%h0_ln1, %h0_attn_w, %h0_attn_b) {tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<4x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<4x8x48xf32>
-    %h0_att, %h0_probs = "tdag.attention"(%h0_qkv) {heads = 2 : i64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<4x8x48xf32>) -> (tensor<4x8x16xf32>, tensor<4x2x8x8xf32>)
+    %h0_att, %h0_probs = "tdag.attention"(%h0_qkv) {heads = 2 : i64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<4x8x48xf32>) -> (tensor<4x8x16xf32>, tensor<4x2x8xf32>)
     %h0_proj = "tdag.linear"(%h0_att, %h0_proj_w, %h0_proj_b) {tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<4x8x16xf32>
     %h0_res1 = "tdag.add"(%x, %h0_proj) {tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
     %h0_ln2, %h0_ln2_mean, %h0_ln2_rstd = "tdag.layernorm"(%h0_res1, %h0_ln2_w, %h0_ln2_b) {eps = 1.0e-05 : f64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)

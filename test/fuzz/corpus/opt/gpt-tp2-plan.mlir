@@ -20,7 +20,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 2 : i64, piper.
     %17 = "tdag.embedding"(%16, %0, %1) {tags = {PP = 0 : i64, embed = 0 : i64, mb = 0 : i64}} : (tensor<2x2xi32>, tensor<256x8xf32>, tensor<2x8xf32>) -> tensor<2x2x8xf32>
     %18:3 = "tdag.layernorm"(%17, %2, %3) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x2xf32>)
     %19 = "tdag.linear"(%18#0, %4, %5) {tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<12x8xf32>, tensor<12xf32>) -> tensor<2x2x12xf32>
-    %20:2 = "tdag.attention"(%19) {heads = 1 : i64, tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_heads_split = 2 : i64} : (tensor<2x2x12xf32>) -> (tensor<2x2x4xf32>, tensor<2x1x2x2xf32>)
+    %20:2 = "tdag.attention"(%19) {heads = 1 : i64, tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_heads_split = 2 : i64} : (tensor<2x2x12xf32>) -> (tensor<2x2x4xf32>, tensor<2x1x2xf32>)
     %21 = "tdag.matmul_nt"(%20#0, %6) {tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x4xf32>, tensor<8x4xf32>) -> tensor<2x2x8xf32>
     %22:2 = "comm.all_reduce"(%21) {group = [0, 1], stream = "tp", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_reduce} : (tensor<2x2x8xf32>) -> (tensor<2x2x8xf32>, !comm.token)
     "comm.wait"(%22#1) : (!comm.token) -> ()
@@ -57,7 +57,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 2 : i64, piper.
     %50 = "tdag.linear_grad_input"(%49, %6) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8x4xf32>) -> tensor<2x2x4xf32>
     %51 = "tdag.linear_grad_weight"(%49, %20#0) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x4xf32>) -> tensor<8x4xf32>
     %52 = "tdag.bias_grad"(%49) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>) -> tensor<8xf32>
-    %53 = "tdag.attention_grad"(%50, %19, %20#1) {heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_heads_split = 2 : i64} : (tensor<2x2x4xf32>, tensor<2x2x12xf32>, tensor<2x1x2x2xf32>) -> tensor<2x2x12xf32>
+    %53 = "tdag.attention_grad"(%50, %19, %20#0, %20#1) {heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_heads_split = 2 : i64} : (tensor<2x2x4xf32>, tensor<2x2x12xf32>, tensor<2x2x4xf32>, tensor<2x1x2xf32>) -> tensor<2x2x12xf32>
     %54 = "tdag.linear_grad_input"(%53, %4) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x12xf32>, tensor<12x8xf32>) -> tensor<2x2x8xf32>
     %55:2 = "comm.all_reduce"(%54) {group = [0, 1], pass = "B", stream = "tp", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_reduce} : (tensor<2x2x8xf32>) -> (tensor<2x2x8xf32>, !comm.token)
     %56 = "tdag.linear_grad_weight"(%53, %18#0) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x12xf32>, tensor<2x2x8xf32>) -> tensor<12x8xf32>
@@ -138,7 +138,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 2 : i64, piper.
     %17 = "tdag.embedding"(%16, %0, %1) {tags = {PP = 0 : i64, embed = 0 : i64, mb = 0 : i64}} : (tensor<2x2xi32>, tensor<256x8xf32>, tensor<2x8xf32>) -> tensor<2x2x8xf32>
     %18:3 = "tdag.layernorm"(%17, %2, %3) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x2x8xf32>, tensor<2x2xf32>, tensor<2x2xf32>)
     %19 = "tdag.linear"(%18#0, %4, %5) {tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<12x8xf32>, tensor<12xf32>) -> tensor<2x2x12xf32>
-    %20:2 = "tdag.attention"(%19) {heads = 1 : i64, tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_heads_split = 2 : i64} : (tensor<2x2x12xf32>) -> (tensor<2x2x4xf32>, tensor<2x1x2x2xf32>)
+    %20:2 = "tdag.attention"(%19) {heads = 1 : i64, tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_heads_split = 2 : i64} : (tensor<2x2x12xf32>) -> (tensor<2x2x4xf32>, tensor<2x1x2xf32>)
     %21 = "tdag.matmul_nt"(%20#0, %6) {tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x4xf32>, tensor<8x4xf32>) -> tensor<2x2x8xf32>
     %22:2 = "comm.all_reduce"(%21) {group = [0, 1], stream = "tp", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_reduce} : (tensor<2x2x8xf32>) -> (tensor<2x2x8xf32>, !comm.token)
     "comm.wait"(%22#1) : (!comm.token) -> ()
@@ -174,7 +174,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 2 : i64, piper.
     %50 = "tdag.linear_grad_input"(%49, %6) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8x4xf32>) -> tensor<2x2x4xf32>
     %51 = "tdag.linear_grad_weight"(%49, %20#0) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x4xf32>) -> tensor<8x4xf32>
     %52 = "tdag.bias_grad"(%49) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>) -> tensor<8xf32>
-    %53 = "tdag.attention_grad"(%50, %19, %20#1) {heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_heads_split = 2 : i64} : (tensor<2x2x4xf32>, tensor<2x2x12xf32>, tensor<2x1x2x2xf32>) -> tensor<2x2x12xf32>
+    %53 = "tdag.attention_grad"(%50, %19, %20#0, %20#1) {heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_heads_split = 2 : i64} : (tensor<2x2x4xf32>, tensor<2x2x12xf32>, tensor<2x2x4xf32>, tensor<2x1x2xf32>) -> tensor<2x2x12xf32>
     %54 = "tdag.linear_grad_input"(%53, %4) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x12xf32>, tensor<12x8xf32>) -> tensor<2x2x8xf32>
     %55:2 = "comm.all_reduce"(%54) {group = [0, 1], pass = "B", stream = "tp", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, tp_reduce} : (tensor<2x2x8xf32>) -> (tensor<2x2x8xf32>, !comm.token)
     %56 = "tdag.linear_grad_weight"(%53, %18#0) {pass = "B", tags = {PP = 0 : i64, TP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x12xf32>, tensor<2x2x8xf32>) -> tensor<12x8xf32>

@@ -18,7 +18,7 @@ module {
     %15 = "tdag.param"() {init = "zeros", name = "h.0.mlp.c_proj.bias", tags = {PP = 0 : i64, layer = 0 : i64}} : () -> tensor<16xf32>
     %16:3 = "tdag.layernorm"(%3, %4, %5) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
     %17 = "tdag.linear"(%16#0, %6, %7) {tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<4x8x48xf32>
-    %18:2 = "tdag.attention"(%17) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>) -> (tensor<4x8x16xf32>, tensor<4x2x8x8xf32>)
+    %18:2 = "tdag.attention"(%17) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>) -> (tensor<4x8x16xf32>, tensor<4x2x8xf32>)
     %19 = "tdag.linear"(%18#0, %8, %9) {tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<4x8x16xf32>
     %20 = "tdag.add"(%3, %19) {tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
     %21:3 = "tdag.layernorm"(%20, %10, %11) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
@@ -49,7 +49,7 @@ module {
     %45 = "tdag.linear_grad_input"(%44, %8) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16x16xf32>) -> tensor<4x8x16xf32>
     %46 = "tdag.linear_grad_weight"(%44, %18#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> tensor<16x16xf32>
     %47 = "tdag.bias_grad"(%44) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>) -> tensor<16xf32>
-    %48 = "tdag.attention_grad"(%45, %17, %18#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x48xf32>, tensor<4x2x8x8xf32>) -> tensor<4x8x48xf32>
+    %48 = "tdag.attention_grad"(%45, %17, %18#0, %18#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x48xf32>, tensor<4x8x16xf32>, tensor<4x2x8xf32>) -> tensor<4x8x48xf32>
     %49 = "tdag.linear_grad_input"(%48, %6) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>, tensor<48x16xf32>) -> tensor<4x8x16xf32>
     %50 = "tdag.linear_grad_weight"(%48, %16#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>, tensor<4x8x16xf32>) -> tensor<48x16xf32>
     %51 = "tdag.bias_grad"(%48) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>) -> tensor<48xf32>

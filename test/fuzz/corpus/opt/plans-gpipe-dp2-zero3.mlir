@@ -30,7 +30,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%21#1) : (!comm.token) -> ()
     "comm.wait"(%22#1) : (!comm.token) -> ()
     %23 = "tdag.linear"(%20#0, %21#0, %22#0) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<1x8x48xf32>
-    %24:2 = "tdag.attention"(%23) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+    %24:2 = "tdag.attention"(%23) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8xf32>)
     %25:2 = "comm.all_gather"(%6) {group = [0, 2], shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %26:2 = "comm.all_gather"(%7) {group = [0, 2], shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     "comm.wait"(%25#1) : (!comm.token) -> ()
@@ -71,7 +71,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%48#1) : (!comm.token) -> ()
     "comm.wait"(%49#1) : (!comm.token) -> ()
     %50 = "tdag.linear"(%47#0, %48#0, %49#0) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<1x8x48xf32>
-    %51:2 = "tdag.attention"(%50) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+    %51:2 = "tdag.attention"(%50) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8xf32>)
     %52:2 = "comm.all_gather"(%6) {group = [0, 2], shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %53:2 = "comm.all_gather"(%7) {group = [0, 2], shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     "comm.wait"(%52#1) : (!comm.token) -> ()
@@ -118,7 +118,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     %82 = "tdag.linear_grad_input"(%80, %81#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<16x16xf32>) -> tensor<1x8x16xf32>
     %83 = "tdag.linear_grad_weight"(%80, %24#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x16xf32>) -> tensor<16x16xf32>
     %84 = "tdag.bias_grad"(%80) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>) -> tensor<16xf32>
-    %85 = "tdag.attention_grad"(%82, %23, %24#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x2x8x8xf32>) -> tensor<1x8x48xf32>
+    %85 = "tdag.attention_grad"(%82, %23, %24#0, %24#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x8x16xf32>, tensor<1x2x8xf32>) -> tensor<1x8x48xf32>
     %86:2 = "comm.all_gather"(%4) {group = [0, 2], pass = "B", shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     "comm.wait"(%86#1) : (!comm.token) -> ()
     %87 = "tdag.linear_grad_input"(%85, %86#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>, tensor<48x16xf32>) -> tensor<1x8x16xf32>
@@ -177,7 +177,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     %127 = "tdag.add"(%84, %126) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     "comm.wait"(%125#1) : (!comm.token) -> ()
     %128:2 = "comm.reduce_scatter"(%127) {group = [0, 2], pass = "B", shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>) -> (tensor<8xf32>, !comm.token)
-    %129 = "tdag.attention_grad"(%122, %50, %51#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x2x8x8xf32>) -> tensor<1x8x48xf32>
+    %129 = "tdag.attention_grad"(%122, %50, %51#0, %51#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x8x16xf32>, tensor<1x2x8xf32>) -> tensor<1x8x48xf32>
     %130:2 = "comm.all_gather"(%4) {group = [0, 2], pass = "B", shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     "comm.wait"(%130#1) : (!comm.token) -> ()
     %131 = "tdag.linear_grad_input"(%129, %130#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>, tensor<48x16xf32>) -> tensor<1x8x16xf32>
@@ -288,7 +288,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%19#1) : (!comm.token) -> ()
     "comm.wait"(%20#1) : (!comm.token) -> ()
     %21 = "tdag.linear"(%18#0, %19#0, %20#0) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<1x8x48xf32>
-    %22:2 = "tdag.attention"(%21) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+    %22:2 = "tdag.attention"(%21) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8xf32>)
     %23:2 = "comm.all_gather"(%5) {group = [1, 3], shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %24:2 = "comm.all_gather"(%6) {group = [1, 3], shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     "comm.wait"(%23#1) : (!comm.token) -> ()
@@ -333,7 +333,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%48#1) : (!comm.token) -> ()
     "comm.wait"(%49#1) : (!comm.token) -> ()
     %50 = "tdag.linear"(%47#0, %48#0, %49#0) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<1x8x48xf32>
-    %51:2 = "tdag.attention"(%50) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+    %51:2 = "tdag.attention"(%50) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8xf32>)
     %52:2 = "comm.all_gather"(%5) {group = [1, 3], shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %53:2 = "comm.all_gather"(%6) {group = [1, 3], shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     "comm.wait"(%52#1) : (!comm.token) -> ()
@@ -393,7 +393,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     %92 = "tdag.linear_grad_input"(%90, %91#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<16x16xf32>) -> tensor<1x8x16xf32>
     %93 = "tdag.linear_grad_weight"(%90, %22#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x16xf32>) -> tensor<16x16xf32>
     %94 = "tdag.bias_grad"(%90) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>) -> tensor<16xf32>
-    %95 = "tdag.attention_grad"(%92, %21, %22#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x2x8x8xf32>) -> tensor<1x8x48xf32>
+    %95 = "tdag.attention_grad"(%92, %21, %22#0, %22#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x8x16xf32>, tensor<1x2x8xf32>) -> tensor<1x8x48xf32>
     %96:2 = "comm.all_gather"(%3) {group = [1, 3], pass = "B", shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     "comm.wait"(%96#1) : (!comm.token) -> ()
     %97 = "tdag.linear_grad_input"(%95, %96#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>, tensor<48x16xf32>) -> tensor<1x8x16xf32>
@@ -460,7 +460,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     %144 = "tdag.add"(%94, %143) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     "comm.wait"(%142#1) : (!comm.token) -> ()
     %145:2 = "comm.reduce_scatter"(%144) {group = [1, 3], pass = "B", shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>) -> (tensor<8xf32>, !comm.token)
-    %146 = "tdag.attention_grad"(%139, %50, %51#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x2x8x8xf32>) -> tensor<1x8x48xf32>
+    %146 = "tdag.attention_grad"(%139, %50, %51#0, %51#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x8x16xf32>, tensor<1x2x8xf32>) -> tensor<1x8x48xf32>
     %147:2 = "comm.all_gather"(%3) {group = [1, 3], pass = "B", shard = 0 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     "comm.wait"(%147#1) : (!comm.token) -> ()
     %148 = "tdag.linear_grad_input"(%146, %147#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>, tensor<48x16xf32>) -> tensor<1x8x16xf32>
@@ -565,7 +565,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%21#1) : (!comm.token) -> ()
     "comm.wait"(%22#1) : (!comm.token) -> ()
     %23 = "tdag.linear"(%20#0, %21#0, %22#0) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<1x8x48xf32>
-    %24:2 = "tdag.attention"(%23) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+    %24:2 = "tdag.attention"(%23) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8xf32>)
     %25:2 = "comm.all_gather"(%6) {group = [0, 2], shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %26:2 = "comm.all_gather"(%7) {group = [0, 2], shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     "comm.wait"(%25#1) : (!comm.token) -> ()
@@ -606,7 +606,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%48#1) : (!comm.token) -> ()
     "comm.wait"(%49#1) : (!comm.token) -> ()
     %50 = "tdag.linear"(%47#0, %48#0, %49#0) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<1x8x48xf32>
-    %51:2 = "tdag.attention"(%50) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+    %51:2 = "tdag.attention"(%50) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8xf32>)
     %52:2 = "comm.all_gather"(%6) {group = [0, 2], shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %53:2 = "comm.all_gather"(%7) {group = [0, 2], shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     "comm.wait"(%52#1) : (!comm.token) -> ()
@@ -653,7 +653,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     %82 = "tdag.linear_grad_input"(%80, %81#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<16x16xf32>) -> tensor<1x8x16xf32>
     %83 = "tdag.linear_grad_weight"(%80, %24#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x16xf32>) -> tensor<16x16xf32>
     %84 = "tdag.bias_grad"(%80) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>) -> tensor<16xf32>
-    %85 = "tdag.attention_grad"(%82, %23, %24#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x2x8x8xf32>) -> tensor<1x8x48xf32>
+    %85 = "tdag.attention_grad"(%82, %23, %24#0, %24#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x8x16xf32>, tensor<1x2x8xf32>) -> tensor<1x8x48xf32>
     %86:2 = "comm.all_gather"(%4) {group = [0, 2], pass = "B", shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     "comm.wait"(%86#1) : (!comm.token) -> ()
     %87 = "tdag.linear_grad_input"(%85, %86#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>, tensor<48x16xf32>) -> tensor<1x8x16xf32>
@@ -712,7 +712,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     %127 = "tdag.add"(%84, %126) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     "comm.wait"(%125#1) : (!comm.token) -> ()
     %128:2 = "comm.reduce_scatter"(%127) {group = [0, 2], pass = "B", shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>) -> (tensor<8xf32>, !comm.token)
-    %129 = "tdag.attention_grad"(%122, %50, %51#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x2x8x8xf32>) -> tensor<1x8x48xf32>
+    %129 = "tdag.attention_grad"(%122, %50, %51#0, %51#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x8x16xf32>, tensor<1x2x8xf32>) -> tensor<1x8x48xf32>
     %130:2 = "comm.all_gather"(%4) {group = [0, 2], pass = "B", shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     "comm.wait"(%130#1) : (!comm.token) -> ()
     %131 = "tdag.linear_grad_input"(%129, %130#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>, tensor<48x16xf32>) -> tensor<1x8x16xf32>
@@ -823,7 +823,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%19#1) : (!comm.token) -> ()
     "comm.wait"(%20#1) : (!comm.token) -> ()
     %21 = "tdag.linear"(%18#0, %19#0, %20#0) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<1x8x48xf32>
-    %22:2 = "tdag.attention"(%21) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+    %22:2 = "tdag.attention"(%21) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8xf32>)
     %23:2 = "comm.all_gather"(%5) {group = [1, 3], shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %24:2 = "comm.all_gather"(%6) {group = [1, 3], shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     "comm.wait"(%23#1) : (!comm.token) -> ()
@@ -868,7 +868,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%48#1) : (!comm.token) -> ()
     "comm.wait"(%49#1) : (!comm.token) -> ()
     %50 = "tdag.linear"(%47#0, %48#0, %49#0) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<1x8x48xf32>
-    %51:2 = "tdag.attention"(%50) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8x8xf32>)
+    %51:2 = "tdag.attention"(%50) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>) -> (tensor<1x8x16xf32>, tensor<1x2x8xf32>)
     %52:2 = "comm.all_gather"(%5) {group = [1, 3], shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<16x16xf32>) -> (tensor<16x16xf32>, !comm.token)
     %53:2 = "comm.all_gather"(%6) {group = [1, 3], shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<16xf32>) -> (tensor<16xf32>, !comm.token)
     "comm.wait"(%52#1) : (!comm.token) -> ()
@@ -928,7 +928,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     %92 = "tdag.linear_grad_input"(%90, %91#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<16x16xf32>) -> tensor<1x8x16xf32>
     %93 = "tdag.linear_grad_weight"(%90, %22#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x16xf32>) -> tensor<16x16xf32>
     %94 = "tdag.bias_grad"(%90) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>) -> tensor<16xf32>
-    %95 = "tdag.attention_grad"(%92, %21, %22#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x2x8x8xf32>) -> tensor<1x8x48xf32>
+    %95 = "tdag.attention_grad"(%92, %21, %22#0, %22#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x8x16xf32>, tensor<1x2x8xf32>) -> tensor<1x8x48xf32>
     %96:2 = "comm.all_gather"(%3) {group = [1, 3], pass = "B", shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     "comm.wait"(%96#1) : (!comm.token) -> ()
     %97 = "tdag.linear_grad_input"(%95, %96#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<1x8x48xf32>, tensor<48x16xf32>) -> tensor<1x8x16xf32>
@@ -995,7 +995,7 @@ module attributes {piper.devices = 4 : i64, piper.global_batch = 4 : i64} {
     %144 = "tdag.add"(%94, %143) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     "comm.wait"(%142#1) : (!comm.token) -> ()
     %145:2 = "comm.reduce_scatter"(%144) {group = [1, 3], pass = "B", shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>) -> (tensor<8xf32>, !comm.token)
-    %146 = "tdag.attention_grad"(%139, %50, %51#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x2x8x8xf32>) -> tensor<1x8x48xf32>
+    %146 = "tdag.attention_grad"(%139, %50, %51#0, %51#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x16xf32>, tensor<1x8x48xf32>, tensor<1x8x16xf32>, tensor<1x2x8xf32>) -> tensor<1x8x48xf32>
     %147:2 = "comm.all_gather"(%3) {group = [1, 3], pass = "B", shard = 1 : i64, shards = 2 : i64, stream = "dp", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<48x16xf32>) -> (tensor<48x16xf32>, !comm.token)
     "comm.wait"(%147#1) : (!comm.token) -> ()
     %148 = "tdag.linear_grad_input"(%146, %147#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<1x8x48xf32>, tensor<48x16xf32>) -> tensor<1x8x16xf32>

@@ -18,7 +18,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %15 = "tdag.embedding"(%14, %0, %1) {tags = {PP = 0 : i64, embed = 0 : i64, mb = 0 : i64}} : (tensor<2x8xi32>, tensor<256x16xf32>, tensor<8x16xf32>) -> tensor<2x8x16xf32>
     %16:3 = "tdag.layernorm"(%15, %2, %3) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
     %17 = "tdag.linear"(%16#0, %4, %5) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
-    %18:2 = "tdag.attention"(%17) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
+    %18:2 = "tdag.attention"(%17) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
     %19 = "tdag.linear"(%18#0, %6, %7) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
     %20 = "tdag.add"(%15, %19) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
     %21:3 = "tdag.layernorm"(%20, %8, %9) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
@@ -31,7 +31,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %28 = "tdag.embedding"(%27, %0, %1) {tags = {PP = 0 : i64, embed = 0 : i64, mb = 1 : i64}} : (tensor<2x8xi32>, tensor<256x16xf32>, tensor<8x16xf32>) -> tensor<2x8x16xf32>
     %29:3 = "tdag.layernorm"(%28, %2, %3) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
     %30 = "tdag.linear"(%29#0, %4, %5) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
-    %31:2 = "tdag.attention"(%30) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
+    %31:2 = "tdag.attention"(%30) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
     %32 = "tdag.linear"(%31#0, %6, %7) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
     %33 = "tdag.add"(%28, %32) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
     %34:3 = "tdag.layernorm"(%33, %8, %9) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
@@ -48,7 +48,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %44:3 = "tdag.layernorm_grad"(%43, %20, %8, %21#1, %21#2) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>)
     %45 = "tdag.add"(%40#0, %44#0) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
     %46 = "tdag.linear_grad_input"(%45, %6) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
-    %47 = "tdag.attention_grad"(%46, %17, %18#1) {heads = 2 : i64, pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
+    %47 = "tdag.attention_grad"(%46, %17, %18#0, %18#1) {heads = 2 : i64, pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
     %48 = "tdag.linear_grad_input"(%47, %4) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %49:3 = "tdag.layernorm_grad"(%48, %15, %2, %16#1, %16#2) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>)
     %50 = "tdag.add"(%45, %49#0) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
@@ -74,7 +74,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %68 = "tdag.add"(%44#2, %66#2) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     %69 = "tdag.add"(%62#0, %66#0) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
     %70 = "tdag.linear_grad_input"(%69, %6) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
-    %71 = "tdag.attention_grad"(%70, %30, %31#1) {heads = 2 : i64, pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
+    %71 = "tdag.attention_grad"(%70, %30, %31#0, %31#1) {heads = 2 : i64, pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
     %72 = "tdag.linear_grad_input"(%71, %4) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %73:3 = "tdag.layernorm_grad"(%72, %28, %2, %29#1, %29#2) {pass = "BI", tags = {PP = 0 : i64, layer = 0 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>)
     %74 = "tdag.add"(%49#1, %73#1) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
@@ -170,7 +170,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%15#1) : (!comm.token) -> ()
     %16:3 = "tdag.layernorm"(%15#0, %1, %2) {eps = 1.000000e-05 : f64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
     %17 = "tdag.linear"(%16#0, %3, %4) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
-    %18:2 = "tdag.attention"(%17) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
+    %18:2 = "tdag.attention"(%17) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
     %19 = "tdag.linear"(%18#0, %5, %6) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
     %20 = "tdag.add"(%15#0, %19) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
     %21:3 = "tdag.layernorm"(%20, %7, %8) {eps = 1.000000e-05 : f64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
@@ -192,7 +192,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %36:3 = "tdag.layernorm_grad"(%35, %20, %7, %21#1, %21#2) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>)
     %37 = "tdag.add"(%32#0, %36#0) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
     %38 = "tdag.linear_grad_input"(%37, %5) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
-    %39 = "tdag.attention_grad"(%38, %17, %18#1) {heads = 2 : i64, pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
+    %39 = "tdag.attention_grad"(%38, %17, %18#0, %18#1) {heads = 2 : i64, pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
     %40 = "tdag.linear_grad_input"(%39, %3) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %41:3 = "tdag.layernorm_grad"(%40, %15#0, %1, %16#1, %16#2) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>)
     %42 = "tdag.add"(%37, %41#0) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 0 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
@@ -201,7 +201,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     "comm.wait"(%44#1) : (!comm.token) -> ()
     %45:3 = "tdag.layernorm"(%44#0, %1, %2) {eps = 1.000000e-05 : f64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
     %46 = "tdag.linear"(%45#0, %3, %4) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
-    %47:2 = "tdag.attention"(%46) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8x8xf32>)
+    %47:2 = "tdag.attention"(%46) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>) -> (tensor<2x8x16xf32>, tensor<2x2x8xf32>)
     %48 = "tdag.linear"(%47#0, %5, %6) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
     %49 = "tdag.add"(%44#0, %48) {tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
     %50:3 = "tdag.layernorm"(%49, %7, %8) {eps = 1.000000e-05 : f64, tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8xf32>, tensor<2x8xf32>)
@@ -227,7 +227,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %69 = "tdag.add"(%36#2, %67#2) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
     %70 = "tdag.add"(%61#0, %67#0) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
     %71 = "tdag.linear_grad_input"(%70, %5) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
-    %72 = "tdag.attention_grad"(%71, %46, %47#1) {heads = 2 : i64, pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x2x8x8xf32>) -> tensor<2x8x48xf32>
+    %72 = "tdag.attention_grad"(%71, %46, %47#0, %47#1) {heads = 2 : i64, pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x48xf32>, tensor<2x8x16xf32>, tensor<2x2x8xf32>) -> tensor<2x8x48xf32>
     %73 = "tdag.linear_grad_input"(%72, %3) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x48xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
     %74:3 = "tdag.layernorm_grad"(%73, %44#0, %1, %45#1, %45#2) {pass = "BI", tags = {PP = 1 : i64, layer = 1 : i64, mb = 1 : i64}} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> (tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>)
     %75 = "tdag.add"(%41#1, %74#1) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>

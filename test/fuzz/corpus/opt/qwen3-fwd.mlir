@@ -20,7 +20,7 @@ module {
     %l0_kn, %l0_kn_rstd = "tdag.rmsnorm"(%l0_k, %l0_k_norm_w) {eps = 1.000000e-06 : f64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<2x2x4xf32>, tensor<4xf32>) -> (tensor<2x2x4xf32>, tensor<2x2x1xf32>)
     %l0_qr = "tdag.rope"(%l0_qn) {head_dim = 4 : i64, theta = 1.00000000000000000e+06 : f64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
     %l0_kr = "tdag.rope"(%l0_kn) {head_dim = 4 : i64, theta = 1.00000000000000000e+06 : f64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
-    %l0_att, %l0_probs = "tdag.gqa_attention"(%l0_qr, %l0_kr, %l0_v) {heads = 2 : i64, kv_heads = 1 : i64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x2x2xf32>)
+    %l0_att, %l0_probs = "tdag.gqa_attention"(%l0_qr, %l0_kr, %l0_v) {heads = 2 : i64, kv_heads = 1 : i64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x2xf32>)
     %l0_o = "tdag.matmul_nt"(%l0_att, %l0_o_w) {tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8x8xf32>) -> tensor<2x2x8xf32>
     %l0_res1 = "tdag.add"(%x, %l0_o) {tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
     %l0_ln2, %l0_ln2_rstd = "tdag.rmsnorm"(%l0_res1, %l0_post_norm_w) {eps = 1.000000e-06 : f64, tags = {layer = 0 : i64, PP = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x1xf32>)

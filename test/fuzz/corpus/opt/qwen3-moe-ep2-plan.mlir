@@ -26,7 +26,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %23:2 = "tdag.rmsnorm"(%20, %7) {eps = 9.9999999999999995E-7 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x4xf32>, tensor<4xf32>) -> (tensor<2x2x4xf32>, tensor<2x2x1xf32>)
     %24 = "tdag.rope"(%22#0) {head_dim = 4 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
     %25 = "tdag.rope"(%23#0) {head_dim = 4 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
-    %26:2 = "tdag.gqa_attention"(%24, %25, %21) {heads = 2 : i64, kv_heads = 1 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x2x2xf32>)
+    %26:2 = "tdag.gqa_attention"(%24, %25, %21) {heads = 2 : i64, kv_heads = 1 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x2xf32>)
     %27 = "tdag.matmul_nt"(%26#0, %5) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8x8xf32>) -> tensor<2x2x8xf32>
     %28 = "tdag.add"(%17, %27) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
     %29:2 = "tdag.rmsnorm"(%28, %8) {eps = 9.9999999999999995E-7 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x1xf32>)
@@ -72,7 +72,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %63 = "tdag.linear_grad_input"(%62, %5) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8x8xf32>) -> tensor<2x2x8xf32>
     %64 = "tdag.linear_grad_weight"(%62, %26#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>) -> tensor<8x8xf32>
     %65 = "tdag.pack_into"(%61, %64) {offset = 2080 : i64, pass = "B"} : (tensor<4336xf32>, tensor<8x8xf32>) -> tensor<4336xf32>
-    %66:3 = "tdag.gqa_attention_grad"(%63, %24, %25, %21, %26#1) {heads = 2 : i64, kv_heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x2x2xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>)
+    %66:3 = "tdag.gqa_attention_grad"(%63, %24, %25, %21, %26#0, %26#1) {heads = 2 : i64, kv_heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x8xf32>, tensor<2x2x2xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>)
     %67 = "tdag.rope_grad"(%66#1) {head_dim = 4 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
     %68 = "tdag.rope_grad"(%66#0) {head_dim = 4 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
     %69:2 = "tdag.rmsnorm_grad"(%67, %20, %7, %23#1) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<4xf32>, tensor<2x2x1xf32>) -> (tensor<2x2x4xf32>, tensor<4xf32>)
@@ -183,7 +183,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %23:2 = "tdag.rmsnorm"(%20, %7) {eps = 9.9999999999999995E-7 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x4xf32>, tensor<4xf32>) -> (tensor<2x2x4xf32>, tensor<2x2x1xf32>)
     %24 = "tdag.rope"(%22#0) {head_dim = 4 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
     %25 = "tdag.rope"(%23#0) {head_dim = 4 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
-    %26:2 = "tdag.gqa_attention"(%24, %25, %21) {heads = 2 : i64, kv_heads = 1 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x2x2xf32>)
+    %26:2 = "tdag.gqa_attention"(%24, %25, %21) {heads = 2 : i64, kv_heads = 1 : i64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x2xf32>)
     %27 = "tdag.matmul_nt"(%26#0, %5) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8x8xf32>) -> tensor<2x2x8xf32>
     %28 = "tdag.add"(%17, %27) {tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
     %29:2 = "tdag.rmsnorm"(%28, %8) {eps = 9.9999999999999995E-7 : f64, tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x1xf32>)
@@ -229,7 +229,7 @@ module attributes {piper.devices = 2 : i64, piper.global_batch = 4 : i64} {
     %63 = "tdag.linear_grad_input"(%62, %5) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<8x8xf32>) -> tensor<2x2x8xf32>
     %64 = "tdag.linear_grad_weight"(%62, %26#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>) -> tensor<8x8xf32>
     %65 = "tdag.pack_into"(%61, %64) {offset = 2080 : i64, pass = "B"} : (tensor<4336xf32>, tensor<8x8xf32>) -> tensor<4336xf32>
-    %66:3 = "tdag.gqa_attention_grad"(%63, %24, %25, %21, %26#1) {heads = 2 : i64, kv_heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x2x2xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>)
+    %66:3 = "tdag.gqa_attention_grad"(%63, %24, %25, %21, %26#0, %26#1) {heads = 2 : i64, kv_heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x8xf32>, tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<2x2x8xf32>, tensor<2x2x2xf32>) -> (tensor<2x2x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>)
     %67 = "tdag.rope_grad"(%66#1) {head_dim = 4 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
     %68 = "tdag.rope_grad"(%66#0) {head_dim = 4 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<2x2x8xf32>) -> tensor<2x2x8xf32>
     %69:2 = "tdag.rmsnorm_grad"(%67, %20, %7, %23#1) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64, mb = 0 : i64}} : (tensor<2x2x4xf32>, tensor<2x2x4xf32>, tensor<4xf32>, tensor<2x2x1xf32>) -> (tensor<2x2x4xf32>, tensor<4xf32>)

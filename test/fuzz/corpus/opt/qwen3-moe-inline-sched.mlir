@@ -19,7 +19,7 @@ module {
     %16:2 = "tdag.rmsnorm"(%13, %9) {eps = 9.9999999999999995E-7 : f64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x4xf32>, tensor<4xf32>) -> (tensor<4x2x4xf32>, tensor<4x2x1xf32>)
     %17 = "tdag.rope"(%15#0) {head_dim = 4 : i64, tags = {PP = 0 : i64, layer = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<4x2x8xf32>) -> tensor<4x2x8xf32>
     %18 = "tdag.rope"(%16#0) {head_dim = 4 : i64, tags = {PP = 0 : i64, layer = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<4x2x4xf32>) -> tensor<4x2x4xf32>
-    %19:2 = "tdag.gqa_attention"(%17, %18, %14) {heads = 2 : i64, kv_heads = 1 : i64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<4x2x4xf32>, tensor<4x2x4xf32>) -> (tensor<4x2x8xf32>, tensor<4x2x2x2xf32>)
+    %19:2 = "tdag.gqa_attention"(%17, %18, %14) {heads = 2 : i64, kv_heads = 1 : i64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<4x2x4xf32>, tensor<4x2x4xf32>) -> (tensor<4x2x8xf32>, tensor<4x2x2xf32>)
     %20 = "tdag.matmul_nt"(%19#0, %7) {tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<8x8xf32>) -> tensor<4x2x8xf32>
     %21 = "tdag.add"(%2, %20) {tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<4x2x8xf32>) -> tensor<4x2x8xf32>
     %22:2 = "tdag.rmsnorm"(%21, %10) {eps = 9.9999999999999995E-7 : f64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<8xf32>) -> (tensor<4x2x8xf32>, tensor<4x2x1xf32>)
@@ -60,7 +60,7 @@ module {
     %56 = "tdag.add"(%45#0, %55#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<4x2x8xf32>) -> tensor<4x2x8xf32>
     %57 = "tdag.linear_grad_input"(%56, %7) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<8x8xf32>) -> tensor<4x2x8xf32>
     %58 = "tdag.linear_grad_weight"(%56, %19#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<4x2x8xf32>) -> tensor<8x8xf32>
-    %59:3 = "tdag.gqa_attention_grad"(%57, %17, %18, %14, %19#1) {heads = 2 : i64, kv_heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<4x2x8xf32>, tensor<4x2x4xf32>, tensor<4x2x4xf32>, tensor<4x2x2x2xf32>) -> (tensor<4x2x8xf32>, tensor<4x2x4xf32>, tensor<4x2x4xf32>)
+    %59:3 = "tdag.gqa_attention_grad"(%57, %17, %18, %14, %19#0, %19#1) {heads = 2 : i64, kv_heads = 1 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x8xf32>, tensor<4x2x8xf32>, tensor<4x2x4xf32>, tensor<4x2x4xf32>, tensor<4x2x8xf32>, tensor<4x2x2xf32>) -> (tensor<4x2x8xf32>, tensor<4x2x4xf32>, tensor<4x2x4xf32>)
     %60 = "tdag.rope_grad"(%59#1) {head_dim = 4 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<4x2x4xf32>) -> tensor<4x2x4xf32>
     %61 = "tdag.rope_grad"(%59#0) {head_dim = 4 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}, theta = 1.000000e+06 : f64} : (tensor<4x2x8xf32>) -> tensor<4x2x8xf32>
     %62:2 = "tdag.rmsnorm_grad"(%60, %13, %9, %16#1) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x2x4xf32>, tensor<4x2x4xf32>, tensor<4xf32>, tensor<4x2x1xf32>) -> (tensor<4x2x4xf32>, tensor<4xf32>)

@@ -21,7 +21,7 @@ func.func @qwen3_ops() {
   // CHECK: "tdag.rope"(%{{.*}}) {head_dim = 2 : i64, theta = 1.000000e+06 : f64}
   %qrot = "tdag.rope"(%qn) {head_dim = 2 : i64, theta = 1.0e+06 : f64} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
   // CHECK: "tdag.gqa_attention"(%{{.*}}, %{{.*}}, %{{.*}}) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2x2xf32>)
-  %att, %probs = "tdag.gqa_attention"(%qrot, %k, %k) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2x2xf32>)
+  %att, %probs = "tdag.gqa_attention"(%qrot, %k, %k) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2xf32>)
   %g = "tdag.param"() {init = "normal", name = "g"} : () -> tensor<1x2x6xf32>
   // CHECK: "tdag.swiglu"(%{{.*}}, %{{.*}}) : (tensor<1x2x6xf32>, tensor<1x2x6xf32>) -> tensor<1x2x6xf32>
   %act = "tdag.swiglu"(%g, %g) : (tensor<1x2x6xf32>, tensor<1x2x6xf32>) -> tensor<1x2x6xf32>
@@ -29,7 +29,7 @@ func.func @qwen3_ops() {
   // CHECK: "tdag.swiglu_grad"{{.*}} -> (tensor<1x2x6xf32>, tensor<1x2x6xf32>)
   %dg, %du = "tdag.swiglu_grad"(%act, %g, %g) : (tensor<1x2x6xf32>, tensor<1x2x6xf32>, tensor<1x2x6xf32>) -> (tensor<1x2x6xf32>, tensor<1x2x6xf32>)
   // CHECK: "tdag.gqa_attention_grad"{{.*}} {heads = 2 : i64, kv_heads = 1 : i64}{{.*}} -> (tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>)
-  %dq, %dk, %dv = "tdag.gqa_attention_grad"(%att, %qrot, %k, %k, %probs) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>, tensor<1x2x2x2xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>)
+  %dq, %dk, %dv = "tdag.gqa_attention_grad"(%att, %qrot, %k, %k, %att, %probs) {heads = 2 : i64, kv_heads = 1 : i64} : (tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>, tensor<1x2x4xf32>, tensor<1x2x2xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>)
   // CHECK: "tdag.rope_grad"(%{{.*}}) {head_dim = 2 : i64, theta = 1.000000e+06 : f64}
   %dqn = "tdag.rope_grad"(%dq) {head_dim = 2 : i64, theta = 1.0e+06 : f64} : (tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
   // CHECK: "tdag.rmsnorm_grad"{{.*}} -> (tensor<1x2x4xf32>, tensor<2xf32>)

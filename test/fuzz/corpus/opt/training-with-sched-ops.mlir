@@ -18,7 +18,7 @@ module {
     %15 = "tdag.param"() {init = "zeros", name = "h.0.mlp.c_proj.bias", tags = {PP = 0 : i64, layer = 0 : i64}} : () -> tensor<16xf32>
     %16:3 = "tdag.layernorm"(%3, %4, %5) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
     %17 = "tdag.linear"(%16#0, %6, %7) {tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<4x8x48xf32>
-    %18:2 = "tdag.attention"(%17) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>) -> (tensor<4x8x16xf32>, tensor<4x2x8x8xf32>)
+    %18:2 = "tdag.attention"(%17) {heads = 2 : i64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>) -> (tensor<4x8x16xf32>, tensor<4x2x8xf32>)
     %19 = "tdag.linear"(%18#0, %8, %9) {tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<4x8x16xf32>
     %20 = "tdag.add"(%3, %19) {tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
     %21:3 = "tdag.layernorm"(%20, %10, %11) {eps = 1.000000e-05 : f64, tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
@@ -40,7 +40,7 @@ module {
     %37 = "tdag.param"() {init = "zeros", name = "h.1.mlp.c_proj.bias", tags = {PP = 1 : i64, layer = 1 : i64}} : () -> tensor<16xf32>
     %38:3 = "tdag.layernorm"(%25, %26, %27) {eps = 1.000000e-05 : f64, tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
     %39 = "tdag.linear"(%38#0, %28, %29) {tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<4x8x48xf32>
-    %40:2 = "tdag.attention"(%39) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x48xf32>) -> (tensor<4x8x16xf32>, tensor<4x2x8x8xf32>)
+    %40:2 = "tdag.attention"(%39) {heads = 2 : i64, tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x48xf32>) -> (tensor<4x8x16xf32>, tensor<4x2x8xf32>)
     %41 = "tdag.linear"(%40#0, %30, %31) {tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<4x8x16xf32>
     %42 = "tdag.add"(%25, %41) {tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
     %43:3 = "tdag.layernorm"(%42, %32, %33) {eps = 1.000000e-05 : f64, tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> (tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
@@ -71,7 +71,7 @@ module {
     %67 = "tdag.linear_grad_input"(%66, %30) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>, tensor<16x16xf32>) -> tensor<4x8x16xf32>
     %68 = "tdag.linear_grad_weight"(%66, %40#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> tensor<16x16xf32>
     %69 = "tdag.bias_grad"(%66) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>) -> tensor<16xf32>
-    %70 = "tdag.attention_grad"(%67, %39, %40#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x48xf32>, tensor<4x2x8x8xf32>) -> tensor<4x8x48xf32>
+    %70 = "tdag.attention_grad"(%67, %39, %40#0, %40#1) {heads = 2 : i64, pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x48xf32>, tensor<4x8x16xf32>, tensor<4x2x8xf32>) -> tensor<4x8x48xf32>
     %71 = "tdag.linear_grad_input"(%70, %28) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x48xf32>, tensor<48x16xf32>) -> tensor<4x8x16xf32>
     %72 = "tdag.linear_grad_weight"(%70, %38#0) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x48xf32>, tensor<4x8x16xf32>) -> tensor<48x16xf32>
     %73 = "tdag.bias_grad"(%70) {pass = "B", tags = {PP = 1 : i64, layer = 1 : i64}} : (tensor<4x8x48xf32>) -> tensor<48xf32>
@@ -89,7 +89,7 @@ module {
     %85 = "tdag.linear_grad_input"(%84, %8) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<16x16xf32>) -> tensor<4x8x16xf32>
     %86 = "tdag.linear_grad_weight"(%84, %18#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> tensor<16x16xf32>
     %87 = "tdag.bias_grad"(%84) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>) -> tensor<16xf32>
-    %88 = "tdag.attention_grad"(%85, %17, %18#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x48xf32>, tensor<4x2x8x8xf32>) -> tensor<4x8x48xf32>
+    %88 = "tdag.attention_grad"(%85, %17, %18#0, %18#1) {heads = 2 : i64, pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x16xf32>, tensor<4x8x48xf32>, tensor<4x8x16xf32>, tensor<4x2x8xf32>) -> tensor<4x8x48xf32>
     %89 = "tdag.linear_grad_input"(%88, %6) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>, tensor<48x16xf32>) -> tensor<4x8x16xf32>
     %90 = "tdag.linear_grad_weight"(%88, %16#0) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>, tensor<4x8x16xf32>) -> tensor<48x16xf32>
     %91 = "tdag.bias_grad"(%88) {pass = "B", tags = {PP = 0 : i64, layer = 0 : i64}} : (tensor<4x8x48xf32>) -> tensor<48xf32>

@@ -1,6 +1,7 @@
 // The GPU attention kernels at the bench shape (issue 34): the FlashAttention-2 kernels
 // (kernels/cuda_fa2.cu, bf16 in and out) beside the tensor-core kernels the plans run today
-// (kernels/cuda_flash.cu, fp32 in and out, bf16 operands staged by each launch), forward and
+// (kernels/cuda_flash.cu, bf16 in and out as a bf16 plan runs them, each operand staged by the
+// launch), forward and
 // backward, timed with CUDA events (median of `reps` after a warm-up), in TFLOP/s of causal
 // attention: forward 2 B H T^2 D, backward 2.5 times that (FlashAttention-2's count).
 //
@@ -28,6 +29,12 @@
 #include "kernels/cuda_fa2.h"
 #include "kernels/cuda_flash.cuh" /* flash_bf16 */
 #include "piper/runtime.h"
+
+// The launchers' tensor arguments (kernels/cuda.h): fp32, or bf16 bits
+static prt_fp_in in32(const float *p) { return prt_fp_in{p, 0}; }
+static prt_fp_out out32(float *p) { return prt_fp_out{p, 0}; }
+static prt_fp_in in16(const uint16_t *p) { return prt_fp_in{p, 1}; }
+static prt_fp_out out16(uint16_t *p) { return prt_fp_out{p, 1}; }
 
 #define CK(call)                                                                             \
   do {                                                                                       \
@@ -258,20 +265,22 @@ int main(int argc, char **argv) {
   row("fa2 (cuda_fa2.cu, bf16 I/O)", f2, b2, flops);
   double tc_total = 0;
 
-  // today's tensor-core kernels (fp32 I/O, bf16 staged; head sizes up to 64)
+  // today's tensor-core kernels as a bf16 plan runs them (bf16 I/O, each operand staged by
+  // the launch; head sizes up to 64)
   if (D <= PRT_CUDA_FLASH_MAX_HEAD) {
-    float *fq = up(fqkv), *fd = up(fdo), *fo = dev<float>(n), *fdq = dev<float>(n3);
+    uint16_t *to = dev<uint16_t>(n), *tdq = dev<uint16_t>(n3);
     float *Dbuf = dev<float>(rows);
     uint16_t *staged = (uint16_t *)dev<char>(prt_cuda_flash_stage_bytes(B, T, H, H));
     double ft = time_ms(reps, [&] {
-      CK(prt_cuda_flash_fwd_launch(fo, lse, fq, fq + C, fq + 2 * C, staged, B, T, H, H, D, 3 * C,
-                                   3 * C, C, 0));
-    });
-    double bt = time_ms(reps, [&] {
-      CK(prt_cuda_flash_bwd_launch(fdq, fdq + C, fdq + 2 * C, Dbuf, fd, fq, fq + C, fq + 2 * C, lse,
+      CK(prt_cuda_flash_fwd_launch(out16(to), lse, in16(qkv), in16(qkv + C), in16(qkv + 2 * C),
                                    staged, B, T, H, H, D, 3 * C, 3 * C, C, 0));
     });
-    row("tc (cuda_flash.cu, today's)", ft, bt, flops);
+    double bt = time_ms(reps, [&] {
+      CK(prt_cuda_flash_bwd_launch(out16(tdq), out16(tdq + C), out16(tdq + 2 * C), Dbuf,
+                                   in16(dout), in16(qkv), in16(qkv + C), in16(qkv + 2 * C), lse,
+                                   staged, B, T, H, H, D, 3 * C, 3 * C, C, 0));
+    });
+    row("tc (cuda_flash.cu, today's, bf16 I/O)", ft, bt, flops);
     tc_total = ft + bt;
   }
   // fp32: the FlashAttention-2 tiling in fp32 FMAs against today's scalar kernels (a warp a
@@ -290,10 +299,11 @@ int main(int argc, char **argv) {
     row("fa2 fp32 (cuda_fa2.cu, fp32 FMA)", ff, bf, flops);
     int sreps = reps / 4 > 3 ? reps / 4 : 3;
     double fs = time_ms(sreps, [&] {
-      CK(prt_cuda_attention_fwd_launch(fo, flse, fq, B, T, C, H, 0));
+      CK(prt_cuda_attention_fwd_launch(out32(fo), flse, in32(fq), B, T, C, H, 0));
     });
     double bs = time_ms(sreps, [&] {
-      CK(prt_cuda_attention_bwd_launch(fdq, fd, fq, flse, s32, B, T, C, H, 0));
+      CK(prt_cuda_attention_bwd_launch(out32(fdq), in32(fd), in32(fq), flse, s32, B, T, C, H,
+                                       0));
     });
     row("scalar fp32 (cuda_attention.cu, today's fp32)", fs, bs, flops);
   }

@@ -229,10 +229,14 @@ def estimate(m):
 # allocations of a step do not depend on C, T or B (sizes are kernel arguments); the bytes do,
 # and the table says how they scale.
 COUNTER_MODEL = dict(layers=12, dim=32, heads=2, seq=16, batch=2, vocab=256)
+# The bytes a step moves depend on the shape: one where the activations outweigh the weights
+# as at the bench shape (B T / C = 32 here, 21 there), that the fake runs in seconds.
+BYTES_MODEL = dict(layers=2, dim=32, heads=2, seq=128, batch=8, vocab=256)
 
 
-def fake_binary(build, outdir, m, precision, tag):
-    """A --target cuda binary of model m linked against libpiper_fakecuda."""
+def fake_binary(build, outdir, m, precision, tag, extra=()):
+    """A --target cuda binary of model m linked against libpiper_fakecuda (extra: more
+    piper-compile flags)."""
     lib = os.path.join(build, "lib")
     mlir = os.path.join(outdir, tag + ".mlir")
     with open(mlir, "w") as f:
@@ -241,17 +245,19 @@ def fake_binary(build, outdir, m, precision, tag):
                        stdout=f, check=True)
     obj, exe = os.path.join(outdir, tag + ".o"), os.path.join(outdir, tag)
     subprocess.run([os.path.join(build, "bin", "piper-compile"), mlir, "--target", "cuda",
-                    "--precision", precision, "--emit=obj", "-o", obj], check=True)
+                    "--precision", precision, *extra, "--emit=obj", "-o", obj], check=True)
     with open(os.path.join(lib, "piper_rt_fakecuda.link")) as f:
         link = f.read().split()
     subprocess.run(["cc", obj, "-L" + lib] + link + ["-o", exe], check=True)
     return exe
 
 
-def fake_counts(exe, steps, graph, workdir):
+def fake_counts(exe, steps, graph, workdir, attn=None):
     """The fake runtime's counters of each step pass (FAKE_CUDA_COUNTERS)."""
-    path = exe + (".graph" if graph else ".kernels") + ".counters.jsonl"
+    path = exe + (".graph" if graph else ".kernels") + (attn or "") + ".counters.jsonl"
     env = dict(os.environ, FAKE_CUDA_COUNTERS=path, PIPER_CUDA_GRAPH="1" if graph else "0")
+    if attn:
+        env["PIPER_CUDA_ATTN"] = attn
     subprocess.run([exe, "--steps", str(steps), "--quiet"], check=True, env=env, cwd=workdir)
     with open(path) as f:
         rows = [json.loads(line) for line in f if line.strip()]
@@ -267,24 +273,28 @@ def counters(build, outdir, steps=3):
     small = dict(m, layers=2)
     print("## GPU step counters under the fake CUDA runtime (GPT L{layers}, launch structure of "
           "the bench GPT; C{dim} H{heads} T{seq} B{batch} V{vocab})\n".format(**m))
-    print("| plan | mode | kernels a step | kernels a layer | launch calls a step | graph "
-          "launches | host waits in the step | host waits after it | allocations after the "
-          "warm-up | host->device B a step | device->host B a step |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for precision in ("fp32", "bf16"):
-        exe = fake_binary(build, outdir, m, precision, "gpt_l%d_%s" % (L, precision))
-        exe2 = fake_binary(build, outdir, small, precision, "gpt_l2_%s" % precision)
+    print("| plan | mode | kernels a step | kernels a layer | conversion kernels a step | "
+          "launch calls a step | graph launches | host waits in the step | host waits after "
+          "it | allocations after the warm-up | host->device B a step | device->host B a "
+          "step |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    plans = (("fp32", "fp32", ()), ("bf16", "bf16", ()),
+             ("bf16, --bf16-io convert", "bf16", ("--bf16-io", "convert")))
+    for name, precision, extra in plans:
+        tag = precision + ("_convert" if extra else "")
+        exe = fake_binary(build, outdir, m, precision, "gpt_l%d_%s" % (L, tag), extra)
+        exe2 = fake_binary(build, outdir, small, precision, "gpt_l2_%s" % tag, extra)
         for graph in (True, False):
             rows = fake_counts(exe, steps, graph, outdir)
             rows2 = fake_counts(exe2, steps, graph, outdir)
             steady, steady2 = rows[-2], rows2[-2]
             per_layer = (steady["kernels"] - steady2["kernels"]) / (L - 2)
             allocs = sum(r["allocs"] for r in rows[1:-1])
-            print("| {} | {} | {} | {:g} | {} | {} | {} | {} | {} | {} | {} |".format(
-                precision, "CUDA graph" if graph else "kernel by kernel", steady["kernels"],
-                per_layer, steady["launch_calls"], steady["graph_launches"],
-                steady["syncs_in_step"], steady["syncs_after"], allocs, steady["h2d"],
-                steady["d2h"]))
+            print("| {} | {} | {} | {:g} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+                name, "CUDA graph" if graph else "kernel by kernel", steady["kernels"],
+                per_layer, steady["conversions"], steady["launch_calls"],
+                steady["graph_launches"], steady["syncs_in_step"], steady["syncs_after"],
+                allocs, steady["h2d"], steady["d2h"]))
     tok = 2 * m["batch"] * m["seq"] * 4
     print("\nBytes a step: host->device = the tokens and targets ({} B here: 2 x B x T x 4; "
           "131072 B for the bench GPT's B16 T1024) and 32 B of AdamW scalars (the step's lr "
@@ -292,6 +302,23 @@ def counters(build, outdir, steps=3):
           "(8 B). Waits after the step: the norm's read, then the losses' (copied to page-locked "
           "staging, one device synchronize). The warm-up step (the first) sizes the scratch "
           "and is not counted.".format(tok))
+    b = BYTES_MODEL
+    print("\n## Device bytes a step (GPT L{layers} C{dim} H{heads} T{seq} B{batch} V{vocab}: "
+          "kernels' distinct loads and stores, cuBLAS's matrices, the nvcc kernels' tensors)\n"
+          .format(**b))
+    print("| plan | attention | read MB | written MB | total MB | of fp32's |")
+    print("|---|---|---|---|---|---|")
+    base = None
+    for name, precision, extra in plans:
+        tag = precision + ("_convert" if extra else "")
+        exe = fake_binary(build, outdir, b, precision, "bytes_%s" % tag, extra)
+        for attn in ("fp32", None) if precision == "bf16" else ("fp32",):
+            row = fake_counts(exe, steps, True, outdir, attn)[-2]
+            total = row["read"] + row["written"]
+            base = base or total
+            print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.1%} |".format(
+                name, "fp32 kernels" if attn else "tensor cores (default)", row["read"] / 1e6,
+                row["written"] / 1e6, total / 1e6, total / base))
 
 
 def main():

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "piper/gpu_tables.h"
 #include "piper/kernels.h"
 #include "piper/piper.h"
 #include "piper/target.h"
@@ -58,7 +59,17 @@
  *                   tanh_vec, operation for operation.
  *   @piper_log(s)   ln s in f64 for a finite s >= 1 (a softmax sum): s = m 2^e with m in
  *                   [sqrt(1/2), sqrt(2)), ln m = 2 atanh((m-1)/(m+1)) by 16 terms of its
- *                   series (|z| <= 0.172: the last term is below 1e-24 relative). */
+ *                   series (|z| <= 0.172: the last term is below 1e-24 relative).
+ *   @piper_bf16(x)  the bf16 nearest to x (i32, upper half zero), ties to even, a NaN as the
+ *                   one quiet NaN 0x7fc0: prt_f32_to_bf16 (runtime/prt_internal.h), operation
+ *                   for operation (the carry of 0x7fff plus the kept half's lowest bit rounds,
+ *                   and walks an overflow into inf). The one place a kernel narrows.
+ *   @piper_ld(p, i, io, bit)      element i of tensor argument p as f32: bf16 widened (its
+ *                   bits the fp32's upper half: exact) when bit `bit` of the kernel's bf16
+ *                   mask %io is set, else fp32
+ *   @piper_st(v, p, i, io, bit)   v stored as element i of p, likewise: rounded by
+ *                   @piper_bf16 where the bit is set. The mask is the launch's: one branch
+ *                   every thread takes alike. */
 static const char helpers[] =
     "  func.func private @piper_exp(%x0: f32) -> f32\n"
     "      attributes {llvm.linkage = #llvm.linkage<internal>} {\n"
@@ -174,6 +185,63 @@ static const char helpers[] =
     "    %ee = arith.mulf %ef, %ln2 : f64\n"
     "    %r = arith.addf %ee, %lnm : f64\n"
     "    return %r : f64\n"
+    "  }\n"
+    "  func.func private @piper_bf16(%x: f32) -> i32\n"
+    "      attributes {llvm.linkage = #llvm.linkage<internal>} {\n"
+    "    %u = arith.bitcast %x : f32 to i32\n"
+    "    %absmask = arith.constant 2147483647 : i32\n"
+    "    %abs = arith.andi %u, %absmask : i32\n"
+    "    %infbits = arith.constant 2139095040 : i32\n"
+    "    %isnan = arith.cmpi ugt, %abs, %infbits : i32\n"
+    "    %c16 = arith.constant 16 : i32\n"
+    "    %kept = arith.shrui %u, %c16 : i32\n"
+    "    %c1 = arith.constant 1 : i32\n"
+    "    %lsb = arith.andi %kept, %c1 : i32\n"
+    "    %half = arith.constant 32767 : i32\n"
+    "    %bias = arith.addi %half, %lsb : i32\n"
+    "    %ur = arith.addi %u, %bias : i32\n"
+    "    %hr = arith.shrui %ur, %c16 : i32\n"
+    "    %qnan = arith.constant 32704 : i32\n"
+    "    %h = arith.select %isnan, %qnan, %hr : i32\n"
+    "    return %h : i32\n"
+    "  }\n"
+    "  func.func private @piper_ld(%p: !llvm.ptr, %i: i64, %io: i32, %bit: i32) -> f32\n"
+    "      attributes {llvm.linkage = #llvm.linkage<internal>} {\n"
+    "    %c1 = arith.constant 1 : i32\n"
+    "    %sh = arith.shrui %io, %bit : i32\n"
+    "    %b = arith.andi %sh, %c1 : i32\n"
+    "    %is16 = arith.cmpi eq, %b, %c1 : i32\n"
+    "    %v = scf.if %is16 -> (f32) {\n"
+    "      %q16 = llvm.getelementptr %p[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i16\n"
+    "      %h16 = llvm.load %q16 : !llvm.ptr -> i16\n"
+    "      %h = arith.extui %h16 : i16 to i32\n"
+    "      %c16 = arith.constant 16 : i32\n"
+    "      %wb = arith.shli %h, %c16 : i32\n"
+    "      %w = arith.bitcast %wb : i32 to f32\n"
+    "      scf.yield %w : f32\n"
+    "    } else {\n"
+    "      %q32 = llvm.getelementptr %p[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32\n"
+    "      %f = llvm.load %q32 : !llvm.ptr -> f32\n"
+    "      scf.yield %f : f32\n"
+    "    }\n"
+    "    return %v : f32\n"
+    "  }\n"
+    "  func.func private @piper_st(%v: f32, %p: !llvm.ptr, %i: i64, %io: i32, %bit: i32)\n"
+    "      attributes {llvm.linkage = #llvm.linkage<internal>} {\n"
+    "    %c1 = arith.constant 1 : i32\n"
+    "    %sh = arith.shrui %io, %bit : i32\n"
+    "    %b = arith.andi %sh, %c1 : i32\n"
+    "    %is16 = arith.cmpi eq, %b, %c1 : i32\n"
+    "    scf.if %is16 {\n"
+    "      %h = func.call @piper_bf16(%v) : (f32) -> i32\n"
+    "      %h16 = arith.trunci %h : i32 to i16\n"
+    "      %q16 = llvm.getelementptr %p[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i16\n"
+    "      llvm.store %h16, %q16 : i16, !llvm.ptr\n"
+    "    } else {\n"
+    "      %q32 = llvm.getelementptr %p[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32\n"
+    "      llvm.store %v, %q32 : f32, !llvm.ptr\n"
+    "    }\n"
+    "    return\n"
     "  }\n";
 
 /* One device kernel: its name (the PTX .entry the runtime launches) and its gpu.func. */
@@ -189,7 +257,7 @@ typedef struct {
  * grid is rounded up to whole blocks (runtime/kernels/cuda.c). */
 #define KERNEL(name, args, sizing, bound, body)                                            \
   [PRT_DK_##name] = {"piper_" #name,                                                       \
-         "  gpu.func @piper_" #name "(" args ") kernel {\n" TID sizing                     \
+         "  gpu.func @piper_" #name "(" args ", %io: i32) kernel {\n" TID sizing           \
          "    %in = arith.cmpi slt, %i, " bound " : i64\n"                                 \
          "    scf.if %in {\n" body "    }\n"                                               \
          "    gpu.return\n"                                                                \
@@ -198,7 +266,7 @@ typedef struct {
  * zero its guard compares with, is there for the body too. */
 #define ONE_THREAD_KERNEL(name, args, body)                                                \
   [PRT_DK_##name] = {"piper_" #name,                                                       \
-         "  gpu.func @piper_" #name "(" args ") kernel {\n" TID                            \
+         "  gpu.func @piper_" #name "(" args ", %io: i32) kernel {\n" TID                  \
          "    %z = arith.constant 0 : i64\n"                                               \
          "    %first = arith.cmpi eq, %i, %z : i64\n"                                      \
          "    scf.if %first {\n" body "    }\n"                                            \
@@ -213,33 +281,26 @@ typedef struct {
 /* The same in f64: PTX's sqrt.rn.f64 */
 #define SQRT_RN_F64(res, x)                                                                \
   "      " res " = llvm.inline_asm \"sqrt.rn.f64 $0, $1;\", \"=d,d\" " x " : (f64) -> f64\n"
-/* Entry `chunk` of a multi-tensor table (runtime/kernels/cuda.c's tensor_chunk: 8 i64 each,
- * [0] the parameter, [1] the gradient, [2] and [3] AdamW's moments, [4] the chunk's first
- * element in its tensor, [5] its length, [6] decay, [7] the scalar group): %eb, the entry's
- * first i64; %q0, the address of its [0]; %g (the gradient), %start, %len; the constants
- * %k2 .. %k8 for the other fields' offsets */
+/* Entry `chunk` of a multi-tensor table (include/piper/gpu_tables.h, the one layout the host
+ * that fills it and these kernels share): %eb, the entry's first i64; %q<f>, the address of
+ * its field f (CHUNK_FIELD); %q0, %g (the gradient), %start, %len */
+#define CHUNK_FIELD(field)                                                                 \
+  "      %fc" PRT_GPU_STR(field) " = arith.constant " PRT_GPU_STR(field) " : i64\n"        \
+  "      %fi" PRT_GPU_STR(field) " = arith.addi %eb, %fc" PRT_GPU_STR(field) " : i64\n"   \
+  GEP("%q" PRT_GPU_STR(field), "%table", "%fi" PRT_GPU_STR(field), "i64")
 #define TENSOR_CHUNK(chunk)                                                                \
-  "      %k1 = arith.constant 1 : i64\n"                                                   \
-  "      %k2 = arith.constant 2 : i64\n"                                                   \
-  "      %k3 = arith.constant 3 : i64\n"                                                   \
-  "      %k4 = arith.constant 4 : i64\n"                                                   \
-  "      %k5 = arith.constant 5 : i64\n"                                                   \
-  "      %k6 = arith.constant 6 : i64\n"                                                   \
-  "      %k7 = arith.constant 7 : i64\n"                                                   \
-  "      %k8 = arith.constant 8 : i64\n"                                                   \
-  "      %eb = arith.muli " chunk ", %k8 : i64\n" GEP("%q0", "%table", "%eb", "i64")       \
-  "      %e1 = arith.addi %eb, %k1 : i64\n" GEP("%q1", "%table", "%e1", "i64")              \
-  "      %e4 = arith.addi %eb, %k4 : i64\n" GEP("%q4", "%table", "%e4", "i64")              \
-  "      %e5 = arith.addi %eb, %k5 : i64\n" GEP("%q5", "%table", "%e5", "i64")              \
-  "      %g = llvm.load %q1 : !llvm.ptr -> !llvm.ptr\n"                                    \
-  "      %start = llvm.load %q4 : !llvm.ptr -> i64\n"                                      \
-  "      %len = llvm.load %q5 : !llvm.ptr -> i64\n"
-/* %name = scal[%sb + index] (f32): one of adamw_multi's scalars */
+  "      %kw = arith.constant " PRT_GPU_STR(PRT_CHUNK_FIELDS) " : i64\n"                  \
+  "      %eb = arith.muli " chunk ", %kw : i64\n" CHUNK_FIELD(PRT_CHUNK_P)                 \
+  CHUNK_FIELD(PRT_CHUNK_G) CHUNK_FIELD(PRT_CHUNK_START) CHUNK_FIELD(PRT_CHUNK_LEN)         \
+  "      %g = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_G) " : !llvm.ptr -> !llvm.ptr\n"         \
+  "      %start = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_START) " : !llvm.ptr -> i64\n"       \
+  "      %len = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_LEN) " : !llvm.ptr -> i64\n"
+/* %name = scal[%sb + index] (f32): adamw_multi's scalar `index` (PRT_ADAM_*) */
 #define SCALAR(name, index)                                                                \
-  "      %si" index " = arith.constant " index " : i64\n"                                   \
-  "      %sx" index " = arith.addi %sb, %si" index " : i64\n"                               \
-  GEP("%sp" index, "%scal", "%sx" index, "f32")                                            \
-  "      " name " = llvm.load %sp" index " : !llvm.ptr -> f32\n"
+  "      %si" PRT_GPU_STR(index) " = arith.constant " PRT_GPU_STR(index) " : i64\n"        \
+  "      %sx" PRT_GPU_STR(index) " = arith.addi %sb, %si" PRT_GPU_STR(index) " : i64\n"    \
+  GEP("%sp" PRT_GPU_STR(index), "%scal", "%sx" PRT_GPU_STR(index), "f32")                  \
+  "      " name " = llvm.load %sp" PRT_GPU_STR(index) " : !llvm.ptr -> f32\n"
 /* %z, %one: an i64 loop's bounds and step; sum0: a sum's 0.0 of type fty */
 #define LOOP_CONSTANTS(sum0, fty)                                                          \
   "      %z = arith.constant 0 : i64\n"                                                    \
@@ -286,25 +347,20 @@ typedef struct {
   "      %one = arith.constant 1.0 : f32\n"                                                \
   "      %d = arith.addf %one, %e : f32\n"
 
-/* %h (i32, its upper half zero) = the bf16 nearest to %x (f32), ties to even, a NaN as the
- * one quiet NaN 0x7fc0: prt_f32_to_bf16 (runtime/prt_internal.h), operation for operation (the
- * carry of 0x7fff plus the kept half's lowest bit rounds, and walks an overflow into inf) */
-#define BF16_NARROW                                                                        \
-  "      %u = arith.bitcast %x : f32 to i32\n"                                             \
-  "      %absmask = arith.constant 2147483647 : i32\n"                                     \
-  "      %abs = arith.andi %u, %absmask : i32\n"                                           \
-  "      %infbits = arith.constant 2139095040 : i32\n"                                     \
-  "      %isnan = arith.cmpi ugt, %abs, %infbits : i32\n"                                  \
-  "      %c16 = arith.constant 16 : i32\n"                                                 \
-  "      %kept = arith.shrui %u, %c16 : i32\n"                                             \
-  "      %c1 = arith.constant 1 : i32\n"                                                   \
-  "      %lsb = arith.andi %kept, %c1 : i32\n"                                             \
-  "      %half = arith.constant 32767 : i32\n"                                             \
-  "      %bias = arith.addi %half, %lsb : i32\n"                                           \
-  "      %ur = arith.addi %u, %bias : i32\n"                                               \
-  "      %hr = arith.shrui %ur, %c16 : i32\n"                                              \
-  "      %qnan = arith.constant 32704 : i32\n"                                             \
-  "      %h = arith.select %isnan, %qnan, %hr : i32\n"
+/* %h (i32, its upper half zero) = the bf16 nearest to %x (f32): @piper_bf16 */
+#define BF16_NARROW "      %h = func.call @piper_bf16(%x) : (f32) -> i32\n"
+/* %res (f32) = element `idx` of tensor argument `ptr`, bf16 or fp32 by bit `bit` of the
+ * kernel's bf16 mask %io (@piper_ld); the FP_IN arguments of the kernel list */
+#define LD(res, ptr, idx, bit)                                                             \
+  "      " res "_ld = arith.constant " #bit " : i32\n"                                     \
+  "      " res " = func.call @piper_ld(" ptr ", " idx ", %io, " res "_ld) : (!llvm.ptr, i64,"\
+  " i32, i32) -> f32\n"
+/* element `idx` of tensor argument `ptr` = `val` (f32), stored as bf16 or fp32 by bit `bit`
+ * of %io (@piper_st); the FP_OUT arguments */
+#define ST(val, ptr, idx, bit)                                                             \
+  "      " val "_st = arith.constant " #bit " : i32\n"                                     \
+  "      func.call @piper_st(" val ", " ptr ", " idx ", %io, " val "_st) : (f32, !llvm.ptr,"\
+  " i64, i32, i32) -> ()\n"
 /* %w (f32) = the bf16 %h (i32, upper half zero) widened: its bits become the fp32's upper half */
 #define BF16_WIDEN                                                                         \
   "      %c16w = arith.constant 16 : i32\n"                                                \
@@ -317,34 +373,25 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
     /* y[i] = a[i] + b[i] (prt_add) */
     KERNEL(add, "%y: !llvm.ptr, %a: !llvm.ptr, %b: !llvm.ptr, %n: i64",
            "", "%n",
-           GEP("%pa", "%a", "%i", "f32") GEP("%pb", "%b", "%i", "f32")
-           "      %va = llvm.load %pa : !llvm.ptr -> f32\n"
-           "      %vb = llvm.load %pb : !llvm.ptr -> f32\n"
-           "      %s = arith.addf %va, %vb : f32\n" GEP("%py", "%y", "%i", "f32")
-           "      llvm.store %s, %py : f32, !llvm.ptr\n"),
-    /* dst[i] = src[i] (prt_copy: outputs, pack_into) */
+           LD("%va", "%a", "%i", 1) LD("%vb", "%b", "%i", 2)
+           "      %s = arith.addf %va, %vb : f32\n" ST("%s", "%y", "%i", 0)),
+    /* dst[i] = src[i] (prt_copy: outputs, pack_into; a tdag.cast rounds or widens) */
     KERNEL(copy, "%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64",
            "", "%n",
-           GEP("%ps", "%src", "%i", "f32")
-           "      %v = llvm.load %ps : !llvm.ptr -> f32\n" GEP("%pd", "%dst", "%i", "f32")
-           "      llvm.store %v, %pd : f32, !llvm.ptr\n"),
+           LD("%v", "%src", "%i", 1) ST("%v", "%dst", "%i", 0)),
     /* y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (prt_gelu_fwd) */
     KERNEL(gelu_fwd, "%y: !llvm.ptr, %x: !llvm.ptr, %n: i64",
            "", "%n",
-           GEP("%px", "%x", "%i", "f32")
-           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           LD("%xv", "%x", "%i", 1)
            "      %k = arith.constant 0.0447149985 : f32\n"
            GELU_TANH
            "      %hx = arith.mulf %half, %xv : f32\n"
            "      %opt = arith.addf %one, %th : f32\n"
-           "      %r = arith.mulf %hx, %opt : f32\n" GEP("%py", "%y", "%i", "f32")
-           "      llvm.store %r, %py : f32, !llvm.ptr\n"),
+           "      %r = arith.mulf %hx, %opt : f32\n" ST("%r", "%y", "%i", 0)),
     /* dx = gelu'(x) dy (prt_gelu_bwd) */
     KERNEL(gelu_bwd, "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %n: i64",
            "", "%n",
-           GEP("%px", "%x", "%i", "f32") GEP("%pdy", "%dy", "%i", "f32")
-           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "      %dyv = llvm.load %pdy : !llvm.ptr -> f32\n"
+           LD("%xv", "%x", "%i", 2) LD("%dyv", "%dy", "%i", 1)
            "      %k = arith.constant 0.0447149985 : f32\n"
            "      %k3 = arith.constant 0.134144992 : f32\n"
            GELU_TANH
@@ -360,27 +407,21 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %w3 = arith.addf %one, %w2 : f32\n"
            "      %q4 = arith.mulf %q3, %w3 : f32\n"
            "      %local = arith.addf %l1, %q4 : f32\n"
-           "      %r = arith.mulf %local, %dyv : f32\n" GEP("%pdx", "%dx", "%i", "f32")
-           "      llvm.store %r, %pdx : f32, !llvm.ptr\n"),
+           "      %r = arith.mulf %local, %dyv : f32\n" ST("%r", "%dx", "%i", 0)),
     /* y = x <= 0 ? 0 : x (prt_relu_fwd; cmpf ole is false for a NaN, which passes) */
     KERNEL(relu_fwd, "%y: !llvm.ptr, %x: !llvm.ptr, %n: i64",
            "", "%n",
-           GEP("%px", "%x", "%i", "f32")
-           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
+           LD("%xv", "%x", "%i", 1)
            "      %zero = arith.constant 0.0 : f32\n"
            "      %off = arith.cmpf ole, %xv, %zero : f32\n"
-           "      %r = arith.select %off, %zero, %xv : f32\n" GEP("%py", "%y", "%i", "f32")
-           "      llvm.store %r, %py : f32, !llvm.ptr\n"),
+           "      %r = arith.select %off, %zero, %xv : f32\n" ST("%r", "%y", "%i", 0)),
     /* dx = x <= 0 ? 0 : dy (prt_relu_bwd) */
     KERNEL(relu_bwd, "%dx: !llvm.ptr, %dy: !llvm.ptr, %x: !llvm.ptr, %n: i64",
            "", "%n",
-           GEP("%px", "%x", "%i", "f32") GEP("%pdy", "%dy", "%i", "f32")
-           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "      %dyv = llvm.load %pdy : !llvm.ptr -> f32\n"
+           LD("%xv", "%x", "%i", 2) LD("%dyv", "%dy", "%i", 1)
            "      %zero = arith.constant 0.0 : f32\n"
            "      %off = arith.cmpf ole, %xv, %zero : f32\n"
-           "      %r = arith.select %off, %zero, %dyv : f32\n" GEP("%pdx", "%dx", "%i", "f32")
-           "      llvm.store %r, %pdx : f32, !llvm.ptr\n"),
+           "      %r = arith.select %off, %zero, %dyv : f32\n" ST("%r", "%dx", "%i", 0)),
     /* out[b,t,:] = wte[tok[b,t],:] + wpe[t,:], one thread per element (prt_embedding_fwd);
      * a negative token (the CPU stops on it) gives NaN, which the loss then shows */
     KERNEL(embedding_fwd,
@@ -406,8 +447,7 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %pv = llvm.load %pp : !llvm.ptr -> f32\n"
            "      %s = arith.addf %ev, %pv : f32\n"
            "      %nan = arith.constant 0x7FC00000 : f32\n"
-           "      %r = arith.select %bad, %nan, %s : f32\n" GEP("%po2", "%out", "%i", "f32")
-           "      llvm.store %r, %po2 : f32, !llvm.ptr\n"),
+           "      %r = arith.select %bad, %nan, %s : f32\n" ST("%r", "%out", "%i", 0)),
     /* dwpe[t, c] = sum over b of dy[b, t, c], one thread per (t, c), in b order */
     KERNEL(embedding_bwd_wpe, "%dwpe: !llvm.ptr, %dy: !llvm.ptr, %B: i64, %T: i64, %C: i64",
            "    %n = arith.muli %T, %C : i64\n",
@@ -415,8 +455,7 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            LOOP_CONSTANTS("%zf", "f32")
            "      %s = scf.for %b = %z to %B step %one iter_args(%acc = %zf) -> (f32) : i64 {\n"
            "        %bo = arith.muli %b, %n : i64\n"
-           "        %bi = arith.addi %bo, %i : i64\n" GEP("%pd", "%dy", "%bi", "f32")
-           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %bi = arith.addi %bo, %i : i64\n" LD("%dv", "%dy", "%bi", 1)
            "        %acc2 = arith.addf %acc, %dv : f32\n"
            "        scf.yield %acc2 : f32\n"
            "      }\n" GEP("%pw", "%dwpe", "%i", "f32")
@@ -436,8 +475,7 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %zd = arith.constant 0.0 : f64\n"
            "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
            "        %ro = arith.muli %row, %N : i64\n"
-           "        %xi = arith.addi %ro, %j : i64\n" GEP("%pd", "%dy", "%xi", "f32")
-           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %xi = arith.addi %ro, %j : i64\n" LD("%dv", "%dy", "%xi", 1)
            "        %dd = arith.extf %dv : f32 to f64\n"
            "        %acc2 = arith.addf %acc, %dd : f64\n"
            "        scf.yield %acc2 : f64\n"
@@ -498,11 +536,9 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %sw, %sb = scf.for %r = %lo to %hi step %one iter_args(%aw = %zd, %ab = %zd)"
            " -> (f64, f64) : i64 {\n"
            "        %ro = arith.muli %r, %C : i64\n"
-           "        %xi = arith.addi %ro, %c : i64\n" GEP("%px", "%x", "%xi", "f32")
-           GEP("%pd", "%dy", "%xi", "f32") GEP("%pm", "%mean", "%r", "f32")
+           "        %xi = arith.addi %ro, %c : i64\n" LD("%xv", "%x", "%xi", 3)
+           LD("%dv", "%dy", "%xi", 2) GEP("%pm", "%mean", "%r", "f32")
            GEP("%prs", "%rstd", "%r", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
            "        %m = llvm.load %pm : !llvm.ptr -> f32\n"
            "        %rs = llvm.load %prs : !llvm.ptr -> f32\n"
            "        %d = arith.subf %xv, %m : f32\n"
@@ -551,9 +587,7 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "          %ei = arith.addi %slab, %ec : i64\n"
            "          %ro = arith.muli %r, %C : i64\n"
            "          %ri = arith.addi %ro, %c : i64\n" GEP("%pe", "%partial", "%ei", "f32")
-           GEP("%pd", "%dy", "%ri", "f32")
-           "          %ev = llvm.load %pe : !llvm.ptr -> f32\n"
-           "          %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "          %ev = llvm.load %pe : !llvm.ptr -> f32\n" LD("%dv", "%dy", "%ri", 1)
            "          %s = arith.addf %ev, %dv : f32\n"
            "          llvm.store %s, %pe : f32, !llvm.ptr\n"
            "        }\n"
@@ -584,19 +618,16 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "%probs: !llvm.ptr, %rowloss: !llvm.ptr, %logits: !llvm.ptr, %tgt: !llvm.ptr, %N: i64,"
            " %V: i64, %eps: f32",
            "", "%N",
-           ROW_START("%V") GEP("%pl0", "%logits", "%base", "f32")
-           "      %l0 = llvm.load %pl0 : !llvm.ptr -> f32\n"
+           ROW_START("%V") LD("%l0", "%logits", "%base", 2)
            "      %mx = scf.for %j = %one to %V step %one iter_args(%m = %l0) -> (f32) : i64 {\n"
-           "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
-           "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
+           "        %li = arith.addi %base, %j : i64\n" LD("%lv", "%logits", "%li", 2)
            "        %gt = arith.cmpf ogt, %lv, %m : f32\n"
            "        %m2 = arith.select %gt, %lv, %m : f32\n"
            "        scf.yield %m2 : f32\n"
            "      }\n"
            "      %s, %sh = scf.for %j = %z to %V step %one iter_args(%acc = %zd, %sacc = %zd)"
            " -> (f64, f64) : i64 {\n"
-           "        %li = arith.addi %base, %j : i64\n" GEP("%pl", "%logits", "%li", "f32")
-           "        %lv = llvm.load %pl : !llvm.ptr -> f32\n"
+           "        %li = arith.addi %base, %j : i64\n" LD("%lv", "%logits", "%li", 2)
            "        %d = arith.subf %lv, %mx : f32\n"
            "        %e = func.call @piper_exp(%d) : (f32) -> f32\n"
            GEP("%pp", "%probs", "%li", "f32")
@@ -622,8 +653,7 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %lt = arith.cmpi slt, %y, %V : i64\n"
            "      %ok = arith.andi %ge, %lt : i1\n"
            "      %ys = arith.select %ok, %y, %z : i64\n"
-           "      %yi = arith.addi %base, %ys : i64\n" GEP("%ply", "%logits", "%yi", "f32")
-           "      %ly = llvm.load %ply : !llvm.ptr -> f32\n"
+           "      %yi = arith.addi %base, %ys : i64\n" LD("%ly", "%logits", "%yi", 2)
            "      %lym = arith.subf %ly, %mx : f32\n"
            "      %lymd = arith.extf %lym : f32 to f64\n"
            "      %lg = func.call @piper_log(%s) : (f64) -> f64\n"
@@ -678,16 +708,18 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %pm1 = arith.subf %p, %keep : f32\n"
            "      %v0 = arith.select %hit, %pm1, %p : f32\n"
            "      %v = arith.subf %v0, %unif : f32\n"
-           "      %d = arith.mulf %v, %invn : f32\n" GEP("%pd", "%dl", "%i", "f32")
-           "      llvm.store %d, %pd : f32, !llvm.ptr\n"),
+           "      %d = arith.mulf %v, %invn : f32\n" ST("%d", "%dl", "%i", 0)),
     /* torch's AdamW element for element over every tensor of the step's update at once (one
      * launch, llm.c's multi-tensor form): thread i handles element i % CH of chunk i / CH of
      * the table (TENSOR_CHUNK below: the tensor's pointers, where the chunk starts and its
      * length, decay != 0 for decoupled weight decay, its scalar group). The scalars are
      * prt_adamw's, computed on the host (runtime/kernels/cpu.c: in double as Python does,
-     * rounded to float where torch's kernels see them) and read from scal[8 group ..]:
-     * beta1, beta2, eps, keep = 1 - lr wd, 1 - beta1, 1 - beta2, sqrt(1 - beta2^t),
-     * -lr / (1 - beta1^t); the clip scale from *clipp (norm_clip's, or the host's) */
+     * rounded to float where torch's kernels see them) and read from the group's row of
+     * scal (PRT_ADAM_*: beta1, beta2, eps, keep = 1 - lr wd, 1 - beta1, 1 - beta2,
+     * sqrt(1 - beta2^t), -lr / (1 - beta1^t)); the clip scale from *clipp (norm_clip's, or
+     * the host's). Where
+     * the entry names the parameter's bf16 copy, the new value is rounded into it too
+     * (@piper_bf16): the one narrow of that weight a step. */
     KERNEL(adamw_multi,
            "%table: !llvm.ptr, %scal: !llvm.ptr, %clipp: !llvm.ptr, %nchunk: i64, %CH: i64",
            "    %n = arith.muli %nchunk, %CH : i64\n", "%n",
@@ -696,22 +728,22 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            TENSOR_CHUNK("%c")
            "      %mine = arith.cmpi slt, %off, %len : i64\n"
            "      scf.if %mine {\n"
-           "      %e2 = arith.addi %eb, %k2 : i64\n" GEP("%q2", "%table", "%e2", "i64")
-           "      %e3 = arith.addi %eb, %k3 : i64\n" GEP("%q3", "%table", "%e3", "i64")
-           "      %e6 = arith.addi %eb, %k6 : i64\n" GEP("%q6", "%table", "%e6", "i64")
-           "      %e7 = arith.addi %eb, %k7 : i64\n" GEP("%q7", "%table", "%e7", "i64")
-           "      %p = llvm.load %q0 : !llvm.ptr -> !llvm.ptr\n"
-           "      %m = llvm.load %q2 : !llvm.ptr -> !llvm.ptr\n"
-           "      %v = llvm.load %q3 : !llvm.ptr -> !llvm.ptr\n"
-           "      %decay = llvm.load %q6 : !llvm.ptr -> i64\n"
-           "      %group = llvm.load %q7 : !llvm.ptr -> i64\n"
+           CHUNK_FIELD(PRT_CHUNK_M) CHUNK_FIELD(PRT_CHUNK_V) CHUNK_FIELD(PRT_CHUNK_DECAY)
+           CHUNK_FIELD(PRT_CHUNK_GROUP) CHUNK_FIELD(PRT_CHUNK_P16)
+           "      %p = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_P) " : !llvm.ptr -> !llvm.ptr\n"
+           "      %m = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_M) " : !llvm.ptr -> !llvm.ptr\n"
+           "      %v = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_V) " : !llvm.ptr -> !llvm.ptr\n"
+           "      %decay = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_DECAY) " : !llvm.ptr -> i64\n"
+           "      %group = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_GROUP) " : !llvm.ptr -> i64\n"
            "      %x = arith.addi %start, %off : i64\n"
            GEP("%pp", "%p", "%x", "f32") GEP("%pg", "%g", "%x", "f32")
            GEP("%pm", "%m", "%x", "f32") GEP("%pv", "%v", "%x", "f32")
-           "      %sb = arith.muli %group, %k8 : i64\n"
-           SCALAR("%beta1", "0") SCALAR("%beta2", "1") SCALAR("%eps", "2") SCALAR("%keep", "3")
-           SCALAR("%omb1", "4") SCALAR("%omb2", "5") SCALAR("%bc2s", "6")
-           SCALAR("%negstep", "7")
+           "      %ks = arith.constant " PRT_GPU_STR(PRT_ADAM_SCALARS) " : i64\n"
+           "      %sb = arith.muli %group, %ks : i64\n"
+           SCALAR("%beta1", PRT_ADAM_BETA1) SCALAR("%beta2", PRT_ADAM_BETA2)
+           SCALAR("%eps", PRT_ADAM_EPS) SCALAR("%keep", PRT_ADAM_KEEP)
+           SCALAR("%omb1", PRT_ADAM_OMB1) SCALAR("%omb2", PRT_ADAM_OMB2)
+           SCALAR("%bc2s", PRT_ADAM_BC2S) SCALAR("%negstep", PRT_ADAM_NEGSTEP)
            "      %clip = llvm.load %clipp : !llvm.ptr -> f32\n"
            "      %p0 = llvm.load %pp : !llvm.ptr -> f32\n"
            "      %g0 = llvm.load %pg : !llvm.ptr -> f32\n"
@@ -741,6 +773,14 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      llvm.store %pn, %pp : f32, !llvm.ptr\n"
            "      llvm.store %mi, %pm : f32, !llvm.ptr\n"
            "      llvm.store %vi, %pv : f32, !llvm.ptr\n"
+           "      %p16 = llvm.load %q" PRT_GPU_STR(PRT_CHUNK_P16) " : !llvm.ptr -> !llvm.ptr\n"
+           "      %nullp = llvm.mlir.zero : !llvm.ptr\n"
+           "      %copy = llvm.icmp \"ne\" %p16, %nullp : !llvm.ptr\n"
+           "      scf.if %copy {\n"
+           "        %h = func.call @piper_bf16(%pn) : (f32) -> i32\n"
+           "        %h16 = arith.trunci %h : i32 to i16\n" GEP("%ph", "%p16", "%x", "i16")
+           "        llvm.store %h16, %ph : i16, !llvm.ptr\n"
+           "      }\n"
            "      }\n"),
     /* The gradient norm's first pass over every gradient of the step at once: thread i is
      * lane i % L of chunk i / L (the table's gradient pointer, start and length), partial[i]
@@ -821,8 +861,7 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %ei = arith.addi %eo, %c : i64\n" GEP("%pe", "%wte", "%ei", "f32")
            "      %ev = llvm.load %pe : !llvm.ptr -> f32\n"
            "      %nan = arith.constant 0x7FC00000 : f32\n"
-           "      %r = arith.select %bad, %nan, %ev : f32\n" GEP("%po", "%out", "%i", "f32")
-           "      llvm.store %r, %po : f32, !llvm.ptr\n"),
+           "      %r = arith.select %bad, %nan, %ev : f32\n" ST("%r", "%out", "%i", 0)),
     /* RMSNorm's weight gradient in chunks of R rows: pw[r, c] = f64 sum of n[i, c] dy[i, c]
      * (n = x rstd), one thread per (r, c); piper_col_finish then adds the chunks in order
      * (prt_rmsnorm_bwd's f64 sum, associated by chunks: no atomics) */
@@ -838,10 +877,8 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %zd = arith.constant 0.0 : f64\n"
            "      %s = scf.for %row = %lo to %hi step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
            "        %ro = arith.muli %row, %D : i64\n"
-           "        %xi = arith.addi %ro, %j : i64\n" GEP("%px", "%x", "%xi", "f32")
-           GEP("%pd", "%dy", "%xi", "f32") GEP("%pr", "%rstd", "%row", "f32")
-           "        %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           "        %xi = arith.addi %ro, %j : i64\n" LD("%xv", "%x", "%xi", 2)
+           LD("%dv", "%dy", "%xi", 1) GEP("%pr", "%rstd", "%row", "f32")
            "        %rv = llvm.load %pr : !llvm.ptr -> f32\n"
            "        %nv = arith.mulf %xv, %rv : f32\n"
            "        %nd = arith.extf %nv : f32 to f64\n"
@@ -880,40 +917,29 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %ho = arith.muli %h, %D : i64\n"
            "      %base = arith.addi %ro, %ho : i64\n"
            "      %i1 = arith.addi %base, %j : i64\n"
-           "      %i2 = arith.addi %i1, %half : i64\n" GEP("%p1", "%x", "%i1", "f32")
-           GEP("%p2", "%x", "%i2", "f32")
-           "      %x1 = llvm.load %p1 : !llvm.ptr -> f32\n"
-           "      %x2 = llvm.load %p2 : !llvm.ptr -> f32\n"
+           "      %i2 = arith.addi %i1, %half : i64\n" LD("%x1", "%x", "%i1", 1)
+           LD("%x2", "%x", "%i2", 1)
            "      %a1 = arith.mulf %x1, %c : f32\n"
            "      %a2 = arith.mulf %x2, %s : f32\n"
            "      %o1 = arith.subf %a1, %a2 : f32\n"
            "      %b1 = arith.mulf %x2, %c : f32\n"
            "      %b2 = arith.mulf %x1, %s : f32\n"
-           "      %o2 = arith.addf %b1, %b2 : f32\n" GEP("%q1", "%out", "%i1", "f32")
-           GEP("%q2", "%out", "%i2", "f32")
-           "      llvm.store %o1, %q1 : f32, !llvm.ptr\n"
-           "      llvm.store %o2, %q2 : f32, !llvm.ptr\n"),
+           "      %o2 = arith.addf %b1, %b2 : f32\n" ST("%o1", "%out", "%i1", 0)
+           ST("%o2", "%out", "%i2", 0)),
     /* y = g / (1 + e^-g) up (prt_swiglu_fwd; e^-g clamped, see ONE_PLUS_EXP_NEG_G) */
     KERNEL(swiglu_fwd, "%y: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr, %n: i64",
            "", "%n",
-           GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
-           "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
-           "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
+           LD("%g", "%gate", "%i", 1) LD("%u", "%up", "%i", 2)
            ONE_PLUS_EXP_NEG_G
            "      %q = arith.divf %g, %d : f32\n"
-           "      %r = arith.mulf %q, %u : f32\n" GEP("%py", "%y", "%i", "f32")
-           "      llvm.store %r, %py : f32, !llvm.ptr\n"),
+           "      %r = arith.mulf %q, %u : f32\n" ST("%r", "%y", "%i", 0)),
     /* sig = 1 / (1 + e^-g): dgate = dy up sig (1 + g (1 - sig)), dup = dy g sig
      * (prt_swiglu_bwd) */
     KERNEL(swiglu_bwd,
            "%dgate: !llvm.ptr, %dup: !llvm.ptr, %dy: !llvm.ptr, %gate: !llvm.ptr, %up: !llvm.ptr,"
            " %n: i64",
            "", "%n",
-           GEP("%pg", "%gate", "%i", "f32") GEP("%pu", "%up", "%i", "f32")
-           GEP("%pd", "%dy", "%i", "f32")
-           "      %g = llvm.load %pg : !llvm.ptr -> f32\n"
-           "      %u = llvm.load %pu : !llvm.ptr -> f32\n"
-           "      %dv = llvm.load %pd : !llvm.ptr -> f32\n"
+           LD("%g", "%gate", "%i", 3) LD("%u", "%up", "%i", 4) LD("%dv", "%dy", "%i", 2)
            ONE_PLUS_EXP_NEG_G
            "      %sig = arith.divf %one, %d : f32\n"
            "      %a1 = arith.mulf %dv, %u : f32\n"
@@ -923,20 +949,15 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %f = arith.addf %one, %go : f32\n"
            "      %dg = arith.mulf %a2, %f : f32\n"
            "      %b1 = arith.mulf %dv, %g : f32\n"
-           "      %du = arith.mulf %b1, %sig : f32\n" GEP("%pdg", "%dgate", "%i", "f32")
-           GEP("%pdu", "%dup", "%i", "f32")
-           "      llvm.store %dg, %pdg : f32, !llvm.ptr\n"
-           "      llvm.store %du, %pdu : f32, !llvm.ptr\n"),
+           "      %du = arith.mulf %b1, %sig : f32\n" ST("%dg", "%dgate", "%i", 0)
+           ST("%du", "%dup", "%i", 1)),
     /* out[i, j] = x[i, j] + b[j] (prt_bias_add) */
     KERNEL(bias_add, "%out: !llvm.ptr, %x: !llvm.ptr, %b: !llvm.ptr, %M: i64, %N: i64",
            "    %n = arith.muli %M, %N : i64\n",
            "%n",
            "      %j = arith.remsi %i, %N : i64\n" GEP("%pb", "%b", "%j", "f32")
-           GEP("%px", "%x", "%i", "f32")
-           "      %bv = llvm.load %pb : !llvm.ptr -> f32\n"
-           "      %xv = llvm.load %px : !llvm.ptr -> f32\n"
-           "      %s = arith.addf %xv, %bv : f32\n" GEP("%po", "%out", "%i", "f32")
-           "      llvm.store %s, %po : f32, !llvm.ptr\n"),
+           "      %bv = llvm.load %pb : !llvm.ptr -> f32\n" LD("%xv", "%x", "%i", 1)
+           "      %s = arith.addf %xv, %bv : f32\n" ST("%s", "%out", "%i", 0)),
     /* ---- mixture of experts (prt_moe_* in runtime/kernels/cpu.c). The copies' rows (pos,
      * i32, one per token copy) come from the host's counting sort (prt_moe_positions), which
      * runtime/kernels/cuda.c uploads: every kernel below is a gather or a scatter over them
@@ -1075,11 +1096,9 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %p32 = llvm.load %pp : !llvm.ptr -> i32\n"
            "      %p = arith.extsi %p32 : i32 to i64\n"
            "      %hr = arith.muli %tok, %C : i64\n"
-           "      %hi = arith.addi %hr, %c : i64\n" GEP("%ph", "%h", "%hi", "f32")
-           "      %v = llvm.load %ph : !llvm.ptr -> f32\n"
+           "      %hi = arith.addi %hr, %c : i64\n" LD("%v", "%h", "%hi", 1)
            "      %rr = arith.muli %p, %C : i64\n"
-           "      %ri = arith.addi %rr, %c : i64\n" GEP("%pr", "%rows", "%ri", "f32")
-           "      llvm.store %v, %pr : f32, !llvm.ptr\n"),
+           "      %ri = arith.addi %rr, %c : i64\n" ST("%v", "%rows", "%ri", 0)),
     /* dh[n, c] = sum over k of drows[pos[n K + k], c], k in order from 0.0: one thread per
      * (token, column) (prt_moe_dispatch_bwd) */
     KERNEL(moe_gather_sum,
@@ -1095,12 +1114,10 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "        %p32 = llvm.load %pp : !llvm.ptr -> i32\n"
            "        %p = arith.extsi %p32 : i32 to i64\n"
            "        %rr = arith.muli %p, %C : i64\n"
-           "        %ri = arith.addi %rr, %c : i64\n" GEP("%pr", "%drows", "%ri", "f32")
-           "        %v = llvm.load %pr : !llvm.ptr -> f32\n"
+           "        %ri = arith.addi %rr, %c : i64\n" LD("%v", "%drows", "%ri", 1)
            "        %acc2 = arith.addf %acc, %v : f32\n"
            "        scf.yield %acc2 : f32\n"
-           "      }\n" GEP("%pd", "%dh", "%i", "f32")
-           "      llvm.store %s, %pd : f32, !llvm.ptr\n"),
+           "      }\n" ST("%s", "%dh", "%i", 0)),
     /* y[n, c] = sum over k of w[n K + k] out[pos[n K + k], c], from 0.0 in k order: one
      * thread per (token, column) (prt_moe_combine_fwd) */
     KERNEL(moe_combine_fwd,
@@ -1119,13 +1136,11 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "        %wv = llvm.load %pw : !llvm.ptr -> f32\n"
            "        %p = arith.extsi %p32 : i32 to i64\n"
            "        %rr = arith.muli %p, %C : i64\n"
-           "        %ri = arith.addi %rr, %c : i64\n" GEP("%po", "%out", "%ri", "f32")
-           "        %ov = llvm.load %po : !llvm.ptr -> f32\n"
+           "        %ri = arith.addi %rr, %c : i64\n" LD("%ov", "%out", "%ri", 1)
            "        %m = arith.mulf %wv, %ov : f32\n"
            "        %acc2 = arith.addf %acc, %m : f32\n"
            "        scf.yield %acc2 : f32\n"
-           "      }\n" GEP("%py", "%y", "%i", "f32")
-           "      llvm.store %s, %py : f32, !llvm.ptr\n"),
+           "      }\n" ST("%s", "%y", "%i", 0)),
     /* One thread per token copy t (row p = pos[t] of token n = t / K): dout[p, :] =
      * w[t] dy[n, :] and dweights[t] = the f64 sum over c of dy[n, c] out[p, c]
      * (prt_moe_combine_bwd; the unused rows of dout were zeroed by the host) */
@@ -1144,12 +1159,9 @@ static const GpuKernel kernels[PRT_DK_COUNT] = {
            "      %db = arith.muli %tok, %C : i64\n"
            "      %s = scf.for %c = %z to %C step %one iter_args(%acc = %zd) -> (f64) : i64 {\n"
            "        %di = arith.addi %db, %c : i64\n"
-           "        %ri = arith.addi %rb, %c : i64\n" GEP("%pd", "%dy", "%di", "f32")
-           GEP("%po", "%out", "%ri", "f32") GEP("%pg", "%dout", "%ri", "f32")
-           "        %dv = llvm.load %pd : !llvm.ptr -> f32\n"
-           "        %ov = llvm.load %po : !llvm.ptr -> f32\n"
-           "        %g = arith.mulf %wv, %dv : f32\n"
-           "        llvm.store %g, %pg : f32, !llvm.ptr\n"
+           "        %ri = arith.addi %rb, %c : i64\n" LD("%dv", "%dy", "%di", 2)
+           LD("%ov", "%out", "%ri", 3)
+           "        %g = arith.mulf %wv, %dv : f32\n" ST("%g", "%dout", "%ri", 0)
            "        %dd = arith.extf %dv : f32 to f64\n"
            "        %od = arith.extf %ov : f32 to f64\n"
            "        %m = arith.mulf %dd, %od : f64\n"

@@ -54,9 +54,7 @@ static void lowerElementwise(Lowering *L, MlirOperation op) {
 
 /* tdag.pack_into(flat, g) {offset} -> prt_copy(flat + offset, g, numel(g)), in place */
 static void lowerPackInto(Lowering *L, MlirOperation op) {
-  MlirValue args[3] = {lbOffset(&L->lb, lwIn(L, op, 0),
-                                piperGetIntAttr(op, "offset", 0) *
-                                    piperTensorElementBytes(lwInType(op, 0))),
+  MlirValue args[3] = {lwOffsetElems(L, lwIn(L, op, 0), piperGetIntAttr(op, "offset", 0)),
                        lwIn(L, op, 1), lwI64(L, piperTensorNumel(lwInType(op, 1)))};
   call(L, op, 3, args);
 }
@@ -223,7 +221,7 @@ static void lowerCrossEntropy(Lowering *L, MlirOperation op) {
 }
 
 /* tdag.adamw(p, g, m, v) -> prt_observe_grad(ctx, p id, g);
- *                           prt_adamw(ctx, p, g, m, v, n, beta1, beta2, eps, decay)
+ *                           prt_adamw(ctx, p, g, m, v, p16, n, beta1, beta2, eps, decay)
  * With ZeRO shards the update covers this replica's len elements at offset k*c: of p (unless p
  * itself is stored as the shard, ZeRO-3) and of g (unless g is already the reduce-scattered
  * shard); the moments are shard-sized. */
@@ -260,17 +258,19 @@ static void lowerAdamw(Lowering *L, MlirOperation op) {
   }
   /* a replica past the end of a small tensor owns nothing (in a role's plan: len 0) */
   if (!L->role && sh.len == 0) return;
-  MlirValue args[10] = {L->ctxArg,
+  /* the copy of a whole parameter (planBf16Copies), rounded as the update writes p */
+  MlirValue args[11] = {L->ctxArg,
                         pp,
                         gp,
                         lwIn(L, op, 2),
                         lwIn(L, op, 3),
+                        lwBf16CopyPtr(L, p),
                         len,
                         lbConstF32(b, (float)piperGetFloatAttr(op, "beta1", 0.9)),
                         lbConstF32(b, (float)piperGetFloatAttr(op, "beta2", 0.95)),
                         lbConstF32(b, (float)piperGetFloatAttr(op, "eps", 1e-8)),
                         lbConstI32(b, (int32_t)piperGetIntAttr(op, "decay", 0))};
-  call(L, op, 10, args);
+  call(L, op, 11, args);
 }
 
 /* tdag.embed(tok, wte) -> prt_embed_fwd(out, tok, wte, B*T, C, V) */
@@ -516,11 +516,6 @@ static bool callStrided(Lowering *L, MlirOperation op, prt_kernel_id k, MlirValu
   return true;
 }
 
-/* `p` advanced by `elems` fp32 elements (kernels see fp32 buffers, bf16 ones converted). */
-static MlirValue elemOffset(Lowering *L, MlirValue p, int64_t elems) {
-  return elems ? lbOffset(&L->lb, p, elems * (int64_t)sizeof(float)) : p;
-}
-
 /* tdag.reshape(x) -> prt_copy(out, x, numel) */
 static void lowerReshape(Lowering *L, MlirOperation op) {
   MlirValue args[3] = {lwOut(L, op, 0), lwIn(L, op, 0),
@@ -573,7 +568,7 @@ static void lowerSumTo(Lowering *L, MlirOperation op) {
 static void lowerSlice(Lowering *L, MlirOperation op) {
   int64_t st[PIPER_MAX_RANK];
   rowMajor(lwInType(op, 0), st);
-  MlirValue x = elemOffset(L, lwIn(L, op, 0),
+  MlirValue x = lwOffsetElems(L, lwIn(L, op, 0),
                            piperGetIntAttr(op, "start", 0) * st[piperGetIntAttr(op, "dim", 0)]);
   callStrided(L, op, PRT_K_strided_copy, lwOut(L, op, 0), x, NULL,
               mergedWalk(resultType(op, 0), st));
@@ -587,7 +582,7 @@ static void lowerSliceGrad(Lowering *L, MlirOperation op) {
   rowMajor(out, st);
   MlirValue fill[3] = {lwOut(L, op, 0), lbConstF32(&L->lb, 0.0f), lwI64(L, piperTensorNumel(out))};
   lwCallKernel(L, op, PRT_K_fill, 3, fill);
-  MlirValue at = elemOffset(L, lwOut(L, op, 0),
+  MlirValue at = lwOffsetElems(L, lwOut(L, op, 0),
                             piperGetIntAttr(op, "start", 0) * st[piperGetIntAttr(op, "dim", 0)]);
   callStrided(L, op, PRT_K_strided_place, at, lwIn(L, op, 0), NULL,
               mergedWalk(lwInType(op, 0), st));
@@ -600,7 +595,7 @@ static void lowerConcat(Lowering *L, MlirOperation op) {
   rowMajor(resultType(op, 0), st);
   for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
     MlirType x = lwInType(op, k);
-    if (!callStrided(L, op, PRT_K_strided_place, elemOffset(L, lwOut(L, op, 0), offset * st[d]),
+    if (!callStrided(L, op, PRT_K_strided_place, lwOffsetElems(L, lwOut(L, op, 0), offset * st[d]),
                      lwIn(L, op, k), NULL, mergedWalk(x, st)))
       return;
     offset += piperTensorDim(x, d);

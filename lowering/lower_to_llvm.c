@@ -305,6 +305,11 @@ static void emitSetup(Lowering *L, MlirOperation moduleOp, const char *fnName) {
     }
     free(name);
   }
+  for (size_t k = 0; k < L->nCopies; ++k) { /* after every other tensor (planBf16Copies) */
+    MlirValue copy[3] = {ctx, lbConstI64(b, L->copies[k].tensorId),
+                         lbConstI64(b, lwBufferOf(L, L->copies[k].param)->tensorId)};
+    lbCall(b, "prt_declare_bf16_copy", (MlirType){NULL}, 3, copy);
+  }
   MlirValue args[2] = {ctx, lbConstI64(b, L->arenaBytes)};
   lbCall(b, "prt_declare_arena", (MlirType){NULL}, 2, args);
   MlirValue use[3] = {ctx, lbConstI64(b, L->peakActivations), lbConstI64(b, L->peakGradients)};
@@ -364,6 +369,7 @@ static bool inEvalStep(MlirOperation op) {
  * ops in the same order. */
 static void emitStep(Lowering *L, const char *fnName, bool evalStep) {
   for (size_t i = 0; i < L->nBufs; ++i) L->bufs[i].ptr = (MlirValue){NULL}; /* per function */
+  for (size_t k = 0; k < L->nCopies; ++k) L->copies[k].ptr = (MlirValue){NULL};
   piperPtrMapFree(&L->handleOf);
   piperPtrMapInit(&L->handleOf, 64);
   L->ctxArg = lbBeginFunction(&L->lb, fnName);
@@ -421,6 +427,8 @@ static void freeLowering(Lowering *L) {
   piperPtrMapFree(&L->outputId);
   piperPtrMapFree(&L->handleOf);
   piperPtrMapFree(&L->viewOffset);
+  piperPtrMapFree(&L->bf16Ptr);
+  free(L->copies);
   free(L->bufs);
   free(L->ops);
 }
@@ -451,6 +459,10 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   char precision[8];
   L.bf16 = piperGetStringAttr(moduleOp, "piper.precision", precision, sizeof precision) &&
            !strcmp(precision, "bf16");
+  char io[16];
+  L.bf16Io = L.bf16 && shared->target->bf16Io &&
+             !(piperGetStringAttr(moduleOp, "piper.bf16_io", io, sizeof io) &&
+               !strcmp(io, "convert"));
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
@@ -513,6 +525,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
     if (!piperOpIs(op, "func.return")) L.ops[n++] = op;
   placeGradNorm(&L);
 
+  piperPtrMapInit(&L.bf16Ptr, 64);
   if (!lwPlanMemory(&L)) {
     mlirEmitError(mlirOperationGetLocation(func),
                   "piper-lower-to-llvm: the activation arena of this function would need more "

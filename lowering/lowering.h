@@ -59,7 +59,9 @@ typedef struct {
 /* How a kernel's operand or result crosses the bf16 policy's boundary (passes/precision.c):
  * every kernel computes in fp32, so a bf16 operand is widened into fp32 scratch, a matmul's
  * fp32 weight rounded to bf16 values in fp32 scratch, and a bf16 result written by the kernel
- * into fp32 scratch then narrowed into its buffer. */
+ * into fp32 scratch then narrowed into its buffer; except where the kernel loads and stores
+ * bf16 itself (lwValueInOwnPrecision: FP_IN / FP_OUT on a bf16Io target), whose values cross
+ * as they are. */
 typedef enum {
   LW_CONV_NONE,   /* the kernel reads or writes the value's own buffer */
   LW_CONV_WIDEN,  /* bf16 operand -> prt_bf16_widen into scratch before the call */
@@ -68,6 +70,15 @@ typedef enum {
   LW_CONV_NARROW_IN, /* fp32 matmul weight to a bf16 parameter: prt_bf16_narrow into scratch
                         (reserved at 4 bytes an element, as every conversion's) */
 } LwConversion;
+
+/* A parameter's bf16 copy (prt_declare_bf16_copy) under bf16Io: the matmul weight a BF16_IN
+ * parameter reads, which the plan's AdamW rounds into the copy as it updates the parameter
+ * (one narrow a weight a step, where converting at the call narrowed it at every matmul). */
+typedef struct {
+  MlirValue param;  /* the tdag.param result */
+  int64_t tensorId; /* the copy's declared tensor id (after every other tensor's) */
+  MlirValue ptr;    /* its pointer, materialised on first use in each function (or null) */
+} Bf16Copy;
 
 /* The fp32 scratch of the op whose kernel call is being built (lwConvertBegin/End). */
 typedef struct {
@@ -98,6 +109,15 @@ typedef struct {
                            time from the rank's replica index (prt_replica_affine) */
   bool failed;          /* a kernel call was refused (lwCallKernel); its diagnostic is out */
   bool bf16;            /* the module's piper.precision is "bf16": matmul weights are rounded */
+  bool bf16Io;          /* bf16 and the target's kernels read and write bf16 themselves
+                           (PiperTarget.bf16Io) unless the module says piper.bf16_io =
+                           "convert" (piper-compile --bf16-io convert): then the lowering
+                           converts around every call, as for the CPU target */
+  PiperPtrMap bf16Ptr;  /* llvm pointer values that point at bf16 data (lwIn, lwOut,
+                           lwOffsetElems): the bits of each kernel call's bf16 mask */
+  Bf16Copy *copies;     /* the parameters whose bf16 copy the plan keeps (lwPlanMemory);
+                           owned */
+  size_t nCopies, capCopies;
   int64_t workspace;    /* bytes of fp32 scratch at arena offset scratchAt: the most one op's
                            conversions need (counted in arenaBytes, not as activations) */
   int64_t scratchAt;    /* where the scratch starts: the end of the planned tensors */
@@ -126,12 +146,21 @@ void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, Mlir
 int64_t lwGatherElems(MlirOperation op);
 /* The conversion operand (result = false) or result #i of `op` needs at its kernel call. */
 LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i);
+/* The bf16 copy of parameter value v, or NULL where the plan keeps none. */
+Bf16Copy *lwBf16CopyOf(const Lowering *L, MlirValue v);
+/* Its pointer (marked bf16), or a null pointer marked bf16 where v has no copy: the adamw
+ * kernel's p16 and a BF16_IN weight argument. */
+MlirValue lwBf16CopyPtr(Lowering *L, MlirValue v);
 /* kernel_policy.c: the kernel op calls: its op-facts row's, or under the bf16 policy its
  * bf16Kernel, unless that kernel takes a bf16 parameter where op has an fp32 operand the policy
  * does not round. */
 prt_kernel_id lwPolicyKernel(const Lowering *L, MlirOperation op);
 /* Whether op's operand i is passed to a bf16 parameter of that kernel (BF16_IN). */
 bool lwOperandIsBf16Param(const Lowering *L, MlirOperation op, intptr_t i);
+/* Whether op's result (result = true) or operand #i goes to an FP_OUT / FP_IN parameter of
+ * that kernel on a target whose kernels read and write bf16 themselves (L->bf16Io): the
+ * kernel then gets the value's own buffer in its own precision, with no conversion. */
+bool lwValueInOwnPrecision(const Lowering *L, MlirOperation op, bool result, intptr_t i);
 bool lwIsShardedParam(MlirValue v);
 /* Whether `g` is a reduce-scattered gradient (this replica's shard): a comm.reduce_scatter's
  * result, or the tdag.cast that widens a bf16 one back to fp32 (--grad-reduce bf16). */
@@ -148,6 +177,12 @@ MlirValue lwPtrOf(Lowering *L, MlirValue v);
 MlirValue lwIn(Lowering *L, MlirOperation op, intptr_t i);
 MlirValue lwOut(Lowering *L, MlirOperation op, intptr_t i);
 MlirValue lwI64(Lowering *L, int64_t v);
+/* p advanced by `elems` elements of what it points at: 2 bytes for a pointer lwIn / lwOut
+ * gave to bf16 data (its mark carries over), 4 for fp32 (kernels see fp32 buffers where the
+ * lowering converted a bf16 value). */
+MlirValue lwOffsetElems(Lowering *L, MlirValue p, int64_t elems);
+/* Marks p as pointing at bf16 data (a declared tensor's pointer the rule fetched itself). */
+void lwMarkBf16(Lowering *L, MlirValue p);
 /* A call of runtime function `fn` returning void, declared from the arguments' types. */
 void lwCall(Lowering *L, const char *fn, intptr_t n, const MlirValue *args);
 /* The target's function for kernel `k` of the kernel list, or NULL where it has none. */

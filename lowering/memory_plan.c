@@ -1,6 +1,7 @@
 /* The activation arena's layout, planned at compile time from liveness in program order (a
  * value's bytes are reused once its last reader has run; an op's outputs never share bytes with
  * its inputs), and the ZeRO shard geometry the plan and the lowering agree on. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,48 @@ bool lwIsReduceScattered(MlirValue g) {
   return piperOpIs(op, "comm.reduce_scatter");
 }
 
+Bf16Copy *lwBf16CopyOf(const Lowering *L, MlirValue v) {
+  for (size_t k = 0; k < L->nCopies; ++k)
+    if (mlirValueEqual(L->copies[k].param, v)) return &L->copies[k];
+  return NULL;
+}
+
+/* The parameters that get a bf16 copy (bf16Io only): read by a BF16_IN parameter as an fp32
+ * weight (what would be narrowed at every such call) and updated whole by one tdag.adamw of
+ * this function, which then keeps the copy; nothing else writes them (an op that writes its
+ * operand in place, a ZeRO shard's update and gather). Their ids follow every other tensor's. */
+static void planBf16Copies(Lowering *L) {
+  if (!L->bf16Io) return;
+  for (size_t i = 0; i < L->nOps; ++i) {
+    MlirOperation op = L->ops[i];
+    if (!piperOpIs(op, "tdag.adamw") ||
+        !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
+      continue;
+    MlirValue p = mlirOperationGetOperand(op, 0);
+    if (!mlirValueIsAOpResult(p) || !piperOpIs(mlirOpResultGetOwner(p), "tdag.param") ||
+        lwIsShardedParam(p))
+      continue;
+    int updates = 0;
+    bool narrowed = false, writtenElsewhere = false;
+    for (size_t j = 0; j < L->nOps; ++j) {
+      MlirOperation user = L->ops[j];
+      for (intptr_t k = 0; k < mlirOperationGetNumOperands(user); ++k) {
+        if (!mlirValueEqual(mlirOperationGetOperand(user, k), p)) continue;
+        if (piperOpIs(user, "tdag.adamw") && k == 0) updates++;
+        else if (k == 0 && sharesOperand0(user)) writtenElsewhere = true;
+        else if (lwConversionOf(L, user, false, k) == LW_CONV_NARROW_IN) narrowed = true;
+      }
+    }
+    if (updates != 1 || writtenElsewhere || !narrowed) continue;
+    if (!piperGrow((void **)&L->copies, &L->capCopies, L->nCopies + 1, sizeof *L->copies)) {
+      fprintf(stderr, "piper: error: out of memory planning the bf16 weight copies\n");
+      exit(1);
+    }
+    L->copies[L->nCopies++] = (Bf16Copy){p, 0, {NULL}};
+  }
+  for (size_t k = 0; k < L->nCopies; ++k) L->copies[k].tensorId = L->nTensors++;
+}
+
 LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i) {
   if (piperIsRingOp(op)) { /* fp32 buffers in the runtime: widen bf16 operands, narrow results */
     MlirValue v = result ? mlirOperationGetResult(op, i) : mlirOperationGetOperand(op, i);
@@ -136,8 +179,14 @@ LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, in
   MlirType t = mlirValueGetType(result ? mlirOperationGetResult(op, i)
                                        : mlirOperationGetOperand(op, i));
   if (!result && lwOperandIsBf16Param(L, op, i)) /* the kernel reads bf16 itself */
-    return piperTensorIsBf16(t) ? LW_CONV_NONE : LW_CONV_NARROW_IN;
-  if (piperTensorIsBf16(t)) return result ? LW_CONV_NARROW : LW_CONV_WIDEN;
+    return piperTensorIsBf16(t) ||
+                   lwBf16CopyOf(L, mlirOperationGetOperand(op, i)) /* the copy, as it is */
+               ? LW_CONV_NONE
+               : LW_CONV_NARROW_IN;
+  if (piperTensorIsBf16(t))
+    return lwValueInOwnPrecision(L, op, result, i) ? LW_CONV_NONE /* the kernel's own load */
+           : result                                ? LW_CONV_NARROW
+                                                   : LW_CONV_WIDEN;
   if (!result && L->bf16 && piperTensorIsF32(t) && piperFactsBf16RoundOperand(f, i))
     return LW_CONV_ROUND;
   return LW_CONV_NONE;
@@ -268,6 +317,7 @@ bool lwPlanMemory(Lowering *L) {
     }
   }
   free(dying);
+  planBf16Copies(L); /* before the scratch: a weight with a copy converts nothing */
   /* the conversions' fp32 scratch after the tensors: one op's at a time, as kernels run one
    * at a time (transfers read and write tensors' own buffers, never scratch) */
   for (size_t i = 0; i < L->nOps && !live.overflow; ++i) {

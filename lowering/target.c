@@ -38,6 +38,7 @@ static const PiperTarget targets[] = {
      .setup = "prt_cuda_setup",
      .codegen = &piperNvptxCodegen,
      .p2pInOrder = true, /* --comm nccl runs send/recv on NCCL, which has no tags */
+     .bf16Io = true,     /* the device kernels load and store bf16 (lowering/gpu_kernels.c) */
      .link = {{"cuda", CUDA_REBUILD}, {"cuda_mpi", CUDA_REBUILD}}},
 };
 enum { N_TARGETS = sizeof targets / sizeof targets[0] };

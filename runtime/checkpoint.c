@@ -206,6 +206,7 @@ int prt_checkpoint_load(prt_ctx *ctx, const char *path, prt_ckpt_info *info, prt
     }
   }
   info->step = h.step;
+  prt_bf16_copies_refresh(ctx); /* the parameters changed: their bf16 copies follow */
 done:
   if (st->code) info->optim = 0;
   prt_st_header_free(&h);

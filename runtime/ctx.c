@@ -85,15 +85,17 @@ int64_t prt_ctx_param_count(const prt_ctx *ctx) {
 int64_t prt_ctx_bytes(const prt_ctx *ctx, int32_t kind) {
   int64_t n = 0;
   for (int64_t i = 0; i < ctx->ntensors; i++)
-    if (ctx->tensors[i].name && ctx->tensors[i].kind == kind) n += 4 * ctx->tensors[i].numel;
+    if (ctx->tensors[i].name && ctx->tensors[i].kind == kind)
+      n += prt_tensor_elem_bytes(&ctx->tensors[i]) * ctx->tensors[i].numel;
   return n;
 }
 
 /* ---- called by piper_setup ---- */
 
-void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind,
-                        int32_t init, int64_t ndim, int64_t d0, int64_t d1, int64_t d2,
-                        int64_t d3, int64_t first_sample) {
+/* prt_declare_tensor of any kind (PRT_BF16_COPY's through prt_declare_bf16_copy). */
+static void declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind,
+                           int32_t init, int64_t ndim, int64_t d0, int64_t d1, int64_t d2,
+                           int64_t d3, int64_t first_sample) {
   prt_status *st = &ctx->decl_status;
   const char *shown = name ? name : "(null)";
   if (ctx->allocated) {
@@ -109,11 +111,6 @@ void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind
   if (id < 0 || id >= PRT_MAX_TENSORS) {
     prt_fail(st, 1, "tensor '%s' has id %lld, outside 0..%d: prt_declare_tensor; %s", name,
              (long long)id, PRT_MAX_TENSORS - 1, PLAN_BUG);
-    return;
-  }
-  if (kind < PRT_PARAM || kind > PRT_OUTPUT) {
-    prt_fail(st, 1, "tensor '%s' (id %lld) has kind %d, expected 0..3 (prt_tensor_kind): "
-             "prt_declare_tensor; %s", name, (long long)id, kind, PLAN_BUG);
     return;
   }
   if (kind == PRT_PARAM && (init < PRT_INIT_NORMAL || init > PRT_INIT_BUFFER)) {
@@ -165,6 +162,53 @@ void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind
   t->full_numel = numel;
   t->first_sample = first_sample;
   if (id >= ctx->ntensors) ctx->ntensors = id + 1;
+}
+
+void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind,
+                        int32_t init, int64_t ndim, int64_t d0, int64_t d1, int64_t d2,
+                        int64_t d3, int64_t first_sample) {
+  if (kind < PRT_PARAM || kind > PRT_OUTPUT) {
+    prt_fail(&ctx->decl_status, 1, "tensor '%s' (id %lld) has kind %d, expected 0..3 "
+             "(prt_tensor_kind): prt_declare_tensor; %s", name ? name : "(null)",
+             (long long)id, kind, PLAN_BUG);
+    return;
+  }
+  declare_tensor(ctx, id, name, kind, init, ndim, d0, d1, d2, d3, first_sample);
+}
+
+void prt_declare_bf16_copy(prt_ctx *ctx, int64_t id, int64_t of) {
+  prt_status *st = &ctx->decl_status;
+  if (of < 0 || of >= ctx->ntensors || !ctx->tensors[of].name ||
+      ctx->tensors[of].kind != PRT_PARAM) {
+    prt_fail(st, 1, "tensor id %lld declared as the bf16 copy of tensor %lld, which is not a "
+             "declared parameter: prt_declare_bf16_copy; %s", (long long)id, (long long)of,
+             PLAN_BUG);
+    return;
+  }
+  const prt_tensor_info *p = &ctx->tensors[of];
+  size_t len = strlen(p->name) + sizeof ".bf16";
+  char *name = prt_xmalloc(len, "a tensor name");
+  snprintf(name, len, "%s.bf16", p->name);
+  int failed = st->code;
+  declare_tensor(ctx, id, name, PRT_BF16_COPY, 0, p->ndim, p->dims[0], p->dims[1], p->dims[2],
+                 p->dims[3], 0);
+  free(name);
+  if (!failed && !st->code) ctx->tensors[id].copy_of = of;
+}
+
+void prt_bf16_copies_refresh(prt_ctx *ctx) {
+  prt_device *dev = ctx->backend->device;
+  for (int64_t i = 0; i < ctx->ntensors; i++) {
+    prt_tensor_info *t = &ctx->tensors[i];
+    if (!t->name || t->kind != PRT_BF16_COPY) continue;
+    const prt_tensor_info *p = &ctx->tensors[t->copy_of];
+    size_t n = (size_t)t->numel;
+    float *src = prt_host_view_begin(dev, p->data, n * 4, PRT_VIEW_READ, p->name);
+    uint16_t *dst = prt_host_view_begin(dev, t->data, n * 2, PRT_VIEW_WRITE, t->name);
+    prt_bf16_narrow(dst, src, (int64_t)n);
+    prt_host_view_end(dev, t->data, dst, n * 2, PRT_VIEW_WRITE, t->name);
+    prt_host_view_end(dev, p->data, src, n * 4, 0, p->name);
+  }
 }
 
 void prt_declare_arena(prt_ctx *ctx, int64_t bytes) {
@@ -277,7 +321,9 @@ int prt_ctx_allocate(prt_ctx *ctx, prt_status *st) {
   for (int64_t i = 0; i < ctx->ntensors; i++) { /* fp32 and int32: 4 B an element */
     prt_tensor_info *t = &ctx->tensors[i];
     prt_status a = {0};
-    if (prt_device_alloc(dev, (size_t)t->numel * 4, &t->data, &a))
+    /* a bf16 copy holds what its parameter holds here (a tensor-parallel slice: the slice) */
+    if (t->kind == PRT_BF16_COPY) t->numel = ctx->tensors[t->copy_of].numel;
+    if (prt_device_alloc(dev, (size_t)(t->numel * prt_tensor_elem_bytes(t)), &t->data, &a))
       return prt_fail(st, a.code, "%s (tensor '%s')", a.msg, t->name);
     if ((t->kind == PRT_INPUT || t->kind == PRT_OUTPUT) && !dev->host_visible &&
         prt_device_host_alloc(dev, (size_t)t->numel * 4, &t->staging, &a))

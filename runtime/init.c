@@ -111,6 +111,7 @@ void prt_init_params(prt_ctx *ctx, uint64_t seed) {
     }
     prt_host_view_end(ctx->backend->device, t->data, p, bytes, PRT_VIEW_WRITE, t->name);
   }
+  prt_bf16_copies_refresh(ctx); /* and the bf16 copies of the new values */
 }
 
 void prt_declare_init_checkpoint(prt_ctx *ctx, const char *path) {

@@ -46,8 +46,10 @@ typedef struct prt_tensor_info {
   int64_t cp_rank, cp_size;    /* context parallelism (prt_declare_cp): member cp_rank of a
                                   group of cp_size; cp_size 0 or 1 = not split */
   int64_t first_sample0;       /* PRT_INPUT of an elastic run: first_sample of its pass 0 */
+  int64_t copy_of;             /* PRT_BF16_COPY: the id of the parameter it copies */
   void *data;                  /* owned device memory (ctx->backend->device), PRT_ALIGN-aligned:
-                                  numel fp32 (int32 for inputs), NULL until
+                                  numel fp32 (int32 for inputs, bf16 for a
+                                  PRT_BF16_COPY: prt_tensor_elem_bytes), NULL until
                                   prt_ctx_allocate; host code reads and writes it through
                                   prt_host_view_begin/end */
   float *grad_copy;            /* owned host (numel) copy of the gradient handed to
@@ -58,6 +60,11 @@ typedef struct prt_tensor_info {
                                   copies from without the host waiting (prt_data_fill), or the
                                   loss is copied to (prt_local_loss); NULL otherwise */
 } prt_tensor_info;
+
+/* Bytes of one element of t's storage: 2 for a bf16 copy, 4 for every other kind. */
+static inline int64_t prt_tensor_elem_bytes(const prt_tensor_info *t) {
+  return t->kind == 4 /* PRT_BF16_COPY */ ? 2 : 4;
+}
 
 /* Local element j of t lies at element *full of the full flattened tensor; returns how many
  * local elements from j on are contiguous there (>= 1 for 0 <= j < numel). Through a

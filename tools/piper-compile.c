@@ -26,7 +26,8 @@ static void usage(FILE *out) {
           "usage: piper-compile MODEL.mlir -o OUTPUT [--strategy FILE] [--emit=exe|obj|asm|ll|mlir]\n"
           "                     [--target cpu|cuda] [--gpu-arch sm_NN] [--emit-ptx FILE]\n"
           "                     [--emit-gpu-mlir FILE] [--precision fp32|bf16]\n"
-          "                     [--grad-reduce fp32|bf16] [--no-fuse] [--fusion-report[=FILE]]\n"
+          "                     [--grad-reduce fp32|bf16] [--bf16-io native|convert]\n"
+          "                     [--no-fuse] [--fusion-report[=FILE]]\n"
           "Compiles a tdag model (forward graph, or a training graph already built by\n"
           "--piper-autodiff) into a training binary linked with libpiper_rt.\n\n"
           "  -o OUTPUT      the file to write (required)\n"
@@ -50,6 +51,11 @@ static void usage(FILE *out) {
           "                 ZeRO reduce-scatters move bf16, half the bytes (each replica's\n"
           "                 gradient rounded, pairs summed in fp32, the sum widened back to\n"
           "                 fp32 for AdamW); the CPU target (MPI) only\n"
+          "  --bf16-io I    with --target cuda --precision bf16: native (default): the GPU\n"
+          "                 kernels load and store bf16 themselves (fp32 inside); convert:\n"
+          "                 every kernel sees fp32 and the plan converts around it (the CPU\n"
+          "                 target's way, kept as the reference the native plan is checked\n"
+          "                 against bit for bit: test/gpu/fake-cuda-bf16-io.test)\n"
           "  --no-fuse      skip --piper-fuse, which otherwise runs first and folds general-op\n"
           "                 chains (a model python/piper exported) into the fused ops\n"
           "  --fusion-report[=FILE]  write what --piper-fuse fused, per module path or source\n"
@@ -118,6 +124,7 @@ typedef struct {
   const char *ptxOut, *gpuMlirOut; /* where the PTX / gpu-dialect kernels go, or NULL */
   const char *cc;             /* the C compiler driver that links */
   const char *precision;      /* fp32 or bf16 (--piper-precision) */
+  const char *bf16Io;         /* --bf16-io: native, convert, or NULL (the target's way) */
   const char *gradReduce;     /* fp32 or bf16 (--piper-grad-reduce) */
   bool noFuse;                /* --no-fuse: leave general-op chains unfused (bench/ measures) */
   const char *fusionReport;   /* --fusion-report: where the fusion report goes ("-": stdout),
@@ -157,6 +164,16 @@ static int parseArg(Options *o, int argc, char **argv, int *i) {
     }
   } else if (!strcmp(a, "--precision")) {
     fprintf(stderr, "piper-compile: error: --precision needs a value (fp32 or bf16)\n");
+    return 2;
+  } else if (!strcmp(a, "--bf16-io") && hasValue) {
+    o->bf16Io = argv[++*i];
+    if (strcmp(o->bf16Io, "native") && strcmp(o->bf16Io, "convert")) {
+      fprintf(stderr, "piper-compile: error: --bf16-io %s: expected native or convert\n",
+              o->bf16Io);
+      return 2;
+    }
+  } else if (!strcmp(a, "--bf16-io")) {
+    fprintf(stderr, "piper-compile: error: --bf16-io needs a value (native or convert)\n");
     return 2;
   } else if (!strcmp(a, "--grad-reduce") && hasValue) {
     o->gradReduce = argv[++*i];
@@ -231,6 +248,12 @@ static const PiperTarget *checkOptions(const Options *o) {
                     "--no-fuse\n");
     return NULL;
   }
+  if (o->bf16Io && (!tgt->bf16Io || strcmp(o->precision, "bf16"))) {
+    fprintf(stderr, "piper-compile: error: --bf16-io %s needs --precision bf16 and a target "
+                    "whose kernels read bf16 (--target cuda); the CPU target always converts\n",
+            o->bf16Io);
+    return NULL;
+  }
   if (!o->input || (!o->output && !o->ptxOut && !o->gpuMlirOut)) {
     fprintf(stderr, "piper-compile: error: %s; see piper-compile --help\n",
             !o->input ? "no input model given" : "no output given (-o OUTPUT)");
@@ -247,6 +270,9 @@ static int compileModule(MlirOperation op, const Options *o, const PiperTarget *
   if (tgt != piperTargetDefault()) /* the lowering reads the target from the module */
     mlirOperationSetAttributeByName(op, piperStr("piper.target"),
                                     mlirStringAttrGet(ctx, piperStr(tgt->name)));
+  if (o->bf16Io && !strcmp(o->bf16Io, "convert")) /* the lowering reads it from the module */
+    mlirOperationSetAttributeByName(op, piperStr("piper.bf16_io"),
+                                    mlirStringAttrGet(ctx, piperStr("convert")));
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   PiperPipeline pipeline = {.fuse = !o->noFuse, .fusionReport = o->fusionReport,
                             .strategy = o->strategy, .precision = o->precision,

@@ -431,11 +431,11 @@ static void calibrateAdamw(Points *q) {
   float *buf = calloc(4 * (size_t)MAXN, sizeof *buf);
   for (int64_t n = MAXN / 16; ctx && buf && n <= MAXN && q->n < 64; n *= 4) {
     float *pp = buf, *g = buf + MAXN, *m = buf + 2 * MAXN, *v = buf + 3 * MAXN;
-    prt_adamw(ctx, pp, g, m, v, n, 0.9f, 0.999f, 1e-8f, 1); /* warm-up */
+    prt_adamw(ctx, pp, g, m, v, NULL, n, 0.9f, 0.999f, 1e-8f, 1); /* warm-up */
     double best = INFINITY;
     for (int rep = 0; rep < 11; ++rep) {
       double t0 = nowNs();
-      prt_adamw(ctx, pp, g, m, v, n, 0.9f, 0.999f, 1e-8f, 1);
+      prt_adamw(ctx, pp, g, m, v, NULL, n, 0.9f, 0.999f, 1e-8f, 1);
       double t = nowNs() - t0;
       best = t < best ? t : best;
     }
@@ -463,11 +463,11 @@ static double timeAdamw(MlirOperation op, double frac) {
   double best = -1;
   if (ctx && buf) {
     float *pp = buf, *g = buf + n, *m = buf + 2 * n, *v = buf + 3 * n;
-    prt_adamw(ctx, pp, g, m, v, n, 0.9f, 0.999f, 1e-8f, 1); /* warm-up */
+    prt_adamw(ctx, pp, g, m, v, NULL, n, 0.9f, 0.999f, 1e-8f, 1); /* warm-up */
     best = INFINITY;
     for (int rep = 0; rep < 11; ++rep) {
       double t0 = nowNs();
-      prt_adamw(ctx, pp, g, m, v, n, 0.9f, 0.999f, 1e-8f, 1);
+      prt_adamw(ctx, pp, g, m, v, NULL, n, 0.9f, 0.999f, 1e-8f, 1);
       double t = nowNs() - t0;
       best = t < best ? t : best;
     }

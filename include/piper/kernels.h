@@ -25,6 +25,10 @@ typedef enum {
 /* The most device kernels one runtime kernel launches (the `launches` column). */
 enum { PRT_MAX_LAUNCHES = 4 };
 
+/* Bit k of a GPU kernel call's bf16 mask (the argument after the list's, include/piper/
+ * kernels.def): 1 where its k-th tensor argument holds bf16, 0 where fp32. */
+#define PRT_BF16_BIT(mask, k) (((mask) >> (k)) & 1)
+
 /* (a, b, c) -> a, b, c: opens a parenthesised column of the list. */
 #define PRT_KERNEL_UNPAREN(...) __VA_ARGS__
 

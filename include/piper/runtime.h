@@ -29,6 +29,8 @@ typedef enum {
   PRT_OPTIM = 1,      /* optimizer state (AdamW moments): zero-initialised, persistent */
   PRT_INPUT = 2,      /* int32 tokens or targets, filled by the data loader before each step */
   PRT_OUTPUT = 3,     /* a scalar the step reports (the loss), read after each step */
+  PRT_BF16_COPY = 4,  /* a parameter's bf16 copy (prt_declare_bf16_copy): 2 bytes an element,
+                         not checkpointed */
 } prt_tensor_kind;
 
 /* How a parameter is initialised when no --init-checkpoint is given. */
@@ -57,6 +59,14 @@ void prt_declare_tensor(prt_ctx *ctx, int64_t id, const char *name, int32_t kind
  * tdag module's piper.init_checkpoint attribute, an absolute path): a run given no
  * --init-checkpoint starts from it, unless --init-random draws the parameters instead. */
 void prt_declare_init_checkpoint(prt_ctx *ctx, const char *path);
+/* Declares tensor `id` as the bf16 copy of parameter `of` (declared before it): the values a
+ * bf16 plan's matmuls read as the weight (each rounded to nearest even), kept by the plan's
+ * AdamW, which writes the copy in the launch that updates the parameter (the adamw kernel's
+ * p16), and by the runtime wherever it writes the parameter from the host (initialisation,
+ * checkpoint loads: prt_bf16_copies_refresh). Named "<param>.bf16". */
+void prt_declare_bf16_copy(prt_ctx *ctx, int64_t id, int64_t of);
+/* Every bf16 copy rounded afresh from its parameter (after the host wrote parameters). */
+void prt_bf16_copies_refresh(prt_ctx *ctx);
 /* Bytes of scratch the step needs for activations and gradients (planned by the compiler). */
 void prt_declare_arena(prt_ctx *ctx, int64_t bytes);
 /* What the arena holds, from the compiler's plan: the peak bytes of activations and the peak

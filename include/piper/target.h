@@ -53,6 +53,10 @@ typedef struct {
   bool contextParallel;        /* it has context parallelism's kernels: ring attention
                                   (runtime/cp_attention.c) and the per-chunk _cp variants */
   bool bf16Sums;               /* its comm backends sum bf16 values (--grad-reduce bf16) */
+  bool bf16Io;                 /* its kernels read and write bf16 tensors themselves where the
+                                  kernel list says FP_IN/FP_OUT, and each takes the call's bf16
+                                  mask after the list's arguments; otherwise the lowering
+                                  converts around every call (widen, fp32 kernel, narrow) */
   bool p2pInOrder;             /* its send/recv may run on an engine without tags (NCCL), so
                                   every plan's receives are put in each sender's order
                                   (--piper-order-p2p) */

@@ -53,6 +53,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include "device/cuda_common.h"
 #include "prt_internal.h"
 
 int prt_nccl_attach(prt_ctx *ctx, const prt_xfer_vtable *engines[PRT_OP_KINDS]);
@@ -82,17 +83,10 @@ static void fail_nccl(const char *what, ncclResult_t r, int line) {
     ncclResult_t r_ = (call);                                                              \
     if (r_ != ncclSuccess) fail_nccl((what), r_, __LINE__);                                \
   } while (0)
-#define CUDA_OR_DIE(what, call)                                                            \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess)                                                                 \
-      prt_fatal("CUDA error in %s: %s: %s at %s:%d; rerun with PIPER_CUDA_SYNC=1", (what), \
-                cudaGetErrorName(e_), cudaGetErrorString(e_), __FILE__, __LINE__);        \
-  } while (0)
+#define CUDA_OR_DIE(what, call) PRT_CUDA_OR_DIE((what), call, PRT_CUDA_HINT_SYNC)
 
-static cudaStream_t compute_stream(prt_ctx *ctx) {
-  return ctx->streams && ctx->nstreams > 0 ? (cudaStream_t)ctx->streams[0] : (cudaStream_t)0;
-}
+/* The kernels' stream (device/cuda_common.h), which the transfers order against. */
+static cudaStream_t compute_stream(prt_ctx *ctx) { return prt_cuda_compute_stream(ctx); }
 
 /* The transfer's completion event travels in its request. */
 static cudaEvent_t event_of(const prt_opaque *req) { return (cudaEvent_t)req->p; }

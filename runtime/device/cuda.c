@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include "device.h"
+#include "device/cuda_common.h"
 #include "prt_internal.h"
 
 int prt_device_cuda_open(int ordinal, prt_device **out, prt_status *st);
@@ -31,14 +32,13 @@ typedef struct prt_cuda_device {
 
 static int cuda_ordinal(prt_device *d) { return ((prt_cuda_device *)d)->ordinal; }
 
-/* Fills st for a failed CUDA call and returns 1. Clears CUDA's last error, so a later call
- * does not report this one again (sticky errors stay: the device is then unusable). */
+/* Fills st for a failed CUDA call (prt_cuda_fail's message, naming the device) and returns
+ * 1. Clears CUDA's last error, so a later call does not report this one again (sticky
+ * errors stay: the device is then unusable). */
 static int cuda_fail(prt_device *d, prt_status *st, const char *call, const char *file,
                      int line, cudaError_t e, const char *hint) {
   (void)cudaGetLastError();
-  return prt_fail(st, 1, "%s on %s failed: %s (%s) at %s:%d; %s", call,
-                  d ? d->name : "cuda", cudaGetErrorName(e), cudaGetErrorString(e), file,
-                  line, hint);
+  return prt_cuda_fail(st, e, d ? d->name : "cuda", call, file, line, hint);
 }
 
 /* Runs a CUDA call; on failure returns from the calling function with st filled. */

@@ -18,6 +18,7 @@
 #include "prt_backend.h"
 #include "prt_ctx.h"
 #include "prt_elastic.h"
+#include "prt_safetensors.h"
 #include "prt_kernels.h"
 #include "prt_routing.h"
 
@@ -409,8 +410,8 @@ prt_adam_scalars prt_adam_scalars_of(const prt_ctx *ctx, float beta1, float beta
   return a;
 }
 
-void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-               float beta1, float beta2, float eps, int32_t decay) {
+void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, uint16_t *p16,
+               int64_t n, float beta1, float beta2, float eps, int32_t decay) {
   prt_comm_progress();
   if (prt_elastic_dry(ctx)) return; /* an elastic step updates in its last pass only */
   g = prt_elastic_grad(ctx, g); /* an elastic ZeRO-2/3 rank's k shards (elastic.c) */
@@ -429,6 +430,7 @@ void prt_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64
     p[i] = pi + neg_step * mi / denom;
     m[i] = mi;
     v[i] = vi;
+    if (p16) p16[i] = prt_f32_to_bf16(p[i]);
   }
 }
 

@@ -27,8 +27,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "device/cuda_common.h"
 #include "kernels/cuda.h"
 #include "kernels/cuda_gemm.h"
+#include "piper/gpu_tables.h"
 #include "piper/kernels.h"
 #include "prt_internal.h"
 
@@ -46,7 +48,6 @@ static const char *const kernel_names[PRT_DK_COUNT] = {
 
 enum {
   BLOCK = 256,          /* threads per block */
-  TABLE_CHUNK = 16384,  /* elements of a tensor one entry of a multi-tensor table covers */
   NORM_LANES = 64,      /* threads summing one chunk's squares (sumsq_chunks' L) */
   ADAM_GROUPS = 8,      /* distinct (beta1, beta2, eps) of one step's updates */
   COL_CHUNK = 64,       /* rows a thread of a column reduction sums (bias, LayerNorm dw/db) */
@@ -57,16 +58,12 @@ enum {
 /* Device scratch buffers, grown on first use (the first step, which is the warm-up: later
  * steps find them sized and allocate nothing): what each holds. */
 enum { SCR_ROWLOSS, SCR_COLS, SCR_WTE, SCR_ROPE_FWD, SCR_ROPE_BWD, SCR_MOE_POS, SCR_MOE_ACT,
-       SCR_ATTN_D, SCR_FLASH_STAGE, SCR_NORM, SCR_ADAM_TABLE, SCR_NORM_TABLE, SCR_COUNT };
+       SCR_ATTN_D, SCR_FLASH_STAGE, SCR_NORM, SCR_ADAM_TABLE, SCR_NORM_TABLE, SCR_LINEAR,
+       SCR_COUNT };
 
-/* One entry of a multi-tensor table (lowering/gpu_kernels.c TENSOR_CHUNK): TABLE_CHUNK
- * elements (or the tensor's last, shorter piece) of one tensor, device pointers as integers. */
-typedef struct {
-  int64_t p, g, m, v; /* the parameter, its gradient, AdamW's moments (the norm: g only) */
-  int64_t start, len; /* the chunk's first element in the tensor, its element count */
-  int64_t decay;      /* AdamW: != 0 applies weight decay */
-  int64_t group;      /* AdamW: its scalars' row (adam_group) */
-} tensor_chunk;
+/* One entry of a multi-tensor table: include/piper/gpu_tables.h's prt_tensor_chunk, the
+ * layout lowering/gpu_kernels.c's adamw_multi and sumsq_chunks read. */
+typedef prt_tensor_chunk tensor_chunk;
 
 /* A table being built on the host for one launch: the entries in pinned memory (the source
  * of an asynchronous copy, which a captured graph replays), and what the device holds. */
@@ -94,10 +91,7 @@ static struct {
                                 bytes (their calls are ordered on the compute stream) */
   cublasLtHandle_t lt;       /* the linear forward with its bias (lt_gemm_bias) */
   int lt_off;                /* PIPER_CUDA_LT=0: bias rows, then cuBLAS, instead */
-  prt_dstream *own_stream;   /* the compute stream of a plan that declared no stream (one
-                                device): CUDA cannot capture the legacy stream as a graph */
-  int attn_tc;               /* attention on tensor cores (bf16 operands, kernels/cuda_flash.cu):
-                                PIPER_CUDA_ATTN=tc, or unset in a bf16 plan */
+  int attn_env;              /* PIPER_CUDA_ATTN: 1 tc, 0 fp32, -1 unset (attn_tc decides) */
   void *scratch[SCR_COUNT];  /* device scratch: cross-entropy's per-row losses (f64), column
                                 reductions' chunk sums (f64), the embedding gradient's
                                 chunks (f32), the rotary tables (forward, inverse), the MoE
@@ -140,20 +134,21 @@ static struct {
   size_t free_at_setup;      /* cudaMemGetInfo's free bytes before the plan allocated */
 } S;
 
-/* A CUDA failure in `fn` (the runtime function serving an op): fatal, with what to do. */
+/* A CUDA failure in `fn` (the runtime function serving an op): fatal, with what to do
+ * (prt_cuda_fail's message); while capturing the step, kept for graph_capture instead. */
 static void fail_cuda(const char *fn, const char *what, cudaError_t e, int line) {
+  prt_status st = {0};
+  prt_cuda_fail(&st, e, fn, what, __FILE__, line,
+                e == cudaErrorMemoryAllocation
+                    ? "free GPU memory (another process?) or shrink the model or batch"
+                    : PRT_CUDA_HINT_SYNC);
   if (S.capturing) { /* nothing ran: graph_capture reports it and runs the step again */
-    if (!S.capture_error[0])
-      snprintf(S.capture_error, sizeof S.capture_error, "%s (%s): %s at %s:%d", fn, what,
-               cudaGetErrorName(e), __FILE__, line);
+    if (!S.capture_error[0]) /* the message's start: the op, the call, the error */
+      snprintf(S.capture_error, sizeof S.capture_error, "%.*s",
+               (int)sizeof S.capture_error - 1, st.msg);
     return;
   }
-  prt_fatal("CUDA error in %s (%s): %s: %s at %s:%d; %s", fn, what, cudaGetErrorName(e),
-            cudaGetErrorString(e), __FILE__, line,
-            e == cudaErrorMemoryAllocation
-                ? "free GPU memory (another process?) or shrink the model or batch"
-                : "rerun with PIPER_CUDA_SYNC=1 to stop at the failing op; check nvidia-smi "
-                  "and the driver version (CUDA 13 needs driver >= 580)");
+  prt_fatal("%s", st.msg);
 }
 #define CUDA_OR_DIE(fn, what, call)                                                        \
   do {                                                                                     \
@@ -161,22 +156,8 @@ static void fail_cuda(const char *fn, const char *what, cudaError_t e, int line)
     if (e_ != cudaSuccess) fail_cuda((fn), (what), e_, __LINE__);                          \
   } while (0)
 
-/* The plan's stream 0, or for a plan that declared none a stream of our own, made on first
- * use through the device record (device/cuda.c: cudaStreamCreate, so the staged copies and
- * the loss read on the legacy stream still order against it). Never the legacy stream itself:
- * cudaStreamBeginCapture refuses it (cudaErrorStreamCaptureUnsupported), as the first GPU
- * run showed, and no step was ever captured. */
-static cudaStream_t compute_stream(void) {
-  prt_ctx *c = S.ctx;
-  if (!c) return (cudaStream_t)0;
-  if (c->streams && c->nstreams > 0) return (cudaStream_t)c->streams[0];
-  if (!S.own_stream) {
-    prt_status st = {0};
-    if (prt_device_stream_create(c->backend->device, &S.own_stream, &st))
-      prt_fatal("%s (the compute stream of a plan without streams)", st.msg);
-  }
-  return (cudaStream_t)S.own_stream;
-}
+/* The plan's compute stream (device/cuda_common.h: never the legacy stream). */
+static cudaStream_t compute_stream(void) { return prt_cuda_compute_stream(S.ctx); }
 
 /* The plan's kernel k, or fatal when the embedded PTX lacks it (a compiler defect). */
 static const void *kernel(int k, const char *fn) {
@@ -248,6 +229,38 @@ static void launch(int k, int64_t threads, void **args, const char *fn) {
   op_end(slot, kernel_names[k], fn);
 }
 
+/* Launches kernel k over `threads` threads with the arguments' addresses listed and, last,
+ * the device kernel's bf16 mask `io` (bit j for its j-th pointer argument: lowering/
+ * gpu_kernels.c's @piper_ld / @piper_st). */
+#define LAUNCH(k, threads, io, fn, ...)                                                    \
+  do {                                                                                     \
+    int32_t io_ = (io);                                                                    \
+    void *args_[] = {__VA_ARGS__, &io_};                                                   \
+    launch((k), (threads), args_, (fn));                                                   \
+  } while (0)
+
+/* Bit `to` of a device kernel's bf16 mask: bit `from` of the runtime kernel's (the kernel
+ * list's tensor argument `from` passed on as the device kernel's pointer argument `to`). */
+static int32_t io_bit(int32_t mask, int from, int to) { return PRT_BF16_BIT(mask, from) << to; }
+
+/* Tensor argument k of a runtime kernel (`mask` its call's bf16 mask), as an nvcc-built
+ * kernel takes an FP_IN / FP_OUT one (kernels/cuda_fp.cuh). */
+static prt_fp_in fp_in(const float *p, int32_t mask, int k) {
+  return (prt_fp_in){p, PRT_BF16_BIT(mask, k)};
+}
+static prt_fp_out fp_out(float *p, int32_t mask, int k) {
+  return (prt_fp_out){p, PRT_BF16_BIT(mask, k)};
+}
+/* The same `off` elements (of its precision) in: a column of GPT's packed qkv */
+static prt_fp_in fp_in_at(const float *p, int32_t mask, int k, int64_t off) {
+  int bf16 = PRT_BF16_BIT(mask, k);
+  return (prt_fp_in){(const char *)p + off * (bf16 ? 2 : 4), bf16};
+}
+static prt_fp_out fp_out_at(float *p, int32_t mask, int k, int64_t off) {
+  int bf16 = PRT_BF16_BIT(mask, k);
+  return (prt_fp_out){(char *)p + off * (bf16 ? 2 : 4), bf16};
+}
+
 static void graph_drop(void);
 
 /* Scratch buffer `slot` of at least `bytes`, grown after the stream's work so far (it may still
@@ -273,8 +286,7 @@ static void *scratch(int slot, size_t bytes, const char *fn) {
 
 /* out[j] = sum of the chunk sums partial[r, j] (launches piper_col_finish) */
 static void col_finish(float *out, double *partial, int64_t chunks, int64_t N, const char *fn) {
-  void *args[] = {&out, &partial, &chunks, &N};
-  launch(PRT_DK_col_finish, N, args, fn);
+  LAUNCH(PRT_DK_col_finish, N, 0, fn, &out, &partial, &chunks, &N);
 }
 
 static void check_blas(cublasStatus_t s, const char *fn, int line) {
@@ -346,7 +358,8 @@ static void profile_write(prt_ctx *ctx) {
                 cudaEventElapsedTime(&step_ms, P.ev[0], P.ev[2 * P.n - 1]));
   fprintf(P.out, "{\"kind\": \"step\", \"pass\": %lld, \"ms\": %.6g, \"ops\": %d, "
           "\"untimed\": %d}\n", (long long)P.pass, step_ms, P.n, P.untimed);
-  size_t free_b = 0, total = 0, scratch_b = CUBLAS_WORKSPACE + ADAM_GROUPS * 8 * sizeof(float);
+  size_t free_b = 0, total = 0, scratch_b =
+      CUBLAS_WORKSPACE + ADAM_GROUPS * PRT_ADAM_SCALARS * sizeof(float);
   CUDA_OR_DIE(fn, "cudaMemGetInfo", cudaMemGetInfo(&free_b, &total));
   for (int k = 0; k < SCR_COUNT; k++) scratch_b += S.scratch_cap[k];
   fprintf(P.out, "{\"kind\": \"mem\", \"free_at_setup\": %zu, \"free\": %zu, \"total\": %zu, "
@@ -479,7 +492,7 @@ void prt_cuda_setup(prt_ctx *ctx) {
   check_blas(cublasSetMathMode(S.blas, CUBLAS_PEDANTIC_MATH), "prt_cuda_setup", __LINE__);
   /* the step's fixed-size buffers, once: the optimizer's scalars, the norm and clip scale */
   const char *fn = "prt_cuda_setup";
-  size_t scal = ADAM_GROUPS * 8 * sizeof(float);
+  size_t scal = ADAM_GROUPS * PRT_ADAM_SCALARS * sizeof(float);
   CUDA_OR_DIE(fn, "AdamW scalars", cudaMallocHost((void **)&S.adam_scal_host, scal));
   CUDA_OR_DIE(fn, "AdamW scalars", cudaMalloc((void **)&S.adam_scal_dev, scal));
   CUDA_OR_DIE(fn, "gradient norm", cudaMallocHost((void **)&S.norm_host, sizeof(double)));
@@ -494,10 +507,7 @@ void prt_cuda_setup(prt_ctx *ctx) {
   if (attn && strcmp(attn, "tc") && strcmp(attn, "fp32"))
     prt_fatal("PIPER_CUDA_ATTN=%s: expected tc (attention on tensor cores, bf16 operands) or "
               "fp32 (the default)", attn);
-  /* unset: tensor cores for a bf16 plan (its PTX holds the bf16 conversions; 15x faster on
-   * an H200, docs/gpu-speed.md), fp32 kernels for an fp32 plan, whose results stay
-   * comparable with PyTorch's fp32 */
-  S.attn_tc = attn ? !strcmp(attn, "tc") : S.k[PRT_DK_bf16_widen] != NULL;
+  S.attn_env = attn ? !strcmp(attn, "tc") : -1;
   const char *lt = getenv("PIPER_CUDA_LT");
   S.lt_off = lt && !strcmp(lt, "0");
   if (!S.lt_off) LT_OR_DIE(fn, cublasLtCreate(&S.lt));
@@ -517,6 +527,8 @@ void prt_cuda_setup(prt_ctx *ctx) {
 #define I32_IN(p) (const int32_t *, p)
 #define BF16_OUT(p) (uint16_t *, p)
 #define BF16_IN(p) (const uint16_t *, p)
+#define FP_OUT(p) (float *, p)
+#define FP_IN(p) (const float *, p)
 #define I64_V(v) (int64_t, v)
 #define F32_V(v) (float, v)
 #define I32_V(v) (int32_t, v)
@@ -545,9 +557,9 @@ void prt_cuda_setup(prt_ctx *ctx) {
 #define PRT_MAP_11(m, a, ...) m(a), PRT_MAP_10(m, __VA_ARGS__)
 #define PRT_MAP_12(m, a, ...) m(a), PRT_MAP_11(m, __VA_ARGS__)
 #define PRT_KERNEL_1D(name, params, device, threads)                                       \
-  void prt_cuda_##name(PRT_MAP(PAIR_DECL, PRT_KERNEL_UNPAREN params)) {                      \
-    void *args[] = {PRT_MAP(PAIR_ADDR, PRT_KERNEL_UNPAREN params)};                          \
-    launch(PRT_DK_##device, threads, args, "prt_cuda_" #name);                                \
+  void prt_cuda_##name(PRT_MAP(PAIR_DECL, PRT_KERNEL_UNPAREN params), int32_t bf16) {        \
+    LAUNCH(PRT_DK_##device, threads, bf16, "prt_cuda_" #name,                                \
+           PRT_MAP(PAIR_ADDR, PRT_KERNEL_UNPAREN params));                                   \
   }
 #include "piper/kernels.def"
 #undef PAIR_DECL_
@@ -557,10 +569,9 @@ void prt_cuda_setup(prt_ctx *ctx) {
 
 /* ---- copy: a PRT_KERNEL of its own, as an in-place copy (dst == src) launches nothing ---- */
 
-void prt_cuda_copy(float *dst, const float *src, int64_t n) {
+void prt_cuda_copy(float *dst, const float *src, int64_t n, int32_t bf16) {
   if (dst == src) return;
-  void *args[] = {&dst, &src, &n};
-  launch(PRT_DK_copy, n, args, "prt_cuda_copy");
+  LAUNCH(PRT_DK_copy, n, bf16, "prt_cuda_copy", &dst, &src, &n);
 }
 
 /* ---- embedding (the forward is a PRT_KERNEL_1D) ---- */
@@ -568,7 +579,7 @@ void prt_cuda_copy(float *dst, const float *src, int64_t n) {
 /* dwte in chunks of R token rows, as many chunks as 64 MB of V x C slabs hold (at least one,
  * at most one per 256 rows), then the slabs summed in order; dwpe one thread per (t, c). */
 void prt_cuda_embedding_bwd(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
-                            int64_t B, int64_t T, int64_t C, int64_t V) {
+                            int64_t B, int64_t T, int64_t C, int64_t V, int32_t bf16) {
   const char *fn = "prt_cuda_embedding_bwd";
   int64_t BT = B * T, VC = V * C;
   int64_t chunks = VC > 0 ? WTE_SLAB_FLOATS / VC : 1;
@@ -578,12 +589,11 @@ void prt_cuda_embedding_bwd(float *dwte, float *dwpe, const float *dout, const i
   if (R < 1) R = 1;
   chunks = (BT + R - 1) / R;
   float *slabs = scratch(SCR_WTE, (size_t)(chunks > 0 ? chunks : 1) * VC * sizeof(float), fn);
-  void *a1[] = {&slabs, &dout, &tok, &BT, &C, &V, &R};
-  launch(PRT_DK_embedding_wte_partials, chunks * C, a1, fn);
-  void *a3[] = {&dwte, &slabs, &chunks, &VC};
-  launch(PRT_DK_sum_slabs, VC, a3, fn);
-  void *a2[] = {&dwpe, &dout, &B, &T, &C};
-  launch(PRT_DK_embedding_bwd_wpe, T * C, a2, fn);
+  int32_t dy = io_bit(bf16, 2, 1); /* dout, the kernels' argument 1 */
+  LAUNCH(PRT_DK_embedding_wte_partials, chunks * C, dy, fn, &slabs, &dout, &tok, &BT, &C, &V,
+         &R);
+  LAUNCH(PRT_DK_sum_slabs, VC, 0, fn, &dwte, &slabs, &chunks, &VC);
+  LAUNCH(PRT_DK_embedding_bwd_wpe, T * C, dy, fn, &dwpe, &dout, &B, &T, &C);
 }
 
 /* A launch `call` of our nvcc-built kernels (cuda_attention.cu, cuda_norms.cu) for runtime
@@ -600,25 +610,29 @@ void prt_cuda_embedding_bwd(float *dwte, float *dwpe, const float *dout, const i
  * sums (chunks of COL_CHUNK rows, f64) finished by one launch ---- */
 
 void prt_cuda_layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
-                            const float *w, const float *b, int64_t N, int64_t C, float eps) {
+                            const float *w, const float *b, int64_t N, int64_t C, float eps,
+                            int32_t bf16) {
   const char *fn = "prt_cuda_layernorm_fwd";
   NVCC_OP(fn, "layernorm forward (warp a row)",
-          prt_cuda_layernorm_fwd_launch(out, mean, rstd, x, w, b, N, C, eps, compute_stream()));
+          prt_cuda_layernorm_fwd_launch(fp_out(out, bf16, 0), mean, rstd, fp_in(x, bf16, 3), w,
+                                        b, N, C, eps, compute_stream()));
 }
 
 void prt_cuda_layernorm_bwd(float *dx, float *dw, float *db, const float *dout,
                             const float *x, const float *w, const float *mean,
-                            const float *rstd, int64_t N, int64_t C) {
+                            const float *rstd, int64_t N, int64_t C, int32_t bf16) {
   const char *fn = "prt_cuda_layernorm_bwd";
   NVCC_OP(fn, "layernorm dx (warp a row)",
-          prt_cuda_layernorm_dx_launch(dx, dout, x, w, mean, rstd, N, C, compute_stream()));
+          prt_cuda_layernorm_dx_launch(fp_out(dx, bf16, 0), fp_in(dout, bf16, 3),
+                                       fp_in(x, bf16, 4), w, mean, rstd, N, C,
+                                       compute_stream()));
   int64_t R = COL_CHUNK, chunks = (N + R - 1) / R;
   double *pw = scratch(SCR_COLS, (size_t)(2 * chunks * C + 1) * sizeof(double), fn);
   double *pb = pw + chunks * C;
-  void *a2[] = {&pw, &pb, &dout, &x, &mean, &rstd, &N, &C, &R};
-  launch(PRT_DK_layernorm_dwdb_partials, chunks * C, a2, fn);
-  void *a3[] = {&dw, &db, &pw, &chunks, &C}; /* pb follows pw: one launch finishes both */
-  launch(PRT_DK_col_finish2, 2 * C, a3, fn);
+  LAUNCH(PRT_DK_layernorm_dwdb_partials, chunks * C, io_bit(bf16, 3, 2) | io_bit(bf16, 4, 3), fn,
+         &pw, &pb, &dout, &x, &mean, &rstd, &N, &C, &R);
+  /* pb follows pw: one launch finishes both */
+  LAUNCH(PRT_DK_col_finish2, 2 * C, 0, fn, &dw, &db, &pw, &chunks, &C);
 }
 
 /* ---- linear: cuBLAS on the row-major matrices, seen column-major as their transposes
@@ -639,17 +653,19 @@ static void sgemm(prt_gemm g, const char *fn) {
 /* ---- cuBLASLt: the linear forward's product and its bias in one kernel ----
  * D = op(A) op(B) + bias, the bias added to each row i of the column-major D (each column of
  * the row-major out) after the fp32 accumulation, as the CPU's (x w^T) + b
- * (CUBLASLT_EPILOGUE_BIAS, CUBLAS_COMPUTE_32F: no TF32); A and B fp32 or bf16. One plan
- * (descriptors and the heuristic's algorithm) per shape, made the first time (the warm-up).
- * Where cuBLASLt offers no algorithm, its table is full, or PIPER_CUDA_LT=0, the launcher
- * falls back to bias rows then cuBLAS adding to them (sgemm / GemmEx beta 1). */
+ * (CUBLASLT_EPILOGUE_BIAS, CUBLAS_COMPUTE_32F: no TF32); A and B fp32 or bf16, D fp32 or
+ * (with bf16 A and B) bf16, the sum rounded once at the store. One plan (descriptors and the
+ * heuristic's algorithm) per shape, made the first time (the warm-up). Where cuBLASLt offers
+ * no algorithm, its table is full, or PIPER_CUDA_LT=0, the launcher falls back to bias rows
+ * then cuBLAS adding to them (sgemm / GemmEx beta 1). */
 enum { LT_PLANS = 64 };
 typedef struct {
   prt_gemm key;                   /* the shape, transposes and leading dimensions (pointers
                                      and beta ignored) */
   int bf16;                       /* A and B bf16 */
+  int out_bf16;                   /* C = D bf16 */
   cublasLtMatmulDesc_t desc;      /* compute 32F, the transposes, the bias epilogue */
-  cublasLtMatrixLayout_t a, b, c; /* A, B, and C = D (fp32) */
+  cublasLtMatrixLayout_t a, b, c; /* A, B, and C = D */
   cublasLtMatmulAlgo_t algo;      /* the heuristic's first */
   int ok;                         /* 0: cuBLASLt has no algorithm: use the fallback */
 } lt_plan;
@@ -662,13 +678,16 @@ static int lt_same_shape(const prt_gemm *x, const prt_gemm *y) {
 }
 
 /* The plan of g's shape, made on first use; NULL when the table is full. */
-static lt_plan *lt_plan_of(prt_gemm g, int bf16, const char *fn) {
+static lt_plan *lt_plan_of(prt_gemm g, int bf16, int out_bf16, const char *fn) {
   for (int i = 0; i < lt_nplans; i++)
-    if (lt_plans[i].bf16 == bf16 && lt_same_shape(&lt_plans[i].key, &g)) return &lt_plans[i];
+    if (lt_plans[i].bf16 == bf16 && lt_plans[i].out_bf16 == out_bf16 &&
+        lt_same_shape(&lt_plans[i].key, &g))
+      return &lt_plans[i];
   if (lt_nplans == LT_PLANS) return NULL;
   lt_plan *p = &lt_plans[lt_nplans++];
   p->key = g;
   p->bf16 = bf16;
+  p->out_bf16 = out_bf16;
   cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
@@ -687,7 +706,8 @@ static lt_plan *lt_plan_of(prt_gemm g, int bf16, const char *fn) {
                                            g.transA ? g.m : g.k, g.lda));
   LT_OR_DIE(fn, cublasLtMatrixLayoutCreate(&p->b, in, g.transB ? g.n : g.k,
                                            g.transB ? g.k : g.n, g.ldb));
-  LT_OR_DIE(fn, cublasLtMatrixLayoutCreate(&p->c, CUDA_R_32F, g.m, g.n, g.ldc));
+  LT_OR_DIE(fn, cublasLtMatrixLayoutCreate(&p->c, out_bf16 ? CUDA_R_16BF : CUDA_R_32F, g.m, g.n,
+                                           g.ldc));
   cublasLtMatmulPreference_t pref;
   size_t ws = CUBLAS_WORKSPACE;
   LT_OR_DIE(fn, cublasLtMatmulPreferenceCreate(&pref));
@@ -705,9 +725,9 @@ static lt_plan *lt_plan_of(prt_gemm g, int bf16, const char *fn) {
 
 /* g (beta 0) with `bias` in the epilogue, as one cuBLASLt call; 0 when the caller must use
  * the fallback. */
-static int lt_gemm_bias(prt_gemm g, const float *bias, int bf16, const char *fn) {
+static int lt_gemm_bias(prt_gemm g, const float *bias, int bf16, int out_bf16, const char *fn) {
   if (S.lt_off || g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) return 0;
-  lt_plan *p = lt_plan_of(g, bf16, fn);
+  lt_plan *p = lt_plan_of(g, bf16, out_bf16, fn);
   if (!p || !p->ok) return 0;
   LT_OR_DIE(fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                &bias, sizeof bias));
@@ -722,31 +742,31 @@ static int lt_gemm_bias(prt_gemm g, const float *bias, int bf16, const char *fn)
 }
 
 void prt_cuda_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M,
-                         int64_t N, int64_t K) {
+                         int64_t N, int64_t K, int32_t bf16) {
   const char *fn = "prt_cuda_linear_fwd";
-  if (b && lt_gemm_bias(prt_gemm_linear_fwd(out, x, w, M, N, K, 0.0f), b, 0, fn)) return;
+  if (b && lt_gemm_bias(prt_gemm_linear_fwd(out, x, w, M, N, K, 0.0f), b, 0, 0, fn)) return;
   if (b) { /* out = bias rows, then out += x w^T */
-    void *args[] = {&out, &b, &M, &N};
-    launch(PRT_DK_bias_rows, M * N, args, fn);
+    LAUNCH(PRT_DK_bias_rows, M * N, 0, fn, &out, &b, &M, &N);
   }
   sgemm(prt_gemm_linear_fwd(out, x, w, M, N, K, b ? 1.0f : 0.0f), fn);
 }
 
 void prt_cuda_linear_bwd_input(float *dx, const float *dout, const float *w, int64_t M,
-                               int64_t N, int64_t K) {
+                               int64_t N, int64_t K, int32_t bf16) {
   sgemm(prt_gemm_linear_bwd_input(dx, dout, w, M, N, K), "prt_cuda_linear_bwd_input");
 }
 
 void prt_cuda_linear_bwd_weight(float *dw, const float *dout, const float *x, int64_t M,
-                                int64_t N, int64_t K) {
+                                int64_t N, int64_t K, int32_t bf16) {
   sgemm(prt_gemm_linear_bwd_weight(dw, dout, x, M, N, K), "prt_cuda_linear_bwd_weight");
 }
 
 /* The same product on bf16 operands (A and B hold uint16_t bf16 patterns; prt_gemm's float
- * pointers carry them untouched): cublasGemmEx with CUDA_R_16BF inputs, an fp32 C and
- * CUBLAS_COMPUTE_32F, so the products of bf16 values are accumulated in fp32 on tensor cores
- * (the pedantic math mode does not apply to a 16-bit input type's compute). */
-static void gemm_bf16(prt_gemm g, const char *fn) {
+ * pointers carry them untouched): cublasGemmEx with CUDA_R_16BF inputs and CUBLAS_COMPUTE_32F,
+ * so the products of bf16 values are accumulated in fp32 on tensor cores (the pedantic math
+ * mode does not apply to a 16-bit input type's compute); C fp32, or bf16 where out_bf16 (the
+ * fp32 sum rounded once at the store, beta 0). */
+static void gemm_bf16(prt_gemm g, int out_bf16, const char *fn) {
   float one = 1.0f;
   check_blas(cublasSetStream(S.blas, compute_stream()), fn, __LINE__);
   int slot = op_begin("cublasGemmEx", fn);
@@ -754,46 +774,53 @@ static void gemm_bf16(prt_gemm g, const char *fn) {
                           g.transB ? CUBLAS_OP_T : CUBLAS_OP_N, blas_dim(g.m, fn),
                           blas_dim(g.n, fn), blas_dim(g.k, fn), &one, g.A, CUDA_R_16BF,
                           blas_dim(g.lda, fn), g.B, CUDA_R_16BF, blas_dim(g.ldb, fn), &g.beta,
-                          g.C, CUDA_R_32F, blas_dim(g.ldc, fn), CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT),
+                          g.C, out_bf16 ? CUDA_R_16BF : CUDA_R_32F, blas_dim(g.ldc, fn),
+                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
              fn, __LINE__);
   op_end(slot, "cublasGemmEx", fn);
 }
 
+/* out (M, N) = x w^T + b on bf16 x and w; out fp32, or bf16 (bit 0 of the mask): the fp32 sum
+ * of product and bias rounded once. Without a cuBLASLt algorithm for the bias (or with
+ * PIPER_CUDA_LT=0) the bias rows and the product are summed in fp32 as before, into scratch
+ * for a bf16 out, which one bf16_narrow then rounds: the fallback alone converts. */
 void prt_cuda_linear_fwd_bf16(float *out, const uint16_t *x, const uint16_t *w, const float *b,
-                              int64_t M, int64_t N, int64_t K) {
+                              int64_t M, int64_t N, int64_t K, int32_t bf16) {
   const char *fn = "prt_cuda_linear_fwd_bf16";
-  if (b && lt_gemm_bias(prt_gemm_linear_fwd(out, (const float *)x, (const float *)w, M, N, K,
-                                            0.0f),
-                        b, 1, fn))
+  int out16 = PRT_BF16_BIT(bf16, 0);
+  const float *xf = (const float *)x, *wf = (const float *)w;
+  if (b && lt_gemm_bias(prt_gemm_linear_fwd(out, xf, wf, M, N, K, 0.0f), b, 1, out16, fn))
     return;
-  if (b) { /* out = bias rows, then out += x w^T in fp32, as prt_cuda_linear_fwd */
-    void *args[] = {&out, &b, &M, &N};
-    launch(PRT_DK_bias_rows, M * N, args, fn);
+  if (!b) {
+    gemm_bf16(prt_gemm_linear_fwd(out, xf, wf, M, N, K, 0.0f), out16, fn);
+    return;
   }
-  gemm_bf16(prt_gemm_linear_fwd(out, (const float *)x, (const float *)w, M, N, K,
-                                b ? 1.0f : 0.0f),
-            fn);
+  /* acc = bias rows, then acc += x w^T in fp32, as prt_cuda_linear_fwd */
+  float *acc = out16 ? scratch(SCR_LINEAR, (size_t)(M * N > 0 ? M * N : 1) * sizeof(float), fn)
+                     : out;
+  LAUNCH(PRT_DK_bias_rows, M * N, 0, fn, &acc, &b, &M, &N);
+  gemm_bf16(prt_gemm_linear_fwd(acc, xf, wf, M, N, K, 1.0f), 0, fn);
+  int64_t n = M * N;
+  if (out16) LAUNCH(PRT_DK_bf16_narrow, n, 1, fn, &out, &acc, &n);
 }
 
 void prt_cuda_linear_bwd_input_bf16(float *dx, const uint16_t *dout, const uint16_t *w,
-                                    int64_t M, int64_t N, int64_t K) {
+                                    int64_t M, int64_t N, int64_t K, int32_t bf16) {
   gemm_bf16(prt_gemm_linear_bwd_input(dx, (const float *)dout, (const float *)w, M, N, K),
-            "prt_cuda_linear_bwd_input_bf16");
+            PRT_BF16_BIT(bf16, 0), "prt_cuda_linear_bwd_input_bf16");
 }
 
 void prt_cuda_linear_bwd_weight_bf16(float *dw, const uint16_t *dout, const uint16_t *x,
-                                     int64_t M, int64_t N, int64_t K) {
-  gemm_bf16(prt_gemm_linear_bwd_weight(dw, (const float *)dout, (const float *)x, M, N, K),
+                                     int64_t M, int64_t N, int64_t K, int32_t bf16) {
+  gemm_bf16(prt_gemm_linear_bwd_weight(dw, (const float *)dout, (const float *)x, M, N, K), 0,
             "prt_cuda_linear_bwd_weight_bf16");
 }
 
-void prt_cuda_bias_bwd(float *db, const float *dout, int64_t M, int64_t N) {
+void prt_cuda_bias_bwd(float *db, const float *dout, int64_t M, int64_t N, int32_t bf16) {
   const char *fn = "prt_cuda_bias_bwd";
   int64_t R = COL_CHUNK, chunks = (M + R - 1) / R;
   double *partial = scratch(SCR_COLS, (size_t)(chunks * N + 1) * sizeof(double), fn);
-  void *args[] = {&partial, &dout, &M, &N, &R};
-  launch(PRT_DK_col_partials, chunks * N, args, fn);
+  LAUNCH(PRT_DK_col_partials, chunks * N, io_bit(bf16, 1, 1), fn, &partial, &dout, &M, &N, &R);
   col_finish(db, partial, chunks, N, fn);
 }
 
@@ -807,66 +834,80 @@ static void check_heads(int64_t C, int64_t H, const char *fn) {
               (long long)C, (long long)H, PRT_CUDA_ATTENTION_MAX_HEAD);
 }
 
-/* attn_tc (PIPER_CUDA_ATTN=tc, or a bf16 plan): the attention ops run kernels/cuda_flash.cu
- * (tensor cores, bf16 operands, fp32 accumulation) on GPT's packed qkv (rows of 3C: q, k, v
- * at channels 0, C, 2C) or Qwen3's separate q, k, v, for head sizes up to
- * PRT_CUDA_FLASH_MAX_HEAD (larger ones keep the fp32 kernels); the same probs/lse and D
- * scratch as the fp32 kernels, and scratch for the launch's bf16 copies of its operands. */
-static int attn_tc(int64_t head) { return S.attn_tc && head <= PRT_CUDA_FLASH_MAX_HEAD; }
+/* attn_tc (PIPER_CUDA_ATTN=tc, or unset in a bf16 plan): the attention ops run
+ * kernels/cuda_flash.cu (tensor cores, bf16 operands, fp32 accumulation) on GPT's packed qkv
+ * (rows of 3C: q, k, v at channels 0, C, 2C) or Qwen3's separate q, k, v, for head sizes up
+ * to PRT_CUDA_FLASH_MAX_HEAD (larger ones keep the fp32 kernels); the same probs/lse and D
+ * scratch as the fp32 kernels, and scratch for the launch's bf16 copies of its operands.
+ * Unset, a bf16 plan is one whose attention reads bf16 (`q16`: its q's mask bit), or that
+ * converts around fp32 kernels (--bf16-io convert: its PTX holds bf16_widen): tensor cores,
+ * 15x faster on an H200 (docs/gpu-speed.md); an fp32 plan keeps the fp32 kernels, whose
+ * results stay comparable with PyTorch's fp32. */
+static int attn_tc(int64_t head, int q16) {
+  int tc = S.attn_env >= 0 ? S.attn_env : q16 || S.k[PRT_DK_bf16_widen] != NULL;
+  return tc && head <= PRT_CUDA_FLASH_MAX_HEAD;
+}
 static uint16_t *flash_staging(int64_t B, int64_t T, int64_t H, int64_t KV, const char *fn) {
   return scratch(SCR_FLASH_STAGE, prt_cuda_flash_stage_bytes(B, T, H, KV), fn);
 }
 
 void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
-                            int64_t C, int64_t H) {
+                            int64_t C, int64_t H, int32_t bf16) {
   const char *fn = "prt_cuda_attention_fwd";
   check_heads(C, H, fn);
-  if (attn_tc(C / H)) {
+  if (attn_tc(C / H, PRT_BF16_BIT(bf16, 2))) {
     uint16_t *staged = flash_staging(B, T, H, H, fn);
     NVCC_OP(fn, "flash attention forward (tensor cores)",
-            prt_cuda_flash_fwd_launch(out, probs, qkv, qkv + C, qkv + 2 * C, staged, B, T, H,
-                                      H, C / H, 3 * C, 3 * C, C, compute_stream()));
+            prt_cuda_flash_fwd_launch(fp_out(out, bf16, 0), probs, fp_in(qkv, bf16, 2),
+                                      fp_in_at(qkv, bf16, 2, C), fp_in_at(qkv, bf16, 2, 2 * C),
+                                      staged, B, T, H, H, C / H, 3 * C, 3 * C, C,
+                                      compute_stream()));
     return;
   }
   NVCC_OP(fn, "flash attention forward",
-               prt_cuda_attention_fwd_launch(out, probs, qkv, B, T, C, H, compute_stream()));
+          prt_cuda_attention_fwd_launch(fp_out(out, bf16, 0), probs, fp_in(qkv, bf16, 2), B, T,
+                                        C, H, compute_stream()));
 }
 
 /* `out` (the forward's) is for FlashAttention-2's backward (kernels/cuda_fa2.cu), not yet
  * called here: these kernels take D from the probabilities they recompute */
 void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
-                            const float *probs, int64_t B, int64_t T, int64_t C, int64_t H) {
+                            const float *probs, int64_t B, int64_t T, int64_t C, int64_t H,
+                            int32_t bf16) {
   (void)out;
   const char *fn = "prt_cuda_attention_bwd";
   check_heads(C, H, fn);
   float *D = scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
-  if (attn_tc(C / H)) {
+  if (attn_tc(C / H, PRT_BF16_BIT(bf16, 2))) {
     uint16_t *staged = flash_staging(B, T, H, H, fn);
     NVCC_OP(fn, "flash attention backward (tensor cores)",
-            prt_cuda_flash_bwd_launch(dqkv, dqkv + C, dqkv + 2 * C, D, dout, qkv, qkv + C,
-                                      qkv + 2 * C, probs, staged, B, T, H, H, C / H, 3 * C,
-                                      3 * C, C, compute_stream()));
+            prt_cuda_flash_bwd_launch(fp_out(dqkv, bf16, 0), fp_out_at(dqkv, bf16, 0, C),
+                                      fp_out_at(dqkv, bf16, 0, 2 * C), D, fp_in(dout, bf16, 1),
+                                      fp_in(qkv, bf16, 2), fp_in_at(qkv, bf16, 2, C),
+                                      fp_in_at(qkv, bf16, 2, 2 * C), probs, staged, B, T, H, H,
+                                      C / H, 3 * C, 3 * C, C, compute_stream()));
     return;
   }
   NVCC_OP(fn, "flash attention backward",
-               prt_cuda_attention_bwd_launch(dqkv, dout, qkv, probs, D, B, T, C, H,
-                                             compute_stream()));
+          prt_cuda_attention_bwd_launch(fp_out(dqkv, bf16, 0), fp_in(dout, bf16, 1),
+                                        fp_in(qkv, bf16, 2), probs, D, B, T, C, H,
+                                        compute_stream()));
 }
 
 /* ---- loss ---- */
 
 void prt_cuda_cross_entropy_fwd(float *loss, float *probs, const float *logits,
-                                const int32_t *targets, int64_t N, int64_t V, float smoothing) {
+                                const int32_t *targets, int64_t N, int64_t V, float smoothing,
+                                int32_t bf16) {
   const char *fn = "prt_cuda_cross_entropy_fwd";
   double *rows = scratch(SCR_ROWLOSS, (size_t)(N > 0 ? N : 1) * sizeof(double), fn);
-  void *a1[] = {&probs, &rows, &logits, &targets, &N, &V, &smoothing};
-  launch(PRT_DK_cross_entropy_fwd, N, a1, fn);
-  void *a2[] = {&loss, &rows, &N};
-  launch(PRT_DK_mean_rows, 1, a2, fn);
+  LAUNCH(PRT_DK_cross_entropy_fwd, N, io_bit(bf16, 2, 2), fn, &probs, &rows, &logits, &targets,
+         &N, &V, &smoothing);
+  LAUNCH(PRT_DK_mean_rows, 1, 0, fn, &loss, &rows, &N);
 }
 
 /* ---- optimizer and gradient norm: every tensor of the step in one launch ----
- * prt_cuda_adamw and prt_cuda_grad_sq_accum note their tensor in a table of TABLE_CHUNK-element
+ * prt_cuda_adamw and prt_cuda_grad_sq_accum note their tensor in a table of PRT_TABLE_CHUNK-element
  * chunks (tensor_chunk); adamw_multi runs the whole AdamW table as one kernel, and
  * grad_norm_sync sums every noted gradient in one pass (sumsq_chunks: NORM_LANES threads a
  * chunk; sum_lanes; norm_clip: the squared norm and the clip scale, on the device). A table
@@ -878,7 +919,7 @@ void prt_cuda_cross_entropy_fwd(float *loss, float *probs, const float *logits,
 
 /* Appends the chunks of one tensor of n elements to table t (pinned, grown in the warm-up). */
 static void table_add(chunk_table *t, tensor_chunk e, int64_t n, const char *fn) {
-  int64_t add = (n + TABLE_CHUNK - 1) / TABLE_CHUNK;
+  int64_t add = (n + PRT_TABLE_CHUNK - 1) / PRT_TABLE_CHUNK;
   if (t->n + add > t->cap) {
     if (S.capturing)
       prt_fatal("%s: the update table grows while the step is captured (the warm-up step had "
@@ -895,8 +936,8 @@ static void table_add(chunk_table *t, tensor_chunk e, int64_t n, const char *fn)
     t->cap = cap;
   }
   for (int64_t k = 0; k < add; k++) {
-    e.start = k * TABLE_CHUNK;
-    e.len = n - e.start < TABLE_CHUNK ? n - e.start : TABLE_CHUNK;
+    e.start = k * PRT_TABLE_CHUNK;
+    e.len = n - e.start < PRT_TABLE_CHUNK ? n - e.start : PRT_TABLE_CHUNK;
     t->host[t->n++] = e;
   }
 }
@@ -947,9 +988,15 @@ static void adam_scalars_fill(prt_ctx *ctx) {
   for (int i = 0; i < S.adam_groups; i++) {
     prt_adam_scalars a = prt_adam_scalars_of(ctx, S.adam_key[i][0], S.adam_key[i][1],
                                              S.adam_key[i][2]);
-    float row[8] = {a.beta1, a.beta2, a.eps, a.keep, a.one_minus_b1, a.one_minus_b2,
-                    a.bc2_sqrt, a.neg_step};
-    memcpy(S.adam_scal_host + 8 * i, row, sizeof row);
+    float *row = S.adam_scal_host + PRT_ADAM_SCALARS * i;
+    row[PRT_ADAM_BETA1] = a.beta1;
+    row[PRT_ADAM_BETA2] = a.beta2;
+    row[PRT_ADAM_EPS] = a.eps;
+    row[PRT_ADAM_KEEP] = a.keep;
+    row[PRT_ADAM_OMB1] = a.one_minus_b1;
+    row[PRT_ADAM_OMB2] = a.one_minus_b2;
+    row[PRT_ADAM_BC2S] = a.bc2_sqrt;
+    row[PRT_ADAM_NEGSTEP] = a.neg_step;
   }
 }
 
@@ -964,32 +1011,39 @@ static void adam_flush(prt_ctx *ctx) {
               cudaMemcpyAsync(S.adam_scal_dev, S.adam_scal_host,
                               (size_t)S.adam_groups * 8 * sizeof(float),
                               cudaMemcpyHostToDevice, compute_stream()));
-  int64_t nchunk = S.adam_tab.n - from, CH = TABLE_CHUNK;
+  int64_t nchunk = S.adam_tab.n - from, CH = PRT_TABLE_CHUNK;
   S.adam_tab.launched = S.adam_tab.n; /* before the launch: launch() flushes first */
-  void *args[] = {&table, &S.adam_scal_dev, &S.clip_dev, &nchunk, &CH};
-  launch(PRT_DK_adamw_multi, nchunk * CH, args, fn);
+  LAUNCH(PRT_DK_adamw_multi, nchunk * CH, 0, fn, &table, &S.adam_scal_dev, &S.clip_dev, &nchunk,
+         &CH);
 }
 
-void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n,
-                    float beta1, float beta2, float eps, int32_t decay) {
+void prt_cuda_adamw(prt_ctx *ctx, float *p, const float *g, float *m, float *v, uint16_t *p16,
+                    int64_t n, float beta1, float beta2, float eps, int32_t decay,
+                    int32_t bf16) {
   const char *fn = "prt_cuda_adamw";
   if (prt_elastic_dry(ctx) || n <= 0) return; /* an elastic step updates in its last pass */
-  tensor_chunk e = {(int64_t)(intptr_t)p, (int64_t)(intptr_t)g, (int64_t)(intptr_t)m,
-                    (int64_t)(intptr_t)v, 0, 0, decay != 0, adam_group(beta1, beta2, eps, fn)};
+  tensor_chunk e = {.p = (int64_t)(intptr_t)p,
+                    .g = (int64_t)(intptr_t)g,
+                    .m = (int64_t)(intptr_t)m,
+                    .v = (int64_t)(intptr_t)v,
+                    .decay = decay != 0,
+                    .group = adam_group(beta1, beta2, eps, fn),
+                    .p16 = (int64_t)(intptr_t)p16};
   table_add(&S.adam_tab, e, n, fn);
   if (!S.defer) adam_flush(ctx);
 }
 
-void prt_cuda_grad_sq_accum(prt_ctx *ctx, const float *g, int64_t n, int32_t counted) {
+void prt_cuda_grad_sq_accum(prt_ctx *ctx, const float *g, int64_t n, int32_t counted,
+                            int32_t bf16) {
   if (!counted || n <= 0) return;
-  tensor_chunk e = {0, (int64_t)(intptr_t)g, 0, 0, 0, 0, 0, 0};
+  tensor_chunk e = {.g = (int64_t)(intptr_t)g};
   table_add(&S.norm_tab, e, n, "prt_cuda_grad_sq_accum");
 }
 
 /* The squared norm of every noted gradient and, with one rank, the clip scale, on the device;
  * with several, the host all-reduces the squared norm (prt_grad_norm_sync) and sends the
  * clip scale back. */
-void prt_cuda_grad_norm_sync(prt_ctx *ctx) {
+void prt_cuda_grad_norm_sync(prt_ctx *ctx, int32_t bf16) {
   const char *fn = "prt_cuda_grad_norm_sync";
   int64_t nchunk = S.norm_tab.n, L = NORM_LANES;
   const tensor_chunk *table = table_upload(&S.norm_tab, 0, SCR_NORM_TABLE, fn);
@@ -997,12 +1051,9 @@ void prt_cuda_grad_norm_sync(prt_ctx *ctx) {
   double *partial = scratch(SCR_NORM, (size_t)(nchunk * (L + 1) + 1) * sizeof(double), fn);
   double *csum = partial + nchunk * L;
   float maxnorm = ctx->world == 1 && ctx->grad_clip > 0.0 ? (float)ctx->grad_clip : 0.0f;
-  void *a1[] = {&partial, &table, &nchunk, &L};
-  launch(PRT_DK_sumsq_chunks, nchunk * L, a1, fn);
-  void *a2[] = {&csum, &partial, &nchunk, &L};
-  launch(PRT_DK_sum_lanes, nchunk, a2, fn);
-  void *a3[] = {&S.norm_sq_dev, &S.clip_dev, &csum, &nchunk, &maxnorm};
-  launch(PRT_DK_norm_clip, 1, a3, fn);
+  LAUNCH(PRT_DK_sumsq_chunks, nchunk * L, 0, fn, &partial, &table, &nchunk, &L);
+  LAUNCH(PRT_DK_sum_lanes, nchunk, 0, fn, &csum, &partial, &nchunk, &L);
+  LAUNCH(PRT_DK_norm_clip, 1, 0, fn, &S.norm_sq_dev, &S.clip_dev, &csum, &nchunk, &maxnorm);
   CUDA_OR_DIE(fn, "copy of the squared gradient norm",
               cudaMemcpyAsync(S.norm_host, S.norm_sq_dev, sizeof(double),
                               cudaMemcpyDeviceToHost, compute_stream()));
@@ -1024,7 +1075,7 @@ void prt_cuda_grad_norm_sync(prt_ctx *ctx) {
 /* dwte as prt_cuda_embedding_bwd's: chunks of R token rows summed into V x C slabs, then the
  * slabs added in order (no atomics); no position table. */
 void prt_cuda_embed_bwd(float *dwte, const float *dout, const int32_t *tok, int64_t N,
-                        int64_t C, int64_t V) {
+                        int64_t C, int64_t V, int32_t bf16) {
   const char *fn = "prt_cuda_embed_bwd";
   int64_t VC = V * C;
   int64_t chunks = VC > 0 ? WTE_SLAB_FLOATS / VC : 1;
@@ -1034,29 +1085,30 @@ void prt_cuda_embed_bwd(float *dwte, const float *dout, const int32_t *tok, int6
   if (R < 1) R = 1;
   chunks = (N + R - 1) / R;
   float *slabs = scratch(SCR_WTE, (size_t)(chunks > 0 ? chunks : 1) * VC * sizeof(float), fn);
-  void *a1[] = {&slabs, &dout, &tok, &N, &C, &V, &R};
-  launch(PRT_DK_embedding_wte_partials, chunks * C, a1, fn);
-  void *a2[] = {&dwte, &slabs, &chunks, &VC};
-  launch(PRT_DK_sum_slabs, VC, a2, fn);
+  LAUNCH(PRT_DK_embedding_wte_partials, chunks * C, io_bit(bf16, 1, 1), fn, &slabs, &dout, &tok,
+         &N, &C, &V, &R);
+  LAUNCH(PRT_DK_sum_slabs, VC, 0, fn, &dwte, &slabs, &chunks, &VC);
 }
 
 /* The forward and dx a warp a row (kernels/cuda_norms.cu); dw by chunks of COL_CHUNK rows
  * (f64), the chunks added in order. */
 void prt_cuda_rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int64_t R,
-                          int64_t D, float eps) {
+                          int64_t D, float eps, int32_t bf16) {
   NVCC_OP("prt_cuda_rmsnorm_fwd", "rmsnorm forward (warp a row)",
-          prt_cuda_rmsnorm_fwd_launch(out, rstd, x, w, R, D, eps, compute_stream()));
+          prt_cuda_rmsnorm_fwd_launch(fp_out(out, bf16, 0), rstd, fp_in(x, bf16, 2), w, R, D,
+                                      eps, compute_stream()));
 }
 
 void prt_cuda_rmsnorm_bwd(float *dx, float *dw, const float *dout, const float *x,
-                          const float *w, const float *rstd, int64_t R, int64_t D) {
+                          const float *w, const float *rstd, int64_t R, int64_t D, int32_t bf16) {
   const char *fn = "prt_cuda_rmsnorm_bwd";
   NVCC_OP(fn, "rmsnorm dx (warp a row)",
-          prt_cuda_rmsnorm_dx_launch(dx, dout, x, w, rstd, R, D, compute_stream()));
+          prt_cuda_rmsnorm_dx_launch(fp_out(dx, bf16, 0), fp_in(dout, bf16, 2),
+                                     fp_in(x, bf16, 3), w, rstd, R, D, compute_stream()));
   int64_t Rc = COL_CHUNK, chunks = (R + Rc - 1) / Rc;
   double *pw = scratch(SCR_COLS, (size_t)(chunks * D + 1) * sizeof(double), fn);
-  void *a2[] = {&pw, &dout, &x, &rstd, &R, &D, &Rc};
-  launch(PRT_DK_rmsnorm_dw_partials, chunks * D, a2, fn);
+  LAUNCH(PRT_DK_rmsnorm_dw_partials, chunks * D, io_bit(bf16, 2, 1) | io_bit(bf16, 3, 2), fn, &pw,
+         &dout, &x, &rstd, &R, &D, &Rc);
   col_finish(dw, pw, chunks, D, fn);
 }
 
@@ -1085,24 +1137,23 @@ static const float *rope_table(int slot, int64_t T, int64_t D, float theta, cons
 }
 
 static void rope(float *out, const float *x, int64_t B, int64_t T, int64_t N, int64_t D,
-                 float theta, int slot, const char *fn) {
+                 float theta, int slot, int32_t bf16, const char *fn) {
   if (D <= 0 || D % 2 || N % D)
     prt_fatal("%s: head size %lld must be even and divide the row width %lld", fn,
               (long long)D, (long long)N);
   const float *cs = rope_table(slot, T, D, theta, fn);
   int64_t BT = B * T;
-  void *args[] = {&out, &x, &cs, &BT, &T, &N, &D};
-  launch(PRT_DK_rope, BT * (N / D) * (D / 2), args, fn);
+  LAUNCH(PRT_DK_rope, BT * (N / D) * (D / 2), bf16 & 3, fn, &out, &x, &cs, &BT, &T, &N, &D);
 }
 
 void prt_cuda_rope_fwd(float *out, const float *x, int64_t B, int64_t T, int64_t N, int64_t D,
-                       float theta) {
-  rope(out, x, B, T, N, D, theta, SCR_ROPE_FWD, "prt_cuda_rope_fwd");
+                       float theta, int32_t bf16) {
+  rope(out, x, B, T, N, D, theta, SCR_ROPE_FWD, bf16, "prt_cuda_rope_fwd");
 }
 
 void prt_cuda_rope_bwd(float *dx, const float *dout, int64_t B, int64_t T, int64_t N,
-                       int64_t D, float theta) {
-  rope(dx, dout, B, T, N, D, theta, SCR_ROPE_BWD, "prt_cuda_rope_bwd");
+                       int64_t D, float theta, int32_t bf16) {
+  rope(dx, dout, B, T, N, D, theta, SCR_ROPE_BWD, bf16, "prt_cuda_rope_bwd");
 }
 
 /* Grouped-query attention (kernels/cuda_attention.cu): probs is the CPU's (B, H, T, T) result,
@@ -1118,40 +1169,48 @@ static void check_gqa(int64_t H, int64_t KV, int64_t D, const char *fn) {
 
 void prt_cuda_gqa_attention_fwd(float *out, float *probs, const float *q, const float *k,
                                 const float *v, int64_t B, int64_t T, int64_t H, int64_t KV,
-                                int64_t D) {
+                                int64_t D, int32_t bf16) {
   const char *fn = "prt_cuda_gqa_attention_fwd";
   check_gqa(H, KV, D, fn);
-  if (attn_tc(D)) {
+  if (attn_tc(D, PRT_BF16_BIT(bf16, 2))) {
     uint16_t *staged = flash_staging(B, T, H, KV, fn);
     NVCC_OP(fn, "flash GQA forward (tensor cores)",
-            prt_cuda_flash_fwd_launch(out, probs, q, k, v, staged, B, T, H, KV, D, H * D,
-                                      KV * D, H * D, compute_stream()));
+            prt_cuda_flash_fwd_launch(fp_out(out, bf16, 0), probs, fp_in(q, bf16, 2),
+                                      fp_in(k, bf16, 3), fp_in(v, bf16, 4), staged, B, T, H,
+                                      KV, D, H * D, KV * D, H * D, compute_stream()));
     return;
   }
   NVCC_OP(fn, "flash GQA forward",
-               prt_cuda_gqa_attention_fwd_launch(out, probs, q, k, v, B, T, H, KV, D,
-                                                 compute_stream()));
+          prt_cuda_gqa_attention_fwd_launch(fp_out(out, bf16, 0), probs, fp_in(q, bf16, 2),
+                                            fp_in(k, bf16, 3), fp_in(v, bf16, 4), B, T, H, KV,
+                                            D, compute_stream()));
 }
 
 void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *dout,
                                 const float *q, const float *k, const float *v,
                                 const float *out, const float *probs, int64_t B, int64_t T,
-                                int64_t H, int64_t KV, int64_t D) {
+                                int64_t H, int64_t KV, int64_t D, int32_t bf16) {
   (void)out; /* as prt_cuda_attention_bwd's */
   const char *fn = "prt_cuda_gqa_attention_bwd";
   check_gqa(H, KV, D, fn);
   float *Dbuf =
       scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
-  if (attn_tc(D)) {
+  if (attn_tc(D, PRT_BF16_BIT(bf16, 4))) {
     uint16_t *staged = flash_staging(B, T, H, KV, fn);
     NVCC_OP(fn, "flash GQA backward (tensor cores)",
-            prt_cuda_flash_bwd_launch(dq, dk, dv, Dbuf, dout, q, k, v, probs, staged, B, T, H,
-                                      KV, D, H * D, KV * D, H * D, compute_stream()));
+            prt_cuda_flash_bwd_launch(fp_out(dq, bf16, 0), fp_out(dk, bf16, 1),
+                                      fp_out(dv, bf16, 2), Dbuf, fp_in(dout, bf16, 3),
+                                      fp_in(q, bf16, 4), fp_in(k, bf16, 5), fp_in(v, bf16, 6),
+                                      probs, staged, B, T, H, KV, D, H * D, KV * D, H * D,
+                                      compute_stream()));
     return;
   }
   NVCC_OP(fn, "flash GQA backward",
-               prt_cuda_gqa_attention_bwd_launch(dq, dk, dv, dout, q, k, v, probs, Dbuf, B, T,
-                                                 H, KV, D, compute_stream()));
+          prt_cuda_gqa_attention_bwd_launch(fp_out(dq, bf16, 0), fp_out(dk, bf16, 1),
+                                            fp_out(dv, bf16, 2), fp_in(dout, bf16, 3),
+                                            fp_in(q, bf16, 4), fp_in(k, bf16, 5),
+                                            fp_in(v, bf16, 6), probs, Dbuf, B, T, H, KV, D,
+                                            compute_stream()));
 }
 
 /* ---- mixture of experts (runtime/kernels/cpu.c's prt_moe_* twins) ----
@@ -1219,63 +1278,61 @@ static int32_t *moe_counts(const int32_t *counts, int64_t G, int64_t El, const c
   return h;
 }
 
-static void moe_zero(float *p, int64_t n, const char *fn) {
+/* n elements of `elem` bytes (4: fp32; 2: bf16) from p set to zero */
+static void moe_zero_elems(void *p, int64_t n, size_t elem, const char *fn) {
   if (n <= 0) return;
   int slot = op_begin("cudaMemsetAsync", fn);
-  CUDA_OR_DIE(fn, "cudaMemsetAsync",
-              cudaMemsetAsync(p, 0, (size_t)n * sizeof(float), compute_stream()));
+  CUDA_OR_DIE(fn, "cudaMemsetAsync", cudaMemsetAsync(p, 0, (size_t)n * elem, compute_stream()));
   op_end(slot, "cudaMemsetAsync", fn);
 }
+static void moe_zero(float *p, int64_t n, const char *fn) { moe_zero_elems(p, n, 4, fn); }
 
 void prt_cuda_moe_dispatch_fwd(float *rows, int32_t *counts, const float *h,
                                const int32_t *experts, int64_t N, int64_t K, int64_t C,
-                               int64_t E, int64_t G) {
+                               int64_t E, int64_t G, int32_t bf16) {
   const char *fn = "prt_cuda_moe_dispatch_fwd";
   const int32_t *pos = moe_positions(experts, counts, N, K, E, G, fn);
   int64_t El = E / G, R = G * N * (K < El ? K : El), NK = N * K;
-  moe_zero(rows, R * C, fn);
-  void *args[] = {&rows, &h, &pos, &NK, &K, &C};
-  launch(PRT_DK_moe_scatter_rows, NK * C, args, fn);
+  moe_zero_elems(rows, R * C, PRT_BF16_BIT(bf16, 0) ? 2 : 4, fn);
+  LAUNCH(PRT_DK_moe_scatter_rows, NK * C, io_bit(bf16, 0, 0) | io_bit(bf16, 2, 1), fn, &rows, &h,
+         &pos, &NK, &K, &C);
 }
 
 void prt_cuda_moe_dispatch_bwd(float *dh, const float *drows, const int32_t *experts, int64_t N,
-                               int64_t K, int64_t C, int64_t E, int64_t G) {
+                               int64_t K, int64_t C, int64_t E, int64_t G, int32_t bf16) {
   const char *fn = "prt_cuda_moe_dispatch_bwd";
   const int32_t *pos = moe_positions(experts, NULL, N, K, E, G, fn);
-  void *args[] = {&dh, &drows, &pos, &N, &K, &C};
-  launch(PRT_DK_moe_gather_sum, N * C, args, fn);
+  LAUNCH(PRT_DK_moe_gather_sum, N * C, bf16 & 3, fn, &dh, &drows, &pos, &N, &K, &C);
 }
 
 void prt_cuda_moe_combine_fwd(float *y, const float *out, const float *weights,
                               const int32_t *experts, int64_t N, int64_t K, int64_t C,
-                              int64_t E, int64_t G) {
+                              int64_t E, int64_t G, int32_t bf16) {
   const char *fn = "prt_cuda_moe_combine_fwd";
   const int32_t *pos = moe_positions(experts, NULL, N, K, E, G, fn);
-  void *args[] = {&y, &out, &weights, &pos, &N, &K, &C};
-  launch(PRT_DK_moe_combine_fwd, N * C, args, fn);
+  LAUNCH(PRT_DK_moe_combine_fwd, N * C, bf16 & 3, fn, &y, &out, &weights, &pos, &N, &K, &C);
 }
 
 void prt_cuda_moe_combine_bwd(float *dout, float *dweights, const float *dy, const float *out,
                               const float *weights, const int32_t *experts, int64_t N,
-                              int64_t K, int64_t C, int64_t E, int64_t G) {
+                              int64_t K, int64_t C, int64_t E, int64_t G, int32_t bf16) {
   const char *fn = "prt_cuda_moe_combine_bwd";
   const int32_t *pos = moe_positions(experts, NULL, N, K, E, G, fn);
   int64_t El = E / G, R = G * N * (K < El ? K : El);
-  moe_zero(dout, R * C, fn);
-  void *args[] = {&dout, &dweights, &dy, &out, &weights, &pos, &N, &K, &C};
-  launch(PRT_DK_moe_combine_bwd, N * K, args, fn);
+  moe_zero_elems(dout, R * C, PRT_BF16_BIT(bf16, 0) ? 2 : 4, fn);
+  /* dout, dy and out are the device kernel's arguments 0, 2 and 3, as the runtime kernel's */
+  LAUNCH(PRT_DK_moe_combine_bwd, N * K, bf16 & 0xd, fn, &dout, &dweights, &dy, &out, &weights,
+         &pos, &N, &K, &C);
 }
 
 /* act (n, Fe) = silu(g) u of n hidden rows (stride 2 Fe) */
 static void moe_silu_mul(float *act, const float *hid, int64_t n, int64_t Fe, const char *fn) {
-  void *args[] = {&act, &hid, &n, &Fe};
-  launch(PRT_DK_moe_silu_mul, n * Fe, args, fn);
+  LAUNCH(PRT_DK_moe_silu_mul, n * Fe, 0, fn, &act, &hid, &n, &Fe);
 }
 
 /* x (n) rounded in place to bf16 values (prt_bf16_round's device kernel) */
 static void round_bf16(float *x, int64_t n, const char *fn) {
-  void *args[] = {&x, &x, &n};
-  launch(PRT_DK_bf16_round, n, args, fn);
+  LAUNCH(PRT_DK_bf16_round, n, 0, fn, &x, &x, &n);
 }
 
 /* prt_moe_expert_dgu: dg = dout wd (n, Fe), then dg and du in place from hidden; with bf16,
@@ -1285,8 +1342,7 @@ static void moe_dgu(float *dg, float *du, const float *dout, const float *hid,
                     const char *fn) {
   sgemm(prt_gemm_row_major(false, false, n, Fe, C, dout, C, wd, Fe, 0.0f, dg, Fe), fn);
   if (bf16) round_bf16(dg, n * Fe, fn);
-  void *args[] = {&dg, &du, &hid, &n, &Fe};
-  launch(PRT_DK_moe_dgu, n * Fe, args, fn);
+  LAUNCH(PRT_DK_moe_dgu, n * Fe, 0, fn, &dg, &du, &hid, &n, &Fe);
   if (bf16) {
     round_bf16(dg, n * Fe, fn);
     round_bf16(du, n * Fe, fn);
@@ -1328,14 +1384,14 @@ static void expert_fwd(float *out, float *hidden, const float *rows, const int32
 void prt_cuda_moe_expert_fwd(float *out, float *hidden, const float *rows,
                              const int32_t *counts, int64_t G, int64_t cap, int64_t El,
                              int64_t j, const float *wg, const float *wu, const float *wd,
-                             int64_t C, int64_t Fe) {
+                             int64_t C, int64_t Fe, int32_t bf16) {
   expert_fwd(out, hidden, rows, counts, G, cap, El, j, wg, wu, wd, C, Fe, false,
              "prt_cuda_moe_expert_fwd");
 }
 void prt_cuda_moe_expert_fwd_bf16(float *out, float *hidden, const float *rows,
                                   const int32_t *counts, int64_t G, int64_t cap, int64_t El,
                                   int64_t j, const float *wg, const float *wu, const float *wd,
-                                  int64_t C, int64_t Fe) {
+                                  int64_t C, int64_t Fe, int32_t bf16) {
   expert_fwd(out, hidden, rows, counts, G, cap, El, j, wg, wu, wd, C, Fe, true,
              "prt_cuda_moe_expert_fwd_bf16");
 }
@@ -1366,7 +1422,7 @@ static void expert_bwd_input(float *drows, const float *dout, const int32_t *cou
 void prt_cuda_moe_expert_bwd_input(float *drows, const float *dout, const int32_t *counts,
                                    const float *hidden, int64_t G, int64_t cap, int64_t El,
                                    int64_t j, const float *wg, const float *wu,
-                                   const float *wd, int64_t C, int64_t Fe) {
+                                   const float *wd, int64_t C, int64_t Fe, int32_t bf16) {
   expert_bwd_input(drows, dout, counts, hidden, G, cap, El, j, wg, wu, wd, C, Fe, false,
                    "prt_cuda_moe_expert_bwd_input");
 }
@@ -1374,7 +1430,7 @@ void prt_cuda_moe_expert_bwd_input_bf16(float *drows, const float *dout,
                                         const int32_t *counts, const float *hidden, int64_t G,
                                         int64_t cap, int64_t El, int64_t j, const float *wg,
                                         const float *wu, const float *wd, int64_t C,
-                                        int64_t Fe) {
+                                        int64_t Fe, int32_t bf16) {
   expert_bwd_input(drows, dout, counts, hidden, G, cap, El, j, wg, wu, wd, C, Fe, true,
                    "prt_cuda_moe_expert_bwd_input_bf16");
 }
@@ -1407,7 +1463,8 @@ static void expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *d
 void prt_cuda_moe_expert_bwd_weight(float *dwg, float *dwu, float *dwd, const float *dout,
                                     const float *rows, const int32_t *counts,
                                     const float *hidden, int64_t G, int64_t cap, int64_t El,
-                                    int64_t j, const float *wd, int64_t C, int64_t Fe) {
+                                    int64_t j, const float *wd, int64_t C, int64_t Fe,
+                                    int32_t bf16) {
   expert_bwd_weight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, false,
                     "prt_cuda_moe_expert_bwd_weight");
 }
@@ -1415,7 +1472,7 @@ void prt_cuda_moe_expert_bwd_weight_bf16(float *dwg, float *dwu, float *dwd, con
                                          const float *rows, const int32_t *counts,
                                          const float *hidden, int64_t G, int64_t cap,
                                          int64_t El, int64_t j, const float *wd, int64_t C,
-                                         int64_t Fe) {
+                                         int64_t Fe, int32_t bf16) {
   expert_bwd_weight(dwg, dwu, dwd, dout, rows, counts, hidden, G, cap, El, j, wd, C, Fe, true,
                     "prt_cuda_moe_expert_bwd_weight_bf16");
 }
@@ -1424,13 +1481,13 @@ void prt_cuda_moe_expert_bwd_weight_bf16(float *dwg, float *dwu, float *dwd, con
 
 /* rope_angles: the forward rotation's (cos, sin) table, computed on the host by the CPU's
  * prt_rope_table and kept on the device as rope's, gathered into the (T, N) layout */
-void prt_cuda_rope_angles(float *out, int64_t T, int64_t N, int64_t D, float theta, int32_t sn) {
+void prt_cuda_rope_angles(float *out, int64_t T, int64_t N, int64_t D, float theta, int32_t sn,
+                          int32_t bf16) {
   const char *fn = "prt_cuda_rope_angles";
   if (D <= 0 || D % 2 || (N != D && N != D / 2))
     prt_fatal("%s: a table of width %lld for head size %lld: it must be even and the width "
               "the head size or its half", fn, (long long)N, (long long)D);
   const float *cs = rope_table(SCR_ROPE_FWD, T, D, theta, fn);
   int64_t s = sn != 0;
-  void *args[] = {&out, &cs, &T, &N, &D, &s};
-  launch(PRT_DK_rope_angles, T * N, args, fn);
+  LAUNCH(PRT_DK_rope_angles, T * N, io_bit(bf16, 0, 0), fn, &out, &cs, &T, &N, &D, &s);
 }

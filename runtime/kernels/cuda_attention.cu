@@ -32,7 +32,7 @@ __device__ inline int64_t warp_row(int64_t rows) {
   __shared__ float buf_[kWarpsPerBlock][2 * PRT_CUDA_ATTENTION_MAX_HEAD];                  \
   float *buf = buf_[threadIdx.x / kWarp]
 
-__global__ void attention_fwd(float *out, float *lse, const float *qkv, int64_t B, int64_t T,
+__global__ void attention_fwd(prt_fp_out out, float *lse, prt_fp_in qkv, int64_t B, int64_t T,
                               int64_t C, int64_t H, float scale) {
   WARP_BUF();
   int64_t row = warp_row(B * H * T);
@@ -41,7 +41,7 @@ __global__ void attention_fwd(float *out, float *lse, const float *qkv, int64_t 
                                     buf);
 }
 
-__global__ void attention_bwd_dq(float *dqkv, float *Dbuf, const float *dout, const float *qkv,
+__global__ void attention_bwd_dq(prt_fp_out dqkv, float *Dbuf, prt_fp_in dout, prt_fp_in qkv,
                                  const float *lse, int64_t B, int64_t T, int64_t C, int64_t H,
                                  float scale) {
   WARP_BUF();
@@ -51,8 +51,8 @@ __global__ void attention_bwd_dq(float *dqkv, float *Dbuf, const float *dout, co
                                        C, H, scale, buf);
 }
 
-__global__ void attention_bwd_dkdv(float *dqkv, const float *Dbuf, const float *dout,
-                                   const float *qkv, const float *lse, int64_t B, int64_t T,
+__global__ void attention_bwd_dkdv(prt_fp_out dqkv, const float *Dbuf, prt_fp_in dout,
+                                   prt_fp_in qkv, const float *lse, int64_t B, int64_t T,
                                    int64_t C, int64_t H, float scale) {
   WARP_BUF();
   int64_t row = warp_row(B * H * T);
@@ -61,7 +61,7 @@ __global__ void attention_bwd_dkdv(float *dqkv, const float *Dbuf, const float *
                                          T, C, H, scale, buf);
 }
 
-__global__ void gqa_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
+__global__ void gqa_fwd(prt_fp_out out, float *lse, prt_fp_in q, prt_fp_in k, prt_fp_in v,
                         int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D, float scale) {
   WARP_BUF();
   int64_t row = warp_row(B * H * T);
@@ -70,8 +70,8 @@ __global__ void gqa_fwd(float *out, float *lse, const float *q, const float *k, 
                               buf);
 }
 
-__global__ void gqa_bwd_dq(float *dq, float *Dbuf, const float *dout, const float *q,
-                           const float *k, const float *v, const float *lse, int64_t B,
+__global__ void gqa_bwd_dq(prt_fp_out dq, float *Dbuf, prt_fp_in dout, prt_fp_in q,
+                           prt_fp_in k, prt_fp_in v, const float *lse, int64_t B,
                            int64_t T, int64_t H, int64_t KV, int64_t D, float scale) {
   WARP_BUF();
   int64_t row = warp_row(B * H * T);
@@ -80,8 +80,8 @@ __global__ void gqa_bwd_dq(float *dq, float *Dbuf, const float *dout, const floa
                                  KV, D, scale, buf);
 }
 
-__global__ void gqa_bwd_dkdv(float *dk, float *dv, const float *Dbuf, const float *dout,
-                             const float *q, const float *k, const float *v, const float *lse,
+__global__ void gqa_bwd_dkdv(prt_fp_out dk, prt_fp_out dv, const float *Dbuf, prt_fp_in dout,
+                             prt_fp_in q, prt_fp_in k, prt_fp_in v, const float *lse,
                              int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
                              float scale) {
   WARP_BUF();
@@ -98,7 +98,7 @@ dim3 grid_for(int64_t rows) {
 
 } // namespace
 
-extern "C" cudaError_t prt_cuda_attention_fwd_launch(float *out, float *lse, const float *qkv,
+extern "C" cudaError_t prt_cuda_attention_fwd_launch(prt_fp_out out, float *lse, prt_fp_in qkv,
                                                      int64_t B, int64_t T, int64_t C,
                                                      int64_t H, cudaStream_t stream) {
   int64_t rows = B * H * T, hs = C / H;
@@ -111,8 +111,8 @@ extern "C" cudaError_t prt_cuda_attention_fwd_launch(float *out, float *lse, con
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t prt_cuda_attention_bwd_launch(float *dqkv, const float *dout,
-                                                     const float *qkv, const float *lse,
+extern "C" cudaError_t prt_cuda_attention_bwd_launch(prt_fp_out dqkv, prt_fp_in dout,
+                                                     prt_fp_in qkv, const float *lse,
                                                      float *D, int64_t B, int64_t T, int64_t C,
                                                      int64_t H, cudaStream_t stream) {
   int64_t rows = B * H * T, hs = C / H;
@@ -129,8 +129,8 @@ extern "C" cudaError_t prt_cuda_attention_bwd_launch(float *dqkv, const float *d
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(float *out, float *lse, const float *q,
-                                                         const float *k, const float *v,
+extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(prt_fp_out out, float *lse, prt_fp_in q,
+                                                         prt_fp_in k, prt_fp_in v,
                                                          int64_t B, int64_t T, int64_t H,
                                                          int64_t KV, int64_t D,
                                                          cudaStream_t stream) {
@@ -144,9 +144,10 @@ extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(float *out, float *lse,
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t prt_cuda_gqa_attention_bwd_launch(float *dq, float *dk, float *dv,
-                                                         const float *dout, const float *q,
-                                                         const float *k, const float *v,
+extern "C" cudaError_t prt_cuda_gqa_attention_bwd_launch(prt_fp_out dq, prt_fp_out dk,
+                                                         prt_fp_out dv,
+                                                         prt_fp_in dout, prt_fp_in q,
+                                                         prt_fp_in k, prt_fp_in v,
                                                          const float *lse, float *Dbuf,
                                                          int64_t B, int64_t T, int64_t H,
                                                          int64_t KV, int64_t D,

@@ -18,11 +18,15 @@
 //             dS_tj = P_tj (dO_t . v_j - D_t); dq_t = scale sum_j dS_tj k_j (a row per query);
 //             dk_j = scale sum_t dS_tj q_t, dv_j = sum_t P_tj dO_t (a row per key, t >= j).
 //             Every row writes only its own elements: no atomics.
+// q, k, v, out, dout, dq, dk, dv are in their values' own precision (kernels/cuda_fp.cuh: a
+// bf16 widened as it is read, rounded as it is stored); lse and D are fp32.
 #ifndef PIPER_PRT_KERNELS_CUDA_ATTENTION_CUH
 #define PIPER_PRT_KERNELS_CUDA_ATTENTION_CUH
 
 #include <math.h>
 #include <stdint.h>
+
+#include "kernels/cuda_fp.cuh"
 
 #if !defined(__CUDACC__) && !defined(__host__) /* a host compiler without CUDA's headers */
 #define __host__
@@ -101,22 +105,27 @@ __host__ __device__ inline AttnRow attn_row(int64_t row, const AttnShape &s) {
   return r;
 }
 
-__host__ __device__ inline float dot(const float *a, const float *b, int64_t n) {
+__host__ __device__ inline float dot(const float *a, prt_fp_in b, int64_t n) {
   float s = 0.0f;
-  for (int64_t d = 0; d < n; d++) s += a[d] * b[d];
+  for (int64_t d = 0; d < n; d++) s += a[d] * fp_ld(b, d);
+  return s;
+}
+__host__ __device__ inline float dot(prt_fp_in a, const float *b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t d = 0; d < n; d++) s += fp_ld(a, d) * b[d];
   return s;
 }
 
 // out and lse of one (b, h, t) query row. buf: head size floats of the row's own (shared
 // memory of its warp on the GPU).
 template <int W, int R>
-__host__ __device__ inline void attn_fwd_row(int64_t row, int lane, float *out, float *lse,
-                                             const float *q, const float *k, const float *v,
+__host__ __device__ inline void attn_fwd_row(int64_t row, int lane, prt_fp_out out, float *lse,
+                                             prt_fp_in q, prt_fp_in k, prt_fp_in v,
                                              const AttnShape &s, float scale, float *buf) {
   AttnRow a = attn_row(row, s);
   int64_t T = s.T, D = s.D;
-  const float *qr = q + (a.b * T + a.t) * s.qs + a.h * D;
-  for (int64_t d = lane; d < D; d += W) buf[d] = qr[d];
+  prt_fp_in qr = fp_at(q, (a.b * T + a.t) * s.qs + a.h * D);
+  for (int64_t d = lane; d < D; d += W) buf[d] = fp_ld(qr, d);
   lanes_sync<W>();
   float acc[R];
   for (int r = 0; r < R; r++) acc[r] = 0.0f;
@@ -124,44 +133,43 @@ __host__ __device__ inline void attn_fwd_row(int64_t row, int lane, float *out, 
   for (int64_t j0 = 0; j0 <= a.t; j0 += W) {
     int64_t j = j0 + lane; /* this lane's key */
     float sc = -INFINITY;
-    if (j <= a.t) sc = dot(buf, k + (a.b * T + j) * s.ks + a.kh * D, D) * scale;
+    if (j <= a.t) sc = dot(buf, fp_at(k, (a.b * T + j) * s.ks + a.kh * D), D) * scale;
     float mn = fmaxf(m, lanes_max<W>(sc)), corr = expf(m - mn);
     float p = j <= a.t ? expf(sc - mn) : 0.0f;
     l = l * corr + lanes_sum<W>(p);
     for (int r = 0; r < R; r++) acc[r] *= corr;
     for (int jj = 0; jj < W && j0 + jj <= a.t; jj++) { /* the same count on every lane */
       float pj = lanes_bcast<W>(p, jj);
-      const float *vj = v + (a.b * T + j0 + jj) * s.ks + a.kh * D;
+      prt_fp_in vj = fp_at(v, (a.b * T + j0 + jj) * s.ks + a.kh * D);
       for (int r = 0; r < R; r++) {
         int64_t d = lane + (int64_t)r * W;
-        if (d < D) acc[r] += pj * vj[d];
+        if (d < D) acc[r] += pj * fp_ld(vj, d);
       }
     }
     m = mn;
   }
-  float *o = out + (a.b * T + a.t) * s.os + a.h * D;
+  prt_fp_out o = fp_at(out, (a.b * T + a.t) * s.os + a.h * D);
   for (int r = 0; r < R; r++) {
     int64_t d = lane + (int64_t)r * W;
-    if (d < D) o[d] = acc[r] / l;
+    if (d < D) fp_st(o, d, acc[r] / l);
   }
   if (lane == 0) lse[row] = m + logf(l);
 }
 
 // dq of one (b, h, t) query row, and D_t for the key rows. buf: q and dO of the row.
 template <int W, int R>
-__host__ __device__ inline void attn_bwd_dq_row(int64_t row, int lane, float *dq, float *Dbuf,
-                                                const float *dout, const float *q,
-                                                const float *k, const float *v,
-                                                const float *lse, const AttnShape &s,
-                                                float scale, float *buf) {
+__host__ __device__ inline void attn_bwd_dq_row(int64_t row, int lane, prt_fp_out dq,
+                                                float *Dbuf, prt_fp_in dout, prt_fp_in q,
+                                                prt_fp_in k, prt_fp_in v, const float *lse,
+                                                const AttnShape &s, float scale, float *buf) {
   AttnRow a = attn_row(row, s);
   int64_t T = s.T, D = s.D;
-  const float *qr = q + (a.b * T + a.t) * s.qs + a.h * D;
-  const float *dO = dout + (a.b * T + a.t) * s.os + a.h * D;
+  prt_fp_in qr = fp_at(q, (a.b * T + a.t) * s.qs + a.h * D);
+  prt_fp_in dO = fp_at(dout, (a.b * T + a.t) * s.os + a.h * D);
   float *qsb = buf, *dos = buf + D;
   for (int64_t d = lane; d < D; d += W) {
-    qsb[d] = qr[d];
-    dos[d] = dO[d];
+    qsb[d] = fp_ld(qr, d);
+    dos[d] = fp_ld(dO, d);
   }
   lanes_sync<W>();
   float acc[R];
@@ -172,8 +180,8 @@ __host__ __device__ inline void attn_bwd_dq_row(int64_t row, int lane, float *dq
       int64_t j = j0 + lane; /* this lane's key */
       float P = 0.0f, dp = 0.0f;
       if (j <= a.t) {
-        P = expf(dot(qsb, k + (a.b * T + j) * s.ks + a.kh * D, D) * scale - L);
-        dp = dot(dos, v + (a.b * T + j) * s.ks + a.kh * D, D);
+        P = expf(dot(qsb, fp_at(k, (a.b * T + j) * s.ks + a.kh * D), D) * scale - L);
+        dp = dot(dos, fp_at(v, (a.b * T + j) * s.ks + a.kh * D), D);
       }
       if (pass == 0) {
         Dt += lanes_sum<W>(P * dp);
@@ -182,17 +190,17 @@ __host__ __device__ inline void attn_bwd_dq_row(int64_t row, int lane, float *dq
       float dS = P * (dp - Dt);
       for (int jj = 0; jj < W && j0 + jj <= a.t; jj++) {
         float w = lanes_bcast<W>(dS, jj);
-        const float *kj = k + (a.b * T + j0 + jj) * s.ks + a.kh * D;
+        prt_fp_in kj = fp_at(k, (a.b * T + j0 + jj) * s.ks + a.kh * D);
         for (int r = 0; r < R; r++) {
           int64_t d = lane + (int64_t)r * W;
-          if (d < D) acc[r] += w * kj[d];
+          if (d < D) acc[r] += w * fp_ld(kj, d);
         }
       }
     }
-  float *o = dq + (a.b * T + a.t) * s.qs + a.h * D;
+  prt_fp_out o = fp_at(dq, (a.b * T + a.t) * s.qs + a.h * D);
   for (int r = 0; r < R; r++) {
     int64_t d = lane + (int64_t)r * W;
-    if (d < D) o[d] = scale * acc[r];
+    if (d < D) fp_st(o, d, scale * acc[r]);
   }
   if (lane == 0) Dbuf[row] = Dt;
 }
@@ -202,18 +210,18 @@ __host__ __device__ inline void attn_bwd_dq_row(int64_t row, int lane, float *dq
 // and every query t >= j, W queries at a time. Each row writes only its own elements (no
 // atomics), so the sum is deterministic. buf: k and v of the row.
 template <int W, int R>
-__host__ __device__ inline void attn_bwd_dkdv_row(int64_t row, int lane, float *dk, float *dv,
-                                                  const float *Dbuf, const float *dout,
-                                                  const float *q, const float *k,
-                                                  const float *v, const float *lse,
+__host__ __device__ inline void attn_bwd_dkdv_row(int64_t row, int lane, prt_fp_out dk,
+                                                  prt_fp_out dv, const float *Dbuf,
+                                                  prt_fp_in dout, prt_fp_in q, prt_fp_in k,
+                                                  prt_fp_in v, const float *lse,
                                                   const AttnShape &s, float scale, float *buf) {
   int64_t T = s.T, H = s.H, KV = s.KV, D = s.D;
   int64_t j = row % T, bk = row / T, kh = bk % KV, b = bk / KV;
-  const float *kr = k + (b * T + j) * s.ks + kh * D, *vr = v + (b * T + j) * s.ks + kh * D;
+  prt_fp_in kr = fp_at(k, (b * T + j) * s.ks + kh * D), vr = fp_at(v, (b * T + j) * s.ks + kh * D);
   float *ksb = buf, *vsb = buf + D;
   for (int64_t d = lane; d < D; d += W) {
-    ksb[d] = kr[d];
-    vsb[d] = vr[d];
+    ksb[d] = fp_ld(kr, d);
+    vsb[d] = fp_ld(vr, d);
   }
   lanes_sync<W>();
   float adk[R], adv[R];
@@ -225,87 +233,89 @@ __host__ __device__ inline void attn_bwd_dkdv_row(int64_t row, int lane, float *
       float P = 0.0f, dS = 0.0f;
       if (t < T) {
         int64_t qrow = (b * H + h) * T + t;
-        P = expf(dot(q + (b * T + t) * s.qs + h * D, ksb, D) * scale - lse[qrow]);
-        dS = P * (dot(dout + (b * T + t) * s.os + h * D, vsb, D) - Dbuf[qrow]);
+        P = expf(dot(fp_at(q, (b * T + t) * s.qs + h * D), ksb, D) * scale - lse[qrow]);
+        dS = P * (dot(fp_at(dout, (b * T + t) * s.os + h * D), vsb, D) - Dbuf[qrow]);
       }
       for (int tt = 0; tt < W && t0 + tt < T; tt++) {
         float pt = lanes_bcast<W>(P, tt), st = lanes_bcast<W>(dS, tt);
-        const float *qt = q + (b * T + t0 + tt) * s.qs + h * D;
-        const float *dOt = dout + (b * T + t0 + tt) * s.os + h * D;
+        prt_fp_in qt = fp_at(q, (b * T + t0 + tt) * s.qs + h * D);
+        prt_fp_in dOt = fp_at(dout, (b * T + t0 + tt) * s.os + h * D);
         for (int r = 0; r < R; r++) {
           int64_t d = lane + (int64_t)r * W;
           if (d < D) {
-            adv[r] += pt * dOt[d];
-            adk[r] += st * qt[d];
+            adv[r] += pt * fp_ld(dOt, d);
+            adk[r] += st * fp_ld(qt, d);
           }
         }
       }
     }
   }
-  float *ok = dk + (b * T + j) * s.ks + kh * D, *ov = dv + (b * T + j) * s.ks + kh * D;
+  prt_fp_out ok = fp_at(dk, (b * T + j) * s.ks + kh * D);
+  prt_fp_out ov = fp_at(dv, (b * T + j) * s.ks + kh * D);
   for (int r = 0; r < R; r++) {
     int64_t d = lane + (int64_t)r * W;
     if (d < D) {
-      ok[d] = scale * adk[r];
-      ov[d] = adv[r];
+      fp_st(ok, d, scale * adk[r]);
+      fp_st(ov, d, adv[r]);
     }
   }
 }
 
 // ---- GPT's attention on packed qkv (tdag.attention, the CPU's prt_attention_*) ----
 template <int W, int R>
-__host__ __device__ inline void attention_fwd_row(int64_t row, int lane, float *out, float *lse,
-                                                  const float *qkv, int64_t T, int64_t C,
-                                                  int64_t H, float scale, float *buf) {
-  attn_fwd_row<W, R>(row, lane, out, lse, qkv, qkv + C, qkv + 2 * C, attn_packed(T, C, H),
-                     scale, buf);
+__host__ __device__ inline void attention_fwd_row(int64_t row, int lane, prt_fp_out out,
+                                                  float *lse, prt_fp_in qkv, int64_t T,
+                                                  int64_t C, int64_t H, float scale, float *buf) {
+  attn_fwd_row<W, R>(row, lane, out, lse, qkv, fp_at(qkv, C), fp_at(qkv, 2 * C),
+                     attn_packed(T, C, H), scale, buf);
 }
 
 template <int W, int R>
-__host__ __device__ inline void attention_bwd_dq_row(int64_t row, int lane, float *dqkv,
-                                                     float *Dbuf, const float *dout,
-                                                     const float *qkv, const float *lse,
+__host__ __device__ inline void attention_bwd_dq_row(int64_t row, int lane, prt_fp_out dqkv,
+                                                     float *Dbuf, prt_fp_in dout,
+                                                     prt_fp_in qkv, const float *lse,
                                                      int64_t T, int64_t C, int64_t H,
                                                      float scale, float *buf) {
-  attn_bwd_dq_row<W, R>(row, lane, dqkv, Dbuf, dout, qkv, qkv + C, qkv + 2 * C, lse,
+  attn_bwd_dq_row<W, R>(row, lane, dqkv, Dbuf, dout, qkv, fp_at(qkv, C), fp_at(qkv, 2 * C), lse,
                         attn_packed(T, C, H), scale, buf);
 }
 
 // With KV = H the dk/dv rows are the (b, h, key) rows.
 template <int W, int R>
-__host__ __device__ inline void attention_bwd_dkdv_row(int64_t row, int lane, float *dqkv,
-                                                       const float *Dbuf, const float *dout,
-                                                       const float *qkv, const float *lse,
+__host__ __device__ inline void attention_bwd_dkdv_row(int64_t row, int lane, prt_fp_out dqkv,
+                                                       const float *Dbuf, prt_fp_in dout,
+                                                       prt_fp_in qkv, const float *lse,
                                                        int64_t T, int64_t C, int64_t H,
                                                        float scale, float *buf) {
-  attn_bwd_dkdv_row<W, R>(row, lane, dqkv + C, dqkv + 2 * C, Dbuf, dout, qkv, qkv + C,
-                          qkv + 2 * C, lse, attn_packed(T, C, H), scale, buf);
+  attn_bwd_dkdv_row<W, R>(row, lane, fp_at(dqkv, C), fp_at(dqkv, 2 * C), Dbuf, dout, qkv,
+                          fp_at(qkv, C), fp_at(qkv, 2 * C), lse, attn_packed(T, C, H), scale,
+                          buf);
 }
 
 // ---- grouped-query attention (Qwen3: tdag.gqa_attention, the CPU's prt_gqa_attention_*) ----
 template <int W, int R>
-__host__ __device__ inline void gqa_fwd_row(int64_t row, int lane, float *out, float *lse,
-                                            const float *q, const float *k, const float *v,
-                                            int64_t T, int64_t H, int64_t KV, int64_t D,
-                                            float scale, float *buf) {
+__host__ __device__ inline void gqa_fwd_row(int64_t row, int lane, prt_fp_out out, float *lse,
+                                            prt_fp_in q, prt_fp_in k, prt_fp_in v, int64_t T,
+                                            int64_t H, int64_t KV, int64_t D, float scale,
+                                            float *buf) {
   attn_fwd_row<W, R>(row, lane, out, lse, q, k, v, attn_gqa(T, H, KV, D), scale, buf);
 }
 
 template <int W, int R>
-__host__ __device__ inline void gqa_bwd_dq_row(int64_t row, int lane, float *dq, float *Dbuf,
-                                               const float *dout, const float *q,
-                                               const float *k, const float *v,
-                                               const float *lse, int64_t T, int64_t H,
-                                               int64_t KV, int64_t D, float scale, float *buf) {
+__host__ __device__ inline void gqa_bwd_dq_row(int64_t row, int lane, prt_fp_out dq, float *Dbuf,
+                                               prt_fp_in dout, prt_fp_in q, prt_fp_in k,
+                                               prt_fp_in v, const float *lse, int64_t T,
+                                               int64_t H, int64_t KV, int64_t D, float scale,
+                                               float *buf) {
   attn_bwd_dq_row<W, R>(row, lane, dq, Dbuf, dout, q, k, v, lse, attn_gqa(T, H, KV, D), scale,
                         buf);
 }
 
 template <int W, int R>
-__host__ __device__ inline void gqa_bwd_dkdv_row(int64_t row, int lane, float *dk, float *dv,
-                                                 const float *Dbuf, const float *dout,
-                                                 const float *q, const float *k,
-                                                 const float *v, const float *lse, int64_t T,
+__host__ __device__ inline void gqa_bwd_dkdv_row(int64_t row, int lane, prt_fp_out dk,
+                                                 prt_fp_out dv, const float *Dbuf,
+                                                 prt_fp_in dout, prt_fp_in q, prt_fp_in k,
+                                                 prt_fp_in v, const float *lse, int64_t T,
                                                  int64_t H, int64_t KV, int64_t D, float scale,
                                                  float *buf) {
   attn_bwd_dkdv_row<W, R>(row, lane, dk, dv, Dbuf, dout, q, k, v, lse, attn_gqa(T, H, KV, D),

@@ -36,7 +36,7 @@ __host__ __device__ inline Tile tile_of(int64_t w, int64_t heads, int64_t T) {
 // heads of D), n elements
 struct StageJob {
   uint16_t *dst;
-  const float *src;
+  prt_fp_in src;
   int64_t rs, heads, n;
 };
 // A launch's operands, one per grid row (blockIdx.y): one kernel stages all of them
@@ -52,7 +52,7 @@ __global__ void flash_stage(StageJobs jobs, int64_t T, int64_t D) {
 }
 
 template <int ND>
-__global__ void flash_fwd(float *out, float *lse, FlashStaged st, AttnShape s, int64_t warps,
+__global__ void flash_fwd(prt_fp_out out, float *lse, FlashStaged st, AttnShape s, int64_t warps,
                           float scale) {
   int64_t w = warp_index();
   if (w >= warps) return;
@@ -61,7 +61,7 @@ __global__ void flash_fwd(float *out, float *lse, FlashStaged st, AttnShape s, i
 }
 
 template <int ND>
-__global__ void flash_dq(float *dq, float *Dbuf, FlashStaged st, const float *lse, AttnShape s,
+__global__ void flash_dq(prt_fp_out dq, float *Dbuf, FlashStaged st, const float *lse, AttnShape s,
                          int64_t warps, float scale) {
   int64_t w = warp_index();
   if (w >= warps) return;
@@ -70,7 +70,7 @@ __global__ void flash_dq(float *dq, float *Dbuf, FlashStaged st, const float *ls
 }
 
 template <int ND>
-__global__ void flash_dkdv(float *dk, float *dv, const float *Dbuf, FlashStaged st,
+__global__ void flash_dkdv(prt_fp_out dk, prt_fp_out dv, const float *Dbuf, FlashStaged st,
                            const float *lse, AttnShape s, int64_t warps, float scale) {
   int64_t w = warp_index();
   if (w >= warps) return;
@@ -93,8 +93,8 @@ cudaError_t stage(StageJobs jobs, unsigned count, int64_t T, int64_t D, cudaStre
 }
 
 // The staged operands of a launch in `staged` (prt_cuda_flash_stage_bytes): q, k, v, then dO
-StageJobs stage_jobs(uint16_t *staged, const float *q, const float *k, const float *v,
-                     const float *dout, const AttnShape &s, int64_t B) {
+StageJobs stage_jobs(uint16_t *staged, prt_fp_in q, prt_fp_in k, prt_fp_in v, prt_fp_in dout,
+                     const AttnShape &s, int64_t B) {
   int64_t nq = prt_cuda_flash_staged(B, s.T, s.H), nk = prt_cuda_flash_staged(B, s.T, s.KV);
   uint16_t *part[4];
   prt_cuda_flash_stage_parts(staged, B, s.T, s.H, s.KV, part);
@@ -108,8 +108,8 @@ StageJobs stage_jobs(uint16_t *staged, const float *q, const float *k, const flo
 
 } // namespace
 
-extern "C" cudaError_t prt_cuda_flash_fwd_launch(float *out, float *lse, const float *q,
-                                                 const float *k, const float *v,
+extern "C" cudaError_t prt_cuda_flash_fwd_launch(prt_fp_out out, float *lse, prt_fp_in q,
+                                                 prt_fp_in k, prt_fp_in v,
                                                  uint16_t *staged, int64_t B, int64_t T,
                                                  int64_t H, int64_t KV, int64_t D, int64_t qs,
                                                  int64_t ks, int64_t os, cudaStream_t stream) {
@@ -119,7 +119,7 @@ extern "C" cudaError_t prt_cuda_flash_fwd_launch(float *out, float *lse, const f
   unsigned blocks = blocks_for(warps);
   if (!blocks || s.D > FLASH_HEAD) return cudaErrorInvalidValue;
   float scale = 1.0f / sqrtf((float)s.D);
-  StageJobs j = stage_jobs(staged, q, k, v, nullptr, s, B);
+  StageJobs j = stage_jobs(staged, q, k, v, prt_fp_in{nullptr, 0}, s, B);
   cudaError_t e = stage(j, 3, T, D, stream);
   if (e != cudaSuccess) return e;
   FlashStaged st{j.op[0].dst, j.op[1].dst, j.op[2].dst, nullptr};
@@ -128,9 +128,9 @@ extern "C" cudaError_t prt_cuda_flash_fwd_launch(float *out, float *lse, const f
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t prt_cuda_flash_bwd_launch(float *dq, float *dk, float *dv, float *Dbuf,
-                                                 const float *dout, const float *q,
-                                                 const float *k, const float *v,
+extern "C" cudaError_t prt_cuda_flash_bwd_launch(prt_fp_out dq, prt_fp_out dk, prt_fp_out dv,
+                                                 float *Dbuf, prt_fp_in dout, prt_fp_in q,
+                                                 prt_fp_in k, prt_fp_in v,
                                                  const float *lse, uint16_t *staged, int64_t B,
                                                  int64_t T, int64_t H, int64_t KV, int64_t D,
                                                  int64_t qs, int64_t ks, int64_t os,

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "kernels/cuda_attention.cuh" /* AttnShape */
+#include "kernels/cuda_fp.cuh"
 
 
 
@@ -91,12 +92,7 @@ __host__ __device__ inline float flash_shfl_xor(float v, int mask) {
 }
 
 // x rounded to the nearest bf16, ties to even (a NaN to the quiet NaN): prt_f32_to_bf16's rule
-__host__ __device__ inline uint32_t flash_bf16(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
-  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-}
+__host__ __device__ inline uint32_t flash_bf16(float x) { return prt_fp_bf16(x); }
 __host__ __device__ inline uint32_t flash_pack(float lo, float hi) {
   return flash_bf16(lo) | (flash_bf16(hi) << 16);
 }
@@ -105,11 +101,11 @@ __host__ __device__ inline uint32_t flash_pack(float lo, float hi) {
 // h * D): element (row r, column c) of block (b, h) is at ((b heads + h) T16 + r) FLASH_HEAD
 // + c; x rounded to bf16 inside the head and the sequence, 0 outside
 __host__ __device__ inline int64_t flash_t16(int64_t T) { return (T + 15) / 16 * 16; }
-__host__ __device__ inline uint16_t flash_stage_at(const float *src, int64_t rs, int64_t T,
+__host__ __device__ inline uint16_t flash_stage_at(prt_fp_in src, int64_t rs, int64_t T,
                                                    int64_t heads, int64_t D, int64_t i) {
   int64_t T16 = flash_t16(T), c = i % FLASH_HEAD, r = (i / FLASH_HEAD) % T16;
   int64_t bh = i / (FLASH_HEAD * T16), h = bh % heads, b = bh / heads;
-  return r < T && c < D ? (uint16_t)flash_bf16(src[(b * T + r) * rs + h * D + c]) : 0;
+  return r < T && c < D ? (uint16_t)flash_bf16(fp_ld(src, (b * T + r) * rs + h * D + c)) : 0;
 }
 // The block of (b, h) in a staged copy of `heads` heads
 __host__ __device__ inline const uint16_t *flash_block(const uint16_t *staged, int64_t b,
@@ -189,7 +185,7 @@ __host__ __device__ inline int64_t flash_c_col(int64_t n0, int lane, int i) {
 // dst[row * rs + col] = mul acc[nt][i] for the NT accumulator tiles of the 16 rows from r0,
 // the rows below rlim and the columns below clim
 template <int NT>
-__host__ __device__ inline void flash_store(float *dst, int64_t rs, const float acc[NT][4],
+__host__ __device__ inline void flash_store(prt_fp_out dst, int64_t rs, const float acc[NT][4],
                                             int64_t r0, int64_t rlim, int64_t clim, float mul,
                                             int lane) {
   FLASH_UNROLL
@@ -197,7 +193,7 @@ __host__ __device__ inline void flash_store(float *dst, int64_t rs, const float 
     FLASH_UNROLL
     for (int i = 0; i < 4; i++) {
       int64_t row = flash_c_row(r0, lane, i), col = flash_c_col(nt * 8, lane, i);
-      if (row < rlim && col < clim) dst[row * rs + col] = acc[nt][i] * mul;
+      if (row < rlim && col < clim) fp_st(dst, row * rs + col, acc[nt][i] * mul);
     }
 }
 
@@ -248,7 +244,8 @@ struct FlashStaged {
 // the head needs at most (a compile-time count, so the fragments stay in registers).
 template <int ND>
 __host__ __device__ inline void flash_fwd_warp(int lane, int64_t b, int64_t h, int64_t q0,
-                                               float *out, float *lse, const FlashStaged &st,
+                                               prt_fp_out out, float *lse,
+                                               const FlashStaged &st,
                                                const AttnShape &s, float scale) {
   int64_t T = s.T, D = s.D, kh = h * s.KV / s.H;
   constexpr int NT = 2 * ND;
@@ -287,13 +284,13 @@ __host__ __device__ inline void flash_fwd_warp(int lane, int64_t b, int64_t h, i
     flash_a_from_c(pa, sc[0], sc[1]);
     flash_mma_rows<NT>(acc, pa, vb, k0, lane); /* O += P V */
   }
-  float *ob = out + b * T * s.os + h * D;
+  prt_fp_out ob = fp_at(out, b * T * s.os + h * D);
   FLASH_UNROLL
   for (int nt = 0; nt < NT; nt++)
     FLASH_UNROLL
     for (int i = 0; i < 4; i++) {
       int64_t row = flash_c_row(q0, lane, i), col = flash_c_col(nt * 8, lane, i);
-      if (row < T && col < D) ob[row * s.os + col] = acc[nt][i] / l[i >> 1];
+      if (row < T && col < D) fp_st(ob, row * s.os + col, acc[nt][i] / l[i >> 1]);
     }
   if ((lane & 3) == 0)
     FLASH_UNROLL
@@ -306,7 +303,7 @@ __host__ __device__ inline void flash_fwd_warp(int lane, int64_t b, int64_t h, i
 // dq of the 16 query rows from q0 of (b, h), and their D into Dbuf ((B, H, T) as lse).
 template <int ND>
 __host__ __device__ inline void flash_dq_warp(int lane, int64_t b, int64_t h, int64_t q0,
-                                              float *dq, float *Dbuf, const FlashStaged &st,
+                                              prt_fp_out dq, float *Dbuf, const FlashStaged &st,
                                               const float *lse, const AttnShape &s,
                                               float scale) {
   int64_t T = s.T, D = s.D, kh = h * s.KV / s.H;
@@ -368,7 +365,7 @@ __host__ __device__ inline void flash_dq_warp(int lane, int64_t b, int64_t h, in
       FLASH_UNROLL
       for (int r = 0; r < 2; r++) Dr[r] = flash_row_sum(Dr[r]);
   }
-  flash_store<NT>(dq + b * T * s.qs + h * D, s.qs, acc, q0, T, D, scale, lane);
+  flash_store<NT>(fp_at(dq, b * T * s.qs + h * D), s.qs, acc, q0, T, D, scale, lane);
   if ((lane & 3) == 0)
     FLASH_UNROLL
     for (int r = 0; r < 2; r++) {
@@ -380,7 +377,7 @@ __host__ __device__ inline void flash_dq_warp(int lane, int64_t b, int64_t h, in
 // dk and dv of the 16 keys from k0 of (b, kv head kh), summed over the query heads reading it.
 template <int ND>
 __host__ __device__ inline void flash_dkdv_warp(int lane, int64_t b, int64_t kh, int64_t k0,
-                                                float *dk, float *dv, const float *Dbuf,
+                                                prt_fp_out dk, prt_fp_out dv, const float *Dbuf,
                                                 const FlashStaged &st, const float *lse,
                                                 const AttnShape &s, float scale) {
   int64_t T = s.T, D = s.D;
@@ -430,8 +427,8 @@ __host__ __device__ inline void flash_dkdv_warp(int lane, int64_t b, int64_t kh,
       flash_mma_rows<NT>(gk, sa, qb, q0, lane);  /* dk += dS^T Q */
     }
   }
-  flash_store<NT>(dk + b * T * s.ks + kh * D, s.ks, gk, k0, T, D, scale, lane);
-  flash_store<NT>(dv + b * T * s.ks + kh * D, s.ks, gv, k0, T, D, 1.0f, lane);
+  flash_store<NT>(fp_at(dk, b * T * s.ks + kh * D), s.ks, gk, k0, T, D, scale, lane);
+  flash_store<NT>(fp_at(dv, b * T * s.ks + kh * D), s.ks, gv, k0, T, D, 1.0f, lane);
 }
 
 #endif

@@ -19,26 +19,26 @@ __device__ inline int64_t warp_row(int64_t rows) {
   return w < rows ? w : -1;
 }
 
-__global__ void layernorm_fwd(float *out, float *mean, float *rstd, const float *x,
+__global__ void layernorm_fwd(prt_fp_out out, float *mean, float *rstd, prt_fp_in x,
                               const float *w, const float *b, int64_t N, int64_t C, float eps) {
   int64_t row = warp_row(N);
   if (row >= 0)
     layernorm_fwd_row<kWarp>(row, threadIdx.x % kWarp, out, mean, rstd, x, w, b, C, eps);
 }
 
-__global__ void layernorm_dx(float *dx, const float *dy, const float *x, const float *w,
+__global__ void layernorm_dx(prt_fp_out dx, prt_fp_in dy, prt_fp_in x, const float *w,
                              const float *mean, const float *rstd, int64_t N, int64_t C) {
   int64_t row = warp_row(N);
   if (row >= 0) layernorm_dx_row<kWarp>(row, threadIdx.x % kWarp, dx, dy, x, w, mean, rstd, C);
 }
 
-__global__ void rmsnorm_fwd(float *out, float *rstd, const float *x, const float *w, int64_t R,
-                            int64_t D, float eps) {
+__global__ void rmsnorm_fwd(prt_fp_out out, float *rstd, prt_fp_in x, const float *w,
+                            int64_t R, int64_t D, float eps) {
   int64_t row = warp_row(R);
   if (row >= 0) rmsnorm_fwd_row<kWarp>(row, threadIdx.x % kWarp, out, rstd, x, w, D, eps);
 }
 
-__global__ void rmsnorm_dx(float *dx, const float *dy, const float *x, const float *w,
+__global__ void rmsnorm_dx(prt_fp_out dx, prt_fp_in dy, prt_fp_in x, const float *w,
                            const float *rstd, int64_t R, int64_t D) {
   int64_t row = warp_row(R);
   if (row >= 0) rmsnorm_dx_row<kWarp>(row, threadIdx.x % kWarp, dx, dy, x, w, rstd, D);
@@ -61,27 +61,27 @@ unsigned blocks_for(int64_t rows) {
     return cudaGetLastError();                                                             \
   } while (0)
 
-extern "C" cudaError_t prt_cuda_layernorm_fwd_launch(float *out, float *mean, float *rstd,
-                                                     const float *x, const float *w,
+extern "C" cudaError_t prt_cuda_layernorm_fwd_launch(prt_fp_out out, float *mean, float *rstd,
+                                                     prt_fp_in x, const float *w,
                                                      const float *b, int64_t N, int64_t C,
                                                      float eps, cudaStream_t stream) {
   NORM_LAUNCH(layernorm_fwd, N, out, mean, rstd, x, w, b, N, C, eps);
 }
 
-extern "C" cudaError_t prt_cuda_layernorm_dx_launch(float *dx, const float *dy, const float *x,
+extern "C" cudaError_t prt_cuda_layernorm_dx_launch(prt_fp_out dx, prt_fp_in dy, prt_fp_in x,
                                                     const float *w, const float *mean,
                                                     const float *rstd, int64_t N, int64_t C,
                                                     cudaStream_t stream) {
   NORM_LAUNCH(layernorm_dx, N, dx, dy, x, w, mean, rstd, N, C);
 }
 
-extern "C" cudaError_t prt_cuda_rmsnorm_fwd_launch(float *out, float *rstd, const float *x,
+extern "C" cudaError_t prt_cuda_rmsnorm_fwd_launch(prt_fp_out out, float *rstd, prt_fp_in x,
                                                    const float *w, int64_t R, int64_t D,
                                                    float eps, cudaStream_t stream) {
   NORM_LAUNCH(rmsnorm_fwd, R, out, rstd, x, w, R, D, eps);
 }
 
-extern "C" cudaError_t prt_cuda_rmsnorm_dx_launch(float *dx, const float *dy, const float *x,
+extern "C" cudaError_t prt_cuda_rmsnorm_dx_launch(prt_fp_out dx, prt_fp_in dy, prt_fp_in x,
                                                   const float *w, const float *rstd, int64_t R,
                                                   int64_t D, cudaStream_t stream) {
   NORM_LAUNCH(rmsnorm_dx, R, dx, dy, x, w, rstd, R, D);

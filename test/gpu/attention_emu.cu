@@ -40,6 +40,11 @@ float prt_attn_lanes_exchange(float v, int op, int src) {
   return r;
 }
 
+// The rows' tensor arguments, fp32 here (kernels/cuda_fp.cuh: the fake runtime's and
+// norm_emu's checks cover bf16 loads and stores)
+static prt_fp_in I(const float *p) { return prt_fp_in{p, 0}; }
+static prt_fp_out O(float *p) { return prt_fp_out{p, 0}; }
+
 // What one row's lanes run: kernel k (0 forward, 1 dq, 2 dk/dv) on `row`.
 struct RowJob {
   int kernel;
@@ -54,14 +59,14 @@ static void *run_lane(void *arg) {
   RowJob *j = (RowJob *)arg;
   my_lane = j->lane;
   if (j->kernel == 0)
-    attention_fwd_row<WARP, RW>(j->row, j->lane, j->out, j->lse, j->qkv, j->T, j->C, j->H,
-                                j->scale, j->buf);
+    attention_fwd_row<WARP, RW>(j->row, j->lane, O(j->out), j->lse, I(j->qkv), j->T, j->C,
+                                j->H, j->scale, j->buf);
   else if (j->kernel == 1)
-    attention_bwd_dq_row<WARP, RW>(j->row, j->lane, j->dqkv, j->D, j->dout, j->qkv, j->lse,
-                                   j->T, j->C, j->H, j->scale, j->buf);
+    attention_bwd_dq_row<WARP, RW>(j->row, j->lane, O(j->dqkv), j->D, I(j->dout), I(j->qkv),
+                                   j->lse, j->T, j->C, j->H, j->scale, j->buf);
   else
-    attention_bwd_dkdv_row<WARP, RW>(j->row, j->lane, j->dqkv, j->D, j->dout, j->qkv, j->lse,
-                                     j->T, j->C, j->H, j->scale, j->buf);
+    attention_bwd_dkdv_row<WARP, RW>(j->row, j->lane, O(j->dqkv), j->D, I(j->dout), I(j->qkv),
+                                     j->lse, j->T, j->C, j->H, j->scale, j->buf);
   return NULL;
 }
 
@@ -103,11 +108,12 @@ static void check(int64_t B, int64_t T, int64_t C, int64_t H, bool warp) {
   } else { /* one lane a row */
     float buf[2 * R]; /* the row's staged vectors (a warp's shared memory on the GPU) */
     for (int64_t row = 0; row < rows; row++)
-      attention_fwd_row<1, R>(row, 0, out, lse, qkv, T, C, H, scale, buf);
+      attention_fwd_row<1, R>(row, 0, O(out), lse, I(qkv), T, C, H, scale, buf);
     for (int64_t row = 0; row < rows; row++)
-      attention_bwd_dq_row<1, R>(row, 0, dqkv, D, dout, qkv, lse, T, C, H, scale, buf);
+      attention_bwd_dq_row<1, R>(row, 0, O(dqkv), D, I(dout), I(qkv), lse, T, C, H, scale, buf);
     for (int64_t row = 0; row < rows; row++)
-      attention_bwd_dkdv_row<1, R>(row, 0, dqkv, D, dout, qkv, lse, T, C, H, scale, buf);
+      attention_bwd_dkdv_row<1, R>(row, 0, O(dqkv), D, I(dout), I(qkv), lse, T, C, H, scale,
+                                   buf);
   }
   float *wout = (float *)calloc(n, 4), *probs = (float *)calloc(B * H * T * T, 4);
   float *wd = (float *)calloc(n3, 4);
@@ -146,14 +152,15 @@ static void *run_gqa_lane(void *arg) {
   GqaJob *j = (GqaJob *)arg;
   my_lane = j->lane;
   if (j->kernel == 0)
-    gqa_fwd_row<WARP, RW>(j->row, j->lane, j->out, j->lse, j->q, j->k, j->v, j->T, j->H, j->KV,
-                          j->D, j->scale, j->buf);
+    gqa_fwd_row<WARP, RW>(j->row, j->lane, O(j->out), j->lse, I(j->q), I(j->k), I(j->v), j->T,
+                          j->H, j->KV, j->D, j->scale, j->buf);
   else if (j->kernel == 1)
-    gqa_bwd_dq_row<WARP, RW>(j->row, j->lane, j->dq, j->Dbuf, j->dout, j->q, j->k, j->v, j->lse,
-                             j->T, j->H, j->KV, j->D, j->scale, j->buf);
+    gqa_bwd_dq_row<WARP, RW>(j->row, j->lane, O(j->dq), j->Dbuf, I(j->dout), I(j->q), I(j->k),
+                             I(j->v), j->lse, j->T, j->H, j->KV, j->D, j->scale, j->buf);
   else
-    gqa_bwd_dkdv_row<WARP, RW>(j->row, j->lane, j->dk, j->dv, j->Dbuf, j->dout, j->q, j->k,
-                               j->v, j->lse, j->T, j->H, j->KV, j->D, j->scale, j->buf);
+    gqa_bwd_dkdv_row<WARP, RW>(j->row, j->lane, O(j->dk), O(j->dv), j->Dbuf, I(j->dout),
+                               I(j->q), I(j->k), I(j->v), j->lse, j->T, j->H, j->KV, j->D,
+                               j->scale, j->buf);
   return NULL;
 }
 
@@ -180,12 +187,13 @@ static void check_gqa(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D, bo
     for (int64_t row = 0; row < n; row++) {
       if (!warp) {
         if (kern == 0)
-          gqa_fwd_row<1, R>(row, 0, out, lse, q, k, v, T, H, KV, D, scale, buf);
+          gqa_fwd_row<1, R>(row, 0, O(out), lse, I(q), I(k), I(v), T, H, KV, D, scale, buf);
         else if (kern == 1)
-          gqa_bwd_dq_row<1, R>(row, 0, dq, Dbuf, dout, q, k, v, lse, T, H, KV, D, scale, buf);
+          gqa_bwd_dq_row<1, R>(row, 0, O(dq), Dbuf, I(dout), I(q), I(k), I(v), lse, T, H, KV, D,
+                               scale, buf);
         else
-          gqa_bwd_dkdv_row<1, R>(row, 0, dk, dv, Dbuf, dout, q, k, v, lse, T, H, KV, D, scale,
-                                 buf);
+          gqa_bwd_dkdv_row<1, R>(row, 0, O(dk), O(dv), Dbuf, I(dout), I(q), I(k), I(v), lse, T,
+                                 H, KV, D, scale, buf);
         continue;
       }
       GqaJob lanes[WARP];

@@ -53,16 +53,16 @@ static void checkLinearBf16(void) {
   enum { M = 37, Nn = 13, K = 21 };
   uint16_t *x = rndBf16(M * K, 1), *w = rndBf16(Nn * K, 1), *dy = rndBf16(M * Nn, 1);
   float *b = rnd(Nn, 1), *g = zeros(M * K + Nn * K), *want = zeros(M * K + Nn * K);
-  prt_cuda_linear_fwd_bf16(g, x, w, b, M, Nn, K);
+  prt_cuda_linear_fwd_bf16(g, x, w, b, M, Nn, K, 0);
   prt_linear_fwd_bf16(want, x, w, b, M, Nn, K);
   same("linear_fwd_bf16", g, want, M * Nn, 1e-6);
-  prt_cuda_linear_fwd_bf16(g, x, w, NULL, M, Nn, K);
+  prt_cuda_linear_fwd_bf16(g, x, w, NULL, M, Nn, K, 0);
   prt_linear_fwd_bf16(want, x, w, NULL, M, Nn, K);
   same("linear_fwd_bf16 no bias", g, want, M * Nn, 1e-6);
-  prt_cuda_linear_bwd_input_bf16(g, dy, w, M, Nn, K);
+  prt_cuda_linear_bwd_input_bf16(g, dy, w, M, Nn, K, 0);
   prt_linear_bwd_input_bf16(want, dy, w, M, Nn, K);
   same("linear_bwd_input_bf16", g, want, M * K, 1e-6);
-  prt_cuda_linear_bwd_weight_bf16(g, dy, x, M, Nn, K);
+  prt_cuda_linear_bwd_weight_bf16(g, dy, x, M, Nn, K, 0);
   prt_linear_bwd_weight_bf16(want, dy, x, M, Nn, K);
   same("linear_bwd_weight_bf16", g, want, Nn * K, 1e-6);
   /* and the CPU twin is the fp32 kernel on the widened values (the emulation's numbers) */
@@ -81,12 +81,12 @@ static struct {
   float *p, *g, *m, *v, *q, *gq, *mq, *vq;
 } E;
 static void emuStep(prt_ctx *ctx) {
-  prt_cuda_grad_sq_accum(ctx, E.g, E.n, 1);
-  prt_cuda_grad_sq_accum(ctx, E.g, E.n, 0); /* not counted */
-  prt_cuda_grad_sq_accum(ctx, E.gq, 3, 1);
-  prt_cuda_grad_norm_sync(ctx);
-  prt_cuda_adamw(ctx, E.p, E.g, E.m, E.v, E.n, 0.9f, 0.95f, 1e-8f, 1);
-  prt_cuda_adamw(ctx, E.q, E.gq, E.mq, E.vq, 3, 0.9f, 0.95f, 1e-8f, 0);
+  prt_cuda_grad_sq_accum(ctx, E.g, E.n, 1, 0);
+  prt_cuda_grad_sq_accum(ctx, E.g, E.n, 0, 0); /* not counted */
+  prt_cuda_grad_sq_accum(ctx, E.gq, 3, 1, 0);
+  prt_cuda_grad_norm_sync(ctx, 0);
+  prt_cuda_adamw(ctx, E.p, E.g, E.m, E.v, NULL, E.n, 0.9f, 0.95f, 1e-8f, 1, 0);
+  prt_cuda_adamw(ctx, E.q, E.gq, E.mq, E.vq, NULL, 3, 0.9f, 0.95f, 1e-8f, 0, 0);
 }
 
 /* The optimizer and the norm as a plan of one rank runs them: through the step runner
@@ -127,8 +127,8 @@ static void checkAdamwAndNorm(prt_ctx *ctx) {
     ctx->grad_sq = want;
     prt_grad_norm_sync(ctx); /* the CPU's clip scale, which prt_adamw applies */
     if (!(ctx->clip_scale < 1.0f)) fail("adamw_and_norm: the clip case was not exercised");
-    prt_adamw(ctx, p2, E.g, m2, v2, n, 0.9f, 0.95f, 1e-8f, 1);
-    prt_adamw(ctx, q2, E.gq, mq2, vq2, 3, 0.9f, 0.95f, 1e-8f, 0);
+    prt_adamw(ctx, p2, E.g, m2, v2, NULL, n, 0.9f, 0.95f, 1e-8f, 1);
+    prt_adamw(ctx, q2, E.gq, mq2, vq2, NULL, 3, 0.9f, 0.95f, 1e-8f, 0);
     same(pass ? "adamw p (graph)" : "adamw p", E.p, p2, n, 1e-6);
     same(pass ? "adamw m (graph)" : "adamw m", E.m, m2, n, 1e-6);
     same(pass ? "adamw v (graph)" : "adamw v", E.v, v2, n, 1e-6);
@@ -149,20 +149,20 @@ static void checkBf16(const int32_t *cnt, const float *rows, const float *hid,
   enum { NP = 3000 };
   float *x = bf16Patterns(NP), *g = zeros(NP), *w = zeros(NP);
   uint16_t gh[NP], wh[NP];
-  prt_cuda_bf16_narrow(gh, x, NP);
+  prt_cuda_bf16_narrow(gh, x, NP, 0);
   prt_bf16_narrow(wh, x, NP);
   sameBits("bf16_narrow", gh, wh, NP, sizeof *gh);
-  prt_cuda_bf16_widen(g, wh, NP);
+  prt_cuda_bf16_widen(g, wh, NP, 0);
   prt_bf16_widen(w, wh, NP);
   sameBits("bf16_widen", g, w, NP, sizeof *g);
-  prt_cuda_bf16_round(g, x, NP);
+  prt_cuda_bf16_round(g, x, NP, 0);
   prt_bf16_round(w, x, NP);
   sameBits("bf16_round", g, w, NP, sizeof *g);
   int64_t R = G * cap;
   float *go = zeros(R * C), *gd = zeros(R * 2 * Fe), *wo = zeros(R * C), *wdh = zeros(R * 2 * Fe);
   float *fo = zeros(R * C), *fh = zeros(R * 2 * Fe);
   for (int64_t j = 0; j < El; j++) {
-    prt_cuda_moe_expert_fwd_bf16(go, gd, rows, cnt, G, cap, El, j, wg[j], wu[j], wd[j], C, Fe);
+    prt_cuda_moe_expert_fwd_bf16(go, gd, rows, cnt, G, cap, El, j, wg[j], wu[j], wd[j], C, Fe, 0);
     prt_moe_expert_fwd_bf16(wo, wdh, rows, cnt, G, cap, El, j, wg[j], wu[j], wd[j], C, Fe);
     prt_moe_expert_fwd(fo, fh, rows, cnt, G, cap, El, j, wg[j], wu[j], wd[j], C, Fe);
   }
@@ -176,7 +176,7 @@ static void checkBf16(const int32_t *cnt, const float *rows, const float *hid,
   float *gdr = zeros(R * C), *wdr = zeros(R * C);
   for (int64_t j = 0; j < El; j++) {
     prt_cuda_moe_expert_bwd_input_bf16(gdr, dout, cnt, hid, G, cap, El, j, wg[j], wu[j], wd[j],
-                                       C, Fe);
+                                       C, Fe, 0);
     prt_moe_expert_bwd_input_bf16(wdr, dout, cnt, hid, G, cap, El, j, wg[j], wu[j], wd[j], C,
                                   Fe);
   }
@@ -184,7 +184,7 @@ static void checkBf16(const int32_t *cnt, const float *rows, const float *hid,
   float *gw[3], *ww[3];
   for (int k = 0; k < 3; k++) gw[k] = rnd(Fe * C, 1), ww[k] = zeros(Fe * C);
   prt_cuda_moe_expert_bwd_weight_bf16(gw[0], gw[1], gw[2], dout, rows, cnt, hid, G, cap, El, 0,
-                                      wd[0], C, Fe);
+                                      wd[0], C, Fe, 0);
   prt_moe_expert_bwd_weight_bf16(ww[0], ww[1], ww[2], dout, rows, cnt, hid, G, cap, El, 0,
                                  wd[0], C, Fe);
   same("moe_expert_bwd_weight_bf16 dwg", gw[0], ww[0], Fe * C, 2e-6);
@@ -211,15 +211,15 @@ static void checkElementwise(void) {
   begin("elementwise");
   int64_t n = N * C;
   float *a = rnd(n, 3), *b = rnd(n, 3), *g = zeros(n), *w = zeros(n), *dy = rnd(n, 1);
-  prt_cuda_add(g, a, b, n);
+  prt_cuda_add(g, a, b, n, 0);
   prt_add(w, a, b, n);
   same("add", g, w, n, 0);
-  prt_cuda_copy(g, a, n);
+  prt_cuda_copy(g, a, n, 0);
   same("copy", g, a, n, 0);
-  prt_cuda_gelu_fwd(g, a, n);
+  prt_cuda_gelu_fwd(g, a, n, 0);
   prt_gelu_fwd(w, a, n);
   same("gelu_fwd", g, w, n, 1e-6);
-  prt_cuda_gelu_bwd(g, dy, a, n);
+  prt_cuda_gelu_bwd(g, dy, a, n, 0);
   prt_gelu_bwd(w, dy, a, n);
   same("gelu_bwd", g, w, n, 1e-6);
   end();
@@ -231,12 +231,12 @@ static void checkEmbedding(void) {
   int32_t tok[N];
   for (int i = 0; i < N; i++) tok[i] = (i * 7 + 3) % V;
   float *wte = rnd(V * C, 1), *wpe = rnd(T * C, 1), *g = zeros(N * C), *w = zeros(N * C);
-  prt_cuda_embedding_fwd(g, tok, wte, wpe, B, T, C);
+  prt_cuda_embedding_fwd(g, tok, wte, wpe, B, T, C, 0);
   prt_embedding_fwd(w, tok, wte, wpe, B, T, C);
   same("embedding_fwd", g, w, N * C, 0);
   float *dy = rnd(N * C, 1), *gte = rnd(V * C, 9), *gpe = rnd(T * C, 9);
   float *wte2 = zeros(V * C), *wpe2 = zeros(T * C);
-  prt_cuda_embedding_bwd(gte, gpe, dy, tok, B, T, C, V);
+  prt_cuda_embedding_bwd(gte, gpe, dy, tok, B, T, C, V, 0);
   prt_embedding_bwd(wte2, wpe2, dy, tok, B, T, C, V);
   same("embedding_bwd dwte", gte, wte2, V * C, 1e-6);
   same("embedding_bwd dwpe", gpe, wpe2, T * C, 0);
@@ -250,16 +250,16 @@ static void checkLayernorm(void) {
   float *x = rnd(N * C, 2), *lw = rnd(C, 1), *lb = rnd(C, 1), *dy = rnd(N * C, 1);
   float *g = zeros(N * C), *w = zeros(N * C), *gm = zeros(N), *gr = zeros(N), *wm = zeros(N);
   float *wr = zeros(N), *gdw = zeros(C), *gdb = zeros(C), *wdw = zeros(C), *wdb = zeros(C);
-  prt_cuda_layernorm_fwd(g, gm, gr, x, lw, lb, N, C, 1e-5f);
+  prt_cuda_layernorm_fwd(g, gm, gr, x, lw, lb, N, C, 1e-5f, 0);
   prt_layernorm_fwd(w, wm, wr, x, lw, lb, N, C, 1e-5f);
   same("layernorm_fwd y", g, w, N * C, 0);
   same("layernorm_fwd rstd", gr, wr, N, 0);
-  prt_cuda_layernorm_bwd(g, gdw, gdb, dy, x, lw, wm, wr, N, C);
+  prt_cuda_layernorm_bwd(g, gdw, gdb, dy, x, lw, wm, wr, N, C, 0);
   prt_layernorm_bwd(w, wdw, wdb, dy, x, lw, wm, wr, N, C);
   same("layernorm_bwd dx", g, w, N * C, 0);
   same("layernorm_bwd dw", gdw, wdw, C, 1e-7);
   same("layernorm_bwd db", gdb, wdb, C, 1e-7);
-  prt_cuda_bias_bwd(gdb, dy, N, C);
+  prt_cuda_bias_bwd(gdb, dy, N, C, 0);
   prt_bias_bwd(wdb, dy, N, C);
   same("bias_bwd", gdb, wdb, C, 1e-7);
   end();
@@ -272,16 +272,16 @@ static void checkLinear(void) {
   float *x = rnd(N * K, 1), *w = rnd(Nn * K, 1), *b = rnd(Nn, 1), *dy = rnd(N * Nn, 1);
   float *g = zeros(N * Nn), *want = zeros(N * Nn), *gx = zeros(N * K), *wx = zeros(N * K);
   float *gw = zeros(Nn * K), *ww = zeros(Nn * K);
-  prt_cuda_linear_fwd(g, x, w, b, N, Nn, K);
+  prt_cuda_linear_fwd(g, x, w, b, N, Nn, K, 0);
   prt_linear_fwd(want, x, w, b, N, Nn, K);
   same("linear_fwd bias", g, want, N * Nn, 1e-6);
-  prt_cuda_linear_fwd(g, x, w, NULL, N, Nn, K);
+  prt_cuda_linear_fwd(g, x, w, NULL, N, Nn, K, 0);
   prt_linear_fwd(want, x, w, NULL, N, Nn, K);
   same("linear_fwd", g, want, N * Nn, 1e-6);
-  prt_cuda_linear_bwd_input(gx, dy, w, N, Nn, K);
+  prt_cuda_linear_bwd_input(gx, dy, w, N, Nn, K, 0);
   prt_linear_bwd_input(wx, dy, w, N, Nn, K);
   same("linear_bwd_input", gx, wx, N * K, 1e-6);
-  prt_cuda_linear_bwd_weight(gw, dy, x, N, Nn, K);
+  prt_cuda_linear_bwd_weight(gw, dy, x, N, Nn, K, 0);
   prt_linear_bwd_weight(ww, dy, x, N, Nn, K);
   same("linear_bwd_weight", gw, ww, Nn * K, 1e-6);
   end();
@@ -296,11 +296,11 @@ static void checkCrossEntropy(void) {
   float *gd = zeros(N * V), *wd = zeros(N * V);
   for (int s = 0; s < 2; s++) { /* label smoothing 0 and 0.1 */
     float e = s ? 0.1f : 0.0f;
-    prt_cuda_cross_entropy_fwd(&gl, gp, logits, tgt, N, V, e);
+    prt_cuda_cross_entropy_fwd(&gl, gp, logits, tgt, N, V, e, 0);
     prt_cross_entropy_fwd(&wl, wp, logits, tgt, N, V, e);
     same("cross_entropy_fwd probs", gp, wp, N * V, 2e-6);
     same("cross_entropy_fwd loss", &gl, &wl, 1, 1e-6);
-    prt_cuda_cross_entropy_bwd(gd, wp, tgt, N, V, 2 * N, e);
+    prt_cuda_cross_entropy_bwd(gd, wp, tgt, N, V, 2 * N, e, 0);
     prt_cross_entropy_bwd(wd, wp, tgt, N, V, 2 * N, e);
     same("cross_entropy_bwd", gd, wd, N * V, 0);
   }
@@ -315,10 +315,10 @@ static void checkAttention(void) {
   float *g = zeros(B * T * Ca), *w = zeros(B * T * Ca);
   float *probs = zeros(B * H * T * T), *lse = zeros(B * H * T * T);
   float *gd = zeros(B * T * 3 * Ca), *wd = zeros(B * T * 3 * Ca);
-  prt_cuda_attention_fwd(g, lse, qkv, B, T, Ca, H);
+  prt_cuda_attention_fwd(g, lse, qkv, B, T, Ca, H, 0);
   prt_attention_fwd(w, probs, qkv, B, T, Ca, H);
   same("attention_fwd", g, w, B * T * Ca, 1e-6);
-  prt_cuda_attention_bwd(gd, dy, qkv, g, lse, B, T, Ca, H);
+  prt_cuda_attention_bwd(gd, dy, qkv, g, lse, B, T, Ca, H, 0);
   prt_attention_bwd(wd, dy, qkv, w, probs, B, T, Ca, H);
   same("attention_bwd", gd, wd, B * T * 3 * Ca, 1e-6);
   end();
@@ -333,18 +333,18 @@ static void checkMoe(void) {
   enum { E = 4, K = 2, G = 2, El = E / G, Fe = 6, NK = N * K, CAP = N * K, R = G * CAP };
   float *logits = rnd(N * E, 2), *gw = zeros(NK), *ww = zeros(NK);
   int32_t *gex = calloc(NK, sizeof *gex), *wex = calloc(NK, sizeof *wex);
-  prt_cuda_moe_topk_fwd(gw, gex, logits, N, E, K);
+  prt_cuda_moe_topk_fwd(gw, gex, logits, N, E, K, 0);
   prt_moe_topk_fwd(ww, wex, logits, N, E, K);
   emuBeforeRead();
   if (memcmp(gex, wex, NK * sizeof *gex)) fail("moe_topk_fwd chose other experts");
   same("moe_topk_fwd", gw, ww, NK, 2e-6);
   float *dw = rnd(NK, 1), *gdl = zeros(N * E), *wdl = zeros(N * E);
-  prt_cuda_moe_topk_bwd(gdl, dw, ww, wex, N, E, K);
+  prt_cuda_moe_topk_bwd(gdl, dw, ww, wex, N, E, K, 0);
   prt_moe_topk_bwd(wdl, dw, ww, wex, N, E, K);
   same("moe_topk_bwd", gdl, wdl, N * E, 0);
   float *h = rnd(N * C, 1), *grows = rnd(R * C, 1), *wrows = zeros(R * C);
   int32_t gcnt[E], wcnt[E];
-  prt_cuda_moe_dispatch_fwd(grows, gcnt, h, wex, N, K, C, E, G);
+  prt_cuda_moe_dispatch_fwd(grows, gcnt, h, wex, N, K, C, E, G, 0);
   prt_moe_dispatch_fwd(wrows, wcnt, h, wex, N, K, C, E, G);
   same("moe_dispatch_fwd", grows, wrows, R * C, 0); /* (after a synchronize) */
   if (memcmp(gcnt, wcnt, sizeof gcnt)) fail("moe_dispatch_fwd counted otherwise");
@@ -352,7 +352,7 @@ static void checkMoe(void) {
   for (int j = 0; j < El; j++) wg[j] = rnd(Fe * C, 1), wu[j] = rnd(Fe * C, 1), wd[j] = rnd(C * Fe, 1);
   float *go = rnd(R * C, 1), *gh = rnd(R * 2 * Fe, 1), *wo = zeros(R * C), *wh = zeros(R * 2 * Fe);
   for (int j = 0; j < El; j++) {
-    prt_cuda_moe_expert_fwd(go, gh, wrows, wcnt, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
+    prt_cuda_moe_expert_fwd(go, gh, wrows, wcnt, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe, 0);
     prt_moe_expert_fwd(wo, wh, wrows, wcnt, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
   }
   same("moe_expert_fwd hidden", gh, wh, R * 2 * Fe, 1e-6);
@@ -360,29 +360,29 @@ static void checkMoe(void) {
   float *dout = rnd(R * C, 1), *gdr = rnd(R * C, 1), *wdr = zeros(R * C);
   for (int j = 0; j < El; j++) {
     prt_cuda_moe_expert_bwd_input(gdr, dout, wcnt, wh, G, CAP, El, j, wg[j], wu[j], wd[j], C,
-                                  Fe);
+                                  Fe, 0);
     prt_moe_expert_bwd_input(wdr, dout, wcnt, wh, G, CAP, El, j, wg[j], wu[j], wd[j], C, Fe);
   }
   same("moe_expert_bwd_input", gdr, wdr, R * C, 2e-6);
   float *gwg = rnd(Fe * C, 1), *gwu = rnd(Fe * C, 1), *gwd = rnd(C * Fe, 1);
   float *wwg = zeros(Fe * C), *wwu = zeros(Fe * C), *wwd = zeros(C * Fe);
   prt_cuda_moe_expert_bwd_weight(gwg, gwu, gwd, dout, wrows, wcnt, wh, G, CAP, El, 0, wd[0],
-                                 C, Fe);
+                                 C, Fe, 0);
   prt_moe_expert_bwd_weight(wwg, wwu, wwd, dout, wrows, wcnt, wh, G, CAP, El, 0, wd[0], C, Fe);
   same("moe_expert_bwd_weight dwg", gwg, wwg, Fe * C, 2e-6);
   same("moe_expert_bwd_weight dwu", gwu, wwu, Fe * C, 2e-6);
   same("moe_expert_bwd_weight dwd", gwd, wwd, C * Fe, 2e-6);
   float *gdh = zeros(N * C), *wdh = zeros(N * C);
-  prt_cuda_moe_dispatch_bwd(gdh, wdr, wex, N, K, C, E, G);
+  prt_cuda_moe_dispatch_bwd(gdh, wdr, wex, N, K, C, E, G, 0);
   prt_moe_dispatch_bwd(wdh, wdr, wex, N, K, C, E, G);
   same("moe_dispatch_bwd", gdh, wdh, N * C, 0);
   float *gy = zeros(N * C), *wy = zeros(N * C);
-  prt_cuda_moe_combine_fwd(gy, wo, ww, wex, N, K, C, E, G);
+  prt_cuda_moe_combine_fwd(gy, wo, ww, wex, N, K, C, E, G, 0);
   prt_moe_combine_fwd(wy, wo, ww, wex, N, K, C, E, G);
   same("moe_combine_fwd", gy, wy, N * C, 1e-6);
   float *dy = rnd(N * C, 1), *gdo = rnd(R * C, 1), *wdo = zeros(R * C);
   float *gdw = zeros(NK), *wdw = zeros(NK);
-  prt_cuda_moe_combine_bwd(gdo, gdw, dy, wo, ww, wex, N, K, C, E, G);
+  prt_cuda_moe_combine_bwd(gdo, gdw, dy, wo, ww, wex, N, K, C, E, G, 0);
   prt_moe_combine_bwd(wdo, wdw, dy, wo, ww, wex, N, K, C, E, G);
   same("moe_combine_bwd dout", gdo, wdo, R * C, 0);
   same("moe_combine_bwd dweights", gdw, wdw, NK, 1e-6);

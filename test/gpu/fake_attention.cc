@@ -24,13 +24,22 @@ constexpr int kMax = PRT_CUDA_ATTENTION_MAX_HEAD;
 // Every launcher's arguments in one struct: q (or qkv), k, v, out/dout, lse, the gradients,
 // D and the sizes; what a launcher does not use stays null or zero.
 struct Args {
-  float *out, *lse, *dq, *dk, *dv, *D;
-  const float *q, *k, *v, *dout, *lse_in;
+  prt_fp_out out, dq, dk, dv;
+  float *lse, *D;
+  prt_fp_in q, k, v, dout;
+  const float *lse_in;
   int64_t B, T, C, H, KV, Dh;
 };
 
+// Bytes of n elements of an argument in its precision
+int64_t bytes(int bf16, int64_t n) { return (bf16 ? 2 : 4) * n; }
+
+// Each launch's bytes (fake_cuda_bytes): q, k, v, out, dout and the gradients once each in
+// their precision, lse and D (fp32) where read or written.
 void attention_fwd(void *p) {
   Args *a = static_cast<Args *>(p);
+  int64_t n = a->B * a->T * a->C, rows = a->B * a->H * a->T;
+  fake_cuda_bytes(bytes(a->q.bf16, 3 * n), bytes(a->out.bf16, n) + 4 * rows);
   float buf[2 * kMax];
   float scale = 1.0f / sqrtf((float)(a->C / a->H));
   for (int64_t row = 0; row < a->B * a->H * a->T; row++)
@@ -39,9 +48,11 @@ void attention_fwd(void *p) {
 
 void attention_bwd(void *p) {
   Args *a = static_cast<Args *>(p);
+  int64_t n = a->B * a->T * a->C, rows = a->B * a->H * a->T;
+  fake_cuda_bytes(bytes(a->dout.bf16, n) + bytes(a->q.bf16, 3 * n) + 8 * rows,
+                  bytes(a->dq.bf16, 3 * n) + 4 * rows);
   float buf[2 * kMax];
   float scale = 1.0f / sqrtf((float)(a->C / a->H));
-  int64_t rows = a->B * a->H * a->T;
   for (int64_t row = 0; row < rows; row++)
     attention_bwd_dq_row<1, kMax>(row, 0, a->dq, a->D, a->dout, a->q, a->lse_in, a->T, a->C,
                                   a->H, scale, buf);
@@ -52,6 +63,9 @@ void attention_bwd(void *p) {
 
 void gqa_fwd(void *p) {
   Args *a = static_cast<Args *>(p);
+  int64_t nq = a->B * a->T * a->H * a->Dh, nk = a->B * a->T * a->KV * a->Dh;
+  fake_cuda_bytes(bytes(a->q.bf16, nq) + bytes(a->k.bf16, nk) + bytes(a->v.bf16, nk),
+                  bytes(a->out.bf16, nq) + 4 * a->B * a->H * a->T);
   float buf[2 * kMax];
   float scale = 1.0f / sqrtf((float)a->Dh);
   for (int64_t row = 0; row < a->B * a->H * a->T; row++)
@@ -61,6 +75,12 @@ void gqa_fwd(void *p) {
 
 void gqa_bwd(void *p) {
   Args *a = static_cast<Args *>(p);
+  int64_t nq = a->B * a->T * a->H * a->Dh, nk = a->B * a->T * a->KV * a->Dh;
+  int64_t rows = a->B * a->H * a->T;
+  fake_cuda_bytes(bytes(a->dout.bf16, nq) + bytes(a->q.bf16, nq) + bytes(a->k.bf16, nk) +
+                      bytes(a->v.bf16, nk) + 8 * rows,
+                  bytes(a->dq.bf16, nq) + bytes(a->dk.bf16, nk) + bytes(a->dv.bf16, nk) +
+                      4 * rows);
   float buf[2 * kMax];
   float scale = 1.0f / sqrtf((float)a->Dh);
   for (int64_t row = 0; row < a->B * a->H * a->T; row++)
@@ -75,16 +95,17 @@ void gqa_bwd(void *p) {
 cudaError_t issue(const char *name, void (*run)(void *), const Args &a, int kernels,
                   cudaStream_t s) {
   fake_op_desc d = fake_kernel_op(name, run, kernels);
-  for (const void *p : {(const void *)a.out, (const void *)a.lse, (const void *)a.dq,
-                        (const void *)a.dk, (const void *)a.dv, (const void *)a.D})
+  for (const void *p : {(const void *)a.out.p, (const void *)a.lse, (const void *)a.dq.p,
+                        (const void *)a.dk.p, (const void *)a.dv.p, (const void *)a.D})
     fake_op_uses(&d, p, FAKE_WRITE);
-  for (const void *p : {a.q, a.k, a.v, a.dout, a.lse_in}) fake_op_uses(&d, p, FAKE_READ);
+  for (const void *p : {a.q.p, a.k.p, a.v.p, a.dout.p, (const void *)a.lse_in})
+    fake_op_uses(&d, p, FAKE_READ);
   return fake_cuda_enqueue(s, &d, &a, sizeof a);
 }
 
 }  // namespace
 
-extern "C" cudaError_t prt_cuda_attention_fwd_launch(float *out, float *lse, const float *qkv,
+extern "C" cudaError_t prt_cuda_attention_fwd_launch(prt_fp_out out, float *lse, prt_fp_in qkv,
                                                      int64_t B, int64_t T, int64_t C,
                                                      int64_t H, cudaStream_t s) {
   Args a = {};
@@ -92,8 +113,8 @@ extern "C" cudaError_t prt_cuda_attention_fwd_launch(float *out, float *lse, con
   return issue("attention forward", attention_fwd, a, 1, s);
 }
 
-extern "C" cudaError_t prt_cuda_attention_bwd_launch(float *dqkv, const float *dout,
-                                                     const float *qkv, const float *lse,
+extern "C" cudaError_t prt_cuda_attention_bwd_launch(prt_fp_out dqkv, prt_fp_in dout,
+                                                     prt_fp_in qkv, const float *lse,
                                                      float *D, int64_t B, int64_t T, int64_t C,
                                                      int64_t H, cudaStream_t s) {
   Args a = {};
@@ -102,8 +123,8 @@ extern "C" cudaError_t prt_cuda_attention_bwd_launch(float *dqkv, const float *d
   return issue("attention backward", attention_bwd, a, 2, s);
 }
 
-extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(float *out, float *lse, const float *q,
-                                                         const float *k, const float *v,
+extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(prt_fp_out out, float *lse, prt_fp_in q,
+                                                         prt_fp_in k, prt_fp_in v,
                                                          int64_t B, int64_t T, int64_t H,
                                                          int64_t KV, int64_t D, cudaStream_t s) {
   Args a = {};
@@ -112,9 +133,10 @@ extern "C" cudaError_t prt_cuda_gqa_attention_fwd_launch(float *out, float *lse,
   return issue("gqa attention forward", gqa_fwd, a, 1, s);
 }
 
-extern "C" cudaError_t prt_cuda_gqa_attention_bwd_launch(float *dq, float *dk, float *dv,
-                                                         const float *dout, const float *q,
-                                                         const float *k, const float *v,
+extern "C" cudaError_t prt_cuda_gqa_attention_bwd_launch(prt_fp_out dq, prt_fp_out dk,
+                                                         prt_fp_out dv,
+                                                         prt_fp_in dout, prt_fp_in q,
+                                                         prt_fp_in k, prt_fp_in v,
                                                          const float *lse, float *Dv,
                                                          int64_t B, int64_t T, int64_t H,
                                                          int64_t KV, int64_t D, cudaStream_t s) {

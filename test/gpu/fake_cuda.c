@@ -65,6 +65,17 @@
  *   allocs, frees   cudaMalloc and cudaMallocHost (and their frees), from this pass's start to
  *                   the next's
  *   h2d, d2h        bytes of the copies issued in that window
+ *   conversions     bf16 conversion kernels issued in the pass (piper_bf16_widen, _narrow,
+ *                   _round): a bf16 plan whose kernels load and store bf16 themselves has none
+ *   read, written   device bytes the pass's operations read and wrote when they ran (counted
+ *                   to the pass that issued them, whenever the streams run them): for each
+ *                   generated kernel launch the distinct bytes its threads loaded and stored
+ *                   (every llvm.load and llvm.store of the host JIT reports its address:
+ *                   kernel_jit.h kernelJitTouches), as a GPU's DRAM would move them with
+ *                   perfect caching within the launch; for a cuBLAS call its matrices (A and B
+ *                   read, C written, and read where beta != 0; the bias), for an nvcc kernel's
+ *                   host twin the tensors it reads and writes (fake_cuda_bytes: its arguments'
+ *                   extents), for device copies and memsets their bytes
  * and a first line {"pass": "setup", ...} for what came before the first pass. */
 #include <cblas.h>
 #include <execinfo.h>
@@ -121,6 +132,9 @@ static struct {
   fake_counts begin, last_op; /* at the pass's start; at its last device operation */
   int64_t pass;
   int open;                   /* 1 from its start mark to its end mark */
+  /* what the operations issued in it did when they ran (the streams run them lazily, maybe
+   * after the pass): bf16 conversion kernels; device bytes read and written */
+  int64_t conversions, read, written;
 } passes[FAKE_MAX_PASSES];
 static int npasses, passes_dropped;
 
@@ -144,13 +158,15 @@ static void counters_write(void) {
     if (l.ops < b.ops) l = b; /* a pass that issued nothing */
     fprintf(f, "{\"pass\": %lld, \"kernels\": %lld, \"launch_calls\": %lld, "
             "\"graph_launches\": %lld, \"syncs_in_step\": %lld, \"syncs_after\": %lld, "
-            "\"allocs\": %lld, \"frees\": %lld, \"h2d\": %lld, \"d2h\": %lld}\n",
+            "\"allocs\": %lld, \"frees\": %lld, \"h2d\": %lld, \"d2h\": %lld, "
+            "\"conversions\": %lld, \"read\": %lld, \"written\": %lld}\n",
             (long long)passes[i].pass, (long long)(l.kernels - b.kernels),
             (long long)(l.launch_calls - b.launch_calls),
             (long long)(l.graph_launches - b.graph_launches), (long long)(l.syncs - b.syncs),
             (long long)(e.syncs - l.syncs), (long long)(e.allocs - b.allocs),
             (long long)(e.frees - b.frees), (long long)(e.h2d - b.h2d),
-            (long long)(e.d2h - b.d2h));
+            (long long)(e.d2h - b.d2h), (long long)passes[i].conversions,
+            (long long)passes[i].read, (long long)passes[i].written);
   }
   if (passes_dropped) fprintf(f, "{\"passes_not_counted\": %d}\n", passes_dropped);
   fclose(f);
@@ -174,6 +190,77 @@ void prt_cuda_step_mark(int64_t pass, int end) {
   passes[npasses].begin = passes[npasses].last_op = now;
   passes[npasses].open = 1;
   passes[npasses++].pass = pass;
+}
+
+/* The pass open when a pass's operations are issued (-1: none), and that of the operation
+ * running now (op_advance), whose bytes and conversions count to it. */
+static int open_pass(void) { return npasses > 0 && passes[npasses - 1].open ? npasses - 1 : -1; }
+static int running_pass = -1;
+
+/* ---- bytes the kernels move ---- */
+
+/* Device bytes the running operation read and wrote. */
+static void moved(int64_t read, int64_t written) {
+  if (running_pass < 0) return;
+  passes[running_pass].read += read;
+  passes[running_pass].written += written;
+}
+
+/* An nvcc kernel's host twin (fake_norms.cc, fake_attention.cc, fake_flash.cc) reports the
+ * bytes its launch reads and writes when it runs (so a replayed graph counts them again). */
+void fake_cuda_bytes(int64_t read, int64_t written) { moved(read, written); }
+
+/* The distinct addresses one generated kernel's launch loaded and stored (fake_touch, called by
+ * every llvm.load and llvm.store of the host JIT with FAKE_CUDA_COUNTERS set): a hash set
+ * whose slots of another launch (gen) count as empty. */
+typedef struct {
+  uintptr_t addr;
+  uint32_t gen;
+  uint8_t rw; /* 1 loaded, 2 stored */
+} touch_slot;
+static touch_slot *touches;
+static size_t touch_cap, touch_used;
+static uint32_t touch_gen;
+
+static void touch_begin(void) {
+  touch_gen++;
+  touch_used = 0;
+}
+
+static void touch_grow(void);
+static void fake_touch(void *p, int64_t bytes, int32_t write) {
+  if (2 * (touch_used + 1) > touch_cap) touch_grow();
+  uintptr_t a = (uintptr_t)p;
+  size_t i = (size_t)((a >> 1) * 0x9e3779b97f4a7c15ull) & (touch_cap - 1);
+  while (touches[i].gen == touch_gen && touches[i].addr != a) i = (i + 1) & (touch_cap - 1);
+  touch_slot *s = &touches[i];
+  if (s->gen != touch_gen) {
+    *s = (touch_slot){a, touch_gen, 0};
+    touch_used++;
+  }
+  uint8_t bit = write ? 2 : 1;
+  if (s->rw & bit) return;
+  s->rw |= bit;
+  if (write) moved(0, bytes);
+  else moved(bytes, 0);
+}
+
+/* A table twice the size, this launch's slots moved into it (the rest are another's). */
+static void touch_grow(void) {
+  size_t cap = touch_cap ? 2 * touch_cap : 1 << 16, old = touch_cap;
+  touch_slot *was = touches;
+  touches = calloc(cap, sizeof *touches);
+  if (!touches) die("out of memory counting a kernel's bytes");
+  touch_cap = cap;
+  touch_used = 0;
+  for (size_t i = 0; i < old; i++) {
+    if (was[i].gen != touch_gen) continue;
+    size_t j = (size_t)((was[i].addr >> 1) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+    while (touches[j].gen == touch_gen) j = (j + 1) & (cap - 1);
+    touches[j] = was[i];
+    touch_used++;
+  }
+  free(was);
 }
 
 /* ---- page-locked host memory: the blocks cudaMallocHost gave (a copy from elsewhere waits) */
@@ -345,6 +432,7 @@ typedef struct fake_op {
   fake_clock clock;     /* what it follows (clock[stream] = seq) */
   int started;          /* run (for an operation with poll: in flight) */
   int replayed;         /* put on its stream by a graph launch */
+  int pass;             /* the counters' pass it was issued in (-1: none) */
   const unsigned char *was; /* d.pinned_src's bytes when issued (the pending copy's) */
   struct fake_op *next;
 } fake_op;
@@ -603,6 +691,7 @@ static void op_put(fake_stream *st, fake_op *op) {
   device_lock(); /* the host is issuing: the device's memory out of its reach again */
   next_clock(st, st->clock);
   op->stream = st->no;
+  op->pass = open_pass();
   op->seq = ++st->issued;
   st->clock[st->no] = op->seq;
   memcpy(op->clock, st->clock, sizeof op->clock);
@@ -652,7 +741,9 @@ static int op_advance(fake_stream *st) {
       rewritten(op->d.name, op->d.pinned_bytes, op->stream, op->replayed);
     op->started = 1;
     device_unlock();
+    running_pass = op->pass;
     op->d.run(op->arg);
+    running_pass = -1;
     if (op->d.poll && !op->d.poll(op->arg)) return 2;
   } else if (!op->d.poll(op->arg)) {
     return 1;
@@ -1103,7 +1194,14 @@ static const char *library_ptx; /* the PTX the plan loaded (NUL-terminated) */
 cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,
                                 enum cudaJitOption *jo, void **jv, unsigned int nj,
                                 enum cudaLibraryOption *lo, void **lv, unsigned int nl) {
-  if (mlirExecutionEngineIsNull(jit)) jit = kernelJitCreate();
+  if (mlirExecutionEngineIsNull(jit)) {
+    kernelJitTouches = getenv("FAKE_CUDA_COUNTERS") != NULL;
+    kernelJitTruncate = getenv("FAKE_CUDA_BF16_TRUNCATE") != NULL;
+    jit = kernelJitCreate();
+    if (kernelJitTouches)
+      mlirExecutionEngineRegisterSymbol(jit, mlirStringRefCreateFromCString("fake_touch"),
+                                        (void *)fake_touch);
+  }
   *lib = (cudaLibrary_t)(void *)&jit;
   library_ptx = code;
   return cudaSuccess;
@@ -1208,6 +1306,7 @@ typedef struct {
 static void run_memset(void *a) {
   memset_args *m = a;
   memset(m->p, m->v, m->n);
+  moved(0, (int64_t)m->n);
 }
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
   memset_args m = {p, v, n};
@@ -1222,10 +1321,13 @@ typedef struct {
   void *d;
   const void *s;
   size_t n;
+  enum cudaMemcpyKind k; /* the bytes it moves on the device */
 } memcpy_args;
 static void run_memcpy(void *a) {
   memcpy_args *m = a;
   memmove(m->d, m->s, m->n);
+  if (m->k != cudaMemcpyDeviceToHost) moved(0, (int64_t)m->n); /* on the device */
+  if (m->k != cudaMemcpyHostToDevice) moved((int64_t)m->n, 0);
 }
 /* A copy to or from host memory that cudaMallocHost did not give waits for its stream first
  * (the CUDA runtime's rule for pageable memory) and cannot be captured: one to the host is
@@ -1241,7 +1343,7 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKin
     cudaError_t e = host_wait(stream_of(st)->clock);
     if (e != cudaSuccess) return e;
   }
-  memcpy_args m = {d, s, n};
+  memcpy_args m = {d, s, n, k};
   fake_op_desc op = {.name = "cudaMemcpyAsync", .run = run_memcpy, .naccess = 2,
                      .access = {{s, n, FAKE_READ}, {d, n, FAKE_WRITE}}};
   if (k == cudaMemcpyHostToDevice) op.h2d = (int64_t)n;
@@ -1284,10 +1386,13 @@ static void run_launch(void *a) {
   launch_args *l = a;
   void *args[KERNEL_JIT_MAX_ARGS];
   for (int i = 0; i < l->nargs; i++) args[i] = &l->vals[i];
+  touch_begin();
   if (kernelJitLaunch(jit, l->name, l->threads, args, l->nargs)) {
     fprintf(stderr, "fake cudaLaunchKernel: %s failed in the JIT\n", l->name);
     exit(2);
   }
+  if (running_pass >= 0 && !strncmp(l->name, "piper_bf16_", strlen("piper_bf16_")))
+    passes[running_pass].conversions++;
 }
 /* Its pointer arguments are the addresses it reads or writes from, as the kernel's loads and
  * stores through them say (kernel_jit.h; one it only passes on counts as read), for the race
@@ -1331,13 +1436,15 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void *ws, size_t bytes) {
   return ws && bytes ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
-/* A GEMM's arguments by value; bf16 1: A and B hold bf16 patterns (cublasGemmEx). */
+/* A GEMM's arguments by value; bf16 1: A and B hold bf16 patterns (cublasGemmEx); c_bf16 1:
+ * so does C, the fp32 result rounded to nearest even at the store. */
 typedef struct {
   cublasOperation_t ta, tb;
   int m, n, k, lda, ldb, ldc, bf16;
   float alpha, beta;
   const void *A, *B;
-  float *C;
+  void *C;
+  int c_bf16;
 } gemm_args;
 
 /* A bf16 matrix widened exactly to fp32: X is rows x cols, column-major with leading
@@ -1350,33 +1457,68 @@ static float *widenMatrix(const void *X, cublasOperation_t t, int rowsOp, int co
   prt_bf16_widen(w, X, n);
   return w;
 }
-static void run_gemm(void *a) {
-  gemm_args *g = a;
+/* The m x n column-major result of a bf16 C (leading dimension ldc), fp32, into C rounded
+ * (prt_bf16_narrow's rule; FAKE_CUDA_BF16_TRUNCATE=1: truncated instead, the rounding
+ * broken on purpose for a negative control) */
+static void narrowMatrix(void *C, const float *acc, int m, int n, int ldc) {
+  static int truncate = -1;
+  if (truncate < 0) truncate = getenv("FAKE_CUDA_BF16_TRUNCATE") != NULL;
+  for (int64_t j = 0; j < n; j++) {
+    uint16_t *col = (uint16_t *)C + j * ldc;
+    const float *src = acc + j * ldc;
+    if (!truncate) {
+      prt_bf16_narrow(col, src, m);
+      continue;
+    }
+    for (int i = 0; i < m; i++) {
+      uint32_t u;
+      memcpy(&u, &src[i], sizeof u);
+      col[i] = (uint16_t)(u >> 16);
+    }
+  }
+}
+
+/* C = alpha op(A) op(B) + beta C in fp32 (CBLAS), bf16 operands widened; a bf16 C is worked
+ * on as fp32 (widened first when beta reads it) and rounded at the end. Then `bias` (NULL:
+ * none) is added to each row i of the fp32 result, before a bf16 C's rounding. */
+static void gemm_then_bias(gemm_args *g, const float *bias) {
   const float *A = g->A, *B = g->B;
-  float *wa = NULL, *wb = NULL;
+  float *wa = NULL, *wb = NULL, *C = g->C, *wc = NULL;
   if (g->bf16) {
     A = wa = widenMatrix(g->A, g->ta, g->m, g->k, g->lda);
     B = wb = widenMatrix(g->B, g->tb, g->k, g->n, g->ldb);
   }
+  if (g->c_bf16) C = wc = widenMatrix(g->C, CUBLAS_OP_N, g->m, g->n, g->ldc);
   cblas_sgemm(CblasColMajor, g->ta == CUBLAS_OP_T ? CblasTrans : CblasNoTrans,
               g->tb == CUBLAS_OP_T ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, g->alpha, A,
-              g->lda, B, g->ldb, g->beta, g->C, g->ldc);
+              g->lda, B, g->ldb, g->beta, C, g->ldc);
+  if (bias)
+    for (int j = 0; j < g->n; j++)
+      for (int i = 0; i < g->m; i++) C[i + (int64_t)j * g->ldc] += bias[i];
+  if (g->c_bf16) narrowMatrix(g->C, C, g->m, g->n, g->ldc);
+  int64_t ab = g->bf16 ? 2 : 4, cb = g->c_bf16 ? 2 : 4, mn = (int64_t)g->m * g->n;
+  moved(ab * ((int64_t)g->m * g->k + (int64_t)g->k * g->n) + (g->beta != 0.0f) * cb * mn +
+            (bias ? 4 * (int64_t)g->m : 0),
+        cb * mn);
   free(wa);
   free(wb);
+  free(wc);
 }
+static void run_gemm(void *a) { gemm_then_bias(a, NULL); }
 /* The bytes a column-major operand spans: op(X) is rowsOp x colsOp, leading dimension ld. */
 static size_t matrix_bytes(cublasOperation_t t, int rowsOp, int colsOp, int ld, size_t elem) {
   int64_t rows = t == CUBLAS_OP_T ? colsOp : rowsOp, cols = t == CUBLAS_OP_T ? rowsOp : colsOp;
   return rows > 0 && cols > 0 ? (size_t)((cols - 1) * ld + rows) * elem : 0;
 }
-/* A GEMM's operation: A and B read, C written, over the bytes they span. */
+/* A GEMM's operation: A and B read (elem bytes an element), C written (bf16 or fp32), over the
+ * bytes they span. */
 static fake_op_desc gemm_op(const char *name, void (*run)(void *), const gemm_args *g,
                             size_t elem) {
   fake_op_desc d = {.name = name, .run = run, .kernels = 1, .naccess = 3};
   d.access[0] = (fake_access){g->A, matrix_bytes(g->ta, g->m, g->k, g->lda, elem), FAKE_READ};
   d.access[1] = (fake_access){g->B, matrix_bytes(g->tb, g->k, g->n, g->ldb, elem), FAKE_READ};
-  d.access[2] = (fake_access){g->C, matrix_bytes(CUBLAS_OP_N, g->m, g->n, g->ldc, 4),
-                              FAKE_WRITE};
+  d.access[2] = (fake_access){g->C, matrix_bytes(CUBLAS_OP_N, g->m, g->n, g->ldc,
+                                                 g->c_bf16 ? 2 : 4), FAKE_WRITE};
   return d;
 }
 static cublasStatus_t blas_status(cudaError_t e) {
@@ -1385,34 +1527,36 @@ static cublasStatus_t blas_status(cudaError_t e) {
 cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                               int m, int n, int k, const float *alpha, const float *A, int lda,
                               const float *B, int ldb, const float *beta, float *C, int ldc) {
-  gemm_args g = {ta, tb, m, n, k, lda, ldb, ldc, 0, *alpha, *beta, A, B, C};
+  gemm_args g = {ta, tb, m, n, k, lda, ldb, ldc, 0, *alpha, *beta, A, B, C, 0};
   fake_op_desc d = gemm_op("cublasSgemm", run_gemm, &g, 4);
   return blas_status(fake_cuda_enqueue(((fake_blas *)(void *)h)->stream, &d, &g, sizeof g));
 }
 
-/* cublasGemmEx as the bf16 linear kernels call it (CUDA_R_16BF A and B, fp32 C,
+/* cublasGemmEx as the bf16 linear kernels call it (CUDA_R_16BF A and B, fp32 or bf16 C,
  * CUBLAS_COMPUTE_32F): A and B widened exactly to fp32, then CBLAS's column-major sgemm, the
- * products of bf16 values summed in fp32 (a tensor core's order of summation aside). Any
- * other combination of types is refused, so a launcher that passes others fails its test. */
+ * products of bf16 values summed in fp32 (a tensor core's order of summation aside), a bf16
+ * C rounded once at the end. Any other combination of types is refused, so a launcher that
+ * passes others fails its test. */
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
                             int n, int k, const void *alpha, const void *A, cudaDataType Atype,
                             int lda, const void *B, cudaDataType Btype, int ldb,
                             const void *beta, void *C, cudaDataType Ctype, int ldc,
                             cublasComputeType_t compute, cublasGemmAlgo_t algo) {
-  if (Atype != CUDA_R_16BF || Btype != CUDA_R_16BF || Ctype != CUDA_R_32F ||
-      compute != CUBLAS_COMPUTE_32F)
+  if (Atype != CUDA_R_16BF || Btype != CUDA_R_16BF ||
+      (Ctype != CUDA_R_32F && Ctype != CUDA_R_16BF) || compute != CUBLAS_COMPUTE_32F)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   gemm_args g = {ta, tb, m, n, k, lda, ldb, ldc, 1, *(const float *)alpha,
-                 *(const float *)beta, A, B, C};
+                 *(const float *)beta, A, B, C, Ctype == CUDA_R_16BF};
   fake_op_desc d = gemm_op("cublasGemmEx", run_gemm, &g, 2);
   return blas_status(fake_cuda_enqueue(((fake_blas *)(void *)h)->stream, &d, &g, sizeof g));
 }
 
 /* ---- cuBLASLt: what cuda.c's lt_gemm_bias uses. Descriptors are the fake's own structs;
  * cublasLtMatmul is run_gemm (beta 0) and then the bias epilogue, D[i, j] += bias[i] on the
- * column-major D, after the product is rounded (as the CPU's (x w^T) + b). Only the
- * combination cuda.c asks for is accepted: compute 32F, scale 32F, fp32 or bf16 A and B, fp32
- * C = D, the BIAS epilogue with an fp32 bias, alpha 1 and beta 0. ---- */
+ * column-major D, after the product is rounded (as the CPU's (x w^T) + b), and a bf16 D
+ * rounded once after that. Only the combinations cuda.c asks for are accepted: compute 32F,
+ * scale 32F, fp32 or bf16 A and B, C = D fp32 (or bf16 with bf16 A and B), the BIAS epilogue
+ * with an fp32 bias, alpha 1 and beta 0. ---- */
 typedef struct {
   cublasOperation_t ta, tb;
   cublasLtEpilogue_t epilogue;
@@ -1485,7 +1629,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   fake_lt_layout *c = (fake_lt_layout *)(void *)C;
   int ok = !f->bad && f->epilogue == CUBLASLT_EPILOGUE_BIAS && f->bias_type == CUDA_R_32F &&
            a->type == b->type && (a->type == CUDA_R_32F || a->type == CUDA_R_16BF) &&
-           c->type == CUDA_R_32F && C == D;
+           (c->type == CUDA_R_32F || (c->type == CUDA_R_16BF && a->type == CUDA_R_16BF)) &&
+           C == D;
   *found = ok && want > 0;
   if (*found) memset(&r[0], 0, sizeof r[0]);
   return CUBLAS_STATUS_SUCCESS;
@@ -1497,9 +1642,7 @@ typedef struct {
 } lt_args;
 static void run_lt(void *a) {
   lt_args *l = a;
-  run_gemm(&l->g);
-  for (int j = 0; j < l->g.n; j++)
-    for (int i = 0; i < l->g.m; i++) l->g.C[i + (int64_t)j * l->g.ldc] += l->bias[i];
+  gemm_then_bias(&l->g, l->bias);
 }
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha,
                               const void *A, cublasLtMatrixLayout_t Ad, const void *B,
@@ -1516,7 +1659,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
   int m = (int)c->rows, n = (int)c->cols;
   int k = (int)(f->ta == CUBLAS_OP_T ? a->rows : a->cols);
   lt_args l = {{f->ta, f->tb, m, n, k, (int)a->ld, (int)b->ld, (int)c->ld,
-                a->type == CUDA_R_16BF, 1.0f, 0.0f, A, B, D},
+                a->type == CUDA_R_16BF, 1.0f, 0.0f, A, B, D, c->type == CUDA_R_16BF},
                f->bias};
   fake_op_desc op = gemm_op("cublasLtMatmul", run_lt, &l.g, a->type == CUDA_R_16BF ? 2 : 4);
   op.access[op.naccess++] = (fake_access){f->bias, (size_t)m * sizeof(float), FAKE_READ};

@@ -65,6 +65,10 @@ static inline void fake_op_uses(fake_op_desc *d, const void *p, int mode) {
 cudaError_t fake_cuda_enqueue(cudaStream_t s, const fake_op_desc *d, const void *arg,
                               size_t size);
 
+/* For the counters (FAKE_CUDA_COUNTERS): the device bytes the running operation reads and
+ * writes, as an nvcc kernel's host twin reports them (its arguments' extents). */
+void fake_cuda_bytes(int64_t read, int64_t written);
+
 /* One step of the device's own progress: runs one operation that is ready, or polls those
  * in flight. For a host that blocks on something else (the fake NCCL's MPI waits): a GPU
  * goes on meanwhile. Returns 0 when nothing could move. */

@@ -22,7 +22,10 @@
  *                       does not follow
  *   capture-legacy      the legacy stream while a blocking stream captures: refused, the
  *                       capture invalidated
- *   capture-wait        a host wait while capturing: refused, the capture invalidated */
+ *   capture-wait        a host wait while capturing: refused, the capture invalidated
+ *   kernel-write        BUG: a generated kernel (piper_add, its out stored through
+ *                       @piper_st) writes x on one stream, another copies x unordered: the
+ *                       kernel's pointer argument counts as written, the race named */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +116,29 @@ static void legacy_after(unsigned int flags) {
   CHECK(cudaStreamDestroy(s));
 }
 
+/* Stream s runs gpu_kernels.c's add (x = a + b, fp32: bf16 mask 0) into x; stream s2 copies
+ * x without waiting for it (the bug). */
+static void kernel_then_copy(cudaStream_t s) {
+  cudaLibrary_t lib;
+  CHECK(cudaLibraryLoadData(&lib, "", NULL, NULL, 0, NULL, NULL, 0)); /* the host JIT */
+  cudaKernel_t add;
+  CHECK(cudaLibraryGetKernel(&add, lib, "piper_add"));
+  cudaStream_t s2;
+  CHECK(cudaStreamCreate(&s2));
+  float *x = dev_floats(), *a = dev_floats(), *b = dev_floats(), *y = dev_floats();
+  CHECK(cudaMemsetAsync(a, 0, N * sizeof(float), s));
+  CHECK(cudaMemsetAsync(b, 0, N * sizeof(float), s));
+  int64_t n = N;
+  int32_t io = 0;
+  void *args[] = {&x, &a, &b, &n, &io};
+  dim3 grid = {N / 256, 1, 1}, block = {256, 1, 1};
+  CHECK(cudaLaunchKernel((const void *)add, grid, block, args, 0, s));
+  CHECK(cudaMemcpyAsync(y, x, N * sizeof(float), cudaMemcpyDeviceToDevice, s2));
+  CHECK(cudaDeviceSynchronize());
+  printf("the copy was not stopped\n");
+  CHECK(cudaStreamDestroy(s2));
+}
+
 int main(int argc, char **argv) {
   const char *what = argc == 2 ? argv[1] : "";
   cudaStream_t s;
@@ -193,6 +219,8 @@ int main(int argc, char **argv) {
     e = cudaStreamEndCapture(s, &g);
     printf("the capture ends: %s, graph %s\n", cudaGetErrorName(e), g ? "given" : "none");
     CHECK(cudaStreamDestroy(other));
+  } else if (!strcmp(what, "kernel-write")) {
+    kernel_then_copy(s);
   } else {
     fprintf(stderr, "usage: piper-fakecuda-strict-test SCENARIO (see fake_cuda_strict.c)\n");
     return 2;

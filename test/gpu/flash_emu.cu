@@ -54,8 +54,8 @@ static void check_gqa(int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D) {
   float *out = (float *)calloc(nq, 4), *lse = (float *)calloc(rows, 4);
   float *Dbuf = (float *)calloc(rows, 4), *dq = (float *)calloc(nq, 4);
   float *dk = (float *)calloc(nk, 4), *dv = (float *)calloc(nk, 4);
-  Job job = {0, 0, 0, 0, attn_gqa(T, H, KV, D), 1.0f / sqrtf((float)D), out, lse, dq, dk, dv,
-             Dbuf, q, k, v, dout, 0};
+  Job job = {0, 0, 0, 0, attn_gqa(T, H, KV, D), 1.0f / sqrtf((float)D), {out, 0}, lse,
+             {dq, 0}, {dk, 0}, {dv, 0}, Dbuf, {q, 0}, {k, 0}, {v, 0}, {dout, 0}, 0};
   uint16_t *staged = (uint16_t *)malloc(prt_cuda_flash_stage_bytes(B, T, H, KV));
   run_fwd(job, B, staged);
   run_bwd(job, B, staged);
@@ -82,8 +82,9 @@ static void check_packed(int64_t B, int64_t T, int64_t C, int64_t H) {
   float *qkv = rnd(n3, 2), *dout = rnd(n, 1);
   float *out = (float *)calloc(n, 4), *lse = (float *)calloc(rows, 4);
   float *Dbuf = (float *)calloc(rows, 4), *dqkv = (float *)calloc(n3, 4);
-  Job job = {0, 0, 0, 0, attn_packed(T, C, H), 1.0f / sqrtf((float)(C / H)), out, lse, dqkv,
-             dqkv + C, dqkv + 2 * C, Dbuf, qkv, qkv + C, qkv + 2 * C, dout, 0};
+  Job job = {0, 0, 0, 0, attn_packed(T, C, H), 1.0f / sqrtf((float)(C / H)), {out, 0}, lse,
+             {dqkv, 0}, {dqkv + C, 0}, {dqkv + 2 * C, 0}, Dbuf, {qkv, 0}, {qkv + C, 0},
+             {qkv + 2 * C, 0}, {dout, 0}, 0};
   uint16_t *staged = (uint16_t *)malloc(prt_cuda_flash_stage_bytes(B, T, H, H));
   run_fwd(job, B, staged);
   run_bwd(job, B, staged);

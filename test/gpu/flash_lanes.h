@@ -76,8 +76,12 @@ struct Job {
   int kernel;                   // 0 forward, 1 dq, 2 dk/dv
   int64_t b, h, r0;             // the warp's batch, head (kv head for 2) and first row
   AttnShape s;
-  float scale, *out, *lse, *dq, *dk, *dv, *Dbuf;
-  const float *q, *k, *v, *dout;
+  float scale;
+  prt_fp_out out;
+  float *lse;
+  prt_fp_out dq, dk, dv;
+  float *Dbuf;
+  prt_fp_in q, k, v, dout;       // dout.p null: none (the forward)
   int lane;
   FlashStaged st;               // the staged operands (stage_operands)
 };
@@ -100,7 +104,7 @@ static void *run_lane(void *arg) {
 
 // A launch's first kernels (prt_cuda_flash_*_launch): q, k, v and, for the backward, dO staged
 // into `staged` (prt_cuda_flash_stage_bytes) by the kernels' own flash_stage_at
-static void stage_one(uint16_t *dst, const float *src, int64_t rs, int64_t B, int64_t T,
+static void stage_one(uint16_t *dst, prt_fp_in src, int64_t rs, int64_t B, int64_t T,
                       int64_t heads, int64_t D) {
   int64_t n = prt_cuda_flash_staged(B, T, heads);
   for (int64_t i = 0; i < n; i++) dst[i] = flash_stage_at(src, rs, T, heads, D, i);
@@ -112,8 +116,8 @@ static void stage_operands(Job &j, int64_t B, uint16_t *staged) {
   stage_one(part[0], j.q, s.qs, B, s.T, s.H, s.D);
   stage_one(part[1], j.k, s.ks, B, s.T, s.KV, s.D);
   stage_one(part[2], j.v, s.ks, B, s.T, s.KV, s.D);
-  if (j.dout) stage_one(part[3], j.dout, s.os, B, s.T, s.H, s.D);
-  j.st = FlashStaged{part[0], part[1], part[2], j.dout ? part[3] : nullptr};
+  if (j.dout.p) stage_one(part[3], j.dout, s.os, B, s.T, s.H, s.D);
+  j.st = FlashStaged{part[0], part[1], part[2], j.dout.p ? part[3] : nullptr};
 }
 
 // Every warp of `kernel` (B x heads x 16-row tiles), 32 lane threads each.
@@ -134,7 +138,7 @@ static void run(Job job, int64_t B, int64_t heads) {
 // The forward of one launch (its operands staged first into `staged`).
 __attribute__((unused)) static void run_fwd(Job job, int64_t B, uint16_t *staged) {
   job.kernel = 0;
-  job.dout = nullptr;
+  job.dout = prt_fp_in{nullptr, 0};
   stage_operands(job, B, staged);
   run(job, B, job.s.H);
 }

@@ -28,12 +28,14 @@ static void *fn(const char *name) { return kernelJitFn(jit, name); }
 
 enum { N = 6 * 35, EXTRA = 5 }; /* elements; threads past the end that must do nothing */
 
-typedef void (*Binary)(int64_t, float *, const float *, const float *, int64_t, int64_t, int64_t);
-typedef void (*Scalar)(int64_t, float *, const float *, float, int64_t);
-typedef void (*UnaryFwd)(int64_t, float *, const float *, int64_t);
-typedef void (*UnaryBwd)(int64_t, float *, const float *, const float *, int64_t);
+/* The kernels' host functions: the thread index, the kernel's arguments, its bf16 mask */
+typedef void (*Binary)(int64_t, float *, const float *, const float *, int64_t, int64_t, int64_t,
+                       int32_t);
+typedef void (*Scalar)(int64_t, float *, const float *, float, int64_t, int32_t);
+typedef void (*UnaryFwd)(int64_t, float *, const float *, int64_t, int32_t);
+typedef void (*UnaryBwd)(int64_t, float *, const float *, const float *, int64_t, int32_t);
 typedef void (*Strided)(int64_t, float *, const float *, int64_t, int64_t, int64_t, int64_t,
-                        int64_t, int64_t, int64_t, int64_t);
+                        int64_t, int64_t, int64_t, int64_t, int32_t);
 
 static void checkBinary(void) {
   static const struct {
@@ -50,7 +52,7 @@ static void checkBinary(void) {
     int64_t sizes[3][2] = {{N, N}, {N, 35}, {6, N}};
     for (int s = 0; s < 3; s++) {
       begin_on(ops[k].name, s == 0 ? "same shape" : s == 1 ? "b broadcast" : "a broadcast");
-      for (int64_t i = 0; i < N + EXTRA; i++) f(i, g, a, b, N, sizes[s][0], sizes[s][1]);
+      for (int64_t i = 0; i < N + EXTRA; i++) f(i, g, a, b, N, sizes[s][0], sizes[s][1], 0);
       ops[k].cpu(w, a, b, N, sizes[s][0], sizes[s][1]);
       same(ops[k].name, g, w, N, 0);
       end();
@@ -64,25 +66,25 @@ static void checkScalarAndUnary(void) {
   static const float cs[] = {2.0f, 3.0f, 0.5f, -0.5f, -1.0f, 1.0f, 0.0f, -1.5f, -2.0f};
   begin("mul_scalar, add_scalar");
   Scalar ms = fn("piper_mul_scalar"), as = fn("piper_add_scalar");
-  for (int64_t i = 0; i < N + EXTRA; i++) ms(i, g, x, -0.375f, N);
+  for (int64_t i = 0; i < N + EXTRA; i++) ms(i, g, x, -0.375f, N, 0);
   prt_mul_scalar(w, x, -0.375f, N);
   same("mul_scalar", g, w, N, 0);
-  for (int64_t i = 0; i < N + EXTRA; i++) as(i, g, x, 1e-5f, N);
+  for (int64_t i = 0; i < N + EXTRA; i++) as(i, g, x, 1e-5f, N, 0);
   prt_add_scalar(w, x, 1e-5f, N);
   same("add_scalar", g, w, N, 0);
   end();
   Scalar pf = fn("piper_pow_scalar_fwd");
-  void (*pb)(int64_t, float *, const float *, const float *, float, int64_t) =
+  void (*pb)(int64_t, float *, const float *, const float *, float, int64_t, int32_t) =
       fn("piper_pow_scalar_bwd");
   for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
     char label[32];
     snprintf(label, sizeof label, "exponent %g", cs[k]);
     begin_on("pow_scalar", label);
-    for (int64_t i = 0; i < N + EXTRA; i++) pf(i, g, pos, cs[k], N);
+    for (int64_t i = 0; i < N + EXTRA; i++) pf(i, g, pos, cs[k], N, 0);
     prt_pow_scalar_fwd(w, pos, cs[k], N);
     same("pow_scalar_fwd", g, w, N, 1e-6);
     if (cs[k] != -1.5f && cs[k] != -2.0f) { /* the GPU's exponents (lowerScalar) */
-      for (int64_t i = 0; i < N + EXTRA; i++) pb(i, g, dy, pos, cs[k], N);
+      for (int64_t i = 0; i < N + EXTRA; i++) pb(i, g, dy, pos, cs[k], N, 0);
       prt_pow_scalar_bwd(w, dy, pos, cs[k], N);
       same("pow_scalar_bwd", g, w, N, 1e-6);
     }
@@ -105,12 +107,12 @@ static void checkScalarAndUnary(void) {
     begin(ops[k].name);
     snprintf(name, sizeof name, "piper_%s_fwd", ops[k].name);
     UnaryFwd f = fn(name);
-    for (int64_t i = 0; i < N + EXTRA; i++) f(i, g, in, N);
+    for (int64_t i = 0; i < N + EXTRA; i++) f(i, g, in, N, 0);
     ops[k].fwd(w, in, N);
     same(name, g, w, N, ops[k].tol);
     snprintf(name, sizeof name, "piper_%s_bwd", ops[k].name);
     UnaryBwd b = fn(name);
-    for (int64_t i = 0; i < N + EXTRA; i++) b(i, g, dy, in, N);
+    for (int64_t i = 0; i < N + EXTRA; i++) b(i, g, dy, in, N, 0);
     ops[k].bwd(w, dy, in, N);
     same(name, g, w, N, ops[k].tol);
     end();
@@ -121,9 +123,10 @@ static void checkMasks(void) {
   enum { R = 7, C = 9 };
   float *x = rnd(4 * R * C, 2), *g = zeros(4 * R * C), *w = zeros(4 * R * C);
   begin("triangle");
-  void (*tri)(int64_t, float *, int64_t, int64_t, int64_t, float, float) = fn("piper_triangle");
+  void (*tri)(int64_t, float *, int64_t, int64_t, int64_t, float, float,
+              int32_t) = fn("piper_triangle");
   for (int64_t d = -2; d <= 2; d++) {
-    for (int64_t i = 0; i < R * C + EXTRA; i++) tri(i, g, R, C, d, 0.0f, -INFINITY);
+    for (int64_t i = 0; i < R * C + EXTRA; i++) tri(i, g, R, C, d, 0.0f, -INFINITY, 0);
     prt_triangle(w, R, C, d, 0.0f, -INFINITY);
     sameBits("triangle", g, w, R * C, sizeof *g);
   }
@@ -131,13 +134,13 @@ static void checkMasks(void) {
   begin("masked_fill, fill");
   float *mask = zeros(R * C);
   prt_triangle(mask, R, C, 0, 0.0f, 1.0f);
-  void (*mf)(int64_t, float *, const float *, const float *, float, int64_t, int64_t) =
+  void (*mf)(int64_t, float *, const float *, const float *, float, int64_t, int64_t, int32_t) =
       fn("piper_masked_fill");
-  for (int64_t i = 0; i < 4 * R * C + EXTRA; i++) mf(i, g, x, mask, -INFINITY, 4 * R * C, R * C);
+  for (int64_t i = 0; i < 4 * R * C + EXTRA; i++) mf(i, g, x, mask, -INFINITY, 4 * R * C, R * C, 0);
   prt_masked_fill(w, x, mask, -INFINITY, 4 * R * C, R * C);
   sameBits("masked_fill", g, w, 4 * R * C, sizeof *g);
-  void (*fl)(int64_t, float *, float, int64_t) = fn("piper_fill");
-  for (int64_t i = 0; i < 4 * R * C + EXTRA; i++) fl(i, g, 0.25f, 4 * R * C);
+  void (*fl)(int64_t, float *, float, int64_t, int32_t) = fn("piper_fill");
+  for (int64_t i = 0; i < 4 * R * C + EXTRA; i++) fl(i, g, 0.25f, 4 * R * C, 0);
   prt_fill(w, 0.25f, 4 * R * C);
   sameBits("fill", g, w, 4 * R * C, sizeof *g);
   end();
@@ -152,25 +155,27 @@ static void checkStrided(void) {
   begin("strided_copy, strided_place");
   Strided cp = fn("piper_strided_copy"), pl = fn("piper_strided_place");
   for (int64_t i = 0; i < NX + EXTRA; i++)
-    cp(i, g, x, n[0], n[1], n[2], n[3], s[0], s[1], s[2], s[3]);
+    cp(i, g, x, n[0], n[1], n[2], n[3], s[0], s[1], s[2], s[3], 0);
   prt_strided_copy(w, x, n[0], n[1], n[2], n[3], s[0], s[1], s[2], s[3]);
   sameBits("strided_copy", g, w, NX, sizeof *g);
   float *gb = zeros(NX), *wb = zeros(NX);
   for (int64_t i = 0; i < NX + EXTRA; i++)
-    pl(i, gb, w, n[0], n[1], n[2], n[3], s[0], s[1], s[2], s[3]);
+    pl(i, gb, w, n[0], n[1], n[2], n[3], s[0], s[1], s[2], s[3], 0);
   prt_strided_place(wb, w, n[0], n[1], n[2], n[3], s[0], s[1], s[2], s[3]);
   sameBits("strided_place", gb, wb, NX, sizeof *gb);
   sameBits("strided_place undoes strided_copy", gb, x, NX, sizeof *gb);
   end();
   begin("strided_sum");
   void (*sm)(int64_t, float *, const float *, int64_t, int64_t, int64_t, int64_t, int64_t,
-             int64_t, int64_t, int64_t, int64_t) = fn("piper_strided_sum");
+             int64_t, int64_t, int64_t, int64_t, int32_t) = fn("piper_strided_sum");
   int64_t out = A * Cd, ss[4] = {Cd, 0, 1, 0};
-  for (int64_t i = 0; i < out + EXTRA; i++) sm(i, g, x, out, A, Bd, Cd, D, ss[0], ss[1], ss[2], ss[3]);
+  for (int64_t i = 0; i < out + EXTRA; i++) sm(i, g, x, out, A, Bd, Cd, D, ss[0], ss[1], ss[2],
+                                               ss[3], 0);
   prt_strided_sum(w, x, out, A, Bd, Cd, D, ss[0], ss[1], ss[2], ss[3]);
   sameBits("strided_sum dims 1, 3", g, w, out, sizeof *g);
   int64_t all[4] = {0, 0, 0, 0}; /* everything into one value */
-  for (int64_t i = 0; i < 1 + EXTRA; i++) sm(i, g, x, 1, A, Bd, Cd, D, all[0], all[1], all[2], all[3]);
+  for (int64_t i = 0; i < 1 + EXTRA; i++) sm(i, g, x, 1, A, Bd, Cd, D, all[0], all[1], all[2],
+                                             all[3], 0);
   prt_strided_sum(w, x, 1, A, Bd, Cd, D, all[0], all[1], all[2], all[3]);
   sameBits("strided_sum all", g, w, 1, sizeof *g);
   end();
@@ -191,15 +196,16 @@ static void checkSoftmaxAndBmm(void) {
       char name[64];
       begin_on(ops[k].name, inner ? "last dim" : "middle dim");
       snprintf(name, sizeof name, "piper_%s_fwd", ops[k].name);
-      void (*f)(int64_t, float *, const float *, int64_t, int64_t, int64_t) = fn(name);
-      for (int64_t i = 0; i < o * in + EXTRA; i++) f(i, g, x, o, n, in);
+      void (*f)(int64_t, float *, const float *, int64_t, int64_t, int64_t, int32_t) = fn(name);
+      for (int64_t i = 0; i < o * in + EXTRA; i++) f(i, g, x, o, n, in, 0);
       ops[k].fwd(w, x, o, n, in);
       same(name, g, w, NS, 2e-6);
       snprintf(name, sizeof name, "piper_%s_bwd", ops[k].name);
-      void (*b)(int64_t, float *, const float *, const float *, int64_t, int64_t, int64_t) =
+      void (*b)(int64_t, float *, const float *, const float *, int64_t, int64_t, int64_t,
+                int32_t) =
           fn(name);
       memcpy(y, w, NS * sizeof *y);
-      for (int64_t i = 0; i < o * in + EXTRA; i++) b(i, g, dy, y, o, n, in);
+      for (int64_t i = 0; i < o * in + EXTRA; i++) b(i, g, dy, y, o, n, in, 0);
       ops[k].bwd(w, dy, y, o, n, in);
       same(name, g, w, NS, 2e-6);
       end();
@@ -208,13 +214,13 @@ static void checkSoftmaxAndBmm(void) {
   float *a = rnd(BT * M * K, 1), *bb = rnd(BT * K * Nm, 1), *go = zeros(BT * M * Nm),
         *wo = zeros(BT * M * Nm);
   void (*bmm)(int64_t, float *, const float *, const float *, int64_t, int64_t, int64_t, int64_t,
-              int32_t, int32_t) = fn("piper_bmm");
+              int32_t, int32_t, int32_t) = fn("piper_bmm");
   for (int32_t ta = 0; ta < 2; ta++)
     for (int32_t tb = 0; tb < 2; tb++) {
       char label[32];
       snprintf(label, sizeof label, "ta %d tb %d", ta, tb);
       begin_on("bmm", label);
-      for (int64_t i = 0; i < BT * M * Nm + EXTRA; i++) bmm(i, go, a, bb, BT, M, Nm, K, ta, tb);
+      for (int64_t i = 0; i < BT * M * Nm + EXTRA; i++) bmm(i, go, a, bb, BT, M, Nm, K, ta, tb, 0);
       prt_bmm(wo, a, bb, BT, M, Nm, K, ta, tb);
       same("bmm", go, wo, BT * M * Nm, 1e-6);
       end();
@@ -227,14 +233,14 @@ static void checkRopeAngles(void) {
   enum { T = 9, D = 8 };
   float *cs = zeros(2 * T * (D / 2)), *g = zeros(T * D), *w = zeros(T * D);
   prt_rope_table(cs, T, D, 10000.0f, 1.0);
-  void (*ra)(int64_t, float *, const float *, int64_t, int64_t, int64_t, int64_t) =
+  void (*ra)(int64_t, float *, const float *, int64_t, int64_t, int64_t, int64_t, int32_t) =
       fn("piper_rope_angles");
   for (int64_t N = D; N >= D / 2; N -= D / 2)
     for (int32_t sn = 0; sn < 2; sn++) {
       char label[32];
       snprintf(label, sizeof label, "N %lld %s", (long long)N, sn ? "sin" : "cos");
       begin_on("rope_angles", label);
-      for (int64_t i = 0; i < T * N + EXTRA; i++) ra(i, g, cs, T, N, D, sn);
+      for (int64_t i = 0; i < T * N + EXTRA; i++) ra(i, g, cs, T, N, D, sn, 0);
       prt_rope_angles(w, T, N, D, 10000.0f, sn);
       sameBits("rope_angles", g, w, T * N, sizeof *g);
       end();

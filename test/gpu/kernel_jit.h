@@ -5,7 +5,13 @@
  * and PTX's sqrt.rn.f32 (inline asm) becomes llvm.intr.sqrt, both IEEE-rounded -- lowered by
  * upstream passes and JIT-compiled by the MLIR execution engine. Each function is callable
  * directly (its C signature with the index first) and packed (kernelJitLaunch: arguments as
- * cudaLaunchKernel takes them). Static functions: one copy per test. */
+ * cudaLaunchKernel takes them). Static functions: one copy per test.
+ * Two options the fake CUDA runtime sets before kernelJitCreate:
+ *   kernelJitTouches   every llvm.load and llvm.store also calls @fake_touch(address, bytes,
+ *                      0 load / 1 store), which the caller registers (kernelJitRegister): the
+ *                      bytes a kernel reads and writes, counted (fake_cuda.c);
+ *   kernelJitTruncate  @piper_bf16 truncates instead of rounding to nearest even: a narrowing
+ *                      broken on purpose, the negative control of the bf16 tests. */
 #ifndef PIPER_TEST_GPU_KERNEL_JIT_H
 #define PIPER_TEST_GPU_KERNEL_JIT_H
 
@@ -21,10 +27,47 @@
 #include "mlir-c/Pass.h"
 #include "piper/piper.h"
 
+static int kernelJitTouches, kernelJitTruncate;
+
+/* The bytes of an llvm.load's or llvm.store's type `ty` (f32, i16, !llvm.ptr, ...): 0 if not
+ * one of the kernels' */
+static int kernelJitTypeBytes(const char *ty) {
+  if (!strncmp(ty, "f32", 3) || !strncmp(ty, "i32", 3)) return 4;
+  if (!strncmp(ty, "f64", 3) || !strncmp(ty, "i64", 3) || !strncmp(ty, "!llvm.ptr", 9)) return 8;
+  if (!strncmp(ty, "i16", 3)) return 2;
+  return 0;
+}
+
+/* The lines that report one load or store of `line` to @fake_touch (kernelJitTouches), or ""
+ * when the line is neither; n numbers the values it defines. */
+static void kernelJitTouch(const char *line, int n, char *out, size_t size) {
+  const char *ld = strstr(line, "llvm.load "), *st = strstr(line, "llvm.store ");
+  char addr[64];
+  int bytes = 0;
+  out[0] = 0;
+  if (ld) { /* %v = llvm.load %p : !llvm.ptr -> T */
+    const char *arrow = strstr(ld, "-> ");
+    if (!arrow || sscanf(ld + 10, "%63[^ ]", addr) != 1) return;
+    bytes = kernelJitTypeBytes(arrow + 3);
+  } else if (st) { /* llvm.store %v, %p : T, !llvm.ptr */
+    const char *colon = strstr(st, " : ");
+    const char *comma = strchr(st, ',');
+    if (!colon || !comma || sscanf(comma + 1, " %63[^ ]", addr) != 1) return;
+    bytes = kernelJitTypeBytes(colon + 3);
+  }
+  if (!bytes) return;
+  snprintf(out, size,
+           "      %%fk_b%d = arith.constant %d : i64\n"
+           "      %%fk_w%d = arith.constant %d : i32\n"
+           "      func.call @fake_touch(%s, %%fk_b%d, %%fk_w%d) : (!llvm.ptr, i64, i32) -> ()\n",
+           n, bytes, n, st != NULL, addr, n, n);
+}
+
 /* The kernel module rewritten for the host (see the file comment); owned. */
 static char *hostText(const char *gpu) {
   size_t cap = strlen(gpu) * 2 + 64, len = 0;
   char *out = malloc(cap);
+  int touches = 0;
   const char *asmHead = "llvm.inline_asm \"sqrt.rn.f32 $0, $1;\", \"=f,f\" ";
   const char *asmHead64 = "llvm.inline_asm \"sqrt.rn.f64 $0, $1;\", \"=d,d\" "; /* same length */
   for (const char *p = gpu; *p;) {
@@ -35,11 +78,16 @@ static char *hostText(const char *gpu) {
     memcpy(line, p, n);
     line[n] = 0;
     p += n;
-    char buf[640];
+    char buf[1280];
     char *s;
     if (strstr(line, "%tid_") || strstr(line, "gpu.module @piper_kernels")) continue;
+    char touch[512] = "";
+    if (kernelJitTouches) kernelJitTouch(line, touches++, touch, sizeof touch);
     if (strstr(line, "module attributes {gpu.container_module}")) {
-      snprintf(buf, sizeof buf, "module {\n");
+      snprintf(buf, sizeof buf, "module {\n%s",
+               kernelJitTouches ? "  func.func private @fake_touch(!llvm.ptr, i64, i32)\n" : "");
+    } else if (kernelJitTruncate && strstr(line, "%bias = arith.addi %half, %lsb : i32")) {
+      snprintf(buf, sizeof buf, "    %%bias = arith.constant 0 : i32\n");
     } else if ((s = strstr(line, "gpu.func @"))) {
       char *paren = strchr(s, '(');
       char *kernel = strstr(line, ") kernel {");
@@ -59,10 +107,15 @@ static char *hostText(const char *gpu) {
     } else {
       snprintf(buf, sizeof buf, "%s", line);
     }
+    strncat(buf, touch, sizeof buf - strlen(buf) - 1);
     size_t bl = strlen(buf);
     if (len + bl + 1 > cap) {
-      fprintf(stderr, "the host rewrite outgrew its buffer\n");
-      exit(2);
+      cap = 2 * (len + bl + 1);
+      out = realloc(out, cap);
+      if (!out) {
+        fprintf(stderr, "out of memory rewriting the kernels for the host\n");
+        exit(2);
+      }
     }
     memcpy(out + len, buf, bl);
     len += bl;
@@ -94,11 +147,14 @@ static struct {
   unsigned char ptr[KERNEL_JIT_MAX_ARGS];  /* 1: a pointer (!llvm.ptr: a device address) */
   unsigned char use[KERNEL_JIT_MAX_ARGS];  /* a pointer's use: KERNEL_JIT_READS and/or
                                               KERNEL_JIT_WRITES, 0 if not seen */
+  int first;                               /* its block argument of argument 0: 1 for a
+                                              kernel (the thread index first), 0 for a helper */
 } kernelJitSigs[KERNEL_JIT_MAX_FUNCS];
 static int kernelJitNSigs;
 
 /* How a kernel uses a pointer argument: an llvm.load or an llvm.store through it (or through
- * llvm.getelementptr and arith.select from it). A pointer loaded from memory (a table's
+ * llvm.getelementptr and arith.select from it), or a func.call of a helper of the module that
+ * does (the bf16 plans' @piper_ld / @piper_st). A pointer loaded from memory (a table's
  * entries) is not traced. */
 enum { KERNEL_JIT_READS = 1, KERNEL_JIT_WRITES = 2 };
 
@@ -107,43 +163,67 @@ static int kernelJitOpIs(MlirOperation op, const char *name) {
   return n.length == strlen(name) && !memcmp(n.data, name, n.length);
 }
 
-/* The arguments (bit a: argument a, 0-based after the thread index) address v may be derived
- * from. */
-static uint32_t kernelJitArgsOf(MlirValue v, MlirBlock entry, int depth) {
+/* The arguments (bit a: argument a, 0-based after a kernel's thread index) address v may be
+ * derived from; `first` is the function's block argument of argument 0. */
+static uint32_t kernelJitArgsOf(MlirValue v, MlirBlock entry, int first, int depth) {
   if (depth > 64) return 0;
   if (mlirValueIsABlockArgument(v)) {
-    intptr_t a = mlirBlockArgumentGetArgNumber(v) - 1;
+    intptr_t a = mlirBlockArgumentGetArgNumber(v) - first;
     return mlirBlockEqual(mlirBlockArgumentGetOwner(v), entry) && a >= 0 &&
                    a < KERNEL_JIT_MAX_ARGS ? (uint32_t)1 << a : 0;
   }
   if (!mlirValueIsAOpResult(v)) return 0;
   MlirOperation def = mlirOpResultGetOwner(v);
   if (kernelJitOpIs(def, "llvm.getelementptr"))
-    return kernelJitArgsOf(mlirOperationGetOperand(def, 0), entry, depth + 1);
+    return kernelJitArgsOf(mlirOperationGetOperand(def, 0), entry, first, depth + 1);
   if (kernelJitOpIs(def, "arith.select"))
-    return kernelJitArgsOf(mlirOperationGetOperand(def, 1), entry, depth + 1) |
-           kernelJitArgsOf(mlirOperationGetOperand(def, 2), entry, depth + 1);
+    return kernelJitArgsOf(mlirOperationGetOperand(def, 1), entry, first, depth + 1) |
+           kernelJitArgsOf(mlirOperationGetOperand(def, 2), entry, first, depth + 1);
   return 0;
+}
+
+static int kernelJitFind(MlirStringRef name) {
+  for (int k = 0; k < kernelJitNSigs; k++)
+    if (strlen(kernelJitSigs[k].name) == name.length &&
+        !memcmp(kernelJitSigs[k].name, name.data, name.length))
+      return k;
+  return -1;
 }
 
 typedef struct {
   MlirBlock entry;
   unsigned char *use;
-  int nargs;
+  int nargs, first;
+  int changed; /* a use newly noted (a helper's reached through a call) */
 } kernelJitUses;
+static void kernelJitNote(kernelJitUses *u, uint32_t args, int how) {
+  for (int a = 0; a < u->nargs; a++)
+    if (args >> a & 1 && (u->use[a] | how) != u->use[a]) {
+      u->use[a] |= (unsigned char)how;
+      u->changed = 1;
+    }
+}
 static MlirWalkResult kernelJitNoteUse(MlirOperation op, void *user) {
   kernelJitUses *u = user;
-  uint32_t args = 0;
-  int how = 0;
   if (kernelJitOpIs(op, "llvm.load")) {
-    args = kernelJitArgsOf(mlirOperationGetOperand(op, 0), u->entry, 0);
-    how = KERNEL_JIT_READS;
+    kernelJitNote(u, kernelJitArgsOf(mlirOperationGetOperand(op, 0), u->entry, u->first, 0),
+                  KERNEL_JIT_READS);
   } else if (kernelJitOpIs(op, "llvm.store")) {
-    args = kernelJitArgsOf(mlirOperationGetOperand(op, 1), u->entry, 0);
-    how = KERNEL_JIT_WRITES;
+    kernelJitNote(u, kernelJitArgsOf(mlirOperationGetOperand(op, 1), u->entry, u->first, 0),
+                  KERNEL_JIT_WRITES);
+  } else if (kernelJitOpIs(op, "func.call")) { /* operand j: the callee's argument j */
+    MlirAttribute callee =
+        mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString("callee"));
+    int k = mlirAttributeIsNull(callee) || !mlirAttributeIsAFlatSymbolRef(callee)
+                ? -1
+                : kernelJitFind(mlirFlatSymbolRefAttrGetValue(callee));
+    for (intptr_t j = 0; k >= 0 && j < mlirOperationGetNumOperands(op); j++) {
+      intptr_t a = j - kernelJitSigs[k].first;
+      if (a >= 0 && a < kernelJitSigs[k].nargs && kernelJitSigs[k].use[a])
+        kernelJitNote(u, kernelJitArgsOf(mlirOperationGetOperand(op, j), u->entry, u->first, 0),
+                      kernelJitSigs[k].use[a]);
+    }
   }
-  for (int a = 0; a < u->nargs; a++)
-    if (args >> a & 1) u->use[a] |= (unsigned char)how;
   return MlirWalkResultAdvance;
 }
 
@@ -177,16 +257,18 @@ static void kernelJitReadSignatures(MlirModule m) {
     }
     memcpy(kernelJitSigs[kernelJitNSigs].name, name.data, name.length);
     kernelJitSigs[kernelJitNSigs].name[name.length] = 0;
-    /* the host rewrite put the thread index first */
+    /* the host rewrite put a kernel's thread index first (and gave it the C interface) */
     MlirType fnType = mlirTypeAttrGetValue(type);
-    int nargs = (int)mlirFunctionTypeGetNumInputs(fnType) - 1;
+    int first = !mlirAttributeIsNull(mlirOperationGetAttributeByName(
+        op, mlirStringRefCreateFromCString("llvm.emit_c_interface")));
+    int nargs = (int)mlirFunctionTypeGetNumInputs(fnType) - first;
     if (nargs > KERNEL_JIT_MAX_ARGS) {
       fprintf(stderr, "kernel_jit.h: %.*s has %d arguments, more than %d\n", (int)name.length,
               name.data, nargs, KERNEL_JIT_MAX_ARGS);
       exit(2);
     }
     for (int a = 0; a < nargs; a++) {
-      MlirType t = mlirFunctionTypeGetInput(fnType, a + 1);
+      MlirType t = mlirFunctionTypeGetInput(fnType, a + first);
       int four = mlirTypeIsAF32(t) || (mlirTypeIsAInteger(t) && mlirIntegerTypeGetWidth(t) == 32);
       char printed[32] = "";
       mlirTypePrint(t, kernelJitPrintTo, printed);
@@ -194,13 +276,25 @@ static void kernelJitReadSignatures(MlirModule m) {
       kernelJitSigs[kernelJitNSigs].ptr[a] = !strcmp(printed, "!llvm.ptr");
     }
     kernelJitSigs[kernelJitNSigs].nargs = nargs;
+    kernelJitSigs[kernelJitNSigs].first = first;
     memset(kernelJitSigs[kernelJitNSigs].use, 0, sizeof kernelJitSigs[0].use);
-    MlirRegion body = mlirOperationGetRegion(op, 0);
-    if (!mlirRegionIsNull(body) && !mlirBlockIsNull(mlirRegionGetFirstBlock(body))) {
-      kernelJitUses u = {mlirRegionGetFirstBlock(body), kernelJitSigs[kernelJitNSigs].use, nargs};
-      mlirOperationWalk(op, kernelJitNoteUse, &u, MlirWalkPreOrder);
-    }
     kernelJitNSigs++;
+  }
+  /* the pointers' uses, again until none is new: a call reaches its callee's (in any order) */
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(m));
+         !mlirOperationIsNull(op); op = mlirOperationGetNextInBlock(op)) {
+      MlirAttribute sym = mlirOperationGetAttributeByName(op, symName);
+      int k = mlirAttributeIsNull(sym) ? -1 : kernelJitFind(mlirStringAttrGetValue(sym));
+      MlirRegion body = k < 0 || !mlirOperationGetNumRegions(op) ? (MlirRegion){NULL}
+                                                                  : mlirOperationGetRegion(op, 0);
+      if (mlirRegionIsNull(body) || mlirBlockIsNull(mlirRegionGetFirstBlock(body))) continue;
+      kernelJitUses u = {mlirRegionGetFirstBlock(body), kernelJitSigs[k].use,
+                         kernelJitSigs[k].nargs, kernelJitSigs[k].first, 0};
+      mlirOperationWalk(op, kernelJitNoteUse, &u, MlirWalkPreOrder);
+      changed |= u.changed;
+    }
   }
 }
 

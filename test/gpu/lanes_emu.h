@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <pthread.h>
 
@@ -50,6 +51,19 @@ __attribute__((unused)) static double same(const char *what, const float *got,
     failures++;
   }
   return worst;
+}
+
+// Whether n values of `size` bytes are the same bits: prints how many differ, fails if any.
+__attribute__((unused)) static void sameBits(const char *what, const void *got,
+                                             const void *want, int64_t n, size_t size) {
+  int64_t differ = 0;
+  for (int64_t i = 0; i < n; i++)
+    differ += memcmp((const char *)got + i * size, (const char *)want + i * size, size) != 0;
+  printf("%s: %lld of %lld differ in a bit\n", what, (long long)differ, (long long)n);
+  if (differ) {
+    printf("FAIL: %s\n", what);
+    failures++;
+  }
 }
 
 #endif

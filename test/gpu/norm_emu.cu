@@ -9,6 +9,9 @@
 // Tolerance: one lane sums a row in the CPU's order, so it must give the CPU's bits (0); 32
 // lanes add 32 f64 partial sums in another order, which changes a sum rounded to f32 only
 // when it sits on a rounding boundary: 1e-7 of the output's max (measured: 0).
+// bf16 (@..._bf16): x, dy, y and dx in bf16 (the rows' own loads and stores,
+// kernels/cuda_fp.cuh), one lane a row, give the bits of the sequence they replace: the
+// operands widened, the CPU kernel, its result narrowed (runtime/kernels/cpu_bf16.c); 0.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 #include "kernels/cuda_norms.cuh"
 #include "lanes_emu.h"
 #include "piper/runtime.h"
+#include "prt_internal.h"
 
 // ---- W lanes as W threads in lock step: the GPU's warp, for the row functions ----
 static pthread_barrier_t lanes_barrier;
@@ -39,8 +43,12 @@ double prt_norm_lanes_sum(double s) {
 struct Job {
   int kernel, lane;
   int64_t row, C;
-  float eps, *out, *mean, *rstd;
-  const float *x, *w, *b, *dy;
+  float eps;
+  prt_fp_out out;
+  float *mean, *rstd;
+  prt_fp_in x;
+  const float *w, *b;
+  prt_fp_in dy;
 };
 
 template <int W> static void run_row(const Job &j) {
@@ -92,7 +100,7 @@ static void check(int64_t N, int64_t C, bool warp) {
   float *gm = (float *)calloc(N, 4), *gr = (float *)calloc(N, 4);
   float *wm = (float *)calloc(N, 4), *wr = (float *)calloc(N, 4);
   float *dw = (float *)calloc(C, 4), *db = (float *)calloc(C, 4);
-  Job job = {0, 0, 0, C, 1e-5f, g, gm, gr, x, w, b, dy};
+  Job job = {0, 0, 0, C, 1e-5f, {g, 0}, gm, gr, {x, 0}, w, b, {dy, 0}};
   run(job, N, warp);
   prt_layernorm_fwd(want, wm, wr, x, w, b, N, C, 1e-5f);
   same("layernorm_fwd y", g, want, n, tol);
@@ -115,6 +123,46 @@ static void check(int64_t N, int64_t C, bool warp) {
   free(wr); free(dw); free(db);
 }
 
+// The rows on bf16 x, dy and results, one lane a row, against widen, CPU kernel, narrow.
+static void check_bf16(int64_t N, int64_t C) {
+  printf("@N%lld_C%lld_bf16\n", (long long)N, (long long)C);
+  int64_t n = N * C;
+  float *x = rnd(n, 2), *dy = rnd(n, 1), *w = rnd(C, 1), *b = rnd(C, 1);
+  x[0] += 3.0f;
+  uint16_t *x16 = (uint16_t *)calloc(n, 2), *dy16 = (uint16_t *)calloc(n, 2);
+  uint16_t *g16 = (uint16_t *)calloc(n, 2), *want16 = (uint16_t *)calloc(n, 2);
+  prt_bf16_narrow(x16, x, n);
+  prt_bf16_narrow(dy16, dy, n);
+  prt_bf16_widen(x, x16, n); /* the values the bf16 operands stand for */
+  prt_bf16_widen(dy, dy16, n);
+  float *want = (float *)calloc(n, 4), *gm = (float *)calloc(N, 4), *gr = (float *)calloc(N, 4);
+  float *wm = (float *)calloc(N, 4), *wr = (float *)calloc(N, 4);
+  float *dw = (float *)calloc(C, 4), *db = (float *)calloc(C, 4);
+  Job job = {0, 0, 0, C, 1e-5f, {g16, 1}, gm, gr, {x16, 1}, w, b, {dy16, 1}};
+  run(job, N, false);
+  prt_layernorm_fwd(want, wm, wr, x, w, b, N, C, 1e-5f);
+  prt_bf16_narrow(want16, want, n);
+  sameBits("layernorm_fwd y bf16", g16, want16, n, 2);
+  same("layernorm_fwd rstd", gr, wr, N, 0);
+  job.kernel = 1, job.mean = wm, job.rstd = wr;
+  run(job, N, false);
+  prt_layernorm_bwd(want, dw, db, dy, x, w, wm, wr, N, C);
+  prt_bf16_narrow(want16, want, n);
+  sameBits("layernorm_bwd dx bf16", g16, want16, n, 2);
+  job.kernel = 2, job.rstd = gr, job.eps = 1e-6f;
+  run(job, N, false);
+  prt_rmsnorm_fwd(want, wr, x, w, N, C, 1e-6f);
+  prt_bf16_narrow(want16, want, n);
+  sameBits("rmsnorm_fwd y bf16", g16, want16, n, 2);
+  job.kernel = 3, job.rstd = wr;
+  run(job, N, false);
+  prt_rmsnorm_bwd(want, dw, dy, x, w, wr, N, C);
+  prt_bf16_narrow(want16, want, n);
+  sameBits("rmsnorm_bwd dx bf16", g16, want16, n, 2);
+  free(x); free(dy); free(w); free(b); free(x16); free(dy16); free(g16); free(want16);
+  free(want); free(gm); free(gr); free(wm); free(wr); free(dw); free(db);
+}
+
 int main() {
   pthread_barrier_init(&lanes_barrier, NULL, WARP);
   for (int warp = 0; warp < 2; warp++) {
@@ -122,6 +170,8 @@ int main() {
     check(5, 100, warp); // not a multiple of 32
     check(2, 768, warp); // the GPT's width
   }
+  check_bf16(5, 100);
+  check_bf16(2, 768);
   printf("%d failed\n", failures);
   return failures;
 }

@@ -38,10 +38,10 @@ BUGS = {
     # The first H200 run: a plan without declared streams computed on the legacy stream, which
     # CUDA refuses to capture, so no step ever ran as a CUDA graph.
     "legacy-compute-stream": (
-        "runtime/kernels/cuda.c",
-        "  if (c->streams && c->nstreams > 0) return (cudaStream_t)c->streams[0];\n",
-        "  if (c->streams && c->nstreams > 0) return (cudaStream_t)c->streams[0];\n"
-        "  if (c) return (cudaStream_t)0; /* BUG PUT BACK: the legacy stream */\n",
+        "runtime/device/cuda_common.c",
+        "  if (ctx->streams && ctx->nstreams > 0) return (cudaStream_t)ctx->streams[0];\n",
+        "  if (ctx->streams && ctx->nstreams > 0) return (cudaStream_t)ctx->streams[0];\n"
+        "  return (cudaStream_t)0; /* BUG PUT BACK: the legacy stream */\n",
         "a plan without declared streams computes on the legacy stream",
     ),
     # The device's alloc without its zeroing: the runtime relies on zeroed device memory

@@ -769,7 +769,7 @@ static void bg_head(bg_scratch *s, float *loss, const int32_t *tgt, const float 
 }
 
 static void bg_adamw(prt_ctx *ctx, float *p, const float *g, int64_t m_id, int64_t n) {
-  prt_adamw(ctx, p, g, prt_tensor(ctx, m_id), prt_tensor(ctx, m_id + 1), n, 0.9f, 0.999f,
+  prt_adamw(ctx, p, g, prt_tensor(ctx, m_id), prt_tensor(ctx, m_id + 1), NULL, n, 0.9f, 0.999f,
             1e-8f, 1);
 }
 
@@ -976,7 +976,7 @@ static void pp_step(prt_ctx *ctx) {
   }
   if (D > 1) prt_wait(ctx, prt_iall_reduce(ctx, grad, BG_P, stage, 2));
   prt_observe_grad(ctx, 0, grad);
-  prt_adamw(ctx, param, grad, prt_tensor(ctx, 1), prt_tensor(ctx, 2), BG_P, 0.9f, 0.999f,
+  prt_adamw(ctx, param, grad, prt_tensor(ctx, 1), prt_tensor(ctx, 2), NULL, BG_P, 0.9f, 0.999f,
             1e-8f, 1);
 }
 

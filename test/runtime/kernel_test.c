@@ -602,7 +602,7 @@ static void test_adamw(void) {
       float g[n];
       for (int i = 0; i < n; i++) g[i] = frand() * (i % 4 == 0 ? 1e-4f : 1.0f);
       ctx->adam_t = t;
-      prt_adamw(ctx, p, g, m, v, n, 0.9f, 0.999f, 1e-8f, decay);
+      prt_adamw(ctx, p, g, m, v, NULL, n, 0.9f, 0.999f, 1e-8f, decay);
       /* The reference: AdamW as written in the torch docs, in double. */
       double b1 = 0.9, b2 = 0.999, lr = 1e-2, wd = 0.1, eps = 1e-8;
       for (int i = 0; i < n; i++) {
@@ -1170,10 +1170,10 @@ static void bigram_step(prt_ctx *ctx) {
   prt_embedding_bwd(dwte, dwpe, dx, tok, BG_B, BG_T, BG_C, BG_V);
   prt_observe_grad(ctx, 0, dwte);
   prt_observe_grad(ctx, 1, dhead);
-  prt_adamw(ctx, wte, dwte, prt_tensor(ctx, 2), prt_tensor(ctx, 3), BG_V * BG_C, 0.9f,
-            0.999f, 1e-8f, 1);
-  prt_adamw(ctx, head, dhead, prt_tensor(ctx, 4), prt_tensor(ctx, 5), BG_V * BG_C, 0.9f,
-            0.999f, 1e-8f, 1);
+  prt_adamw(ctx, wte, dwte, prt_tensor(ctx, 2), prt_tensor(ctx, 3), NULL,
+            BG_V * BG_C, 0.9f, 0.999f, 1e-8f, 1);
+  prt_adamw(ctx, head, dhead, prt_tensor(ctx, 4), prt_tensor(ctx, 5), NULL,
+            BG_V * BG_C, 0.9f, 0.999f, 1e-8f, 1);
 }
 
 /* The plan run_main runs: the bigram unless a check swaps it. */
@@ -1322,10 +1322,10 @@ static void micro_step(prt_ctx *ctx) {
   }
   prt_observe_grad(ctx, 0, gw);
   prt_observe_grad(ctx, 1, gh);
-  prt_adamw(ctx, wte, gw, prt_tensor(ctx, 2), prt_tensor(ctx, 3), BG_V * BG_C, 0.9f, 0.999f,
-            1e-8f, 1);
-  prt_adamw(ctx, head, gh, prt_tensor(ctx, 4), prt_tensor(ctx, 5), BG_V * BG_C, 0.9f, 0.999f,
-            1e-8f, 1);
+  prt_adamw(ctx, wte, gw, prt_tensor(ctx, 2), prt_tensor(ctx, 3), NULL,
+            BG_V * BG_C, 0.9f, 0.999f, 1e-8f, 1);
+  prt_adamw(ctx, head, gh, prt_tensor(ctx, 4), prt_tensor(ctx, 5), NULL,
+            BG_V * BG_C, 0.9f, 0.999f, 1e-8f, 1);
 }
 
 static void test_serial_groups_of_one(void) {

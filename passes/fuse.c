@@ -881,17 +881,24 @@ static bool matchRope(MlirOperation op, void *state, PiperWhy *w) {
   return true;
 }
 
+/* tdag.rope of `flat` (B, T, H*D) with the table's head dim and base, before `op`: the one op
+ * both RoPE layouts (rotate-half and Meta's interleaved pairs) rewrite into. */
+static MlirOperation buildRope(MlirRewriterBase rw, MlirOperation op, MlirValue flat,
+                               int64_t headDim, double theta) {
+  MlirContext ctx = mlirOperationGetContext(op);
+  MlirNamedAttribute attrs[2] = {piperIntAttr(ctx, "head_dim", headDim),
+                                 piperF64Attr(ctx, "theta", theta)};
+  MlirType t = typeOf(flat);
+  return piperBuild(rw, op, PIPER_TDAG_ROPE, 1, &flat, 1, &t, 2, attrs);
+}
+
 static MlirOperation rewriteRope(MlirRewriterBase rw, MlirOperation op, void *state) {
   RopeMatch *m = state;
-  MlirContext ctx = mlirOperationGetContext(op);
   MlirValue x = m->x;
   int64_t B = piperDim(x, 0), T = piperDim(x, 1), H = piperDim(x, 2), D = piperDim(x, 3);
   int64_t packed[3] = {B, T, H * D}, shape[4] = {B, T, H, D};
   MlirValue flat = piperReshapeTo(rw, op, x, 3, packed);
-  MlirNamedAttribute attrs[2] = {piperIntAttr(ctx, "head_dim", D),
-                                 piperF64Attr(ctx, "theta", m->tab.theta)};
-  MlirType t = typeOf(flat);
-  MlirOperation rope = piperBuild(rw, op, PIPER_TDAG_ROPE, 1, &flat, 1, &t, 2, attrs);
+  MlirOperation rope = buildRope(rw, op, flat, D, m->tab.theta);
   MlirValue y = piperReshapeTo(rw, op, piperResult(rope, 0), 4, shape);
   piperReplaceOp(rw, op, 1, &y);
   return rope;
@@ -1002,10 +1009,7 @@ static MlirOperation rewriteInterleavedRope(MlirRewriterBase rw, MlirOperation o
   MlirType t4 = piperTensorType(ctx, 4, bthd, f32);
   MlirValue x = piperResult(piperBuild(rw, op, PIPER_TDAG_CONCAT, 2, parts, 1, &t4, 1, &dim3), 0);
   MlirValue xf = piperReshapeTo(rw, op, x, 3, flat);
-  MlirNamedAttribute attrs[2] = {piperIntAttr(ctx, "head_dim", D),
-                                 piperF64Attr(ctx, "theta", m->tab.theta)};
-  MlirType tf = typeOf(xf);
-  MlirOperation rope = piperBuild(rw, op, PIPER_TDAG_ROPE, 1, &xf, 1, &tf, 2, attrs);
+  MlirOperation rope = buildRope(rw, op, xf, D, m->tab.theta);
   MlirValue y = piperReshapeTo(rw, op, piperResult(rope, 0), 4, bthd);
   MlirValue halves[2];
   for (int i = 0; i < 2; ++i)

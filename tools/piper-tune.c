@@ -188,8 +188,9 @@ static int simulateOne(MlirOperation training, const char *path, const TuneProfi
   return rc;
 }
 
-/* An early exit's return: the parsed model and its context released first, so a refused input
- * (a bad profile, a model autodiff rejects) leaves nothing behind under LeakSanitizer. */
+/* main's every return after the parse: the parsed model and its context released first, so an
+ * early exit (a bad profile, a model autodiff rejects) leaves nothing behind under
+ * LeakSanitizer. */
 static int releaseModel(MlirModule module, MlirContext ctx, int rc) {
   if (!mlirModuleIsNull(module)) mlirModuleDestroy(module);
   mlirContextDestroy(ctx);
@@ -258,8 +259,7 @@ int main(int argc, char **argv) {
   MlirOperation op = mlirModuleGetOperation(module);
   TuneModel model = tuneReadModel(op);
   if (!model.tagged) {
-    mlirModuleDestroy(module);
-    mlirContextDestroy(ctx);
+    releaseModel(module, ctx, 2);
     die("%s: no op carries `tags`; piper-tune places ops by their annotations (PP, TP, EP, "
         "layer ...): generate the model with piper-gen (e.g. piper-gen gpt --stages 2)", input);
   }
@@ -278,18 +278,13 @@ int main(int argc, char **argv) {
         rc = output ? piperOutputCommit(&out, ok) : !ok;
       }
     }
-    mlirModuleDestroy(module);
-    mlirContextDestroy(ctx);
-    return rc;
+    return releaseModel(module, ctx, rc);
   }
   if (profilePath && !tuneProfileRead(&profile, profilePath))
     return releaseModel(module, ctx, 1);
   if (strategyPath) {
     mlirContextDetachDiagnosticHandler(ctx, printer); /* the first error is in the message */
-    int rc = simulateOne(op, strategyPath, &profile, traceOut, explain);
-    mlirModuleDestroy(module);
-    mlirContextDestroy(ctx);
-    return rc;
+    return releaseModel(module, ctx, simulateOne(op, strategyPath, &profile, traceOut, explain));
   }
 
   TuneCandidates cands = {0};
@@ -327,7 +322,5 @@ int main(int argc, char **argv) {
   int rc = reportResults(rows, nOk, &smallest, devices, memory, top, dumpDir, output);
   free(rows);
   tuneCandidatesFree(&cands);
-  mlirModuleDestroy(module);
-  mlirContextDestroy(ctx);
-  return rc;
+  return releaseModel(module, ctx, rc);
 }

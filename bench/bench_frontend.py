@@ -18,12 +18,15 @@ Then the models in Hugging Face's idioms (test/frontend/hf_idioms.py), one core,
 the piper-gen model nearest to it (same L, C, H, T, B, V; KV and F where it has them): hf-llama
 and meta-llama against llama3, hf-qwen3 against qwen3, hf-neox-rot1 against gpt (GPT-NeoX
 differs: rotary instead of a position table, exact GELU, the parallel residual, an untied
-head; the nearest the zoo has).
+head; the nearest the zoo has), hf-gpt2 against gpt (its Conv1D weights stored transposed, read
+through a permute), hf-gemma against llama3 with one kv head and a tied head (Gemma's GeGLU
+and (1 + w) RMSNorm differ).
 Then the export time of a 12-layer, 768-wide GPT-2 (T 1024, V 50304; target <= 10 s): the
 piper.export call alone (fake-tensor tracing and the IR), and with its 124M-parameter weights
 file, median of 3 (module construction not counted).
-Usage: bench_frontend.py BUILD_DIR [--repeats N] [--steps N] [--hf-only]
+Usage: bench_frontend.py BUILD_DIR [--repeats N] [--steps N] [--hf-only [--only NAME,...]]
   --hf-only   only the Hugging Face idioms' table
+  --only      only these rows of it (e.g. hf-gpt2,hf-gemma)
 """
 import json
 import os
@@ -62,6 +65,11 @@ HF_MODELS = {  # name: (its piper-gen model's arguments, the export's)
     "hf-qwen3": (GEN_QWEN3, ["--model", "hf-qwen3"] + HF_SHAPE),
     "hf-neox-rot1": (MODELS["gpt"][0], ["--model", "hf-neox-rot1"] + HF_SHAPE),
     "meta-llama": (MODELS["llama"][0], ["--model", "meta-llama"] + HF_SHAPE),
+    "hf-gpt2": (MODELS["gpt"][0], ["--model", "hf-gpt2"] + HF_SHAPE),
+    # Gemma has one kv head and a tied head; its GeGLU and (1 + w) norm the zoo has not
+    "hf-gemma": (["llama3", "--layers", str(L), "--dim", str(C), "--heads", str(H), "--kv-heads",
+                  "1", "--ffn-dim", str(F), "--seq", str(T), "--batch", str(B), "--vocab", str(V),
+                  "--tie-embeddings"], ["--model", "hf-gemma"] + HF_SHAPE),
 }
 
 
@@ -174,7 +182,12 @@ def main():
     steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 10
     work = tempfile.mkdtemp(prefix="bench-frontend-")
     if "--hf-only" in sys.argv:
-        hf_table(bin_dir, work, repeats, steps)
+        only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+        unknown = set(only or ()) - set(HF_MODELS)
+        if unknown:
+            sys.exit(f"bench_frontend.py: --only {','.join(sorted(unknown))}: no such row; "
+                     f"the rows are {', '.join(HF_MODELS)}")
+        hf_table(bin_dir, work, repeats, steps, only)
         return
     exes = build_binaries(bin_dir, work)
     runs = {k: [] for k in exes}
@@ -211,10 +224,11 @@ def main():
     print(f"| IR and weights file | {both:.2f} |")
 
 
-def hf_table(bin_dir, work, repeats, steps):
-    """The Hugging Face idioms' rows: each family fused and unfused against its nearest
-    piper-gen model, one core."""
-    hf = build_binaries(bin_dir, work, HF_MODELS, (1,))
+def hf_table(bin_dir, work, repeats, steps, only=None):
+    """The Hugging Face idioms' rows (those named in `only`, else all): each family fused and
+    unfused against its nearest piper-gen model, one core."""
+    models = {n: m for n, m in HF_MODELS.items() if only is None or n in only}
+    hf = build_binaries(bin_dir, work, models, (1,))
     hruns = {k: [] for k in hf}
     for _ in range(repeats):
         for k, exe in hf.items():
@@ -225,7 +239,7 @@ def hf_table(bin_dir, work, repeats, steps):
     print("| model | piper-gen | nearest | exported | ratio | exported unfused | unfused ratio | "
           "general ops left |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, (gen, _) in HF_MODELS.items():
+    for name, (gen, _) in models.items():
         g, e, u = (statistics.median(hruns[(name, k, 1)]) for k in ("gen", "exported", "unfused"))
         left = general_ops(op_counts(bin_dir, os.path.join(work, name + "-export", "model.mlir")))
         print(f"| {name} | {gen[0]} | {g:.1f} | {e:.1f} | {e / g:.3f} | {u:.1f} | {u / g:.3f} | "

@@ -8,6 +8,9 @@
 # INVARIANCE_EXPORT (environment): instead of piper-gen, a PyTorch module exported by
 #   python/piper: test/frontend/vs_torch.py export's flags, without --stages and -o (e.g.
 #   "--model llama --batch 8"); both runs start from the export's weights (--init-checkpoint).
+# INVARIANCE_EXPORTED="ONE STAGED" (environment): INVARIANCE_EXPORT's two exports made once
+#   beforehand (vs_torch.py export -o ONE, and with --stages -o STAGED), so that one test runs
+#   several strategies on a single export; both runs start from ONE/init.safetensors.
 # INVARIANCE_MODEL (environment): the piper-gen model and its flags, without --stages (e.g.
 #   "qwen3 --layers 4 --dim 32 --heads 4 --kv-heads 2 --ffn-dim 64 --seq 16 --batch 8"; tensor
 #   parallelism needs heads divisible by the group size).
@@ -50,6 +53,11 @@ if [ -n "${INVARIANCE_EXPORT:-}" ]; then
   mv one/model.mlir single.mlir && mv staged/model.mlir staged.mlir
   cmp one/init.safetensors staged/init.safetensors # the stages' tags change no weight
   extra+=(--init-checkpoint one/init.safetensors)
+elif [ -n "${INVARIANCE_EXPORTED:-}" ]; then
+  read -r one staged <<< "$INVARIANCE_EXPORTED"
+  cp "$one/model.mlir" single.mlir && cp "$staged/model.mlir" staged.mlir
+  cmp "$one/init.safetensors" "$staged/init.safetensors" # the stages' tags change no weight
+  extra+=(--init-checkpoint "$one/init.safetensors")
 else
   piper-gen $model > single.mlir
   piper-gen $model --stages "$stages" > staged.mlir

@@ -24,31 +24,38 @@ def _shaped(out, node):
     return View(out, out_shape(node), node) if out.shape != out_shape(node) else out
 
 
+def _weight(e, w):
+    """The (N, K) weight a linear of w reads: nn.Linear's W for W.t(), permute(W) for a
+    parameter W stored (K, N) (Hugging Face's Conv1D), which the passes read through (the
+    parameter keeps its name and layout, so piper.load gives it back as the module has it);
+    None for anything else."""
+    if isinstance(w, Transposed):
+        return e.value(w.base)
+    wv = e.value(w)
+    if e.is_param(wv) and len(wv.shape) == 2:
+        return e.emit("permute", [wv], [((wv.shape[1], wv.shape[0]), "f32")],
+                      "perm = array<i64: 1, 0>")
+    return None
+
+
 @handles("addmm")
 def h_addmm(e, node, bias, x, w, beta=1, alpha=1):
     if beta != 1 or alpha != 1:
         e.fail("addmm with beta or alpha other than 1 is not mapped")
-    if not isinstance(w, Transposed):
-        e.fail("addmm maps as a linear layer: x @ W.t() + b with W a parameter")
+    W = _weight(e, w)
+    if W is None:
+        e.fail("addmm maps as a linear layer: x @ W.t() + b or x @ W + b with W a parameter")
     xv = _as_rows(e, x)
-    W = e.value(w.base)
     out = e.emit("linear", [xv, W, e.value(bias)], [(xv.shape[:-1] + (W.shape[0],), "f32")])
     return _shaped(out, node)
 
 
 @handles("mm")
 def h_mm(e, node, a, b):
-    if isinstance(b, Transposed):
+    W = _weight(e, b)
+    if W is not None:
         xv = _as_rows(e, a)
-        W = e.value(b.base)
         out = e.emit("matmul_nt", [xv, W], [(xv.shape[:-1] + (W.shape[0],), "f32")])
-        return _shaped(out, node)
-    bv = e.value(b)
-    if e.is_param(bv):  # x @ W: W^T is the linear's weight
-        Wt = e.emit("permute", [bv], [((bv.shape[1], bv.shape[0]), "f32")],
-                    "perm = array<i64: 1, 0>")
-        xv = _as_rows(e, a)
-        out = e.emit("matmul_nt", [xv, Wt], [(xv.shape[:-1] + (Wt.shape[0],), "f32")])
         return _shaped(out, node)
     e.fail("a 2-D matmul of two activations is not mapped (batched matmuls are)")
 

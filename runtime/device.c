@@ -99,6 +99,14 @@ int prt_device_stream_wait(prt_device *d, prt_dstream *s, prt_devent *e, prt_sta
   return d->vt->stream_wait(d, s, e, st);
 }
 
+int prt_device_event_query(prt_device *d, prt_devent *e, int *done, prt_status *st) {
+  *done = 0;
+  if (!e)
+    return prt_fail(st, 1, "event query on %s with a NULL event: prt_device_event_query; "
+                    "create it with prt_device_event_create first", d->name);
+  return d->vt->event_query(d, e, done, st);
+}
+
 int prt_device_event_sync(prt_device *d, prt_devent *e, prt_status *st) {
   if (!e)
     return prt_fail(st, 1, "event synchronize on %s with a NULL event: "

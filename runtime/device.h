@@ -65,6 +65,9 @@ typedef struct prt_device_vtable {
   int (*stream_wait)(prt_device *d, prt_dstream *s, prt_devent *e, prt_status *st);
   /* Blocks the host until e's last record completed. */
   int (*event_sync)(prt_device *d, prt_devent *e, prt_status *st);
+  /* *done = 1 when e's last record completed, 0 while it has not; does not block the host
+   * (the NCCL engine's test, comm/nccl.c). */
+  int (*event_query)(prt_device *d, prt_devent *e, int *done, prt_status *st);
   /* Blocks the host until every stream of the device is idle; reports pending errors. */
   int (*synchronize)(prt_device *d, prt_status *st);
   /* *out = `bytes` of host memory the device copies to and from without the host waiting
@@ -119,10 +122,6 @@ static inline int prt_device_d2h(prt_device *d, void *dst, const void *src, size
                                  prt_dstream *s, prt_status *st) {
   return prt_device_copy(d, dst, src, bytes, PRT_COPY_D2H, s, st);
 }
-static inline int prt_device_d2d(prt_device *d, void *dst, const void *src, size_t bytes,
-                                 prt_dstream *s, prt_status *st) {
-  return prt_device_copy(d, dst, src, bytes, PRT_COPY_D2D, s, st);
-}
 static inline int prt_device_stream_create(prt_device *d, prt_dstream **out, prt_status *st) {
   return d->vt->stream_create(d, out, st);
 }
@@ -136,10 +135,12 @@ int prt_device_event_create(prt_device *d, prt_devent **out, prt_status *st);
 static inline void prt_device_event_destroy(prt_device *d, prt_devent *e) {
   if (e) d->vt->event_destroy(d, e);
 }
-/* These three fail (naming the op) on a NULL event. */
+/* These four fail (naming the op) on a NULL event. The GPU transfers' engine (comm/nccl.c)
+ * orders its streams against the compute stream and reports completions with them. */
 int prt_device_event_record(prt_device *d, prt_devent *e, prt_dstream *s, prt_status *st);
 int prt_device_stream_wait(prt_device *d, prt_dstream *s, prt_devent *e, prt_status *st);
 int prt_device_event_sync(prt_device *d, prt_devent *e, prt_status *st);
+int prt_device_event_query(prt_device *d, prt_devent *e, int *done, prt_status *st);
 static inline int prt_device_host_alloc(prt_device *d, size_t bytes, void **out,
                                         prt_status *st) {
   return d->vt->host_alloc(d, bytes, out, st);

@@ -88,24 +88,36 @@ static void fail_nccl(const char *what, ncclResult_t r, int line) {
 /* The kernels' stream (device/cuda_common.h), which the transfers order against. */
 static cudaStream_t compute_stream(prt_ctx *ctx) { return prt_cuda_compute_stream(ctx); }
 
-/* The transfer's completion event travels in its request. */
-static cudaEvent_t event_of(const prt_opaque *req) { return (cudaEvent_t)req->p; }
+/* The transfer's completion event (the device's, device.h) travels in its request. */
+static prt_devent *event_of(const prt_opaque *req) { return (prt_devent *)req->p; }
+
+/* A failed call of the device's event interface: fatal, naming the transfer. */
+static void device_or_die(int rc, const prt_status *st, const char *what) {
+  if (rc) prt_fatal("%s (%s)", st->msg, what);
+}
 
 /* `s` waits for everything the compute stream holds so far (the kernels that wrote the
- * transfer's input, and those still reading its output's old contents). */
+ * transfer's input, and those still reading its output's old contents): an event of the
+ * context's device recorded there. */
 static void order_after_compute(prt_ctx *ctx, cudaStream_t s, const char *what) {
-  cudaEvent_t ready;
-  CUDA_OR_DIE(what, cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-  CUDA_OR_DIE(what, cudaEventRecord(ready, compute_stream(ctx)));
-  CUDA_OR_DIE(what, cudaStreamWaitEvent(s, ready, 0));
-  CUDA_OR_DIE(what, cudaEventDestroy(ready)); /* released once recorded work completes */
+  prt_device *d = ctx->backend->device;
+  prt_status st = {0};
+  prt_devent *ready = NULL;
+  device_or_die(prt_device_event_create(d, &ready, &st) ||
+                    prt_device_event_record(d, ready, (prt_dstream *)compute_stream(ctx), &st) ||
+                    prt_device_stream_wait(d, (prt_dstream *)s, ready, &st),
+                &st, what);
+  prt_device_event_destroy(d, ready); /* released once recorded work completes */
 }
 
 /* The transfer's completion, recorded on `s`, into the request for finish and test. */
-static void record_done(cudaStream_t s, prt_opaque *req, const char *what) {
-  cudaEvent_t done;
-  CUDA_OR_DIE(what, cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  CUDA_OR_DIE(what, cudaEventRecord(done, s));
+static void record_done(prt_ctx *ctx, cudaStream_t s, prt_opaque *req, const char *what) {
+  prt_device *d = ctx->backend->device;
+  prt_status st = {0};
+  prt_devent *done = NULL;
+  device_or_die(prt_device_event_create(d, &done, &st) ||
+                    prt_device_event_record(d, done, (prt_dstream *)s, &st),
+                &st, what);
   memset(req, 0, sizeof *req);
   req->p = (void *)done;
 }
@@ -161,7 +173,7 @@ static void nccl_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
     prt_fatal("%s: transfer kind %d is not a collective; a runtime defect", what,
               (int)op->kind);
   }
-  record_done(s, req, what);
+  record_done(ctx, s, req, what);
 }
 
 /* The all-to-all as one NCCL group: member p's block of in goes to p, p's block for this rank
@@ -185,7 +197,7 @@ static void nccl_a2a_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req)
                                      N.comm[g], s));
   }
   NCCL_OR_DIE("ncclGroupEnd", ncclGroupEnd());
-  record_done(s, req, what);
+  record_done(ctx, s, req, what);
 }
 
 /* A send or receive on its direction's communicator (prt_nccl_attach_p2p): the sender is rank
@@ -210,23 +222,26 @@ static void nccl_p2p_start(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req)
     NCCL_OR_DIE("ncclSend", ncclSend(op->in, (size_t)op->n, ncclFloat, 1, comm, s));
   else
     NCCL_OR_DIE("ncclRecv", ncclRecv(op->out, (size_t)op->n, ncclFloat, 0, comm, s));
-  record_done(s, req, what);
+  record_done(ctx, s, req, what);
 }
 
 /* The compute stream waits for the collective; the host does not. */
 static void nccl_finish(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
-  cudaEvent_t done = event_of(req);
-  CUDA_OR_DIE("waiting for a GPU collective",
-              cudaStreamWaitEvent(compute_stream(ctx), done, 0));
-  CUDA_OR_DIE("waiting for a GPU collective", cudaEventDestroy(done));
+  prt_device *d = ctx->backend->device;
+  prt_status st = {0};
+  prt_devent *done = event_of(req);
+  device_or_die(prt_device_stream_wait(d, (prt_dstream *)compute_stream(ctx), done, &st), &st,
+                "waiting for a GPU transfer");
+  prt_device_event_destroy(d, done);
   req->p = NULL;
 }
 
 static int nccl_test(prt_ctx *ctx, const prt_comm_op *op, prt_opaque *req) {
-  cudaError_t e = cudaEventQuery(event_of(req));
-  if (e == cudaErrorNotReady) return 0;
-  CUDA_OR_DIE("testing a GPU collective", e);
-  return 1;
+  prt_status st = {0};
+  int done = 0;
+  device_or_die(prt_device_event_query(ctx->backend->device, event_of(req), &done, &st), &st,
+                "testing a GPU transfer");
+  return done;
 }
 
 /* Engines on the GPUs' memory: dist.c stages nothing for them. They share finish and test

@@ -135,6 +135,10 @@ static int cpu_stream_wait(prt_device *d, prt_dstream *s, prt_devent *e, prt_sta
 }
 
 static int cpu_event_sync(prt_device *d, prt_devent *e, prt_status *st) { return 0; }
+static int cpu_event_query(prt_device *d, prt_devent *e, int *done, prt_status *st) {
+  *done = 1;
+  return 0;
+}
 static int cpu_synchronize(prt_device *d, prt_status *st) { return 0; }
 
 /* The host's own memory is what the CPU device copies from without waiting. */
@@ -151,7 +155,8 @@ static const prt_device_vtable cpu_vtable = {
     cpu_destroy,      cpu_alloc,        cpu_free,          cpu_copy,
     cpu_memset,       cpu_stream_create, cpu_stream_destroy, cpu_stream_sync,
     cpu_event_create, cpu_event_destroy, cpu_event_record,  cpu_stream_wait,
-    cpu_event_sync,   cpu_synchronize,  cpu_host_alloc,    cpu_host_free,
+    cpu_event_sync,   cpu_event_query,  cpu_synchronize,   cpu_host_alloc,
+    cpu_host_free,
 };
 
 static prt_device cpu_device = {&cpu_vtable, "cpu", 1};

@@ -155,6 +155,15 @@ static int cuda_event_sync(prt_device *d, prt_devent *e, prt_status *st) {
   return 0;
 }
 
+static int cuda_event_query(prt_device *d, prt_devent *e, int *done, prt_status *st) {
+  cudaError_t r = cudaEventQuery((cudaEvent_t)e);
+  *done = r == cudaSuccess;
+  if (r == cudaErrorNotReady) (void)cudaGetLastError(); /* not an error: still running */
+  else if (r != cudaSuccess)
+    return cuda_fail(d, st, "cudaEventQuery", __FILE__, __LINE__, r, HINT_BUG);
+  return 0;
+}
+
 static int cuda_synchronize(prt_device *d, prt_status *st) {
   CUDA_USE(d, st);
   CUDA_CHECK(d, st, cudaDeviceSynchronize(), HINT_BUG);
@@ -178,7 +187,8 @@ static const prt_device_vtable cuda_vtable = {
     cuda_destroy,      cuda_alloc,         cuda_free,          cuda_copy,
     cuda_memset,       cuda_stream_create, cuda_stream_destroy, cuda_stream_sync,
     cuda_event_create, cuda_event_destroy, cuda_event_record,  cuda_stream_wait,
-    cuda_event_sync,   cuda_synchronize,   cuda_host_alloc,     cuda_host_free,
+    cuda_event_sync,   cuda_event_query,   cuda_synchronize,    cuda_host_alloc,
+    cuda_host_free,
 };
 
 int prt_device_cuda_count(void) {

@@ -63,7 +63,7 @@ static void test_copies(prt_device *d, const char *label) {
   if (prt_device_alloc(d, N * 4, &x, &st) || prt_device_alloc(d, N * 4, &y, &st))
     fail("alloc: %s", st.msg);
   else if (prt_device_h2d(d, x, a, N * 4, NULL, &st) ||
-           prt_device_d2d(d, y, x, N * 4, NULL, &st) ||
+           prt_device_copy(d, y, x, N * 4, PRT_COPY_D2D, NULL, &st) ||
            prt_device_d2h(d, b, y, N * 4, NULL, &st) || prt_device_synchronize(d, &st))
     fail("round trip: %s", st.msg);
   else if (memcmp(a, b, sizeof a))
@@ -103,6 +103,7 @@ static void test_streams_events(prt_device *d, const char *label) {
   prt_status st = {0};
   prt_dstream *s1 = NULL, *s2 = NULL;
   prt_devent *e1 = NULL, *e2 = NULL;
+  int done = 0; /* e2 queried after its synchronize */
   void *x = NULL, *y = NULL;
   unsigned char *host = malloc(N);
   if (prt_device_stream_create(d, &s1, &st) || prt_device_stream_create(d, &s2, &st) ||
@@ -118,12 +119,14 @@ static void test_streams_events(prt_device *d, const char *label) {
     /* s1: x = round; e1. s2: wait e1, y = x; e2. host: wait e2, read y. */
     if (prt_device_memset(d, x, round, N, s1, &st) ||
         prt_device_event_record(d, e1, s1, &st) || prt_device_stream_wait(d, s2, e1, &st) ||
-        prt_device_d2d(d, y, x, N, s2, &st) || prt_device_event_record(d, e2, s2, &st) ||
-        prt_device_event_sync(d, e2, &st) || prt_device_d2h(d, host, y, N, s2, &st) ||
+        prt_device_copy(d, y, x, N, PRT_COPY_D2D, s2, &st) ||
+        prt_device_event_record(d, e2, s2, &st) || prt_device_event_sync(d, e2, &st) ||
+        prt_device_event_query(d, e2, &done, &st) || prt_device_d2h(d, host, y, N, s2, &st) ||
         prt_device_stream_sync(d, s2, &st)) {
       fail("round %d: %s", round, st.msg);
       break;
     }
+    if (!done) fail("round %d: an event the host waited for queries as not done", round);
     for (size_t i = 0; i < N; i += 4093)
       if (host[i] != round) {
         fail("round %d: byte %zu of y is %d: the copy on stream 2 did not wait for the memset "
@@ -159,13 +162,16 @@ static void test_errors(prt_device *d, const char *label) {
   if (prt_device_alloc(d, 16, &x, &st)) fail("alloc: %s", st.msg);
   expect_error(&st, prt_device_h2d(d, NULL, h, 16, NULL, &st), d->name, "copy host->device");
   expect_error(&st, prt_device_d2h(d, h, NULL, 16, NULL, &st), d->name, "copy device->host");
-  expect_error(&st, prt_device_d2d(d, x, NULL, 16, NULL, &st), d->name, "copy device->device");
+  expect_error(&st, prt_device_copy(d, x, NULL, 16, PRT_COPY_D2D, NULL, &st), d->name,
+               "copy device->device");
   expect_error(&st, prt_device_copy(d, x, h, 16, (prt_copy_kind)7, NULL, &st), d->name,
                "copy of kind 7");
   expect_error(&st, prt_device_memset(d, NULL, 0, 16, NULL, &st), d->name, "memset");
   expect_error(&st, prt_device_event_record(d, NULL, NULL, &st), d->name, "event record");
   expect_error(&st, prt_device_stream_wait(d, NULL, NULL, &st), d->name, "stream wait");
   expect_error(&st, prt_device_event_sync(d, NULL, &st), d->name, "event synchronize");
+  int done = 1;
+  expect_error(&st, prt_device_event_query(d, NULL, &done, &st), d->name, "event query");
   /* the first failure is kept: a second one does not overwrite it */
   prt_device_memset(d, NULL, 0, 16, NULL, &st);
   prt_device_h2d(d, NULL, h, 16, NULL, &st);
@@ -376,6 +382,10 @@ static int fake_ok_wait(prt_device *d, prt_dstream *s, prt_devent *e, prt_status
   return 0;
 }
 static int fake_ok_sync(prt_device *d, prt_devent *e, prt_status *st) { return 0; }
+static int fake_done(prt_device *d, prt_devent *e, int *done, prt_status *st) {
+  *done = 1;
+  return 0;
+}
 static int fake_ok(prt_device *d, prt_status *st) { return 0; }
 
 static int fake_host_alloc(prt_device *d, size_t bytes, void **out, prt_status *st) {
@@ -388,7 +398,8 @@ static const prt_device_vtable fake_vtable = {
     fake_destroy,      fake_alloc,         fake_free,           fake_copy,
     fake_memset,       fake_stream_create, fake_stream_destroy, fake_ok_stream,
     fake_event_create, fake_event_destroy, fake_ok_event,       fake_ok_wait,
-    fake_ok_sync,      fake_ok,            fake_host_alloc,     fake_host_free,
+    fake_ok_sync,      fake_done,          fake_ok,             fake_host_alloc,
+    fake_host_free,
 };
 static prt_device fake_device = {&fake_vtable, "staging", 0};
 

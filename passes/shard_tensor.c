@@ -757,8 +757,8 @@ static MlirOperation allReduceAfter(Sharder *s, MlirOperation after, MlirValue v
 static MlirOperation withoutBias(Sharder *s, MlirOperation row) {
   MlirValue ops[2] = {mlirOperationGetOperand(row, 0), mlirOperationGetOperand(row, 1)};
   MlirType t = mlirValueGetType(mlirOperationGetResult(row, 0));
-  MlirOperation mm = piperOpCreate("tdag.matmul_nt", mlirOperationGetLocation(row), 2, ops, 1, &t,
-                                   0, NULL);
+  MlirOperation mm = piperTdagOpCreate(PIPER_TDAG_MATMUL_NT, mlirOperationGetLocation(row), 2,
+                                       ops, 1, &t, 0, NULL);
   piperCopyPlacement(mm, row);
   mlirBlockInsertOwnedOperationBefore(s->body, row, mm);
   mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(row, 0), mlirOperationGetResult(mm, 0));
@@ -1041,8 +1041,8 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
     if (!biases[i].ptr) continue;
     MlirValue ops[2] = {mlirOperationGetResult(ar, 0), biases[i]};
     MlirType t = mlirValueGetType(ops[0]);
-    MlirOperation add = piperOpCreate("tdag.bias_add", mlirOperationGetLocation(mm), 2, ops, 1,
-                                      &t, 0, NULL);
+    MlirOperation add = piperTdagOpCreate(PIPER_TDAG_BIAS_ADD, mlirOperationGetLocation(mm), 2,
+                                          ops, 1, &t, 0, NULL);
     piperCopyPlacement(add, mm);
     mlirBlockInsertOwnedOperationAfter(s->body, ar, add);
     mlirValueReplaceAllUsesExcept(ops[0], mlirOperationGetResult(add, 0), 1, &add);

@@ -183,6 +183,13 @@ const PiperOpFacts *piperOpFacts(MlirOperation op);
  * name with the row's, no search of the table. (piperOpIs in piper.h, by name, is for the
  * comm, sched and func ops.) */
 bool piperIsOp(MlirOperation op, PiperOpId id);
+/* Creates (unowned, not inserted) the tdag op `id` from its parts: piperOpCreate (piper.h)
+ * with its row's name. The passes build tdag ops this way, by id, never by a "tdag.<op>"
+ * literal. */
+MlirOperation piperTdagOpCreate(PiperOpId id, MlirLocation loc, intptr_t nOperands,
+                                const MlirValue *operands, intptr_t nResults,
+                                const MlirType *results, intptr_t nAttrs,
+                                const MlirNamedAttribute *attrs);
 /* The row named `name` ("tdag.linear"), or NULL. */
 const PiperOpFacts *piperOpFactsByName(MlirStringRef name);
 /* The whole table: *n gets its row count. */

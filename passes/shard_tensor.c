@@ -67,9 +67,9 @@
  *     copies get the same update. Every other gradient has the shape of what it
  *     differentiates (result types are re-derived from operand types, program order).
  * Which op does what, forward and backward, is its row's tp column (PiperTpRule, ops.h): the
- * pass implements each rule once (retype, reducePartialInputGrads, reduceWholeOperandGrads)
- * and names no op but those it builds (matmul_nt, bias_add) and the general ops' layouts
- * (carriedDim).
+ * pass implements each rule once (carriedDim, retype, reducePartialInputGrads,
+ * reduceWholeOperandGrads) and names no op but the parameters it splits (a tdag.param, or its
+ * transpose: weightParam), their AdamW moments and the ops it builds (matmul_nt, bias_add).
  * Each split parameter and its AdamW moments get `tp_full` (the whole tensor's shape) and
  * `tp_slice = [block, stride, blocks, step]`: member t holds `blocks` blocks of `block`
  * elements of the flattened whole tensor, block i at t*step + i*stride. Extraction sets

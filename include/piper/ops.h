@@ -112,15 +112,15 @@ typedef enum {
  * A region is column linears -> [ops of the interior rules]* -> one row linear, each member
  * of the group of T computing 1/T of the features. A forward row's rule says whether it may
  * sit in one and what it splits there; NONE: the op is not one of a region's fused ops (an
- * exported model's general op may still sit in one where it keeps the split dim: the pass asks
- * its shape, not its row). After the split the pass re-derives every result type from the
+ * exported model's general op may still sit in one where it keeps the split dim, by the
+ * layout rules at the end). After the split the pass re-derives every result type from the
  * operand types, in program order, by the same rule, and all-reduces over the group the
  * gradients that a member computes only its share of (partial sums).
  *
  * Rows of no rule (NONE) keep their result types, but for two kinds the pass derives from the
- * row's other facts: a general op (PIPER_BATCH_OPERANDS, one result) carries the dim its
- * operand's split shrank to the dim of its result that holds it; the .gradOp of an
- * ELEMENTWISE row (autodiff's gradElementwise) behaves as OPERAND_GRADS. */
+ * row's other facts: a general op (PIPER_BATCH_OPERANDS, one result) shrinks the dim of its
+ * result that holds its operand's split dim (its dims right-aligned, or its layout rule); the
+ * .gradOp of an ELEMENTWISE row (autodiff's gradElementwise) behaves as OPERAND_GRADS. */
 typedef enum {
   PIPER_TP_NONE,
   /* ---- a region's forward ops ---- */

@@ -33,6 +33,17 @@ MlirOperation piperOpCreate(const char *name, MlirLocation loc, intptr_t nOperan
   return mlirOperationCreate(&st);
 }
 
+MlirOperation piperTdagOpCreate(PiperOpId id, MlirLocation loc, intptr_t nOperands,
+                                const MlirValue *operands, intptr_t nResults,
+                                const MlirType *results, intptr_t nAttrs,
+                                const MlirNamedAttribute *attrs) {
+  size_t nRows;
+  const PiperOpFacts *rows = piperOpFactsTable(&nRows);
+  if ((size_t)id >= nRows) return (MlirOperation){NULL};
+  return piperOpCreate(rows[id].name, loc, nOperands, operands, nResults,
+                       results, nAttrs, attrs);
+}
+
 MlirNamedAttribute piperNamedAttr(MlirContext ctx, const char *name, MlirAttribute attr) {
   return mlirNamedAttributeGet(mlirIdentifierGet(ctx, piperStr(name)), attr);
 }

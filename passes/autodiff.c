@@ -42,10 +42,8 @@ static MlirOperation emit(Builder *b, PiperOpId id, MlirOperation from, const ch
                           intptr_t nOperands, const MlirValue *operands, intptr_t nResults,
                           const MlirType *results, intptr_t nAttrs,
                           const MlirNamedAttribute *attrs) {
-  size_t nRows;
-  MlirOperation op = piperOpCreate(piperOpFactsTable(&nRows)[id].name,
-                                   mlirOperationGetLocation(from), nOperands, operands, nResults,
-                                   results, nAttrs, attrs);
+  MlirOperation op = piperTdagOpCreate(id, mlirOperationGetLocation(from), nOperands, operands,
+                                       nResults, results, nAttrs, attrs);
   mlirBlockInsertOwnedOperationBefore(b->block, b->before, op);
   MlirAttribute tags = mlirOperationGetAttributeByName(from, piperStr("tags"));
   if (!mlirAttributeIsNull(tags)) mlirOperationSetAttributeByName(op, piperStr("tags"), tags);

@@ -26,8 +26,8 @@
 /* A tdag.cast of `v` to `t`, placed like `like` (its tags, pass and devices), before `at`. */
 static MlirValue castBefore(MlirBlock body, MlirOperation at, MlirOperation like, MlirValue v,
                             MlirType t) {
-  MlirOperation cast = piperOpCreate("tdag.cast", mlirOperationGetLocation(like), 1, &v, 1, &t,
-                                     0, NULL);
+  MlirOperation cast = piperTdagOpCreate(PIPER_TDAG_CAST, mlirOperationGetLocation(like), 1, &v,
+                                         1, &t, 0, NULL);
   piperCopyPlacement(cast, like);
   mlirBlockInsertOwnedOperationBefore(body, at, cast);
   return mlirOperationGetResult(cast, 0);

@@ -121,8 +121,8 @@ static void roundTpSums(MlirBlock body, PiperPtrMap *keep) {
     }
     if (mlirOperationIsNull(first)) continue; /* every reader takes fp32: bias_add */
     MlirType t = mlirValueGetType(sum);
-    MlirOperation cast = piperOpCreate("tdag.cast", mlirOperationGetLocation(ar), 1, &sum, 1, &t,
-                                       0, NULL);
+    MlirOperation cast = piperTdagOpCreate(PIPER_TDAG_CAST, mlirOperationGetLocation(ar), 1,
+                                           &sum, 1, &t, 0, NULL);
     piperCopyPlacement(cast, ar);
     mlirBlockInsertOwnedOperationBefore(body, first, cast);
     MlirValue rounded = mlirOperationGetResult(cast, 0);

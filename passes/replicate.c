@@ -120,12 +120,14 @@ static void shardUpdate(MlirContext ctx, MlirBlock body, MlirOperation upd, Mlir
       MlirNamedAttribute attrs[3] = {piperNamedAttr(ctx, "devices", devices),
                                      piperNamedAttr(ctx, "pass", mlirStringAttrGet(ctx, piperStr("B"))),
                                      piperNamedAttr(ctx, "offset", piperI64Attr(ctx, 0))};
-      MlirOperation bucket = piperOpCreate("tdag.bucket", mlirOperationGetLocation(producer), 0,
-                                           NULL, 1, &paddedType, 2, attrs);
+      MlirOperation bucket = piperTdagOpCreate(PIPER_TDAG_BUCKET,
+                                               mlirOperationGetLocation(producer), 0, NULL, 1,
+                                               &paddedType, 2, attrs);
       mlirBlockInsertOwnedOperationAfter(body, producer, bucket);
       MlirValue ops[2] = {mlirOperationGetResult(bucket, 0), g};
-      MlirOperation pack = piperOpCreate("tdag.pack_into", mlirOperationGetLocation(producer), 2,
-                                         ops, 1, &paddedType, 3, attrs);
+      MlirOperation pack = piperTdagOpCreate(PIPER_TDAG_PACK_INTO,
+                                             mlirOperationGetLocation(producer), 2, ops, 1,
+                                             &paddedType, 3, attrs);
       mlirBlockInsertOwnedOperationAfter(body, bucket, pack);
       in = mlirOperationGetResult(pack, 0);
       after = pack;
@@ -217,8 +219,9 @@ static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *upda
       /* the bucket, then each gradient copied in right after it is produced */
       MlirNamedAttribute packAttrs[3] = {devAttr, passB, devAttr}; /* [2]: the offset, below */
       MlirOperation firstProducer = mlirOpResultGetOwner(grads[0]);
-      MlirOperation bucket = piperOpCreate("tdag.bucket", mlirOperationGetLocation(firstProducer),
-                                           0, NULL, 1, &flat, 2, packAttrs);
+      MlirOperation bucket = piperTdagOpCreate(PIPER_TDAG_BUCKET,
+                                               mlirOperationGetLocation(firstProducer), 0, NULL,
+                                               1, &flat, 2, packAttrs);
       mlirBlockInsertOwnedOperationBefore(body, firstProducer, bucket);
       MlirValue packed = mlirOperationGetResult(bucket, 0);
       MlirOperation after = bucket;
@@ -227,8 +230,9 @@ static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *upda
         MlirOperation producer = mlirOpResultGetOwner(grads[i]);
         packAttrs[2] = piperNamedAttr(ctx, "offset", piperI64Attr(ctx, at));
         MlirValue ops[2] = {packed, grads[i]};
-        MlirOperation pack = piperOpCreate("tdag.pack_into", mlirOperationGetLocation(producer), 2,
-                                           ops, 1, &flat, 3, packAttrs);
+        MlirOperation pack = piperTdagOpCreate(PIPER_TDAG_PACK_INTO,
+                                               mlirOperationGetLocation(producer), 2, ops, 1,
+                                               &flat, 3, packAttrs);
         /* after the gradient and after the previous copy: program order stays topological */
         MlirOperation anchor = positionOf(body, producer) > positionOf(body, after) ? producer : after;
         mlirBlockInsertOwnedOperationAfter(body, anchor, pack);
@@ -250,8 +254,8 @@ static void bucketGradients(MlirContext ctx, MlirBlock body, MlirOperation *upda
         MlirType t = mlirValueGetType(grads[i]);
         MlirNamedAttribute viewAttrs[3] = {
             piperNamedAttr(ctx, "offset", piperI64Attr(ctx, offset)), devAttr, passUpd};
-        MlirOperation view = piperOpCreate("tdag.view", mlirOperationGetLocation(upd), 1,
-                                           &reduced, 1, &t, 3, viewAttrs);
+        MlirOperation view = piperTdagOpCreate(PIPER_TDAG_VIEW, mlirOperationGetLocation(upd), 1,
+                                               &reduced, 1, &t, 3, viewAttrs);
         mlirBlockInsertOwnedOperationBefore(body, upd, view);
         mlirOperationSetOperand(upd, 1, mlirOperationGetResult(view, 0));
         offset += piperTensorNumel(t);

@@ -46,10 +46,8 @@ bool piperNear(double a, double b) { return fabs(a - b) <= 1e-6 * fabs(b); }
 MlirOperation piperBuild(MlirRewriterBase rw, MlirOperation at, PiperOpId id, intptr_t n,
                          const MlirValue *operands, intptr_t nResults, const MlirType *results,
                          intptr_t nAttrs, const MlirNamedAttribute *attrs) {
-  size_t count;
-  const PiperOpFacts *table = piperOpFactsTable(&count);
-  MlirOperation op = piperOpCreate(table[id].name, mlirOperationGetLocation(at), n, operands,
-                                   nResults, results, nAttrs, attrs);
+  MlirOperation op = piperTdagOpCreate(id, mlirOperationGetLocation(at), n, operands, nResults,
+                                       results, nAttrs, attrs);
   piperCopyPlacement(op, at);
   mlirRewriterBaseSetInsertionPointBefore(rw, at);
   return mlirRewriterBaseInsert(rw, op);

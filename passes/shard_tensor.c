@@ -48,9 +48,10 @@
  *     global mapping floor(j*KV/H) restricted to the member, since t*H/T query heads map to
  *     t*KV/T kv heads. With one kv head (multi-query) every member keeps it: the k and v
  *     chains (projections, norm, rope) stay whole and replicated, and the backward's dk and
- *     dv, each member's share, are all-reduced over the group (reduceSharedKvGrads). rmsnorm (per chunk of its weight's size D: q_norm, k_norm) and rope
- *     (per head) run on the member's heads, their chunks must not straddle members; gelu and
- *     swiglu are elementwise.
+ *     dv, each member's share, are all-reduced over the group (reduceWholeOperandGrads).
+ *     rmsnorm (per chunk of its weight's size D: q_norm, k_norm) and rope (per head) run on
+ *     the member's heads, their chunks must not straddle members; gelu and swiglu are
+ *     elementwise.
  *   row linear W (N2,K2): member t keeps columns [t*K2/T, (t+1)*K2/T): a strided slice (N2
  *     blocks of K2/T elements, K2 apart). Its product is partial: a comm.all_reduce over the
  *     group (attribute tp_reduce) on the directive's stream sums it (Megatron's g). A biased
@@ -62,9 +63,13 @@
  *     backward), after the adds that sum several of them (q, k, v; gate, up) so there is one
  *     per region (reducePartialInputGrads). A region's rmsnorm weight (q_norm, k_norm) stays
  *     whole on every member, but its gradient sums over the heads and each member sees its
- *     own: that gradient is all-reduced over the group too (reduceNormWeightGrads), so the
+ *     own: that gradient is all-reduced over the group too (reduceWholeOperandGrads), so the
  *     copies get the same update. Every other gradient has the shape of what it
  *     differentiates (result types are re-derived from operand types, program order).
+ * Which op does what, forward and backward, is its row's tp column (PiperTpRule, ops.h): the
+ * pass implements each rule once (carriedDim, retype, reducePartialInputGrads,
+ * reduceWholeOperandGrads) and names no op but the parameters it splits (a tdag.param, or its
+ * transpose: weightParam), their AdamW moments and the ops it builds (matmul_nt, bias_add).
  * Each split parameter and its AdamW moments get `tp_full` (the whole tensor's shape) and
  * `tp_slice = [block, stride, blocks, step]`: member t holds `blocks` blocks of `block`
  * elements of the flattened whole tensor, block i at t*step + i*stride. Extraction sets
@@ -140,12 +145,13 @@ typedef struct {
   PiperPtrMap rowOps;      /* row linear op -> 1: each recorded once in rows */
   MlirOperation *rows;     /* the regions' row linears (an all-reduce after each) */
   size_t nRows, capRows;
-  PiperPtrMap headOps;     /* gqa_attention ops whose heads are split -> 1 (kv heads split
-                            * too) or 2 (one kv head, multi-query: k and v whole on every
-                            * member, their gradients summed over the group) */
-  PiperPtrMap normParams;  /* weights of per-head rmsnorms inside regions (qwen3's q_norm and
-                            * k_norm): replicated, but each member's weight gradient only sums
-                            * its heads' share, so it is all-reduced over the group */
+  PiperPtrMap headOps;     /* attention ops whose heads are split -> 1 (kv heads split too)
+                            * or 2 (one kv head, multi-query: k and v whole on every member) */
+  PiperPtrMap wholeValues; /* values a region keeps whole on every member while each member's
+                            * gradient of them sums only its heads' share: a per-head norm's
+                            * weight (qwen3's q_norm, k_norm), a multi-query attention's k and
+                            * v. Their gradients are all-reduced over the group
+                            * (reduceWholeOperandGrads). */
   PiperPtrMap oldTypes;    /* value -> its type before the split (MlirType.ptr), for the
                             * general ops' result types (retypeGeneral) */
 } Sharder;
@@ -225,17 +231,31 @@ static void errorAtOp(MlirOperation directive, MlirOperation op, const char *wha
   piperEmitNotef(mlirOperationGetLocation(op), "shard_tensor: this op of node %s", label);
 }
 
-/* The op's rule in a region: its row's tp column (include/piper/tdag_ops.def). */
+/* The op's rule: its row's tp column (include/piper/tdag_ops.def), and OPERAND_GRADS for the
+ * gradient op of an ELEMENTWISE row (its .gradOp: autodiff's gradElementwise), as ops.h says. */
 static PiperTpRule tpRule(MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
-  return f ? f->tp : PIPER_TP_NONE;
+  if (!f) return PIPER_TP_NONE;
+  if (f->tp != PIPER_TP_NONE || f->kind != PIPER_OP_BACKWARD) return f->tp;
+  size_t nRows;
+  const PiperOpFacts *rows = piperOpFactsTable(&nRows);
+  for (size_t i = 0; i < nRows; ++i)
+    if (rows[i].tp == PIPER_TP_ELEMENTWISE && rows[i].gradOp == f->id)
+      return PIPER_TP_OPERAND_GRADS;
+  return PIPER_TP_NONE;
 }
 
 /* The ops a region may hold between its column and row linears: each works on the split last
  * dim independently per member (elementwise, or per head once the heads divide). */
 static bool interiorOp(MlirOperation op) {
-  PiperTpRule tp = tpRule(op);
-  return tp != PIPER_TP_NONE && tp != PIPER_TP_LINEAR;
+  switch (tpRule(op)) {
+  case PIPER_TP_ELEMENTWISE:
+  case PIPER_TP_PACKED_HEADS:
+  case PIPER_TP_GQA_HEADS:
+  case PIPER_TP_PER_HEAD:
+  case PIPER_TP_HEAD_NORM: return true;
+  default: return false; /* a linear, or not an op of a region */
+  }
 }
 
 static bool isLinear(MlirOperation op) { return tpRule(op) == PIPER_TP_LINEAR; }
@@ -276,8 +296,8 @@ static int64_t carriedDim(MlirOperation op, intptr_t k, int64_t sd, MlirType in,
   if (!f || sd < 0 || sd >= ri) return -1;
   bool hasDim = !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("dim")));
   if (hasDim && piperGetIntAttr(op, "dim", -1) == sd) return -1;
-  switch (f->id) {
-  case PIPER_TDAG_RESHAPE: { /* the result dim after as many elements as sd's prefix */
+  switch (f->tp) { /* the general ops' rules (PiperTpRule) */
+  case PIPER_TP_CARRY_RESHAPE: { /* the result dim after as many elements as sd's prefix */
     int64_t prefix = 1, seen = 1;
     for (int64_t i = 0; i < sd; ++i) prefix *= piperTensorDim(in, i);
     for (int64_t d = 0; d < ro; seen *= piperTensorDim(out, d), ++d)
@@ -285,21 +305,18 @@ static int64_t carriedDim(MlirOperation op, intptr_t k, int64_t sd, MlirType in,
         return d;
     return -1;
   }
-  case PIPER_TDAG_PERMUTE: {
+  case PIPER_TP_CARRY_PERMUTE: {
     int64_t perm[PIPER_MAX_RANK];
     if (!piperPermuteOf(op, ri, perm)) return -1;
     for (int64_t d = 0; d < ro; ++d)
       if (perm[d] == sd) return d;
     return -1;
   }
-  case PIPER_TDAG_SUM_TO: {
-    int64_t d = sd - (ri - ro);
-    return d >= 0 && piperTensorDim(out, d) == piperTensorDim(in, sd) ? d : -1;
-  }
-  case PIPER_TDAG_BMM: return sd < ri - 2 ? sd : -1;
-  case PIPER_TDAG_MASKED_FILL: if (k != 0) return -1; /* the mask is a whole constant */
+  case PIPER_TP_CARRY_LEADING: return sd < ri - 2 ? sd : -1;
+  case PIPER_TP_CARRY_OPERAND0: if (k != 0) return -1; /* the others are whole constants */
   /* fallthrough */
-  default: { /* elementwise, broadcast, slice and concat off their dim: dims right-aligned */
+  default: { /* elementwise, broadcast, slice and concat off their dim, sum_to: dims
+              * right-aligned */
     int64_t d = sd + (ro - ri);
     return d >= 0 && piperTensorDim(out, d) == piperTensorDim(in, sd) ? d : -1;
   }
@@ -550,21 +567,24 @@ static bool checkRegionDivides(Directive *d, const Region *r, int64_t T, PiperPt
   return true;
 }
 
-/* record: parameters to split, column ops, the row, heads to split, norms with partial
- * weight gradients */
+/* record: parameters to split, column ops, the row, heads to split, whole values with partial
+ * gradients */
 static bool recordRegion(Sharder *s, Directive *d, const Region *r, int64_t T,
                          PiperPtrMap *rep) {
   MlirOperation row = r->row;
   for (size_t i = 0; i < r->n; ++i) {
     MlirOperation o = r->ops[i];
     if (piperPtrMapGet(rep, o.ptr, NULL)) continue; /* whole on every member */
-    if (tpRule(o) == PIPER_TP_HEAD_NORM) {
-      MlirValue w = mlirOperationGetOperand(o, 1);
-      piperPtrMapPut(&s->normParams, mlirOpResultGetOwner(w).ptr, 1);
+    PiperTpRule tp = tpRule(o);
+    if (tp == PIPER_TP_HEAD_NORM) { /* its weight: whole on every member */
+      piperPtrMapPut(&s->wholeValues, mlirOperationGetOperand(o, 1).ptr, 1);
       continue;
     }
-    if (tpRule(o) == PIPER_TP_GQA_HEADS) {
-      piperPtrMapPut(&s->headOps, o.ptr, sharedKv(o, T) ? 2 : 1);
+    if (tp == PIPER_TP_PACKED_HEADS || tp == PIPER_TP_GQA_HEADS) {
+      bool shared = sharedKv(o, T);
+      piperPtrMapPut(&s->headOps, o.ptr, shared ? 2 : 1);
+      for (intptr_t a = 1; shared && a <= 2; ++a) /* k and v: whole on every member */
+        piperPtrMapPut(&s->wholeValues, mlirOperationGetOperand(o, a).ptr, 1);
       continue;
     }
     if (!isLinear(o)) continue;
@@ -757,8 +777,8 @@ static MlirOperation allReduceAfter(Sharder *s, MlirOperation after, MlirValue v
 static MlirOperation withoutBias(Sharder *s, MlirOperation row) {
   MlirValue ops[2] = {mlirOperationGetOperand(row, 0), mlirOperationGetOperand(row, 1)};
   MlirType t = mlirValueGetType(mlirOperationGetResult(row, 0));
-  MlirOperation mm = piperOpCreate("tdag.matmul_nt", mlirOperationGetLocation(row), 2, ops, 1, &t,
-                                   0, NULL);
+  MlirOperation mm = piperTdagOpCreate(PIPER_TDAG_MATMUL_NT, mlirOperationGetLocation(row), 2,
+                                       ops, 1, &t, 0, NULL);
   piperCopyPlacement(mm, row);
   mlirBlockInsertOwnedOperationBefore(s->body, row, mm);
   mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(row, 0), mlirOperationGetResult(mm, 0));
@@ -807,102 +827,90 @@ static void retypeGeneral(Sharder *s, MlirOperation op) {
   }
 }
 
-/* Re-derives the result types of the ops whose shapes follow their operands (program order,
- * so a changed type flows down), and the heads of split attentions. */
+/* Divides the heads of `op`, an attention or its gradient, where the region split its forward
+ * `fwd`: `heads` by T, and `kv_heads` (where it has them) too unless one kv head stays whole on
+ * every member (headOps 2); tp_heads_split records T. Returns the member's heads, or 0 where
+ * nothing is split. */
+static int64_t splitHeads(Sharder *s, MlirOperation op, MlirOperation fwd, int64_t T) {
+  intptr_t how;
+  if (mlirOperationIsNull(fwd) || !piperPtrMapGet(&s->headOps, fwd.ptr, &how) ||
+      piperGetIntAttr(op, "tp_heads_split", 0))
+    return 0;
+  int64_t H = piperGetIntAttr(op, "heads", 1) / T;
+  mlirOperationSetAttributeByName(op, piperStr("heads"), piperI64Attr(s->ctx, H));
+  if (!mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("kv_heads")))) {
+    int64_t KV = piperGetIntAttr(op, "kv_heads", 1);
+    if (how == 1) KV /= T;
+    mlirOperationSetAttributeByName(op, piperStr("kv_heads"), piperI64Attr(s->ctx, KV));
+  }
+  mlirOperationSetAttributeByName(op, piperStr("tp_heads_split"), piperI64Attr(s->ctx, T));
+  return H;
+}
+
+/* The forward of an OPERAND_GRADS op: the producer of its last operand (a result the forward
+ * saved for it, as the attentions' lse), or null. */
+static MlirOperation forwardOf(MlirOperation op) {
+  intptr_t n = mlirOperationGetNumOperands(op);
+  MlirValue saved = n ? mlirOperationGetOperand(op, n - 1) : (MlirValue){NULL};
+  return saved.ptr && mlirValueIsAOpResult(saved) ? mlirOpResultGetOwner(saved)
+                                                  : (MlirOperation){NULL};
+}
+
+/* Re-derives the result types of every op from its operands' by its rule (PiperTpRule), in
+ * program order so that a changed type flows down, and the heads of split attentions. */
 static void retype(Sharder *s, int64_t T) {
-  /* the backward ops of the elementwise rows (their .gradOp, autodiff's gradElementwise) */
-  bool elementwiseGrad[PIPER_TDAG_OP_COUNT] = {false};
-  size_t nRows;
-  const PiperOpFacts *rows = piperOpFactsTable(&nRows);
-  for (size_t i = 0; i < nRows; ++i)
-    if (rows[i].tp == PIPER_TP_ELEMENTWISE && rows[rows[i].gradOp].kind == PIPER_OP_BACKWARD)
-      elementwiseGrad[rows[i].gradOp] = true;
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     const PiperOpFacts *f = piperOpFacts(op);
-    if (!f) continue;
-    MlirValue r0 = mlirOperationGetNumResults(op) ? mlirOperationGetResult(op, 0)
-                                                   : (MlirValue){NULL};
-    switch (f->id) {
-    case PIPER_TDAG_LINEAR:
-    case PIPER_TDAG_MATMUL_NT:
+    if (!f || !mlirOperationGetNumResults(op)) continue;
+    MlirValue r0 = mlirOperationGetResult(op, 0);
+    switch (tpRule(op)) {
+    case PIPER_TP_LINEAR:
       mlirValueSetType(r0, withLast(operandT(op, 0), piperTensorDim(operandT(op, 1), 0)));
       break;
-    case PIPER_TDAG_LINEAR_GRAD_INPUT:
+    case PIPER_TP_LINEAR_GRAD_INPUT:
       mlirValueSetType(r0, withLast(operandT(op, 0), piperTensorDim(operandT(op, 1), 1)));
       break;
-    case PIPER_TDAG_LINEAR_GRAD_WEIGHT:
+    case PIPER_TP_LINEAR_GRAD_WEIGHT:
       mlirValueSetType(r0, shape2(s->ctx, piperTensorDim(operandT(op, 0), -1),
                                   piperTensorDim(operandT(op, 1), -1)));
       break;
-    case PIPER_TDAG_BIAS_GRAD:
+    case PIPER_TP_BIAS_GRAD:
       mlirValueSetType(r0, mlirRankedTensorTypeGet(
                                1, (int64_t[]){piperTensorDim(operandT(op, 0), -1)},
                                mlirF32TypeGet(s->ctx), mlirAttributeGetNull()));
       break;
-    case PIPER_TDAG_ATTENTION:
-    case PIPER_TDAG_ATTENTION_GRAD: {
-      bool grad = f->id == PIPER_TDAG_ATTENTION_GRAD;
-      MlirValue qkv = mlirOperationGetOperand(op, grad ? 1 : 0);
-      intptr_t kind;
-      if (!mlirValueIsAOpResult(qkv) ||
-          !piperPtrMapGet(&s->columnOps, mlirOpResultGetOwner(qkv).ptr, &kind) ||
-          piperGetIntAttr(op, "tp_heads_split", 0))
-        break;
-      int64_t H = piperGetIntAttr(op, "heads", 1) / T;
-      mlirOperationSetAttributeByName(op, piperStr("heads"), piperI64Attr(s->ctx, H));
-      mlirOperationSetAttributeByName(op, piperStr("tp_heads_split"), piperI64Attr(s->ctx, T));
-      MlirType q = mlirValueGetType(qkv);
-      if (grad) {
-        mlirValueSetType(r0, q);
-      } else {
-        mlirValueSetType(r0, withLast(q, piperTensorDim(q, -1) / 3));
-        mlirValueSetType(mlirOperationGetResult(op, 1), lseOfHeads(s, op, H));
-      }
+    case PIPER_TP_PACKED_HEADS:
+    case PIPER_TP_GQA_HEADS: {
+      int64_t H = splitHeads(s, op, op, T);
+      if (!H) break;
+      MlirType q = operandT(op, 0); /* a packed qkv: its first third */
+      if (f->tp == PIPER_TP_PACKED_HEADS) q = withLast(q, piperTensorDim(q, -1) / 3);
+      mlirValueSetType(r0, q);
+      mlirValueSetType(mlirOperationGetResult(op, 1), lseOfHeads(s, op, H));
       break;
     }
-    case PIPER_TDAG_GQA_ATTENTION:
-    case PIPER_TDAG_GQA_ATTENTION_GRAD: {
-      bool grad = f->id == PIPER_TDAG_GQA_ATTENTION_GRAD;
-      MlirOperation fwd = op;
-      if (grad) { /* its forward: the producer of the saved lse */
-        MlirValue lse = mlirOperationGetOperand(op, 5);
-        if (!mlirValueIsAOpResult(lse)) break;
-        fwd = mlirOpResultGetOwner(lse);
-      }
-      intptr_t how;
-      if (!piperPtrMapGet(&s->headOps, fwd.ptr, &how) || piperGetIntAttr(op, "tp_heads_split", 0))
-        break;
-      int64_t H = piperGetIntAttr(op, "heads", 1) / T, KV = piperGetIntAttr(op, "kv_heads", 1);
-      if (how == 1) KV /= T; /* else one kv head, whole on every member */
-      mlirOperationSetAttributeByName(op, piperStr("heads"), piperI64Attr(s->ctx, H));
-      mlirOperationSetAttributeByName(op, piperStr("kv_heads"), piperI64Attr(s->ctx, KV));
-      mlirOperationSetAttributeByName(op, piperStr("tp_heads_split"), piperI64Attr(s->ctx, T));
-      if (grad) {
-        for (int i = 0; i < 3; ++i) mlirValueSetType(mlirOperationGetResult(op, i), operandT(op, 1 + i));
-      } else {
-        mlirValueSetType(r0, operandT(op, 0));
-        mlirValueSetType(mlirOperationGetResult(op, 1), lseOfHeads(s, op, H));
-      }
-      break;
-    }
-    case PIPER_TDAG_RMSNORM: /* y like x, rstd one per chunk of the weight's size */
+    case PIPER_TP_HEAD_NORM: /* y like x, rstd one per chunk of the weight's size */
       mlirValueSetType(r0, operandT(op, 0));
       mlirValueSetType(mlirOperationGetResult(op, 1),
                        withLast(operandT(op, 0), piperTensorDim(operandT(op, 0), -1) /
                                                      piperTensorDim(operandT(op, 1), 0)));
       break;
-    case PIPER_TDAG_RMSNORM_GRAD: mlirValueSetType(r0, operandT(op, 1)); break;
-    case PIPER_TDAG_ROPE_GRAD: mlirValueSetType(r0, operandT(op, 0)); break;
-    case PIPER_TDAG_ADD: mlirValueSetType(r0, operandT(op, 0)); break;
-    case PIPER_TDAG_BIAS_ADD: mlirValueSetType(r0, operandT(op, 0)); break;
-    default:
-      if (f->tp == PIPER_TP_ELEMENTWISE || f->tp == PIPER_TP_PER_HEAD) /* like its input */
-        mlirValueSetType(r0, operandT(op, 0));
-      else if (elementwiseGrad[f->id]) /* X_grad(dy, X's operands...): one gradient each */
-        for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i)
-          mlirValueSetType(mlirOperationGetResult(op, i), operandT(op, 1 + i));
-      else if (f->batch == PIPER_BATCH_OPERANDS && mlirOperationGetNumResults(op) == 1)
+    case PIPER_TP_OPERAND_GRADS:
+      splitHeads(s, op, forwardOf(op), T);
+      for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i)
+        mlirValueSetType(mlirOperationGetResult(op, i), operandT(op, 1 + i));
+      break;
+    case PIPER_TP_ELEMENTWISE:
+    case PIPER_TP_PER_HEAD:
+    case PIPER_TP_LIKE_OPERAND0:
+    case PIPER_TP_SUM: mlirValueSetType(r0, operandT(op, 0)); break;
+    case PIPER_TP_NONE:
+    case PIPER_TP_CARRY_RESHAPE:
+    case PIPER_TP_CARRY_PERMUTE:
+    case PIPER_TP_CARRY_LEADING:
+    case PIPER_TP_CARRY_OPERAND0: /* a general op: the dim its operand's split carries */
+      if (f->batch == PIPER_BATCH_OPERANDS && mlirOperationGetNumResults(op) == 1)
         retypeGeneral(s, op);
       break;
     }
@@ -919,14 +927,15 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
   piperPtrMapInit(&partial, 64);
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (piperIsOp(op, PIPER_TDAG_LINEAR_GRAD_INPUT)) {
+    PiperTpRule tp = tpRule(op);
+    if (tp == PIPER_TP_LINEAR_GRAD_INPUT) {
       bool transposed;
       MlirOperation w = weightParam(mlirOperationGetOperand(op, 1), &transposed);
       intptr_t k;
       if (!mlirOperationIsNull(w) && piperPtrMapGet(&s->sliced, w.ptr, &k) &&
           columnKind((SliceKind)(k - 1)))
         piperPtrMapPut(&partial, mlirOperationGetResult(op, 0).ptr, 1);
-    } else if (piperIsOp(op, PIPER_TDAG_ADD)) {
+    } else if (tp == PIPER_TP_SUM) {
       bool both = true;
       for (intptr_t a = 0; a < 2; ++a) {
         MlirValue v = mlirOperationGetOperand(op, a);
@@ -944,7 +953,7 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
     if (!piperPtrMapGet(&partial, v.ptr, NULL)) continue;
     MlirOpOperand u = mlirValueGetFirstUse(v);
     if (!mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)) &&
-        piperIsOp(mlirOpOperandGetOwner(u), PIPER_TDAG_ADD) &&
+        tpRule(mlirOpOperandGetOwner(u)) == PIPER_TP_SUM &&
         piperPtrMapGet(&partial, mlirOperationGetResult(mlirOpOperandGetOwner(u), 0).ptr, NULL))
       continue; /* summed further first */
     allReduceAfter(s, op, v, mlirOperationGetAttributeByName(op, piperStr("devices")), stream);
@@ -953,40 +962,28 @@ static void reducePartialInputGrads(Sharder *s, MlirAttribute stream) {
   piperPtrMapFree(&partial);
 }
 
-/* A per-head rmsnorm inside a region (qwen3's q_norm, k_norm) keeps its weight (size D)
- * whole on every member, but its weight gradient sums over heads and each member sees only
- * its H/T heads: a partial sum, all-reduced over the group so every member applies the same
- * update (without it the copies would drift apart). */
-static void reduceNormWeightGrads(Sharder *s, MlirAttribute stream) {
+/* A value a region keeps whole on every member while each member computes from its own heads
+ * (s->wholeValues: a per-head rmsnorm's weight, qwen3's q_norm and k_norm; a multi-query
+ * attention's k and v) gets from each member's backward only its heads' share of its gradient:
+ * a partial sum, all-reduced over the group so that every member sees the whole gradient (the
+ * weight's copies get the same update; the k and v projections' whole weights the whole
+ * gradient). The OPERAND_GRADS ops give them: result r is operand 1 + r's gradient. */
+static void reduceWholeOperandGrads(Sharder *s, MlirAttribute stream) {
   for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    if (!piperIsOp(op, PIPER_TDAG_RMSNORM_GRAD)) continue;
-    MlirValue w = mlirOperationGetOperand(op, 2);
-    if (!mlirValueIsAOpResult(w) ||
-        !piperPtrMapGet(&s->normParams, mlirOpResultGetOwner(w).ptr, NULL))
-      continue;
-    allReduceAfter(s, op, mlirOperationGetResult(op, 1),
-                   mlirOperationGetAttributeByName(op, piperStr("devices")), stream);
-    op = mlirOperationGetNextInBlock(op);
-  }
-}
-
-/* A multi-query attention's k and v are whole on every member, but each member's backward
- * gives only its query heads' share of their gradients: dk and dv are all-reduced over the
- * group, so the k and v projections (whole weights) get the whole gradient everywhere. */
-static void reduceSharedKvGrads(Sharder *s, MlirAttribute stream) {
-  for (MlirOperation op = mlirBlockGetFirstOperation(s->body); !mlirOperationIsNull(op);
-       op = mlirOperationGetNextInBlock(op)) {
-    if (!piperIsOp(op, PIPER_TDAG_GQA_ATTENTION_GRAD)) continue;
-    MlirValue lse = mlirOperationGetOperand(op, 5); /* saved by its forward */
-    intptr_t how;
-    if (!mlirValueIsAOpResult(lse) ||
-        !piperPtrMapGet(&s->headOps, mlirOpResultGetOwner(lse).ptr, &how) || how != 2)
-      continue;
-    MlirAttribute devices = mlirOperationGetAttributeByName(op, piperStr("devices"));
-    for (int i = 2; i >= 1; --i) /* each right after the op: dk's reduction comes first */
-      allReduceAfter(s, op, mlirOperationGetResult(op, i), devices, stream);
-    op = mlirOperationGetNextInBlock(mlirOperationGetNextInBlock(op)); /* past both */
+    if (tpRule(op) != PIPER_TP_OPERAND_GRADS) continue;
+    MlirOperation last = op;
+    /* each right after the op, the last result's first: they end in result order */
+    for (intptr_t r = mlirOperationGetNumResults(op) - 1; r >= 0; --r) {
+      if (1 + r >= mlirOperationGetNumOperands(op) ||
+          !piperPtrMapGet(&s->wholeValues, mlirOperationGetOperand(op, 1 + r).ptr, NULL))
+        continue;
+      MlirOperation ar = allReduceAfter(s, op, mlirOperationGetResult(op, r),
+                                        mlirOperationGetAttributeByName(op, piperStr("devices")),
+                                        stream);
+      if (last.ptr == op.ptr) last = ar;
+    }
+    op = last; /* past the new all-reduces */
   }
 }
 
@@ -1026,7 +1023,7 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
   for (size_t i = 0; i < s->nRows; ++i) {
     MlirOperation row = s->rows[i];
     biases[i] = (MlirValue){NULL};
-    if (!piperIsOp(row, PIPER_TDAG_LINEAR)) continue;
+    if (mlirOperationGetNumOperands(row) < 3) continue; /* x, W: no bias */
     biases[i] = mlirOperationGetOperand(row, 2);
     s->rows[i] = withoutBias(s, row);
     mlirOperationDestroy(row);
@@ -1041,16 +1038,15 @@ static void applySplits(Sharder *s, int64_t T, MlirAttribute stream) {
     if (!biases[i].ptr) continue;
     MlirValue ops[2] = {mlirOperationGetResult(ar, 0), biases[i]};
     MlirType t = mlirValueGetType(ops[0]);
-    MlirOperation add = piperOpCreate("tdag.bias_add", mlirOperationGetLocation(mm), 2, ops, 1,
-                                      &t, 0, NULL);
+    MlirOperation add = piperTdagOpCreate(PIPER_TDAG_BIAS_ADD, mlirOperationGetLocation(mm), 2,
+                                          ops, 1, &t, 0, NULL);
     piperCopyPlacement(add, mm);
     mlirBlockInsertOwnedOperationAfter(s->body, ar, add);
     mlirValueReplaceAllUsesExcept(ops[0], mlirOperationGetResult(add, 0), 1, &add);
   }
   free(biases);
   reducePartialInputGrads(s, stream);
-  reduceNormWeightGrads(s, stream);
-  reduceSharedKvGrads(s, stream);
+  reduceWholeOperandGrads(s, stream);
 }
 
 /* Whether `op` is a column or row linear of a selected region. */
@@ -1371,7 +1367,7 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
   piperPtrMapInit(&s.columnOps, 64);
   piperPtrMapInit(&s.rowOps, 64);
   piperPtrMapInit(&s.headOps, 64);
-  piperPtrMapInit(&s.normParams, 64);
+  piperPtrMapInit(&s.wholeValues, 64);
   piperPtrMapInit(&s.oldTypes, 1024);
   if (mlirLogicalResultIsSuccess(status)) status = findAllRegions(&s, T);
   if (mlirLogicalResultIsSuccess(status)) {
@@ -1388,7 +1384,7 @@ static MlirLogicalResult runShardTensor(MlirOperation module, const char *arg) {
   piperPtrMapFree(&s.columnOps);
   piperPtrMapFree(&s.rowOps);
   piperPtrMapFree(&s.headOps);
-  piperPtrMapFree(&s.normParams);
+  piperPtrMapFree(&s.wholeValues);
   piperPtrMapFree(&s.oldTypes);
   free(s.rows);
   free(s.dirs);

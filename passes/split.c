@@ -138,8 +138,8 @@ static MlirLogicalResult applySplit(MlirOperation directive, MlirBlock body) {
       for (int64_t i = 1; i < M; ++i) {
         piperPtrMapGet(&copyOf[i], orig.ptr, &v);
         MlirValue pair[2] = {acc, {(const void *)v}};
-        MlirOperation add = piperOpCreate("tdag.add", mlirOperationGetLocation(op), 2, pair, 1,
-                                          &t, 0, NULL);
+        MlirOperation add = piperTdagOpCreate(PIPER_TDAG_ADD, mlirOperationGetLocation(op), 2,
+                                              pair, 1, &t, 0, NULL);
         mlirBlockInsertOwnedOperationBefore(body, op, add);
         MlirAttribute tags = mlirOperationGetAttributeByName(op, piperStr("tags"));
         if (!mlirAttributeIsNull(tags)) mlirOperationSetAttributeByName(add, piperStr("tags"), tags);

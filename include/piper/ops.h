@@ -40,7 +40,9 @@
  *                   passed stay rules of lower_compute.c, checked against the list's
  *                   argument types when the call is built.
  *   tp              shard-tensor: whether a forward op may sit in a tensor-parallel region
- *                   and what it splits there (PiperTpRule): a new op joins TP by its row.
+ *                   and what it splits there, and how any op's results follow split operands
+ *                   and which of its gradients are all-reduced (PiperTpRule): a new op joins
+ *                   TP by its row.
  * Comm ops have rows of their own (PiperCommFacts, from include/piper/comm_ops.def) holding the
  * facts more than one pass asks: which are ring attention ops, and their bf16 results. Their
  * other handling is per op in insert_comm.c and lower_comm.c, and under bf16 in precision.c
@@ -103,27 +105,69 @@ typedef enum {
   PIPER_ALIAS_RESULT_VIEWS_OPERAND0, /* view: result #0 is operand #0's elements from `offset` */
 } PiperAliasRule;
 
-/* How a forward op behaves inside a tensor-parallel region (--piper-shard-tensor,
- * passes/shard_tensor.c): column linears -> [ops of these rules]* -> one row linear, each
- * member of the group of T computing 1/T of the features. NONE: the op is not one of a
- * region's fused ops (an exported model's general op may still sit in one where it keeps the
- * split dim: the pass asks its shape, not its row). */
+/* What an op does under tensor parallelism (--piper-shard-tensor, passes/shard_tensor.c): one
+ * behaviour each, which the pass implements once, so a new op joins TP by its row's `tp`
+ * (0, NONE, for the rows that name none).
+ *
+ * A region is column linears -> [ops of the interior rules]* -> one row linear, each member
+ * of the group of T computing 1/T of the features. A forward row's rule says whether it may
+ * sit in one and what it splits there; NONE: the op is not one of a region's fused ops (an
+ * exported model's general op may still sit in one where it keeps the split dim, by the
+ * layout rules at the end). After the split the pass re-derives every result type from the
+ * operand types, in program order, by the same rule, and all-reduces over the group the
+ * gradients that a member computes only its share of (partial sums).
+ *
+ * Rows of no rule (NONE) keep their result types, but for two kinds the pass derives from the
+ * row's other facts: a general op (PIPER_BATCH_OPERANDS, one result) shrinks the dim of its
+ * result that holds its operand's split dim (its dims right-aligned, or its layout rule); the
+ * .gradOp of an ELEMENTWISE row (autodiff's gradElementwise) behaves as OPERAND_GRADS. */
 typedef enum {
   PIPER_TP_NONE,
-  PIPER_TP_LINEAR,       /* x W^T: a column linear (input from outside the region) keeps N/T of
-                            W's rows (and of its bias), the row linear K/T of its columns and
-                            its product is partial, all-reduced over the group */
-  PIPER_TP_ELEMENTWISE,  /* on each member's features alone (gelu, swiglu) */
+  /* ---- a region's forward ops ---- */
+  PIPER_TP_LINEAR,       /* x W^T [+ b] (operands x, W (N,K) [, b]): a column linear (input from
+                            outside the region) keeps N/T of W's rows (and of its bias), the row
+                            linear K/T of its columns and its product is partial: all-reduced
+                            over the group, a bias added once after the sum. Result (...,N) with
+                            N W's rows. */
+  PIPER_TP_ELEMENTWISE,  /* on each member's features alone (gelu, swiglu): result like
+                            operand #0 */
   PIPER_TP_PACKED_HEADS, /* `heads` heads on a packed qkv (B,T,3C) from a column linear: H/T
                             heads a member (T must divide them), the qkv weight cut by heads
-                            in each third */
+                            in each third; result #0 a third of the qkv, #1 the lse (B,H/T,T) */
   PIPER_TP_GQA_HEADS,    /* q, k, v of `heads` and `kv_heads` heads: H/T and KV/T a member;
                             one kv head (multi-query) stays whole on every member and its
-                            gradients are all-reduced */
-  PIPER_TP_PER_HEAD,     /* per head of `head_dim` features (rope): the heads divide by T */
+                            gradients are all-reduced; result #0 like q, #1 the lse */
+  PIPER_TP_PER_HEAD,     /* per head of `head_dim` features (rope): the heads divide by T;
+                            result like operand #0 */
   PIPER_TP_HEAD_NORM,    /* per chunk of its weight's (operand #1) size (qwen3's q/k_norm):
                             the heads divide by T; the weight stays whole on every member and
-                            its gradient, each member's heads' share, is all-reduced */
+                            its gradient, each member's heads' share, is all-reduced; result #0
+                            like operand #0, #1 one per chunk */
+  /* ---- the other ops: how their results follow split operands ---- */
+  PIPER_TP_LIKE_OPERAND0,      /* result #0 has operand #0's type (bias_add, rope_grad) */
+  PIPER_TP_SUM,                /* add: LIKE_OPERAND0, and a sum of two partial input gradients
+                                  (each read by it alone: autodiff summing q, k and v's) is
+                                  partial: one all-reduce after the sum instead of one each */
+  PIPER_TP_LINEAR_GRAD_INPUT,  /* dx(...,K) from dout and W (operand #1, (N,K)); partial, so
+                                  all-reduced, where W is a column linear's split weight */
+  PIPER_TP_LINEAR_GRAD_WEIGHT, /* dW (N,K) from dout(...,N) and x(...,K) */
+  PIPER_TP_BIAS_GRAD,          /* db (N) from dout(...,N) */
+  PIPER_TP_OPERAND_GRADS,      /* result r is the gradient of operand #1 + r, of its type (a
+                                  forward's dout first); the gradient of an operand a region
+                                  keeps whole on every member (a HEAD_NORM's weight, a
+                                  multi-query attention's k and v) is partial: all-reduced. A
+                                  `heads` (and `kv_heads`) attribute is split as its forward's,
+                                  the op whose result (a saved lse) is its last operand */
+  /* ---- a general op in a region: which dim of its result holds the dim of an operand the
+   * split shrank, so a member computes its part from its own. Without one of these (NONE):
+   * the dims right-aligned and of the same size (elementwise, broadcast, slice and concat off
+   * their `dim`, sum_to). An op with a `dim` attribute never carries a split along it. ---- */
+  PIPER_TP_CARRY_RESHAPE,  /* the result dim after as many elements as the split dim's prefix,
+                              one T divides (a split into heads) */
+  PIPER_TP_CARRY_PERMUTE,  /* where its `perm` moves the split dim */
+  PIPER_TP_CARRY_LEADING,  /* a leading (batch) dim alone, not the last two (bmm) */
+  PIPER_TP_CARRY_OPERAND0, /* right-aligned, from operand #0 only: the others are whole
+                              constants (masked_fill's mask) */
 } PiperTpRule;
 
 /* Element type of a row's results (every result has the same). */
@@ -173,7 +217,7 @@ typedef struct {
                                 (tdag.cast): the pass that made it chose both types, so the
                                 precision pass leaves them and the verifier accepts bf16 on
                                 either side */
-  PiperTpRule tp;            /* its part in a tensor-parallel region, see PiperTpRule */
+  PiperTpRule tp;            /* its part in tensor parallelism, see PiperTpRule */
 } PiperOpFacts;
 
 /* The row of `op`, or NULL for an op that is not a tdag op. */
@@ -183,6 +227,13 @@ const PiperOpFacts *piperOpFacts(MlirOperation op);
  * name with the row's, no search of the table. (piperOpIs in piper.h, by name, is for the
  * comm, sched and func ops.) */
 bool piperIsOp(MlirOperation op, PiperOpId id);
+/* Creates (unowned, not inserted) the tdag op `id` from its parts: piperOpCreate (piper.h)
+ * with its row's name. The passes build tdag ops this way, by id, never by a "tdag.<op>"
+ * literal. */
+MlirOperation piperTdagOpCreate(PiperOpId id, MlirLocation loc, intptr_t nOperands,
+                                const MlirValue *operands, intptr_t nResults,
+                                const MlirType *results, intptr_t nAttrs,
+                                const MlirNamedAttribute *attrs);
 /* The row named `name` ("tdag.linear"), or NULL. */
 const PiperOpFacts *piperOpFactsByName(MlirStringRef name);
 /* The whole table: *n gets its row count. */

@@ -289,21 +289,44 @@ int main(int argc, char **argv) {
   }
   printf("ok\n");
 
-  /* the tp column (passes/shard_tensor.c): only forward ops sit in a tensor-parallel region; a
-   * linear and a head norm read their weight at operand #1; an elementwise or per-head op
-   * gives one result, retyped like its input */
+  /* the tp column (passes/shard_tensor.c, PiperTpRule in ops.h): a region's rules on forward
+   * ops only, OPERAND_GRADS on backward ops; each rule reads the operands and gives the results
+   * it names (a linear and a head norm read their weight at operand #1, an attention gives
+   * its out and lse, an OPERAND_GRADS op's result r is operand 1 + r's gradient) */
   printf("@tp_rule_fits_op\n");
   for (int i = 0; i < nOps; ++i) {
     const PiperOpFacts *f = piperOpFactsByName(piperStr(ops[i].name));
-    if (f->tp == PIPER_TP_NONE) continue;
-    bool fits = f->kind == PIPER_OP_FORWARD && ops[i].nOperands >= 1 && ops[i].nResults >= 1;
-    if (f->tp == PIPER_TP_LINEAR || f->tp == PIPER_TP_HEAD_NORM)
-      fits = fits && ops[i].nOperands >= 2;
-    if (f->tp == PIPER_TP_ELEMENTWISE || f->tp == PIPER_TP_PER_HEAD)
-      fits = fits && ops[i].nResults == 1;
+    int in = ops[i].nOperands, out = ops[i].nResults;
+    bool fits = in >= 1 && out >= 1;
+    switch (f->tp) {
+    case PIPER_TP_NONE: continue;
+    case PIPER_TP_LINEAR:
+    case PIPER_TP_HEAD_NORM: fits = fits && f->kind == PIPER_OP_FORWARD && in >= 2; break;
+    case PIPER_TP_ELEMENTWISE:
+    case PIPER_TP_PER_HEAD: fits = fits && f->kind == PIPER_OP_FORWARD && out == 1; break;
+    case PIPER_TP_PACKED_HEADS:
+    case PIPER_TP_GQA_HEADS: fits = fits && f->kind == PIPER_OP_FORWARD && out == 2; break;
+    case PIPER_TP_LIKE_OPERAND0: break;
+    case PIPER_TP_SUM: fits = fits && in == 2 && out == 1; break;
+    case PIPER_TP_LINEAR_GRAD_INPUT:
+    case PIPER_TP_LINEAR_GRAD_WEIGHT:
+      fits = fits && f->kind == PIPER_OP_BACKWARD && in == 2 && out == 1;
+      break;
+    case PIPER_TP_BIAS_GRAD: fits = fits && f->kind == PIPER_OP_BACKWARD && out == 1; break;
+    case PIPER_TP_OPERAND_GRADS:
+      fits = fits && f->kind == PIPER_OP_BACKWARD && in >= out + 2;
+      break;
+    case PIPER_TP_CARRY_RESHAPE:
+    case PIPER_TP_CARRY_PERMUTE:
+    case PIPER_TP_CARRY_LEADING:
+    case PIPER_TP_CARRY_OPERAND0: /* a general op */
+      fits = fits && f->kind == PIPER_OP_FORWARD && f->batch == PIPER_BATCH_OPERANDS && out == 1;
+      break;
+    }
     if (!fits) {
-      printf("FAIL: %s: its .tp needs a forward op with its operands and results (%d operands, "
-             "%d results)\n", ops[i].name, ops[i].nOperands, ops[i].nResults);
+      printf("FAIL: %s: its .tp (%d) does not fit a %s op of %d operands and %d results\n",
+             ops[i].name, (int)f->tp, f->kind == PIPER_OP_FORWARD ? "forward" : "non-forward",
+             in, out);
       return 17;
     }
   }

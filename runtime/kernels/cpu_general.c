@@ -150,16 +150,12 @@ void prt_pow_scalar_bwd(float *dx, const float *dout, const float *x, float c, i
       dx[i] = dout[i] * (bwd);                                                               \
     }                                                                                        \
   }
-#define SQRT1_2 0.70710678118654752f    /* 1/sqrt(2) */
-#define INV_SQRT_2PI 0.3989422804014327f /* 1/sqrt(2 pi) */
 static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline float cube(float y) { return y * y * y; }
 UNARY(exp, expf(x), expf(x))
 UNARY(tanh, tanhf(x), 1.0f - tanhf(x) * tanhf(x))
 UNARY(rsqrt, 1.0f / sqrtf(x), -0.5f * cube(1.0f / sqrtf(x))) /* torch: -0.5 * dout * y^3 */
 UNARY(silu, x * sigmoid(x), sigmoid(x) * (1.0f + x * (1.0f - sigmoid(x))))
-UNARY(gelu_erf, 0.5f * x * (1.0f + erff(x * SQRT1_2)),
-      0.5f * (1.0f + erff(x * SQRT1_2)) + x * INV_SQRT_2PI * expf(-0.5f * x * x))
 #undef UNARY
 
 /* ---- softmax over the middle dim of (outer, n, inner) ---- */

@@ -1,9 +1,11 @@
 /* CPU kernels of the general tensor ops (include/piper/tdag_ops.def, "general tensor ops"):
  * what a PyTorch module exported by python/piper computes where --piper-fuse found no fused
  * op. Each does the math of its kernel-list comment (include/piper/kernels.def) in fp32 as
- * PyTorch's CPU kernels do (libm's expf, tanhf, erff; pow's special exponents), so an exported
- * model trained here follows the same module trained by torch to float rounding. Sums over a
- * dim accumulate in double, so they do not drift with the size summed. Every kernel starts with
+ * PyTorch's CPU kernels do (libm's expf, tanhf; pow's special exponents), so an exported
+ * model trained here follows the same module trained by torch to float rounding. Exact GELU
+ * (gelu_erf) is in kernels/cpu.c beside the tanh GELU, vectorized as torch's is (its 1 + erf
+ * within 2.5e-7 of double's, as libm's erff is within an ulp). Sums over a dim accumulate in
+ * double, so they do not drift with the size summed. Every kernel starts with
  * prt_comm_progress(), as the others (runtime/kernels/cpu.c). */
 #include <cblas.h>
 #include <math.h>

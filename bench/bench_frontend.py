@@ -16,7 +16,8 @@ on one core (taskset) and as DP2 (mpirun -np 2, one core per rank). ratio = expo
 piper-gen (target <= 1.10).
 Then the models in Hugging Face's idioms (test/frontend/hf_idioms.py), one core, each against
 the piper-gen model nearest to it (same L, C, H, T, B, V; KV and F where it has them): hf-llama
-and meta-llama against llama3, hf-qwen3 against qwen3, hf-neox-rot1 against gpt (GPT-NeoX
+and meta-llama against llama3, hf-qwen3 against qwen3, hf-neox-rot1 and hf-neox (Pythia's
+rotary on a quarter of each head) against gpt (GPT-NeoX
 differs: rotary instead of a position table, exact GELU, the parallel residual, an untied
 head; the nearest the zoo has), hf-gpt2 against gpt (its Conv1D weights stored transposed, read
 through a permute), hf-gemma against llama3 with one kv head and a tied head (Gemma's GeGLU
@@ -64,6 +65,7 @@ HF_MODELS = {  # name: (its piper-gen model's arguments, the export's)
     "hf-llama": (MODELS["llama"][0], ["--model", "hf-llama"] + HF_SHAPE),
     "hf-qwen3": (GEN_QWEN3, ["--model", "hf-qwen3"] + HF_SHAPE),
     "hf-neox-rot1": (MODELS["gpt"][0], ["--model", "hf-neox-rot1"] + HF_SHAPE),
+    "hf-neox": (MODELS["gpt"][0], ["--model", "hf-neox"] + HF_SHAPE),
     "meta-llama": (MODELS["llama"][0], ["--model", "meta-llama"] + HF_SHAPE),
     "hf-gpt2": (MODELS["gpt"][0], ["--model", "hf-gpt2"] + HF_SHAPE),
     # Gemma has one kv head and a tied head; its GeGLU and (1 + w) norm the zoo has not

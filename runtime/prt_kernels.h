@@ -24,8 +24,10 @@ void prt_moe_segment(const int32_t *counts, int64_t s, int64_t cap, int64_t El, 
 /* Rows of block s its El experts use. */
 int64_t prt_moe_block_used(const int32_t *counts, int64_t s, int64_t El);
 
-/* The vectorizable tanh GELU uses (kernels/cpu.c), exposed for its accuracy test. */
+/* The vectorizable tanh GELU uses and the 1 + erf(u) of exact GELU (kernels/cpu.c), exposed
+ * for their accuracy tests. */
 float prt_tanh_approx(float u);
+float prt_one_plus_erf_approx(float u);
 
 /* The scalars of one AdamW update at the context's step, lr and flags, as prt_adamw computes
  * them (kernels/cpu.c); the GPU's update (kernels/cuda.c) takes the same ones. */

@@ -239,15 +239,11 @@ void prt_linear_bwd_weight_bf16(float *dw, const uint16_t *dout, const uint16_t 
  * the CPU has them. */
 #define PRT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 
-/* tanh(u) in a form GCC vectorizes (libm's tanhf is a scalar call and cost a quarter of a GPT
- * step): tanh(u) = 1 - 2 / (e^(2u) + 1). e^z uses Cephes' range reduction z = n ln2 + r,
- * |r| <= ln2/2, with ln2 split in two so n*ln2 is exact, and a degree-7 Taylor polynomial for
- * e^r (truncation < 1e-8 relative); 2^n goes straight into the exponent bits. u is clamped to
- * [-9, 9], where tanh already rounds to +-1 in float. Max abs error vs double tanh: 2.4e-7
- * (kernel_test checks it over [-12, 12]). */
-static inline float tanh_vec(float u) {
-  u = u < -9.0f ? -9.0f : (u > 9.0f ? 9.0f : u);
-  float z = 2.0f * u;
+/* e^z in a form GCC vectorizes, for z in [-87, 88] (the caller clamps): Cephes' range
+ * reduction z = n ln2 + r, |r| <= ln2/2, with ln2 split in two so n*ln2 is exact, and a
+ * degree-7 Taylor polynomial for e^r (truncation < 1e-8 relative); 2^n goes straight into the
+ * exponent bits, which is why z must keep 2^n a normal float. */
+static inline float exp_vec(float z) {
   float n = floorf(z * 1.44269504088896341f + 0.5f);
   float r = z - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
@@ -262,10 +258,58 @@ static inline float tanh_vec(float u) {
   int32_t bits = ((int32_t)n + 127) << 23;
   float scale;
   memcpy(&scale, &bits, sizeof scale);
-  return 1.0f - 2.0f / (p * scale + 1.0f);
+  return p * scale;
+}
+
+/* tanh(u) vectorized (libm's tanhf is a scalar call and cost a quarter of a GPT step):
+ * tanh(u) = 1 - 2 / (e^(2u) + 1), u clamped to [-9, 9], where tanh already rounds to +-1 in
+ * float. Max abs error vs double tanh: 2.4e-7 (kernel_test checks it over [-12, 12]). */
+static inline float tanh_vec(float u) {
+  u = u < -9.0f ? -9.0f : (u > 9.0f ? 9.0f : u);
+  return 1.0f - 2.0f / (exp_vec(2.0f * u) + 1.0f);
+}
+
+/* 1 + erf(u) vectorized (libm's erff is a scalar call: with the expf of its gradient it took
+ * 28% of a GPT-NeoX step with exact GELU). Both branches are computed and one selected, so
+ * the loop has no branch:
+ *   |u| < 1:  1 + u P(u^2), P of degree 6 fitted to erf(u)/u (relative error 1.3e-9);
+ *   |u| >= 1: erfc(a) = t exp(-a^2 + R(t)), a = |u| clamped to 9 (erfc(9) = 4e-37, still a
+ *             normal float for exp_vec), t = 1/(1 + a/2), R of degree 9 fitted to
+ *             log(erfc(a)/t) + a^2 over [1, 9] (Numerical Recipes' erfcc form; relative error
+ *             of erfc 1.4e-9); then 1 + erf(u) = erfc(a) for u < 0, 2 - erfc(a) otherwise.
+ * Taking erfc directly for u < 0 keeps GELU's far negative tail accurate relative to its
+ * size, where 1 + erff(u) cancels. The fits are least squares in double (the coefficients
+ * below, rounded to float); max abs error vs double 1 + erf in float arithmetic: kernel_test
+ * checks it over [-12, 12]. */
+static inline float one_plus_erf_vec(float u) {
+  float a = fabsf(u), s = u * u;
+  float p = 7.84725913e-05f;
+  p = p * s - 8.00818932e-04f;
+  p = p * s + 5.18809889e-03f;
+  p = p * s - 2.68536911e-02f;
+  p = p * s + 1.12835822e-01f;
+  p = p * s - 3.76126256e-01f;
+  p = p * s + 1.12837917f;
+  float near0 = 1.0f + u * p;
+  float ac = a < 1.0f ? 1.0f : (a > 9.0f ? 9.0f : a);
+  float t = 1.0f / (1.0f + 0.5f * ac);
+  float r = 0.208172177f;
+  r = r * t - 1.0289176f;
+  r = r * t + 1.94308373f;
+  r = r * t - 1.66895526f;
+  r = r * t + 0.6512895f;
+  r = r * t - 0.346801527f;
+  r = r * t + 0.139483887f;
+  r = r * t + 0.367337919f;
+  r = r * t + 1.00060154f;
+  r = r * t - 1.26553282f;
+  float erfc = t * exp_vec(r - ac * ac);
+  float tail = u < 0.0f ? erfc : 2.0f - erfc;
+  return a < 1.0f ? near0 : tail;
 }
 
 float prt_tanh_approx(float u) { return tanh_vec(u); }
+float prt_one_plus_erf_approx(float u) { return one_plus_erf_vec(u); }
 
 PRT_VECTOR_CLONES
 void prt_gelu_fwd(float *out, const float *x, int64_t n) {
@@ -286,6 +330,28 @@ void prt_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n) {
     float local = 0.5f * (1.0f + th) +
                   xi * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * xi * xi);
     dx[i] = local * dout[i];
+  }
+}
+
+#define SQRT1_2 0.70710678118654752f    /* 1/sqrt(2) */
+#define INV_SQRT_2PI 0.3989422804014327f /* 1/sqrt(2 pi) */
+
+/* Exact GELU (nn.GELU(), F.gelu without `approximate`): x/2 (1 + erf(x/sqrt(2))). */
+PRT_VECTOR_CLONES
+void prt_gelu_erf_fwd(float *out, const float *x, int64_t n) {
+  prt_comm_progress();
+  for (int64_t i = 0; i < n; i++) out[i] = 0.5f * x[i] * one_plus_erf_vec(x[i] * SQRT1_2);
+}
+
+/* dx = dout (Phi(x) + x phi(x)): (1 + erf(x/sqrt(2)))/2 + x e^(-x^2/2)/sqrt(2 pi), the
+ * exponent clamped at -87 for exp_vec (e^-87 is 0 to the sum in float). */
+PRT_VECTOR_CLONES
+void prt_gelu_erf_bwd(float *dx, const float *dout, const float *x, int64_t n) {
+  prt_comm_progress();
+  for (int64_t i = 0; i < n; i++) {
+    float xi = x[i], z = -0.5f * xi * xi;
+    float density = INV_SQRT_2PI * exp_vec(z < -87.0f ? -87.0f : z);
+    dx[i] = dout[i] * (0.5f * one_plus_erf_vec(xi * SQRT1_2) + xi * density);
   }
 }
 

@@ -477,6 +477,51 @@ static void test_gelu(void) {
   free(s.x), free(s.out), free(s.R), free(dx);
   end();
 
+  /* Exact GELU's vectorized 1 + erf(u), against double erf over [-12, 12] (where it
+   * saturates to 0 and 2 in float): within 2.5e-7 absolute (about 2 float ulps of 1.0; libm's
+   * erff is within 1 ulp of erf, 6e-8 below 1.0), and for u <= -1, where GELU takes it as
+   * erfc(-u) to keep its tail, within 1e-5 relative down to u = -9 (the clamp: erfc(9) = 4e-37,
+   * near float's smallest normal; the float rounding of u^2 in e^(-u^2), up to 81 * 6e-8,
+   * dominates there). 1 + erff(u) would be 0, all relative error, below u = -3.9. */
+  begin("one_plus_erf_approx");
+  double worstAbs = 0, worstRel = 0, atAbs = 0, atRel = 0;
+  for (int64_t i = -1200000; i <= 1200000; i++) {
+    float u = (float)i * 1e-5f;
+    double exact = 1.0 + erf((double)u), got = prt_one_plus_erf_approx(u);
+    if (u <= -1.0f) exact = erfc(-(double)u);
+    double err = fabs(got - exact);
+    if (err > worstAbs) worstAbs = err, atAbs = u;
+    if (u <= -1.0f && u >= -9.0f && err / exact > worstRel) worstRel = err / exact, atRel = u;
+  }
+  if (worstAbs > 2.5e-7)
+    fail("max |one_plus_erf_approx - (1 + erf)| = %.3g at u = %g, want <= 2.5e-7", worstAbs,
+         atAbs);
+  if (worstRel > 1e-5)
+    fail("max relative error of one_plus_erf_approx over [-9, -1] = %.3g at u = %g, want <= 1e-5",
+         worstRel, atRel);
+  end();
+
+  /* Exact GELU and its gradient on a grid of [-12, 12], against the same formulas in double:
+   * x/2 (1 + erf(x/sqrt(2))) and (1 + erf(x/sqrt(2)))/2 + x e^(-x^2/2)/sqrt(2 pi). */
+  begin("gelu_erf");
+  enum { GRID = 24001 };
+  float *gx = malloc(GRID * sizeof(float)), *gy = malloc(GRID * sizeof(float));
+  float *gone = malloc(GRID * sizeof(float)), *gdx = malloc(GRID * sizeof(float));
+  double *wantY = malloc(GRID * sizeof(double)), *wantDx = malloc(GRID * sizeof(double));
+  for (int64_t i = 0; i < GRID; i++) {
+    gx[i] = (float)(i - GRID / 2) * 1e-3f;
+    gone[i] = 1.0f;
+    double x = gx[i], cdf = 0.5 * erfc(-x / sqrt(2.0));
+    wantY[i] = x * cdf;
+    wantDx[i] = cdf + x * exp(-0.5 * x * x) / sqrt(2 * M_PI);
+  }
+  prt_gelu_erf_fwd(gy, gx, GRID);
+  close_check("gelu_erf_fwd", gy, wantY, GRID, 2e-7, 2e-7);
+  prt_gelu_erf_bwd(gdx, gone, gx, GRID);
+  close_check("gelu_erf_bwd", gdx, wantDx, GRID, 3e-7, 2e-7);
+  free(gx), free(gy), free(gone), free(gdx), free(wantY), free(wantDx);
+  end();
+
   begin("add_copy");
   float a[5] = {1, 2, 3, 4, 5}, b[5] = {0.5f, -2, 7, 0, 1}, o[5], c[5];
   prt_add(o, a, b, 5);

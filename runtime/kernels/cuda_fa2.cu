@@ -57,13 +57,12 @@ __global__ void fa2_dq(uint16_t *dq, const float *acc, AttnShape s, float scale,
     fa2_dq_chunk(dq, acc, s, scale, c);
 }
 
-bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+bool aligned16(const void *p) { return prt_cuda_fa2_aligned(p); }
 
-// The checks every launch makes: a head size built for, 16-byte aligned rows (of `per16`
-// elements to 16 bytes), a grid that fits
-bool usable(int64_t D, int64_t qs, int64_t ks, int64_t os, int per16, int64_t blocks) {
-  return (D == 64 || D == 128) && qs % per16 == 0 && ks % per16 == 0 && os % per16 == 0 &&
-         blocks > 0 && blocks <= INT32_MAX;
+// The checks every launch makes: a head size built for, 16-byte aligned rows of `elem`-byte
+// elements, a grid that fits
+bool usable(int64_t D, int64_t qs, int64_t ks, int64_t os, int elem, int64_t blocks) {
+  return prt_cuda_fa2_takes(D, qs, ks, os, elem) && blocks > 0 && blocks <= INT32_MAX;
 }
 
 // Every kernel's dynamic shared memory limit raised to what it uses, past the default 48 KB:
@@ -105,8 +104,6 @@ unsigned grid_for(int64_t n, int per_thread_block) {
   return (unsigned)(g < 1 ? 1 : g > 65536 ? 65536 : g);
 }
 
-constexpr float kLog2e = 1.44269504088896341f;
-
 } // namespace
 
 extern "C" cudaError_t prt_cuda_fa2_fwd(uint16_t *out, float *lse, const uint16_t *q,
@@ -117,16 +114,11 @@ extern "C" cudaError_t prt_cuda_fa2_fwd(uint16_t *out, float *lse, const uint16_
   AttnShape s{T, H, KV, D, qs, ks, os};
   if (!aligned16(out) || !aligned16(q) || !aligned16(k) || !aligned16(v) || KV <= 0 || KV > H)
     return cudaErrorInvalidValue;
-  float scale_log2 = kLog2e / sqrtf((float)D);
-  Fa2FwdArgs a{q, k, v, out, lse, s, B, scale_log2};
-  if (D == 64) {
-    int64_t blocks = fa2_fwd_blocks<64>(B, s);
-    if (!usable(D, qs, ks, os, 8, blocks)) return cudaErrorInvalidValue;
-    return launch(fa2_fwd<64>, Fa2Fwd<64>::SMEM, blocks, a, stream);
-  }
-  int64_t blocks = fa2_fwd_blocks<128>(B, s);
-  if (!usable(D, qs, ks, os, 8, blocks)) return cudaErrorInvalidValue;
-  return launch(fa2_fwd<128>, Fa2Fwd<128>::SMEM, blocks, a, stream);
+  Fa2FwdArgs a = fa2_fwd_args(out, lse, q, k, v, B, s);
+  int64_t blocks = D == 64 ? fa2_fwd_blocks<64>(B, s) : fa2_fwd_blocks<128>(B, s);
+  if (!usable(D, qs, ks, os, 2, blocks)) return cudaErrorInvalidValue;
+  return D == 64 ? launch(fa2_fwd<64>, Fa2Fwd<64>::SMEM, blocks, a, stream)
+                 : launch(fa2_fwd<128>, Fa2Fwd<128>::SMEM, blocks, a, stream);
 }
 
 extern "C" cudaError_t prt_cuda_fa2_bwd(uint16_t *dq, uint16_t *dk, uint16_t *dv,
@@ -142,18 +134,18 @@ extern "C" cudaError_t prt_cuda_fa2_bwd(uint16_t *dq, uint16_t *dk, uint16_t *dv
       !aligned16(scratch) || KV <= 0 || KV > H)
     return cudaErrorInvalidValue;
   int64_t rows = B * H * T;
-  float *acc = scratch, *delta = scratch + rows * D;
-  float scale = 1.0f / sqrtf((float)D);
-  Fa2BwdArgs a{q, k, v, dout, lse, delta, acc, dk, dv, s, B, scale, scale * kLog2e};
+  Fa2BwdArgs a = fa2_bwd_args(dk, dv, dout, lse, q, k, v, scratch, B, s);
   int64_t blocks = D == 64 ? fa2_bwd_blocks<64>(B, s) : fa2_bwd_blocks<128>(B, s);
-  if (!usable(D, qs, ks, os, 8, blocks)) return cudaErrorInvalidValue;
-  fa2_delta<<<grid_for(rows, 256), 256, 0, stream>>>(delta, acc, dout, out, s, rows);
+  if (!usable(D, qs, ks, os, 2, blocks)) return cudaErrorInvalidValue;
+  fa2_delta<<<grid_for(rows, 256), 256, 0, stream>>>(const_cast<float *>(a.delta), a.dq_acc,
+                                                      dout, out, s, rows);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   e = D == 64 ? launch(fa2_bwd<64>, Fa2Bwd<64>::SMEM, blocks, a, stream)
               : launch(fa2_bwd<128>, Fa2Bwd<128>::SMEM, blocks, a, stream);
   if (e != cudaSuccess) return e;
-  fa2_dq<<<grid_for(rows * D / 8, 256), 256, 0, stream>>>(dq, acc, s, scale, rows * D / 8);
+  fa2_dq<<<grid_for(rows * D / 8, 256), 256, 0, stream>>>(dq, a.dq_acc, s, a.scale,
+                                                           rows * D / 8);
   return cudaGetLastError();
 }
 
@@ -166,7 +158,7 @@ extern "C" cudaError_t prt_cuda_fa2_fwd_f32(float *out, float *lse, const float 
   AttnShape s{T, H, KV, D, qs, ks, os};
   if (!aligned16(out) || !aligned16(q) || !aligned16(k) || !aligned16(v) || KV <= 0 || KV > H)
     return cudaErrorInvalidValue;
-  Fa2FwdF32Args a{q, k, v, out, lse, s, B, kLog2e / sqrtf((float)D)};
+  Fa2FwdF32Args a = fa2_fwd_f32_args(out, lse, q, k, v, B, s);
   int64_t blocks = D == 64 ? fa2_fwd_f32_blocks<64>(B, s) : fa2_fwd_f32_blocks<128>(B, s);
   if (!usable(D, qs, ks, os, 4, blocks)) return cudaErrorInvalidValue;
   return D == 64 ? launch(fa2_fwd_f32<64>, Fa2FwdF32<64>::SMEM, blocks, a, stream)
@@ -184,9 +176,8 @@ extern "C" cudaError_t prt_cuda_fa2_bwd_f32(float *dq, float *dk, float *dv, con
   if (!aligned16(dq) || !aligned16(dk) || !aligned16(dv) || !aligned16(dout) ||
       !aligned16(out) || !aligned16(q) || !aligned16(k) || !aligned16(v) || KV <= 0 || KV > H)
     return cudaErrorInvalidValue;
-  float scale = 1.0f / sqrtf((float)D);
   int64_t rows = B * H * T;
-  Fa2BwdF32Args a{q, k, v, dout, lse, scratch, dq, dk, dv, s, B, scale, scale * kLog2e};
+  Fa2BwdF32Args a = fa2_bwd_f32_args(dq, dk, dv, dout, lse, q, k, v, scratch, B, s);
   int64_t blocks = D == 64 ? fa2_bwd_f32_blocks<64>(B, s) : fa2_bwd_f32_blocks<128>(B, s);
   if (!usable(D, qs, ks, os, 4, blocks)) return cudaErrorInvalidValue;
   fa2_delta_f32<<<grid_for(rows, 256), 256, 0, stream>>>(scratch, dq, dout, out, s, rows);

@@ -295,6 +295,16 @@ struct Fa2FwdArgs {
   float scale_log2;          // log2(e) / sqrt(D)
 };
 
+// log2(e): scores are exponentiated in base 2 with it folded into the scale
+constexpr float FA2_LOG2E = 1.44269504088896341f;
+
+// A forward launch's arguments (prt_cuda_fa2_fwd's, and the host twins' in test/gpu)
+__host__ __device__ inline Fa2FwdArgs fa2_fwd_args(uint16_t *out, float *lse, const uint16_t *q,
+                                                   const uint16_t *k, const uint16_t *v,
+                                                   int64_t B, const AttnShape &s) {
+  return Fa2FwdArgs{q, k, v, out, lse, s, B, FA2_LOG2E / sqrtf((float)s.D)};
+}
+
 // Blocks of a forward launch
 template <int D> __host__ __device__ inline int64_t fa2_fwd_blocks(int64_t B, const AttnShape &s) {
   return B * s.H * ((s.T + Fa2Fwd<D>::BM - 1) / Fa2Fwd<D>::BM);
@@ -465,6 +475,18 @@ struct Fa2BwdArgs {
   int64_t B;
   float scale, scale_log2;          // 1/sqrt(D), log2(e)/sqrt(D)
 };
+
+// A backward launch's arguments: scratch (prt_cuda_fa2_bwd_scratch_bytes) holds the fp32
+// dQ accumulator (B, H, T, D), then D (B, H, T)
+__host__ __device__ inline Fa2BwdArgs fa2_bwd_args(uint16_t *dk, uint16_t *dv,
+                                                   const uint16_t *dout, const float *lse,
+                                                   const uint16_t *q, const uint16_t *k,
+                                                   const uint16_t *v, float *scratch, int64_t B,
+                                                   const AttnShape &s) {
+  float scale = 1.0f / sqrtf((float)s.D);
+  float *acc = scratch, *delta = scratch + B * s.H * s.T * s.D;
+  return Fa2BwdArgs{q, k, v, dout, lse, delta, acc, dk, dv, s, B, scale, scale * FA2_LOG2E};
+}
 
 template <int D> __host__ __device__ inline int64_t fa2_bwd_blocks(int64_t B, const AttnShape &s) {
   return B * s.KV * ((s.T + Fa2Bwd<D>::BN - 1) / Fa2Bwd<D>::BN);

@@ -45,6 +45,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <initializer_list>
+
+#include "kernels/cuda_fa2.h"     /* prt_cuda_fa2_takes, prt_cuda_fa2_aligned */
 #include "kernels/cuda_flash.cuh" /* flash_mma, flash_shfl_xor, flash_pack, flash_a_from_c */
 
 enum { FA2_THREADS = 128, FA2_WARPS = FA2_THREADS / 32 };
@@ -294,6 +297,17 @@ struct Fa2FwdArgs {
   int64_t B;
   float scale_log2;          // log2(e) / sqrt(D)
 };
+
+// The checks every launcher makes (kernels/cuda_fa2.cu's, and the fake CUDA runtime's in
+// test/gpu/fake_fa2.cc) on a shape with elements of `elem` bytes: 0 < KV <= H, a head size and
+// row strides the kernels take, every pointer 16-byte aligned
+inline bool fa2_launchable(const AttnShape &s, int elem,
+                           std::initializer_list<const void *> ptrs) {
+  if (s.KV <= 0 || s.KV > s.H || !prt_cuda_fa2_takes(s.D, s.qs, s.ks, s.os, elem)) return false;
+  for (const void *p : ptrs)
+    if (!prt_cuda_fa2_aligned(p)) return false;
+  return true;
+}
 
 // log2(e): scores are exponentiated in base 2 with it folded into the scale
 constexpr float FA2_LOG2E = 1.44269504088896341f;

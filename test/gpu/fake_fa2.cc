@@ -9,7 +9,7 @@
 //
 // FAKE_CUDA_FA2_FAULT=NAME puts one of block_emu.h's bugs back (drop-mask, wait-one-less,
 // no-syncthreads, shfl-self, ldmatrix-trans, mma-a-swap): the negative control of the training
-// tests that run these kernels (test/gpu/fake-cuda-flash.test). An unknown name is refused.
+// tests that run these kernels (test/gpu/fake-cuda-fa2.test). An unknown name is refused.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,15 +95,6 @@ void run(void *p) {
   }
 }
 
-// The launchers' checks (cuda_fa2.cu's): the shapes the kernels take, 16-byte aligned
-// pointers
-bool refused(const AttnShape &s, int elem, std::initializer_list<const void *> ptrs) {
-  if (s.KV <= 0 || s.KV > s.H || !prt_cuda_fa2_takes(s.D, s.qs, s.ks, s.os, elem)) return true;
-  for (const void *p : ptrs)
-    if (!prt_cuda_fa2_aligned(p)) return true;
-  return false;
-}
-
 // One launch on stream s: `kernels` launches of the GPU's, with the pointers they read and
 // write (the race detector's)
 cudaError_t issue(const char *name, const Launch &l, int kernels,
@@ -123,7 +114,7 @@ extern "C" cudaError_t prt_cuda_fa2_fwd(uint16_t *out, float *lse, const uint16_
                                         int64_t ks, int64_t os, cudaStream_t stream) {
   if (B * T * H == 0) return cudaSuccess;
   AttnShape s{T, H, KV, D, qs, ks, os};
-  if (refused(s, 2, {out, q, k, v})) return cudaErrorInvalidValue;
+  if (!fa2_launchable(s, 2, {out, q, k, v})) return cudaErrorInvalidValue;
   Launch l = {};
   l.kind = 0;
   l.fwd = fa2_fwd_args(out, lse, q, k, v, B, s);
@@ -138,7 +129,8 @@ extern "C" cudaError_t prt_cuda_fa2_bwd(uint16_t *dq, uint16_t *dk, uint16_t *dv
                                         int64_t ks, int64_t os, cudaStream_t stream) {
   if (B * T * H == 0) return cudaSuccess;
   AttnShape s{T, H, KV, D, qs, ks, os};
-  if (refused(s, 2, {dq, dk, dv, dout, out, q, k, v, scratch})) return cudaErrorInvalidValue;
+  if (!fa2_launchable(s, 2, {dq, dk, dv, dout, out, q, k, v, scratch}))
+    return cudaErrorInvalidValue;
   Launch l = {};
   l.kind = 1;
   l.bwd = fa2_bwd_args(dk, dv, dout, lse, q, k, v, scratch, B, s);
@@ -153,7 +145,7 @@ extern "C" cudaError_t prt_cuda_fa2_fwd_f32(float *out, float *lse, const float 
                                             cudaStream_t stream) {
   if (B * T * H == 0) return cudaSuccess;
   AttnShape s{T, H, KV, D, qs, ks, os};
-  if (refused(s, 4, {out, q, k, v})) return cudaErrorInvalidValue;
+  if (!fa2_launchable(s, 4, {out, q, k, v})) return cudaErrorInvalidValue;
   Launch l = {};
   l.kind = 2;
   l.fwd32 = fa2_fwd_f32_args(out, lse, q, k, v, B, s);
@@ -168,7 +160,8 @@ extern "C" cudaError_t prt_cuda_fa2_bwd_f32(float *dq, float *dk, float *dv, con
                                             cudaStream_t stream) {
   if (B * T * H == 0) return cudaSuccess;
   AttnShape s{T, H, KV, D, qs, ks, os};
-  if (refused(s, 4, {dq, dk, dv, dout, out, q, k, v})) return cudaErrorInvalidValue;
+  if (!fa2_launchable(s, 4, {dq, dk, dv, dout, out, q, k, v, scratch}))
+    return cudaErrorInvalidValue;
   Launch l = {};
   l.kind = 3;
   l.bwd32 = fa2_bwd_f32_args(dq, dk, dv, dout, lse, q, k, v, scratch, B, s);

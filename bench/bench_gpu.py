@@ -4,10 +4,13 @@
 The GPT of the issue (L12 C768 H12 T1024 B16 V256, 86M parameters), one AdamW step:
   piper fp32           piper-compile --target cuda (cuBLAS in pedantic fp32: no TF32)
   piper bf16           piper-compile --target cuda --precision bf16 (docs/mixed-precision.md:
-                       activations stored bf16, converted at each kernel's edge; the linears
-                       cublasGemmEx on bf16 operands, fp32 accumulate; the attention on tensor
-                       cores, a bf16 plan's default: runtime/kernels/cuda_flash.cu, mma.sync
-                       bf16, fp32 accumulation; the rest fp32 kernels)
+                       activations stored bf16, each kernel loading and storing bf16 itself;
+                       the linears on bf16 operands, fp32 accumulate; the attention
+                       FlashAttention-2's, runtime/kernels/cuda_fa2.cu, the default at head
+                       size 64 in both plans, fp32 FMAs in the fp32 one)
+  piper bf16, tensor-core attention
+                       the same binary with PIPER_CUDA_ATTN=tc: runtime/kernels/cuda_flash.cu,
+                       the bf16 plans' attention before FlashAttention-2 (the H200's 149.6 ms)
   piper bf16, fp32 attention
                        only with --all-rows: the same binary with PIPER_CUDA_ATTN=fp32, the
                        scalar fp32 attention kernels (15x slower on an H200: docs/gpu-speed.md)
@@ -374,7 +377,9 @@ def main():
     peak = args.peak or next((v for k, v in PEAKS.items() if k in name), None)
     exe_bf16 = args.binary_bf16 or exe + "_bf16"
     rows = [("piper fp32", lambda: ours(exe, args.steps, workdir)),
-            ("piper bf16", lambda: ours(exe_bf16, args.steps, workdir))]
+            ("piper bf16", lambda: ours(exe_bf16, args.steps, workdir)),
+            ("piper bf16, tensor-core attention", lambda: ours(
+                exe_bf16, args.steps, workdir, {"PIPER_CUDA_ATTN": "tc"}, "_tcattn"))]
     if args.all_rows:
         rows.append(("piper bf16, fp32 attention", lambda: ours(
             exe_bf16, args.steps, workdir, {"PIPER_CUDA_ATTN": "fp32"}, "_fp32attn")))
@@ -398,7 +403,8 @@ def main():
         print("| {} | {:.1f} | {:.0f} | {:.1f} | {} |".format(impl, ms[impl],
                                                            tokens / (ms[impl] / 1e3), tf, mfu))
         sys.stdout.flush()
-    for ours_row in ("piper bf16", "piper bf16, fp32 attention"):
+    for ours_row in ("piper bf16", "piper bf16, tensor-core attention",
+                     "piper bf16, fp32 attention"):
         if all(k in ms for k in (ours_row, "pytorch eager bf16", "pytorch compile bf16")):
             print("\n{} / pytorch eager bf16: {:.2f}x the time; / torch.compile bf16: {:.2f}x "
                   "(issue 29's target: <= 1)".format(ours_row, ms[ours_row] / ms["pytorch eager bf16"],

@@ -29,6 +29,7 @@
 
 #include "device/cuda_common.h"
 #include "kernels/cuda.h"
+#include "kernels/cuda_fa2.h"
 #include "kernels/cuda_gemm.h"
 #include "piper/gpu_tables.h"
 #include "piper/kernels.h"
@@ -91,7 +92,8 @@ static struct {
                                 bytes (their calls are ordered on the compute stream) */
   cublasLtHandle_t lt;       /* the linear forward with its bias (lt_gemm_bias) */
   int lt_off;                /* PIPER_CUDA_LT=0: bias rows, then cuBLAS, instead */
-  int attn_env;              /* PIPER_CUDA_ATTN: 1 tc, 0 fp32, -1 unset (attn_tc decides) */
+  int attn_env;              /* PIPER_CUDA_ATTN: 1 tc, 0 fp32, -1 unset (FlashAttention-2
+                                where it takes the op, else attn_tc decides) */
   void *scratch[SCR_COUNT];  /* device scratch: cross-entropy's per-row losses (f64), column
                                 reductions' chunk sums (f64), the embedding gradient's
                                 chunks (f32), the rotary tables (forward, inverse), the MoE
@@ -506,7 +508,8 @@ void prt_cuda_setup(prt_ctx *ctx) {
   const char *attn = getenv("PIPER_CUDA_ATTN");
   if (attn && strcmp(attn, "tc") && strcmp(attn, "fp32"))
     prt_fatal("PIPER_CUDA_ATTN=%s: expected tc (attention on tensor cores, bf16 operands) or "
-              "fp32 (the default)", attn);
+              "fp32 (the scalar reference kernels); unset: FlashAttention-2 for head sizes 64 "
+              "and 128", attn);
   S.attn_env = attn ? !strcmp(attn, "tc") : -1;
   const char *lt = getenv("PIPER_CUDA_LT");
   S.lt_off = lt && !strcmp(lt, "0");
@@ -851,10 +854,61 @@ static uint16_t *flash_staging(int64_t B, int64_t T, int64_t H, int64_t KV, cons
   return scratch(SCR_FLASH_STAGE, prt_cuda_flash_stage_bytes(B, T, H, KV), fn);
 }
 
+/* FlashAttention-2 (kernels/cuda_fa2.cu: blocks of 4 warps, K/V tiles in shared memory, the
+ * backward's D from the forward's out) runs an attention op unless PIPER_CUDA_ATTN asks for
+ * the older kernels. Its precision follows the op's tensors, the bits `args` of its bf16 mask:
+ * the bf16 kernels when every one is bf16 (a bf16 plan: q, k, v read in place and O, dq, dk,
+ * dv written as bf16, no staging copy), the fp32 ones (fp32 FMAs, no TF32) when none is (an
+ * fp32 plan, or a bf16 one converting at each kernel's edge). What it refuses keeps the older
+ * kernels (cuda_flash.cu or the scalar cuda_attention.cu, as attn_tc picks), each for a reason:
+ * - a head size other than 64 or 128 (prt_cuda_fa2_takes): the kernels are instanced for the
+ *   two the models use, a tile's head columns being whole ldmatrix/mma steps and the
+ *   registers sized by D; the suite's small models (C/H = 16) run the older kernels;
+ * - tensors of mixed precision: neither instance reads them;
+ * - a tensor not 16-byte aligned, or a row stride that is not a multiple of 16 bytes (then
+ *   neither are k and v at C, 2C of the packed rows): the tiles move by 16-byte cp.async.
+ * Returns the element size of the kernels to run (2 bf16, 4 fp32), 0 for the older ones. */
+static int fa2_elem(int64_t D, int64_t qs, int64_t ks, int64_t os, int32_t bf16, int32_t args,
+                    const void *const *ptrs, int nptrs) {
+  if (S.attn_env >= 0) return 0;
+  int32_t in16 = bf16 & args;
+  int elem = in16 == args ? 2 : in16 == 0 ? 4 : 0;
+  if (!elem || !prt_cuda_fa2_takes(D, qs, ks, os, elem)) return 0;
+  for (int i = 0; i < nptrs; i++)
+    if (!prt_cuda_fa2_aligned(ptrs[i])) return 0;
+  return elem;
+}
+#define FA2_ELEM(D, qs, ks, os, bf16, args, ...)                                               \
+  fa2_elem((D), (qs), (ks), (os), (bf16), (args), (const void *const[]){__VA_ARGS__},          \
+           (int)(sizeof((const void *const[]){__VA_ARGS__}) / sizeof(const void *)))
+
+/* The FA2 backward's scratch: the bf16 kernels' fp32 dQ accumulator and D, the fp32 ones' D */
+static float *fa2_scratch(int elem, int64_t B, int64_t T, int64_t H, int64_t D, const char *fn) {
+  size_t bytes = elem == 2 ? prt_cuda_fa2_bwd_scratch_bytes(B, T, H, D)
+                           : prt_cuda_fa2_bwd_f32_scratch_bytes(B, T, H);
+  return scratch(SCR_ATTN_D, bytes > 0 ? bytes : 1, fn);
+}
+
 void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
                             int64_t C, int64_t H, int32_t bf16) {
   const char *fn = "prt_cuda_attention_fwd";
   check_heads(C, H, fn);
+  int64_t Dh = C / H;
+  /* q, k, v at channels 0, C, 2C of the (B, T, 3C) rows, read in place */
+  int elem = FA2_ELEM(Dh, 3 * C, 3 * C, C, bf16, 1 << 0 | 1 << 2, out, qkv);
+  if (elem == 2) {
+    const uint16_t *q = (const uint16_t *)qkv;
+    NVCC_OP(fn, "FlashAttention-2 forward (bf16)",
+            prt_cuda_fa2_fwd((uint16_t *)out, probs, q, q + C, q + 2 * C, B, T, H, H, Dh, 3 * C,
+                             3 * C, C, compute_stream()));
+    return;
+  }
+  if (elem == 4) {
+    NVCC_OP(fn, "FlashAttention-2 forward (fp32)",
+            prt_cuda_fa2_fwd_f32(out, probs, qkv, qkv + C, qkv + 2 * C, B, T, H, H, Dh, 3 * C,
+                                 3 * C, C, compute_stream()));
+    return;
+  }
   if (attn_tc(C / H, PRT_BF16_BIT(bf16, 2))) {
     uint16_t *staged = flash_staging(B, T, H, H, fn);
     NVCC_OP(fn, "flash attention forward (tensor cores)",
@@ -869,14 +923,33 @@ void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t 
                                         C, H, compute_stream()));
 }
 
-/* `out` (the forward's) is for FlashAttention-2's backward (kernels/cuda_fa2.cu), not yet
- * called here: these kernels take D from the probabilities they recompute */
+/* `out` (the forward's) gives FlashAttention-2's backward D = rowsum(dout o out); the older
+ * kernels take D from the probabilities they recompute */
 void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv, const float *out,
                             const float *probs, int64_t B, int64_t T, int64_t C, int64_t H,
                             int32_t bf16) {
-  (void)out;
   const char *fn = "prt_cuda_attention_bwd";
   check_heads(C, H, fn);
+  int64_t Dh = C / H;
+  int elem = FA2_ELEM(Dh, 3 * C, 3 * C, C, bf16, 1 << 0 | 1 << 1 | 1 << 2 | 1 << 3, dqkv, dout,
+                      qkv, out);
+  if (elem) {
+    float *scr = fa2_scratch(elem, B, T, H, Dh, fn);
+    if (elem == 2) {
+      const uint16_t *x = (const uint16_t *)qkv;
+      uint16_t *dx = (uint16_t *)dqkv;
+      NVCC_OP(fn, "FlashAttention-2 backward (bf16)",
+              prt_cuda_fa2_bwd(dx, dx + C, dx + 2 * C, (const uint16_t *)dout,
+                               (const uint16_t *)out, probs, x, x + C, x + 2 * C, scr, B, T, H,
+                               H, Dh, 3 * C, 3 * C, C, compute_stream()));
+    } else {
+      NVCC_OP(fn, "FlashAttention-2 backward (fp32)",
+              prt_cuda_fa2_bwd_f32(dqkv, dqkv + C, dqkv + 2 * C, dout, out, probs, qkv, qkv + C,
+                                   qkv + 2 * C, scr, B, T, H, H, Dh, 3 * C, 3 * C, C,
+                                   compute_stream()));
+    }
+    return;
+  }
   float *D = scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
   if (attn_tc(C / H, PRT_BF16_BIT(bf16, 2))) {
     uint16_t *staged = flash_staging(B, T, H, H, fn);
@@ -1172,6 +1245,21 @@ void prt_cuda_gqa_attention_fwd(float *out, float *probs, const float *q, const 
                                 int64_t D, int32_t bf16) {
   const char *fn = "prt_cuda_gqa_attention_fwd";
   check_gqa(H, KV, D, fn);
+  int elem = FA2_ELEM(D, H * D, KV * D, H * D, bf16, 1 << 0 | 1 << 2 | 1 << 3 | 1 << 4, out, q,
+                      k, v);
+  if (elem == 2) {
+    NVCC_OP(fn, "FlashAttention-2 GQA forward (bf16)",
+            prt_cuda_fa2_fwd((uint16_t *)out, probs, (const uint16_t *)q, (const uint16_t *)k,
+                             (const uint16_t *)v, B, T, H, KV, D, H * D, KV * D, H * D,
+                             compute_stream()));
+    return;
+  }
+  if (elem == 4) {
+    NVCC_OP(fn, "FlashAttention-2 GQA forward (fp32)",
+            prt_cuda_fa2_fwd_f32(out, probs, q, k, v, B, T, H, KV, D, H * D, KV * D, H * D,
+                                 compute_stream()));
+    return;
+  }
   if (attn_tc(D, PRT_BF16_BIT(bf16, 2))) {
     uint16_t *staged = flash_staging(B, T, H, KV, fn);
     NVCC_OP(fn, "flash GQA forward (tensor cores)",
@@ -1190,9 +1278,24 @@ void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *do
                                 const float *q, const float *k, const float *v,
                                 const float *out, const float *probs, int64_t B, int64_t T,
                                 int64_t H, int64_t KV, int64_t D, int32_t bf16) {
-  (void)out; /* as prt_cuda_attention_bwd's */
   const char *fn = "prt_cuda_gqa_attention_bwd";
   check_gqa(H, KV, D, fn);
+  int elem = FA2_ELEM(D, H * D, KV * D, H * D, bf16, 0xff, dq, dk, dv, dout, q, k, v, out);
+  if (elem) { /* `out` as prt_cuda_attention_bwd's */
+    float *scr = fa2_scratch(elem, B, T, H, D, fn);
+    if (elem == 2) {
+      NVCC_OP(fn, "FlashAttention-2 GQA backward (bf16)",
+              prt_cuda_fa2_bwd((uint16_t *)dq, (uint16_t *)dk, (uint16_t *)dv,
+                               (const uint16_t *)dout, (const uint16_t *)out, probs,
+                               (const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v,
+                               scr, B, T, H, KV, D, H * D, KV * D, H * D, compute_stream()));
+    } else {
+      NVCC_OP(fn, "FlashAttention-2 GQA backward (fp32)",
+              prt_cuda_fa2_bwd_f32(dq, dk, dv, dout, out, probs, q, k, v, scr, B, T, H, KV, D,
+                                   H * D, KV * D, H * D, compute_stream()));
+    }
+    return;
+  }
   float *Dbuf =
       scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
   if (attn_tc(D, PRT_BF16_BIT(bf16, 4))) {

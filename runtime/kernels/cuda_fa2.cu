@@ -57,14 +57,8 @@ __global__ void fa2_dq(uint16_t *dq, const float *acc, AttnShape s, float scale,
     fa2_dq_chunk(dq, acc, s, scale, c);
 }
 
-bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-
-// The checks every launch makes: a head size built for, 16-byte aligned rows (of `per16`
-// elements to 16 bytes), a grid that fits
-bool usable(int64_t D, int64_t qs, int64_t ks, int64_t os, int per16, int64_t blocks) {
-  return (D == 64 || D == 128) && qs % per16 == 0 && ks % per16 == 0 && os % per16 == 0 &&
-         blocks > 0 && blocks <= INT32_MAX;
-}
+// A grid that fits a launch
+bool fits(int64_t blocks) { return blocks > 0 && blocks <= INT32_MAX; }
 
 // Every kernel's dynamic shared memory limit raised to what it uses, past the default 48 KB:
 // once, at the first launch (the warm-up step; not a stream operation, never inside a graph
@@ -105,8 +99,6 @@ unsigned grid_for(int64_t n, int per_thread_block) {
   return (unsigned)(g < 1 ? 1 : g > 65536 ? 65536 : g);
 }
 
-constexpr float kLog2e = 1.44269504088896341f;
-
 } // namespace
 
 extern "C" cudaError_t prt_cuda_fa2_fwd(uint16_t *out, float *lse, const uint16_t *q,
@@ -115,18 +107,12 @@ extern "C" cudaError_t prt_cuda_fa2_fwd(uint16_t *out, float *lse, const uint16_
                                         int64_t ks, int64_t os, cudaStream_t stream) {
   if (B * T * H == 0) return cudaSuccess;
   AttnShape s{T, H, KV, D, qs, ks, os};
-  if (!aligned16(out) || !aligned16(q) || !aligned16(k) || !aligned16(v) || KV <= 0 || KV > H)
-    return cudaErrorInvalidValue;
-  float scale_log2 = kLog2e / sqrtf((float)D);
-  Fa2FwdArgs a{q, k, v, out, lse, s, B, scale_log2};
-  if (D == 64) {
-    int64_t blocks = fa2_fwd_blocks<64>(B, s);
-    if (!usable(D, qs, ks, os, 8, blocks)) return cudaErrorInvalidValue;
-    return launch(fa2_fwd<64>, Fa2Fwd<64>::SMEM, blocks, a, stream);
-  }
-  int64_t blocks = fa2_fwd_blocks<128>(B, s);
-  if (!usable(D, qs, ks, os, 8, blocks)) return cudaErrorInvalidValue;
-  return launch(fa2_fwd<128>, Fa2Fwd<128>::SMEM, blocks, a, stream);
+  if (!fa2_launchable(s, 2, {out, q, k, v})) return cudaErrorInvalidValue;
+  Fa2FwdArgs a = fa2_fwd_args(out, lse, q, k, v, B, s);
+  int64_t blocks = D == 64 ? fa2_fwd_blocks<64>(B, s) : fa2_fwd_blocks<128>(B, s);
+  if (!fits(blocks)) return cudaErrorInvalidValue;
+  return D == 64 ? launch(fa2_fwd<64>, Fa2Fwd<64>::SMEM, blocks, a, stream)
+                 : launch(fa2_fwd<128>, Fa2Fwd<128>::SMEM, blocks, a, stream);
 }
 
 extern "C" cudaError_t prt_cuda_fa2_bwd(uint16_t *dq, uint16_t *dk, uint16_t *dv,
@@ -137,23 +123,21 @@ extern "C" cudaError_t prt_cuda_fa2_bwd(uint16_t *dq, uint16_t *dk, uint16_t *dv
                                         int64_t ks, int64_t os, cudaStream_t stream) {
   if (B * T * H == 0) return cudaSuccess;
   AttnShape s{T, H, KV, D, qs, ks, os};
-  if (!aligned16(dq) || !aligned16(dk) || !aligned16(dv) || !aligned16(dout) ||
-      !aligned16(out) || !aligned16(q) || !aligned16(k) || !aligned16(v) ||
-      !aligned16(scratch) || KV <= 0 || KV > H)
+  if (!fa2_launchable(s, 2, {dq, dk, dv, dout, out, q, k, v, scratch}))
     return cudaErrorInvalidValue;
   int64_t rows = B * H * T;
-  float *acc = scratch, *delta = scratch + rows * D;
-  float scale = 1.0f / sqrtf((float)D);
-  Fa2BwdArgs a{q, k, v, dout, lse, delta, acc, dk, dv, s, B, scale, scale * kLog2e};
+  Fa2BwdArgs a = fa2_bwd_args(dk, dv, dout, lse, q, k, v, scratch, B, s);
   int64_t blocks = D == 64 ? fa2_bwd_blocks<64>(B, s) : fa2_bwd_blocks<128>(B, s);
-  if (!usable(D, qs, ks, os, 8, blocks)) return cudaErrorInvalidValue;
-  fa2_delta<<<grid_for(rows, 256), 256, 0, stream>>>(delta, acc, dout, out, s, rows);
+  if (!fits(blocks)) return cudaErrorInvalidValue;
+  fa2_delta<<<grid_for(rows, 256), 256, 0, stream>>>(const_cast<float *>(a.delta), a.dq_acc,
+                                                      dout, out, s, rows);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   e = D == 64 ? launch(fa2_bwd<64>, Fa2Bwd<64>::SMEM, blocks, a, stream)
               : launch(fa2_bwd<128>, Fa2Bwd<128>::SMEM, blocks, a, stream);
   if (e != cudaSuccess) return e;
-  fa2_dq<<<grid_for(rows * D / 8, 256), 256, 0, stream>>>(dq, acc, s, scale, rows * D / 8);
+  fa2_dq<<<grid_for(rows * D / 8, 256), 256, 0, stream>>>(dq, a.dq_acc, s, a.scale,
+                                                           rows * D / 8);
   return cudaGetLastError();
 }
 
@@ -164,11 +148,10 @@ extern "C" cudaError_t prt_cuda_fa2_fwd_f32(float *out, float *lse, const float 
                                             cudaStream_t stream) {
   if (B * T * H == 0) return cudaSuccess;
   AttnShape s{T, H, KV, D, qs, ks, os};
-  if (!aligned16(out) || !aligned16(q) || !aligned16(k) || !aligned16(v) || KV <= 0 || KV > H)
-    return cudaErrorInvalidValue;
-  Fa2FwdF32Args a{q, k, v, out, lse, s, B, kLog2e / sqrtf((float)D)};
+  if (!fa2_launchable(s, 4, {out, q, k, v})) return cudaErrorInvalidValue;
+  Fa2FwdF32Args a = fa2_fwd_f32_args(out, lse, q, k, v, B, s);
   int64_t blocks = D == 64 ? fa2_fwd_f32_blocks<64>(B, s) : fa2_fwd_f32_blocks<128>(B, s);
-  if (!usable(D, qs, ks, os, 4, blocks)) return cudaErrorInvalidValue;
+  if (!fits(blocks)) return cudaErrorInvalidValue;
   return D == 64 ? launch(fa2_fwd_f32<64>, Fa2FwdF32<64>::SMEM, blocks, a, stream)
                  : launch(fa2_fwd_f32<128>, Fa2FwdF32<128>::SMEM, blocks, a, stream);
 }
@@ -181,14 +164,12 @@ extern "C" cudaError_t prt_cuda_fa2_bwd_f32(float *dq, float *dk, float *dv, con
                                             cudaStream_t stream) {
   if (B * T * H == 0) return cudaSuccess;
   AttnShape s{T, H, KV, D, qs, ks, os};
-  if (!aligned16(dq) || !aligned16(dk) || !aligned16(dv) || !aligned16(dout) ||
-      !aligned16(out) || !aligned16(q) || !aligned16(k) || !aligned16(v) || KV <= 0 || KV > H)
+  if (!fa2_launchable(s, 4, {dq, dk, dv, dout, out, q, k, v, scratch}))
     return cudaErrorInvalidValue;
-  float scale = 1.0f / sqrtf((float)D);
   int64_t rows = B * H * T;
-  Fa2BwdF32Args a{q, k, v, dout, lse, scratch, dq, dk, dv, s, B, scale, scale * kLog2e};
+  Fa2BwdF32Args a = fa2_bwd_f32_args(dq, dk, dv, dout, lse, q, k, v, scratch, B, s);
   int64_t blocks = D == 64 ? fa2_bwd_f32_blocks<64>(B, s) : fa2_bwd_f32_blocks<128>(B, s);
-  if (!usable(D, qs, ks, os, 4, blocks)) return cudaErrorInvalidValue;
+  if (!fits(blocks)) return cudaErrorInvalidValue;
   fa2_delta_f32<<<grid_for(rows, 256), 256, 0, stream>>>(scratch, dq, dout, out, s, rows);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;

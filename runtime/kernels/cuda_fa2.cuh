@@ -45,6 +45,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <initializer_list>
+
+#include "kernels/cuda_fa2.h"     /* prt_cuda_fa2_takes, prt_cuda_fa2_aligned */
 #include "kernels/cuda_flash.cuh" /* flash_mma, flash_shfl_xor, flash_pack, flash_a_from_c */
 
 enum { FA2_THREADS = 128, FA2_WARPS = FA2_THREADS / 32 };
@@ -295,6 +298,27 @@ struct Fa2FwdArgs {
   float scale_log2;          // log2(e) / sqrt(D)
 };
 
+// The checks every launcher makes (kernels/cuda_fa2.cu's, and the fake CUDA runtime's in
+// test/gpu/fake_fa2.cc) on a shape with elements of `elem` bytes: 0 < KV <= H, a head size and
+// row strides the kernels take, every pointer 16-byte aligned
+inline bool fa2_launchable(const AttnShape &s, int elem,
+                           std::initializer_list<const void *> ptrs) {
+  if (s.KV <= 0 || s.KV > s.H || !prt_cuda_fa2_takes(s.D, s.qs, s.ks, s.os, elem)) return false;
+  for (const void *p : ptrs)
+    if (!prt_cuda_fa2_aligned(p)) return false;
+  return true;
+}
+
+// log2(e): scores are exponentiated in base 2 with it folded into the scale
+constexpr float FA2_LOG2E = 1.44269504088896341f;
+
+// A forward launch's arguments (prt_cuda_fa2_fwd's, and the host twins' in test/gpu)
+__host__ __device__ inline Fa2FwdArgs fa2_fwd_args(uint16_t *out, float *lse, const uint16_t *q,
+                                                   const uint16_t *k, const uint16_t *v,
+                                                   int64_t B, const AttnShape &s) {
+  return Fa2FwdArgs{q, k, v, out, lse, s, B, FA2_LOG2E / sqrtf((float)s.D)};
+}
+
 // Blocks of a forward launch
 template <int D> __host__ __device__ inline int64_t fa2_fwd_blocks(int64_t B, const AttnShape &s) {
   return B * s.H * ((s.T + Fa2Fwd<D>::BM - 1) / Fa2Fwd<D>::BM);
@@ -465,6 +489,18 @@ struct Fa2BwdArgs {
   int64_t B;
   float scale, scale_log2;          // 1/sqrt(D), log2(e)/sqrt(D)
 };
+
+// A backward launch's arguments: scratch (prt_cuda_fa2_bwd_scratch_bytes) holds the fp32
+// dQ accumulator (B, H, T, D), then D (B, H, T)
+__host__ __device__ inline Fa2BwdArgs fa2_bwd_args(uint16_t *dk, uint16_t *dv,
+                                                   const uint16_t *dout, const float *lse,
+                                                   const uint16_t *q, const uint16_t *k,
+                                                   const uint16_t *v, float *scratch, int64_t B,
+                                                   const AttnShape &s) {
+  float scale = 1.0f / sqrtf((float)s.D);
+  float *acc = scratch, *delta = scratch + B * s.H * s.T * s.D;
+  return Fa2BwdArgs{q, k, v, dout, lse, delta, acc, dk, dv, s, B, scale, scale * FA2_LOG2E};
+}
 
 template <int D> __host__ __device__ inline int64_t fa2_bwd_blocks(int64_t B, const AttnShape &s) {
   return B * s.KV * ((s.T + Fa2Bwd<D>::BN - 1) / Fa2Bwd<D>::BN);

@@ -1,8 +1,9 @@
 /* Causal attention in FlashAttention-2's structure on the GPU (issue 34): the launchers of
  * kernels/cuda_fa2.cu (nvcc), C-callable. The kernels' code and its layouts are described in
  * kernels/cuda_fa2.cuh; test/gpu/fa2-emu.test checks them against the CPU attention on the
- * host. Not yet called by a plan (runtime/kernels/cuda.c keeps kernels/cuda_flash.cu): the
- * bench (bench/bench_fa2.cu) times them on a GPU.
+ * host. runtime/kernels/cuda.c's attention ops call them for head sizes 64 and 128 (the
+ * fake CUDA runtime runs their blocks on the host: test/gpu/fake_fa2.cc); the bench
+ * (bench/bench_attention_gpu.cu) times them on a GPU.
  *
  * Shapes: B batches, T positions, H query heads reading KV kv heads (query head h reads kv
  * head h*KV/H), head size D of 64 or 128. Row strides in elements: qs of q and dq, ks of k, v,
@@ -22,6 +23,16 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Whether the kernels take a head size D and row strides qs, ks, os (in elements of
+ * elem_bytes): D 64 or 128 (the instances built), every row start 16 bytes aligned. The
+ * callers (runtime/kernels/cuda.c) keep the scalar kernels for what this refuses. */
+static inline int prt_cuda_fa2_takes(int64_t D, int64_t qs, int64_t ks, int64_t os,
+                                     int elem_bytes) {
+  int64_t per16 = 16 / elem_bytes;
+  return (D == 64 || D == 128) && qs % per16 == 0 && ks % per16 == 0 && os % per16 == 0;
+}
+static inline int prt_cuda_fa2_aligned(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 /* bf16 in and out (uint16_t: the bf16 bits), fp32 inside. */
 cudaError_t prt_cuda_fa2_fwd(uint16_t *out, float *lse, const uint16_t *q, const uint16_t *k,

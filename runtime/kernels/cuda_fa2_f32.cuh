@@ -99,6 +99,13 @@ struct Fa2FwdF32Args {
   float scale_log2;
 };
 
+// A forward launch's arguments (prt_cuda_fa2_fwd_f32's, and the host twins' in test/gpu)
+__host__ __device__ inline Fa2FwdF32Args fa2_fwd_f32_args(float *out, float *lse, const float *q,
+                                                         const float *k, const float *v,
+                                                         int64_t B, const AttnShape &s) {
+  return Fa2FwdF32Args{q, k, v, out, lse, s, B, FA2_LOG2E / sqrtf((float)s.D)};
+}
+
 template <int D>
 __host__ __device__ inline int64_t fa2_fwd_f32_blocks(int64_t B, const AttnShape &s) {
   return B * s.H * ((s.T + Fa2FwdF32<D>::BM - 1) / Fa2FwdF32<D>::BM);
@@ -232,6 +239,16 @@ struct Fa2BwdF32Args {
   int64_t B;
   float scale, scale_log2;
 };
+
+// A backward launch's arguments: scratch (prt_cuda_fa2_bwd_f32_scratch_bytes) holds D
+__host__ __device__ inline Fa2BwdF32Args fa2_bwd_f32_args(float *dq, float *dk, float *dv,
+                                                         const float *dout, const float *lse,
+                                                         const float *q, const float *k,
+                                                         const float *v, float *scratch,
+                                                         int64_t B, const AttnShape &s) {
+  float scale = 1.0f / sqrtf((float)s.D);
+  return Fa2BwdF32Args{q, k, v, dout, lse, scratch, dq, dk, dv, s, B, scale, scale * FA2_LOG2E};
+}
 
 template <int D>
 __host__ __device__ inline int64_t fa2_bwd_f32_blocks(int64_t B, const AttnShape &s) {

@@ -262,7 +262,7 @@ static EmuWarpSlot &emu_my_warp() { return emu.warp[emu.cur->tid / EMU_WARP]; }
 static int emu_lane() { return emu.cur->tid % EMU_WARP; }
 
 // ---- the hooks runtime/kernels/cuda_fa2.cuh and cuda_flash.cuh call on the host ----
-void prt_flash_mma(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+static void emu_flash_mma(float d[4], const uint32_t a[4], const uint32_t b[2]) {
   EmuWarpSlot &w = emu_my_warp();
   int l = emu_lane();
   memcpy(w.a[l], a, sizeof w.a[l]);
@@ -272,7 +272,7 @@ void prt_flash_mma(float d[4], const uint32_t a[4], const uint32_t b[2]) {
   memcpy(d, w.c[l], sizeof w.c[l]);
 }
 
-float prt_flash_shfl_xor(float v, int mask) {
+static float emu_flash_shfl_xor(float v, int mask) {
   EmuWarpSlot &w = emu_my_warp();
   int l = emu_lane();
   w.v[l] = v;
@@ -280,6 +280,25 @@ float prt_flash_shfl_xor(float v, int mask) {
   emu_collective(w, EMU_SHFL);
   return w.shuffled[l];
 }
+
+#ifndef BLOCK_EMU_BESIDE_FLASH_LANES
+void prt_flash_mma(float d[4], const uint32_t a[4], const uint32_t b[2]) { emu_flash_mma(d, a, b); }
+float prt_flash_shfl_xor(float v, int mask) { return emu_flash_shfl_xor(v, mask); }
+#else
+// In the fake CUDA runtime the tensor-core attention's lane emulation (flash_lanes.h, in
+// fake_flash.cc) defines prt_flash_mma and prt_flash_shfl_xor too: it hands them here while a
+// block runs (1: done here; 0: no block is running).
+int block_emu_flash_mma(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  if (!emu.cur) return 0;
+  emu_flash_mma(d, a, b);
+  return 1;
+}
+int block_emu_flash_shfl_xor(float *v, int mask) {
+  if (!emu.cur) return 0;
+  *v = emu_flash_shfl_xor(*v, mask);
+  return 1;
+}
+#endif
 
 void prt_fa2_ldmatrix_x4(uint32_t r[4], const void *row, int trans) {
   if (!emu_in_smem(row, 16) || ((uintptr_t)row & 15))

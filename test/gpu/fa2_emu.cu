@@ -26,11 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda_fa2.cuh"
-#include "kernels/cuda_fa2_f32.cuh"
+#include "kernels/cuda_fa2.h" /* the backward's scratch bytes */
 #include "piper/runtime.h"
 
-#include "block_emu.h"
+#include "fa2_host.h"
 
 static int failures;
 static unsigned long long rng = 0x9e3779b97f4a7c15ull;
@@ -73,37 +72,17 @@ static float *bf16_to_f32(const uint16_t *h, int64_t n) {
   return f;
 }
 
-struct Run {
-  EmuSchedule schedule;
-  EmuCopyTiming copy;
-  int fault;
-};
+typedef Fa2HostRun Run;
 
-template <class F> static void each_block(int64_t blocks, int smem, const Run &run, F f) {
-  for (int64_t blk = 0; blk < blocks; blk++)
-    emu_block(FA2_THREADS, (size_t)smem, run.schedule, run.copy, run.fault,
-              [&](int tid, char *sm) { f(blk, tid, sm); });
-}
-
-// The bf16 kernels of one call, as prt_cuda_fa2_fwd/bwd launch them (the D pre-pass, the key
-// blocks, dq from the accumulator)
+// The bf16 kernels of one call, as prt_cuda_fa2_fwd/bwd launch them (fa2_host.h)
 template <int D>
 static void run_bf16(const Run &run, int64_t B, const AttnShape &s, const uint16_t *q,
                      const uint16_t *k, const uint16_t *v, const uint16_t *dout, uint16_t *out,
                      float *lse, uint16_t *dq, uint16_t *dk, uint16_t *dv) {
-  float scale = 1.0f / sqrtf((float)D), scale_log2 = scale * 1.44269504089f;
-  Fa2FwdArgs fa = {q, k, v, out, lse, s, B, scale_log2};
-  each_block(fa2_fwd_blocks<D>(B, s), Fa2Fwd<D>::SMEM, run,
-             [&](int64_t blk, int tid, char *sm) { fa2_fwd_block<D>(fa, blk, tid, sm); });
-  int64_t rows = B * s.H * s.T;
-  float *delta = (float *)malloc((size_t)rows * 4), *acc = (float *)calloc((size_t)(rows * D), 4);
-  for (int64_t r = 0; r < rows; r++) fa2_delta_row(delta, dout, out, s, r);
-  Fa2BwdArgs ba = {q, k, v, dout, lse, delta, acc, dk, dv, s, B, scale, scale_log2};
-  each_block(fa2_bwd_blocks<D>(B, s), Fa2Bwd<D>::SMEM, run,
-             [&](int64_t blk, int tid, char *sm) { fa2_bwd_block<D>(ba, blk, tid, sm); });
-  for (int64_t c = 0; c < rows * D / 8; c++) fa2_dq_chunk(dq, acc, s, scale, c);
-  free(delta);
-  free(acc);
+  fa2_host_fwd<D>(run, fa2_fwd_args(out, lse, q, k, v, B, s));
+  float *scratch = (float *)malloc(prt_cuda_fa2_bwd_scratch_bytes(B, s.T, s.H, D));
+  fa2_host_bwd<D>(run, fa2_bwd_args(dk, dv, dout, lse, q, k, v, scratch, B, s), dq, out);
+  free(scratch);
 }
 
 // The fp32 kernels of one call (prt_cuda_fa2_fwd_f32/bwd_f32)
@@ -111,17 +90,10 @@ template <int D>
 static void run_f32(const Run &run, int64_t B, const AttnShape &s, const float *q, const float *k,
                     const float *v, const float *dout, float *out, float *lse, float *dq,
                     float *dk, float *dv) {
-  float scale = 1.0f / sqrtf((float)D), scale_log2 = scale * 1.44269504089f;
-  Fa2FwdF32Args fa = {q, k, v, out, lse, s, B, scale_log2};
-  each_block(fa2_fwd_f32_blocks<D>(B, s), Fa2FwdF32<D>::SMEM, run,
-             [&](int64_t blk, int tid, char *sm) { fa2_fwd_f32_block<D>(fa, blk, tid, sm); });
-  int64_t rows = B * s.H * s.T;
-  float *delta = (float *)malloc((size_t)rows * 4);
-  for (int64_t r = 0; r < rows; r++) fa2_delta_row_f32(delta, dq, dout, out, s, r);
-  Fa2BwdF32Args ba = {q, k, v, dout, lse, delta, dq, dk, dv, s, B, scale, scale_log2};
-  each_block(fa2_bwd_f32_blocks<D>(B, s), Fa2BwdF32<D>::SMEM, run,
-             [&](int64_t blk, int tid, char *sm) { fa2_bwd_f32_block<D>(ba, blk, tid, sm); });
-  free(delta);
+  fa2_host_fwd_f32<D>(run, fa2_fwd_f32_args(out, lse, q, k, v, B, s));
+  float *scratch = (float *)malloc(prt_cuda_fa2_bwd_f32_scratch_bytes(B, s.T, s.H));
+  fa2_host_bwd_f32<D>(run, fa2_bwd_f32_args(dq, dk, dv, dout, lse, q, k, v, scratch, B, s), out);
+  free(scratch);
 }
 
 static void *filled(int64_t n, int size) { /* n elements of `size` bytes, all bits set (NaN) */

@@ -46,8 +46,16 @@ static float elem_b(int k, int n) {
   return bf16_value(frag_b[lane][k >= 8], k & 1);
 }
 
+// The block emulation (block_emu.h), where it is linked beside these lanes (the fake CUDA
+// runtime: fake_fa2.cc), takes the warp instructions of the block it is running; weak, so
+// flash_emu.cu links without it.
+int block_emu_flash_mma(float d[4], const uint32_t a[4], const uint32_t b[2])
+    __attribute__((weak));
+int block_emu_flash_shfl_xor(float *v, int mask) __attribute__((weak));
+
 // d (this lane's c0..c3: rows g, g, g+8, g+8, cols 2t, 2t+1, 2t, 2t+1) += A B
 void prt_flash_mma(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+  if (block_emu_flash_mma && block_emu_flash_mma(d, a, b)) return;
   memcpy(frag_a[my_lane], a, sizeof frag_a[0]);
   memcpy(frag_b[my_lane], b, sizeof frag_b[0]);
   pthread_barrier_wait(&lanes_barrier);
@@ -64,6 +72,7 @@ void prt_flash_mma(float d[4], const uint32_t a[4], const uint32_t b[2]) {
 }
 
 float prt_flash_shfl_xor(float v, int mask) {
+  if (block_emu_flash_shfl_xor && block_emu_flash_shfl_xor(&v, mask)) return v;
   shuffled[my_lane] = v;
   pthread_barrier_wait(&lanes_barrier);
   float r = shuffled[my_lane ^ mask];

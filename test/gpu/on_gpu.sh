@@ -20,10 +20,11 @@
 #             the GPU, then timed beside today's tensor-core kernels at the bench shape (B16 H12
 #             T1024 D64 causal), in TFLOP/s: OUT/attn.log
 #   profile   one step of the bench GPT (L12 C768 H12 T1024 B16 V256) in fp32, in bf16 and in
-#             bf16 with the scalar fp32 attention (PIPER_CUDA_ATTN=fp32; a bf16 plan's default
-#             is the tensor-core attention), kernel by kernel
+#             bf16 with the scalar fp32 attention (PIPER_CUDA_ATTN=fp32; a plan's default is
+#             FlashAttention-2, runtime/kernels/cuda_fa2.cu), kernel by kernel
 #             (PIPER_CUDA_PROFILE, runtime/kernels/cuda.c): OUT/profile_*.jsonl and
-#             OUT/profile.md, time and share per kernel and per runtime function
+#             OUT/profile.md, time and share per kernel and per runtime function, and the
+#             attention's forward and backward in TFLOP/s (FlashAttention-2 in both plans)
 #   memory    the plan's bytes (parameters, AdamW moments, arena, inputs) against the device
 #             memory the process took (cudaMemGetInfo before the plan allocated and after the
 #             profiled step), from the profile runs: OUT/memory.md
@@ -97,6 +98,10 @@ prepare() {
     ln "$stage/bench/piper_gpu_train" "$stage/profile/fp32"
     ln "$stage/bench/piper_gpu_train_bf16" "$stage/profile/bf16"
   fi
+  # the profiled model's attention shape, for the report's attention TFLOP/s
+  local pmodel=$model
+  [ "$dry" = 1 ] && pmodel=$dry_profile_model
+  attention_shape $pmodel > "$stage/profile/attention_shape"
   git -C "$src" log -1 --format='commit %H %cd' > "$stage/manifest.txt"
   echo "dry $dry; model $model" >> "$stage/manifest.txt"
   echo "on_gpu: compressing"
@@ -197,6 +202,15 @@ attn() { # the attention kernels' check and timings; SKIP where there is no GPU 
   "$1" 20
 }
 
+attention_shape() { # piper-gen gpt's flags -> L,B,H,T,D of its attention
+  local L=4 C=256 H=4 T=128 B=8
+  while [ $# -gt 1 ]; do
+    case $1 in --layers) L=$2 ;; --dim) C=$2 ;; --heads) H=$2 ;; --seq) T=$2 ;; --batch) B=$2 ;; esac
+    shift 2
+  done
+  echo "$L,$B,$H,$T,$((C / H))"
+}
+
 profile_run() { # fp32|bf16|bf16_fp32attn: one profiled step pass of the bench model, per kernel
   local p=$1 bin=${1%_fp32attn} attn=()  # each plan's own attention (tc for bf16) or fp32's
   [ "$p" != "$bin" ] && attn=(PIPER_CUDA_ATTN=fp32)
@@ -205,7 +219,10 @@ profile_run() { # fp32|bf16|bf16_fp32attn: one profiled step pass of the bench m
 }
 
 report() { # profile|memory: the tables from the profile runs
-  "$py" "$src/test/gpu/on_gpu_report.py" "$1" "$out"/profile_fp32.jsonl \
+  local shape=()
+  [ -s "$work/profile/attention_shape" ] &&
+    shape=(--attention-shape "$(cat "$work/profile/attention_shape")")
+  "$py" "$src/test/gpu/on_gpu_report.py" "$1" "${shape[@]}" "$out"/profile_fp32.jsonl \
     "$out"/profile_bf16.jsonl "$out"/profile_bf16_fp32attn.jsonl
 }
 

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Tables from PIPER_CUDA_PROFILE files (runtime/kernels/cuda.c), for test/gpu/on_gpu.sh.
 
-  on_gpu_report.py profile FILE...   per file: the step's time by device operation (a kernel
+  on_gpu_report.py profile [--attention-shape L,B,H,T,D] FILE...
+                                     per file: the step's time by device operation (a kernel
                                      of lowering/gpu_kernels.c, a cuBLAS call, an attention
                                      launch) and by runtime function (the plan's op), each with
-                                     its count, milliseconds and share of the timed total
+                                     its count, milliseconds and share of the timed total; with
+                                     the profiled model's attention shape (L layers), the
+                                     attention's forward and backward in TFLOP/s (causal:
+                                     forward 2 B H T^2 D a layer, backward 2.5x that, as
+                                     bench/bench_attention_gpu.cu counts them)
   on_gpu_report.py memory FILE...    per file: the plan's device bytes (parameters, AdamW
                                      moments, arena, inputs and loss) and the runtime's scratch,
                                      against what the process took (cudaMemGetInfo's free bytes
@@ -35,7 +40,12 @@ def table(title, rows, total):
     print()
 
 
-def profile(records, name):
+# The runtime functions of the attention ops (runtime/kernels/cuda.c)
+ATTN_FWD = ("prt_cuda_attention_fwd", "prt_cuda_gqa_attention_fwd")
+ATTN_BWD = ("prt_cuda_attention_bwd", "prt_cuda_gqa_attention_bwd")
+
+
+def profile(records, name, shape=None):
     ops = [r for r in records if r["kind"] == "op"]
     step = next(r for r in records if r["kind"] == "step")
     total = sum(r["ms"] for r in ops)
@@ -50,6 +60,18 @@ def profile(records, name):
             d[key] = (n + 1, ms + r["ms"])
     table("device operation", by_op, total)
     table("runtime function", by_fn, total)
+    if shape:
+        L, B, H, T, D = shape
+        fwd = 2.0 * B * H * T * T * D * L
+        print("| attention | ops | ms | TFLOP/s |")
+        print("|---|---|---|---|")
+        for what, fns, flops in (("forward", ATTN_FWD, fwd), ("backward", ATTN_BWD, 2.5 * fwd)):
+            n, ms = 0, 0.0
+            for f in fns:
+                n, ms = n + by_fn.get(f, (0, 0))[0], ms + by_fn.get(f, (0, 0.0))[1]
+            print("| {} | {} | {:.3f} | {} |".format(
+                what, n, ms, "{:.1f}".format(flops / ms / 1e9) if ms > 0 else "-"))
+        print()
 
 
 def memory(records, name):
@@ -72,13 +94,26 @@ def memory(records, name):
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("profile", "memory"):
+    args = sys.argv[1:]
+    shape = None
+    if len(args) > 2 and args[1] == "--attention-shape":
+        try:
+            shape = [int(x) for x in args[2].split(",")]
+            if len(shape) != 5 or min(shape) <= 0:
+                raise ValueError
+        except ValueError:
+            sys.exit("--attention-shape {}: expected L,B,H,T,D (positive integers)".format(args[2]))
+        args = args[:1] + args[3:]
+    if len(args) < 2 or args[0] not in ("profile", "memory"):
         sys.exit(__doc__)
-    what, bad = sys.argv[1], 0
-    for path in sys.argv[2:]:
+    what, bad = args[0], 0
+    for path in args[1:]:
         try:
             records = load(path)
-            (profile if what == "profile" else memory)(records, label(path))
+            if what == "profile":
+                profile(records, label(path), shape)
+            else:
+                memory(records, label(path))
         except (OSError, ValueError, StopIteration, KeyError) as e:
             print("### {}: no {} ({}: {})\n".format(label(path), what, type(e).__name__, e))
             bad += 1

@@ -428,6 +428,7 @@ static void freeLowering(Lowering *L) {
   piperPtrMapFree(&L->handleOf);
   piperPtrMapFree(&L->viewOffset);
   piperPtrMapFree(&L->bf16Ptr);
+  piperPtrMapFree(&L->epilogue);
   free(L->copies);
   free(L->bufs);
   free(L->ops);
@@ -533,6 +534,7 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
     freeLowering(&L);
     return mlirLogicalResultFailure();
   }
+  lwPairEpilogues(&L); /* after the memory plan: it asks which operands convert */
   piperPtrMapInit(&L.handleOf, 64); /* emitStep starts it afresh for each function */
   lbInitShared(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func),
                symPrefix, &shared->declared);

@@ -737,13 +737,23 @@ static const LowerRule lowerRules[PIPER_TDAG_OP_COUNT] = {
  * op's result is then written later than the plan says, so a pair is made only where that
  * changes nothing: no op between them, nor the gradient norm, reads it (every reader comes
  * after the later op, and it has one: the memory plan keeps its bytes from its op to its last
- * reader), and neither op converts around its call (the bf16 scratch serves one op). */
+ * reader), both are in the same pass, and neither op converts around its call (the bf16
+ * scratch serves one op). */
 static bool convertsAround(const Lowering *L, MlirOperation op) {
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
     if (lwConversionOf(L, op, false, i) != LW_CONV_NONE) return true;
   for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r)
     if (lwConversionOf(L, op, true, r) != LW_CONV_NONE) return true;
   return false;
+}
+
+/* Whether a and b carry the same `pass` attribute (or neither has one): the evaluation step
+ * lowers the ops of pass F and those without, so a pair is in both steps or in neither. */
+static bool samePass(MlirOperation a, MlirOperation b) {
+  char pa[8] = "", pb[8] = "";
+  return piperGetStringAttr(a, "pass", pa, sizeof pa) ==
+             piperGetStringAttr(b, "pass", pb, sizeof pb) &&
+         !strcmp(pa, pb);
 }
 
 /* Whether every reader of `v` has an index in (after, ...) and there is one. */
@@ -776,7 +786,8 @@ void lwPairEpilogues(Lowering *L) {
       if (mlirOpOperandGetOperandNumber(u) != 0 ||
           !piperOpIs(weight, "tdag.linear_grad_weight") ||
           !piperPtrMapGet(&index, weight.ptr, &w) ||
-          piperPtrMapGet(&L->epilogue, weight.ptr, &taken) || convertsAround(L, weight))
+          piperPtrMapGet(&L->epilogue, weight.ptr, &taken) || !samePass(weight, bias) ||
+          convertsAround(L, weight))
         continue;
       size_t first = (size_t)w < b ? (size_t)w : b, later = (size_t)w < b ? b : (size_t)w;
       MlirOperation early = L->ops[first];

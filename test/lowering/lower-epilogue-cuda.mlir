@@ -2,8 +2,8 @@
 // --target cuda a tdag.linear_grad_weight and the tdag.bias_grad of the same dout are one call,
 // prt_cuda_linear_bwd_weight_bias(dw, db, dout, x, M, N, K, mask), made at the later op of
 // the pair, in either order. A pair is not made where an op between them reads the earlier
-// op's result (it would read it before the fused call writes it): @refused keeps the two
-// calls. The CPU target has no epilogues: its plan keeps prt_linear_bwd_weight and
+// op's result (it would read it before the fused call writes it), nor where an operand of
+// the earlier op is dead at the later one (its bytes reused): those keep the two calls. The CPU target has no epilogues: its plan keeps prt_linear_bwd_weight and
 // prt_bias_bwd.
 // RUN: piper-opt %s --piper-lower-to-llvm | FileCheck %s
 // RUN: sed 's/, piper.target = "cuda"//' %s | piper-opt --piper-lower-to-llvm | FileCheck %s --check-prefix=CPU
@@ -21,12 +21,16 @@
 // CHECK: llvm.call @prt_cuda_bias_bwd(
 // CHECK: llvm.call @prt_cuda_add
 // CHECK: llvm.call @prt_cuda_linear_bwd_weight(
+// refused: the linear_grad_weight comes first and is its x's last reader (x's bytes are reused
+// before the bias_grad), so the two kernels stay
+// CHECK: llvm.call @prt_cuda_linear_bwd_weight(
+// CHECK: llvm.call @prt_cuda_bias_bwd(
 // CHECK-NOT: llvm.call @prt_cuda_linear_bwd_weight_bias(
 // CHECK-LABEL: llvm.func @piper_eval_step
 
 // CPU-LABEL: llvm.func @piper_step
 // CPU-NOT: llvm.call @prt_linear_bwd_weight_bias
-// CPU-COUNT-3: llvm.call @prt_bias_bwd(
+// CPU-COUNT-4: llvm.call @prt_bias_bwd(
 // CPU-NOT: llvm.call @prt_linear_bwd_weight_bias
 // CPU-LABEL: llvm.func @piper_eval_step
 module attributes {piper.devices = 1 : i64, piper.global_batch = 1 : i64, piper.target = "cuda"} {
@@ -47,6 +51,13 @@ module attributes {piper.devices = 1 : i64, piper.global_batch = 1 : i64, piper.
     %r = "tdag.add"(%db3, %db3) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
     %dw3 = "tdag.linear_grad_weight"(%dy3, %x) : (tensor<6x3xf32>, tensor<6x4xf32>) -> tensor<3x4xf32>
     %w3 = "tdag.add"(%dw3, %dw3) : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+    %dy4 = "tdag.param"() {init = "normal", name = "dy4"} : () -> tensor<6x3xf32>
+    %x4 = "tdag.add"(%x, %x) : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+    %dw4 = "tdag.linear_grad_weight"(%dy4, %x4) : (tensor<6x3xf32>, tensor<6x4xf32>) -> tensor<3x4xf32>
+    %t4 = "tdag.add"(%x, %x) : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+    %db4 = "tdag.bias_grad"(%dy4) : (tensor<6x3xf32>) -> tensor<3xf32>
+    %y4 = "tdag.add"(%dw4, %dw4) : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
+    %z4 = "tdag.add"(%db4, %db4) : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
     return
   }
 }

@@ -737,26 +737,16 @@ static const LowerRule lowerRules[PIPER_TDAG_OP_COUNT] = {
  * op's result is then written later than the plan says, so a pair is made only where that
  * changes nothing: no op between them, nor the gradient norm, reads it (every reader comes
  * after the later op, and it has one: the memory plan keeps its bytes from its op to its last
- * reader); the earlier op's operands, read at the later op, are still held there (each has a
- * reader there or after: NeoX's parallel residual gives two linears one dy, and the first
- * linear's x is dead by the second's bias_grad); both are in the same pass, and neither op converts around its call (the bf16
+ * reader); the earlier op's operands are read at the later op, and the memory plan, made
+ * after the pairs, keeps them there (lwPlanMemory: NeoX's parallel residual gives two linears
+ * one dy, and the first linear's x would otherwise be dead, its bytes reused, by the
+ * second's bias_grad); both are in the same pass, and neither op converts around its call (the bf16
  * scratch serves one op). */
 static bool convertsAround(const Lowering *L, MlirOperation op) {
   for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
     if (lwConversionOf(L, op, false, i) != LW_CONV_NONE) return true;
   for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r)
     if (lwConversionOf(L, op, true, r) != LW_CONV_NONE) return true;
-  return false;
-}
-
-/* Whether some op at index `at` or later reads `v`: the memory plan keeps its bytes until its
- * last reader, so then they still hold it at `at`. */
-static bool readAtOrAfter(const PiperPtrMap *index, MlirValue v, size_t at) {
-  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
-       u = mlirOpOperandGetNextUse(u)) {
-    intptr_t i;
-    if (piperPtrMapGet(index, mlirOpOperandGetOwner(u).ptr, &i) && (size_t)i >= at) return true;
-  }
   return false;
 }
 
@@ -804,11 +794,7 @@ void lwPairEpilogues(Lowering *L) {
         continue;
       size_t first = (size_t)w < b ? (size_t)w : b, later = (size_t)w < b ? b : (size_t)w;
       MlirOperation early = L->ops[first];
-      bool operandsLive = true; /* the earlier op's operands, read now at the later op */
-      for (intptr_t i = 0; i < mlirOperationGetNumOperands(early); ++i)
-        operandsLive =
-            operandsLive && readAtOrAfter(&index, mlirOperationGetOperand(early, i), later);
-      if ((first < L->normAt && L->normAt <= later) || !operandsLive ||
+      if ((first < L->normAt && L->normAt <= later) ||
           !readAfter(&index, mlirOperationGetResult(early, 0), later))
         continue;
       piperPtrMapPut(&L->epilogue, L->ops[later].ptr, (intptr_t)first + 1);

@@ -527,6 +527,9 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   placeGradNorm(&L);
 
   piperPtrMapInit(&L.bf16Ptr, 64);
+  lwPairEpilogues(&L); /* before the memory plan, which keeps a pair's operands to its call
+                          (its bf16 copies are not planned yet: a weight operand counts as
+                          converting, so no pair is made on it) */
   if (!lwPlanMemory(&L)) {
     mlirEmitError(mlirOperationGetLocation(func),
                   "piper-lower-to-llvm: the activation arena of this function would need more "
@@ -534,7 +537,6 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
     freeLowering(&L);
     return mlirLogicalResultFailure();
   }
-  lwPairEpilogues(&L); /* after the memory plan: it asks which operands convert */
   piperPtrMapInit(&L.handleOf, 64); /* emitStep starts it afresh for each function */
   lbInitShared(&L.lb, mlirModuleFromOperation(moduleOp), mlirOperationGetLocation(func),
                symPrefix, &shared->declared);

@@ -2,8 +2,8 @@
 // --target cuda a tdag.linear_grad_weight and the tdag.bias_grad of the same dout are one call,
 // prt_cuda_linear_bwd_weight_bias(dw, db, dout, x, M, N, K, mask), made at the later op of
 // the pair, in either order. A pair is not made where an op between them reads the earlier
-// op's result (it would read it before the fused call writes it), nor where an operand of
-// the earlier op is dead at the later one (its bytes reused): those keep the two calls. The CPU target has no epilogues: its plan keeps prt_linear_bwd_weight and
+// op's result (it would read it before the fused call writes it): that keeps the two calls.
+// The earlier op's operands are read at the later op, and the memory plan keeps them there. The CPU target has no epilogues: its plan keeps prt_linear_bwd_weight and
 // prt_bias_bwd.
 // RUN: piper-opt %s --piper-lower-to-llvm | FileCheck %s
 // RUN: sed 's/, piper.target = "cuda"//' %s | piper-opt --piper-lower-to-llvm | FileCheck %s --check-prefix=CPU
@@ -21,11 +21,14 @@
 // CHECK: llvm.call @prt_cuda_bias_bwd(
 // CHECK: llvm.call @prt_cuda_add
 // CHECK: llvm.call @prt_cuda_linear_bwd_weight(
-// refused: the linear_grad_weight comes first and is its x's last reader (x's bytes are reused
-// before the bias_grad), so the two kernels stay
-// CHECK: llvm.call @prt_cuda_linear_bwd_weight(
-// CHECK: llvm.call @prt_cuda_bias_bwd(
-// CHECK-NOT: llvm.call @prt_cuda_linear_bwd_weight_bias(
+// the linear_grad_weight first, the last reader of its x (an activation): the call at the
+// bias_grad reads x there, so the memory plan keeps x's bytes to it: the add between (t4)
+// does not write over them
+// CHECK: llvm.call @prt_cuda_add(
+// CHECK: llvm.call @prt_cuda_add(%[[X4:[0-9]+]],
+// CHECK-NOT: llvm.call @prt_cuda_add(%[[X4]],
+// CHECK: llvm.call @prt_cuda_linear_bwd_weight_bias(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[X4]],
+// CHECK-NOT: llvm.call @prt_cuda_bias_bwd(
 // CHECK-LABEL: llvm.func @piper_eval_step
 
 // CPU-LABEL: llvm.func @piper_step

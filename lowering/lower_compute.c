@@ -730,9 +730,106 @@ static const LowerRule lowerRules[PIPER_TDAG_OP_COUNT] = {
  * tensors, a bucket's arena bytes, a view into them) have no kernel and lower to nothing:
  * pointers are fetched where first used. An op with a CPU kernel and no GPU one never gets here
  * under --target cuda: the pass refused it; a graph-level node neither. */
+/* ---- GEMM epilogues (PiperTarget.gemmEpilogues) ----
+ * A tdag.linear_grad_weight(dy, x) and a tdag.bias_grad(dy) of the same dy lower to one call,
+ * linear_bwd_weight_bias(dw, db, dy, x, M, N, K) (_bf16 where the weight gradient's kernel is
+ * the bf16 one), made at the later op of the pair; the earlier emits nothing. The earlier
+ * op's result is then written later than the plan says, so a pair is made only where that
+ * changes nothing: no op between them, nor the gradient norm, reads it (every reader comes
+ * after the later op, and it has one: the memory plan keeps its bytes from its op to its last
+ * reader); the earlier op's operands are read at the later op, and the memory plan, made
+ * after the pairs, keeps them there (lwPlanMemory: NeoX's parallel residual gives two linears
+ * one dy, and the first linear's x would otherwise be dead, its bytes reused, by the
+ * second's bias_grad); both are in the same pass, and neither op converts around its call (the bf16
+ * scratch serves one op). */
+static bool convertsAround(const Lowering *L, MlirOperation op) {
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
+    if (lwConversionOf(L, op, false, i) != LW_CONV_NONE) return true;
+  for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r)
+    if (lwConversionOf(L, op, true, r) != LW_CONV_NONE) return true;
+  return false;
+}
+
+/* Whether a and b carry the same `pass` attribute (or neither has one): the evaluation step
+ * lowers the ops of pass F and those without, so a pair is in both steps or in neither. */
+static bool samePass(MlirOperation a, MlirOperation b) {
+  char pa[8] = "", pb[8] = "";
+  return piperGetStringAttr(a, "pass", pa, sizeof pa) ==
+             piperGetStringAttr(b, "pass", pb, sizeof pb) &&
+         !strcmp(pa, pb);
+}
+
+/* Whether every reader of `v` has an index in (after, ...) and there is one. */
+static bool readAfter(const PiperPtrMap *index, MlirValue v, size_t after) {
+  bool any = false;
+  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
+       u = mlirOpOperandGetNextUse(u)) {
+    intptr_t at;
+    if (!piperPtrMapGet(index, mlirOpOperandGetOwner(u).ptr, &at) || (size_t)at <= after)
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+void lwPairEpilogues(Lowering *L) {
+  piperPtrMapInit(&L->epilogue, 16);
+  if (!L->shared->target->gemmEpilogues) return;
+  PiperPtrMap index;
+  piperPtrMapInit(&index, L->nOps + 1);
+  for (size_t i = 0; i < L->nOps; ++i) piperPtrMapPut(&index, L->ops[i].ptr, (intptr_t)i);
+  for (size_t b = 0; b < L->nOps; ++b) {
+    MlirOperation bias = L->ops[b];
+    intptr_t w, taken;
+    if (!piperOpIs(bias, "tdag.bias_grad") || convertsAround(L, bias)) continue;
+    MlirValue dy = mlirOperationGetOperand(bias, 0);
+    for (MlirOpOperand u = mlirValueGetFirstUse(dy); !mlirOpOperandIsNull(u);
+         u = mlirOpOperandGetNextUse(u)) {
+      MlirOperation weight = mlirOpOperandGetOwner(u);
+      if (mlirOpOperandGetOperandNumber(u) != 0 ||
+          !piperOpIs(weight, "tdag.linear_grad_weight") ||
+          !piperPtrMapGet(&index, weight.ptr, &w) ||
+          piperPtrMapGet(&L->epilogue, weight.ptr, &taken) || !samePass(weight, bias) ||
+          convertsAround(L, weight))
+        continue;
+      size_t first = (size_t)w < b ? (size_t)w : b, later = (size_t)w < b ? b : (size_t)w;
+      MlirOperation early = L->ops[first];
+      if ((first < L->normAt && L->normAt <= later) ||
+          !readAfter(&index, mlirOperationGetResult(early, 0), later))
+        continue;
+      piperPtrMapPut(&L->epilogue, L->ops[later].ptr, (intptr_t)first + 1);
+      piperPtrMapPut(&L->epilogue, early.ptr, -((intptr_t)later + 1));
+      break;
+    }
+  }
+  piperPtrMapFree(&index);
+}
+
+/* The pair's call: linear_grad_weight(dy, x) -> dw and bias_grad(dy) -> db, at op `at` */
+static void lowerLinearGradWeightBias(Lowering *L, MlirOperation weight, MlirOperation bias,
+                                      MlirOperation at) {
+  MlirType dw = resultType(weight, 0);
+  int64_t N = piperTensorDim(dw, 0), K = piperTensorDim(dw, 1);
+  MlirValue args[7] = {lwOut(L, weight, 0), lwOut(L, bias, 0), lwIn(L, weight, 0),
+                       lwIn(L, weight, 1), lwI64(L, piperTensorNumel(lwInType(weight, 1)) / K),
+                       lwI64(L, N), lwI64(L, K)};
+  prt_kernel_id k = lwPolicyKernel(L, weight) == PRT_K_linear_bwd_weight_bf16
+                        ? PRT_K_linear_bwd_weight_bias_bf16
+                        : PRT_K_linear_bwd_weight_bias;
+  lwCallKernel(L, at, k, 7, args);
+}
+
 void lwLowerCompute(Lowering *L, MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
   if (!lwKernelOf(L->shared, op)) return;
+  intptr_t partner;
+  if (piperPtrMapGet(&L->epilogue, op.ptr, &partner)) {
+    if (partner < 0) return; /* the later op of its pair makes the call */
+    MlirOperation other = L->ops[partner - 1];
+    bool weightFirst = piperOpIs(other, "tdag.linear_grad_weight");
+    lowerLinearGradWeightBias(L, weightFirst ? other : op, weightFirst ? op : other, op);
+    return;
+  }
   if (!lowerRules[f->id]) { /* a list defect: a kernel and no rule to call it */
     piperEmitErrorf(mlirOperationGetLocation(op),
                     "piper-lower-to-llvm: internal error: %s has a kernel but its entry in "

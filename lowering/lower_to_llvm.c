@@ -428,6 +428,7 @@ static void freeLowering(Lowering *L) {
   piperPtrMapFree(&L->handleOf);
   piperPtrMapFree(&L->viewOffset);
   piperPtrMapFree(&L->bf16Ptr);
+  piperPtrMapFree(&L->epilogue);
   free(L->copies);
   free(L->bufs);
   free(L->ops);
@@ -526,6 +527,9 @@ static MlirLogicalResult lowerFunction(MlirOperation moduleOp, MlirOperation fun
   placeGradNorm(&L);
 
   piperPtrMapInit(&L.bf16Ptr, 64);
+  lwPairEpilogues(&L); /* before the memory plan, which keeps a pair's operands to its call
+                          (its bf16 copies are not planned yet: a weight operand counts as
+                          converting, so no pair is made on it) */
   if (!lwPlanMemory(&L)) {
     mlirEmitError(mlirOperationGetLocation(func),
                   "piper-lower-to-llvm: the activation arena of this function would need more "

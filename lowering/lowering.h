@@ -122,6 +122,9 @@ typedef struct {
                            conversions need (counted in arenaBytes, not as activations) */
   int64_t scratchAt;    /* where the scratch starts: the end of the planned tensors */
   Conversions conv;     /* the current op's scratch pointers */
+  PiperPtrMap epilogue; /* op ptr -> its partner's index in ops, + 1 for the later op of a
+                           pair lowered as one call (lwPairEpilogues), which makes the call;
+                           -(index + 1) for the earlier, which emits nothing */
 } Lowering;
 
 /* ZeRO shard geometry of an op with `shards` (R) and `shard` (k) over a tensor of n elements:
@@ -145,6 +148,7 @@ void lwShardValues(Lowering *L, MlirValue ctx, Shard sh, int64_t elemBytes, Mlir
                    MlirValue *len);
 int64_t lwGatherElems(MlirOperation op);
 /* The conversion operand (result = false) or result #i of `op` needs at its kernel call. */
+void lwPairEpilogues(Lowering *L);
 LwConversion lwConversionOf(const Lowering *L, MlirOperation op, bool result, intptr_t i);
 /* The bf16 copy of parameter value v, or NULL where the plan keeps none. */
 Bf16Copy *lwBf16CopyOf(const Lowering *L, MlirValue v);

@@ -264,9 +264,14 @@ bool lwPlanMemory(Lowering *L) {
       piperPtrMapPut(&L->bufOf, v.ptr, (intptr_t)L->nBufs++);
     }
     if (piperIsOp(op, PIPER_TDAG_OUTPUT)) piperPtrMapPut(&L->outputId, op.ptr, L->nTensors++);
+    /* the earlier op of a pair lowered as one call (lwPairEpilogues) is read where the call
+     * is made, at the later op */
+    intptr_t partner = 0;
+    piperPtrMapGet(&L->epilogue, op.ptr, &partner);
+    size_t readAt = partner < 0 ? (size_t)(-partner - 1) : i;
     for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); ++k) {
       Buffer *b = lwBufferOf(L, mlirOperationGetOperand(op, k));
-      if (b) b->lastUse = i;
+      if (b && b->lastUse < readAt) b->lastUse = readAt;
     }
     /* what a transfer reads (a sent buffer, a collective's input) is read by the network
      * until the transfer's comm.wait */

@@ -39,6 +39,7 @@ static const PiperTarget targets[] = {
      .codegen = &piperNvptxCodegen,
      .p2pInOrder = true, /* --comm nccl runs send/recv on NCCL, which has no tags */
      .bf16Io = true,     /* the device kernels load and store bf16 (lowering/gpu_kernels.c) */
+     .gemmEpilogues = true, /* cuBLASLt's (runtime/kernels/cuda.c lt_gemm_epilogue) */
      .link = {{"cuda", CUDA_REBUILD}, {"cuda_mpi", CUDA_REBUILD}}},
 };
 enum { N_TARGETS = sizeof targets / sizeof targets[0] };

@@ -57,6 +57,9 @@ typedef struct {
                                   kernel list says FP_IN/FP_OUT, and each takes the call's bf16
                                   mask after the list's arguments; otherwise the lowering
                                   converts around every call (widen, fp32 kernel, narrow) */
+  bool gemmEpilogues;          /* it fuses work into its GEMMs' epilogues: a linear_grad_weight
+                                  and the bias_grad of the same dout lower to one
+                                  linear_bwd_weight_bias call (lwPairEpilogues) */
   bool p2pInOrder;             /* its send/recv may run on an engine without tags (NCCL), so
                                   every plan's receives are put in each sender's order
                                   (--piper-order-p2p) */

@@ -194,6 +194,12 @@ void prt_bias_bwd(float *db, const float *dout, int64_t M, int64_t N) {
   }
 }
 
+void prt_linear_bwd_weight_bias(float *dw, float *db, const float *dout, const float *x,
+                                int64_t M, int64_t N, int64_t K) {
+  prt_linear_bwd_weight(dw, dout, x, M, N, K);
+  prt_bias_bwd(db, dout, M, N);
+}
+
 /* The linear kernels on bf16 operands (kernels.def linear_*_bf16): the GPU multiplies them on
  * tensor cores with fp32 accumulation; the CPU widens both (exactly) and calls its fp32
  * kernel, so its numbers are those of the widen + fp32 kernel pair the lowering used before. */
@@ -226,6 +232,15 @@ void prt_linear_bwd_weight_bf16(float *dw, const uint16_t *dout, const uint16_t 
   float *df = widened(dout, M * N, "prt_linear_bwd_weight_bf16");
   float *xf = widened(x, M * K, "prt_linear_bwd_weight_bf16");
   prt_linear_bwd_weight(dw, df, xf, M, N, K);
+  free(df);
+  free(xf);
+}
+
+void prt_linear_bwd_weight_bias_bf16(float *dw, float *db, const uint16_t *dout,
+                                     const uint16_t *x, int64_t M, int64_t N, int64_t K) {
+  float *df = widened(dout, M * N, "prt_linear_bwd_weight_bias_bf16");
+  float *xf = widened(x, M * K, "prt_linear_bwd_weight_bias_bf16");
+  prt_linear_bwd_weight_bias(dw, db, df, xf, M, N, K);
   free(df);
   free(xf);
 }

@@ -667,7 +667,9 @@ typedef struct {
                                      and beta ignored) */
   int bf16;                       /* A and B bf16 */
   int out_bf16;                   /* C = D bf16 */
-  cublasLtMatmulDesc_t desc;      /* compute 32F, the transposes, the bias epilogue */
+  cublasLtEpilogue_t epi;         /* BIAS (the forward's bias added) or BGRADB (the bias
+                                     gradient reduced from B) */
+  cublasLtMatmulDesc_t desc;      /* compute 32F, the transposes, the epilogue */
   cublasLtMatrixLayout_t a, b, c; /* A, B, and C = D */
   cublasLtMatmulAlgo_t algo;      /* the heuristic's first */
   int ok;                         /* 0: cuBLASLt has no algorithm: use the fallback */
@@ -680,20 +682,21 @@ static int lt_same_shape(const prt_gemm *x, const prt_gemm *y) {
          x->k == y->k && x->lda == y->lda && x->ldb == y->ldb && x->ldc == y->ldc;
 }
 
-/* The plan of g's shape, made on first use; NULL when the table is full. */
-static lt_plan *lt_plan_of(prt_gemm g, int bf16, int out_bf16, const char *fn) {
+/* The plan of g's shape and epilogue, made on first use; NULL when the table is full. */
+static lt_plan *lt_plan_of(prt_gemm g, cublasLtEpilogue_t epi, int bf16, int out_bf16,
+                           const char *fn) {
   for (int i = 0; i < lt_nplans; i++)
     if (lt_plans[i].bf16 == bf16 && lt_plans[i].out_bf16 == out_bf16 &&
-        lt_same_shape(&lt_plans[i].key, &g))
+        lt_plans[i].epi == epi && lt_same_shape(&lt_plans[i].key, &g))
       return &lt_plans[i];
   if (lt_nplans == LT_PLANS) return NULL;
   lt_plan *p = &lt_plans[lt_nplans++];
   p->key = g;
   p->bf16 = bf16;
   p->out_bf16 = out_bf16;
+  p->epi = epi;
   cublasOperation_t ta = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
   cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_32F, f32 = CUDA_R_32F;
   LT_OR_DIE(fn, cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   LT_OR_DIE(fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
@@ -726,16 +729,19 @@ static lt_plan *lt_plan_of(prt_gemm g, int bf16, int out_bf16, const char *fn) {
   return p;
 }
 
-/* g (beta 0) with `bias` in the epilogue, as one cuBLASLt call; 0 when the caller must use
- * the fallback. */
-static int lt_gemm_bias(prt_gemm g, const float *bias, int bf16, int out_bf16, const char *fn) {
+/* g (beta 0) with the epilogue `epi` on the fp32 vector `bias` (BIAS: read and added;
+ * BGRADB: written), as one cuBLASLt call; 0 when the caller must use the fallback. */
+static int lt_gemm_epilogue(prt_gemm g, cublasLtEpilogue_t epi, const float *bias, int bf16,
+                            int out_bf16, const char *fn) {
   if (S.lt_off || g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) return 0;
-  lt_plan *p = lt_plan_of(g, bf16, out_bf16, fn);
+  lt_plan *p = lt_plan_of(g, epi, bf16, out_bf16, fn);
   if (!p || !p->ok) return 0;
   LT_OR_DIE(fn, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                &bias, sizeof bias));
   float one = 1.0f, zero = 0.0f;
-  const char *what = bf16 ? "cublasLtMatmul bf16 + bias" : "cublasLtMatmul + bias";
+  const char *what = epi == CUBLASLT_EPILOGUE_BGRADB
+                         ? (bf16 ? "cublasLtMatmul bf16 + bgradb" : "cublasLtMatmul + bgradb")
+                         : (bf16 ? "cublasLtMatmul bf16 + bias" : "cublasLtMatmul + bias");
   int slot = op_begin(what, fn);
   LT_OR_DIE(fn, cublasLtMatmul(S.lt, p->desc, &one, g.A, p->a, g.B, p->b, &zero, g.C, p->c,
                                g.C, p->c, &p->algo, S.blas_ws, CUBLAS_WORKSPACE,
@@ -747,7 +753,9 @@ static int lt_gemm_bias(prt_gemm g, const float *bias, int bf16, int out_bf16, c
 void prt_cuda_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M,
                          int64_t N, int64_t K, int32_t bf16) {
   const char *fn = "prt_cuda_linear_fwd";
-  if (b && lt_gemm_bias(prt_gemm_linear_fwd(out, x, w, M, N, K, 0.0f), b, 0, 0, fn)) return;
+  if (b && lt_gemm_epilogue(prt_gemm_linear_fwd(out, x, w, M, N, K, 0.0f),
+                            CUBLASLT_EPILOGUE_BIAS, b, 0, 0, fn))
+    return;
   if (b) { /* out = bias rows, then out += x w^T */
     LAUNCH(PRT_DK_bias_rows, M * N, 0, fn, &out, &b, &M, &N);
   }
@@ -792,7 +800,8 @@ void prt_cuda_linear_fwd_bf16(float *out, const uint16_t *x, const uint16_t *w, 
   const char *fn = "prt_cuda_linear_fwd_bf16";
   int out16 = PRT_BF16_BIT(bf16, 0);
   const float *xf = (const float *)x, *wf = (const float *)w;
-  if (b && lt_gemm_bias(prt_gemm_linear_fwd(out, xf, wf, M, N, K, 0.0f), b, 1, out16, fn))
+  if (b && lt_gemm_epilogue(prt_gemm_linear_fwd(out, xf, wf, M, N, K, 0.0f),
+                            CUBLASLT_EPILOGUE_BIAS, b, 1, out16, fn))
     return;
   if (!b) {
     gemm_bf16(prt_gemm_linear_fwd(out, xf, wf, M, N, K, 0.0f), out16, fn);
@@ -819,12 +828,44 @@ void prt_cuda_linear_bwd_weight_bf16(float *dw, const uint16_t *dout, const uint
             "prt_cuda_linear_bwd_weight_bf16");
 }
 
-void prt_cuda_bias_bwd(float *db, const float *dout, int64_t M, int64_t N, int32_t bf16) {
-  const char *fn = "prt_cuda_bias_bwd";
+/* db (N) = the column sums of dout (M, N): chunk partials in f64, then their sum
+ * (`io`: col_partials' bf16 mask, bit 1 where dout holds bf16) */
+static void bias_bwd(float *db, const float *dout, int64_t M, int64_t N, int32_t io,
+                     const char *fn) {
   int64_t R = COL_CHUNK, chunks = (M + R - 1) / R;
   double *partial = scratch(SCR_COLS, (size_t)(chunks * N + 1) * sizeof(double), fn);
-  LAUNCH(PRT_DK_col_partials, chunks * N, io_bit(bf16, 1, 1), fn, &partial, &dout, &M, &N, &R);
+  LAUNCH(PRT_DK_col_partials, chunks * N, io, fn, &partial, &dout, &M, &N, &R);
   col_finish(db, partial, chunks, N, fn);
+}
+
+void prt_cuda_bias_bwd(float *db, const float *dout, int64_t M, int64_t N, int32_t bf16) {
+  bias_bwd(db, dout, M, N, io_bit(bf16, 1, 1), "prt_cuda_bias_bwd");
+}
+
+/* dw = dout^T x with db = dout's column sums in the same cuBLASLt call: in
+ * prt_gemm_linear_bwd_weight's product dw^T = x^T op(B), op(B) = dout (M x N) is B, and
+ * CUBLASLT_EPILOGUE_BGRADB writes the sums of op(B) over the product's k (= M, the rows) for
+ * each of D's N columns: db. Without a cuBLASLt algorithm (or with PIPER_CUDA_LT=0) the GEMM
+ * and bias_bwd's kernels, as the unfused ops. */
+static void linear_bwd_weight_bias(float *dw, float *db, const float *dout, const float *x,
+                                   int64_t M, int64_t N, int64_t K, int bf16, const char *fn) {
+  prt_gemm g = prt_gemm_linear_bwd_weight(dw, dout, x, M, N, K);
+  if (lt_gemm_epilogue(g, CUBLASLT_EPILOGUE_BGRADB, db, bf16, 0, fn)) return;
+  if (bf16) gemm_bf16(g, 0, fn);
+  else sgemm(g, fn);
+  bias_bwd(db, dout, M, N, bf16 ? 1 << 1 : 0, fn);
+}
+
+void prt_cuda_linear_bwd_weight_bias(float *dw, float *db, const float *dout, const float *x,
+                                     int64_t M, int64_t N, int64_t K, int32_t bf16) {
+  linear_bwd_weight_bias(dw, db, dout, x, M, N, K, 0, "prt_cuda_linear_bwd_weight_bias");
+}
+
+void prt_cuda_linear_bwd_weight_bias_bf16(float *dw, float *db, const uint16_t *dout,
+                                          const uint16_t *x, int64_t M, int64_t N, int64_t K,
+                                          int32_t bf16) {
+  linear_bwd_weight_bias(dw, db, (const float *)dout, (const float *)x, M, N, K, 1,
+                         "prt_cuda_linear_bwd_weight_bias_bf16");
 }
 
 /* ---- attention: kernels/cuda_attention.cu ---- */

@@ -65,6 +65,11 @@ static void checkLinearBf16(void) {
   prt_cuda_linear_bwd_weight_bf16(g, dy, x, M, Nn, K, 0);
   prt_linear_bwd_weight_bf16(want, dy, x, M, Nn, K);
   same("linear_bwd_weight_bf16", g, want, Nn * K, 1e-6);
+  float *db = g + Nn * K, *wantDb = want + Nn * K; /* BGRADB, as checkLinear's (M rows) */
+  prt_cuda_linear_bwd_weight_bias_bf16(g, db, dy, x, M, Nn, K, 0);
+  prt_linear_bwd_weight_bias_bf16(want, wantDb, dy, x, M, Nn, K);
+  same("linear_bwd_weight_bias_bf16 dw", g, want, Nn * K, 1e-6);
+  same("linear_bwd_weight_bias_bf16 db", db, wantDb, Nn, (double)(M - 1) * M / 16777216.0);
   /* and the CPU twin is the fp32 kernel on the widened values (the emulation's numbers) */
   float *xf = zeros(M * K), *wf = zeros(Nn * K);
   prt_bf16_widen(xf, x, M * K);
@@ -284,6 +289,16 @@ static void checkLinear(void) {
   prt_cuda_linear_bwd_weight(gw, dy, x, N, Nn, K, 0);
   prt_linear_bwd_weight(ww, dy, x, N, Nn, K);
   same("linear_bwd_weight", gw, ww, Nn * K, 1e-6);
+  /* the weight gradient with the bias gradient in its epilogue (cuBLASLt BGRADB: dy's column
+   * sums in fp32, the CPU's in f64): N values in [-1, 1] summed in fp32 err by at most
+   * (N - 1) 2^-24 N = 1.3e-3; the fake's BGRADB one row short (FAKE_CUDA_EPILOGUE_BUG=bgradb)
+   * misses a value of up to 1 */
+  float *gb = g, *wb = want; /* the forward's, done with (the test's arrays are bounded) */
+  double sumBound = (double)(N - 1) * N / 16777216.0;
+  prt_cuda_linear_bwd_weight_bias(gw, gb, dy, x, N, Nn, K, 0);
+  prt_linear_bwd_weight_bias(ww, wb, dy, x, N, Nn, K);
+  same("linear_bwd_weight_bias dw", gw, ww, Nn * K, 1e-6);
+  same("linear_bwd_weight_bias db", gb, wb, Nn, sumBound);
   end();
 }
 

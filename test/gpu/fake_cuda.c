@@ -1551,12 +1551,19 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
   return blas_status(fake_cuda_enqueue(((fake_blas *)(void *)h)->stream, &d, &g, sizeof g));
 }
 
-/* ---- cuBLASLt: what cuda.c's lt_gemm_bias uses. Descriptors are the fake's own structs;
- * cublasLtMatmul is run_gemm (beta 0) and then the bias epilogue, D[i, j] += bias[i] on the
- * column-major D, after the product is rounded (as the CPU's (x w^T) + b), and a bf16 D
- * rounded once after that. Only the combinations cuda.c asks for are accepted: compute 32F,
- * scale 32F, fp32 or bf16 A and B, C = D fp32 (or bf16 with bf16 A and B), the BIAS epilogue
- * with an fp32 bias, alpha 1 and beta 0. ---- */
+/* ---- cuBLASLt: what cuda.c's lt_gemm_epilogue uses. Descriptors are the fake's own
+ * structs; cublasLtMatmul is run_gemm (beta 0) and then the epilogue, as cuBLASLt documents
+ * each:
+ *   BIAS    D[i, j] += bias[i] on the column-major D, after the product is rounded (as the
+ *           CPU's (x w^T) + b), and a bf16 D rounded once after that;
+ *   BGRADB  D = op(A) op(B) unchanged, and bias[j] = the sum of op(B)[l, j] over the GEMM's
+ *           k (l = 0..k-1), one per column of D: the bias gradient reduced from B, summed in
+ *           fp32 (bf16 B widened exactly) in order of l, as a GPU's fp32 accumulator would,
+ *           its order of summation aside. FAKE_CUDA_EPILOGUE_BUG=bgradb leaves out l = k-1
+ *           (a reduction one row short, put in on purpose: the negative control).
+ * Only the combinations cuda.c asks for are accepted: compute 32F, scale 32F, fp32 or bf16 A
+ * and B, C = D fp32 (or bf16 with bf16 A and B), BIAS with an fp32 bias, BGRADB with an fp32
+ * bias and fp32 D, alpha 1 and beta 0. ---- */
 typedef struct {
   cublasOperation_t ta, tb;
   cublasLtEpilogue_t epilogue;
@@ -1627,7 +1634,9 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   fake_lt_desc *f = (fake_lt_desc *)(void *)d;
   fake_lt_layout *a = (fake_lt_layout *)(void *)A, *b = (fake_lt_layout *)(void *)B;
   fake_lt_layout *c = (fake_lt_layout *)(void *)C;
-  int ok = !f->bad && f->epilogue == CUBLASLT_EPILOGUE_BIAS && f->bias_type == CUDA_R_32F &&
+  int epi_ok = f->epilogue == CUBLASLT_EPILOGUE_BIAS ||
+               (f->epilogue == CUBLASLT_EPILOGUE_BGRADB && c->type == CUDA_R_32F);
+  int ok = !f->bad && epi_ok && f->bias_type == CUDA_R_32F &&
            a->type == b->type && (a->type == CUDA_R_32F || a->type == CUDA_R_16BF) &&
            (c->type == CUDA_R_32F || (c->type == CUDA_R_16BF && a->type == CUDA_R_16BF)) &&
            C == D;
@@ -1638,11 +1647,37 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
 
 typedef struct {
   gemm_args g;
+  cublasLtEpilogue_t epilogue;
   const float *bias;
 } lt_args;
+/* op(B)[l, j] of the GEMM g, widened where B is bf16 */
+static float op_b_at(const gemm_args *g, int64_t l, int64_t j) {
+  int64_t at = g->tb == CUBLAS_OP_T ? j + l * g->ldb : l + j * g->ldb;
+  if (!g->bf16) return ((const float *)g->B)[at];
+  float v;
+  prt_bf16_widen(&v, (const uint16_t *)g->B + at, 1);
+  return v;
+}
 static void run_lt(void *a) {
   lt_args *l = a;
-  gemm_then_bias(&l->g, l->bias);
+  if (l->epilogue == CUBLASLT_EPILOGUE_BIAS) {
+    gemm_then_bias(&l->g, l->bias);
+    return;
+  }
+  gemm_then_bias(&l->g, NULL); /* BGRADB */
+  static int bug = -1;
+  if (bug < 0) {
+    const char *which = getenv("FAKE_CUDA_EPILOGUE_BUG");
+    bug = which && !strcmp(which, "bgradb");
+  }
+  float *db = (float *)l->bias;
+  int64_t rows = bug && l->g.k > 0 ? l->g.k - 1 : l->g.k;
+  for (int64_t j = 0; j < l->g.n; j++) {
+    float sum = 0.0f;
+    for (int64_t r = 0; r < rows; r++) sum += op_b_at(&l->g, r, j);
+    db[j] = sum;
+  }
+  moved(0, (int64_t)l->g.n * 4);
 }
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const void *alpha,
                               const void *A, cublasLtMatrixLayout_t Ad, const void *B,
@@ -1653,16 +1688,20 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
   fake_lt_desc *f = (fake_lt_desc *)(void *)d;
   fake_lt_layout *a = (fake_lt_layout *)(void *)Ad, *b = (fake_lt_layout *)(void *)Bd;
   fake_lt_layout *c = (fake_lt_layout *)(void *)Cd;
-  if (f->bad || f->epilogue != CUBLASLT_EPILOGUE_BIAS || !f->bias || C != D || Cd != Dd ||
+  int bgrad = f->epilogue == CUBLASLT_EPILOGUE_BGRADB;
+  if (f->bad || (f->epilogue != CUBLASLT_EPILOGUE_BIAS && !bgrad) || !f->bias || C != D ||
+      Cd != Dd || (bgrad && c->type != CUDA_R_32F) ||
       *(const float *)alpha != 1.0f || *(const float *)beta != 0.0f)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   int m = (int)c->rows, n = (int)c->cols;
   int k = (int)(f->ta == CUBLAS_OP_T ? a->rows : a->cols);
   lt_args l = {{f->ta, f->tb, m, n, k, (int)a->ld, (int)b->ld, (int)c->ld,
                 a->type == CUDA_R_16BF, 1.0f, 0.0f, A, B, D, c->type == CUDA_R_16BF},
-               f->bias};
+               f->epilogue, f->bias};
   fake_op_desc op = gemm_op("cublasLtMatmul", run_lt, &l.g, a->type == CUDA_R_16BF ? 2 : 4);
-  op.access[op.naccess++] = (fake_access){f->bias, (size_t)m * sizeof(float), FAKE_READ};
+  op.access[op.naccess++] =
+      bgrad ? (fake_access){f->bias, (size_t)n * sizeof(float), FAKE_WRITE}
+            : (fake_access){f->bias, (size_t)m * sizeof(float), FAKE_READ};
   return blas_status(fake_cuda_enqueue(s, &op, &l, sizeof l));
 }
 

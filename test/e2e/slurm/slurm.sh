@@ -130,16 +130,24 @@ with)
   until_true '[ -S "$dir/munge/munge.socket" ]' 30 ||
     die "munged did not start: $(cat "$dir/munge/munged.out" "$dir/munge/munged.log" 2> /dev/null)"
   start ctl "$dir/ctl/slurmctld.out" slurmctld -D -c -f "$SLURM_CONF"
+  # The caller's folder is the cluster's shared filesystem. When it lies in /tmp (a checkout
+  # cloned there), each node sees the folder of /tmp holding it at its own path, bound over
+  # the node's private /tmp (below), as a site mounts a shared filesystem into each node.
+  shared_tmp=""
+  case "$PWD" in /tmp/?*) shared_tmp=/tmp/$(printf '%s' "${PWD#/tmp/}" | cut -d/ -f1) ;; esac
   for node in $nodes; do
     # A node's /tmp is its own, as on a cluster (Slurm's PMIx plugin names its folders there
     # by job and step only: nodes sharing one collide). slurmd looks for cgroups at start-up
     # whatever the plugins (22.05: no cgroup, no start), and a host's /sys is its network
     # namespace's own sysfs, without them: an empty named hierarchy of its own (cgroup v1, no
     # controller; nothing is constrained or tracked in it).
-    start "$node" "$dir/$node/slurmd.out" sh -c 'mount -t tmpfs -o mode=1777,size=1g "tmp-$1" /tmp &&
+    start "$node" "$dir/$node/slurmd.out" sh -c 'keep="$3/shared-tmp" &&
+      { [ -z "$2" ] || { mkdir -p "$keep" && mount --bind "$2" "$keep"; }; } &&
+      mount -t tmpfs -o mode=1777,size=1g "tmp-$1" /tmp &&
+      { [ -z "$2" ] || { mkdir -p "$2" && mount --bind "$keep" "$2"; }; } &&
       mount -t tmpfs -o size=1m cgroup /sys/fs/cgroup &&
       mkdir /sys/fs/cgroup/systemd && mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd &&
-      exec slurmd -D -f "$0" -N "$1"' "$SLURM_CONF" "$node"
+      exec slurmd -D -f "$0" -N "$1"' "$SLURM_CONF" "$node" "$shared_tmp" "$dir/$node"
   done
   count=$(echo $nodes | wc -w)
   idle() {

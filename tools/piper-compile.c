@@ -9,6 +9,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -137,11 +138,42 @@ static bool isTargetFlag(const char *flag) {
          !strcmp(flag, "--emit-ptx") || !strcmp(flag, "--emit-gpu-mlir");
 }
 
+/* The flags whose value is one of two words: the option each sets, and its two words. */
+static const struct {
+  const char *flag;
+  size_t slot; /* offsetof(Options, ...) */
+  const char *words[2];
+} choiceFlags[] = {
+    {"--precision", offsetof(Options, precision), {"fp32", "bf16"}},
+    {"--bf16-io", offsetof(Options, bf16Io), {"native", "convert"}},
+    {"--grad-reduce", offsetof(Options, gradReduce), {"fp32", "bf16"}},
+};
+
+/* Choice flag c's value v (NULL: none given) into `o`: 0, or 2 with the error printed. */
+static int parseChoice(Options *o, size_t c, const char *v) {
+  const char *flag = choiceFlags[c].flag, *const *words = choiceFlags[c].words;
+  if (!v) {
+    fprintf(stderr, "piper-compile: error: %s needs a value (%s or %s)\n", flag, words[0],
+            words[1]);
+    return 2;
+  }
+  if (strcmp(v, words[0]) && strcmp(v, words[1])) {
+    fprintf(stderr, "piper-compile: error: %s %s: expected %s or %s\n", flag, v, words[0],
+            words[1]);
+    return 2;
+  }
+  *(const char **)((char *)o + choiceFlags[c].slot) = v;
+  return 0;
+}
+
 /* One argument (and its value) into `o`: 0 to go on, 1 for --help (done), 2 for an error
  * already printed. `*i` moves past a value it consumed. */
 static int parseArg(Options *o, int argc, char **argv, int *i) {
   const char *a = argv[*i];
   bool hasValue = *i + 1 < argc;
+  for (size_t c = 0; c < sizeof choiceFlags / sizeof *choiceFlags; c++)
+    if (!strcmp(a, choiceFlags[c].flag))
+      return parseChoice(o, c, hasValue ? argv[++*i] : NULL);
   if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
     usage(stdout);
     return 1;
@@ -155,36 +187,6 @@ static int parseArg(Options *o, int argc, char **argv, int *i) {
               o->emit);
       return 2;
     }
-  } else if (!strcmp(a, "--precision") && hasValue) {
-    o->precision = argv[++*i];
-    if (strcmp(o->precision, "fp32") && strcmp(o->precision, "bf16")) {
-      fprintf(stderr, "piper-compile: error: --precision %s: expected fp32 or bf16\n",
-              o->precision);
-      return 2;
-    }
-  } else if (!strcmp(a, "--precision")) {
-    fprintf(stderr, "piper-compile: error: --precision needs a value (fp32 or bf16)\n");
-    return 2;
-  } else if (!strcmp(a, "--bf16-io") && hasValue) {
-    o->bf16Io = argv[++*i];
-    if (strcmp(o->bf16Io, "native") && strcmp(o->bf16Io, "convert")) {
-      fprintf(stderr, "piper-compile: error: --bf16-io %s: expected native or convert\n",
-              o->bf16Io);
-      return 2;
-    }
-  } else if (!strcmp(a, "--bf16-io")) {
-    fprintf(stderr, "piper-compile: error: --bf16-io needs a value (native or convert)\n");
-    return 2;
-  } else if (!strcmp(a, "--grad-reduce") && hasValue) {
-    o->gradReduce = argv[++*i];
-    if (strcmp(o->gradReduce, "fp32") && strcmp(o->gradReduce, "bf16")) {
-      fprintf(stderr, "piper-compile: error: --grad-reduce %s: expected fp32 or bf16\n",
-              o->gradReduce);
-      return 2;
-    }
-  } else if (!strcmp(a, "--grad-reduce")) {
-    fprintf(stderr, "piper-compile: error: --grad-reduce needs a value (fp32 or bf16)\n");
-    return 2;
   } else if (!strcmp(a, "--strategy") && hasValue) {
     o->strategy = argv[++*i];
   } else if (!strcmp(a, "--no-fuse")) {

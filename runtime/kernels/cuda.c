@@ -930,6 +930,49 @@ static float *fa2_scratch(int elem, int64_t B, int64_t T, int64_t H, int64_t D, 
   return scratch(SCR_ATTN_D, bytes > 0 ? bytes : 1, fn);
 }
 
+/* The profile's names of FlashAttention-2's calls: [GQA][backward][fp32]. */
+static const char *const fa2_names[2][2][2] = {
+    {{"FlashAttention-2 forward (bf16)", "FlashAttention-2 forward (fp32)"},
+     {"FlashAttention-2 backward (bf16)", "FlashAttention-2 backward (fp32)"}},
+    {{"FlashAttention-2 GQA forward (bf16)", "FlashAttention-2 GQA forward (fp32)"},
+     {"FlashAttention-2 GQA backward (bf16)", "FlashAttention-2 GQA backward (fp32)"}},
+};
+
+/* FlashAttention-2's forward in fa2_elem's precision (2: bf16 bits, 4: fp32) on q, k, v, each
+ * a tensor of that element type, with row strides qs, ks (v's as k's) and os (in elements):
+ * the packed attention passes its (B, T, 3C) rows with KV = H, the GQA op its three tensors. */
+static void fa2_forward(int elem, int gqa, float *out, float *lse, const void *q, const void *k,
+                        const void *v, int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
+                        int64_t qs, int64_t ks, int64_t os, const char *fn) {
+  const char *what = fa2_names[gqa][0][elem == 4];
+  if (elem == 2)
+    NVCC_OP(fn, what,
+            prt_cuda_fa2_fwd((uint16_t *)out, lse, q, k, v, B, T, H, KV, D, qs, ks, os,
+                             compute_stream()));
+  else
+    NVCC_OP(fn, what,
+            prt_cuda_fa2_fwd_f32(out, lse, q, k, v, B, T, H, KV, D, qs, ks, os,
+                                 compute_stream()));
+}
+
+/* Its backward, as fa2_forward's: dq, dk, dv from dout, the forward's out and lse, and q, k,
+ * v, with the scratch fa2_scratch sizes. */
+static void fa2_backward(int elem, int gqa, void *dq, void *dk, void *dv, const void *dout,
+                         const void *out, const float *lse, const void *q, const void *k,
+                         const void *v, int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
+                         int64_t qs, int64_t ks, int64_t os, const char *fn) {
+  const char *what = fa2_names[gqa][1][elem == 4];
+  float *scr = fa2_scratch(elem, B, T, H, D, fn);
+  if (elem == 2)
+    NVCC_OP(fn, what,
+            prt_cuda_fa2_bwd(dq, dk, dv, dout, out, lse, q, k, v, scr, B, T, H, KV, D, qs, ks,
+                             os, compute_stream()));
+  else
+    NVCC_OP(fn, what,
+            prt_cuda_fa2_bwd_f32(dq, dk, dv, dout, out, lse, q, k, v, scr, B, T, H, KV, D, qs,
+                                 ks, os, compute_stream()));
+}
+
 void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t B, int64_t T,
                             int64_t C, int64_t H, int32_t bf16) {
   const char *fn = "prt_cuda_attention_fwd";
@@ -937,17 +980,10 @@ void prt_cuda_attention_fwd(float *out, float *probs, const float *qkv, int64_t 
   int64_t Dh = C / H;
   /* q, k, v at channels 0, C, 2C of the (B, T, 3C) rows, read in place */
   int elem = FA2_ELEM(Dh, 3 * C, 3 * C, C, bf16, 1 << 0 | 1 << 2, out, qkv);
-  if (elem == 2) {
-    const uint16_t *q = (const uint16_t *)qkv;
-    NVCC_OP(fn, "FlashAttention-2 forward (bf16)",
-            prt_cuda_fa2_fwd((uint16_t *)out, probs, q, q + C, q + 2 * C, B, T, H, H, Dh, 3 * C,
-                             3 * C, C, compute_stream()));
-    return;
-  }
-  if (elem == 4) {
-    NVCC_OP(fn, "FlashAttention-2 forward (fp32)",
-            prt_cuda_fa2_fwd_f32(out, probs, qkv, qkv + C, qkv + 2 * C, B, T, H, H, Dh, 3 * C,
-                                 3 * C, C, compute_stream()));
+  if (elem) { /* q, k, v at element offsets 0, C, 2C of each row */
+    const char *x = (const char *)qkv;
+    fa2_forward(elem, 0, out, probs, x, x + C * elem, x + 2 * C * elem, B, T, H, H, Dh, 3 * C,
+                3 * C, C, fn);
     return;
   }
   if (attn_tc(C / H, PRT_BF16_BIT(bf16, 2))) {
@@ -975,20 +1011,10 @@ void prt_cuda_attention_bwd(float *dqkv, const float *dout, const float *qkv, co
   int elem = FA2_ELEM(Dh, 3 * C, 3 * C, C, bf16, 1 << 0 | 1 << 1 | 1 << 2 | 1 << 3, dqkv, dout,
                       qkv, out);
   if (elem) {
-    float *scr = fa2_scratch(elem, B, T, H, Dh, fn);
-    if (elem == 2) {
-      const uint16_t *x = (const uint16_t *)qkv;
-      uint16_t *dx = (uint16_t *)dqkv;
-      NVCC_OP(fn, "FlashAttention-2 backward (bf16)",
-              prt_cuda_fa2_bwd(dx, dx + C, dx + 2 * C, (const uint16_t *)dout,
-                               (const uint16_t *)out, probs, x, x + C, x + 2 * C, scr, B, T, H,
-                               H, Dh, 3 * C, 3 * C, C, compute_stream()));
-    } else {
-      NVCC_OP(fn, "FlashAttention-2 backward (fp32)",
-              prt_cuda_fa2_bwd_f32(dqkv, dqkv + C, dqkv + 2 * C, dout, out, probs, qkv, qkv + C,
-                                   qkv + 2 * C, scr, B, T, H, H, Dh, 3 * C, 3 * C, C,
-                                   compute_stream()));
-    }
+    const char *x = (const char *)qkv;
+    char *dx = (char *)dqkv;
+    fa2_backward(elem, 0, dx, dx + C * elem, dx + 2 * C * elem, dout, out, probs, x,
+                 x + C * elem, x + 2 * C * elem, B, T, H, H, Dh, 3 * C, 3 * C, C, fn);
     return;
   }
   float *D = scratch(SCR_ATTN_D, (size_t)(B * H * T > 0 ? B * H * T : 1) * sizeof(float), fn);
@@ -1288,17 +1314,8 @@ void prt_cuda_gqa_attention_fwd(float *out, float *probs, const float *q, const 
   check_gqa(H, KV, D, fn);
   int elem = FA2_ELEM(D, H * D, KV * D, H * D, bf16, 1 << 0 | 1 << 2 | 1 << 3 | 1 << 4, out, q,
                       k, v);
-  if (elem == 2) {
-    NVCC_OP(fn, "FlashAttention-2 GQA forward (bf16)",
-            prt_cuda_fa2_fwd((uint16_t *)out, probs, (const uint16_t *)q, (const uint16_t *)k,
-                             (const uint16_t *)v, B, T, H, KV, D, H * D, KV * D, H * D,
-                             compute_stream()));
-    return;
-  }
-  if (elem == 4) {
-    NVCC_OP(fn, "FlashAttention-2 GQA forward (fp32)",
-            prt_cuda_fa2_fwd_f32(out, probs, q, k, v, B, T, H, KV, D, H * D, KV * D, H * D,
-                                 compute_stream()));
+  if (elem) {
+    fa2_forward(elem, 1, out, probs, q, k, v, B, T, H, KV, D, H * D, KV * D, H * D, fn);
     return;
   }
   if (attn_tc(D, PRT_BF16_BIT(bf16, 2))) {
@@ -1323,18 +1340,8 @@ void prt_cuda_gqa_attention_bwd(float *dq, float *dk, float *dv, const float *do
   check_gqa(H, KV, D, fn);
   int elem = FA2_ELEM(D, H * D, KV * D, H * D, bf16, 0xff, dq, dk, dv, dout, q, k, v, out);
   if (elem) { /* `out` as prt_cuda_attention_bwd's */
-    float *scr = fa2_scratch(elem, B, T, H, D, fn);
-    if (elem == 2) {
-      NVCC_OP(fn, "FlashAttention-2 GQA backward (bf16)",
-              prt_cuda_fa2_bwd((uint16_t *)dq, (uint16_t *)dk, (uint16_t *)dv,
-                               (const uint16_t *)dout, (const uint16_t *)out, probs,
-                               (const uint16_t *)q, (const uint16_t *)k, (const uint16_t *)v,
-                               scr, B, T, H, KV, D, H * D, KV * D, H * D, compute_stream()));
-    } else {
-      NVCC_OP(fn, "FlashAttention-2 GQA backward (fp32)",
-              prt_cuda_fa2_bwd_f32(dq, dk, dv, dout, out, probs, q, k, v, scr, B, T, H, KV, D,
-                                   H * D, KV * D, H * D, compute_stream()));
-    }
+    fa2_backward(elem, 1, dq, dk, dv, dout, out, probs, q, k, v, B, T, H, KV, D, H * D, KV * D,
+                 H * D, fn);
     return;
   }
   float *Dbuf =

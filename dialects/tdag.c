@@ -430,7 +430,7 @@ static void verifyAdamState(Verifier *v, MlirOperation op) {
   }
   MlirOpOperand use = mlirValueGetFirstUse(mlirOperationGetResult(op, 0));
   if (mlirOpOperandIsNull(use) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)) ||
-      !piperOpIs(mlirOpOperandGetOwner(use), "tdag.adamw") ||
+      !piperIsOp(mlirOpOperandGetOwner(use), PIPER_TDAG_ADAMW) ||
       mlirOpOperandGetOperandNumber(use) != (unsigned)want)
     fail(v, op, "an AdamW moment (slot \"%s\") must be used exactly once, as operand #%d of "
                 "a tdag.adamw", slot, want);
@@ -649,7 +649,8 @@ static void verifyAdamw(Verifier *v, MlirOperation op) {
     return;
   }
   MlirValue param = mlirOperationGetOperand(op, 0);
-  if (!mlirValueIsAOpResult(param) || !piperOpIs(mlirOpResultGetOwner(param), "tdag.param"))
+  if (!mlirValueIsAOpResult(param) ||
+      !piperIsOp(mlirOpResultGetOwner(param), PIPER_TDAG_PARAM))
     fail(v, op, "the updated operand must be a tdag.param");
 }
 
@@ -918,7 +919,7 @@ static void verifySumTo(Verifier *v, MlirOperation op) {
 /* slice {dim, start}: out is x narrowed to [start, start + out[dim]) of dim;
  * slice_grad: the same with x and out swapped */
 static void verifySlice(Verifier *v, MlirOperation op) {
-  bool grad = piperOpIs(op, "tdag.slice_grad");
+  bool grad = piperIsOp(op, PIPER_TDAG_SLICE_GRAD);
   MlirType whole = grad ? resultType(op, 0) : operandType(op, 0);
   MlirType part = grad ? operandType(op, 0) : resultType(op, 0);
   int64_t r = piperTensorRank(whole), d = piperGetIntAttr(op, "dim", -1);
@@ -1198,7 +1199,7 @@ static void verifyTpSlice(Verifier *v, MlirOperation op) {
   MlirAttribute full = mlirOperationGetAttributeByName(op, piperStr("tp_full"));
   MlirAttribute slice = mlirOperationGetAttributeByName(op, piperStr("tp_slice"));
   if (mlirAttributeIsNull(full) && mlirAttributeIsNull(slice)) return;
-  if (!piperOpIs(op, "tdag.param") && !piperOpIs(op, "tdag.adam_state")) {
+  if (!piperIsOp(op, PIPER_TDAG_PARAM) && !piperIsOp(op, PIPER_TDAG_ADAM_STATE)) {
     fail(v, op, "tp_full and tp_slice belong on a tdag.param or tdag.adam_state");
     return;
   }

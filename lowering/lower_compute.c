@@ -726,10 +726,6 @@ static const LowerRule lowerRules[PIPER_TDAG_OP_COUNT] = {
 };
 #undef NONE
 
-/* One tdag op -> its runtime kernel call, by the rule for its id. Storage-only ops (declared
- * tensors, a bucket's arena bytes, a view into them) have no kernel and lower to nothing:
- * pointers are fetched where first used. An op with a CPU kernel and no GPU one never gets here
- * under --target cuda: the pass refused it; a graph-level node neither. */
 /* ---- GEMM epilogues (PiperTarget.gemmEpilogues) ----
  * A tdag.linear_grad_weight(dy, x) and a tdag.bias_grad(dy) of the same dy lower to one call,
  * linear_bwd_weight_bias(dw, db, dy, x, M, N, K) (_bf16 where the weight gradient's kernel is
@@ -781,13 +777,13 @@ void lwPairEpilogues(Lowering *L) {
   for (size_t b = 0; b < L->nOps; ++b) {
     MlirOperation bias = L->ops[b];
     intptr_t w, taken;
-    if (!piperOpIs(bias, "tdag.bias_grad") || convertsAround(L, bias)) continue;
+    if (!piperIsOp(bias, PIPER_TDAG_BIAS_GRAD) || convertsAround(L, bias)) continue;
     MlirValue dy = mlirOperationGetOperand(bias, 0);
     for (MlirOpOperand u = mlirValueGetFirstUse(dy); !mlirOpOperandIsNull(u);
          u = mlirOpOperandGetNextUse(u)) {
       MlirOperation weight = mlirOpOperandGetOwner(u);
       if (mlirOpOperandGetOperandNumber(u) != 0 ||
-          !piperOpIs(weight, "tdag.linear_grad_weight") ||
+          !piperIsOp(weight, PIPER_TDAG_LINEAR_GRAD_WEIGHT) ||
           !piperPtrMapGet(&index, weight.ptr, &w) ||
           piperPtrMapGet(&L->epilogue, weight.ptr, &taken) || !samePass(weight, bias) ||
           convertsAround(L, weight))
@@ -819,6 +815,10 @@ static void lowerLinearGradWeightBias(Lowering *L, MlirOperation weight, MlirOpe
   lwCallKernel(L, at, k, 7, args);
 }
 
+/* One tdag op -> its runtime kernel call, by the rule for its id. Storage-only ops (declared
+ * tensors, a bucket's arena bytes, a view into them) have no kernel and lower to nothing:
+ * pointers are fetched where first used. An op with a CPU kernel and no GPU one never gets here
+ * under --target cuda: the pass refused it; a graph-level node neither. */
 void lwLowerCompute(Lowering *L, MlirOperation op) {
   const PiperOpFacts *f = piperOpFacts(op);
   if (!lwKernelOf(L->shared, op)) return;
@@ -826,7 +826,7 @@ void lwLowerCompute(Lowering *L, MlirOperation op) {
   if (piperPtrMapGet(&L->epilogue, op.ptr, &partner)) {
     if (partner < 0) return; /* the later op of its pair makes the call */
     MlirOperation other = L->ops[partner - 1];
-    bool weightFirst = piperOpIs(other, "tdag.linear_grad_weight");
+    bool weightFirst = piperIsOp(other, PIPER_TDAG_LINEAR_GRAD_WEIGHT);
     lowerLinearGradWeightBias(L, weightFirst ? other : op, weightFirst ? op : other, op);
     return;
   }

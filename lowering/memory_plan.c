@@ -138,11 +138,11 @@ static void planBf16Copies(Lowering *L) {
   if (!L->bf16Io) return;
   for (size_t i = 0; i < L->nOps; ++i) {
     MlirOperation op = L->ops[i];
-    if (!piperOpIs(op, "tdag.adamw") ||
+    if (!piperIsOp(op, PIPER_TDAG_ADAMW) ||
         !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, piperStr("shards"))))
       continue;
     MlirValue p = mlirOperationGetOperand(op, 0);
-    if (!mlirValueIsAOpResult(p) || !piperOpIs(mlirOpResultGetOwner(p), "tdag.param") ||
+    if (!mlirValueIsAOpResult(p) || !piperIsOp(mlirOpResultGetOwner(p), PIPER_TDAG_PARAM) ||
         lwIsShardedParam(p))
       continue;
     int updates = 0;
@@ -151,7 +151,7 @@ static void planBf16Copies(Lowering *L) {
       MlirOperation user = L->ops[j];
       for (intptr_t k = 0; k < mlirOperationGetNumOperands(user); ++k) {
         if (!mlirValueEqual(mlirOperationGetOperand(user, k), p)) continue;
-        if (piperOpIs(user, "tdag.adamw") && k == 0) updates++;
+        if (piperIsOp(user, PIPER_TDAG_ADAMW) && k == 0) updates++;
         else if (k == 0 && sharesOperand0(user)) writtenElsewhere = true;
         else if (lwConversionOf(L, user, false, k) == LW_CONV_NARROW_IN) narrowed = true;
       }

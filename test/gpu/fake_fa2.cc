@@ -45,10 +45,12 @@ Fa2HostRun host_run() {
     if (name && *name) {
       for (int f = 1; f < (int)(sizeof emu_fault_names / sizeof *emu_fault_names); f++)
         if (!strcmp(name, emu_fault_names[f])) fault = f;
-      if (!fault) {
+      if (!fault) { /* the names from block_emu.h's own table */
         fprintf(stderr, "fake CUDA: FAKE_CUDA_FA2_FAULT=%s: not a fault of test/gpu/block_emu.h "
-                        "(drop-mask, ldmatrix-trans, mma-a-swap, wait-one-less, "
-                        "no-syncthreads, shfl-self)\n", name);
+                        "(", name);
+        for (int f = 1; f < (int)(sizeof emu_fault_names / sizeof *emu_fault_names); f++)
+          fprintf(stderr, "%s%s", f > 1 ? ", " : "", emu_fault_names[f]);
+        fprintf(stderr, ")\n");
         exit(2);
       }
     }

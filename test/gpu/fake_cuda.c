@@ -1626,6 +1626,11 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
   return CUBLAS_STATUS_SUCCESS;
 }
 /* One "algorithm" for what the fake models, none otherwise (the caller's fallback runs). */
+/* The epilogues the fake runs: BIAS, and BGRADB into an fp32 D. */
+static int lt_epilogue_ok(const fake_lt_desc *f, const fake_lt_layout *c) {
+  return f->epilogue == CUBLASLT_EPILOGUE_BIAS ||
+         (f->epilogue == CUBLASLT_EPILOGUE_BGRADB && c->type == CUDA_R_32F);
+}
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t d,
                                               cublasLtMatrixLayout_t A, cublasLtMatrixLayout_t B,
                                               cublasLtMatrixLayout_t C, cublasLtMatrixLayout_t D,
@@ -1634,9 +1639,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   fake_lt_desc *f = (fake_lt_desc *)(void *)d;
   fake_lt_layout *a = (fake_lt_layout *)(void *)A, *b = (fake_lt_layout *)(void *)B;
   fake_lt_layout *c = (fake_lt_layout *)(void *)C;
-  int epi_ok = f->epilogue == CUBLASLT_EPILOGUE_BIAS ||
-               (f->epilogue == CUBLASLT_EPILOGUE_BGRADB && c->type == CUDA_R_32F);
-  int ok = !f->bad && epi_ok && f->bias_type == CUDA_R_32F &&
+  int ok = !f->bad && lt_epilogue_ok(f, c) && f->bias_type == CUDA_R_32F &&
            a->type == b->type && (a->type == CUDA_R_32F || a->type == CUDA_R_16BF) &&
            (c->type == CUDA_R_32F || (c->type == CUDA_R_16BF && a->type == CUDA_R_16BF)) &&
            C == D;
@@ -1689,8 +1692,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
   fake_lt_layout *a = (fake_lt_layout *)(void *)Ad, *b = (fake_lt_layout *)(void *)Bd;
   fake_lt_layout *c = (fake_lt_layout *)(void *)Cd;
   int bgrad = f->epilogue == CUBLASLT_EPILOGUE_BGRADB;
-  if (f->bad || (f->epilogue != CUBLASLT_EPILOGUE_BIAS && !bgrad) || !f->bias || C != D ||
-      Cd != Dd || (bgrad && c->type != CUDA_R_32F) ||
+  if (f->bad || !lt_epilogue_ok(f, c) || !f->bias || C != D || Cd != Dd ||
       *(const float *)alpha != 1.0f || *(const float *)beta != 0.0f)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   int m = (int)c->rows, n = (int)c->cols;
